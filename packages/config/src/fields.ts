@@ -1,0 +1,93 @@
+import { z } from 'zod';
+
+/**
+ * Field builders for environment schemas. Every variable arrives as a string (or is absent); these
+ * parse it into the value the process uses, with messages that say what was expected.
+ */
+
+const secrets = new WeakSet<z.ZodType>();
+
+/** Marks a field as secret: its value is replaced by "[redacted]" wherever the config is printed. */
+export function secret<T extends z.ZodType>(schema: T): T {
+  secrets.add(schema);
+  return schema;
+}
+
+export function isSecret(schema: z.ZodType): boolean {
+  let current: z.ZodType | undefined = schema;
+  // Look through wrappers (optional, default, pipe) for the marked schema.
+  for (let depth = 0; current && depth < 8; depth++) {
+    if (secrets.has(current)) return true;
+    const def = (current as unknown as { _zod: { def: { innerType?: z.ZodType; in?: z.ZodType } } })._zod.def;
+    current = def.innerType ?? def.in;
+  }
+  return false;
+}
+
+const TRUE = new Set(['true', '1', 'yes', 'on']);
+const FALSE = new Set(['false', '0', 'no', 'off', '']);
+
+/** A boolean written as true/false, 1/0, yes/no or on/off (any case). Anything else is an error. */
+export function bool() {
+  return z.string().transform((raw, ctx) => {
+    const value = raw.trim().toLowerCase();
+    if (TRUE.has(value)) return true;
+    if (FALSE.has(value)) return false;
+    ctx.addIssue({ code: 'custom', message: `expected true or false, got "${raw}"` });
+    return z.NEVER;
+  });
+}
+
+/** An integer within [min, max]. */
+export function int(min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
+  return z.string().transform((raw, ctx) => {
+    const trimmed = raw.trim();
+    const value = Number(trimmed);
+    if (trimmed === '' || !Number.isInteger(value)) {
+      ctx.addIssue({ code: 'custom', message: `expected an integer, got "${raw}"` });
+      return z.NEVER;
+    }
+    if (value < min || value > max) {
+      ctx.addIssue({ code: 'custom', message: `expected an integer from ${min} to ${max}, got ${value}` });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
+/** A TCP port (0 asks the OS for a free one). */
+export function port() {
+  return int(0, 65_535);
+}
+
+/** An absolute URL whose scheme is one of `protocols` (without the colon). */
+export function url(protocols: readonly string[]) {
+  return z.string().transform((raw, ctx) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw.trim());
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `expected a ${protocols.join(' or ')} URL` });
+      return z.NEVER;
+    }
+    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+      ctx.addIssue({ code: 'custom', message: `expected a ${protocols.join(' or ')} URL, got a ${parsed.protocol} one` });
+      return z.NEVER;
+    }
+    return raw.trim();
+  });
+}
+
+/** A comma-separated list; blanks are dropped. */
+export function csv() {
+  return z.string().transform((raw) =>
+    raw
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item.length > 0),
+  );
+}
+
+export function logLevel() {
+  return z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+/**
+ * Database command line for operators and for the Kubernetes migration Job:
+ *   fin-db migrate [--create-database]
+ * Reads DATABASE_URL. Exits non-zero on any failure.
+ */
+import { loadConfig, url } from '@fin/config';
+import { ensureDatabase, migrate } from './migrate';
+
+const USAGE = 'usage: fin-db migrate [--create-database]';
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...flags] = argv;
+  if (command !== 'migrate') {
+    process.stderr.write(`${USAGE}\n`);
+    return 64;
+  }
+  const config = loadConfig({ DATABASE_URL: url(['postgres', 'postgresql']) });
+  const say = (message: string) => process.stderr.write(`[migrate] ${message}\n`);
+  if (flags.includes('--create-database') && (await ensureDatabase(config.DATABASE_URL))) say('created the database');
+  const ran = await migrate({ databaseUrl: config.DATABASE_URL });
+  say(ran.length === 0 ? 'already up to date' : `applied ${ran.join(', ')}`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`[migrate] failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

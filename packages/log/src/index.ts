@@ -1,0 +1,38 @@
+import pino, { type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+/**
+ * Paths whose values never reach a log line: API keys, authorization headers, customer-tool header
+ * secrets, passwords and tokens, wherever they appear in a logged object.
+ */
+export const REDACTED_PATHS = [
+  ...['apiKey', 'api_key', 'password', 'secret', 'token', 'authorization'].flatMap((key) => [key, `*.${key}`]),
+  // Request headers that carry credentials, wherever a request is logged.
+  ...['x-api-key', 'authorization', 'cookie', 'proxy-authorization', 'x-internal-signature'].flatMap((header) => [
+    `headers["${header}"]`,
+    `*.headers["${header}"]`,
+  ]),
+  // A customer tool's headers are all secrets.
+  'tool.headers',
+  'config.ANTHROPIC_API_KEY',
+];
+
+export interface LogOptions {
+  service: string;
+  level?: LoggerOptions['level'];
+  /** Where lines go; defaults to stdout. Tests pass a stream to read what was logged. */
+  destination?: pino.DestinationStream;
+}
+
+/** One JSON line per event, with the service name on every line and secrets redacted. */
+export function createLogger({ service, level = 'info', destination }: LogOptions): Logger {
+  const options: LoggerOptions = {
+    level,
+    base: { service },
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}

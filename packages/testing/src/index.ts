@@ -1,0 +1,4 @@
+export { createEmptyDatabase, createTestDatabase, runMigrationCommand, type TestDatabase } from './database';
+export { TEST_KAFKA_BROKERS, createTopics, testKafka, uniqueName } from './kafka';
+export { leakedSince, openHandles, waitForNoLeaks } from './leak-environment';
+export { waitFor } from './wait';
