@@ -16,6 +16,8 @@ pnpm_spec="pnpm@10.34.9"
 say() { printf '[bootstrap] %s\n' "$*" >&2; }
 hash_of() { cat "$@" | sha1sum | cut -c1-16; }
 
+# Judge the system's Node, not one of ours that an earlier run left on PATH.
+PATH="$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$tools/node_modules/.bin" | paste -sd: -)"
 system_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
 want_node=false
 [ "$system_major" -lt 22 ] && want_node=true

@@ -13,12 +13,14 @@ export function secret<T extends z.ZodType>(schema: T): T {
   return schema;
 }
 
+type Wrapped = { _zod: { def: { innerType?: z.ZodType; in?: z.ZodType } } };
+
 export function isSecret(schema: z.ZodType): boolean {
   let current: z.ZodType | undefined = schema;
   // Look through wrappers (optional, default, pipe) for the marked schema.
   for (let depth = 0; current && depth < 8; depth++) {
     if (secrets.has(current)) return true;
-    const def = (current as unknown as { _zod: { def: { innerType?: z.ZodType; in?: z.ZodType } } })._zod.def;
+    const def: Wrapped['_zod']['def'] = (current as unknown as Wrapped)._zod.def;
     current = def.innerType ?? def.in;
   }
   return false;

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { MIGRATIONS_DIR } from '@fin/db';
 import pg from 'pg';
 
 /**
@@ -16,6 +15,8 @@ import pg from 'pg';
  */
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const TEMPLATE_LOCK = 0x66696e74; // "fint"
+// The db package's migrations, found by path: @fin/db depends on this package for its own tests.
+const MIGRATIONS_DIR = path.join(__dirname, '../../db/migrations');
 
 export interface TestDatabase {
   name: string;

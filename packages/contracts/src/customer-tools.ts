@@ -1,0 +1,218 @@
+// /api/customer-tools: external HTTP APIs a customer registers for the model to call (function calling).
+// The spec leaves the payloads open; they follow what function-calling APIs use: a name and description the
+// model sees, and a JSON Schema of the arguments (`input_schema`, as in the Anthropic tool definition).
+import { z } from 'zod';
+import { dedupe, fieldError, maxJsonBytes, quote, requestObject, uuid } from './internal';
+
+export const CUSTOMER_TOOL_NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/;
+export const CUSTOMER_TOOL_DESCRIPTION_MAX = 1024;
+export const CUSTOMER_TOOL_ENDPOINT_MAX = 2048;
+export const CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES = 16 * 1024;
+export const CUSTOMER_TOOL_HEADERS_MAX = 20;
+export const CUSTOMER_TOOL_HEADER_VALUE_MAX = 4096;
+export const CUSTOMER_TOOL_TIMEOUT_MIN_MS = 100;
+export const CUSTOMER_TOOL_TIMEOUT_MAX_MS = 30_000;
+export const CUSTOMER_TOOL_TIMEOUT_DEFAULT_MS = 10_000;
+
+/**
+ * Headers a customer may not set: hop-by-hop headers (RFC 9110 §7.6.1 and the classic RFC 2616 list) belong
+ * to one connection, and Host / Content-Length are computed by our HTTP client; letting a customer set them
+ * would allow request smuggling or misrouting. Compared case-insensitively.
+ */
+export const FORBIDDEN_TOOL_HEADERS: readonly string[] = [
+  'connection',
+  'content-length',
+  'host',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
+
+/** RFC 9110 `token`: the characters allowed in a header field name. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/;
+/** Visible ASCII, obs-text, space and tab; no CR, LF or NUL (header injection). */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+export const CustomerToolProduct = z
+  .enum(['news', 'stock-report', 'analysis', 'chat'], { error: fieldError((input) => `must be one of news, stock-report, analysis, chat, got ${quote(input)}`) })
+  .meta({ id: 'CustomerToolProduct', description: 'A product whose model may call the tool.' });
+export type CustomerToolProduct = z.infer<typeof CustomerToolProduct>;
+
+export const CustomerToolName = z
+  .string({ error: fieldError('must be a string') })
+  .regex(CUSTOMER_TOOL_NAME_PATTERN, 'must start with a letter and contain only letters, digits and "_" (at most 64 characters)')
+  .meta({ id: 'CustomerToolName', description: 'The name the model sees and calls the tool by; unique per account.', examples: ['get_portfolio_positions'] });
+
+export const CustomerToolMethod = z
+  .enum(['GET', 'POST'], { error: fieldError((input) => `must be GET or POST, got ${quote(input)}`) })
+  .meta({ id: 'CustomerToolMethod', description: 'GET sends the arguments as query parameters, POST as a JSON body.' });
+export type CustomerToolMethod = z.infer<typeof CustomerToolMethod>;
+
+/**
+ * The endpoint: an absolute https URL without credentials (secrets go in `headers`, which are never returned).
+ * Whether the host resolves to a public address is checked when the tool is called, not here: DNS can change
+ * after registration.
+ */
+const CustomerToolEndpoint = z
+  .url({ protocol: /^https$/, error: fieldError('must be an absolute https:// URL') })
+  .max(CUSTOMER_TOOL_ENDPOINT_MAX, `must be at most ${CUSTOMER_TOOL_ENDPOINT_MAX} characters`)
+  .regex(/^https:\/\//i, 'must be an absolute https:// URL')
+  .refine((endpoint) => !hasCredentials(endpoint), 'must not contain a user name or password; put secrets in headers')
+  .meta({ description: `Absolute https:// URL of the customer's API, at most ${CUSTOMER_TOOL_ENDPOINT_MAX} characters, no credentials.`, examples: ['https://api.example.com/positions'] });
+
+function hasCredentials(endpoint: string): boolean {
+  try {
+    const url = new URL(endpoint);
+    return url.username !== '' || url.password !== '';
+  } catch {
+    return false; // not a URL at all: the format check has reported it
+  }
+}
+
+/**
+ * JSON Schema of the tool's arguments. Only the top level is checked here (an object schema, as every
+ * function-calling API requires, and a size cap); full meta-schema validation is a later addition.
+ */
+export const ToolInputSchema = z
+  .looseObject(
+    { type: z.literal('object', { error: 'must be "object": a tool takes its arguments as a JSON object' }) },
+    { error: fieldError('must be a JSON Schema object') },
+  )
+  .superRefine(maxJsonBytes(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES))
+  .meta({
+    id: 'ToolInputSchema',
+    description: `JSON Schema (draft 2020-12) of the tool's arguments; top-level type "object"; at most ${CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES / 1024} KiB.`,
+    examples: [{ type: 'object', properties: { account: { type: 'string' } }, required: ['account'] }],
+  });
+export type ToolInputSchema = z.infer<typeof ToolInputSchema>;
+
+const HeaderName = z
+  .string()
+  .regex(HEADER_NAME, 'must be 1 to 128 HTTP token characters (letters, digits and !#$%&\'*+-.^_`|~)')
+  .refine((name) => !FORBIDDEN_TOOL_HEADERS.includes(name.toLowerCase()), {
+    error: (issue) => `${quote(issue.input)} is set by the HTTP client and cannot be configured`,
+  });
+
+export const ToolHeaders = z
+  .record(
+    HeaderName,
+    z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .max(CUSTOMER_TOOL_HEADER_VALUE_MAX, `must be at most ${CUSTOMER_TOOL_HEADER_VALUE_MAX} characters`)
+      .regex(HEADER_VALUE, 'must not contain line breaks or control characters'),
+    { error: fieldError('must be an object mapping header names to values') },
+  )
+  .superRefine((headers, ctx) => {
+    const names = Object.keys(headers);
+    if (names.length > CUSTOMER_TOOL_HEADERS_MAX) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${CUSTOMER_TOOL_HEADERS_MAX} headers, got ${names.length}` });
+    }
+    const seen = new Map<string, string>();
+    for (const name of names) {
+      const first = seen.get(name.toLowerCase());
+      if (first === undefined) seen.set(name.toLowerCase(), name);
+      else ctx.addIssue({ code: 'custom', path: [name], message: `duplicates header ${quote(first)} (header names are case-insensitive)` });
+    }
+  })
+  .meta({
+    id: 'ToolHeaders',
+    description: `Headers sent with every call (e.g. the customer's API key); at most ${CUSTOMER_TOOL_HEADERS_MAX}. Write-only: values are stored encrypted and never returned.`,
+    maxProperties: CUSTOMER_TOOL_HEADERS_MAX,
+    examples: [{ Authorization: 'Bearer <customer-secret>' }],
+  });
+export type ToolHeaders = z.infer<typeof ToolHeaders>;
+
+const ALL_PRODUCTS = CustomerToolProduct.options;
+
+const toolFields = {
+  name: CustomerToolName,
+  description: z
+    .string({ error: fieldError('must be a string') })
+    .trim()
+    .min(1, 'must not be empty')
+    .max(CUSTOMER_TOOL_DESCRIPTION_MAX, `must be at most ${CUSTOMER_TOOL_DESCRIPTION_MAX} characters`)
+    .meta({ description: 'What the tool does and when to use it; the model reads this to decide whether to call it.' }),
+  endpoint: CustomerToolEndpoint,
+  method: CustomerToolMethod.default('POST'),
+  input_schema: ToolInputSchema,
+  headers: ToolHeaders.optional(),
+  enabled: z.boolean({ error: 'must be true or false' }).default(true),
+  timeout_ms: z
+    .int({ error: fieldError('must be an integer') })
+    .min(CUSTOMER_TOOL_TIMEOUT_MIN_MS, `must be at least ${CUSTOMER_TOOL_TIMEOUT_MIN_MS}`)
+    .max(CUSTOMER_TOOL_TIMEOUT_MAX_MS, `must be at most ${CUSTOMER_TOOL_TIMEOUT_MAX_MS}`)
+    .default(CUSTOMER_TOOL_TIMEOUT_DEFAULT_MS)
+    .meta({ description: 'Time allowed for one call, in milliseconds.' }),
+  products: z
+    .array(CustomerToolProduct, { error: fieldError('must be an array of product names') })
+    .overwrite(dedupe)
+    .min(1, 'must list at least one product')
+    .default(() => [...ALL_PRODUCTS])
+    .meta({ description: 'Products whose model may call the tool; default all. Repeats are ignored.' }),
+};
+
+const toolExample = {
+  name: 'get_portfolio_positions',
+  description: 'Returns the current positions of a client account. Use when the user asks about their holdings.',
+  endpoint: 'https://api.example.com/positions',
+  method: 'POST',
+  input_schema: { type: 'object', properties: { account: { type: 'string' } }, required: ['account'] },
+  products: ['analysis', 'chat'],
+};
+
+export const CustomerToolCreateRequest = requestObject(toolFields).meta({
+  id: 'CustomerToolCreateRequest',
+  description: 'Registers a tool. Omitted optional fields take their defaults.',
+  examples: [{ ...toolExample, headers: { Authorization: 'Bearer <customer-secret>' } }],
+});
+export type CustomerToolCreateRequest = z.infer<typeof CustomerToolCreateRequest>;
+export type CustomerToolCreateRequestInput = z.input<typeof CustomerToolCreateRequest>;
+
+/**
+ * PUT semantics: the body is the tool's new state, so an omitted optional field takes its default (not its
+ * previous value) — with ONE exception: `headers`. Header values are write-only secrets the client cannot read
+ * back, so omitting `headers` keeps the stored ones; sending `{}` removes them all; sending an object replaces
+ * them all.
+ */
+export const CustomerToolUpdateRequest = requestObject(toolFields).meta({
+  id: 'CustomerToolUpdateRequest',
+  description: 'Replaces a tool. Omitted optional fields take their defaults, except `headers`: omitted keeps the stored headers, {} removes them.',
+  examples: [{ ...toolExample, enabled: false }],
+});
+export type CustomerToolUpdateRequest = z.infer<typeof CustomerToolUpdateRequest>;
+export type CustomerToolUpdateRequestInput = z.input<typeof CustomerToolUpdateRequest>;
+
+export const CustomerToolPathParams = z
+  .object({ id: uuid() })
+  .meta({ id: 'CustomerToolPathParams', description: 'Path parameter {id} of PUT and DELETE /api/customer-tools/{id}.' });
+export type CustomerToolPathParams = z.infer<typeof CustomerToolPathParams>;
+
+/** A stored tool as returned to its owner. Header values are never returned, only their names. */
+export const CustomerTool = z
+  .object({
+    id: z.uuid(),
+    name: CustomerToolName,
+    description: z.string(),
+    endpoint: z.string(),
+    method: CustomerToolMethod,
+    input_schema: z.record(z.string(), z.unknown()),
+    header_names: z.array(z.string()).meta({ description: 'Names of the configured headers; values are write-only.', examples: [['Authorization']] }),
+    enabled: z.boolean(),
+    timeout_ms: z.int(),
+    products: z.array(CustomerToolProduct),
+    created_at: z.iso.datetime({ offset: true }),
+    updated_at: z.iso.datetime({ offset: true }),
+  })
+  .meta({ id: 'CustomerTool', description: 'A registered customer tool.' });
+export type CustomerTool = z.infer<typeof CustomerTool>;
+
+export const CustomerToolListResponse = z
+  .object({ tools: z.array(CustomerTool) })
+  .meta({ id: 'CustomerToolListResponse', description: 'The caller\'s tools, oldest first.' });
+export type CustomerToolListResponse = z.infer<typeof CustomerToolListResponse>;

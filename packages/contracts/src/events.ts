@@ -1,0 +1,84 @@
+// Server-Sent Events of the chat and analysis streams. Each event is `event: <name>` plus one `data:` line
+// of JSON. A stream that fails after it started ends with an `error` event whose data is the error body.
+import { z } from 'zod';
+import { JobId } from './common';
+import { ConversationId } from './chat';
+import { ErrorBody } from './errors';
+
+export const ChatTokenEvent = z
+  .object({ type: z.literal('token'), content: z.string() })
+  .meta({ id: 'ChatTokenEvent', description: 'Event `token`: a text chunk of the reply.' });
+export type ChatTokenEvent = z.infer<typeof ChatTokenEvent>;
+
+export const ChatNodeStartEvent = z
+  .object({ type: z.literal('node_start'), node: z.string().meta({ examples: ['research'] }) })
+  .meta({ id: 'ChatNodeStartEvent', description: 'Event `node_start`: a processing phase begins.' });
+export type ChatNodeStartEvent = z.infer<typeof ChatNodeStartEvent>;
+
+export const ChatToolStartEvent = z
+  .object({ type: z.literal('tool_start'), tool: z.string().meta({ examples: ['market_data'] }) })
+  .meta({ id: 'ChatToolStartEvent', description: 'Event `tool_start`: a tool execution begins.' });
+export type ChatToolStartEvent = z.infer<typeof ChatToolStartEvent>;
+
+export const ChatToolEndEvent = z
+  .object({ type: z.literal('tool_end'), tool: z.string().meta({ examples: ['market_data'] }) })
+  .meta({ id: 'ChatToolEndEvent', description: 'Event `tool_end`: a tool execution ends.' });
+export type ChatToolEndEvent = z.infer<typeof ChatToolEndEvent>;
+
+export const ChatDoneEvent = z
+  .object({ type: z.literal('done'), conversation_id: ConversationId })
+  .meta({ id: 'ChatDoneEvent', description: 'Event `done`: the reply is complete; reuse conversation_id to continue.' });
+export type ChatDoneEvent = z.infer<typeof ChatDoneEvent>;
+
+/** The data of every successful chat event; `type` always equals the SSE event name. */
+export const ChatStreamEvent = z
+  .discriminatedUnion('type', [ChatTokenEvent, ChatNodeStartEvent, ChatToolStartEvent, ChatToolEndEvent, ChatDoneEvent])
+  .meta({ id: 'ChatStreamEvent', description: 'Data of a chat stream event; `type` equals the event name.' });
+export type ChatStreamEvent = z.infer<typeof ChatStreamEvent>;
+
+/**
+ * Event name → data schema of the chat stream. `error` is the one event whose data does not carry its own
+ * name in `type`: its data is the standard error body, where `type` is the error category (internal_error,
+ * gateway_timeout, …). The categories never collide with chat event names, so a client that switches on
+ * the data's `type` alone can still tell them apart.
+ */
+export const ChatStreamEvents = {
+  token: ChatTokenEvent,
+  node_start: ChatNodeStartEvent,
+  tool_start: ChatToolStartEvent,
+  tool_end: ChatToolEndEvent,
+  done: ChatDoneEvent,
+  error: ErrorBody,
+} as const;
+export type ChatStreamEventName = keyof typeof ChatStreamEvents;
+
+export const AnalysisSynthesisChunkEvent = z
+  .object({ chunk: z.string() })
+  .meta({ id: 'AnalysisSynthesisChunkEvent', description: 'Event `synthesis_chunk`: part of the generated text.' });
+export type AnalysisSynthesisChunkEvent = z.infer<typeof AnalysisSynthesisChunkEvent>;
+
+export const AnalysisDoneEvent = z
+  .object({ job_id: JobId, status: z.literal('completed') })
+  .meta({ id: 'AnalysisDoneEvent', description: 'Event `done`: the analysis is complete; its result is also at the job\'s result URL.' });
+export type AnalysisDoneEvent = z.infer<typeof AnalysisDoneEvent>;
+
+/** Event name → data schema of the analysis stream (no `type` field in the data, as in the spec). */
+export const AnalysisStreamEvents = {
+  synthesis_chunk: AnalysisSynthesisChunkEvent,
+  done: AnalysisDoneEvent,
+  error: ErrorBody,
+} as const;
+export type AnalysisStreamEventName = keyof typeof AnalysisStreamEvents;
+
+const EVENT_NAME = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * One SSE frame: `event: <name>\ndata: <json>\n\n`. JSON.stringify escapes line breaks inside strings, so the
+ * data is always a single line and needs no splitting into several `data:` lines.
+ */
+export function formatSse(event: string, data: unknown): string {
+  if (!EVENT_NAME.test(event)) throw new TypeError(`invalid SSE event name ${JSON.stringify(event)}`);
+  const json = JSON.stringify(data);
+  if (json === undefined) throw new TypeError(`SSE data of event ${event} is not JSON-serialisable`);
+  return `event: ${event}\ndata: ${json}\n\n`;
+}

@@ -1,0 +1,75 @@
+import {
+  AnalysisDoneEvent,
+  AnalysisStreamEvents,
+  ChatStreamEvent,
+  ChatStreamEvents,
+  ErrorBody,
+  formatSse,
+} from '../src';
+import { UUID, ok, rejected } from './helpers';
+
+const samples = {
+  token: { type: 'token', content: 'Hel' },
+  node_start: { type: 'node_start', node: 'research' },
+  tool_start: { type: 'tool_start', tool: 'market_data' },
+  tool_end: { type: 'tool_end', tool: 'market_data' },
+  done: { type: 'done', conversation_id: UUID },
+} as const;
+
+describe('chat stream events', () => {
+  it('has exactly the spec events plus error', () => {
+    expect(Object.keys(ChatStreamEvents).sort()).toEqual(['done', 'error', 'node_start', 'token', 'tool_end', 'tool_start']);
+  });
+
+  it.each(Object.entries(samples))('%s: the payload type equals the event name', (name, payload) => {
+    const schema = ChatStreamEvents[name as keyof typeof samples];
+    expect(schema.shape.type.value).toBe(name);
+    expect(ok(schema, payload)).toEqual(payload);
+    expect(ok(ChatStreamEvent, payload)).toEqual(payload);
+    const otherName = name === 'token' ? 'done' : 'token';
+    rejected(schema, { ...payload, type: otherName });
+  });
+
+  it('rejects an unknown event type and a done event without a UUID', () => {
+    rejected(ChatStreamEvent, { type: 'thinking', content: 'x' });
+    rejected(ChatStreamEvent, { type: 'done', conversation_id: 'abc' });
+    rejected(ChatStreamEvent, { type: 'token' });
+  });
+
+  it('ends a failed stream with the standard error body', () => {
+    expect(ChatStreamEvents.error).toBe(ErrorBody);
+    ok(ChatStreamEvents.error, { detail: 'The model is overloaded', status_code: 503, type: 'service_unavailable' });
+  });
+});
+
+describe('analysis stream events', () => {
+  it('has synthesis_chunk, done and error', () => {
+    expect(Object.keys(AnalysisStreamEvents).sort()).toEqual(['done', 'error', 'synthesis_chunk']);
+    expect(AnalysisStreamEvents.error).toBe(ErrorBody);
+  });
+
+  it('parses chunks and requires done to say completed', () => {
+    expect(ok(AnalysisStreamEvents.synthesis_chunk, { chunk: '## Summary' })).toEqual({ chunk: '## Summary' });
+    expect(ok(AnalysisDoneEvent, { job_id: UUID, status: 'completed' })).toEqual({ job_id: UUID, status: 'completed' });
+    rejected(AnalysisDoneEvent, { job_id: UUID, status: 'failed' });
+    rejected(AnalysisDoneEvent, { job_id: 'x', status: 'completed' });
+  });
+});
+
+describe('formatSse', () => {
+  it('produces one event line, one data line of JSON and a blank line', () => {
+    expect(formatSse('token', { type: 'token', content: 'Hi' })).toBe('event: token\ndata: {"type":"token","content":"Hi"}\n\n');
+  });
+
+  it('keeps line breaks inside the data escaped on one line', () => {
+    const frame = formatSse('synthesis_chunk', { chunk: 'line 1\nline 2\r\n' });
+    expect(frame).toBe('event: synthesis_chunk\ndata: {"chunk":"line 1\\nline 2\\r\\n"}\n\n');
+    expect(frame.split('\n')).toHaveLength(4);
+  });
+
+  it('refuses event names that would break the framing and data JSON cannot hold', () => {
+    expect(() => formatSse('token\ndata: x', {})).toThrow(TypeError);
+    expect(() => formatSse('', {})).toThrow(TypeError);
+    expect(() => formatSse('token', undefined)).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,93 @@
+import { createEmptyDatabase, runMigrationCommand, type TestDatabase } from '@fin/testing';
+import pg from 'pg';
+import { createPool, createPrismaClient, knownMigrations } from '../src';
+
+describe('migrations', () => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createEmptyDatabase();
+  });
+  afterAll(() => db.drop());
+
+  async function query<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> {
+    const client = new pg.Client(db.url);
+    await client.connect();
+    try {
+      return (await client.query<T>(sql, params)).rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('apply on an empty database, then find nothing to do on a second run', async () => {
+    const first = await runMigrationCommand(db.url);
+    expect(first.output).toContain(`applied ${knownMigrations().join(', ')}`);
+    expect(first.code).toBe(0);
+    const second = await runMigrationCommand(db.url);
+    expect(second.output).toContain('already up to date');
+    expect(second.code).toBe(0);
+    const applied = await query<{ name: string }>('SELECT name FROM pgmigrations ORDER BY run_on');
+    expect(applied.map((row) => row.name)).toEqual(knownMigrations());
+  });
+
+  it('refuse a database migrated by a newer version', async () => {
+    await query("INSERT INTO pgmigrations (name, run_on) VALUES ('9999999999999_from-the-future', now())");
+    try {
+      const run = await runMigrationCommand(db.url);
+      expect(run.code).not.toBe(0);
+      expect(run.output).toContain('9999999999999_from-the-future');
+      expect(run.output).toContain('migrated by a newer version');
+    } finally {
+      await query("DELETE FROM pgmigrations WHERE name = '9999999999999_from-the-future'");
+    }
+  });
+
+  it('fail clearly without DATABASE_URL', async () => {
+    const run = await runMigrationCommand('');
+    expect(run.code).toBe(78);
+    expect(run.output).toContain('DATABASE_URL: is required but not set');
+  });
+
+  it('enforce the invariants the application relies on', async () => {
+    const [tenant] = await query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme') RETURNING id");
+    const insertJob = (id: string, status: string, extra = '') =>
+      query(
+        `INSERT INTO jobs (id, tenant_id, type, status, request, cache_key${extra ? ', result' : ''})
+         VALUES ($1, $2, 'news', $3, '{}', 'news:AAPL'${extra ? `, '${extra}'` : ''})`,
+        [id, tenant?.id, status],
+      );
+    await insertJob('00000000-0000-4000-8000-000000000001', 'pending');
+    // A second unfinished job for the same cache key is refused: identical requests share one job.
+    await expect(insertJob('00000000-0000-4000-8000-000000000002', 'running')).rejects.toThrow(/jobs_inflight_cache_key_idx/);
+    // A completed job must carry its result.
+    await expect(insertJob('00000000-0000-4000-8000-000000000003', 'completed')).rejects.toThrow(/jobs_result_when_completed/);
+    await insertJob('00000000-0000-4000-8000-000000000004', 'completed', '{"news": []}');
+    await expect(
+      query("UPDATE jobs SET progress = 101 WHERE id = '00000000-0000-4000-8000-000000000001'"),
+    ).rejects.toThrow(/check constraint/);
+  });
+
+  it('serve the typed Prisma client', async () => {
+    const pool = createPool({ connectionString: db.url, applicationName: 'prisma-test', max: 2 });
+    const prisma = createPrismaClient(pool);
+    try {
+      const tenant = await prisma.tenant.create({ data: { name: 'prisma-tenant' } });
+      const key = await prisma.apiKey.create({
+        data: {
+          tenantId: tenant.id,
+          displayPrefix: 'fin_test_abcd',
+          keyHash: new Uint8Array(32).fill(7),
+          scopes: ['news', 'chat'],
+        },
+      });
+      const found = await prisma.apiKey.findUniqueOrThrow({ where: { id: key.id }, include: { tenant: true } });
+      expect(found.tenant.name).toBe('prisma-tenant');
+      expect(found.scopes).toEqual(['news', 'chat']);
+      expect(Buffer.from(found.keyHash)).toEqual(Buffer.alloc(32, 7));
+    } finally {
+      await prisma.$disconnect();
+      await pool.end();
+    }
+  });
+});

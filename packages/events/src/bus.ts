@@ -1,0 +1,108 @@
+import { createEnvelope, type Envelope, type EnvelopeOf, type EnvelopeOptions } from './envelope';
+import { type AnyTopic, type PayloadInput } from './topic';
+
+export type Headers = Readonly<Record<string, string>>;
+
+/** An envelope to publish. Messages of one key keep their order (they go to one partition, in array order). */
+export interface OutgoingMessage {
+  topic: string;
+  key: string;
+  envelope: Envelope;
+  headers?: Headers;
+}
+
+/** Where and how a message was delivered. */
+export interface DeliveryMeta {
+  topic: string;
+  partition: number;
+  /** The message's offset in its partition (a decimal string: Kafka offsets are 64-bit). */
+  offset: string;
+  key: string | null;
+  headers: Headers;
+  /** 1 on the first try of this delivery, counting in-process retries (a redelivery starts again at 1). */
+  attempt: number;
+  /** Aborted when the subscription stops; long handlers may stop early (the message is then redelivered). */
+  signal: AbortSignal;
+}
+
+export type EventHandler<T extends AnyTopic> = (envelope: EnvelopeOf<T>, meta: DeliveryMeta) => Promise<void>;
+
+/** Why and where a message was dead-lettered, with the original message as it was read. */
+export interface DeadLetter {
+  originalTopic: string;
+  originalPartition: number;
+  originalOffset: string;
+  /** The consumer group that gave up on the message. */
+  groupId: string;
+  reason: 'poison' | 'exhausted';
+  error: string;
+  /** Handler attempts made: 0 for poison, which is never handed to a handler. */
+  attempts: number;
+  failedAt: string;
+  key: string | null;
+  /** The original value, byte for byte (it may not be valid JSON). */
+  value: string | null;
+  /** The original message's own headers. */
+  headers: Headers;
+}
+
+export type DeadLetterHandler = (letter: DeadLetter, meta: DeliveryMeta) => Promise<void>;
+
+export type TopicSelection<T extends AnyTopic> =
+  | { topic: T; topics?: undefined }
+  | { topics: readonly [T, ...T[]]; topic?: undefined };
+
+export interface ConsumerOptions {
+  /** Each group receives every message once; subscriptions in one group share the partitions. */
+  groupId: string;
+  /** Attempts before a failing message is dead-lettered (default 5). */
+  maxAttempts?: number;
+  /** Delay between attempts: doubles from `initialMs` up to `maxMs`, with jitter. */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /** Partitions handled at the same time by this subscription (default 3); one message at a time per partition. */
+  concurrency?: number;
+}
+
+export type SubscribeOptions<T extends AnyTopic> = TopicSelection<T> & ConsumerOptions & { handler: EventHandler<T> };
+
+export type DeadLetterSubscribeOptions = TopicSelection<AnyTopic> & ConsumerOptions & { handler: DeadLetterHandler };
+
+export interface Subscription {
+  /** Stops taking messages, waits for in-flight handlers, and leaves the group. Uncommitted messages are redelivered. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Publishes envelopes and delivers them to consumer groups, at least once and in order per key.
+ * A message is committed only after its handler succeeds or it has been dead-lettered; a handler that keeps
+ * failing is retried `maxAttempts` times, then its message goes to the topic's `.dlq` and later messages flow.
+ */
+export interface EventBus {
+  /** Resolves once every message is durably accepted; rejects if any may not have been. */
+  publish(messages: readonly OutgoingMessage[]): Promise<void>;
+  subscribe<T extends AnyTopic>(options: SubscribeOptions<T>): Promise<Subscription>;
+  /** Reads the dead-letter topics of the selected topics. */
+  subscribeDeadLetters(options: DeadLetterSubscribeOptions): Promise<Subscription>;
+  /** Stops every subscription, then flushes and disconnects. */
+  close(): Promise<void>;
+}
+
+export interface PublishOptions extends EnvelopeOptions {
+  headers?: Headers;
+}
+
+export interface Publisher {
+  /** Parses `payload` with the topic's schema, wraps it and publishes it; returns the envelope sent. */
+  publish<T extends AnyTopic>(topic: T, key: string, payload: PayloadInput<T>, options?: PublishOptions): Promise<EnvelopeOf<T>>;
+}
+
+/** Typed publishing straight to the bus (not transactional: use appendToOutbox beside a state change). */
+export function createPublisher(bus: Pick<EventBus, 'publish'>): Publisher {
+  return {
+    async publish(topic, key, payload, { headers, ...envelopeOptions } = {}) {
+      const envelope = createEnvelope(topic, payload, envelopeOptions);
+      await bus.publish([{ topic: topic.name, key, envelope, ...(headers ? { headers } : {}) }]);
+      return envelope;
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { type AnyTopic, type PayloadInput, type PayloadOf } from './topic';
+
+/** What travels on every topic: the event's identity and type around its payload. */
+export const Envelope = z.object({
+  /** Unique per event; consumers deduplicate on it (see processOnce). */
+  id: z.uuid(),
+  type: z.string().min(1),
+  version: z.int().positive(),
+  occurredAt: z.iso.datetime({ offset: true }),
+  payload: z.unknown(),
+});
+export interface Envelope<Type extends string = string, Payload = unknown> {
+  id: string;
+  type: Type;
+  version: number;
+  occurredAt: string;
+  payload: Payload;
+}
+
+/** The envelope of a topic's event, with its parsed payload (a union for a union of topics). */
+export type EnvelopeOf<T extends AnyTopic> = T extends AnyTopic ? Envelope<T['eventType'], PayloadOf<T>> : never;
+
+/** A producer tried to publish a payload its topic's schema rejects: a bug in the producer, never sent. */
+export class InvalidEventError extends Error {
+  override readonly name = 'InvalidEventError';
+  constructor(
+    readonly topic: string,
+    detail: string,
+  ) {
+    super(`Invalid ${topic} event: ${detail}`);
+  }
+}
+
+/** A message that can never be handled (not JSON, not an envelope, or a payload its schema rejects). */
+export class PoisonMessageError extends Error {
+  override readonly name = 'PoisonMessageError';
+}
+
+export interface EnvelopeOptions {
+  /** Defaults to a new random UUID; pass one to make a retried publish carry the same identity. */
+  id?: string;
+  occurredAt?: Date;
+}
+
+/** Wraps a payload for `topic`, parsing it with the topic's schema first. */
+export function createEnvelope<T extends AnyTopic>(
+  topic: T,
+  payload: PayloadInput<T>,
+  { id = randomUUID(), occurredAt = new Date() }: EnvelopeOptions = {},
+): EnvelopeOf<T> {
+  const parsed = topic.schema.safeParse(payload);
+  if (!parsed.success) throw new InvalidEventError(topic.name, z.prettifyError(parsed.error));
+  const envelope = { id, type: topic.eventType, version: topic.version, occurredAt: occurredAt.toISOString(), payload: parsed.data };
+  const checked = Envelope.safeParse(envelope);
+  if (!checked.success) throw new InvalidEventError(topic.name, z.prettifyError(checked.error));
+  return envelope as EnvelopeOf<T>;
+}
+
+/** Parses a message value read from `topic`; throws PoisonMessageError when it can never be handled. */
+export function decodeEnvelope<T extends AnyTopic>(topic: T, value: string | null): EnvelopeOf<T> {
+  if (value === null) throw new PoisonMessageError('Message has no value');
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch (error) {
+    throw new PoisonMessageError(`Message is not JSON: ${(error as Error).message}`);
+  }
+  const envelope = Envelope.safeParse(json);
+  if (!envelope.success) throw new PoisonMessageError(`Message is not an envelope: ${z.prettifyError(envelope.error)}`);
+  const { type, version, payload } = envelope.data;
+  if (type !== topic.eventType) {
+    throw new PoisonMessageError(`Event type "${type}" does not belong on ${topic.name} (expects "${topic.eventType}")`);
+  }
+  if (version > topic.version) {
+    throw new PoisonMessageError(`Event version ${version} is newer than this consumer's ${topic.version}`);
+  }
+  const parsed = topic.schema.safeParse(payload);
+  if (!parsed.success) throw new PoisonMessageError(`Invalid ${type} payload: ${z.prettifyError(parsed.error)}`);
+  return { ...envelope.data, payload: parsed.data } as EnvelopeOf<T>;
+}

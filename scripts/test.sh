@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it: lint (zero warnings), type-check, build, then every test suite against
+# real Postgres (TEST_DATABASE_URL, default the local server) and a real Kafka broker (started here from
+# infra/kafka unless KAFKA_BROKERS points at one). Extra arguments go to Jest, e.g. `npm test -- packages/events`.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+step() { printf '\n== %s\n' "$*"; }
+
+step "lint"
+eslint . --max-warnings 0
+
+step "type-check"
+tsc -p tsconfig.json
+
+step "build"
+pnpm -r --reporter=append-only build >/dev/null
+
+step "postgres"
+admin_url="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"
+if ! node -e "const c=new (require('pg').Client)(process.argv[1]);c.connect().then(()=>c.end(),e=>{console.error(e.message);process.exit(1)})" "$admin_url" 2>/dev/null; then
+  echo "PostgreSQL is not reachable at ${admin_url%%@*}@…; start it or set TEST_DATABASE_URL." >&2
+  exit 1
+fi
+echo "reachable"
+
+if [ -z "${KAFKA_BROKERS:-}" ]; then
+  step "kafka"
+  export KAFKA_PORT="${KAFKA_PORT:-19092}" KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
+  pid_file="infra/kafka/.run/$KAFKA_PORT/kafka.pid"
+  if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+    echo "reusing the broker already running on $KAFKA_PORT"
+  else
+    trap 'bash infra/kafka/stop.sh' EXIT
+    bash infra/kafka/start.sh
+  fi
+  export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
+fi
+
+step "tests"
+jest --ci --forceExit --maxWorkers=2 "$@"
