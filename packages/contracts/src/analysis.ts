@@ -54,7 +54,7 @@ export type OutputFormatType = z.infer<typeof OutputFormatType>;
 
 export const OutputSchemaTypeName = z
   .enum(OUTPUT_SCHEMA_TYPE_NAMES, { error: fieldError((input) => `must be one of ${OUTPUT_SCHEMA_TYPE_NAMES.join(', ')}, got ${quote(input)}`) })
-  .meta({ id: 'OutputSchemaTypeName' });
+  .meta({ id: 'OutputSchemaTypeName', description: 'JSON type of one output field of a json_schema answer.' });
 export type OutputSchemaTypeName = z.infer<typeof OutputSchemaTypeName>;
 
 /** A field name the model can emit and every client language can address: an identifier of up to 64 chars. */

@@ -111,11 +111,13 @@ export const JobStatusUrl = z
   .string()
   .regex(jobUrlPattern('status'))
   .meta({ id: 'JobStatusUrl', description: 'Relative URL to poll for the job status.', examples: ['/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status'] });
+export type JobStatusUrl = z.infer<typeof JobStatusUrl>;
 
 export const JobResultUrl = z
   .string()
   .regex(jobUrlPattern('result'))
   .meta({ id: 'JobResultUrl', description: 'Relative URL to read the job result from once completed.', examples: ['/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/result'] });
+export type JobResultUrl = z.infer<typeof JobResultUrl>;
 
 /** The 202 answer of a product call that missed the cache. */
 export const AsyncJobResponse = z

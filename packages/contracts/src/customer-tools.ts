@@ -47,6 +47,7 @@ export const CustomerToolName = z
   .string({ error: fieldError('must be a string') })
   .regex(CUSTOMER_TOOL_NAME_PATTERN, 'must start with a letter and contain only letters, digits and "_" (at most 64 characters)')
   .meta({ id: 'CustomerToolName', description: 'The name the model sees and calls the tool by; unique per account.', examples: ['get_portfolio_positions'] });
+export type CustomerToolName = z.infer<typeof CustomerToolName>;
 
 export const CustomerToolMethod = z
   .enum(['GET', 'POST'], { error: fieldError((input) => `must be GET or POST, got ${quote(input)}`) })

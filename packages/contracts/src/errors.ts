@@ -81,7 +81,7 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], prefix: readonly Pr
  * `symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20`. Issues that do not fit in
  * `maxLength` characters are summarised as "(and N more)".
  */
-export function formatZodError(error: z.ZodError, maxLength = ERROR_DETAIL_MAX): string {
+export function formatZodError(error: z.core.$ZodError, maxLength = ERROR_DETAIL_MAX): string {
   const lines = [...new Set(describeIssues(error.issues))];
   if (lines.length === 0) return 'invalid request';
   let detail = '';

@@ -17,7 +17,7 @@ export type StockReportRequestInput = z.input<typeof StockReportRequest>;
 
 export const DetailedAnalysisCategory = z
   .enum(['growth', 'profitability', 'risk', 'valuation', 'competitive'])
-  .meta({ id: 'DetailedAnalysisCategory' });
+  .meta({ id: 'DetailedAnalysisCategory', description: 'What aspect of the company an insight is about.' });
 export type DetailedAnalysisCategory = z.infer<typeof DetailedAnalysisCategory>;
 
 export const DetailedAnalysisItem = z

@@ -112,9 +112,9 @@ describe('CustomerToolCreateRequest', () => {
     });
 
     it.each(['Host', 'content-length', 'Transfer-Encoding', 'CONNECTION', 'Upgrade', 'TE', 'Keep-Alive'])('forbids %s', (name) => {
-      expect(rejected(CustomerToolCreateRequest, withField('headers', { [name]: 'v' }))).toBe(
-        `headers.${name}: invalid name: "${name}" is set by the HTTP client and cannot be configured`,
-      );
+      const detail = rejected(CustomerToolCreateRequest, withField('headers', { [name]: 'v' }));
+      expect(detail).toMatch(/^headers(\.|\[")/);
+      expect(detail.endsWith(`: invalid name: "${name}" is set by the HTTP client and cannot be configured`)).toBe(true);
       expect(FORBIDDEN_TOOL_HEADERS).toContain(name.toLowerCase());
     });
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { type z } from 'zod';
 import { NewsItem, NewsProductResponse, NewsRequest, NewsResponse, NewsResult, jobUrls } from '../src';
 import { UUID, ok, rejected, symbols } from './helpers';
 

@@ -1,1 +1,53 @@
-export {};
+export {
+  type AnyTopic,
+  type Catalog,
+  type DeadLetterTopicName,
+  type PayloadInput,
+  type PayloadOf,
+  type TopicDefinition,
+  deadLetterTopicName,
+  defineCatalog,
+  defineTopic,
+} from './topic';
+export {
+  Envelope,
+  type EnvelopeOf,
+  type EnvelopeOptions,
+  InvalidEventError,
+  PoisonMessageError,
+  createEnvelope,
+  decodeEnvelope,
+} from './envelope';
+export {
+  type EventCatalog,
+  JobRequestedPayload,
+  JobStateEventPayload,
+  JobStatus,
+  JobType,
+  eventCatalog,
+  jobsEventsTopic,
+  jobsRequestedTopic,
+} from './catalog';
+export {
+  type ConsumerOptions,
+  type DeadLetter,
+  type DeadLetterHandler,
+  type DeadLetterSubscribeOptions,
+  type DeliveryMeta,
+  type EventBus,
+  type EventHandler,
+  type Headers,
+  type OutgoingMessage,
+  type PublishOptions,
+  type Publisher,
+  type SubscribeOptions,
+  type Subscription,
+  type TopicSelection,
+  createPublisher,
+} from './bus';
+export { DLQ_HEADERS, type RawMessage, type RawOutgoingMessage } from './delivery';
+export { type KafkaBusOptions, createKafka, createKafkaBus, ensureTopics } from './kafka-bus';
+export { type MemoryBusOptions, type MemoryEventBus, createMemoryBus } from './memory-bus';
+export { type AppendOptions, appendToOutbox } from './outbox';
+export { type OutboxRelay, type OutboxRelayOptions, createOutboxRelay } from './relay';
+export { type ProcessOnceResult, processOnce } from './idempotency';

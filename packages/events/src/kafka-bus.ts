@@ -1,0 +1,266 @@
+import { type Logger } from '@fin/log';
+import {
+  type IHeaders,
+  Kafka,
+  type KafkaConfig,
+  type KafkaMessage,
+  type LogEntry,
+  Partitioners,
+  logLevel,
+  type Message,
+} from 'kafkajs';
+import { type EventBus, type Subscription } from './bus';
+import {
+  DEFAULT_CONCURRENCY,
+  deadLetterProcessor,
+  envelopeProcessor,
+  processorContext,
+  type RawMessage,
+  type RawOutgoingMessage,
+  type RawProcessor,
+  selectedTopics,
+} from './delivery';
+import { type AnyTopic, deadLetterTopicName } from './topic';
+
+export interface KafkaBusOptions {
+  kafka: Kafka;
+  logger: Logger;
+  /** A consumer that misses heartbeats this long loses its partitions to the rest of its group (default 30 s). */
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  /** Where a group without committed offsets starts: the earliest retained message (default), or new ones only. */
+  fromBeginning?: boolean;
+}
+
+/**
+ * The event bus on Kafka. The producer is idempotent with one request in flight, so retries neither duplicate
+ * nor reorder messages of a partition. Consumers commit a message's offset only after it is handled or
+ * dead-lettered, so a consumer that dies mid-handler has the message redelivered to its group.
+ */
+export function createKafkaBus({
+  kafka,
+  logger,
+  sessionTimeoutMs = 30_000,
+  heartbeatIntervalMs = 3_000,
+  fromBeginning = true,
+}: KafkaBusOptions): EventBus {
+  const log = logger.child({ component: 'kafka-bus' });
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
+  let producerConnection: Promise<void> | undefined;
+  const subscriptions = new Set<Subscription>();
+  let closing: Promise<void> | undefined;
+
+  function connectProducer(): Promise<void> {
+    producerConnection ??= producer.connect().catch((error: unknown) => {
+      producerConnection = undefined;
+      throw error;
+    });
+    return producerConnection;
+  }
+
+  async function send(messages: readonly RawOutgoingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await connectProducer();
+    const byTopic = new Map<string, Message[]>();
+    for (const { topic, key, value, headers } of messages) {
+      let batch = byTopic.get(topic);
+      if (!batch) byTopic.set(topic, (batch = []));
+      batch.push({ key, value, headers: { ...headers } });
+    }
+    await producer.sendBatch({
+      acks: -1,
+      topicMessages: [...byTopic].map(([topic, batch]) => ({ topic, messages: batch })),
+    });
+  }
+
+  async function consume(
+    topics: string[],
+    groupId: string,
+    concurrency: number,
+    processor: RawProcessor,
+  ): Promise<Subscription> {
+    if (closing) throw new Error('The event bus is closed');
+    const consumer = kafka.consumer({
+      groupId,
+      sessionTimeout: sessionTimeoutMs,
+      heartbeatInterval: heartbeatIntervalMs,
+      allowAutoTopicCreation: false,
+    });
+    consumer.on(consumer.events.CRASH, ({ payload }) =>
+      log.error({ err: payload.error, groupId, restart: payload.restart }, 'Kafka consumer crashed'),
+    );
+    const stopping = new AbortController();
+    const inFlight = new Set<Promise<void>>();
+
+    async function handle(topic: string, partition: number, message: KafkaMessage, heartbeat: () => Promise<void>) {
+      // Long handlers keep the group membership alive; a failed heartbeat means a rebalance, which the
+      // commit below then reports.
+      const beat = setInterval(() => void heartbeat().catch(() => undefined), heartbeatIntervalMs);
+      let outcome;
+      try {
+        outcome = await processor(toRawMessage(topic, partition, message), stopping.signal);
+      } finally {
+        clearInterval(beat);
+      }
+      if (outcome === 'commit') {
+        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      }
+    }
+
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics, fromBeginning });
+      await consumer.run({
+        autoCommit: false,
+        partitionsConsumedConcurrently: concurrency,
+        eachMessage: async ({ topic, partition, message, heartbeat }) => {
+          // Once stopping, nothing more is handled (or committed): the partitions are paused, and whatever
+          // was already fetched is redelivered to the group later.
+          if (stopping.signal.aborted) return;
+          const work = handle(topic, partition, message, heartbeat);
+          inFlight.add(work);
+          try {
+            await work;
+          } finally {
+            inFlight.delete(work);
+          }
+        },
+      });
+    } catch (error) {
+      await consumer.disconnect().catch(() => undefined);
+      throw error;
+    }
+
+    let stopped: Promise<void> | undefined;
+    const subscription: Subscription = {
+      stop: () =>
+        (stopped ??= (async () => {
+          stopping.abort();
+          consumer.pause(topics.map((topic) => ({ topic })));
+          await Promise.allSettled([...inFlight]);
+          await consumer.disconnect();
+          subscriptions.delete(subscription);
+        })()),
+    };
+    subscriptions.add(subscription);
+    return subscription;
+  }
+
+  return {
+    async publish(messages) {
+      await send(
+        messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: JSON.stringify(envelope), headers })),
+      );
+    },
+
+    async subscribe(options) {
+      const topics = selectedTopics(options);
+      const context = processorContext(options, log, (letter) => send([letter]));
+      return consume(
+        topics.map((topic) => topic.name),
+        options.groupId,
+        options.concurrency ?? DEFAULT_CONCURRENCY,
+        envelopeProcessor(topics, options.handler, context),
+      );
+    },
+
+    async subscribeDeadLetters(options) {
+      const topics = selectedTopics(options);
+      const context = processorContext(options, log, () => Promise.resolve());
+      return consume(
+        topics.map((topic) => topic.deadLetterTopic),
+        options.groupId,
+        options.concurrency ?? DEFAULT_CONCURRENCY,
+        deadLetterProcessor(options.handler, context),
+      );
+    },
+
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled([...subscriptions].map((subscription) => subscription.stop()));
+        if (producerConnection) await producer.disconnect();
+      })();
+      return closing;
+    },
+  };
+}
+
+function headerValue(value: IHeaders[string]): string | undefined {
+  const last = Array.isArray(value) ? value[value.length - 1] : value;
+  return last?.toString();
+}
+
+function toRawMessage(topic: string, partition: number, message: KafkaMessage): RawMessage {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    const text = headerValue(value);
+    if (text !== undefined) headers[name] = text;
+  }
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key?.toString() ?? null,
+    value: message.value?.toString() ?? null,
+    headers,
+  };
+}
+
+/**
+ * Creates the given topics and their dead-letter topics if missing (existing ones are left as they are).
+ * Returns the names it created.
+ */
+export async function ensureTopics(
+  kafka: Kafka,
+  topics: readonly (AnyTopic | string)[],
+  partitions = 3,
+  { replicationFactor = 1 }: { replicationFactor?: number } = {},
+): Promise<string[]> {
+  const names = topics.flatMap((topic) => {
+    const name = typeof topic === 'string' ? topic : topic.name;
+    return [name, deadLetterTopicName(name)];
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = [...new Set(names)].filter((name) => !existing.has(name));
+    if (missing.length > 0) {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((topic) => ({ topic, numPartitions: partitions, replicationFactor })),
+      });
+    }
+    return missing;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const PINO_LEVEL: Record<logLevel, 'error' | 'warn' | 'info' | 'debug' | undefined> = {
+  [logLevel.NOTHING]: undefined,
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** A kafkajs client whose own log lines go to `logger` (at WARN and above unless `logLevel` says otherwise). */
+export function createKafka({ logger, ...config }: KafkaConfig & { logger: Logger }): Kafka {
+  const kafkaLogger = logger.child({ component: 'kafkajs' });
+  return new Kafka({
+    logLevel: logLevel.WARN,
+    ...config,
+    logCreator:
+      () =>
+      ({ namespace, level, log: { message, ...fields } }: LogEntry) => {
+        const method = PINO_LEVEL[level];
+        if (method) kafkaLogger[method]({ namespace, ...fields }, message);
+      },
+  });
+}

@@ -1,0 +1,40 @@
+import { type Queryable } from '@fin/db';
+import { type Headers } from './bus';
+import { createEnvelope, type EnvelopeOf, type EnvelopeOptions } from './envelope';
+import { type AnyTopic, type PayloadInput } from './topic';
+
+/** Advisory-lock namespaces (the two-integer form), so outbox locks never collide with other advisory locks. */
+export const OUTBOX_KEY_LOCK_CLASS = 0x6f627800; // "obx\0"
+export const RELAY_LEADER_LOCK_CLASS = 0x6f627265; // "obre"
+
+export interface AppendOptions extends EnvelopeOptions {
+  headers?: Headers;
+}
+
+/**
+ * Writes an event to the outbox as part of the caller's transaction: it is published if and only if that
+ * transaction commits. Pass the transaction's client (a pool works too, as a transaction of its own).
+ *
+ * Ordering invariant: for one (topic, key), outbox ids are allocated in commit order. The insert first takes a
+ * transaction-scoped advisory lock on the key, so a second transaction writing the same key waits until the
+ * first commits or rolls back before it allocates its id. The relay, which reads unpublished rows in id
+ * order, can therefore never see a later event of a key while an earlier one is still uncommitted.
+ */
+export async function appendToOutbox<T extends AnyTopic>(
+  db: Queryable,
+  topic: T,
+  key: string,
+  payload: PayloadInput<T>,
+  { headers = {}, ...envelopeOptions }: AppendOptions = {},
+): Promise<EnvelopeOf<T>> {
+  const envelope = createEnvelope(topic, payload, envelopeOptions);
+  // The lock is taken in a FROM subquery so that it is held before the row (and its id) is produced,
+  // in one round trip.
+  await db.query(
+    `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
+     SELECT $1::text, $2::text, $3::uuid, $4::text, $5::jsonb, $6::jsonb
+     FROM (SELECT pg_advisory_xact_lock($7::int, hashtext($1::text || E'\\n' || $2::text))) AS key_lock`,
+    [topic.name, key, envelope.id, envelope.type, JSON.stringify(envelope), JSON.stringify(headers), OUTBOX_KEY_LOCK_CLASS],
+  );
+  return envelope;
+}

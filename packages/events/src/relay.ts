@@ -1,0 +1,226 @@
+import { type Pool, type PoolClient } from '@fin/db';
+import { type Logger } from '@fin/log';
+import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
+import { type EventBus, type Headers } from './bus';
+import { type Envelope } from './envelope';
+import { RELAY_LEADER_LOCK_CLASS } from './outbox';
+
+export interface OutboxRelayOptions {
+  pool: Pool;
+  bus: Pick<EventBus, 'publish'>;
+  logger: Logger;
+  /** Rows published per transaction (default 100). */
+  batchSize?: number;
+  /** Reads the outbox at least this often even without a notification (default 1 s). */
+  pollIntervalMs?: number;
+  /** How often a standby relay tries to become leader (default 2 s). */
+  standbyIntervalMs?: number;
+  /** Published rows are deleted once older than this (default 1 day). */
+  retentionMs?: number;
+  cleanupIntervalMs?: number;
+  /** Delay before retrying a batch that failed to publish: doubles from `initialMs` to `maxMs`. */
+  backoff?: Partial<Backoff>;
+}
+
+export interface OutboxRelay {
+  /** Starts electing and, as leader, relaying in the background. */
+  start(): void;
+  /** Finishes the batch in flight, gives up leadership and releases its connection. */
+  stop(): Promise<void>;
+  isLeader(): boolean;
+}
+
+interface OutboxRow {
+  id: string;
+  topic: string;
+  message_key: string;
+  envelope: Envelope;
+  headers: Headers;
+}
+
+const CLEANUP_CHUNK = 10_000;
+
+/**
+ * Publishes the outbox to the bus, in id order, and marks rows published in the transaction that read them.
+ *
+ * Invariants:
+ * - Rows are selected by "not yet published", never by "id after the last one seen", so a row whose
+ *   transaction commits after a higher id was published is still published.
+ * - A row is marked published only after the bus accepted it; a failed publish rolls back and is retried
+ *   (so a row may be published more than once, never zero times), and no later row overtakes it.
+ * - At most one relay publishes: the leader holds a session advisory lock on the connection it publishes on.
+ *   If that connection dies, its transaction dies with it and a standby takes the lock over.
+ *
+ * The relay keeps one pool connection checked out while it runs.
+ */
+export function createOutboxRelay({
+  pool,
+  bus,
+  logger,
+  batchSize = 100,
+  pollIntervalMs = 1_000,
+  standbyIntervalMs = 2_000,
+  retentionMs = 24 * 60 * 60 * 1_000,
+  cleanupIntervalMs = 10 * 60 * 1_000,
+  backoff: backoffOptions,
+}: OutboxRelayOptions): OutboxRelay {
+  const log = logger.child({ component: 'outbox-relay' });
+  const backoff: Backoff = { initialMs: 500, maxMs: 30_000, ...backoffOptions };
+  const stopping = new AbortController();
+  let running: Promise<void> | undefined;
+  let leader = false;
+  // Set by NOTIFY (or a broken connection) so that the next idle wait returns at once.
+  let pending = false;
+  let wake: (() => void) | undefined;
+
+  function notify(): void {
+    pending = true;
+    wake?.();
+  }
+
+  function idle(ms: number): Promise<void> {
+    if (pending || stopping.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener('abort', done);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      stopping.signal.addEventListener('abort', done, { once: true });
+      wake = done;
+    });
+  }
+
+  async function publishBatch(client: PoolClient): Promise<number | 'failed'> {
+    await client.query('BEGIN');
+    try {
+      const { rows } = await client.query<OutboxRow>(
+        `SELECT id::text AS id, topic, message_key, envelope, headers FROM outbox
+         WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batchSize],
+      );
+      const ids = rows.map((row) => row.id);
+      if (rows.length > 0) {
+        try {
+          await bus.publish(
+            rows.map((row) => ({ topic: row.topic, key: row.message_key, envelope: row.envelope, headers: row.headers })),
+          );
+        } catch (error) {
+          await client.query('ROLLBACK');
+          await client.query('UPDATE outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])', [
+            ids,
+            errorMessage(error).slice(0, 2_000),
+          ]);
+          log.warn({ err: error, firstId: ids[0], count: ids.length }, 'Publishing outbox rows failed; will retry');
+          return 'failed';
+        }
+        await client.query(
+          'UPDATE outbox SET published_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])',
+          [ids],
+        );
+      }
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async function cleanup(client: PoolClient): Promise<void> {
+    let deleted = 0;
+    for (;;) {
+      const { rowCount } = await client.query(
+        `DELETE FROM outbox WHERE id IN (
+           SELECT id FROM outbox WHERE published_at < now() - $1 * interval '1 millisecond' LIMIT $2)`,
+        [retentionMs, CLEANUP_CHUNK],
+      );
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < CLEANUP_CHUNK || stopping.signal.aborted) break;
+    }
+    if (deleted > 0) log.info({ deleted }, 'Deleted published outbox rows past retention');
+  }
+
+  async function lead(client: PoolClient): Promise<void> {
+    let failures = 0;
+    let nextCleanup = 0;
+    while (!stopping.signal.aborted) {
+      pending = false;
+      const published = await publishBatch(client);
+      if (Date.now() >= nextCleanup) {
+        await cleanup(client);
+        nextCleanup = Date.now() + cleanupIntervalMs;
+      }
+      if (published === 'failed') {
+        failures += 1;
+        await sleep(backoffDelay(backoff, failures), stopping.signal);
+        continue;
+      }
+      failures = 0;
+      if (published < batchSize) await idle(pollIntervalMs);
+    }
+  }
+
+  /** One database session: stand by until the leader lock is ours, then lead until stopped. */
+  async function session(client: PoolClient): Promise<void> {
+    for (;;) {
+      const { rows } = await client.query<{ acquired: boolean }>(
+        'SELECT pg_try_advisory_lock($1::int, 0) AS acquired',
+        [RELAY_LEADER_LOCK_CLASS],
+      );
+      if (rows[0]?.acquired) break;
+      if (!(await sleep(standbyIntervalMs, stopping.signal))) return;
+    }
+    leader = true;
+    log.info('Outbox relay is leader');
+    try {
+      await client.query('LISTEN outbox');
+      await lead(client);
+    } finally {
+      leader = false;
+    }
+    await client.query('UNLISTEN *');
+    await client.query('SELECT pg_advisory_unlock($1::int, 0)', [RELAY_LEADER_LOCK_CLASS]);
+  }
+
+  async function run(): Promise<void> {
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      let client: PoolClient | undefined;
+      const onError = (error: Error) => {
+        log.warn({ err: error }, 'Outbox relay connection failed');
+        notify();
+      };
+      try {
+        client = await pool.connect();
+        client.on('error', onError);
+        client.on('notification', notify);
+        await session(client);
+        client.release();
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        log.error({ err: error }, 'Outbox relay lost its database session; reconnecting');
+        // Destroying the connection also releases the leader lock, should the session still hold it.
+        client?.release(error instanceof Error ? error : true);
+        await sleep(backoffDelay(backoff, failures), stopping.signal);
+      } finally {
+        client?.off('error', onError);
+        client?.off('notification', notify);
+      }
+    }
+  }
+
+  return {
+    start() {
+      running ??= run();
+    },
+    async stop() {
+      stopping.abort();
+      await running;
+    },
+    isLeader: () => leader,
+  };
+}
