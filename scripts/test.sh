@@ -18,7 +18,8 @@ pnpm -r --reporter=append-only build >/dev/null
 
 step "postgres"
 admin_url="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"
-if ! node -e "const c=new (require('pg').Client)(process.argv[1]);c.connect().then(()=>c.end(),e=>{console.error(e.message);process.exit(1)})" "$admin_url" 2>/dev/null; then
+probe="const pg=require(require.resolve('pg',{paths:['packages/db']}));const c=new pg.Client(process.argv[1]);c.connect().then(()=>c.end(),e=>{console.error(e.message);process.exit(1)})"
+if ! node -e "$probe" "$admin_url"; then
   echo "PostgreSQL is not reachable at ${admin_url%%@*}@…; start it or set TEST_DATABASE_URL." >&2
   exit 1
 fi
