@@ -27,9 +27,16 @@ echo "reachable"
 
 if [ -z "${KAFKA_BROKERS:-}" ]; then
   step "kafka"
-  export KAFKA_PORT="${KAFKA_PORT:-19092}" KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
-  pid_file="infra/kafka/.run/$KAFKA_PORT/kafka.pid"
-  if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+  port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+  ours() { [ -f "infra/kafka/.run/$1/kafka.pid" ] && kill -0 "$(cat "infra/kafka/.run/$1/kafka.pid")" 2>/dev/null; }
+  port="${KAFKA_PORT:-19092}"
+  # A port held by something else (another checkout's broker, say) moves us to the next pair of ports.
+  for _ in 1 2 3 4 5; do
+    if ours "$port" || ! port_open "$port" && ! port_open "$((port + 1))"; then break; fi
+    port=$((port + 100))
+  done
+  export KAFKA_PORT="$port" KAFKA_CONTROLLER_PORT="$((port + 1))"
+  if ours "$KAFKA_PORT"; then
     echo "reusing the broker already running on $KAFKA_PORT"
   else
     trap 'bash infra/kafka/stop.sh' EXIT
