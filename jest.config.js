@@ -1,5 +1,4 @@
 // Root entry: `jest` here runs every package's and service's suite (each with its own config).
 module.exports = {
   projects: ['<rootDir>/packages/*/jest.config.js', '<rootDir>/services/*/jest.config.js'],
-  reporters: ['default', '<rootDir>/scripts/jest-summary-reporter.js'],
 };

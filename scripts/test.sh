@@ -40,10 +40,23 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
     echo "reusing the broker already running on $KAFKA_PORT"
   else
     trap 'bash infra/kafka/stop.sh' EXIT
+    started_kafka=true
     bash infra/kafka/start.sh
   fi
   export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 fi
 
 step "tests"
-jest --ci --forceExit --maxWorkers=2 "$@"
+started_kafka="${started_kafka:-false}"
+results="$(mktemp)"
+status=0
+jest --ci --forceExit --maxWorkers=2 --json --outputFile="$results" "$@" || status=$?
+if $started_kafka; then bash infra/kafka/stop.sh; trap - EXIT; fi
+# The closing line, in the plain "N passed, N failed" form that CI reads.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const failed = r.numFailedTests + r.numRuntimeErrorTestSuites;
+  console.log(`\nTests: ${r.numPassedTests} passed, ${failed} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+' "$results" || true
+rm -f "$results"
+exit "$status"

@@ -30,6 +30,8 @@ export interface KafkaBusOptions {
   heartbeatIntervalMs?: number;
   /** Where a group without committed offsets starts: the earliest retained message (default), or new ones only. */
   fromBeginning?: boolean;
+  /** Longest a fetch waits for new messages; also bounds how long stopping a consumer takes (default 1 s). */
+  maxWaitTimeMs?: number;
 }
 
 /**
@@ -43,6 +45,7 @@ export function createKafkaBus({
   sessionTimeoutMs = 30_000,
   heartbeatIntervalMs = 3_000,
   fromBeginning = true,
+  maxWaitTimeMs = 1_000,
 }: KafkaBusOptions): EventBus {
   const log = logger.child({ component: 'kafka-bus' });
   const producer = kafka.producer({
@@ -89,6 +92,7 @@ export function createKafkaBus({
       groupId,
       sessionTimeout: sessionTimeoutMs,
       heartbeatInterval: heartbeatIntervalMs,
+      maxWaitTimeInMs: maxWaitTimeMs,
       allowAutoTopicCreation: false,
     });
     consumer.on(consumer.events.CRASH, ({ payload }) =>

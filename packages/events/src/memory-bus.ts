@@ -58,9 +58,10 @@ class PartitionLog {
     return this.messages[offset - this.start];
   }
   trimBefore(offset: number): void {
-    if (offset > this.start) {
-      this.messages.splice(0, Math.min(offset, this.end) - this.start);
-      this.start = Math.min(offset, this.end);
+    const start = Math.min(offset, this.end);
+    if (start > this.start) {
+      this.messages.splice(0, start - this.start);
+      this.start = start;
     }
   }
 }

@@ -159,7 +159,7 @@ export function createOutboxRelay({
         continue;
       }
       failures = 0;
-      if (published < batchSize) await idle(pollIntervalMs);
+      if (published < batchSize) await idle(Math.min(pollIntervalMs, Math.max(0, nextCleanup - Date.now())));
     }
   }
 

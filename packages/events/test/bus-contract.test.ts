@@ -236,7 +236,7 @@ describe.each([
     await waitFor(
       () =>
         received.a.length === 30 && received.b.length === 30 && received.shared1.length + received.shared2.length === 30,
-      { what: 'every delivery' },
+      { what: `every delivery ${JSON.stringify([received.a.length, received.b.length, received.shared1.length, received.shared2.length])}` },
     );
     expect([...received.a].sort()).toEqual(all);
     expect([...received.b].sort()).toEqual(all);
