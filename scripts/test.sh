@@ -32,7 +32,7 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
   port="${KAFKA_PORT:-19092}"
   # A port held by something else (another checkout's broker, say) moves us to the next pair of ports.
   for _ in 1 2 3 4 5; do
-    if ours "$port" || ! port_open "$port" && ! port_open "$((port + 1))"; then break; fi
+    if ours "$port" || { ! port_open "$port" && ! port_open "$((port + 1))"; }; then break; fi
     port=$((port + 100))
   done
   export KAFKA_PORT="$port" KAFKA_CONTROLLER_PORT="$((port + 1))"

@@ -1,14 +1,14 @@
 import { createEnvelope, type Envelope, type EnvelopeOf, type EnvelopeOptions } from './envelope';
 import { type AnyTopic, type PayloadInput } from './topic';
 
-export type Headers = Readonly<Record<string, string>>;
+export type EventHeaders = Readonly<Record<string, string>>;
 
 /** An envelope to publish. Messages of one key keep their order (they go to one partition, in array order). */
 export interface OutgoingMessage {
   topic: string;
   key: string;
   envelope: Envelope;
-  headers?: Headers;
+  headers?: EventHeaders;
 }
 
 /** Where and how a message was delivered. */
@@ -18,7 +18,7 @@ export interface DeliveryMeta {
   /** The message's offset in its partition (a decimal string: Kafka offsets are 64-bit). */
   offset: string;
   key: string | null;
-  headers: Headers;
+  headers: EventHeaders;
   /** 1 on the first try of this delivery, counting in-process retries (a redelivery starts again at 1). */
   attempt: number;
   /** Aborted when the subscription stops; long handlers may stop early (the message is then redelivered). */
@@ -43,14 +43,13 @@ export interface DeadLetter {
   /** The original value, byte for byte (it may not be valid JSON). */
   value: string | null;
   /** The original message's own headers. */
-  headers: Headers;
+  headers: EventHeaders;
 }
 
 export type DeadLetterHandler = (letter: DeadLetter, meta: DeliveryMeta) => Promise<void>;
 
-export type TopicSelection<T extends AnyTopic> =
-  | { topic: T; topics?: undefined }
-  | { topics: readonly [T, ...T[]]; topic?: undefined };
+/** One topic, or several (then the handler gets a union of envelopes, discriminated by `type`). */
+export type TopicSelection<T extends AnyTopic> = { topic: T; topics?: undefined } | { topics: readonly T[]; topic?: undefined };
 
 export interface ConsumerOptions {
   /** Each group receives every message once; subscriptions in one group share the partitions. */
@@ -88,7 +87,7 @@ export interface EventBus {
 }
 
 export interface PublishOptions extends EnvelopeOptions {
-  headers?: Headers;
+  headers?: EventHeaders;
 }
 
 export interface Publisher {

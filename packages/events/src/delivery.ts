@@ -6,7 +6,7 @@ import {
   type DeadLetterHandler,
   type DeliveryMeta,
   type EventHandler,
-  type Headers,
+  type EventHeaders,
   type TopicSelection,
 } from './bus';
 import { decodeEnvelope, type EnvelopeOf, PoisonMessageError } from './envelope';
@@ -19,7 +19,7 @@ export interface RawMessage {
   offset: string;
   key: string | null;
   value: string | null;
-  headers: Headers;
+  headers: EventHeaders;
 }
 
 /** A message as written to a topic, already encoded. */
@@ -27,7 +27,7 @@ export interface RawOutgoingMessage {
   topic: string;
   key: string | null;
   value: string | null;
-  headers: Headers;
+  headers: EventHeaders;
 }
 
 /** `commit`: done with the message (handled or dead-lettered). `abandon`: the subscription is stopping; redeliver. */
@@ -77,6 +77,7 @@ export function processorContext(
 
 export function selectedTopics<T extends AnyTopic>(selection: TopicSelection<T>): T[] {
   const topics = selection.topics ? [...selection.topics] : [selection.topic];
+  if (topics.length === 0) throw new Error('A subscription needs at least one topic');
   if (new Set(topics.map((topic) => topic.name)).size !== topics.length) throw new Error('A topic is selected twice');
   return topics;
 }

@@ -36,7 +36,7 @@ export {
   type DeliveryMeta,
   type EventBus,
   type EventHandler,
-  type Headers,
+  type EventHeaders,
   type OutgoingMessage,
   type PublishOptions,
   type Publisher,

@@ -1,5 +1,5 @@
 import { type Logger } from '@fin/log';
-import { type EventBus, type Headers, type Subscription } from './bus';
+import { type EventBus, type EventHeaders, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
   deadLetterProcessor,
@@ -31,7 +31,7 @@ export interface MemoryEventBus extends EventBus {
 interface StoredMessage {
   key: string | null;
   value: string | null;
-  headers: Headers;
+  headers: EventHeaders;
 }
 
 /** Resolves every pending wait() at the next notify(). */
@@ -131,7 +131,10 @@ function partitionOf(key: string | null, partitions: number, roundRobin: number)
  * The event bus inside one process, for single-process mode. Same contract as Kafka: per-key order (a key
  * maps to one partition, delivered one message at a time per group), at-least-once with retries and
  * dead-lettering, every group sees every message, and the members of a group share its partitions.
- * Messages are kept encoded, so consumers parse exactly what Kafka consumers would.
+ * Messages are kept encoded, so consumers parse exactly what Kafka consumers would. A message is kept until
+ * every group with a live subscription to its topic has consumed it (or the per-partition cap drops it), so a
+ * group that resubscribes later resumes from its offset or, if that was dropped, from the oldest message kept.
+ * Nothing survives the process: this is for single-process mode, not a durable queue.
  */
 export function createMemoryBus({
   logger,

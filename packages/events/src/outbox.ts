@@ -1,5 +1,5 @@
 import { type Queryable } from '@fin/db';
-import { type Headers } from './bus';
+import { type EventHeaders } from './bus';
 import { createEnvelope, type EnvelopeOf, type EnvelopeOptions } from './envelope';
 import { type AnyTopic, type PayloadInput } from './topic';
 
@@ -8,7 +8,7 @@ export const OUTBOX_KEY_LOCK_CLASS = 0x6f627800; // "obx\0"
 export const RELAY_LEADER_LOCK_CLASS = 0x6f627265; // "obre"
 
 export interface AppendOptions extends EnvelopeOptions {
-  headers?: Headers;
+  headers?: EventHeaders;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { type Pool, type PoolClient } from '@fin/db';
 import { type Logger } from '@fin/log';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
-import { type EventBus, type Headers } from './bus';
+import { type EventBus, type EventHeaders } from './bus';
 import { type Envelope } from './envelope';
 import { RELAY_LEADER_LOCK_CLASS } from './outbox';
 
@@ -35,7 +35,7 @@ interface OutboxRow {
   topic: string;
   message_key: string;
   envelope: Envelope;
-  headers: Headers;
+  headers: EventHeaders;
 }
 
 const CLEANUP_CHUNK = 10_000;
@@ -120,6 +120,7 @@ export function createOutboxRelay({
           'UPDATE outbox SET published_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])',
           [ids],
         );
+        log.debug({ ids }, 'Published outbox rows');
       }
       await client.query('COMMIT');
       return rows.length;

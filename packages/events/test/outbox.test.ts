@@ -77,7 +77,7 @@ describe('transactional outbox through the relay and a real broker', () => {
     expect(delivery.envelope).toEqual(envelope);
     expect(delivery.meta.key).toBe((await pool.query<{ id: string }>("SELECT id FROM tenants WHERE name = 'Acme'")).rows[0]?.id);
     expect(delivery.meta.headers).toMatchObject({ 'x-trace': 't-9' });
-    await waitFor(async () => (await row(envelope.id))?.published_at, { what: 'the row to be marked published' });
+    await waitFor(async () => Boolean((await row(envelope.id))?.published_at), { what: 'the row to be marked published' });
   });
 
   it('never publishes the event of a rolled-back transaction', async () => {
@@ -184,7 +184,7 @@ describe('relay housekeeping and failures', () => {
     relay.start();
     const old = await appendToOutbox(pool, topic, 'old', { seq: 1, label: 'old' });
     const recent = await appendToOutbox(pool, topic, 'recent', { seq: 1, label: 'recent' });
-    await waitFor(async () => (await rowOf(recent.id))?.published_at, { what: 'the rows to be published' });
+    await waitFor(async () => Boolean((await rowOf(recent.id))?.published_at), { what: 'the rows to be published' });
     await relay.stop();
     // Published more than a day ago: past the default retention.
     await pool.query("UPDATE outbox SET published_at = now() - interval '25 hours' WHERE event_id = $1", [old.id]);
@@ -219,7 +219,10 @@ describe('relay housekeeping and failures', () => {
     expect((await rowOf(behind.id))?.published_at).toBeNull();
 
     removals.push(await createTopics(kafka, [missing.name], 3));
-    await waitFor(async () => (await rowOf(behind.id))?.published_at, { what: 'both rows to be published', timeoutMs: 30_000 });
+    await waitFor(async () => Boolean((await rowOf(behind.id))?.published_at), {
+      what: 'both rows to be published',
+      timeoutMs: 30_000,
+    });
     const published = await rowOf(blocked.id);
     expect(published?.published_at).not.toBeNull();
     expect(published?.last_error).toBeNull();
