@@ -43,6 +43,9 @@ export default class LeakCheckingEnvironment extends NodeEnvironment {
 
   override async setup(): Promise<void> {
     await super.setup();
+    // stdout/stderr open their pipes lazily, on first use; open them now so a test's first log line is not
+    // mistaken for a leak.
+    for (const stream of [process.stdout, process.stderr]) void stream.writable;
     this.baseline = openHandles();
   }
 
