@@ -1,0 +1,11 @@
+export {
+  AppError,
+  badRequest,
+  conflict,
+  forbidden,
+  notFound,
+  toAppError,
+  tooManyRequests,
+  unauthorized,
+  type AppErrorOptions,
+} from './errors';
