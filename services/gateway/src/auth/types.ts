@@ -1,0 +1,23 @@
+// The contract between the gateway's HTTP layer (app.ts, routing) and API-key authentication.
+
+export const SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Who is calling: resolved from a verified API key. */
+export interface Principal {
+  tenantId: string;
+  tenantName: string;
+  keyId: string;
+  scopes: readonly Scope[];
+  /** Per-tenant requests-per-minute overrides arranged with the account manager, by limited product. */
+  limitOverrides: Readonly<Partial<Record<string, number>>>;
+}
+
+export interface Authenticator {
+  /**
+   * Resolves an X-API-Key value to its principal. Throws AppError `unauthorized` (401) for a missing,
+   * malformed (checked before any database lookup), unknown, revoked or expired key.
+   */
+  authenticate(apiKey: string | undefined): Promise<Principal>;
+  close(): Promise<void>;
+}
