@@ -1,6 +1,6 @@
 // POST /api/analysis
 import { z } from 'zod';
-import { CustomData, JobId, JobResultUrl, JobStatusUrl, StockSymbol, symbolList } from './common';
+import { CustomData, GenerationMeta, JobId, JobResultUrl, JobStatusUrl, StockSymbol, symbolList } from './common';
 import { fieldError, quote, requestObject } from './internal';
 
 /** Longest prompt accepted, in UTF-16 code units (JavaScript string length) after trimming. */
@@ -135,9 +135,9 @@ const JsonObject = z.record(z.string(), z.unknown());
  */
 export const AnalysisResult = z
   .discriminatedUnion('format', [
-    z.object({ format: z.literal('markdown'), content: z.string() }),
-    z.object({ format: z.literal('json'), content: JsonObject }),
-    z.object({ format: z.literal('json_schema'), content: JsonObject }),
+    z.object({ format: z.literal('markdown'), content: z.string(), meta: GenerationMeta.optional() }),
+    z.object({ format: z.literal('json'), content: JsonObject, meta: GenerationMeta.optional() }),
+    z.object({ format: z.literal('json_schema'), content: JsonObject, meta: GenerationMeta.optional() }),
   ])
   .meta({
     id: 'AnalysisResult',

@@ -142,3 +142,17 @@ export const AsyncJobResponse = z
     ],
   });
 export type AsyncJobResponse = z.infer<typeof AsyncJobResponse>;
+
+/**
+ * How a result was produced. `offline: true` marks output of the offline mode (a deterministic stand-in for
+ * the model, over bundled sample data): plausible, contract-valid, and not research.
+ */
+export const GenerationMeta = z
+  .object({
+    model: z.string().meta({ description: 'The model that produced the result.', examples: ['claude-sonnet-5-5'] }),
+    prompt_version: z.string().meta({ description: 'The prompt (name@version) that produced the result.', examples: ['news@1'] }),
+    offline: z.boolean().meta({ description: 'true when produced by the offline mode from sample data, not by the model.' }),
+    generated_at: z.iso.datetime().meta({ description: 'When the result was generated (ISO 8601, UTC).' }),
+  })
+  .meta({ id: 'GenerationMeta', description: 'Provenance of a generated result.' });
+export type GenerationMeta = z.infer<typeof GenerationMeta>;

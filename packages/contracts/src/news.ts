@@ -1,6 +1,6 @@
 // POST /api/products/news
 import { z } from 'zod';
-import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, JobId, Language, symbolList } from './common';
+import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, Language, symbolList } from './common';
 import { fieldError, requestObject } from './internal';
 
 export const NEWS_SYMBOLS_MAX = 10;
@@ -40,7 +40,7 @@ export type NewsItem = z.infer<typeof NewsItem>;
 
 /** What a completed news job stores and what its result URL returns as `result`. */
 export const NewsResult = z
-  .object({ news: z.array(NewsItem) })
+  .object({ news: z.array(NewsItem), meta: GenerationMeta.optional() })
   .meta({ id: 'NewsResult', description: 'Result of a news job.' });
 export type NewsResult = z.infer<typeof NewsResult>;
 

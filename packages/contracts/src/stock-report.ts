@@ -1,6 +1,6 @@
 // POST /api/products/stock-report
 import { z } from 'zod';
-import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, JobId, Language, symbolList } from './common';
+import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, Language, symbolList } from './common';
 import { requestObject } from './internal';
 
 export const StockReportRequest = requestObject({
@@ -43,6 +43,7 @@ export const StockReportResult = z
       .min(QUICK_INSIGHTS_MIN, `expected ${QUICK_INSIGHTS_MIN} to ${QUICK_INSIGHTS_MAX} quick insights`)
       .max(QUICK_INSIGHTS_MAX, `expected ${QUICK_INSIGHTS_MIN} to ${QUICK_INSIGHTS_MAX} quick insights`)
       .meta({ description: '2 to 4 single-sentence insights.' }),
+    meta: GenerationMeta.optional(),
   })
   .meta({ id: 'StockReportResult', description: 'Result of a stock-report job.' });
 export type StockReportResult = z.infer<typeof StockReportResult>;

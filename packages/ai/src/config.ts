@@ -1,0 +1,47 @@
+import { bool, int, secret, url } from '@fin/config';
+import { z } from 'zod';
+
+/**
+ * The AI engine's environment. Every process that runs the engine spreads this into its own config shape.
+ *
+ * With no ANTHROPIC_API_KEY the engine runs in offline mode (a local stand-in of the API with a deterministic
+ * analyst and sample data), which is loudly labelled. AI_OFFLINE=true forces offline mode; setting it together
+ * with a key is refused, so offline mode can never be switched on silently where a real key is configured.
+ */
+export const aiConfigShape = {
+  ANTHROPIC_API_KEY: secret(z.string().min(10, 'is too short to be an Anthropic API key')).optional(),
+  /** Only for tests and proxies: the SDK's default endpoint is used otherwise. */
+  ANTHROPIC_BASE_URL: url(['http', 'https']).optional(),
+  AI_OFFLINE: bool().default(false),
+  AI_MODEL: z.string().default('claude-sonnet-5-5'),
+  /** The cheaper model used for news, where latency matters more than depth. */
+  AI_NEWS_MODEL: z.string().default('claude-haiku-4-5'),
+  AI_MAX_OUTPUT_TOKENS: int(256, 64_000).default(8_192),
+  /** Per model call; a streamed call's clock covers the whole stream. */
+  AI_TIMEOUT_MS: int(1_000, 600_000).default(120_000),
+  /** Retries of 429/529/5xx/connection errors inside one call, with the SDK's backoff and retry-after. */
+  AI_MAX_RETRIES: int(0, 10).default(2),
+  /** Caps of one tool loop. */
+  AI_MAX_ROUNDS: int(1, 50).default(8),
+  AI_MAX_TOOL_CALLS: int(1, 200).default(20),
+  AI_MAX_TOTAL_TOKENS: int(1_000, 5_000_000).default(200_000),
+  AI_WEB_SEARCH: bool().default(true),
+  AI_WEB_SEARCH_MAX_USES: int(1, 20).default(5),
+  FINNHUB_API_KEY: secret(z.string().min(8, 'is too short to be a Finnhub API key')).optional(),
+  FINNHUB_BASE_URL: url(['http', 'https']).default('https://finnhub.io/api/v1'),
+};
+
+export type AiConfig = z.output<z.ZodObject<typeof aiConfigShape>>;
+
+export class OfflineModeConflictError extends Error {
+  constructor() {
+    super('AI_OFFLINE=true and ANTHROPIC_API_KEY are both set; unset one of them (offline mode never overrides a real key).');
+    this.name = 'OfflineModeConflictError';
+  }
+}
+
+/** Whether the engine runs offline; refuses the ambiguous combination. */
+export function isOffline(config: Pick<AiConfig, 'ANTHROPIC_API_KEY' | 'AI_OFFLINE'>): boolean {
+  if (config.AI_OFFLINE && config.ANTHROPIC_API_KEY) throw new OfflineModeConflictError();
+  return config.AI_OFFLINE || !config.ANTHROPIC_API_KEY;
+}

@@ -1,0 +1,311 @@
+import type Anthropic from '@anthropic-ai/sdk';
+import type { MessageParam } from '@anthropic-ai/sdk/resources/messages/messages';
+import {
+  AnalysisResult,
+  DetailedAnalysisCategory,
+  NewsResult,
+  StockReportResult,
+  type AnalysisRequest,
+  type GenerationMeta,
+  type NewsRequest,
+  type OutputSchemaTypeName,
+  type StockReportRequest,
+} from '@fin/contracts';
+import { z } from 'zod';
+import type { AiConfig } from './config';
+import { AiError } from './errors';
+import { clampScore, GroundingSet } from './grounding';
+import { runToolLoop, type EngineEvent, type LoopParams, type Usage } from './loop';
+import { loadPrompt, renderCustomData, type Prompt } from './prompts';
+import { streamOf, type StreamItem } from './stream';
+import { generateStructured } from './structured';
+import type { ToolDefinition } from './tools';
+
+/** What a product run needs from the engine. */
+export interface ProductDeps {
+  client: Anthropic;
+  config: AiConfig;
+  offline: boolean;
+  /** Our data tools (market_data), always offered. */
+  dataTools: readonly ToolDefinition[];
+}
+
+export interface RunContext {
+  signal?: AbortSignal;
+  /** The tenant's enabled customer tools for this product. */
+  customerTools?: readonly ToolDefinition[];
+  /** Progress 0–100 with a sentence a user would understand. */
+  onProgress?: (progress: number, currentlyWorkingOn: string) => void;
+}
+
+export interface ProductOutcome<T> {
+  result: T;
+  usage: Usage;
+}
+
+function baseParams(deps: ProductDeps, ctx: RunContext, model: string, system: string, messages: MessageParam[]) {
+  const { config } = deps;
+  return {
+    client: deps.client,
+    model,
+    system,
+    messages,
+    tools: [...deps.dataTools, ...(ctx.customerTools ?? [])],
+    webSearch: config.AI_WEB_SEARCH && !deps.offline ? { maxUses: config.AI_WEB_SEARCH_MAX_USES } : undefined,
+    maxOutputTokens: config.AI_MAX_OUTPUT_TOKENS,
+    caps: { maxRounds: config.AI_MAX_ROUNDS, maxToolCalls: config.AI_MAX_TOOL_CALLS, maxTotalTokens: config.AI_MAX_TOTAL_TOKENS },
+    signal: ctx.signal,
+  } satisfies Omit<LoopParams, 'onEvent'>;
+}
+
+function meta(deps: ProductDeps, model: string, prompt: Prompt): GenerationMeta {
+  return {
+    model: deps.offline ? 'offline-analyst' : model,
+    prompt_version: prompt.id,
+    offline: deps.offline,
+    generated_at: new Date().toISOString(),
+  };
+}
+
+/** Progress while tools run: from `from` towards `to`, one step per tool call, described for the user. */
+function toolProgress(ctx: RunContext, from: number, to: number): (event: EngineEvent) => void {
+  let calls = 0;
+  return (event) => {
+    if (event.type !== 'tool_start') return;
+    calls += 1;
+    const progress = Math.min(to, from + calls * 5);
+    const what = event.tool === 'market_data' ? 'Looking up market data' : `Consulting ${event.tool}`;
+    ctx.onProgress?.(progress, what);
+  };
+}
+
+// ---------------------------------------------------------------------------------------------- news
+
+const NewsDraft = z.object({
+  news: z.array(
+    z.object({
+      title: z.string().min(1),
+      content: z.string().min(1),
+      sources: z.array(z.string()),
+      further_reading: z.array(z.string()),
+      relevance_score: z.number(),
+    }),
+  ),
+});
+
+/**
+ * News for 1–10 symbols. Every URL in `sources`/`further_reading` was returned by a tool or web search in this
+ * run (others are dropped); an item left without a source is dropped; scores are clamped to 0–1; items are
+ * ordered by relevance and at most `n` are returned.
+ */
+export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx: RunContext = {}): Promise<ProductOutcome<NewsResult>> {
+  const prompt = loadPrompt('news');
+  const model = deps.config.AI_NEWS_MODEL;
+  const system = prompt.render({
+    n: String(request.n),
+    symbols: request.symbols.join(', '),
+    language: request.language,
+    data: renderCustomData(request.data),
+  });
+  ctx.onProgress?.(10, `Searching recent news for ${request.symbols.join(', ')}`);
+  const out = await generateStructured({
+    ...baseParams(deps, ctx, model, system, [{ role: 'user', content: `Find the ${request.n} most relevant news items for ${request.symbols.join(', ')}.` }]),
+    schema: NewsDraft,
+    onEvent: toolProgress(ctx, 10, 70),
+  });
+  ctx.onProgress?.(85, 'Checking every source link');
+  const grounding = new GroundingSet(out.groundingUrls);
+  const news = out.value.news
+    .map((item) => ({
+      title: item.title.trim(),
+      content: item.content.trim(),
+      sources: grounding.filter(item.sources).kept,
+      further_reading: grounding.filter(item.further_reading).kept,
+      relevance_score: clampScore(item.relevance_score),
+    }))
+    .filter((item) => item.sources.length > 0)
+    .sort((a, b) => b.relevance_score - a.relevance_score)
+    .slice(0, request.n);
+  const result = NewsResult.parse({ news, meta: meta(deps, model, prompt) });
+  return { result, usage: out.usage };
+}
+
+// -------------------------------------------------------------------------------------- stock report
+
+const MIN_CATEGORIES = 3;
+
+const StockReportDraft = StockReportResult.omit({ meta: true }).superRefine((value, ctx) => {
+  const categories = new Set(value.detailed_analysis.map((item) => item.category));
+  if (categories.size < Math.min(MIN_CATEGORIES, DetailedAnalysisCategory.options.length)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['detailed_analysis'],
+      message: `cover at least ${MIN_CATEGORIES} different categories (got ${[...categories].join(', ') || 'none'})`,
+    });
+  }
+});
+
+/** One symbol: a single-stock analysis. Two: a comparison, in which every insight weighs one against the other. */
+export async function generateStockReport(
+  deps: ProductDeps,
+  request: StockReportRequest,
+  ctx: RunContext = {},
+): Promise<ProductOutcome<StockReportResult>> {
+  const prompt = loadPrompt('stock-report');
+  const model = deps.config.AI_MODEL;
+  const [first, second] = request.symbols;
+  const comparing = second !== undefined;
+  const system = prompt.render({
+    task: comparing ? `Compare ${first} and ${second} as investments.` : `Analyse ${first} as an investment.`,
+    comparison: comparing
+      ? `This is a comparison, not two separate reports: every insight must set ${first} against ${second} on the same measure (for example both companies' margins side by side), its keyMetric must give the figure for both, and it must say which of the two is stronger on it. Each quick insight must compare the two.`
+      : '',
+    language: request.language,
+    data: renderCustomData(request.data),
+  });
+  ctx.onProgress?.(10, comparing ? `Gathering data on ${first} and ${second}` : `Gathering data on ${first}`);
+  const out = await generateStructured({
+    ...baseParams(deps, ctx, model, system, [
+      { role: 'user', content: comparing ? `Compare ${first} with ${second}.` : `Analyse ${first}.` },
+    ]),
+    schema: StockReportDraft,
+    onEvent: toolProgress(ctx, 10, 70),
+  });
+  ctx.onProgress?.(90, 'Reviewing the analysis');
+  const result = StockReportResult.parse({ ...out.value, meta: meta(deps, model, prompt) });
+  return { result, usage: out.usage };
+}
+
+// ------------------------------------------------------------------------------------------ analysis
+
+const FIELD_SCHEMAS: Record<OutputSchemaTypeName, z.ZodType> = {
+  string: z.string(),
+  number: z.number(),
+  integer: z.int(),
+  boolean: z.boolean(),
+  array: z.array(z.unknown()),
+  object: z.record(z.string(), z.unknown()),
+};
+
+/** The zod schema of a `json_schema` answer: exactly the requested fields with the requested types. */
+export function schemaForFields(fields: Readonly<Record<string, OutputSchemaTypeName>>): z.ZodObject {
+  return z.strictObject(Object.fromEntries(Object.entries(fields).map(([name, type]) => [name, FIELD_SCHEMAS[type]])));
+}
+
+function analysisSystem(request: AnalysisRequest): string {
+  const format = request.output_format;
+  let formatText: string;
+  if (format.type === 'markdown') formatText = 'Markdown text with headings and bullet points where they help; no JSON.';
+  else if (format.type === 'json') formatText = 'a single JSON object, structured as suits the question, and nothing else (no prose, no code fences).';
+  else {
+    const fields = Object.entries(format.schema ?? {}).map(([name, type]) => `"${name}" (${type})`);
+    formatText = `a single JSON object with exactly these fields and types, and nothing else: ${fields.join(', ')}.`;
+  }
+  return loadPrompt('analysis').render({
+    symbols: request.symbols?.length ? `\nSymbols in scope: ${request.symbols.join(', ')}.` : '',
+    portfolio: request.portfolio_composition?.length
+      ? `\nThe client's portfolio: ${request.portfolio_composition.map((h) => `${h.symbol} ${h.percentage}%`).join(', ')}.`
+      : '',
+    format: formatText,
+    prompt: request.prompt,
+    data: renderCustomData(request.data),
+  });
+}
+
+async function runAnalysis(
+  deps: ProductDeps,
+  request: AnalysisRequest,
+  ctx: RunContext,
+  emit: (event: EngineEvent) => void,
+): Promise<ProductOutcome<AnalysisResult>> {
+  const prompt = loadPrompt('analysis');
+  const model = deps.config.AI_MODEL;
+  const params = baseParams(deps, ctx, model, analysisSystem(request), [{ role: 'user', content: request.prompt }]);
+  const progress = toolProgress(ctx, 10, 60);
+  const onEvent = (event: EngineEvent) => {
+    progress(event);
+    emit(event);
+  };
+  ctx.onProgress?.(10, 'Researching the question');
+  const format = request.output_format;
+  const generatedMeta = () => meta(deps, model, prompt);
+  if (format.type === 'markdown') {
+    const out = await runToolLoop({ ...params, onEvent });
+    if (out.stopReason === 'max_tokens') throw new AiError('invalid_output', 'The answer was cut off at the output token limit.');
+    const result = AnalysisResult.parse({ format: 'markdown', content: out.text.trim(), meta: generatedMeta() });
+    return { result, usage: out.usage };
+  }
+  const fields = format.type === 'json_schema' ? (format.schema ?? {}) : undefined;
+  const schema = fields ? schemaForFields(fields) : z.record(z.string(), z.unknown());
+  // The API's strict structured output cannot express free-form objects or arrays of anything.
+  const constrained = fields !== undefined && Object.values(fields).every((type) => type !== 'array' && type !== 'object');
+  const out = await generateStructured({ ...params, schema, constrained, onEvent });
+  const result = AnalysisResult.parse({ format: format.type, content: out.value, meta: generatedMeta() });
+  return { result, usage: out.usage };
+}
+
+/** A custom analysis in the requested output format; the result always satisfies it or the run fails. */
+export function generateAnalysis(deps: ProductDeps, request: AnalysisRequest, ctx: RunContext = {}): Promise<ProductOutcome<AnalysisResult>> {
+  return runAnalysis(deps, request, ctx, () => undefined);
+}
+
+/**
+ * The same run, streamed: `text` events are the synthesis as it is written (the analysis service sends them
+ * as `synthesis_chunk`), then the validated result. A failure is thrown from the iterator.
+ */
+export function streamAnalysis(
+  deps: ProductDeps,
+  request: AnalysisRequest,
+  ctx: RunContext = {},
+): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<AnalysisResult>>> {
+  return streamOf((emit, signal) => runAnalysis(deps, request, { ...ctx, signal }, emit), ctx.signal);
+}
+
+// ---------------------------------------------------------------------------------------------- chat
+
+export interface ChatTurn {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface ChatInput {
+  /** Earlier turns, oldest first (the chat service keeps about 10 pairs). */
+  history: readonly ChatTurn[];
+  message: string;
+}
+
+/** Chat phases, streamed as `node_start`: research (tools are being used) and answer (the reply is being written). */
+export const CHAT_NODES = ['research', 'answer'] as const;
+
+/**
+ * A chat reply, streamed: node_start, tool_start/tool_end and text events, then the full reply. The data tools
+ * and the tenant's customer tools may be used.
+ */
+export function streamChat(
+  deps: ProductDeps,
+  input: ChatInput,
+  ctx: RunContext = {},
+): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<{ text: string }>>> {
+  return streamOf(async (emit, signal) => {
+    const model = deps.config.AI_MODEL;
+    let node: (typeof CHAT_NODES)[number] | undefined;
+    const enter = (next: (typeof CHAT_NODES)[number]) => {
+      if (node === next) return;
+      node = next;
+      emit({ type: 'node_start', node: next });
+    };
+    const out = await runToolLoop({
+      ...baseParams(deps, { ...ctx, signal }, model, loadPrompt('chat').render({}), [
+        ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
+        { role: 'user', content: input.message },
+      ]),
+      onEvent: (event) => {
+        if (event.type === 'tool_start') enter('research');
+        if (event.type === 'text') enter('answer');
+        emit(event);
+      },
+    });
+    if (!out.text.trim()) throw new AiError('invalid_output', 'The model returned an empty reply.');
+    return { result: { text: out.text }, usage: out.usage };
+  }, ctx.signal);
+}

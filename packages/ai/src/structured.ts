@@ -1,0 +1,100 @@
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
+import type { JSONOutputFormat } from '@anthropic-ai/sdk/resources/messages/messages';
+import { type z } from 'zod';
+import { AiError } from './errors';
+import { runToolLoop, type LoopParams, type LoopResult, type Usage } from './loop';
+
+export interface StructuredParams<S extends z.ZodType> extends Omit<LoopParams, 'outputFormat'> {
+  schema: S;
+  /**
+   * Whether the API's structured output (`output_config.format`) constrains the answer. Off for schemas the
+   * API's strict subset cannot express (free-form objects): the prompt then asks for JSON, and validation
+   * and the repair round still apply.
+   */
+  constrained?: boolean;
+}
+
+export interface StructuredResult<T> {
+  value: T;
+  usage: Usage;
+  groundingUrls: Set<string>;
+  /** True when the first answer failed validation and the repair round fixed it. */
+  repaired: boolean;
+  loop: LoopResult;
+}
+
+/** The JSON Schema (in the API's strict subset) that constrains the answer to `schema`. */
+export function outputFormatFor(schema: z.ZodType): JSONOutputFormat {
+  const { type, schema: jsonSchema } = zodOutputFormat(schema);
+  return { type, schema: jsonSchema };
+}
+
+type Check<T> = { ok: true; value: T } | { ok: false; problems: string };
+
+function check<S extends z.ZodType>(schema: S, text: string): Check<z.output<S>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stripFences(text));
+  } catch {
+    return { ok: false, problems: 'the answer is not valid JSON' };
+  }
+  const result = schema.safeParse(parsed);
+  if (result.success) return { ok: true, value: result.data };
+  const problems = result.error.issues
+    .slice(0, 10)
+    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+    .join('; ');
+  return { ok: false, problems };
+}
+
+/** Models sometimes wrap JSON in a Markdown fence even when told not to. */
+function stripFences(text: string): string {
+  const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n\s*```\s*$/.exec(text);
+  return fenced?.[1] ?? text.trim();
+}
+
+/**
+ * A zod schema in, a validated object out. The model may use tools first; its final answer must satisfy the
+ * schema. If it does not, one repair round shows the model its problems and asks for the corrected JSON;
+ * if that fails too, an AiError of kind `invalid_output` is thrown. A truncated answer (max_tokens) counts
+ * as invalid.
+ */
+export async function generateStructured<S extends z.ZodType>(
+  params: StructuredParams<S>,
+): Promise<StructuredResult<z.output<S>>> {
+  const { schema, constrained = true, ...loopParams } = params;
+  const outputFormat = constrained ? outputFormatFor(schema) : undefined;
+  const first = await runToolLoop({ ...loopParams, outputFormat });
+  const firstCheck = check(schema, first.text);
+  if (firstCheck.ok && first.stopReason !== 'max_tokens') {
+    return { value: firstCheck.value, usage: first.usage, groundingUrls: first.groundingUrls, repaired: false, loop: first };
+  }
+  const problems = first.stopReason === 'max_tokens' ? 'the answer was cut off before it was complete' : firstCheck.ok ? '' : firstCheck.problems;
+
+  const repair = await runToolLoop({
+    ...loopParams,
+    tools: [],
+    webSearch: undefined,
+    outputFormat,
+    caps: { ...loopParams.caps, maxRounds: 1 },
+    messages: [
+      ...first.messages,
+      {
+        role: 'user',
+        content: `Your previous answer cannot be used: ${problems}. Reply again with only the corrected JSON object that satisfies the required schema, and nothing else.`,
+      },
+    ],
+  });
+  const usage = {
+    inputTokens: first.usage.inputTokens + repair.usage.inputTokens,
+    outputTokens: first.usage.outputTokens + repair.usage.outputTokens,
+  };
+  const secondCheck = check(schema, repair.text);
+  if (secondCheck.ok && repair.stopReason !== 'max_tokens') {
+    return { value: secondCheck.value, usage, groundingUrls: first.groundingUrls, repaired: true, loop: repair };
+  }
+  throw new AiError(
+    'invalid_output',
+    `The model's answer did not match the expected structure after a repair round (${secondCheck.ok ? 'cut off' : secondCheck.problems}).`,
+  );
+}
