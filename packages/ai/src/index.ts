@@ -1,1 +1,19 @@
-export {};
+export { aiConfigShape, isOffline, OfflineModeConflictError, type AiConfig } from './config';
+export { createAiEngine, type AiEngine, type EngineOptions } from './engine';
+export { AiError, toAiError, type AiErrorKind } from './errors';
+export { clampScore, GroundingSet, normaliseUrl } from './grounding';
+export { runToolLoop, UNTRUSTED_DATA_RULE, type EngineEvent, type LoopCaps, type LoopParams, type LoopResult, type Usage } from './loop';
+export {
+  FinnhubProvider,
+  MarketDataError,
+  SampleMarketDataProvider,
+  UnknownSymbolError,
+  type MarketDataProvider,
+} from './market-data';
+export { marketDataTool } from './market-data-tool';
+export { OFFLINE_NOTICE, offlineAnalyst } from './offline/analyst';
+export { CHAT_NODES, schemaForFields, type ChatInput, type ChatTurn, type ProductOutcome, type RunContext } from './products';
+export { loadPrompt, type Prompt } from './prompts';
+export { streamOf, type StreamItem } from './stream';
+export { generateStructured, outputFormatFor, type StructuredResult } from './structured';
+export { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from './tools';

@@ -214,8 +214,9 @@ async function executeTool(
   try {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        controller.abort(new Error('timeout'));
+        // Settle first, so the race reports the timeout rather than the tool's reaction to the abort.
         reject(new ToolFailure(`${tool.name} did not answer within ${timeoutMs} ms.`));
+        controller.abort(new Error('timeout'));
       }, timeoutMs);
     });
     const output = await Promise.race([tool.execute(input.data, { signal: controller.signal }), timeout]);

@@ -9,3 +9,4 @@ export * from './chat';
 export * from './events';
 export * from './jobs';
 export * from './customer-tools';
+export * from './openapi';

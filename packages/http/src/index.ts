@@ -1,11 +1,48 @@
+// @fin/http: what every HTTP service shares. See docs/gateway.md for how the gateway uses it.
 export {
   AppError,
+  badGateway,
   badRequest,
   conflict,
   forbidden,
+  gatewayTimeout,
   notFound,
+  payloadTooLarge,
+  serviceUnavailable,
   toAppError,
   tooManyRequests,
   unauthorized,
+  unsupportedMediaType,
   type AppErrorOptions,
 } from './errors';
+export { NOT_JSON_DETAIL, errorHandler, formatBytes, notFoundHandler, toHttpError } from './error-handler';
+export {
+  REQUEST_ID_HEADER,
+  REQUEST_ID_PATTERN,
+  currentLogger,
+  currentRequest,
+  isWellFormedRequestId,
+  loggerOf,
+  requestContext,
+  requestIdOf,
+  type RequestContext,
+  type RequestContextOptions,
+} from './request-context';
+export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, hasRequestBody, jsonBody, requireJsonContentType } from './body';
+export { route, type RouteContext, type RouteHandler, type RouteInput, type RouteSchemas } from './route';
+export {
+  DEFAULT_MAX_SKEW_MS,
+  GATEWAY_ONLY_DETAIL,
+  IDENTITY_HEADERS,
+  IDENTITY_HEADER_NAMES,
+  callerOf,
+  identityOf,
+  signIdentity,
+  verifyIdentity,
+  type Caller,
+  type InternalIdentity,
+  type SignedRequest,
+  type VerifyIdentityOptions,
+} from './identity';
+export { DEFAULT_READINESS_TIMEOUT_MS, createLifecycle, createServiceApp, type Lifecycle, type ServiceAppOptions } from './service-app';
+export { createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

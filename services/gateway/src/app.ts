@@ -1,69 +1,112 @@
-import { randomUUID } from 'node:crypto';
-import type { Pool } from '@fin/db';
+import { createOpenApiDocument, type HttpMethod } from '@fin/contracts';
+import { badRequest, createServiceApp, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
-import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import type express from 'express';
+import type { RequestHandler } from 'express';
+import { authenticate, callerFrom, checkScope, holdChatSlot, principalOf } from './access';
+import type { Authenticator } from './auth/types';
+import { renderDocsPage } from './openapi/docs-page';
+import { readBody } from './proxy/body';
+import { forwardTo, type ProxyOptions } from './proxy/forward';
+import type { Upstreams } from './proxy/upstreams';
+import type { RateLimits } from './rate-limit/types';
+import { GATEWAY_ROUTES, PASS_THROUGH_PREFIXES, type GatewayRoute } from './routes';
+
+export interface ProxyLimits {
+  /** Largest request body (413 beyond). */
+  maxBodyBytes: number;
+  /** Until a service's response headers arrive (504 beyond). */
+  responseTimeoutMs: number;
+  /** Longest silence inside a JSON response body. */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_PROXY_LIMITS: ProxyLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
 
 export interface GatewayDeps {
-  pool: Pool;
   logger: Logger;
+  authenticator: Authenticator;
+  rateLimits: RateLimits;
+  /** Connection pools to the services, one per service. */
+  upstreams: Upstreams;
+  /** INTERNAL_SIGNING_SECRET: signs the identity headers the services verify. */
+  signingSecret: string;
+  /** Whether the gateway's own dependencies (its database) are reachable. */
+  readiness: () => Promise<void>;
+  lifecycle?: Lifecycle;
+  limits?: Partial<ProxyLimits>;
 }
 
-interface ErrorBody {
-  detail: string;
-  status_code: number;
-  type: string;
-}
-
-function errorBody(status_code: number, type: string, detail: string): ErrorBody {
-  return { detail, status_code, type };
-}
-
-/** The gateway's HTTP application. Pure: it never listens, so tests hand it to supertest. */
-export function createApp({ pool, logger }: GatewayDeps): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('trust proxy', false);
-
-  const requestId: RequestHandler = (req, res, next) => {
-    const incoming = req.header('x-request-id');
-    const id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
-    res.setHeader('X-Request-Id', id);
-    res.locals.requestId = id;
-    next();
-  };
-  app.use(requestId);
-
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (_req, res) => {
+/**
+ * A path segment "." or ".." (also percent-encoded) could make a service's router resolve a pass-through path
+ * outside its prefix; refused.
+ */
+const refuseDotSegments: RequestHandler = (req, _res, next) => {
+  const segments = req.path.split('/');
+  const unsafe = segments.some((segment) => {
     try {
-      await pool.query('SELECT 1');
-      res.json({ status: 'ready' });
-    } catch (error) {
-      logger.warn({ err: error }, 'readiness check failed: database unreachable');
-      res.status(503).json(errorBody(503, 'service_unavailable', 'The database is unreachable.'));
+      const decoded = decodeURIComponent(segment);
+      return decoded === '.' || decoded === '..' || decoded.includes('/') || decoded.includes('\\');
+    } catch {
+      return true;
     }
   });
+  next(unsafe ? badRequest('The request path is not valid.') : undefined);
+};
 
-  app.use(express.json({ limit: '256kb' }));
+/**
+ * The gateway's HTTP application. Pure: it never listens, so tests hand it to supertest. Every API route goes
+ * through: request id → API key → scope → rate limit (or chat slot) → body checks → the service.
+ */
+export function createApp(deps: GatewayDeps): express.Express {
+  const { logger, authenticator, rateLimits, upstreams, signingSecret, readiness, lifecycle } = deps;
+  const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...deps.limits };
+  const proxy: ProxyOptions = { logger, signingSecret, responseTimeoutMs: limits.responseTimeoutMs, idleTimeoutMs: limits.idleTimeoutMs };
 
-  app.use((req, res) => {
-    res.status(404).json(errorBody(404, 'not_found', `No route for ${req.method} ${req.path}.`));
-  });
-
-  const translate: ErrorRequestHandler = (error: { status?: number; type?: string }, _req, res, _next) => {
-    if (error.type === 'entity.parse.failed') {
-      res.status(400).json(errorBody(400, 'validation_error', 'The request body is not valid JSON.'));
-      return;
-    }
-    if (error.type === 'entity.too.large') {
-      res.status(413).json(errorBody(413, 'payload_too_large', 'The request body exceeds 256 KB.'));
-      return;
-    }
-    logger.error({ err: error, requestId: res.locals.requestId as string }, 'unhandled error');
-    res.status(500).json(errorBody(500, 'internal_error', 'An internal error occurred.'));
+  const documentJson = JSON.stringify(createOpenApiDocument());
+  const docsPage = renderDocsPage(JSON.parse(documentJson));
+  const localHandlers: Record<string, RequestHandler> = {
+    getOpenApiDocument: (_req, res) => {
+      res.type('application/json').send(documentJson);
+    },
+    getApiDocs: (_req, res) => {
+      res.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'").type('html').send(docsPage);
+    },
   };
-  app.use(translate);
-  return app;
+
+  const handlersFor = (route: GatewayRoute): RequestHandler[] => {
+    const { target } = route;
+    if (target.kind === 'local') {
+      const handler = localHandlers[route.id];
+      if (handler === undefined) throw new Error(`no local handler for route ${route.id}`);
+      return [handler];
+    }
+    const handlers: RequestHandler[] = [authenticate(authenticator), checkScope(route)];
+    if (target.limit !== null) handlers.push(rateLimits.forProduct(target.limit));
+    if (route.limit === 'concurrent_streams') handlers.push(holdChatSlot(rateLimits, logger));
+    handlers.push(...readBody({ limit: limits.maxBodyBytes, json: true }));
+    handlers.push(forwardTo(upstreams[target.upstream], proxy, (res) => callerFrom(principalOf(res))));
+    return handlers;
+  };
+
+  return createServiceApp({
+    name: 'gateway',
+    logger,
+    readiness,
+    ...(lifecycle === undefined ? {} : { lifecycle }),
+    // Bodies are read raw and forwarded as they came (see proxy/body.ts).
+    jsonBodyLimit: false,
+    routes: (app) => {
+      const register: Record<HttpMethod, (path: string, handlers: RequestHandler[]) => void> = {
+        get: (path, handlers) => app.get(path, ...handlers),
+        post: (path, handlers) => app.post(path, ...handlers),
+        put: (path, handlers) => app.put(path, ...handlers),
+        delete: (path, handlers) => app.delete(path, ...handlers),
+      };
+      for (const route of GATEWAY_ROUTES) register[route.method](route.expressPath, handlersFor(route));
+      for (const { prefix, upstream } of PASS_THROUGH_PREFIXES) {
+        app.use(prefix, refuseDotSegments, ...readBody({ limit: limits.maxBodyBytes, json: false }), forwardTo(upstreams[upstream], proxy, () => null));
+      }
+    },
+  });
 }

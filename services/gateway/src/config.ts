@@ -1,10 +1,41 @@
-import { logLevel, port, url } from '@fin/config';
+import { int, logLevel, port, secret, url } from '@fin/config';
 import { z } from 'zod';
 
-/** The gateway's environment. See docs/configuration.md. */
+const serviceUrl = () => url(['http', 'https']);
+
+/** The gateway's environment. See docs/configuration.md and docs/gateway.md. */
 export const gatewayConfigShape = {
   PORT: port().default(8080),
   HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: url(['postgres', 'postgresql']),
   LOG_LEVEL: logLevel().default('info'),
+  /** Signs the identity headers the services verify; every service holds the same value. */
+  INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
+
+  // Where each service behind the gateway listens. The defaults are the local ports of `npm start`.
+  NEWS_URL: serviceUrl().default('http://127.0.0.1:8081'),
+  STOCK_REPORT_URL: serviceUrl().default('http://127.0.0.1:8082'),
+  ANALYSIS_URL: serviceUrl().default('http://127.0.0.1:8083'),
+  CHAT_URL: serviceUrl().default('http://127.0.0.1:8084'),
+  JOBS_URL: serviceUrl().default('http://127.0.0.1:8085'),
+  PORTAL_URL: serviceUrl().default('http://127.0.0.1:8086'),
+
+  /** Time to open a connection to a service; a service that does not accept in time is unavailable (503). */
+  UPSTREAM_CONNECT_TIMEOUT_MS: int(1, 60_000).default(2_000),
+  /**
+   * Time from sending a request to a service until its response headers arrive (504 beyond). Longer than the
+   * slowest synchronous answer: a custom analysis answered inline takes up to 90 s.
+   */
+  UPSTREAM_RESPONSE_TIMEOUT_MS: int(1, 600_000).default(120_000),
+  /** Longest silence inside a JSON response body. Event streams have no such limit: they may be quiet for long. */
+  UPSTREAM_IDLE_TIMEOUT_MS: int(1, 600_000).default(30_000),
+  /** Largest request body accepted (413 beyond). */
+  MAX_BODY_BYTES: int(1, 10 * 1024 * 1024).default(256 * 1024),
+
+  /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
+  SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
+  /** On SIGTERM: how long open requests and event streams may take to finish before they are cut. */
+  SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
 };
+
+export type GatewayConfig = z.output<z.ZodObject<typeof gatewayConfigShape>>;

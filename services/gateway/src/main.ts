@@ -1,41 +1,76 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { createPool } from '@fin/db';
+import { createLifecycle, createShutdown, onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createApp } from './app';
+// The auth/ and rate-limit/ modules have no index.ts yet; when they get one, import from './auth' and './rate-limit'.
+import { createAuthenticator } from './auth/authenticator';
 import { gatewayConfigShape } from './config';
+import { closeUpstreams, createUpstreams } from './proxy/upstreams';
+import { createRateLimits } from './rate-limit/rate-limits';
 
-/** Wiring: config → clients → app → listen; then a fixed shutdown order on SIGINT/SIGTERM. */
+/** Wiring: config → clients → services → app → listen; then a fixed shutdown order on SIGTERM/SIGINT. */
 function main(): void {
   const config = loadConfig(gatewayConfigShape);
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   logger.info({ config: redactConfig(gatewayConfigShape, config) }, 'starting');
+
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     applicationName: 'gateway',
     onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
   });
-  const server = createApp({ pool, logger }).listen(config.PORT, config.HOST, () => {
+  const authenticator = createAuthenticator({ pool, logger });
+  const rateLimits = createRateLimits({ pool, logger });
+  const upstreams = createUpstreams(
+    {
+      news: config.NEWS_URL,
+      'stock-report': config.STOCK_REPORT_URL,
+      analysis: config.ANALYSIS_URL,
+      chat: config.CHAT_URL,
+      jobs: config.JOBS_URL,
+      portal: config.PORTAL_URL,
+    },
+    { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
+  );
+  const lifecycle = createLifecycle();
+
+  const app = createApp({
+    logger,
+    authenticator,
+    rateLimits,
+    upstreams,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    lifecycle,
+    limits: {
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
+      idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+    },
+  });
+  const server = app.listen(config.PORT, config.HOST, () => {
     logger.info({ url: `http://${config.HOST}:${config.PORT}` }, 'listening');
   });
 
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    server.close(() => {
-      pool.end().then(
-        () => logger.info('stopped'),
-        (error: unknown) => logger.error({ err: error }, 'closing the pool failed'),
-      );
-    });
-    server.closeIdleConnections();
-  };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  const shutdown = createShutdown({
+    logger,
+    lifecycle,
+    servers: [server],
+    unreadyDelayMs: config.SHUTDOWN_UNREADY_DELAY_MS,
+    drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
+    // Streams have drained (or been cut) by now: their chat slots are released before the limiter closes.
+    closers: [
+      { name: 'authenticator', close: () => authenticator.close() },
+      { name: 'rate limits', close: () => rateLimits.close() },
+      { name: 'service connection pools', close: () => closeUpstreams(upstreams) },
+      { name: 'database pool', close: () => pool.end() },
+    ],
+    exit: (code) => process.exit(code),
+  });
+  onShutdownSignals(shutdown);
 }
 
 main();

@@ -1,51 +1,149 @@
-import { createPool, type Pool } from '@fin/db';
-import { createLogger } from '@fin/log';
-import { createTestDatabase, type TestDatabase } from '@fin/testing';
+// Every API route gets the same checks (unkey's common-tests): 401 without a key and with an unknown key,
+// 403 naming the scope for a key without it, the rate limiter counted for the right product (or a chat slot
+// taken) and its 429 passed through with its headers, and the request reaching the right service.
+import { ErrorBody } from '@fin/contracts';
+import { waitFor } from '@fin/testing';
 import request from 'supertest';
-import { createApp } from '../src/app';
+import type { Scope } from '../src/auth/types';
+import { GATEWAY_ROUTES, JOB_TYPE_SCOPES, type GatewayRoute } from '../src/routes';
+import { KEYS, UUID, sampleRequest, startHarness, type Harness } from './support/harness';
 
-describe('gateway skeleton', () => {
-  let db: TestDatabase;
-  let pool: Pool;
-  const logger = createLogger({ service: 'gateway-test', level: 'silent' });
+const proxied = GATEWAY_ROUTES.filter((route): route is GatewayRoute & { target: { kind: 'proxy' } } => route.target.kind === 'proxy');
+const table = proxied.map((route) => [`${route.method.toUpperCase()} ${route.path}`, route] as const);
 
+function send(h: Harness, route: GatewayRoute, apiKey: string | undefined, jobType = 'news') {
+  const { path, body } = sampleRequest(route, jobType);
+  let req = request(h.app)[route.method](path);
+  if (apiKey !== undefined) req = req.set('X-API-Key', apiKey);
+  return body === undefined ? req : req.send(body);
+}
+
+const scopeOf = (route: GatewayRoute, jobType = 'news'): Scope => (route.scope === 'job_type' ? JOB_TYPE_SCOPES[jobType as keyof typeof JOB_TYPE_SCOPES] : (route.scope as Scope));
+
+describe('every API route', () => {
+  let h: Harness;
   beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = createPool({ connectionString: db.url, applicationName: 'gateway-test', max: 2 });
+    h = await startHarness();
   });
   afterAll(async () => {
-    await pool.end();
-    await db.drop();
+    await h.close();
+  });
+  afterEach(() => {
+    h.rateLimits.exhausted.clear();
   });
 
-  it('is alive and ready when the database answers', async () => {
-    const app = createApp({ pool, logger });
-    await request(app).get('/healthz').expect(200, { status: 'ok' });
-    await request(app).get('/readyz').expect(200, { status: 'ready' });
+  it('covers the whole table', () => {
+    expect(proxied.map((route) => route.id).sort()).toEqual(
+      ['chat', 'chatStream', 'createAnalysis', 'createCustomerTool', 'createNews', 'createStockReport', 'deleteCustomerTool', 'getCustomerTool', 'getJobResult', 'getJobStatus', 'listCustomerTools', 'updateCustomerTool'].sort(),
+    );
   });
 
-  it('is not ready when the database is unreachable', async () => {
-    const dead = createPool({ connectionString: 'postgresql://postgres@127.0.0.1:1/none', applicationName: 't', max: 1 });
-    try {
-      const res = await request(createApp({ pool: dead, logger })).get('/readyz').expect(503);
-      expect(res.body).toEqual({ detail: 'The database is unreachable.', status_code: 503, type: 'service_unavailable' });
-    } finally {
-      await dead.end();
+  it.each(table)('%s: 401 without an API key, and nothing reaches the service', async (_name, route) => {
+    const service = h.services[route.target.upstream];
+    const before = service.received.length;
+    const res = await send(h, route, undefined).expect(401);
+    expect(ErrorBody.parse(res.body)).toEqual({ detail: 'Missing API key: send it in the X-API-Key header.', status_code: 401, type: 'unauthorized' });
+    expect(service.received.length).toBe(before);
+  });
+
+  it.each(table)('%s: 401 for a key the authenticator does not know', async (_name, route) => {
+    const res = await send(h, route, 'fin_not_a_key').expect(401);
+    expect(res.body).toEqual({ detail: 'Missing or invalid API key.', status_code: 401, type: 'unauthorized' });
+  });
+
+  it.each(table)('%s: 403 naming the scope for a key without it, before any rate-limit hit', async (_name, route) => {
+    const scope = scopeOf(route);
+    const hits = h.rateLimits.hits.length;
+    const res = await send(h, route, KEYS.without(scope)).expect(403);
+    expect(ErrorBody.parse(res.body).type).toBe('forbidden');
+    expect(res.body.detail).toContain(`"${scope}" scope`);
+    expect(h.rateLimits.hits.length).toBe(hits);
+  });
+
+  it.each(table)('%s: counted by the limiter (or holds a chat slot) and reaches its service', async (_name, route) => {
+    const hits = h.rateLimits.hits.length;
+    const slots = h.rateLimits.slotEvents.length;
+    const res = await send(h, route, KEYS.all).expect(200);
+    expect(res.body).toMatchObject({ service: route.target.upstream, method: route.method.toUpperCase(), path: sampleRequest(route).path });
+    if (route.target.limit !== null) {
+      expect(h.rateLimits.hits.slice(hits)).toEqual([{ product: route.target.limit, keyId: 'key-all' }]);
+      expect(res.headers['x-ratelimit-limit']).toBe('100');
+      expect(res.headers['x-ratelimit-remaining']).toBe('99');
+      expect(res.headers['x-ratelimit-reset']).toBe('1767225660');
+    } else {
+      expect(route.limit).toBe('concurrent_streams');
+      expect(h.rateLimits.hits.length).toBe(hits);
+      // The slot is given back when the response closes, which the server sees just after the client.
+      await waitFor(() => h.rateLimits.slotEvents.length === slots + 2, { what: 'the chat slot to be released' });
+      expect(h.rateLimits.slotEvents.slice(slots)).toEqual(['acquire', 'release']);
     }
   });
 
-  it('answers unknown routes with the spec error body and a request id', async () => {
-    const res = await request(createApp({ pool, logger })).get('/api/nothing').expect(404);
-    expect(res.body).toEqual({ detail: 'No route for GET /api/nothing.', status_code: 404, type: 'not_found' });
-    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  it.each(table.filter(([, route]) => route.target.limit !== null))('%s: the limiter\'s 429 reaches the client with its headers', async (_name, route) => {
+    if (route.target.limit === null) throw new Error('unreachable');
+    h.rateLimits.exhausted.add(route.target.limit);
+    const service = h.services[route.target.upstream];
+    const before = service.received.length;
+    const res = await send(h, route, KEYS.all).expect(429);
+    expect(ErrorBody.parse(res.body)).toEqual({ detail: `Rate limit exceeded: 100 ${route.target.limit} requests per minute.`, status_code: 429, type: 'rate_limit_exceeded' });
+    expect(res.headers['retry-after']).toBe('42');
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['x-ratelimit-reset']).toBe('1767225660');
+    expect(service.received.length).toBe(before);
+  });
+});
+
+describe('job routes', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h.close();
   });
 
-  it('rejects malformed JSON with a 400 validation_error', async () => {
-    const res = await request(createApp({ pool, logger }))
-      .post('/api/products/news')
-      .set('Content-Type', 'application/json')
-      .send('{"symbols": [')
-      .expect(400);
-    expect(res.body).toEqual({ detail: 'The request body is not valid JSON.', status_code: 400, type: 'validation_error' });
+  it.each([
+    ['news', 'news'],
+    ['stock-report', 'stock-report'],
+    ['analysis', 'analysis'],
+  ] as const)('a %s job needs the %s scope', async (jobType, scope) => {
+    const path = `/api/jobs/${jobType}/${UUID}/status`;
+    await request(h.app).get(path).set('X-API-Key', KEYS.without(scope)).expect(403);
+    const other = JOB_TYPE_SCOPES.news === scope ? 'analysis' : 'news';
+    const res = await request(h.app).get(path).set('X-API-Key', KEYS.without(other)).expect(200);
+    expect(res.body).toMatchObject({ service: 'jobs', path });
+  });
+
+  it('refuses a job type that does not exist with 400 naming the parameter', async () => {
+    const res = await request(h.app).get(`/api/jobs/weather/${UUID}/result`).set('X-API-Key', KEYS.all).expect(400);
+    expect(res.body).toEqual({ detail: 'job_type: must be one of news, stock-report, analysis, got "weather"', status_code: 400, type: 'validation_error' });
+  });
+});
+
+describe('gateway probes and ids', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('is alive and ready without an API key', async () => {
+    await request(h.app).get('/healthz').expect(200, { status: 'ok' });
+    await request(h.app).get('/readyz').expect(200, { status: 'ready' });
+  });
+
+  it('echoes a well-formed X-Request-Id and sends the same id to the service', async () => {
+    const res = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('X-Request-Id', 'trace-42').send({ symbols: ['AAPL'] }).expect(200);
+    expect(res.headers['x-request-id']).toBe('trace-42');
+    const received = h.services.news.received.at(-1);
+    expect(received?.headers['x-request-id']).toBe('trace-42');
+    expect(received?.identity.requestId).toBe('trace-42');
+  });
+
+  it('replaces a malformed X-Request-Id with a generated one, on errors too', async () => {
+    const res = await request(h.app).post('/api/products/news').set('X-Request-Id', 'not valid!').send({}).expect(401);
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

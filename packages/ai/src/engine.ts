@@ -1,0 +1,83 @@
+import Anthropic from '@anthropic-ai/sdk';
+import type { AnalysisRequest, AnalysisResult, NewsRequest, NewsResult, StockReportRequest, StockReportResult } from '@fin/contracts';
+import { startFakeAnthropic, type FakeAnthropic } from '@fin/fakes';
+import type { Logger } from '@fin/log';
+import { isOffline, type AiConfig } from './config';
+import type { EngineEvent } from './loop';
+import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
+import { marketDataTool } from './market-data-tool';
+import { offlineAnalyst } from './offline/analyst';
+import {
+  generateAnalysis,
+  generateNews,
+  generateStockReport,
+  streamAnalysis,
+  streamChat,
+  type ChatInput,
+  type ProductDeps,
+  type ProductOutcome,
+  type RunContext,
+} from './products';
+import type { StreamItem } from './stream';
+
+/** Everything the products need from the AI: one object per process, created at start and closed at shutdown. */
+export interface AiEngine {
+  /** True in offline mode: results come from the deterministic analyst over sample data. */
+  readonly offline: boolean;
+  news(request: NewsRequest, ctx?: RunContext): Promise<ProductOutcome<NewsResult>>;
+  stockReport(request: StockReportRequest, ctx?: RunContext): Promise<ProductOutcome<StockReportResult>>;
+  analysis(request: AnalysisRequest, ctx?: RunContext): Promise<ProductOutcome<AnalysisResult>>;
+  analysisStream(request: AnalysisRequest, ctx?: RunContext): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<AnalysisResult>>>;
+  chat(input: ChatInput, ctx?: RunContext): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<{ text: string }>>>;
+  close(): Promise<void>;
+}
+
+export interface EngineOptions {
+  config: AiConfig;
+  logger: Logger;
+  /** Overrides the provider chosen from config (tests). */
+  marketData?: MarketDataProvider;
+}
+
+/**
+ * Builds the engine from config. With ANTHROPIC_API_KEY it talks to the Anthropic API (or ANTHROPIC_BASE_URL);
+ * without one it starts offline mode: a local stand-in of the Messages API answered by the deterministic
+ * analyst, with sample market data, announced by a warning at start and marked `offline: true` in every result.
+ */
+export async function createAiEngine({ config, logger, marketData }: EngineOptions): Promise<AiEngine> {
+  const offline = isOffline(config);
+  let fake: FakeAnthropic | undefined;
+  let client: Anthropic;
+  const clientOptions = { timeout: config.AI_TIMEOUT_MS, maxRetries: config.AI_MAX_RETRIES };
+  if (offline) {
+    fake = await startFakeAnthropic({ handler: offlineAnalyst(), recordRequests: false });
+    client = new Anthropic({ apiKey: 'offline-mode', baseURL: fake.url, ...clientOptions });
+    logger.warn(
+      { aiMode: 'offline' },
+      'AI OFFLINE MODE: no ANTHROPIC_API_KEY is set, so results come from a deterministic stand-in over bundled sample data. They are marked offline and are not research.',
+    );
+  } else {
+    client = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, ...clientOptions });
+    logger.info({ aiMode: 'anthropic', model: config.AI_MODEL, newsModel: config.AI_NEWS_MODEL }, 'AI engine uses the Anthropic API');
+  }
+
+  let provider = marketData;
+  if (!provider) {
+    if (config.FINNHUB_API_KEY) provider = new FinnhubProvider({ token: config.FINNHUB_API_KEY, baseUrl: config.FINNHUB_BASE_URL });
+    else if (offline) provider = new SampleMarketDataProvider();
+  }
+  if (!provider) logger.warn('No FINNHUB_API_KEY: the market_data tool is off; the model relies on web search.');
+
+  const deps: ProductDeps = { client, config, offline, dataTools: provider ? [marketDataTool(provider)] : [] };
+  return {
+    offline,
+    news: (request, ctx) => generateNews(deps, request, ctx),
+    stockReport: (request, ctx) => generateStockReport(deps, request, ctx),
+    analysis: (request, ctx) => generateAnalysis(deps, request, ctx),
+    analysisStream: (request, ctx) => streamAnalysis(deps, request, ctx),
+    chat: (input, ctx) => streamChat(deps, input, ctx),
+    async close() {
+      await fake?.close();
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import { Writable } from 'node:stream';
+import { parseConfig } from '@fin/config';
+import { AnalysisRequest, NewsRequest, NewsResult, StockReportRequest, StockReportResult, AnalysisResult } from '@fin/contracts';
+import { createLogger } from '@fin/log';
+import { aiConfigShape, createAiEngine, OfflineModeConflictError, type AiEngine } from '../src';
+import { drain, silentLogger } from './helpers';
+
+describe('offline mode', () => {
+  let engine: AiEngine;
+  const logLines: string[] = [];
+
+  beforeAll(async () => {
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logLines.push(chunk.toString());
+        done();
+      },
+    });
+    engine = await createAiEngine({
+      config: parseConfig(aiConfigShape, {}),
+      logger: createLogger({ service: 'ai-offline-test', destination }),
+    });
+  });
+  afterAll(() => engine.close());
+
+  it('switches on without a key, loudly', () => {
+    expect(engine.offline).toBe(true);
+    expect(logLines.join('')).toMatch(/AI OFFLINE MODE/);
+  });
+
+  it('never switches on where a real key is configured', async () => {
+    const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-real-1234567890', AI_OFFLINE: 'true' });
+    await expect(createAiEngine({ config, logger: silentLogger })).rejects.toBeInstanceOf(OfflineModeConflictError);
+    const online = await createAiEngine({ config: parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-real-1234567890' }), logger: silentLogger });
+    expect(online.offline).toBe(false);
+    await online.close();
+  });
+
+  it('writes contract-valid news grounded in the sample articles, marked offline', async () => {
+    const progress: number[] = [];
+    const { result, usage } = await engine.news(NewsRequest.parse({ symbols: ['aapl', 'MSFT'], n: 3 }), {
+      onProgress: (value) => progress.push(value),
+    });
+    expect(NewsResult.parse(result)).toEqual(result);
+    expect(result.news).toHaveLength(3);
+    for (const item of result.news) {
+      expect(item.sources.length).toBeGreaterThan(0);
+      for (const url of [...item.sources, ...item.further_reading]) expect(url).toMatch(/^https:\/\/news\.example\.com\//);
+    }
+    expect(result.meta).toMatchObject({ offline: true, model: 'offline-analyst', prompt_version: 'news@1' });
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+  });
+
+  it('gives valid, empty-but-well-formed news for a symbol it has no data on', async () => {
+    const { result } = await engine.news(NewsRequest.parse({ symbols: ['ZZZZ'] }));
+    expect(result.news).toEqual([]);
+  });
+
+  it('writes a comparison for two symbols that names both in every key metric', async () => {
+    const { result } = await engine.stockReport(StockReportRequest.parse({ symbols: ['NVDA', 'MSFT'] }));
+    expect(StockReportResult.parse(result)).toEqual(result);
+    expect(new Set(result.detailed_analysis.map((item) => item.category)).size).toBeGreaterThanOrEqual(3);
+    for (const item of result.detailed_analysis) expect(item.keyMetric).toMatch(/NVDA.*vs MSFT/);
+    expect(result.quick_insights.length).toBeGreaterThanOrEqual(2);
+    expect(result.quick_insights.length).toBeLessThanOrEqual(4);
+  });
+
+  it('answers json_schema analysis with exactly the requested fields and types', async () => {
+    const request = AnalysisRequest.parse({
+      prompt: 'How exposed is this portfolio to rate rises?',
+      portfolio_composition: [
+        { symbol: 'AAPL', percentage: 60 },
+        { symbol: 'TSLA', percentage: 40 },
+      ],
+      output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number', holdings: 'integer', hedged: 'boolean', notes: 'array' } },
+    });
+    const { result } = await engine.analysis(request);
+    expect(AnalysisResult.parse(result)).toEqual(result);
+    expect(result.format).toBe('json_schema');
+    const content = result.content as Record<string, unknown>;
+    expect(Object.keys(content).sort()).toEqual(['hedged', 'holdings', 'notes', 'risk_score', 'summary']);
+    expect(typeof content.summary).toBe('string');
+    expect(Number.isInteger(content.holdings)).toBe(true);
+    expect(Array.isArray(content.notes)).toBe(true);
+  });
+
+  it('streams a markdown analysis in chunks that add up to the stored result', async () => {
+    const request = AnalysisRequest.parse({ prompt: 'Is Microsoft a defensive holding?', symbols: ['MSFT'], output_format: { type: 'markdown', stream: true } });
+    const items = await drain(engine.analysisStream(request));
+    const chunks = items.flatMap((item) => (item.kind === 'event' && item.event.type === 'text' ? [item.event.text] : []));
+    const last = items.at(-1);
+    expect(last?.kind).toBe('result');
+    expect(chunks.length).toBeGreaterThan(1);
+    if (last?.kind === 'result') expect(last.result.result.content).toBe(chunks.join('').trim());
+  });
+
+  it('chats with research and tool events before the answer', async () => {
+    const items = await drain(engine.chat({ history: [], message: 'How is AAPL doing?' }));
+    const events = items.flatMap((item) => (item.kind === 'event' ? [item.event] : []));
+    const kinds = events.map((event) => (event.type === 'text' ? 'text' : `${event.type}:${'node' in event ? event.node : event.tool}`));
+    expect(kinds.slice(0, 3)).toEqual(['node_start:research', 'tool_start:market_data', 'tool_end:market_data']);
+    expect(kinds).toContain('node_start:answer');
+    const reply = items.at(-1);
+    expect(reply?.kind === 'result' && reply.result.result.text).toMatch(/Apple/);
+  });
+
+  it('is deterministic', async () => {
+    const request = StockReportRequest.parse({ symbols: ['AAPL'] });
+    const first = await engine.stockReport(request);
+    const second = await engine.stockReport(request);
+    expect({ ...second.result, meta: undefined }).toEqual({ ...first.result, meta: undefined });
+  });
+});

@@ -1,0 +1,58 @@
+import { streamOf } from '../src/stream';
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of iterable) items.push(item);
+  return items;
+}
+
+describe('streamOf', () => {
+  it('yields the events in order, then the result', async () => {
+    const items = await collect(
+      streamOf<string, number>(async (emit) => {
+        emit('a');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        emit('b');
+        return 42;
+      }),
+    );
+    expect(items).toEqual([
+      { kind: 'event', event: 'a' },
+      { kind: 'event', event: 'b' },
+      { kind: 'result', result: 42 },
+    ]);
+  });
+
+  it('throws a failure after the events that preceded it, with no result', async () => {
+    const seen: unknown[] = [];
+    const stream = streamOf<string, number>(async (emit) => {
+      emit('partial');
+      throw new Error('overloaded');
+    });
+    await expect(
+      (async () => {
+        for await (const item of stream) seen.push(item);
+      })(),
+    ).rejects.toThrow('overloaded');
+    expect(seen).toEqual([{ kind: 'event', event: 'partial' }]);
+  });
+
+  it('aborts the run when the consumer stops reading', async () => {
+    let aborted = false;
+    const stream = streamOf<string, number>(
+      (emit, signal) =>
+        new Promise((resolve) => {
+          emit('first');
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve(0);
+          });
+        }),
+    );
+    for await (const item of stream) {
+      expect(item).toEqual({ kind: 'event', event: 'first' });
+      break;
+    }
+    expect(aborted).toBe(true);
+  });
+});

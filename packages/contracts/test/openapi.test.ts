@@ -1,0 +1,298 @@
+// The OpenAPI document: structurally valid 3.1 (every $ref resolves), one operation per route of API_ROUTES,
+// every error documented with ErrorBody, and every documented response schema accepting what the services
+// send — checked twice: with the zod schema, and with the JSON Schema the document itself states.
+import { z } from 'zod';
+import {
+  API_ROUTES,
+  AnalysisResponse,
+  AnalysisStreamEvents,
+  AsyncJobResponse,
+  ChatStreamEvents,
+  ERROR_STATUS,
+  ErrorBody,
+  JobStatusResponse,
+  NewsResponse,
+  StockReportResponse,
+  createOpenApiDocument,
+  errorStatuses,
+  jobUrls,
+  responseSchema,
+  type ApiRoute,
+  type ApiRouteId,
+  type SseEvents,
+} from '../src';
+import { UUID } from './helpers';
+
+type Json = Record<string, unknown>;
+const document = JSON.parse(JSON.stringify(createOpenApiDocument())) as Json & {
+  openapi: string;
+  paths: Record<string, Record<string, Json & { responses: Record<string, Json>; parameters?: Json[]; security?: unknown }>>;
+  components: { schemas: Record<string, Json>; responses: Record<string, Json>; securitySchemes: Record<string, Json> };
+};
+const routes = API_ROUTES as readonly ApiRoute[];
+
+function resolvePointer(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined;
+  return ref
+    .slice(2)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<unknown>((node, key) => (typeof node === 'object' && node !== null ? (node as Json)[key] : undefined), root);
+}
+
+function collectRefs(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) node.forEach((child) => collectRefs(child, out));
+  else if (typeof node === 'object' && node !== null) {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') out.push(value);
+      else collectRefs(value, out);
+    }
+  }
+  return out;
+}
+
+const deref = (node: unknown): Json => {
+  const ref = (node as Json | undefined)?.$ref;
+  return (typeof ref === 'string' ? resolvePointer(document, ref) : node) as Json;
+};
+
+/** The document's own JSON Schema for a media type, as a zod validator ($refs into the components). */
+const definitions = JSON.parse(JSON.stringify(document.components.schemas).replaceAll('#/components/schemas/', '#/$defs/')) as Json;
+function documentValidator(schema: unknown): z.ZodType {
+  const rewritten = JSON.parse(JSON.stringify(schema).replaceAll('#/components/schemas/', '#/$defs/')) as Json;
+  return z.fromJSONSchema({ ...rewritten, $defs: definitions } as Parameters<typeof z.fromJSONSchema>[0]);
+}
+
+function documentedResponse(route: ApiRoute, status: string): Json {
+  const response = deref(document.paths[route.path]?.[route.method]?.responses[status]);
+  if (response === undefined) throw new Error(`${route.id} documents no ${status}`);
+  return response;
+}
+
+describe('OpenAPI document structure', () => {
+  it('is OpenAPI 3.1 with info, paths and components', () => {
+    expect(document.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(document.info).toMatchObject({ title: 'Financial Intelligence API', version: expect.any(String) });
+    expect(Object.keys(document.paths).length).toBeGreaterThan(0);
+  });
+
+  it('has every $ref resolving to something in the document', () => {
+    const refs = collectRefs(document);
+    expect(refs.length).toBeGreaterThan(50);
+    expect([...new Set(refs)].filter((ref) => resolvePointer(document, ref) === undefined)).toEqual([]);
+  });
+
+  it('has one operation per route, with a unique operationId, the same method and path', () => {
+    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, id: op.operationId })));
+    expect(operations).toHaveLength(routes.length);
+    expect(new Set(operations.map((op) => op.id)).size).toBe(routes.length);
+    for (const route of routes) expect(operations).toContainEqual({ path: route.path, method: route.method, id: route.id });
+  });
+
+  it('declares every path parameter of a path template, as required', () => {
+    for (const route of routes) {
+      const templated = [...route.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
+      const parameters = (document.paths[route.path]?.[route.method]?.parameters ?? []).map(deref);
+      const inPath = parameters.filter((parameter) => parameter.in === 'path');
+      expect([route.id, inPath.map((parameter) => parameter.name).sort()]).toEqual([route.id, templated.sort()]);
+      for (const parameter of inPath) expect(parameter.required).toBe(true);
+    }
+  });
+
+  it('requires the X-API-Key on every route but the documentation, naming the scope', () => {
+    expect(document.components.securitySchemes.ApiKey).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }));
+    for (const route of routes) {
+      const security = document.paths[route.path]?.[route.method]?.security;
+      if (route.scope === null) expect(security).toEqual([]);
+      else expect(security).toEqual([{ ApiKey: route.scope === 'job_type' ? [] : [route.scope] }]);
+    }
+  });
+
+  it('documents every error a route can answer with the spec\'s error body', () => {
+    const keyed = ['unauthorized', 'forbidden', 'bad_gateway', 'service_unavailable', 'gateway_timeout', 'internal_error'] as const;
+    for (const route of routes) {
+      const expected = errorStatuses(route);
+      if (route.scope !== null) for (const type of keyed) expect(expected).toContain(type);
+      if (route.request?.body !== undefined) expect(expected).toEqual(expect.arrayContaining(['validation_error', 'payload_too_large', 'unsupported_media_type']));
+      if (route.limit !== null) expect(expected).toContain('rate_limit_exceeded');
+      for (const type of expected) {
+        const content = documentedResponse(route, String(ERROR_STATUS[type])).content as Record<string, { schema: unknown }>;
+        expect([route.id, type, content['application/json']?.schema]).toEqual([route.id, type, { $ref: '#/components/schemas/ErrorBody' }]);
+      }
+    }
+  });
+
+  it('documents event streams as text/event-stream with each event\'s schema', () => {
+    const streaming = routes.filter((route) => Object.values(route.responses).some((response) => response.events !== undefined));
+    expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis']);
+    for (const route of streaming) {
+      const content = documentedResponse(route, '200').content as Record<string, Json>;
+      const events = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
+      const expected = route.id === 'createAnalysis' ? AnalysisStreamEvents : ChatStreamEvents;
+      expect(Object.keys(events)).toEqual(Object.keys(expected));
+      for (const [name, schema] of Object.entries(expected)) expect(events[name]?.$ref).toBe(`#/components/schemas/${z.globalRegistry.get(schema)?.id}`);
+    }
+  });
+});
+
+// ---- Every documented response schema accepts what the services send ----
+
+const example = <T>(schema: z.ZodType<T>): T => {
+  const examples = z.globalRegistry.get(schema)?.examples;
+  if (!Array.isArray(examples) || examples.length === 0) throw new Error('schema without an example');
+  return schema.parse(examples[0]);
+};
+
+const tool = {
+  id: UUID,
+  name: 'get_portfolio_positions',
+  description: 'Returns the positions of a client account.',
+  endpoint: 'https://api.example.com/positions',
+  method: 'POST',
+  input_schema: { type: 'object', properties: { account: { type: 'string' } } },
+  header_names: ['Authorization'],
+  enabled: true,
+  timeout_ms: 10_000,
+  products: ['analysis', 'chat'],
+  created_at: '2026-01-05T10:00:00.000Z',
+  updated_at: '2026-01-05T10:00:00+00:00',
+};
+
+const errorSample = { detail: 'The chat service failed while streaming the response.', status_code: 502, type: 'bad_gateway' };
+
+/** Bodies the services send, per route and success status. Every documented success response needs one. */
+const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; events?: Record<string, unknown>; none?: true; html?: string }>>> = {
+  createNews: { '200': { json: [example(NewsResponse), { ...example(NewsResponse), from_cache: false, news: [] }] }, '202': { json: [example(AsyncJobResponse)] } },
+  createStockReport: { '200': { json: [example(StockReportResponse)] }, '202': { json: [{ job_id: UUID, status: 'pending', from_cache: false, ...jobUrls('stock-report', UUID) }] } },
+  createAnalysis: {
+    '200': {
+      json: [
+        { job_id: UUID, status: 'completed', ...jobUrls('analysis', UUID), result: { format: 'markdown', content: '## Rates\nModerate exposure.' } },
+        { job_id: UUID, status: 'completed', ...jobUrls('analysis', UUID), result: { format: 'json_schema', content: { summary: 'Moderate', risk_score: 0.4 } } },
+      ],
+      events: { synthesis_chunk: { chunk: 'Rates ' }, done: { job_id: UUID, status: 'completed' }, error: errorSample },
+    },
+    '202': { json: [example(AnalysisResponse)] },
+  },
+  chat: {
+    '200': {
+      json: [{ conversation_id: UUID, message_id: '0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d', response: 'Services revenue grew 14%.' }],
+      events: {
+        token: { type: 'token', content: 'Services ' },
+        node_start: { type: 'node_start', node: 'research' },
+        tool_start: { type: 'tool_start', tool: 'market_data' },
+        tool_end: { type: 'tool_end', tool: 'market_data' },
+        done: { type: 'done', conversation_id: UUID },
+        error: errorSample,
+      },
+    },
+  },
+  chatStream: { '200': { events: { token: { type: 'token', content: 'More' }, done: { type: 'done', conversation_id: UUID }, error: errorSample } } },
+  getJobStatus: {
+    '200': {
+      json: [
+        example(JobStatusResponse),
+        { job_id: UUID, status: 'completed', progress: 100, currently_working_on: 'Done' },
+        { job_id: UUID, status: 'failed', progress: 40, currently_working_on: 'Analysing', error: { type: 'gateway_timeout', detail: 'The model did not answer in time.' } },
+      ],
+    },
+  },
+  getJobResult: {
+    '200': {
+      json: [
+        { job_id: UUID, status: 'completed', result: { news: example(NewsResponse).news } },
+        { job_id: UUID, status: 'completed', result: { detailed_analysis: example(StockReportResponse).detailed_analysis, quick_insights: example(StockReportResponse).quick_insights } },
+        { job_id: UUID, status: 'completed', result: { format: 'markdown', content: 'Text' } },
+      ],
+    },
+  },
+  listCustomerTools: { '200': { json: [{ tools: [tool] }, { tools: [] }] } },
+  createCustomerTool: { '201': { json: [tool] } },
+  getCustomerTool: { '200': { json: [tool] } },
+  updateCustomerTool: { '200': { json: [{ ...tool, enabled: false, header_names: [] }] } },
+  deleteCustomerTool: { '204': { none: true } },
+  getOpenApiDocument: { '200': { json: [document] } },
+  getApiDocs: { '200': { html: '<!doctype html><title>API</title>' } },
+};
+
+const cases = routes.flatMap((route) => Object.keys(route.responses).map((status) => [`${route.id} ${status}`, route, status] as const));
+
+describe('documented response schemas', () => {
+  it.each(cases)('%s: what the service sends parses with the zod schema and with the document\'s JSON Schema', (_name, route, status) => {
+    const sample = SAMPLES[route.id as ApiRouteId][status];
+    expect(sample).toBeDefined();
+    const documented = documentedResponse(route, status);
+    const content = (documented.content ?? {}) as Record<string, Json>;
+
+    if (sample?.none === true) {
+      expect(content).toEqual({});
+      return;
+    }
+    if (sample?.html !== undefined) {
+      expect(documentValidator(content['text/html']?.schema).parse(sample.html)).toBe(sample.html);
+      return;
+    }
+    if (sample?.json !== undefined) {
+      const schema = responseSchema(route, Number(status)) as z.ZodType;
+      const validator = documentValidator(content['application/json']?.schema);
+      for (const body of sample.json) {
+        expect(schema.safeParse(body).error).toBeUndefined();
+        expect(validator.safeParse(body).error).toBeUndefined();
+      }
+    } else {
+      expect(content['application/json']).toBeUndefined();
+    }
+    if (sample?.events !== undefined) {
+      const events = responseSchema(route, Number(status), 'text/event-stream') as SseEvents;
+      const refs = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
+      expect(Object.keys(sample.events).every((name) => name in events)).toBe(true);
+      for (const [name, data] of Object.entries(sample.events)) {
+        expect(events[name]?.safeParse(data).error).toBeUndefined();
+        expect(documentValidator(refs[name]).safeParse(data).error).toBeUndefined();
+      }
+    } else {
+      expect(content['text/event-stream']).toBeUndefined();
+    }
+  });
+
+  it('has a sample for every documented success response and no sample for an undocumented one', () => {
+    for (const route of routes) expect(Object.keys(SAMPLES[route.id as ApiRouteId]).sort()).toEqual(Object.keys(route.responses).sort());
+  });
+
+  it('rejects what the services must not send, in the zod schema and in the document alike', () => {
+    const news = routes.find((route) => route.id === 'createNews') as ApiRoute;
+    const validator = documentValidator((documentedResponse(news, '200').content as Record<string, Json>)['application/json']?.schema);
+    const { news: _dropped, ...withoutNews } = example(NewsResponse);
+    for (const bad of [withoutNews, { ...example(NewsResponse), status: 'pending' }, { ...example(NewsResponse), job_id: 'job-1' }]) {
+      expect(NewsResponse.safeParse(bad).success).toBe(false);
+      expect(validator.safeParse(bad).success).toBe(false);
+    }
+    const status = routes.find((route) => route.id === 'getJobStatus') as ApiRoute;
+    const failedWithoutError = { job_id: UUID, status: 'failed', progress: 10, currently_working_on: 'x' };
+    expect(documentValidator((documentedResponse(status, '200').content as Record<string, Json>)['application/json']?.schema).safeParse(failedWithoutError).success).toBe(false);
+  });
+
+  it('documents error bodies that the spec\'s error body of every status parses', () => {
+    const validator = documentValidator({ $ref: '#/components/schemas/ErrorBody' });
+    for (const [type, status] of Object.entries(ERROR_STATUS)) {
+      const body = { detail: 'x', status_code: status, type };
+      expect(ErrorBody.parse(body)).toEqual(body);
+      expect(validator.parse(body)).toEqual(body);
+    }
+    expect(validator.safeParse({ detail: 'x', status_code: 200, type: 'not_found' }).success).toBe(false);
+    expect(validator.safeParse({ detail: 'x', status_code: 400, type: 'teapot' }).success).toBe(false);
+  });
+
+  it('documents request bodies that accept each schema\'s own example', () => {
+    for (const route of routes) {
+      if (route.request?.body === undefined) continue;
+      const schema = (deref(document.paths[route.path]?.[route.method]?.requestBody).content as Record<string, Json>)['application/json']?.schema;
+      const examples = z.globalRegistry.get(route.request.body)?.examples as unknown[];
+      expect(examples.length).toBeGreaterThan(0);
+      for (const body of examples) {
+        expect(route.request.body.safeParse(body).error).toBeUndefined();
+        expect(documentValidator(schema).safeParse(body).error).toBeUndefined();
+      }
+    }
+  });
+});

@@ -1,0 +1,299 @@
+// A fake Anthropic Messages API on a real HTTP server. The real @anthropic-ai/sdk talks to it through `baseURL`:
+//
+//   const fake = await startFakeAnthropic();
+//   const client = new Anthropic({ apiKey: 'test', baseURL: fake.url, maxRetries: 0 });
+//   fake.reply(jsonReply({ answer: 42 }));
+//   ... exercise the code under test ...
+//   expect(fake.requests[0]?.body?.output_config).toEqual(...);
+//   await fake.close();
+//
+// Replies come from the queue (in order), then from the handler; a request neither answers fails with a 500 that
+// names it, so a test never passes on a reply it did not script.
+import { type ServerResponse } from 'node:http';
+import { type Exchange, type ListenOptions, headerRecord, pause, readBody, sendJson, startServer, waitForAbort } from '../http';
+import { apiId } from './ids';
+import { lastUserText } from './request-helpers';
+import { defaultErrorMessage } from './replies';
+import {
+  API_ERROR_STATUS,
+  type ApiErrorType,
+  type ErrorReply,
+  type Faults,
+  type MessageReply,
+  type MessagesRequestBody,
+  type RecordedRequest,
+  type Reply,
+  type ReplyHandler,
+  type ScriptedReply,
+} from './types';
+import { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
+import { estimateInputTokens, type RenderOptions, renderEvents, renderMessage, resolveReply, serializeEvent } from './wire';
+
+export interface FakeAnthropicOptions extends ListenOptions {
+  /**
+   * When set, requests with another key get the API's 401. Any non-empty key is accepted otherwise, sent as
+   * `x-api-key` or as `authorization: Bearer …` (which is how SDK v1 sends `apiKey`).
+   */
+  apiKey?: string;
+  /**
+   * Reject bodies the real API would reject (missing model/max_tokens/messages, tool_use without its tool_result,
+   * a structured-output schema with an open object) with its 400. Default true.
+   */
+  validateRequests?: boolean;
+  /** Characters per text_delta (default 12): long enough to be cheap, short enough that every answer streams in pieces. */
+  textChunkChars?: number;
+  /** Characters per input_json_delta (default 24). */
+  jsonChunkChars?: number;
+  /** A ping after every this many events, besides the one after message_start (default 5; 0 for none). */
+  pingEveryEvents?: number;
+  /** Answers requests when the queue is empty. */
+  handler?: ReplyHandler;
+  /**
+   * Keep every request in `requests` (default true). A long-running fake (offline mode) turns this off so the log
+   * does not grow without bound; request indexes still count up.
+   */
+  recordRequests?: boolean;
+}
+
+export interface FakeAnthropic {
+  /** The base URL to give the SDK (`baseURL`), e.g. http://127.0.0.1:41234. */
+  readonly url: string;
+  /** Every request received since start or the last reset(), in arrival order (a live array). */
+  readonly requests: readonly RecordedRequest[];
+  /** Scripted replies not consumed yet. */
+  readonly pendingReplies: number;
+  /** Appends replies to the queue; each answers one `POST /v1/messages`, in order. */
+  reply(...replies: ScriptedReply[]): void;
+  /** Sets (or with undefined removes) the handler that answers once the queue is empty. */
+  setHandler(handler: ReplyHandler | undefined): void;
+  /** Empties the queue and the request log, and puts back the handler given at start (if any). */
+  reset(): void;
+  /** Ends every exchange in flight (hanging ones too), closes every connection and stops listening. */
+  close(): Promise<void>;
+}
+
+const NO_RETRY = { 'x-should-retry': 'false' };
+
+function isErrorReply(reply: Reply): reply is ErrorReply {
+  return 'error' in reply;
+}
+
+function errorBody(type: ApiErrorType, message: string, requestId: string, details?: Record<string, unknown>): Record<string, unknown> {
+  return { type: 'error', error: details ? { type, message, details } : { type, message }, request_id: requestId };
+}
+
+function sendError(
+  res: ServerResponse,
+  requestId: string,
+  error: { type: ApiErrorType; message: string; status?: number; details?: Record<string, unknown> },
+  headers: Record<string, string> = {},
+): void {
+  sendJson(res, error.status ?? API_ERROR_STATUS[error.type], errorBody(error.type, error.message, requestId, error.details), {
+    ...headers,
+    'request-id': requestId,
+  });
+}
+
+function afterEvents(fault: boolean | { afterEvents: number } | undefined, whenTrue: number): number | undefined {
+  if (fault === undefined || fault === false) return undefined;
+  return fault === true ? whenTrue : fault.afterEvents;
+}
+
+function describeUnscripted(request: RecordedRequest): string {
+  const body = request.body;
+  const said = body ? lastUserText(body).replace(/\s+/g, ' ').slice(0, 120) : '';
+  return (
+    `fake-anthropic: no reply scripted for request #${request.index} ` +
+    `(POST ${request.path}, model=${body?.model ?? '?'}, stream=${request.stream}, last user text: ${JSON.stringify(said)}). ` +
+    'Queue one with fake.reply(...) or answer dynamically with fake.setHandler(...).'
+  );
+}
+
+export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
+  const render: RenderOptions = {
+    textChunkChars: options.textChunkChars ?? 12,
+    jsonChunkChars: options.jsonChunkChars ?? 24,
+    pingEveryEvents: options.pingEveryEvents ?? 5,
+  };
+  const validation = { apiKey: options.apiKey, validateBody: options.validateRequests ?? true };
+  const queue: ScriptedReply[] = [];
+  const requests: RecordedRequest[] = [];
+  const record = options.recordRequests ?? true;
+  let received = 0;
+  let handler = options.handler;
+
+  async function writeStream(exchange: Exchange, body: MessagesRequestBody, reply: MessageReply, requestId: string) {
+    const { res, signal } = exchange;
+    const faults: Faults = reply.faults ?? {};
+    const events = renderEvents(resolveReply(reply, body), render);
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': requestId });
+    res.flushHeaders();
+
+    const contentEvents = events.filter((event) => event.event !== 'ping').length;
+    const malformedAt = afterEvents(faults.malformedJson, 2);
+    const hangAt = typeof faults.hang === 'object' ? faults.hang.afterEvents : undefined;
+    const at = (threshold: number | undefined, sent: number) => threshold !== undefined && (threshold === sent || (sent === contentEvents && threshold > sent));
+
+    // Faults fire at a checkpoint: before the next non-ping event, or at the end of the stream.
+    const faultAt = async (sent: number): Promise<boolean> => {
+      if (faults.failMidStream && at(faults.failMidStream.afterEvents, sent)) {
+        const { type, message } = faults.failMidStream.error;
+        res.end(`event: error\ndata: ${JSON.stringify(errorBody(type, message ?? defaultErrorMessage(type), requestId))}\n\n`);
+        return true;
+      }
+      if (at(malformedAt, sent)) {
+        res.end(`event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut of\n\n`);
+        return true;
+      }
+      if (at(faults.dropConnectionAfterEvents, sent)) {
+        res.socket?.destroy();
+        return true;
+      }
+      if (at(hangAt, sent)) {
+        await waitForAbort(signal);
+        return true;
+      }
+      return false;
+    };
+
+    let sent = 0;
+    for (const event of events) {
+      if (signal.aborted) return;
+      if (event.event !== 'ping') {
+        if (await faultAt(sent)) return;
+        if (sent > 0 && faults.delayBetweenEventsMs && !(await pause(faults.delayBetweenEventsMs, signal))) return;
+        sent++;
+      }
+      if (!res.write(serializeEvent(event))) await new Promise<void>((resolve) => res.once('drain', resolve));
+    }
+    if (await faultAt(sent)) return;
+    res.end();
+  }
+
+  async function answer(exchange: Exchange, request: RecordedRequest, body: MessagesRequestBody, reply: Reply, requestId: string) {
+    const { res, signal } = exchange;
+    const faults: Faults = reply.faults ?? {};
+    if (faults.latencyMs && !(await pause(faults.latencyMs, signal))) return;
+    if (faults.hang === true || (!request.stream && faults.hang)) return waitForAbort(signal);
+    if (faults.dropConnectionAfterEvents !== undefined && (!request.stream || isErrorReply(reply))) {
+      res.socket?.destroy();
+      return;
+    }
+
+    if (isErrorReply(reply)) {
+      const { type, message, status, retryAfterSeconds, shouldRetry, details } = reply.error;
+      const headers: Record<string, string> = {};
+      if (retryAfterSeconds !== undefined) headers['retry-after'] = String(retryAfterSeconds);
+      if (shouldRetry !== undefined) headers['x-should-retry'] = String(shouldRetry);
+      sendError(res, requestId, { type, message: message ?? defaultErrorMessage(type), status, details }, headers);
+      return;
+    }
+
+    if (!request.stream && (faults.failMidStream || faults.delayBetweenEventsMs)) {
+      throw new Error(`fake-anthropic: request #${request.index} is not streamed, but its scripted reply has a streaming fault (failMidStream/delayBetweenEventsMs)`);
+    }
+    if (request.stream) return writeStream(exchange, body, reply, requestId);
+
+    const text = JSON.stringify(renderMessage(resolveReply(reply, body)));
+    if (faults.malformedJson) {
+      // A body cut off mid-object: the headers promise JSON, the bytes are not.
+      const cut = text.slice(0, Math.max(1, Math.floor(text.length / 2)));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(cut)), 'request-id': requestId });
+      res.end(cut);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'request-id': requestId });
+    res.end(text);
+  }
+
+  async function handle(exchange: Exchange): Promise<void> {
+    const { req, res } = exchange;
+    const requestId = apiId('req');
+    const rawBody = await readBody(req);
+    const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    const headers = headerRecord(req);
+    const request: RecordedRequest = {
+      index: received++,
+      method: req.method ?? 'GET',
+      path,
+      headers,
+      apiKey: requestApiKey(headers),
+      body: undefined,
+      rawBody,
+      stream: false,
+      answeredBy: 'validation',
+    };
+    if (record) requests.push(request);
+    const reject = (rejection: Rejection) => sendError(res, requestId, rejection);
+
+    const isMessages = path === '/v1/messages' || path === '/v1/messages/count_tokens';
+    if (req.method !== 'POST' || !isMessages) {
+      request.answeredBy = 'builtin';
+      return reject({ type: 'not_found_error', message: `Not found: ${req.method ?? ''} ${path}` });
+    }
+    const headerProblem = checkHeaders(headers, validation);
+    if (headerProblem) return reject(headerProblem);
+    const parsed = parseBody(rawBody);
+    if ('type' in parsed) return reject(parsed);
+    if (typeof parsed.body === 'object' && parsed.body !== null) {
+      request.body = parsed.body as MessagesRequestBody;
+      request.stream = (parsed.body as { stream?: unknown }).stream === true;
+    }
+    if (validation.validateBody) {
+      const checked = checkMessagesBody(parsed.body, { countTokens: path === '/v1/messages/count_tokens' });
+      if ('type' in checked) return reject(checked);
+    }
+    const body = request.body;
+    if (!body) return reject({ type: 'invalid_request_error', message: 'Input should be a valid dictionary' });
+
+    if (path === '/v1/messages/count_tokens') {
+      request.answeredBy = 'builtin';
+      return sendJson(res, 200, { input_tokens: estimateInputTokens(body) }, { 'request-id': requestId });
+    }
+
+    const typed = request as RecordedRequest & { body: MessagesRequestBody };
+    let scripted = queue.shift();
+    if (scripted !== undefined) request.answeredBy = 'queue';
+    else if (handler) {
+      request.answeredBy = 'handler';
+      scripted = handler;
+    } else {
+      request.answeredBy = 'unscripted';
+      return sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, NO_RETRY);
+    }
+    const reply = typeof scripted === 'function' ? await scripted(typed, { index: request.index }) : scripted;
+    await answer(exchange, request, body, reply, requestId);
+  }
+
+  const server = await startServer(
+    handle,
+    ({ res }, error) => {
+      // A script or handler bug: answer loudly (and unretryably) instead of leaving the client waiting.
+      const message = error instanceof Error ? error.message : String(error);
+      if (!res.headersSent) sendError(res, apiId('req'), { type: 'api_error', message: `fake-anthropic: ${message}` }, NO_RETRY);
+      else res.destroy();
+    },
+    options,
+  );
+
+  return {
+    url: server.url,
+    requests,
+    get pendingReplies() {
+      return queue.length;
+    },
+    reply(...replies) {
+      queue.push(...replies);
+    },
+    setHandler(next) {
+      handler = next;
+    },
+    reset() {
+      queue.length = 0;
+      requests.length = 0;
+      received = 0;
+      handler = options.handler;
+    },
+    close: () => server.close(),
+  };
+}

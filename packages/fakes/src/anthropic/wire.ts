@@ -1,0 +1,251 @@
+// Renders a scripted reply into what the real API sends: the Message JSON of a non-streamed response, or the
+// sequence of SSE events of a streamed one (message_start, content blocks with their deltas, message_delta,
+// message_stop, pings). Both are built from the same blocks, so a client that accumulates the stream ends up
+// with exactly the Message the non-streamed call returns.
+import { apiId, opaque } from './ids';
+import { type ContentScript, type MessageReply, type MessagesRequestBody, type StopReason } from './types';
+
+export interface SseEvent {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+export interface RenderOptions {
+  /** Characters per text_delta. */
+  textChunkChars: number;
+  /** Characters per input_json_delta. */
+  jsonChunkChars: number;
+  /** A ping after this many events (message_start is always followed by one); 0 for only that first ping. */
+  pingEveryEvents: number;
+}
+
+const DIRECT_CALLER = { type: 'direct' } as const;
+
+function estimateTokens(chars: number): number {
+  return Math.max(1, Math.ceil(chars / 4));
+}
+
+/** input_tokens when the script does not say: about one token per four characters of what the model reads. */
+export function estimateInputTokens(body: MessagesRequestBody): number {
+  const read = JSON.stringify([body.system ?? null, body.messages, body.tools ?? null, body.output_config ?? null]);
+  return estimateTokens(read.length);
+}
+
+function outputChars(content: ContentScript[]): number {
+  let chars = 0;
+  for (const block of content) {
+    if (block.type === 'text') chars += block.text.length;
+    else if (block.type === 'tool_use') chars += block.name.length + JSON.stringify(block.input ?? {}).length;
+    else if (block.type === 'server_tool_use') chars += JSON.stringify(block.input).length;
+  }
+  return chars;
+}
+
+function defaultStopReason(content: ContentScript[]): StopReason {
+  return content.some((block) => block.type === 'tool_use') ? 'tool_use' : 'end_turn';
+}
+
+/** The parts of a reply that do not depend on streaming, resolved once (ids, usage, stop reason). */
+export interface ResolvedReply {
+  id: string;
+  model: string;
+  content: ContentScript[];
+  stopReason: StopReason;
+  stopSequence: string | null;
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_creation_input_tokens: number;
+    cache_read_input_tokens: number;
+    server_tool_use: { web_search_requests: number; web_fetch_requests: number } | null;
+  };
+}
+
+/** Fills in what the script left out and checks that it is a reply the API could have sent. */
+export function resolveReply(reply: MessageReply, body: MessagesRequestBody): ResolvedReply {
+  const content = reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block));
+  const serverToolIds = new Set<string>();
+  for (const block of content) {
+    if (block.type === 'server_tool_use') serverToolIds.add(block.id);
+    if (block.type === 'web_search_tool_result' && !serverToolIds.has(block.toolUseId)) {
+      throw new Error(
+        `fake-anthropic: the scripted web_search_tool_result answers ${block.toolUseId}, but no server_tool_use block with that id comes before it (use webSearch() to build the pair)`,
+      );
+    }
+  }
+  const searches = content.filter((block) => block.type === 'server_tool_use' && block.name === 'web_search').length;
+  return {
+    id: reply.id ?? apiId('msg'),
+    model: reply.model ?? body.model,
+    content,
+    stopReason: reply.stopReason ?? defaultStopReason(content),
+    stopSequence: reply.stopSequence ?? null,
+    usage: {
+      input_tokens: reply.usage?.inputTokens ?? estimateInputTokens(body),
+      output_tokens: reply.usage?.outputTokens ?? estimateTokens(outputChars(content)),
+      cache_creation_input_tokens: reply.usage?.cacheCreationInputTokens ?? 0,
+      cache_read_input_tokens: reply.usage?.cacheReadInputTokens ?? 0,
+      server_tool_use: searches > 0 ? { web_search_requests: searches, web_fetch_requests: 0 } : null,
+    },
+  };
+}
+
+function stopDetails(stopReason: StopReason): Record<string, unknown> | null {
+  return stopReason === 'refusal' ? { type: 'refusal', category: null, explanation: null } : null;
+}
+
+function wireBlock(block: ContentScript): Record<string, unknown> {
+  switch (block.type) {
+    case 'text':
+      return {
+        type: 'text',
+        text: block.text,
+        citations: block.citations
+          ? block.citations.map((citation) => ({
+              type: 'web_search_result_location',
+              url: citation.url,
+              title: citation.title,
+              cited_text: citation.citedText,
+              encrypted_index: citation.encryptedIndex ?? opaque(`index:${citation.url}`),
+            }))
+          : null,
+      };
+    case 'tool_use':
+      return { type: 'tool_use', id: block.id, name: block.name, input: block.input ?? {}, caller: DIRECT_CALLER };
+    case 'server_tool_use':
+      return { type: 'server_tool_use', id: block.id, name: block.name, input: block.input, caller: DIRECT_CALLER };
+    case 'web_search_tool_result':
+      return {
+        type: 'web_search_tool_result',
+        tool_use_id: block.toolUseId,
+        content: Array.isArray(block.content)
+          ? block.content.map((result) => ({
+              type: 'web_search_result',
+              url: result.url,
+              title: result.title,
+              page_age: result.pageAge ?? null,
+              encrypted_content: result.encryptedContent ?? opaque(`content:${result.url}`),
+            }))
+          : { type: 'web_search_tool_result_error', error_code: block.content.errorCode },
+        caller: DIRECT_CALLER,
+      };
+  }
+}
+
+function wireUsage(usage: ResolvedReply['usage'], outputTokens: number): Record<string, unknown> {
+  return {
+    input_tokens: usage.input_tokens,
+    cache_creation_input_tokens: usage.cache_creation_input_tokens,
+    cache_read_input_tokens: usage.cache_read_input_tokens,
+    cache_creation: { ephemeral_5m_input_tokens: usage.cache_creation_input_tokens, ephemeral_1h_input_tokens: 0 },
+    output_tokens: outputTokens,
+    server_tool_use: usage.server_tool_use,
+    service_tier: 'standard',
+  };
+}
+
+/** The body of a non-streamed 200. */
+export function renderMessage(reply: ResolvedReply): Record<string, unknown> {
+  return {
+    id: reply.id,
+    type: 'message',
+    role: 'assistant',
+    model: reply.model,
+    content: reply.content.map(wireBlock),
+    stop_reason: reply.stopReason,
+    stop_sequence: reply.stopSequence,
+    stop_details: stopDetails(reply.stopReason),
+    container: null,
+    usage: wireUsage(reply.usage, reply.usage.output_tokens),
+  };
+}
+
+/** Splits by code points so a delta never ends in half a surrogate pair. */
+function chunk(value: string, size: number): string[] {
+  const points = Array.from(value);
+  const chunks: string[] = [];
+  for (let start = 0; start < points.length; start += size) chunks.push(points.slice(start, start + size).join(''));
+  return chunks;
+}
+
+function blockEvents(block: ContentScript, index: number, options: RenderOptions): SseEvent[] {
+  const events: SseEvent[] = [];
+  const delta = (value: Record<string, unknown>): SseEvent => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: value } });
+  const wire = wireBlock(block);
+  switch (block.type) {
+    case 'text': {
+      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '', citations: null } } });
+      // The API sends a cited passage's citation ahead of its text.
+      for (const citation of (wire.citations as Array<Record<string, unknown>> | null) ?? []) {
+        events.push(delta({ type: 'citations_delta', citation }));
+      }
+      for (const piece of chunk(block.text, options.textChunkChars)) events.push(delta({ type: 'text_delta', text: piece }));
+      break;
+    }
+    case 'tool_use':
+    case 'server_tool_use': {
+      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { ...wire, input: {} } } });
+      for (const piece of chunk(JSON.stringify(wire.input), options.jsonChunkChars)) {
+        events.push(delta({ type: 'input_json_delta', partial_json: piece }));
+      }
+      break;
+    }
+    case 'web_search_tool_result':
+      // Results arrive whole in the start event; there are no deltas for them.
+      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: wire } });
+      break;
+  }
+  events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+  return events;
+}
+
+/** The events of a streamed 200, pings included. */
+export function renderEvents(reply: ResolvedReply, options: RenderOptions): SseEvent[] {
+  const body: SseEvent[] = [
+    {
+      event: 'message_start',
+      data: {
+        type: 'message_start',
+        message: {
+          ...renderMessage(reply),
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          stop_details: null,
+          usage: wireUsage(reply.usage, 1),
+        },
+      },
+    },
+  ];
+  reply.content.forEach((block, index) => body.push(...blockEvents(block, index, options)));
+  body.push(
+    {
+      event: 'message_delta',
+      data: {
+        type: 'message_delta',
+        delta: { stop_reason: reply.stopReason, stop_sequence: reply.stopSequence, stop_details: stopDetails(reply.stopReason) },
+        usage: {
+          input_tokens: reply.usage.input_tokens,
+          cache_creation_input_tokens: reply.usage.cache_creation_input_tokens,
+          cache_read_input_tokens: reply.usage.cache_read_input_tokens,
+          output_tokens: reply.usage.output_tokens,
+          server_tool_use: reply.usage.server_tool_use,
+        },
+      },
+    },
+    { event: 'message_stop', data: { type: 'message_stop' } },
+  );
+
+  const ping: SseEvent = { event: 'ping', data: { type: 'ping' } };
+  const events: SseEvent[] = [];
+  body.forEach((event, position) => {
+    events.push(event);
+    const isLast = position === body.length - 1;
+    if (position === 0 || (!isLast && options.pingEveryEvents > 0 && position % options.pingEveryEvents === 0)) events.push(ping);
+  });
+  return events;
+}
+
+export function serializeEvent(event: SseEvent): string {
+  return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
+}

@@ -1,0 +1,85 @@
+// The one error translator of a service, and its 404 for unknown routes. Whatever was thrown, the client gets
+// the spec's body {detail, status_code, type}; what went wrong inside is logged, never sent.
+import type { Logger } from '@fin/log';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError, badRequest, notFound, payloadTooLarge, toAppError, unsupportedMediaType } from './errors';
+import { loggerOf } from './request-context';
+
+export const NOT_JSON_DETAIL = 'The request body is not valid JSON.';
+
+/** The errors body-parser (express.json, express.raw) raises, as http-errors objects. */
+interface BodyParserError extends Error {
+  type: string;
+  status: number;
+  limit?: number;
+}
+
+function isBodyParserError(error: unknown): error is BodyParserError {
+  if (!(error instanceof Error) || error instanceof AppError) return false;
+  const candidate = error as Partial<BodyParserError>;
+  return typeof candidate.type === 'string' && typeof candidate.status === 'number';
+}
+
+/** 262144 → "256 KiB". */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+function withCause(error: AppError, cause: unknown): AppError {
+  return new AppError(error.type, error.detail, { status: error.status, headers: error.headers, cause });
+}
+
+/** Whatever was thrown, as an AppError: its own, body-parser's with a readable detail, anything else a 500. */
+export function toHttpError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (isBodyParserError(error)) {
+    switch (error.type) {
+      case 'entity.parse.failed':
+        return withCause(badRequest(NOT_JSON_DETAIL), error);
+      case 'entity.too.large':
+        return withCause(payloadTooLarge(`The request body exceeds the limit of ${error.limit === undefined ? 'this service' : formatBytes(error.limit)}.`), error);
+      case 'encoding.unsupported':
+        return withCause(unsupportedMediaType('The Content-Encoding of the request body is not supported.'), error);
+      case 'charset.unsupported':
+        return withCause(unsupportedMediaType('The request body must be UTF-8 encoded JSON.'), error);
+      case 'request.size.invalid':
+        return withCause(badRequest('The request body does not match its Content-Length.'), error);
+      case 'request.aborted':
+        return withCause(badRequest('The request body ended before it was complete.'), error);
+    }
+    // Anything else body-parser reports as the client's fault is a 400; its own failures are ours.
+    if (error.status >= 400 && error.status < 500) return withCause(badRequest('The request body could not be read.'), error);
+  }
+  return toAppError(error);
+}
+
+/**
+ * The last middleware of every service. 4xx are logged at warn with their detail; 5xx at error with the full
+ * error (stack, cause). An error raised after the response started (e.g. in the middle of a stream) cannot
+ * change the status any more: the connection is closed so the client sees the response as incomplete.
+ */
+export function errorHandler({ logger }: { logger: Logger }): ErrorRequestHandler {
+  return (error: unknown, _req, res, _next) => {
+    const log = loggerOf(res, logger);
+    const httpError = toHttpError(error);
+    const fields = { status: httpError.status, type: httpError.type, detail: httpError.detail };
+    if (httpError.status >= 500) log.error({ ...fields, err: error }, 'request failed');
+    else log.warn(fields, 'request rejected');
+
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(httpError.status).set(httpError.headers).json(httpError.toBody());
+  };
+}
+
+/** Mounted after every route: an unknown route is a 404 in the spec's body. */
+export function notFoundHandler(): RequestHandler {
+  return (req, _res, next) => {
+    const path = req.path.length > 200 ? `${req.path.slice(0, 200)}…` : req.path;
+    next(notFound(`No route for ${req.method} ${path}.`));
+  };
+}

@@ -1,0 +1,89 @@
+// Request ids and the per-request logger. Every log line written while handling a request carries its id,
+// whether the code has the response at hand (loggerOf(res)) or not (currentLogger(), through AsyncLocalStorage).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@fin/log';
+import type { RequestHandler, Response } from 'express';
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+
+/**
+ * An id a caller may choose: 1 to 128 characters of letters, digits and `_ . : -`. Anything else (too long,
+ * spaces, several ids joined by a proxy) is replaced by a generated one, so an id is always safe to log, to
+ * put in a header and to sign.
+ */
+export const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+
+export function isWellFormedRequestId(value: string | undefined): value is string {
+  return value !== undefined && REQUEST_ID_PATTERN.test(value);
+}
+
+export interface RequestContext {
+  readonly requestId: string;
+  /** The service's logger with `requestId` bound. */
+  readonly logger: Logger;
+}
+
+const storage = new AsyncLocalStorage<RequestContext>();
+const CONTEXT = 'finRequestContext';
+
+/** The context of the request being handled, in code that runs on its behalf (also after awaits). */
+export function currentRequest(): RequestContext | undefined {
+  return storage.getStore();
+}
+
+/** The request's logger where there is one, else `fallback`. */
+export function currentLogger(fallback: Logger): Logger {
+  return storage.getStore()?.logger ?? fallback;
+}
+
+function contextOf(res: Response): RequestContext | undefined {
+  const value: unknown = res.locals[CONTEXT];
+  return typeof value === 'object' && value !== null ? (value as RequestContext) : undefined;
+}
+
+/** The request id of a response that went through requestContext(). */
+export function requestIdOf(res: Response): string | undefined {
+  return contextOf(res)?.requestId;
+}
+
+/** The request's logger, or `fallback` for a response that did not go through requestContext(). */
+export function loggerOf(res: Response, fallback: Logger): Logger {
+  return contextOf(res)?.logger ?? fallback;
+}
+
+export interface RequestContextOptions {
+  logger: Logger;
+  /** Paths whose completion is logged at debug rather than info (probes that run every few seconds). */
+  quietPaths?: readonly string[];
+}
+
+/**
+ * The first middleware of every service: takes the caller's X-Request-Id when well-formed (the gateway sends
+ * its own, so one id follows a request through every service) or generates one, sets it on the response,
+ * binds it to a child logger, and logs one line when the response is done.
+ */
+export function requestContext({ logger, quietPaths = [] }: RequestContextOptions): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.header(REQUEST_ID_HEADER);
+    const requestId = isWellFormedRequestId(incoming) ? incoming : randomUUID();
+    const context: RequestContext = { requestId, logger: logger.child({ requestId }) };
+    res.locals[CONTEXT] = context;
+    res.setHeader(REQUEST_ID_HEADER, requestId);
+
+    const started = process.hrtime.bigint();
+    res.once('close', () => {
+      const fields = {
+        method: req.method,
+        path: req.originalUrl.split('?')[0],
+        status: res.statusCode,
+        durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        // The client went away before the response was complete (e.g. it closed an event stream).
+        ...(res.writableFinished ? {} : { aborted: true }),
+      };
+      const quiet = quietPaths.includes(req.path) && res.statusCode < 400;
+      context.logger[quiet ? 'debug' : 'info'](fields, 'request completed');
+    });
+    storage.run(context, next);
+  };
+}

@@ -1,0 +1,91 @@
+// The skeleton every HTTP service shares: request context, health probes, JSON bodies, the routes, the 404 and
+// the one error translator, always in that order.
+import type { Logger } from '@fin/log';
+import express from 'express';
+import { jsonBody } from './body';
+import { errorHandler, notFoundHandler } from './error-handler';
+import { loggerOf, requestContext } from './request-context';
+
+/** Whether the process is shutting down. Readiness fails from the moment shutdown begins. */
+export interface Lifecycle {
+  readonly shuttingDown: boolean;
+  beginShutdown(): void;
+}
+
+export function createLifecycle(): Lifecycle {
+  let shuttingDown = false;
+  return {
+    get shuttingDown() {
+      return shuttingDown;
+    },
+    beginShutdown() {
+      shuttingDown = true;
+    },
+  };
+}
+
+export const DEFAULT_READINESS_TIMEOUT_MS = 2_000;
+
+export interface ServiceAppOptions {
+  /** The service's name, e.g. "news". */
+  name: string;
+  logger: Logger;
+  /** Resolves when the service's dependencies are reachable (e.g. `SELECT 1`); throws otherwise. */
+  readiness: () => Promise<void>;
+  /** Shared with the shutdown sequence; readiness fails once shutdown begins. */
+  lifecycle?: Lifecycle;
+  /** A readiness check that takes longer counts as failed. */
+  readinessTimeoutMs?: number;
+  /** Largest JSON body in bytes; false when the service reads bodies itself (the gateway forwards them raw). */
+  jsonBodyLimit?: number | false;
+  /** Mounts the service's routes. */
+  routes: (app: express.Express) => void;
+}
+
+function withTimeout(check: () => Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`readiness check did not finish within ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([check(), timeout]).finally(() => clearTimeout(timer));
+}
+
+const notReady = (detail: string) => ({ detail, status_code: 503, type: 'service_unavailable' as const });
+
+/**
+ * An express app with `/healthz` (200 while the process runs), `/readyz` (200 when `readiness` resolves,
+ * 503 in the error body while it throws or once shutdown has begun), request ids and access logs, JSON
+ * bodies, the service's routes, a 404 for everything else and the error translator. It never listens.
+ */
+export function createServiceApp(options: ServiceAppOptions): express.Express {
+  const { name, logger, readiness, lifecycle = createLifecycle(), readinessTimeoutMs = DEFAULT_READINESS_TIMEOUT_MS, jsonBodyLimit, routes } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  // Behind the gateway and the ingress; client addresses come from X-Forwarded-For where they matter.
+  app.set('trust proxy', false);
+
+  app.use(requestContext({ logger, quietPaths: ['/healthz', '/readyz'] }));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    if (lifecycle.shuttingDown) {
+      res.status(503).json(notReady(`The ${name} service is shutting down.`));
+      return;
+    }
+    try {
+      await withTimeout(readiness, readinessTimeoutMs);
+      res.json({ status: 'ready' });
+    } catch (error) {
+      loggerOf(res, logger).warn({ err: error }, 'readiness check failed');
+      res.status(503).json(notReady(`The ${name} service is not ready.`));
+    }
+  });
+
+  if (jsonBodyLimit !== false) app.use(jsonBody(jsonBodyLimit === undefined ? {} : { limit: jsonBodyLimit }));
+  routes(app);
+  app.use(notFoundHandler());
+  app.use(errorHandler({ logger }));
+  return app;
+}

@@ -1,0 +1,90 @@
+import http from 'node:http';
+import express from 'express';
+import request from 'supertest';
+import { currentLogger, currentRequest, jsonBody, loggerOf, requestContext, requestIdOf } from '../src';
+import { captureLogger, listen } from './helpers';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function appWith(logger: ReturnType<typeof captureLogger>['logger']) {
+  const app = express();
+  app.use(requestContext({ logger }));
+  app.use(jsonBody());
+  app.all('/work', async (req, res) => {
+    loggerOf(res, logger).info('from the handler');
+    await new Promise((resolve) => setImmediate(resolve));
+    // Deep in service code, without the response at hand.
+    currentLogger(logger).info('after an await');
+    res.json({ requestId: requestIdOf(res), fromStorage: currentRequest()?.requestId ?? null, body: (req.body as unknown) ?? null });
+  });
+  return app;
+}
+
+describe('requestContext', () => {
+  it('accepts a well-formed X-Request-Id, sets it on the response and on every log line of the request', async () => {
+    const { logger, lines } = captureLogger();
+    const res = await request(appWith(logger)).get('/work').set('X-Request-Id', 'client-id_1.2:3').expect(200);
+    expect(res.headers['x-request-id']).toBe('client-id_1.2:3');
+    expect(res.body).toMatchObject({ requestId: 'client-id_1.2:3', fromStorage: 'client-id_1.2:3' });
+    const messages = lines.map((line) => [line.msg, line.requestId]);
+    expect(messages).toEqual([
+      ['from the handler', 'client-id_1.2:3'],
+      ['after an await', 'client-id_1.2:3'],
+      ['request completed', 'client-id_1.2:3'],
+    ]);
+    expect(lines[2]).toMatchObject({ level: 'info', method: 'GET', path: '/work', status: 200 });
+  });
+
+  it.each([
+    ['too long', 'a'.repeat(129)],
+    ['with a space', 'two words'],
+    ['joined by a proxy', 'a, b'],
+    ['with a slash', 'a/b'],
+  ])('replaces an id that is %s with a generated UUID', async (_case, id) => {
+    const { logger, lines } = captureLogger();
+    const res = await request(appWith(logger)).get('/work').set('X-Request-Id', id).expect(200);
+    expect(res.headers['x-request-id']).toMatch(UUID);
+    expect(res.headers['x-request-id']).not.toBe(id);
+    expect(lines.every((line) => line.requestId === res.headers['x-request-id'])).toBe(true);
+  });
+
+  it('gives every request its own id when the caller sends none', async () => {
+    const { logger } = captureLogger();
+    const app = appWith(logger);
+    const [a, b] = await Promise.all([request(app).get('/work'), request(app).get('/work')]);
+    expect(a.headers['x-request-id']).toMatch(UUID);
+    expect(b.headers['x-request-id']).toMatch(UUID);
+    expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
+  });
+
+  it('keeps the request context across a JSON body that arrives in several chunks', async () => {
+    const { logger, lines } = captureLogger();
+    const server = await listen(appWith(logger));
+    try {
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = http.request(`${server.url}/work`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'chunked-1' }, agent: false }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve(text));
+        });
+        req.on('error', reject);
+        req.write('{"symbols":');
+        setImmediate(() => req.end('["AAPL"]}'));
+      });
+      expect(JSON.parse(body)).toEqual({ requestId: 'chunked-1', fromStorage: 'chunked-1', body: { symbols: ['AAPL'] } });
+      expect(lines.filter((line) => line.msg === 'after an await').map((line) => line.requestId)).toEqual(['chunked-1']);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('logs probe paths at debug so they do not flood the logs', async () => {
+    const { logger, lines } = captureLogger();
+    const app = express();
+    app.use(requestContext({ logger, quietPaths: ['/healthz'] }));
+    app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+    await request(app).get('/healthz').expect(200);
+    expect(lines).toEqual([expect.objectContaining({ msg: 'request completed', level: 'debug', path: '/healthz' })]);
+  });
+});

@@ -1,0 +1,62 @@
+import request from 'supertest';
+import { createLifecycle, createServiceApp, route } from '../src';
+import { captureLogger } from './helpers';
+
+function serviceWith(readiness: () => Promise<void>, extra: Partial<Parameters<typeof createServiceApp>[0]> = {}) {
+  const { logger, lines } = captureLogger();
+  const lifecycle = createLifecycle();
+  const app = createServiceApp({
+    name: 'news',
+    logger,
+    readiness,
+    lifecycle,
+    jsonBodyLimit: 64,
+    routes: (a) => a.post('/echo', route({}, (_input, { req }) => ({ body: req.body as unknown }))),
+    ...extra,
+  });
+  return { app, lifecycle, lines };
+}
+
+describe('createServiceApp', () => {
+  it('is alive and ready while its dependencies answer', async () => {
+    const { app } = serviceWith(async () => {});
+    await request(app).get('/healthz').expect(200, { status: 'ok' });
+    await request(app).get('/readyz').expect(200, { status: 'ready' });
+  });
+
+  it('is alive but not ready while the readiness check throws, and logs why', async () => {
+    const { app, lines } = serviceWith(async () => {
+      throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    });
+    await request(app).get('/healthz').expect(200, { status: 'ok' });
+    const res = await request(app).get('/readyz').expect(503);
+    expect(res.body).toEqual({ detail: 'The news service is not ready.', status_code: 503, type: 'service_unavailable' });
+    expect(JSON.stringify(lines.find((line) => line.msg === 'readiness check failed'))).toContain('ECONNREFUSED');
+  });
+
+  it('is not ready when the readiness check does not finish within its timeout', async () => {
+    const { app } = serviceWith(() => new Promise<void>(() => {}), { readinessTimeoutMs: 20 });
+    const res = await request(app).get('/readyz').expect(503);
+    expect(res.body.type).toBe('service_unavailable');
+  });
+
+  it('is not ready once shutdown has begun, though its dependencies answer', async () => {
+    const { app, lifecycle } = serviceWith(async () => {});
+    await request(app).get('/readyz').expect(200);
+    lifecycle.beginShutdown();
+    const res = await request(app).get('/readyz').expect(503);
+    expect(res.body).toEqual({ detail: 'The news service is shutting down.', status_code: 503, type: 'service_unavailable' });
+    await request(app).get('/healthz').expect(200);
+  });
+
+  it('mounts the routes between the JSON body parser and the 404 and error translator', async () => {
+    const { app } = serviceWith(async () => {});
+    await request(app).post('/echo').send({ a: 1 }).expect(200, { body: { a: 1 } });
+    expect((await request(app).post('/echo').send({ a: 'x'.repeat(100) }).expect(413)).body.type).toBe('payload_too_large');
+    expect((await request(app).post('/echo').set('Content-Type', 'text/plain').send('a').expect(415)).body.type).toBe('unsupported_media_type');
+    expect((await request(app).get('/nothing').expect(404)).body).toEqual({ detail: 'No route for GET /nothing.', status_code: 404, type: 'not_found' });
+    const res = await request(app).get('/healthz');
+    expect(res.headers['x-request-id']).toBeDefined();
+    expect(res.headers['x-powered-by']).toBeUndefined();
+  });
+});

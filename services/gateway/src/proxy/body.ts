@@ -1,0 +1,29 @@
+// Request bodies at the gateway: read up to the size limit (413 beyond, before reading when Content-Length
+// says so), decompressed, checked to be JSON on API routes (415 for another type, 400 when malformed), and
+// forwarded as the bytes that arrived. Nothing product-specific is validated here: the services own that.
+import { NOT_JSON_DETAIL, badRequest, requireJsonContentType } from '@fin/http';
+import express, { type RequestHandler } from 'express';
+
+const checkJsonSyntax: RequestHandler = (req, _res, next) => {
+  const body: unknown = req.body;
+  if (Buffer.isBuffer(body) && body.length > 0) {
+    try {
+      JSON.parse(body.toString('utf8'));
+    } catch {
+      next(badRequest(NOT_JSON_DETAIL));
+      return;
+    }
+  }
+  next();
+};
+
+/** Leaves the body in req.body as a Buffer (undefined when there is none). */
+export function readBody({ limit, json }: { limit: number; json: boolean }): RequestHandler[] {
+  const raw = express.raw({ type: () => true, limit, inflate: true });
+  return json ? [requireJsonContentType(), raw, checkJsonSyntax] : [raw];
+}
+
+/** The body read by readBody, if any. */
+export function bodyOf(body: unknown): Buffer | undefined {
+  return Buffer.isBuffer(body) && body.length > 0 ? body : undefined;
+}

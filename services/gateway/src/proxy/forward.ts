@@ -1,0 +1,150 @@
+// Forwarding a request to a service and its response back: the identity signed for the service, event
+// streams passed through unbuffered and without a time limit, client disconnects propagated upstream,
+// failures reported in the spec's error body (or, mid-stream, as an SSE `error` event).
+import { randomUUID } from 'node:crypto';
+import { formatSse } from '@fin/contracts';
+import { loggerOf, requestIdOf, signIdentity, type Caller } from '@fin/http';
+import type { Logger } from '@fin/log';
+import type { RequestHandler, Response } from 'express';
+import type { Dispatcher } from 'undici';
+import { bodyOf } from './body';
+import { isPassableErrorBody, midStreamFailure, normalisedError, upstreamFailure } from './errors';
+import { requestHeaders, responseHeaders } from './headers';
+import { copyBody, copyEventStream, readBounded } from './stream';
+import type { Upstream } from './upstreams';
+
+export interface ProxyOptions {
+  logger: Logger;
+  signingSecret: string;
+  /** Until the service's response headers arrive. */
+  responseTimeoutMs: number;
+  /** Longest silence inside a non-event-stream response body. */
+  idleTimeoutMs: number;
+}
+
+/** Error bodies longer than this are not inspected: they are not the spec's body. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+class ClientGoneError extends Error {
+  constructor() {
+    super('the client closed the connection');
+    this.name = 'ClientGoneError';
+  }
+}
+
+function isEventStream(response: Dispatcher.ResponseData): boolean {
+  const type = response.headers['content-type'];
+  return response.statusCode >= 200 && response.statusCode < 300 && typeof type === 'string' && /^text\/event-stream\b/i.test(type);
+}
+
+/**
+ * The handler that forwards to `upstream`. `caller` gives the identity to sign (null: forwarded without an
+ * API key, e.g. the portal's pages).
+ */
+export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
+  return async (req, res, next) => {
+    const log = loggerOf(res, options.logger).child({ upstream: upstream.name });
+    const requestId = requestIdOf(res) ?? randomUUID();
+    const path = `${upstream.basePath}${req.originalUrl}`;
+    const headers = {
+      ...requestHeaders(req, { requestId, browserCredentials: upstream.name === 'portal' && caller(res) === null }),
+      ...signIdentity({ requestId, caller: caller(res) }, options.signingSecret, { method: req.method, path }),
+    };
+
+    // The client going away (closing an event stream, a timeout of its own) aborts the work upstream.
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort(new ClientGoneError());
+    });
+
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await upstream.pool.request({
+        method: req.method,
+        path,
+        headers,
+        body: bodyOf(req.body),
+        signal: controller.signal,
+        headersTimeout: options.responseTimeoutMs,
+        // Bodies have no undici time limit: event streams may stay quiet for long; copyBody limits the rest.
+        bodyTimeout: 0,
+      });
+    } catch (error) {
+      if (controller.signal.aborted) {
+        log.info('the client left before the service answered; request aborted');
+        return;
+      }
+      next(upstreamFailure(upstream, error, options.responseTimeoutMs));
+      return;
+    }
+
+    const { statusCode, body } = response;
+    try {
+      if (isEventStream(response)) {
+        await relayEventStream(response, res, controller.signal, upstream, log);
+        return;
+      }
+      if (statusCode >= 400) {
+        await relayError(response, res, upstream, log, options.idleTimeoutMs);
+        return;
+      }
+      res.status(statusCode);
+      setHeaders(res, responseHeaders(response.headers));
+      await copyBody(body, res, controller.signal, options.idleTimeoutMs);
+      res.end();
+    } catch (error) {
+      body.destroy();
+      if (controller.signal.aborted) {
+        log.info('the client left during the response; request aborted');
+        return;
+      }
+      log.error({ err: error, status: statusCode }, 'the service failed during its response');
+      if (res.headersSent) res.destroy();
+      else next(upstreamFailure(upstream, error, options.responseTimeoutMs));
+    }
+  };
+}
+
+/** Sets headers exactly as given (express's res.set would add a charset to Content-Type). */
+function setHeaders(res: Response, headers: Record<string, string | string[]>): void {
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+}
+
+async function relayEventStream(response: Dispatcher.ResponseData, res: Response, signal: AbortSignal, upstream: Upstream, log: Logger): Promise<void> {
+  res.status(response.statusCode);
+  // No compression and no buffering anywhere on the way (X-Accel-Buffering: nginx-based ingresses).
+  setHeaders(res, { ...responseHeaders(response.headers, ['content-length', 'content-encoding']), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+  try {
+    await copyEventStream(response.body, res, signal);
+  } catch (error) {
+    if (signal.aborted) throw error;
+    // The service failed mid-stream (crashed, connection lost): the client learns it from a last event.
+    log.error({ err: error }, 'the service failed in the middle of an event stream');
+    res.write(formatSse('error', midStreamFailure(upstream)));
+  }
+  res.end();
+}
+
+async function relayError(response: Dispatcher.ResponseData, res: Response, upstream: Upstream, log: Logger, idleTimeoutMs: number): Promise<void> {
+  const { statusCode, headers } = response;
+  const bytes = await readBounded(response.body, MAX_ERROR_BODY_BYTES, idleTimeoutMs);
+  const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
+  const encoded = headers['content-encoding'] !== undefined && headers['content-encoding'] !== 'identity';
+  if (!encoded && isPassableErrorBody(statusCode, bytes, contentType)) {
+    res.status(statusCode);
+    setHeaders(res, responseHeaders(headers, ['content-length']));
+    res.end(bytes);
+    return;
+  }
+  const replacement = normalisedError(upstream, statusCode);
+  const level = statusCode === 401 || statusCode >= 500 ? 'error' : 'warn';
+  log[level](
+    { status: statusCode, sent: replacement.status_code, body: bytes?.subarray(0, 2048).toString('utf8') },
+    statusCode === 401 ? 'the service refused the gateway\'s identity signature: is INTERNAL_SIGNING_SECRET the same everywhere?' : 'the service answered an error without the spec\'s error body; replaced',
+  );
+  res.status(replacement.status_code);
+  setHeaders(res, responseHeaders(headers, ['content-length', 'content-type', 'content-encoding', 'etag', 'last-modified']));
+  res.json(replacement);
+}

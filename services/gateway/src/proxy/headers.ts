@@ -1,0 +1,74 @@
+// Which headers cross the gateway. Hop-by-hop headers belong to one connection; the API key stops here (the
+// services get the signed identity instead); identity headers a client sends are dropped so that only the
+// gateway's signed ones reach a service.
+import type { IncomingHttpHeaders } from 'node:http';
+import { IDENTITY_HEADER_NAMES } from '@fin/http';
+import type { Request } from 'express';
+
+/** RFC 9110 §7.6.1 plus the historical ones. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+const DROPPED_FROM_REQUESTS = new Set([
+  ...HOP_BY_HOP,
+  'host',
+  'x-api-key',
+  // The body is forwarded as read (decompressed, at most the size limit); the client computes its length.
+  'content-length',
+  'content-encoding',
+  'expect',
+  // The gateway does not compress event streams, so it asks services not to compress anything.
+  'accept-encoding',
+  'x-request-id',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  ...IDENTITY_HEADER_NAMES,
+]);
+
+/** Credentials of a browser session: forwarded to the portal's pages, never to the API's services. */
+const BROWSER_CREDENTIALS = new Set(['cookie', 'authorization']);
+
+const DROPPED_FROM_RESPONSES = new Set([...HOP_BY_HOP, 'x-request-id']);
+
+/** Headers named in Connection are hop-by-hop too. */
+function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+  const value = headers.connection;
+  const text = Array.isArray(value) ? value.join(',') : (value ?? '');
+  return new Set(text.split(',').map((token) => token.trim().toLowerCase()).filter((token) => token !== ''));
+}
+
+export interface ForwardedRequestHeaders {
+  requestId: string;
+  /** Keep cookies and Authorization (the portal's web pages). */
+  browserCredentials: boolean;
+}
+
+export function requestHeaders(req: Request, { requestId, browserCredentials }: ForwardedRequestHeaders): Record<string, string | string[]> {
+  const named = connectionTokens(req.headers);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || DROPPED_FROM_REQUESTS.has(name) || named.has(name)) continue;
+    if (!browserCredentials && BROWSER_CREDENTIALS.has(name)) continue;
+    out[name] = value;
+  }
+  const forwardedFor = req.headers['x-forwarded-for'];
+  const clientAddress = req.socket.remoteAddress;
+  if (clientAddress !== undefined) out['x-forwarded-for'] = typeof forwardedFor === 'string' ? `${forwardedFor}, ${clientAddress}` : clientAddress;
+  out['x-forwarded-proto'] = typeof req.headers['x-forwarded-proto'] === 'string' ? req.headers['x-forwarded-proto'] : req.protocol;
+  const host = req.headers['x-forwarded-host'] ?? req.headers.host;
+  if (typeof host === 'string') out['x-forwarded-host'] = host;
+  out['x-request-id'] = requestId;
+  return out;
+}
+
+/** The upstream response headers the client gets, minus hop-by-hop ones and those listed in `also`. */
+export function responseHeaders(headers: IncomingHttpHeaders, also: readonly string[] = []): Record<string, string | string[]> {
+  const named = connectionTokens(headers);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROPPED_FROM_RESPONSES.has(name) || named.has(name) || also.includes(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}

@@ -1,0 +1,89 @@
+// Copying a service's response body to the client: event streams frame by frame with no time limit,
+// anything else chunk by chunk with an idle limit. Both respect the client's pace (backpressure).
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import type { Response } from 'express';
+
+/** Longest run of bytes held back while waiting for the end of an event (a stream that never ends one). */
+const MAX_PENDING_FRAME_BYTES = 64 * 1024;
+
+/** Where the last complete SSE event in `buffer` ends (after its blank line); 0 when there is none. */
+export function lastEventEnd(buffer: Buffer): number {
+  const ends = [buffer.lastIndexOf('\n\n'), buffer.lastIndexOf('\r\r')].map((index) => (index < 0 ? 0 : index + 2));
+  const crlf = buffer.lastIndexOf('\r\n\r\n');
+  return Math.max(...ends, crlf < 0 ? 0 : crlf + 4);
+}
+
+async function write(res: Response, chunk: Buffer, signal: AbortSignal): Promise<void> {
+  if (!res.write(chunk)) await once(res, 'drain', { signal });
+}
+
+/**
+ * Forwards every complete event as soon as it has arrived. A partial event is held until its end arrives, so
+ * that when the service fails mid-event the client never sees half an event glued to the `error` event.
+ * Resolves when the service ended the stream; rejects when it failed (or `signal` aborted).
+ */
+export async function copyEventStream(body: Readable, res: Response, signal: AbortSignal): Promise<void> {
+  let pending: Buffer = Buffer.alloc(0);
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    const end = pending.length > MAX_PENDING_FRAME_BYTES ? pending.length : lastEventEnd(pending);
+    if (end > 0) {
+      const complete = pending.subarray(0, end);
+      pending = pending.subarray(end);
+      await write(res, complete, signal);
+    }
+  }
+  if (pending.length > 0) await write(res, pending, signal);
+}
+
+export class IdleTimeoutError extends Error {
+  constructor(readonly idleMs: number) {
+    super(`no data from the service for ${idleMs} ms`);
+    this.name = 'IdleTimeoutError';
+  }
+}
+
+/** Forwards a body chunk by chunk; fails when the service sends nothing for `idleMs` (client pauses excepted). */
+export async function copyBody(body: Readable, res: Response, signal: AbortSignal, idleMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    timer = setTimeout(() => body.destroy(new IdleTimeoutError(idleMs)), idleMs);
+  };
+  arm();
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      clearTimeout(timer);
+      await write(res, chunk, signal);
+      arm();
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads at most `maxBytes` of a body; undefined when it is longer (it is then destroyed). */
+export async function readBounded(body: Readable, maxBytes: number, idleMs: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => body.destroy(new IdleTimeoutError(idleMs)), idleMs);
+  };
+  arm();
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        body.destroy();
+        return undefined;
+      }
+      chunks.push(chunk);
+      arm();
+    }
+    return Buffer.concat(chunks);
+  } finally {
+    clearTimeout(timer);
+  }
+}

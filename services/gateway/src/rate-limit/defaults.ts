@@ -1,0 +1,32 @@
+import { LIMITED_PRODUCTS, type LimitedProduct } from './types';
+
+/**
+ * Requests per API key per minute. news, stock-report and analysis are the spec's table; job polling allows a
+ * client to poll ten jobs at the suggested 2-second pace (30/min each) with room to spare; customer-tool calls
+ * are management operations that nobody needs more than once a second. A tenant's `rate_limit_overrides`
+ * replace these per product (see docs/operations.md).
+ */
+export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.freeze({
+  news: 100,
+  'stock-report': 20,
+  analysis: 20,
+  jobs: 600,
+  tools: 60,
+});
+
+/** Concurrent chat streams per API key (spec). A tenant override under `chat` replaces it. */
+export const DEFAULT_CHAT_CONCURRENCY = 10;
+
+/** Names an override may use: the per-minute products plus `chat` (concurrent streams). */
+export type OverridableLimit = LimitedProduct | 'chat';
+export const OVERRIDABLE_LIMITS: readonly OverridableLimit[] = [...LIMITED_PRODUCTS, 'chat'];
+
+/** tenants.rate_limit_overrides → {limit name: positive integer}; anything else in the JSON is ignored. */
+export function parseLimitOverrides(raw: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return out;
+  for (const [name, value] of Object.entries(raw)) {
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0) out[name] = value;
+  }
+  return out;
+}

@@ -1,0 +1,173 @@
+import type { Pool } from '@fin/db';
+import { tooManyRequests, type AppError } from '@fin/http';
+import type { Logger } from '@fin/log';
+import type { RequestHandler, Response } from 'express';
+import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
+import type { Principal } from '../auth/types';
+import { createChatSlots } from './chat-slots';
+import { DEFAULT_CHAT_CONCURRENCY, DEFAULT_LIMITS } from './defaults';
+import { FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
+import type { LimitedProduct, RateLimits } from './types';
+
+export interface RateLimitsOptions {
+  pool: Pool;
+  logger: Logger;
+  /** Per-key requests per window, by product; unspecified products keep DEFAULT_LIMITS. */
+  limits?: Partial<Record<LimitedProduct, number>>;
+  /** Fixed window length. Default 60 s (the limits are per minute). */
+  windowMs?: number;
+  /** Concurrent chat streams per key. Default 10. */
+  chatConcurrency?: number;
+  /** A chat slot not renewed for this long is reclaimed. Default 30 s. */
+  chatLeaseMs?: number;
+  /** How often held chat slots are renewed. Default 10 s. */
+  chatHeartbeatMs?: number;
+  /** How often ended counter windows and expired chat slots are deleted. Default 60 s. */
+  sweepIntervalMs?: number;
+  /** A counter update slower than this counts as a store failure (the request passes). Default 2 s. */
+  storeTimeoutMs?: number;
+  /** After a store failure, requests pass uncounted for this long without trying the database. Default 5 s. */
+  failOpenCooldownMs?: number;
+}
+
+export interface PostgresRateLimits extends RateLimits {
+  /** The per-minute defaults in force (before tenant overrides). */
+  readonly limits: Readonly<Record<LimitedProduct, number>>;
+  /** Deletes counter rows whose window ended and chat slots whose lease expired (also run on an interval). */
+  sweep(): Promise<{ counters: number; chatSlots: number }>;
+}
+
+const DESCRIBED: Record<LimitedProduct, string> = {
+  news: 'news requests',
+  'stock-report': 'stock-report requests',
+  analysis: 'analysis requests',
+  jobs: 'job status or result requests',
+  tools: 'customer-tool requests',
+};
+const LOG_EVERY_MS = 10_000;
+// Handed by express-rate-limit's handler to our own `next`, which turns it into the 429 with its headers.
+const LIMITED = Symbol('rate limited');
+
+function principalOf(res: Response): Principal {
+  const principal = res.locals.principal as Principal | undefined;
+  if (!principal) throw new Error('rate limiting needs res.locals.principal: mount it after authentication');
+  return principal;
+}
+
+function headersFor(info: RateLimitInfo): Record<string, string> {
+  const headers: Record<string, string> = {
+    'X-RateLimit-Limit': String(info.limit),
+    'X-RateLimit-Remaining': String(info.remaining),
+  };
+  // The spec's X-RateLimit-Reset is a Unix time in seconds (express-rate-limit's draft headers send
+  // seconds-until-reset instead), rounded up so the window has ended by then.
+  if (info.resetTime) headers['X-RateLimit-Reset'] = String(Math.ceil(info.resetTime.getTime() / 1000));
+  return headers;
+}
+
+function limitExceeded(product: LimitedProduct, info: RateLimitInfo, headers: Record<string, string>): AppError {
+  const retryAfter = Math.max(1, Math.ceil(((info.resetTime?.getTime() ?? Date.now() + 1000) - Date.now()) / 1000));
+  return tooManyRequests(
+    `Rate limit exceeded: this API key may make ${info.limit} ${DESCRIBED[product]} per minute. Retry in ${retryAfter} s.`,
+    retryAfter,
+    headers,
+  );
+}
+
+/**
+ * Rate limits shared by every gateway replica: per-minute counters per key and product in Postgres (one
+ * atomic upsert per request, through express-rate-limit with our store) and leased chat-stream slots.
+ *
+ * When the database cannot be reached, requests pass uncounted (fail open) and a warning is logged at most
+ * every 10 s: limiting protects capacity, and refusing all traffic because the counter store is down would be
+ * the larger outage. Authentication does not fail open.
+ */
+export function createRateLimits({
+  pool,
+  logger,
+  limits: overrides = {},
+  windowMs = 60_000,
+  chatConcurrency = DEFAULT_CHAT_CONCURRENCY,
+  chatLeaseMs = 30_000,
+  chatHeartbeatMs = 10_000,
+  sweepIntervalMs = 60_000,
+  storeTimeoutMs = 2_000,
+  failOpenCooldownMs = 5_000,
+}: RateLimitsOptions): PostgresRateLimits {
+  const limits: Readonly<Record<LimitedProduct, number>> = Object.freeze({ ...DEFAULT_LIMITS, ...overrides });
+  const breaker = new FailOpenBreaker(failOpenCooldownMs);
+  const chat = createChatSlots({ pool, logger, maxConcurrent: chatConcurrency, leaseMs: chatLeaseMs, heartbeatMs: chatHeartbeatMs });
+  const middlewares = new Map<LimitedProduct, RequestHandler>();
+
+  let lastLoggedAt = 0;
+  let suppressed = 0;
+  const storeLogger = {
+    error: (error: unknown, message?: string) => {
+      const now = Date.now();
+      if (now - lastLoggedAt < LOG_EVERY_MS) {
+        suppressed++;
+        return;
+      }
+      lastLoggedAt = now;
+      logger.warn({ err: error, suppressed }, `${message ?? 'rate limiting failed'} (failing open: requests pass uncounted)`);
+      suppressed = 0;
+    },
+    warn: (error: unknown, message?: string) => logger.warn({ err: error }, message ?? 'express-rate-limit warning'),
+  };
+
+  const build = (product: LimitedProduct): RequestHandler => {
+    const property = `rateLimit:${product}`;
+    const limiter = rateLimit({
+      windowMs,
+      limit: (_req, res) => principalOf(res).limitOverrides[product] ?? limits[product],
+      keyGenerator: (_req, res) => principalOf(res).keyId,
+      store: new PostgresRateLimitStore(pool, `${product}:`, windowMs, breaker, storeTimeoutMs),
+      requestPropertyName: property,
+      // Headers are set below, in the spec's form.
+      legacyHeaders: false,
+      standardHeaders: false,
+      passOnStoreError: true,
+      handler: (_req, _res, next) => next(LIMITED),
+      logger: storeLogger,
+    });
+    return (req, res, next) => {
+      void limiter(req, res, (error?: unknown) => {
+        const info = (req as unknown as Record<string, RateLimitInfo | undefined>)[property];
+        if (!info) return next(error); // not counted: the store failed (fail open) or the limiter threw
+        const headers = headersFor(info);
+        if (!res.headersSent) res.set(headers);
+        next(error === LIMITED ? limitExceeded(product, info, headers) : error);
+      });
+    };
+  };
+
+  const sweep = async () => {
+    const counters = await pool.query('DELETE FROM rate_limit_counters WHERE reset_at <= now()');
+    const slots = await pool.query('DELETE FROM chat_stream_slots WHERE lease_expires_at <= now()');
+    return { counters: counters.rowCount ?? 0, chatSlots: slots.rowCount ?? 0 };
+  };
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweepTimer = setInterval(() => {
+    sweeping = sweep().catch((error: unknown) => logger.warn({ err: error }, 'could not delete expired rate-limit rows'));
+  }, sweepIntervalMs);
+  sweepTimer.unref();
+
+  return {
+    limits,
+    forProduct(product) {
+      let middleware = middlewares.get(product);
+      if (!middleware) {
+        middleware = build(product);
+        middlewares.set(product, middleware);
+      }
+      return middleware;
+    },
+    acquireChatSlot: (principal) => chat.acquire(principal),
+    sweep,
+    async close() {
+      clearInterval(sweepTimer);
+      await sweeping;
+      await chat.close();
+    },
+  };
+}

@@ -1,0 +1,67 @@
+// The gateway's route table: every public route (method, path, scope, documentation and schemas come from
+// API_ROUTES in @fin/contracts, which also generates the OpenAPI document) paired with where the gateway sends
+// it. ROUTE_TARGETS is keyed by the routes' ids, so a route added to the contract does not type-check here
+// until it has a target, and a target for a route that does not exist does not type-check either.
+import { API_ROUTES, type ApiRoute, type ApiRouteId, type ApiScope, type JobType } from '@fin/contracts';
+import type { Scope } from './auth/types';
+import type { LimitedProduct } from './rate-limit/types';
+
+/** The services behind the gateway. */
+export const UPSTREAM_NAMES = ['news', 'stock-report', 'analysis', 'chat', 'jobs', 'portal'] as const;
+export type UpstreamName = (typeof UPSTREAM_NAMES)[number];
+
+export type RouteTarget =
+  /** Forwarded to `upstream`; counted per key and minute as `limit` (null: not counted per minute). */
+  | { readonly kind: 'proxy'; readonly upstream: UpstreamName; readonly limit: LimitedProduct | null }
+  /** Answered by the gateway itself. */
+  | { readonly kind: 'local' };
+
+const ROUTE_TARGETS = {
+  createNews: { kind: 'proxy', upstream: 'news', limit: 'news' },
+  createStockReport: { kind: 'proxy', upstream: 'stock-report', limit: 'stock-report' },
+  createAnalysis: { kind: 'proxy', upstream: 'analysis', limit: 'analysis' },
+  // Chat is limited by concurrency (a slot per request in flight), not per minute.
+  chat: { kind: 'proxy', upstream: 'chat', limit: null },
+  chatStream: { kind: 'proxy', upstream: 'chat', limit: null },
+  getJobStatus: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
+  getJobResult: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
+  listCustomerTools: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
+  createCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
+  getCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
+  updateCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
+  deleteCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
+  getOpenApiDocument: { kind: 'local' },
+  getApiDocs: { kind: 'local' },
+} as const satisfies Record<ApiRouteId, RouteTarget>;
+
+/** The scope a job's status and result need: that of the job's product. */
+export const JOB_TYPE_SCOPES = { news: 'news', 'stock-report': 'stock-report', analysis: 'analysis' } as const satisfies Record<JobType, Scope>;
+
+// The scopes the document states and the scopes keys carry are the same set (a compile error otherwise).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _scopesAgree: Same<Scope, ApiScope> = true;
+void _scopesAgree;
+
+export interface GatewayRoute extends ApiRoute {
+  readonly id: ApiRouteId;
+  readonly target: RouteTarget;
+  /** The path in express syntax: /api/jobs/:job_type/:job_id/status. */
+  readonly expressPath: string;
+}
+
+/** /api/jobs/{job_type}/{job_id}/status → /api/jobs/:job_type/:job_id/status */
+export function toExpressPath(openApiPath: string): string {
+  return openApiPath.replace(/\{(\w+)\}/g, ':$1');
+}
+
+export const GATEWAY_ROUTES: readonly GatewayRoute[] = API_ROUTES.map((route) => ({
+  ...route,
+  target: ROUTE_TARGETS[route.id],
+  expressPath: toExpressPath(route.path),
+}));
+
+/**
+ * Prefixes forwarded as they are, without an API key: the portal's web pages (a browser application, not part
+ * of the API, so not in the OpenAPI document). The portal sees these requests as anonymous.
+ */
+export const PASS_THROUGH_PREFIXES: readonly { readonly prefix: string; readonly upstream: UpstreamName }[] = [{ prefix: '/portal', upstream: 'portal' }];

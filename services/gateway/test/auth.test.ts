@@ -1,0 +1,318 @@
+import { createPool, type Pool } from '@fin/db';
+import { AppError } from '@fin/http';
+import { createLogger } from '@fin/log';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
+import { createKey, createTenant, disableTenant, revokeKey, setLimitOverride } from '../src/admin/admin';
+import { createAuthenticator, type AuthenticatorOptions, type PostgresAuthenticator } from '../src/auth/authenticator';
+import { requireScope } from '../src/auth/scope';
+import type { Principal } from '../src/auth/types';
+import { generateApiKey } from '../src/keys/api-key';
+
+const logger = createLogger({ service: 'auth-test', level: 'silent' });
+
+/** The same pool, counting the queries the authenticator sends through pool.query (lookups, last_used_at). */
+function counted(pool: Pool): { pool: Pool; queries: string[] } {
+  const queries: string[] = [];
+  const proxy = new Proxy(pool, {
+    get(target, property) {
+      if (property === 'query') {
+        return (...args: unknown[]) => {
+          const first = args[0] as string | { text: string };
+          queries.push(typeof first === 'string' ? first : first.text);
+          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { pool: proxy, queries };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<AppError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+describe('API-key authentication', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let poolB: Pool;
+  const authenticators: PostgresAuthenticator[] = [];
+
+  /**
+   * A "replica": its own authenticator (own cache, own LISTEN connection), once it listens for changes
+   * (until then it trusts cached keys for only a second, and it empties its cache when the listener is up).
+   */
+  async function replica(options: Partial<AuthenticatorOptions> = {}, on: Pool = pool): Promise<PostgresAuthenticator> {
+    const authenticator = createAuthenticator({ pool: on, logger, cacheTtlMs: 60_000, ...options });
+    authenticators.push(authenticator);
+    await waitFor(() => authenticator.listening, { what: 'the change listener' });
+    return authenticator;
+  }
+
+  let tenantCount = 0;
+  async function newTenant(): Promise<string> {
+    const name = `tenant-${++tenantCount}`;
+    await createTenant(pool, name);
+    return name;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'auth-test', max: 6 });
+    poolB = createPool({ connectionString: db.url, applicationName: 'auth-test-b', max: 6 });
+  });
+  afterEach(async () => {
+    await Promise.all(authenticators.splice(0).map((authenticator) => authenticator.close()));
+  });
+  afterAll(async () => {
+    await pool.end();
+    await poolB.end();
+    await db.drop();
+  });
+
+  it('resolves a valid key to its principal', async () => {
+    const tenant = await newTenant();
+    await setLimitOverride(pool, tenant, 'news', 500);
+    const { apiKey, key } = await createKey(pool, { tenant, scopes: ['news', 'chat'] });
+    const principal = await (await replica()).authenticate(apiKey);
+    expect(principal).toEqual({
+      tenantId: expect.any(String),
+      tenantName: tenant,
+      keyId: key.id,
+      scopes: ['news', 'chat'],
+      limitOverrides: { news: 500 },
+    });
+  });
+
+  it('answers 401 for a missing key, with a message naming the header', async () => {
+    const auth = await replica();
+    for (const missing of [undefined, '']) {
+      const error = await rejection(auth.authenticate(missing));
+      expect(error.status).toBe(401);
+      expect(error.toBody()).toEqual({ detail: 'Missing API key: send it in the X-API-Key header.', status_code: 401, type: 'unauthorized' });
+    }
+  });
+
+  it('rejects malformed keys without any database query', async () => {
+    const { pool: countingPool, queries } = counted(pool);
+    const auth = await replica({}, countingPool);
+    const { key } = generateApiKey();
+    const mistyped = key.slice(0, 20) + (key[20] === 'a' ? 'b' : 'a') + key.slice(21);
+    for (const bad of [mistyped, key.slice(0, -1), `sk_${key.slice(4)}`, 'hello', `${key} `]) {
+      const error = await rejection(auth.authenticate(bad));
+      expect(error.toBody()).toEqual({ detail: 'Invalid API key.', status_code: 401, type: 'unauthorized' });
+    }
+    expect(queries).toEqual([]);
+    // A well-formed (checksum-valid) unknown key does reach the database: the count above is meaningful.
+    await rejection(auth.authenticate(key));
+    expect(queries).toHaveLength(1);
+  });
+
+  it('rejects malformed keys even when the database is unreachable, and reports 503 for lookups then', async () => {
+    const dead = createPool({ connectionString: 'postgresql://postgres@127.0.0.1:1/none', applicationName: 'auth-test-dead', max: 1 });
+    try {
+      const auth = createAuthenticator({ pool: dead, logger });
+      authenticators.push(auth);
+      const malformed = await rejection(auth.authenticate('fin_not-a-real-key'));
+      expect(malformed.status).toBe(401);
+      const unreachable = await rejection(auth.authenticate(generateApiKey().key));
+      expect(unreachable.toBody()).toEqual({
+        detail: 'Authentication is temporarily unavailable; retry shortly.',
+        status_code: 503,
+        type: 'service_unavailable',
+      });
+      await authenticators.pop()?.close();
+    } finally {
+      await dead.end();
+    }
+  });
+
+  it('gives unknown, revoked and expired keys and disabled tenants the same 401', async () => {
+    const tenant = await newTenant();
+    const revoked = await createKey(pool, { tenant });
+    await revokeKey(pool, revoked.key.id);
+    const expired = await createKey(pool, { tenant });
+    await pool.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [expired.key.id]);
+    const disabledTenant = await newTenant();
+    const ofDisabled = await createKey(pool, { tenant: disabledTenant });
+    await disableTenant(pool, disabledTenant);
+
+    const auth = await replica();
+    const bodies = await Promise.all(
+      [generateApiKey().key, revoked.apiKey, expired.apiKey, ofDisabled.apiKey].map(async (apiKey) => (await rejection(auth.authenticate(apiKey))).toBody()),
+    );
+    for (const body of bodies) expect(body).toEqual({ detail: 'Invalid API key.', status_code: 401, type: 'unauthorized' });
+  });
+
+  it('refuses a cached key once it expires', async () => {
+    const tenant = await newTenant();
+    const { apiKey } = await createKey(pool, { tenant, expiresAt: new Date(Date.now() + 1_500) });
+    const { pool: countingPool, queries } = counted(pool);
+    const auth = await replica({}, countingPool);
+    await auth.authenticate(apiKey);
+    await auth.authenticate(apiKey);
+    expect(queries).toHaveLength(1); // the second came from the cache
+    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: AppError) => error.status === 401)), {
+      timeoutMs: 5_000,
+      what: 'the expired key to be refused',
+    });
+  });
+
+  it('answers 403 for a key without the product scope', async () => {
+    const tenant = await newTenant();
+    const { apiKey } = await createKey(pool, { tenant, scopes: ['news'] });
+    const principal = await (await replica()).authenticate(apiKey);
+    expect(() => requireScope(principal, 'news')).not.toThrow();
+    let error: unknown;
+    try {
+      requireScope(principal, 'stock-report');
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).toBody()).toEqual({
+      detail: 'This API key does not have the stock-report scope.',
+      status_code: 403,
+      type: 'forbidden',
+    });
+  });
+
+  it('serves repeated requests from the cache, and coalesces concurrent lookups of one key', async () => {
+    const tenant = await newTenant();
+    const { apiKey } = await createKey(pool, { tenant });
+    const { pool: countingPool, queries } = counted(pool);
+    const auth = await replica({}, countingPool);
+    const principals = await Promise.all(Array.from({ length: 20 }, () => auth.authenticate(apiKey)));
+    expect(new Set(principals.map((p) => p.keyId)).size).toBe(1);
+    expect(queries).toHaveLength(1);
+    for (let index = 0; index < 50; index++) await auth.authenticate(apiKey);
+    expect(queries).toHaveLength(1);
+    expect(auth.cacheSize).toBe(1);
+  });
+
+  it('keeps the cache bounded, dropping the least recently used key', async () => {
+    const tenant = await newTenant();
+    const keys = await Promise.all([1, 2, 3].map(() => createKey(pool, { tenant })));
+    const [first, second, third] = keys.map((created) => created.apiKey) as [string, string, string];
+    const { pool: countingPool, queries } = counted(pool);
+    const auth = await replica({ maxCacheEntries: 2 }, countingPool);
+    await auth.authenticate(first);
+    await auth.authenticate(second);
+    await auth.authenticate(first); // first is now the most recently used
+    await auth.authenticate(third); // evicts second
+    expect(auth.cacheSize).toBe(2);
+    expect(queries).toHaveLength(3);
+    await auth.authenticate(first);
+    await auth.authenticate(third);
+    expect(queries).toHaveLength(3);
+    await auth.authenticate(second);
+    expect(queries).toHaveLength(4);
+    expect(auth.cacheSize).toBe(2);
+  });
+
+  describe('two replicas', () => {
+    async function warm(apiKey: string, ...replicas: PostgresAuthenticator[]) {
+      for (const auth of replicas) {
+        await auth.authenticate(apiKey);
+        await auth.authenticate(apiKey); // now cached for a minute
+      }
+    }
+    const refused = (auth: PostgresAuthenticator, apiKey: string) =>
+      auth.authenticate(apiKey).then(
+        () => false,
+        (error: AppError) => error.status === 401,
+      );
+
+    it('refuse a revoked key within seconds although it is cached for a minute', async () => {
+      const tenant = await newTenant();
+      const { apiKey, key } = await createKey(pool, { tenant });
+      const a = await replica();
+      const b = await replica({}, poolB);
+      await warm(apiKey, a, b);
+      const revokedAt = Date.now();
+      await revokeKey(pool, key.displayPrefix);
+      await waitFor(async () => (await refused(a, apiKey)) && (await refused(b, apiKey)), { timeoutMs: 5_000, what: 'both replicas to refuse' });
+      expect(Date.now() - revokedAt).toBeLessThan(2_000);
+      expect(a.cacheSize).toBe(0);
+      expect(b.cacheSize).toBe(0);
+    });
+
+    it('refuse every key of a disabled tenant, and other tenants keep their cache', async () => {
+      const tenant = await newTenant();
+      const other = await newTenant();
+      const { apiKey } = await createKey(pool, { tenant });
+      const { apiKey: otherKey } = await createKey(pool, { tenant: other });
+      const a = await replica();
+      const b = await replica({}, poolB);
+      await warm(apiKey, a, b);
+      await warm(otherKey, a, b);
+      await disableTenant(pool, tenant);
+      await waitFor(async () => (await refused(a, apiKey)) && (await refused(b, apiKey)), { timeoutMs: 5_000, what: 'both replicas to refuse' });
+      expect(a.cacheSize).toBe(1);
+      await expect(a.authenticate(otherKey)).resolves.toMatchObject({ tenantName: other });
+    });
+
+    it('see scope and limit changes within seconds', async () => {
+      const tenant = await newTenant();
+      const { apiKey, key } = await createKey(pool, { tenant, scopes: ['news'] });
+      const a = await replica();
+      const b = await replica({}, poolB);
+      await warm(apiKey, a, b);
+      await pool.query("UPDATE api_keys SET scopes = '{news,stock-report}' WHERE id = $1", [key.id]);
+      await setLimitOverride(pool, tenant, 'stock-report', 40);
+      const updated = (p: Principal) => p.scopes.includes('stock-report') && p.limitOverrides['stock-report'] === 40;
+      await waitFor(async () => updated(await a.authenticate(apiKey)) && updated(await b.authenticate(apiKey)), {
+        timeoutMs: 5_000,
+        what: 'both replicas to see the new scope and limit',
+      });
+    });
+  });
+
+  it('still refuses a revoked key within seconds while its change listener is down, and reconnects', async () => {
+    const tenant = await newTenant();
+    const { apiKey, key } = await createKey(pool, { tenant });
+    // Slow to reconnect (≥ 4 s), so the revocation below happens while no notification can arrive.
+    const auth = await replica({ reconnectDelayMs: 5_000, disconnectedCacheTtlMs: 1_000 });
+    await auth.authenticate(apiKey);
+    const { rows } = await pool.query<{ killed: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN api_key_changed'`,
+    );
+    expect(rows).toEqual([{ killed: true }]);
+    await waitFor(() => !auth.listening, { what: 'the listener to notice' });
+    await revokeKey(pool, key.id);
+    const started = Date.now();
+    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: AppError) => error.status === 401)), {
+      timeoutMs: 5_000,
+      what: 'the revoked key to be refused without notifications',
+    });
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(auth.listening).toBe(false);
+    await waitFor(() => auth.listening, { timeoutMs: 10_000, what: 'the listener to reconnect' });
+  });
+
+  it('records last use at most once per flush, not per request, without evicting the cache', async () => {
+    const tenant = await newTenant();
+    const { apiKey, key } = await createKey(pool, { tenant });
+    const { pool: countingPool, queries } = counted(pool);
+    const auth = await replica({ lastUsedFlushMs: 3_600_000 }, countingPool);
+    for (let index = 0; index < 25; index++) await auth.authenticate(apiKey);
+    const lastUsed = async () => (await pool.query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys WHERE id = $1', [key.id])).rows[0]?.last_used_at;
+    expect(await lastUsed()).toBeNull();
+    await auth.flushLastUsed();
+    expect(await lastUsed()).toBeInstanceOf(Date);
+    expect(queries.filter((text) => text.startsWith('UPDATE api_keys SET last_used_at'))).toHaveLength(1);
+    // The update does not notify (the trigger leaves last_used_at out), so the key is still cached.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const before = queries.length;
+    await auth.authenticate(apiKey);
+    expect(queries.length).toBe(before);
+  });
+});
