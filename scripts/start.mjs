@@ -2,6 +2,7 @@
 // Today that is the database migration and the gateway; later issues add every service and worker here.
 // DATABASE_URL defaults to a `fin_api` database on the local PostgreSQL server (created when missing).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -10,6 +11,8 @@ const env = {
   ...process.env,
   DATABASE_URL: process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/fin_api',
   PORT: process.env.PORT || '8080',
+  // Signs the identity the gateway forwards to the services it starts; a fresh one per run is enough locally.
+  INTERNAL_SIGNING_SECRET: process.env.INTERNAL_SIGNING_SECRET || randomBytes(32).toString('hex'),
 };
 const tsx = ['--conditions=development', '--import', 'tsx'];
 

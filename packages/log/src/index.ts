@@ -9,7 +9,7 @@ export type { Logger };
 export const REDACTED_PATHS = [
   ...['apiKey', 'api_key', 'password', 'secret', 'token', 'authorization'].flatMap((key) => [key, `*.${key}`]),
   // Request headers that carry credentials, wherever a request is logged.
-  ...['x-api-key', 'authorization', 'cookie', 'proxy-authorization', 'x-internal-signature'].flatMap((header) => [
+  ...['x-api-key', 'authorization', 'cookie', 'proxy-authorization', 'x-fin-signature'].flatMap((header) => [
     `headers["${header}"]`,
     `*.headers["${header}"]`,
   ]),

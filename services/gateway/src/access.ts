@@ -1,9 +1,10 @@
 // The checks before a request is forwarded: who is calling (API key), whether their key may use the route
 // (scope), and, for chat, a concurrency slot held for as long as the response lives.
 import { JobPathParams, formatZodError } from '@fin/contracts';
-import { badRequest, forbidden, loggerOf, toAppError, type Caller } from '@fin/http';
+import { badRequest, loggerOf, toAppError, type Caller } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
+import { requireScope } from './auth/scope';
 import type { Authenticator, Principal, Scope } from './auth/types';
 import type { RateLimits } from './rate-limit/types';
 import { JOB_TYPE_SCOPES, type GatewayRoute } from './routes';
@@ -40,9 +41,7 @@ function requiredScope(route: GatewayRoute, jobType: unknown): Scope | null {
 export function checkScope(route: GatewayRoute): RequestHandler {
   return (req, res, next) => {
     const scope = requiredScope(route, req.params.job_type);
-    if (scope !== null && !principalOf(res).scopes.includes(scope)) {
-      throw forbidden(`This API key does not have the "${scope}" scope, which ${req.method} ${route.path} needs.`);
-    }
+    if (scope !== null) requireScope(principalOf(res), scope);
     next();
   };
 }

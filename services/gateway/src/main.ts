@@ -3,11 +3,10 @@ import { createPool } from '@fin/db';
 import { createLifecycle, createShutdown, onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createApp } from './app';
-// The auth/ and rate-limit/ modules have no index.ts yet; when they get one, import from './auth' and './rate-limit'.
-import { createAuthenticator } from './auth/authenticator';
+import { createAuthenticator } from './auth';
 import { gatewayConfigShape } from './config';
 import { closeUpstreams, createUpstreams } from './proxy/upstreams';
-import { createRateLimits } from './rate-limit/rate-limits';
+import { createRateLimits } from './rate-limit';
 
 /** Wiring: config → clients → services → app → listen; then a fixed shutdown order on SIGTERM/SIGINT. */
 function main(): void {
