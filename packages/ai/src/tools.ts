@@ -33,3 +33,19 @@ export function toolInputSchema(tool: ToolDefinition): Record<string, unknown> {
   delete schema.$schema;
   return schema;
 }
+
+export type ToolProduct = 'news' | 'stock-report' | 'analysis' | 'chat';
+
+/**
+ * Where a run gets a tenant's customer tools: the customer-tools service implements this (enabled tools of the
+ * tenant that allow the product, each wrapped as a ToolDefinition that calls the customer's API safely and
+ * records the call). The engine passes them on to the model next to its own tools, under the same caps.
+ */
+export interface CustomerToolSource {
+  toolsFor(tenantId: string, product: ToolProduct, context: { jobId?: string; signal?: AbortSignal }): Promise<ToolDefinition[]>;
+}
+
+/** No customer tools: the default where none are configured. */
+export const noCustomerTools: CustomerToolSource = {
+  toolsFor: async () => [],
+};

@@ -1,11 +1,14 @@
 import {
+  citation,
   errorReply,
   hangingReply,
   jsonReply,
   message,
+  text,
   textReply,
   toolUse,
   toolUseReply,
+  webSearch,
   type FakeAnthropic,
 } from '@fin/fakes';
 import { AnalysisRequest, NewsRequest, StockReportRequest } from '@fin/contracts';
@@ -56,6 +59,25 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       expect(result.news[0]?.further_reading).toEqual([]);
       expect(result.news[0]?.relevance_score).toBe(1);
       expect(JSON.stringify(result)).not.toContain('made-up.example.org');
+    });
+
+    it('keeps URLs that Claude\'s web search returned', async () => {
+      const results = [{ url: 'https://www.reuters.com/markets/apple-q4', title: 'Apple Q4', pageAge: '1 day' }];
+      const { fake: searching, engine: withSearch, close: closeSearch } = await scriptedEngine({ AI_WEB_SEARCH: 'true' });
+      try {
+        searching.reply(
+          message([...webSearch('Apple news', results), text('Apple beat estimates.', [citation(results[0]!, 'beat estimates')])], { stopReason: 'pause_turn' }),
+          jsonReply({
+            news: [{ title: 'Apple beats', content: 'Q4 beat.', sources: ['https://www.reuters.com/markets/apple-q4'], further_reading: [], relevance_score: 0.8 }],
+          }),
+        );
+        const { result } = await withSearch.news(newsRequest);
+        expect(result.news.map((item) => item.sources)).toEqual([['https://www.reuters.com/markets/apple-q4']]);
+        const tools = (searching.requests[0]?.body as { tools: { name: string; type?: string }[] }).tools;
+        expect(tools).toContainEqual(expect.objectContaining({ name: 'web_search', type: 'web_search_20250305' }));
+      } finally {
+        await closeSearch();
+      }
     });
 
     it('asks for the requested language and structured output', async () => {
