@@ -12,6 +12,7 @@ describe('ErrorType and ERROR_STATUS', () => {
       conflict: 409,
       payload_too_large: 413,
       unsupported_media_type: 415,
+      unprocessable_entity: 422,
       rate_limit_exceeded: 429,
       internal_error: 500,
       bad_gateway: 502,

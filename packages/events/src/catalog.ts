@@ -43,12 +43,15 @@ export const JobStateEventPayload = z
   });
 export type JobStateEventPayload = z.infer<typeof JobStateEventPayload>;
 
-export const jobsRequestedTopic = defineTopic({
-  name: 'jobs.requested',
-  eventType: 'job.requested',
-  version: 1,
-  schema: JobRequestedPayload,
-});
+/**
+ * Job requests, one topic per product so that each product's workers read only their own work and scale on
+ * their own lag.
+ */
+export const jobRequestTopics = {
+  news: defineTopic({ name: 'jobs.news.requested', eventType: 'job.requested', version: 1, schema: JobRequestedPayload }),
+  'stock-report': defineTopic({ name: 'jobs.stock-report.requested', eventType: 'job.requested', version: 1, schema: JobRequestedPayload }),
+  analysis: defineTopic({ name: 'jobs.analysis.requested', eventType: 'job.requested', version: 1, schema: JobRequestedPayload }),
+} as const;
 
 export const jobsEventsTopic = defineTopic({
   name: 'jobs.events',
@@ -58,5 +61,10 @@ export const jobsEventsTopic = defineTopic({
 });
 
 /** Every topic of the system; deployments create these (and their dead-letter topics) with ensureTopics. */
-export const eventCatalog = defineCatalog(jobsRequestedTopic, jobsEventsTopic);
+export const eventCatalog = defineCatalog(
+  jobRequestTopics.news,
+  jobRequestTopics['stock-report'],
+  jobRequestTopics.analysis,
+  jobsEventsTopic,
+);
 export type EventCatalog = typeof eventCatalog;

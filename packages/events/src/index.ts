@@ -26,7 +26,7 @@ export {
   JobType,
   eventCatalog,
   jobsEventsTopic,
-  jobsRequestedTopic,
+  jobRequestTopics,
 } from './catalog';
 export {
   type ConsumerOptions,

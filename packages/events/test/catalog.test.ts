@@ -14,7 +14,7 @@ import {
   ensureTopics,
   eventCatalog,
   jobsEventsTopic,
-  jobsRequestedTopic,
+  jobRequestTopics,
 } from '../src';
 import { testLogger } from './helpers';
 
@@ -23,19 +23,19 @@ const tenantId = randomUUID();
 
 describe('the job catalog', () => {
   it('maps each topic name to its definition and dead-letter topic', () => {
-    expect(Object.keys(eventCatalog)).toEqual(['jobs.requested', 'jobs.events']);
-    expect(eventCatalog['jobs.requested']).toBe(jobsRequestedTopic);
-    expect(jobsRequestedTopic).toMatchObject({ eventType: 'job.requested', version: 1, deadLetterTopic: 'jobs.requested.dlq' });
+    expect(Object.keys(eventCatalog)).toEqual(['jobs.news.requested', 'jobs.stock-report.requested', 'jobs.analysis.requested', 'jobs.events']);
+    expect(eventCatalog['jobs.news.requested']).toBe(jobRequestTopics.news);
+    expect(jobRequestTopics.news).toMatchObject({ eventType: 'job.requested', version: 1, deadLetterTopic: 'jobs.news.requested.dlq' });
     expect(jobsEventsTopic).toMatchObject({ eventType: 'job.state', version: 1, deadLetterTopic: 'jobs.events.dlq' });
   });
 
   it('accepts job requests and rejects malformed ones', () => {
     const request = { job_id: jobId, job_type: 'stock-report', tenant_id: tenantId, request: { ticker: 'AAPL' } } as const;
-    expect(createEnvelope(jobsRequestedTopic, request).payload).toEqual(request);
-    expect(createEnvelope(jobsRequestedTopic, { ...request, attempt: 2 }).payload.attempt).toBe(2);
-    expect(() => createEnvelope(jobsRequestedTopic, { ...request, job_type: 'chat' as 'news' })).toThrow(InvalidEventError);
-    expect(() => createEnvelope(jobsRequestedTopic, { ...request, job_id: 'not-a-uuid' })).toThrow(/job_id/);
-    expect(() => createEnvelope(jobsRequestedTopic, { ...request, attempt: 0 })).toThrow(/attempt/);
+    expect(createEnvelope(jobRequestTopics.news, request).payload).toEqual(request);
+    expect(createEnvelope(jobRequestTopics.news, { ...request, attempt: 2 }).payload.attempt).toBe(2);
+    expect(() => createEnvelope(jobRequestTopics.news, { ...request, job_type: 'chat' as 'news' })).toThrow(InvalidEventError);
+    expect(() => createEnvelope(jobRequestTopics.news, { ...request, job_id: 'not-a-uuid' })).toThrow(/job_id/);
+    expect(() => createEnvelope(jobRequestTopics.news, { ...request, attempt: 0 })).toThrow(/attempt/);
   });
 
   it('accepts job state events within their bounds, and a failure only with its reason', () => {
@@ -100,7 +100,7 @@ describe('topics and envelopes', () => {
     const publisher = createPublisher(bus);
     const seen: string[] = [];
     const subscription = await bus.subscribe({
-      topics: [jobsRequestedTopic, jobsEventsTopic],
+      topics: [jobRequestTopics.news, jobsEventsTopic],
       groupId: 'typed',
       // The envelope is a union discriminated by its type.
       handler: async (envelope) => {
@@ -109,7 +109,7 @@ describe('topics and envelopes', () => {
       },
     });
     try {
-      const sent = await publisher.publish(jobsRequestedTopic, jobId, {
+      const sent = await publisher.publish(jobRequestTopics.news, jobId, {
         job_id: jobId,
         job_type: 'news',
         tenant_id: tenantId,
@@ -119,7 +119,7 @@ describe('topics and envelopes', () => {
       expect(jobType).toBe('news');
       await publisher.publish(jobsEventsTopic, jobId, { job_id: jobId, job_type: 'news', seq: 1, status: 'running', progress: 0 });
       // @ts-expect-error: a job state event is not a job request
-      await expect(publisher.publish(jobsRequestedTopic, jobId, { job_id: jobId, seq: 1 })).rejects.toThrow(InvalidEventError);
+      await expect(publisher.publish(jobRequestTopics.news, jobId, { job_id: jobId, seq: 1 })).rejects.toThrow(InvalidEventError);
       await waitFor(() => seen.length === 2, { what: 'both events' });
       expect(seen.sort()).toEqual(['news requested', 'running#1']);
     } finally {
