@@ -11,6 +11,7 @@ step "lint"
 eslint . --max-warnings 0
 
 step "type-check"
+node scripts/sync-build-references.mjs --check
 tsc -p tsconfig.json
 
 step "build"

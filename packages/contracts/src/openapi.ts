@@ -347,6 +347,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
   conflict: 'The request conflicts with the resource\'s current state.',
   payload_too_large: 'The request body exceeds the size limit (256 KiB by default).',
   unsupported_media_type: 'The request body is not application/json.',
+  unprocessable_entity: 'The Idempotency-Key was already used with a different request body.',
   rate_limit_exceeded: 'Rate limit exceeded; see Retry-After.',
   internal_error: 'Server error. The detail never contains internals; quote X-Request-Id when reporting it.',
   bad_gateway: 'A service behind the gateway failed.',

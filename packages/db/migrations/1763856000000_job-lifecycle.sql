@@ -6,6 +6,9 @@
 DROP INDEX jobs_inflight_cache_key_idx;
 CREATE UNIQUE INDEX jobs_inflight_cache_key_idx ON jobs (tenant_id, cache_key) WHERE status IN ('pending', 'running');
 
+-- A tenant's jobs by cache key, whatever their status: a cache hit reuses the tenant's completed job for the key.
+CREATE INDEX jobs_tenant_cache_key_idx ON jobs (tenant_id, cache_key) WHERE cache_key IS NOT NULL;
+
 -- A job answered from the cache is created completed, with the result copied from the cache entry; this names
 -- the job whose run produced it.
 ALTER TABLE jobs ADD COLUMN cached_from uuid;
@@ -25,5 +28,6 @@ CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 -- Down Migration
 DROP TABLE idempotency_keys;
 ALTER TABLE jobs DROP COLUMN cached_from;
+DROP INDEX jobs_tenant_cache_key_idx;
 DROP INDEX jobs_inflight_cache_key_idx;
 CREATE UNIQUE INDEX jobs_inflight_cache_key_idx ON jobs (cache_key) WHERE status IN ('pending', 'running');

@@ -36,6 +36,8 @@ export const JobStateEventPayload = z
     result: z.record(z.string(), z.unknown()).optional(),
     error: z.object({ type: z.string().min(1), detail: z.string() }).optional(),
     worker_id: z.string().optional(),
+    /** Model tokens this attempt used, reported on its terminal (completed or failed) event. */
+    usage: z.object({ input_tokens: z.int().min(0), output_tokens: z.int().min(0) }).optional(),
   })
   .refine((event) => event.status !== 'failed' || event.error !== undefined, {
     message: 'A failed job event carries an error',

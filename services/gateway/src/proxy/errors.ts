@@ -55,6 +55,7 @@ const GENERIC_DETAIL: Record<ErrorType, (label: string) => string> = {
   conflict: () => 'The request conflicts with the current state of the resource.',
   payload_too_large: () => 'The request body is too large.',
   unsupported_media_type: () => 'The request body must be JSON, sent with Content-Type: application/json.',
+  unprocessable_entity: () => 'The request cannot be processed.',
   rate_limit_exceeded: () => 'Too many requests.',
   internal_error: () => 'An internal error occurred.',
   bad_gateway: (label) => `The ${label} service failed.`,

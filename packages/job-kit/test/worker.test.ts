@@ -1,0 +1,201 @@
+import { createPool, type Pool } from '@fin/db';
+import { createMemoryBus, createPublisher, jobRequestTopics, type MemoryEventBus } from '@fin/events';
+import { createLogger } from '@fin/log';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
+import { createJobWorker, submitJob, type JobWorker, type JobWorkerOptions } from '../src';
+
+const logger = createLogger({ service: 'worker-test', level: 'silent' });
+
+interface EventRow {
+  seq: number;
+  status: string;
+  progress: number;
+  currently_working_on: string;
+  result?: unknown;
+  error?: { type: string; detail: string };
+}
+
+describe('job worker', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let bus: MemoryEventBus;
+  let tenantId: string;
+  const workers: JobWorker[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'worker-test', max: 10 });
+    const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('w') RETURNING id");
+    tenantId = rows[0]!.id;
+  });
+  beforeEach(() => {
+    bus = createMemoryBus({ logger });
+  });
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+    await bus.close();
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  async function startWorker(overrides: Partial<JobWorkerOptions>): Promise<JobWorker> {
+    const worker = createJobWorker({
+      pool,
+      bus,
+      logger,
+      jobType: 'news',
+      timeLimitMs: 5_000,
+      leaseMs: 1_000,
+      heartbeatMs: 100,
+      retryDelayMs: 50,
+      classify: () => ({ retry: true, type: 'service_unavailable', detail: 'Temporarily unavailable.' }),
+      run: async () => ({ result: { news: [] } }),
+      ...overrides,
+    });
+    await worker.start();
+    workers.push(worker);
+    return worker;
+  }
+
+  async function newJob(maxAttempts = 3): Promise<string> {
+    const outcome = await submitJob(pool, { tenantId, jobType: 'news', request: { symbols: ['AAPL'] }, maxAttempts });
+    return outcome.jobId;
+  }
+
+  async function request(jobId: string, attempt = 1): Promise<void> {
+    await createPublisher(bus).publish(jobRequestTopics.news, jobId, { job_id: jobId, job_type: 'news', tenant_id: tenantId, request: { symbols: ['AAPL'] }, attempt });
+  }
+
+  async function events(jobId: string): Promise<EventRow[]> {
+    const { rows } = await pool.query<{ envelope: { payload: EventRow } }>(
+      "SELECT envelope FROM outbox WHERE message_key = $1 AND topic = 'jobs.events' ORDER BY id",
+      [jobId],
+    );
+    return rows.map((row) => row.envelope.payload);
+  }
+
+  async function lease(jobId: string) {
+    const { rows } = await pool.query<{ lease_owner: string | null; lease_expires_at: Date | null; attempts: number; infinite: boolean }>(
+      "SELECT lease_owner, lease_expires_at, attempts, lease_expires_at = 'infinity' AS infinite FROM jobs WHERE id = $1",
+      [jobId],
+    );
+    return rows[0]!;
+  }
+
+  it('reports running, progress and completed with increasing seq, and keeps the job unclaimable after', async () => {
+    let runs = 0;
+    await startWorker({
+      run: async (_job, ctx) => {
+        runs += 1;
+        ctx.progress(30, 'Searching news');
+        ctx.progress(20, 'A step that must not lower progress');
+        ctx.progress(70, 'Writing');
+        return { result: { news: [] }, usage: { inputTokens: 10, outputTokens: 5 } };
+      },
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    const list = await waitFor(async () => {
+      const found = await events(jobId);
+      return found.some((event) => event.status === 'completed') && found;
+    });
+    expect(list.map((event) => [event.seq, event.status, event.progress])).toEqual([
+      [1001, 'running', 5],
+      [1002, 'running', 30],
+      [1003, 'running', 30],
+      [1004, 'running', 70],
+      [1005, 'completed', 100],
+    ]);
+    expect(list.at(-1)).toMatchObject({ result: { news: [] }, usage: { input_tokens: 10, output_tokens: 5 } });
+    expect(await lease(jobId)).toMatchObject({ lease_owner: null, infinite: true, attempts: 1 });
+
+    // A duplicate delivery of the same request does not run the job again.
+    await request(jobId);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(runs).toBe(1);
+  });
+
+  it('discards a completion after its lease was taken over (a stale worker)', async () => {
+    let release!: () => void;
+    await startWorker({
+      heartbeatMs: 10_000,
+      run: () => new Promise((resolve) => (release = () => resolve({ result: { news: ['stale'] } }))),
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    await waitFor(async () => (await lease(jobId)).lease_owner !== null);
+    // Another attempt took the job over while this worker was paused.
+    await pool.query("UPDATE jobs SET lease_owner = 'someone-else', attempts = 2 WHERE id = $1", [jobId]);
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
+  });
+
+  it('stops working when the heartbeat finds its lease gone', async () => {
+    let aborted = false;
+    await startWorker({
+      run: (_job, { signal }) =>
+        new Promise((_resolve, reject) =>
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            reject(new Error('aborted'));
+          }),
+        ),
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    await waitFor(async () => (await lease(jobId)).lease_owner !== null);
+    await pool.query("UPDATE jobs SET lease_owner = 'someone-else' WHERE id = $1", [jobId]);
+    await waitFor(() => aborted);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
+  });
+
+  it('fails a job that exceeds its time limit, with a readable reason', async () => {
+    await startWorker({
+      timeLimitMs: 200,
+      run: (_job, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('x')))),
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    const failed = await waitFor(async () => (await events(jobId)).find((event) => event.status === 'failed'));
+    expect(failed.error).toEqual({ type: 'gateway_timeout', detail: 'The job took longer than its 0.2 s time limit.' });
+  });
+
+  it('schedules a retry for a retryable failure while attempts remain, then fails', async () => {
+    await startWorker({
+      run: async () => {
+        throw new Error('model overloaded');
+      },
+    });
+    const jobId = await newJob(2);
+    await request(jobId);
+    await waitFor(async () => (await events(jobId)).some((event) => event.currently_working_on.startsWith('A temporary problem')));
+    const afterFirst = await lease(jobId);
+    expect(afterFirst.lease_owner).toBeNull();
+    expect(afterFirst.infinite).toBe(false);
+    expect(afterFirst.lease_expires_at!.getTime()).toBeGreaterThan(Date.now() - 1_000);
+    // The reaper re-requests it once the retry delay has passed; here the test does.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await request(jobId, 2);
+    const failed = await waitFor(async () => (await events(jobId)).find((event) => event.status === 'failed'));
+    expect(failed).toMatchObject({ seq: 2002, error: { type: 'service_unavailable', detail: 'Temporarily unavailable.' } });
+    expect((await lease(jobId)).attempts).toBe(2);
+  });
+
+  it('hands a job back when the worker stops mid-run', async () => {
+    const worker = await startWorker({
+      run: (_job, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('x')))),
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    await waitFor(async () => (await lease(jobId)).lease_owner !== null);
+    await worker.stop();
+    const after = await lease(jobId);
+    expect(after.lease_owner).toBeNull();
+    expect(after.lease_expires_at!.getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
+    expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
+  });
+});

@@ -1,0 +1,24 @@
+import { aiConfigShape } from '@fin/ai';
+import { csv, int, logLevel, port, secret, url } from '@fin/config';
+import { z } from 'zod';
+
+/** The news service's environment (API role, worker role or both). See docs/configuration.md. */
+export const newsConfigShape = {
+  ...aiConfigShape,
+  PORT: port().default(8081),
+  HOST: z.string().default('127.0.0.1'),
+  /** api: answers POST /api/products/news; worker: runs news jobs; all: both in one process. */
+  NEWS_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  DATABASE_URL: url(['postgres', 'postgresql']),
+  INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
+  KAFKA_BROKERS: csv().pipe(z.array(z.string()).min(1, 'needs at least one host:port')),
+  KAFKA_CLIENT_ID: z.string().default('news'),
+  LOG_LEVEL: logLevel().default('info'),
+  /** A news job that runs longer fails ("well under a minute"). */
+  NEWS_TIME_LIMIT_MS: int(1_000, 600_000).default(30_000),
+  NEWS_WORKER_CONCURRENCY: int(1, 64).default(4),
+  NEWS_MAX_ATTEMPTS: int(1, 10).default(3),
+  SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
+};
+
+export type NewsConfig = z.output<z.ZodObject<typeof newsConfigShape>>;
