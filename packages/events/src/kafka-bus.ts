@@ -32,6 +32,11 @@ export interface KafkaBusOptions {
   fromBeginning?: boolean;
   /** Longest a fetch waits for new messages; also bounds how long stopping a consumer takes (default 1 s). */
   maxWaitTimeMs?: number;
+  /**
+   * Prepended to every topic and consumer-group name on the wire (e.g. `staging.`), so several environments or
+   * test runs can share a cluster. Handlers and publishers keep using the catalog's names.
+   */
+  topicPrefix?: string;
 }
 
 /**
@@ -46,6 +51,7 @@ export function createKafkaBus({
   heartbeatIntervalMs = 3_000,
   fromBeginning = true,
   maxWaitTimeMs = 1_000,
+  topicPrefix = '',
 }: KafkaBusOptions): EventBus {
   const log = logger.child({ component: 'kafka-bus' });
   const producer = kafka.producer({
@@ -77,19 +83,20 @@ export function createKafkaBus({
     }
     await producer.sendBatch({
       acks: -1,
-      topicMessages: [...byTopic].map(([topic, batch]) => ({ topic, messages: batch })),
+      topicMessages: [...byTopic].map(([topic, batch]) => ({ topic: topicPrefix + topic, messages: batch })),
     });
   }
 
   async function consume(
-    topics: string[],
+    logicalTopics: string[],
     groupId: string,
     concurrency: number,
     processor: RawProcessor,
   ): Promise<Subscription> {
     if (closing) throw new Error('The event bus is closed');
+    const topics = logicalTopics.map((topic) => topicPrefix + topic);
     const consumer = kafka.consumer({
-      groupId,
+      groupId: topicPrefix + groupId,
       sessionTimeout: sessionTimeoutMs,
       heartbeatInterval: heartbeatIntervalMs,
       maxWaitTimeInMs: maxWaitTimeMs,
@@ -107,7 +114,7 @@ export function createKafkaBus({
       const beat = setInterval(() => void heartbeat().catch(() => undefined), heartbeatIntervalMs);
       let outcome;
       try {
-        outcome = await processor(toRawMessage(topic, partition, message), stopping.signal);
+        outcome = await processor(toRawMessage(topic.slice(topicPrefix.length), partition, message), stopping.signal);
       } finally {
         clearInterval(beat);
       }
@@ -223,11 +230,11 @@ export async function ensureTopics(
   kafka: Kafka,
   topics: readonly (AnyTopic | string)[],
   partitions = 3,
-  { replicationFactor = 1 }: { replicationFactor?: number } = {},
+  { replicationFactor = 1, topicPrefix = '' }: { replicationFactor?: number; topicPrefix?: string } = {},
 ): Promise<string[]> {
   const names = topics.flatMap((topic) => {
     const name = typeof topic === 'string' ? topic : topic.name;
-    return [name, deadLetterTopicName(name)];
+    return [topicPrefix + name, topicPrefix + deadLetterTopicName(name)];
   });
   const admin = kafka.admin();
   await admin.connect();

@@ -13,6 +13,8 @@ export const newsConfigShape = {
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   KAFKA_BROKERS: csv().pipe(z.array(z.string()).min(1, 'needs at least one host:port')),
   KAFKA_CLIENT_ID: z.string().default('news'),
+  /** Prepended to topic and consumer-group names, so environments (or test runs) can share a cluster. */
+  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may contain only letters, digits, ".", "_" and "-"').default(''),
   LOG_LEVEL: logLevel().default('info'),
   /** A news job that runs longer fails ("well under a minute"). */
   NEWS_TIME_LIMIT_MS: int(1_000, 600_000).default(30_000),

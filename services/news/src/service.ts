@@ -36,8 +36,8 @@ export async function startNewsService({ config, logger, ...shared }: NewsServic
   let bus = shared.bus;
   if (!bus) {
     const kafka = createKafka({ logger, clientId: config.KAFKA_CLIENT_ID, brokers: config.KAFKA_BROKERS });
-    await ensureTopics(kafka, Object.values(eventCatalog));
-    bus = createKafkaBus({ kafka, logger });
+    await ensureTopics(kafka, Object.values(eventCatalog), 3, { topicPrefix: config.KAFKA_TOPIC_PREFIX });
+    bus = createKafkaBus({ kafka, logger, topicPrefix: config.KAFKA_TOPIC_PREFIX });
   }
   const ownBus = !shared.bus;
   const lifecycle = createLifecycle();
