@@ -13,6 +13,8 @@ export const newsConfigShape = {
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   KAFKA_BROKERS: csv().pipe(z.array(z.string()).min(1, 'needs at least one host:port')),
   KAFKA_CLIENT_ID: z.string().default('news'),
+  /** A worker that stops heartbeating this long loses its partitions to the others (and so its undelivered jobs). */
+  KAFKA_SESSION_TIMEOUT_MS: int(6_000, 300_000).default(10_000),
   /** Prepended to topic and consumer-group names, so environments (or test runs) can share a cluster. */
   KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may contain only letters, digits, ".", "_" and "-"').default(''),
   LOG_LEVEL: logLevel().default('info'),
@@ -20,6 +22,8 @@ export const newsConfigShape = {
   NEWS_TIME_LIMIT_MS: int(1_000, 600_000).default(30_000),
   NEWS_WORKER_CONCURRENCY: int(1, 64).default(4),
   NEWS_MAX_ATTEMPTS: int(1, 10).default(3),
+  /** How long a worker's claim on a job lasts without renewal: a worker that dies is replaced after this. */
+  NEWS_LEASE_MS: int(1_000, 600_000).default(15_000),
   SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
 };
 

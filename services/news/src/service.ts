@@ -37,7 +37,13 @@ export async function startNewsService({ config, logger, ...shared }: NewsServic
   if (!bus) {
     const kafka = createKafka({ logger, clientId: config.KAFKA_CLIENT_ID, brokers: config.KAFKA_BROKERS });
     await ensureTopics(kafka, Object.values(eventCatalog), 3, { topicPrefix: config.KAFKA_TOPIC_PREFIX });
-    bus = createKafkaBus({ kafka, logger, topicPrefix: config.KAFKA_TOPIC_PREFIX });
+    bus = createKafkaBus({
+      kafka,
+      logger,
+      topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 5),
+    });
   }
   const ownBus = !shared.bus;
   const lifecycle = createLifecycle();
@@ -54,6 +60,7 @@ export async function startNewsService({ config, logger, ...shared }: NewsServic
       logger,
       timeLimitMs: config.NEWS_TIME_LIMIT_MS,
       concurrency: config.NEWS_WORKER_CONCURRENCY,
+      leaseMs: config.NEWS_LEASE_MS,
     });
     await worker.start();
     closers.push({ name: 'news worker', close: () => worker!.stop() });

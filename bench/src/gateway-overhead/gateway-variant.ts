@@ -1,0 +1,64 @@
+// A gateway process for the --breakdown measurements: the real application (createApp, the Postgres-backed
+// authenticator, the undici connection pools), wired like services/gateway/src/main.ts, with one part swapped
+// out so that its cost can be told apart from the rest:
+//
+//   BENCH_VARIANT=no-rate-limit   rate limiting is a pass-through (no express-rate-limit, no Postgres upsert)
+//
+// It is an analysis tool, not something to deploy: the real gateway always limits.
+import { loadConfig } from '@fin/config';
+import { createPool } from '@fin/db';
+import { createLogger } from '@fin/log';
+import type { RequestHandler } from 'express';
+import { createApp } from '../../../services/gateway/src/app';
+import { createAuthenticator } from '../../../services/gateway/src/auth';
+import { gatewayConfigShape } from '../../../services/gateway/src/config';
+import { createUpstreams } from '../../../services/gateway/src/proxy/upstreams';
+import type { RateLimits } from '../../../services/gateway/src/rate-limit';
+
+const passThrough: RequestHandler = (_req, _res, next) => next();
+
+const noRateLimits: RateLimits = {
+  forProduct: () => passThrough,
+  acquireChatSlot: () => Promise.resolve(() => Promise.resolve()),
+  close: () => Promise.resolve(),
+};
+
+function main(): void {
+  const variant = process.env.BENCH_VARIANT;
+  if (variant !== 'no-rate-limit') throw new Error(`BENCH_VARIANT must be no-rate-limit, got ${variant ?? '(unset)'}`);
+  const config = loadConfig(gatewayConfigShape);
+  const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+  const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'gateway-variant' });
+  const authenticator = createAuthenticator({ pool, logger });
+  const upstreams = createUpstreams(
+    {
+      news: config.NEWS_URL,
+      'stock-report': config.STOCK_REPORT_URL,
+      analysis: config.ANALYSIS_URL,
+      chat: config.CHAT_URL,
+      jobs: config.JOBS_URL,
+      portal: config.PORTAL_URL,
+    },
+    { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
+  );
+  const app = createApp({
+    logger,
+    authenticator,
+    rateLimits: noRateLimits,
+    upstreams,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    limits: { maxBodyBytes: config.MAX_BODY_BYTES, responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS, idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS },
+  });
+  const server = app.listen(config.PORT, config.HOST);
+  const stop = () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main();

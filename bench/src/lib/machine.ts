@@ -1,0 +1,44 @@
+// The machine a run happened on: figures mean little without it.
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+
+export interface Machine {
+  cpuModel: string;
+  /** CPUs this process may run on (what `nproc` prints). */
+  cpus: number;
+  memoryGiB: number;
+  node: string;
+  platform: string;
+  loadAverage: readonly number[];
+}
+
+function cpuModel(): string {
+  try {
+    const line = readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .find((entry) => entry.startsWith('model name'));
+    if (line !== undefined) return line.slice(line.indexOf(':') + 1).trim();
+  } catch {
+    // not Linux: fall through
+  }
+  return os.cpus()[0]?.model ?? 'unknown';
+}
+
+export function describeMachine(): Machine {
+  return {
+    cpuModel: cpuModel(),
+    cpus: os.availableParallelism(),
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    loadAverage: os.loadavg().map((value) => Math.round(value * 100) / 100),
+  };
+}
+
+export function formatMachine(machine: Machine): string {
+  return [
+    `machine: ${machine.cpus} CPUs (nproc), ${machine.cpuModel}, ${machine.memoryGiB} GiB RAM`,
+    `runtime: Node ${machine.node} on ${machine.platform}`,
+    `load average before the run: ${machine.loadAverage.join(' ')}`,
+  ].join('\n');
+}

@@ -1,0 +1,62 @@
+// Command-line options shared by every scenario: `npm run bench -- [scenario...] [--quick] [--warmup S]
+// [--duration S] [--connections N] [--profile]`. Each has an environment variable too (BENCH_WARMUP_S, ...).
+import { parseArgs } from 'node:util';
+
+export interface BenchOptions {
+  /** Seconds of load before each measurement, discarded (JIT warm-up, connection pools, caches). */
+  warmupS: number;
+  /** Seconds of each measurement. */
+  durationS: number;
+  /** Concurrent connections of the throughput measurements. */
+  connections: number;
+  /** Also take a CPU profile of the process under test (figures of a profiled run are not comparable). */
+  profile: boolean;
+  /** Also measure variants of the process under test with one part removed, to attribute its cost. */
+  breakdown: boolean;
+  quick: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- [scenario ...] [options]
+
+Runs every scenario when none is named. Options (environment variable in brackets):
+  --quick              smoke run: 1 s warm-up, 3 s per measurement
+  --warmup <s>         warm-up seconds before each measurement [BENCH_WARMUP_S] (default 3)
+  --duration <s>       seconds per measurement [BENCH_DURATION_S] (default 10)
+  --connections <n>    connections of the throughput measurements [BENCH_CONNECTIONS] (default 10)
+  --profile            also write and summarise CPU profiles of the processes under test
+  --breakdown          also measure variants with one part removed (e.g. the gateway without rate limiting)
+  --help               this text`;
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0) throw new Error(`${name} must be a positive number, got "${value}"`);
+  return number;
+}
+
+export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): { scenarios: string[]; options: BenchOptions; help: boolean } {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      quick: { type: 'boolean', default: false },
+      warmup: { type: 'string' },
+      duration: { type: 'string' },
+      connections: { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      breakdown: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const quick = values.quick === true;
+  const options: BenchOptions = {
+    quick,
+    warmupS: positive('--warmup', values.warmup ?? env.BENCH_WARMUP_S, quick ? 1 : 3),
+    durationS: positive('--duration', values.duration ?? env.BENCH_DURATION_S, quick ? 3 : 10),
+    connections: Math.round(positive('--connections', values.connections ?? env.BENCH_CONNECTIONS, 10)),
+    profile: values.profile === true,
+    breakdown: values.breakdown === true,
+  };
+  return { scenarios: positionals, options, help: values.help === true };
+}

@@ -1,0 +1,61 @@
+// `npm run bench` runs every scenario; `npm run bench -- <scenario> [options]` one. Benchmarks print tables,
+// they are not tests: the exit status is non-zero only when the figures are invalid (a request failed, a
+// server did not start), never because a target was missed. See docs/benchmarks.md.
+import { gatewayOverhead } from './gateway-overhead';
+import type { BenchOptions } from './lib/options';
+import { USAGE, parseOptions } from './lib/options';
+import { note, print } from './lib/output';
+
+interface Scenario {
+  description: string;
+  run(options: BenchOptions, command: string): Promise<boolean>;
+}
+
+const SCENARIOS: Record<string, Scenario> = {
+  'gateway-overhead': {
+    description: 'a cache-hit news request through the gateway vs straight to the service, and an empty express 5 handler',
+    run: gatewayOverhead,
+  },
+};
+
+async function main(): Promise<number> {
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { scenarios, options, help } = parsed;
+  if (help) {
+    print(USAGE);
+    print();
+    print('scenarios:');
+    for (const [name, scenario] of Object.entries(SCENARIOS)) print(`  ${name.padEnd(20)} ${scenario.description}`);
+    return 0;
+  }
+  const unknown = scenarios.filter((name) => !(name in SCENARIOS));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown scenario ${unknown.join(', ')}; the scenarios are: ${Object.keys(SCENARIOS).join(', ')}\n`);
+    return 2;
+  }
+  const chosen = scenarios.length > 0 ? scenarios : Object.keys(SCENARIOS);
+  const args = process.argv.slice(2);
+  const command = `npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
+  let ok = true;
+  for (const name of chosen) {
+    const scenario = SCENARIOS[name];
+    if (scenario === undefined) continue;
+    try {
+      ok = (await scenario.run(options, command)) && ok;
+    } catch (error) {
+      note(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      ok = false;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+void main().then((code) => {
+  process.exitCode = code;
+});

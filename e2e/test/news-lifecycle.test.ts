@@ -1,0 +1,215 @@
+import { offlineAnalyst } from '@fin/ai';
+import { AsyncJobResponse, JobResultResponse, JobStatusResponse, NewsResponse, NewsResult } from '@fin/contracts';
+import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
+import pg from 'pg';
+import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess } from '../src/system';
+
+/**
+ * The first request that travels the whole system: gateway → news API → outbox → Kafka → news worker → job
+ * events on Kafka → jobs service → client, every service a process of its own.
+ */
+describe('news through the whole system', () => {
+  let db: TestDatabase;
+  let claude: FakeAnthropic;
+  let finnhub: FakeFinnhub;
+  let env: Record<string, string>;
+  let gatewayUrl: string;
+  const services: ServiceProcess[] = [];
+  let worker: ServiceProcess;
+  let keyA: string;
+  let keyB: string;
+  /** Symbols whose model turns are held back until released, to catch a job mid-run. */
+  const held = new Map<string, Promise<void>>();
+
+  async function admin(args: string[]): Promise<string> {
+    const { spawnSync } = await import('node:child_process');
+    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
+      cwd: `${__dirname}/../../services/gateway`,
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) throw new Error(`admin ${args.join(' ')} failed: ${run.stderr}`);
+    return run.stdout;
+  }
+
+  function startWorker(): ServiceProcess {
+    const process_ = startService('news-worker', 'news', { ...env, NEWS_ROLE: 'worker', PORT: '0', NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+    services.push(process_);
+    return process_;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const analyst = offlineAnalyst();
+    claude = await startFakeAnthropic({
+      handler: async (request, context) => {
+        const text = JSON.stringify(request.body.messages);
+        for (const [symbol, gate] of held) if (text.includes(symbol)) await gate;
+        return analyst(request, context);
+      },
+    });
+    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
+    env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
+    const [gatewayPort, newsPort, jobsPort] = await Promise.all([freePort(), freePort(), freePort()]);
+    gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+
+    const jobs = startService('jobs', 'jobs', { ...env, PORT: String(jobsPort), JOB_REAPER_INTERVAL_MS: '250' });
+    const newsApi = startService('news-api', 'news', { ...env, NEWS_ROLE: 'api', PORT: String(newsPort) });
+    const gateway = startService('gateway', 'gateway', {
+      ...env,
+      PORT: String(gatewayPort),
+      NEWS_URL: `http://127.0.0.1:${newsPort}`,
+      JOBS_URL: `http://127.0.0.1:${jobsPort}`,
+    });
+    services.push(jobs, newsApi, gateway);
+    worker = startWorker();
+    await Promise.all([
+      waitUntilReady(`http://127.0.0.1:${jobsPort}/readyz`, jobs),
+      waitUntilReady(`http://127.0.0.1:${newsPort}/readyz`, newsApi),
+      waitUntilReady(`${gatewayUrl}/readyz`, gateway),
+    ]);
+    await admin(['tenants', 'create', 'acme']);
+    await admin(['tenants', 'create', 'globex']);
+    // The tests poll faster than the default 600 status requests per minute allow.
+    await admin(['limits', 'set', '--tenant', 'acme', '--product', 'jobs', '--per-minute', '100000']);
+    keyA = (JSON.parse(await admin(['keys', 'create', '--tenant', 'acme', '--json'])) as { api_key: string }).api_key;
+    keyB = (JSON.parse(await admin(['keys', 'create', '--tenant', 'globex', '--json'])) as { api_key: string }).api_key;
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(services.map((service) => service.stop()));
+    await Promise.all([claude?.close(), finnhub?.close()]);
+    await db?.drop();
+  });
+
+  function api(path: string, init: RequestInit & { key?: string } = {}) {
+    const { key = keyA, ...rest } = init;
+    return fetch(`${gatewayUrl}${path}`, {
+      ...rest,
+      headers: { 'Content-Type': 'application/json', 'X-API-Key': key, ...(rest.headers as Record<string, string>) },
+    });
+  }
+
+  async function postNews(body: unknown, key = keyA) {
+    const res = await api('/api/products/news', { method: 'POST', body: JSON.stringify(body), key });
+    return { res, body: (await res.json()) as unknown };
+  }
+
+  async function pollUntilFinished(statusUrl: string, seen: JobStatusResponse[] = [], key = keyA, timeoutMs = 30_000): Promise<JobStatusResponse> {
+    return waitFor(
+      async () => {
+        const status = JobStatusResponse.parse(await (await api(statusUrl, { key })).json());
+        if (seen.at(-1)?.progress !== status.progress || seen.at(-1)?.status !== status.status) seen.push(status);
+        return (status.status === 'completed' || status.status === 'failed') && status;
+      },
+      { timeoutMs, intervalMs: 50, what: `job at ${statusUrl} to finish` },
+    );
+  }
+
+  it('accepts with 202, walks pending → running → completed with rising progress, and serves spec-valid news', async () => {
+    let release!: () => void;
+    held.set('MSFT', new Promise<void>((resolve) => (release = resolve)));
+    const { res, body } = await postNews({ symbols: ['AAPL', 'MSFT'], n: 4 });
+    expect(res.status).toBe(202);
+    const envelope = AsyncJobResponse.parse(body);
+
+    const seen: JobStatusResponse[] = [];
+    const first = JobStatusResponse.parse(await (await api(envelope.status_url)).json());
+    seen.push(first);
+    expect(['pending', 'running']).toContain(first.status);
+    await waitFor(async () => JobStatusResponse.parse(await (await api(envelope.status_url)).json()).status === 'running');
+    const early = await api(envelope.result_url);
+    expect(early.status).toBe(409);
+    expect(early.headers.get('retry-after')).toBe('2');
+    held.delete('MSFT');
+    release();
+
+    const final = await pollUntilFinished(envelope.status_url, seen);
+    expect(final).toMatchObject({ status: 'completed', progress: 100 });
+    const progress = seen.map((status) => status.progress);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(seen.some((status) => status.status === 'running' && /market data|news|sources/i.test(status.currently_working_on))).toBe(true);
+
+    const result = JobResultResponse.parse(await (await api(envelope.result_url)).json());
+    const news = NewsResult.parse(result.result);
+    expect(news.news).toHaveLength(4);
+    const scores = news.news.map((item) => item.relevance_score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    for (const item of news.news) for (const url of item.sources) expect(url).toMatch(/^https:\/\/news\.example\.com\//);
+  });
+
+  it('answers the same request again at once from the cache', async () => {
+    const { res, body } = await postNews({ symbols: ['msft', 'aapl'], n: 4 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-status')).toMatch(/hit/);
+    const cached = NewsResponse.parse(body);
+    expect(cached.from_cache).toBe(true);
+    expect(cached.news).toHaveLength(4);
+    // Its job id is the caller's own and can be polled.
+    const status = JobStatusResponse.parse(await (await api(`/api/jobs/news/${cached.job_id}/status`)).json());
+    expect(status.status).toBe('completed');
+  });
+
+  it('runs the model once for ten identical concurrent requests', async () => {
+    const before = claude.requests.filter((request) => JSON.stringify(request.body).includes('GOOGL')).length;
+    const responses = await Promise.all(Array.from({ length: 10 }, () => postNews({ symbols: ['GOOGL'], n: 2 })));
+    const ids = new Set(responses.map(({ body }) => (body as { job_id: string }).job_id));
+    expect(ids.size).toBe(1);
+    await pollUntilFinished(`/api/jobs/news/${[...ids][0]}/status`);
+    const runs = claude.requests.filter((request) => JSON.stringify(request.body).includes('GOOGL')).length - before;
+    // One run = the analyst's two turns (tool call, then answer).
+    expect(runs).toBe(2);
+  });
+
+  it('hides a job from another tenant behind the same 404 as a missing one', async () => {
+    const { body } = await postNews({ symbols: ['AMZN'], n: 1 });
+    const jobId = (body as { job_id: string }).job_id;
+    const other = await api(`/api/jobs/news/${jobId}/status`, { key: keyB });
+    const missing = await api('/api/jobs/news/00000000-0000-4000-8000-000000000000/status', { key: keyB });
+    expect(other.status).toBe(404);
+    expect(await other.json()).toEqual(await missing.json());
+  });
+
+  it('rejects out-of-bounds requests with a 400 naming the field', async () => {
+    for (const [body, field] of [
+      [{ symbols: [] }, 'symbols'],
+      [{ symbols: ['AAPL'], n: 21 }, 'n'],
+      [{ symbols: ['AAPL'], language: 'xx' }, 'language'],
+    ] as const) {
+      const { res, body: error } = await postNews(body);
+      expect(res.status).toBe(400);
+      expect(error).toMatchObject({ status_code: 400, type: 'validation_error', detail: expect.stringContaining(field) });
+    }
+  });
+
+  it('finishes a job whose worker was killed with SIGKILL mid-run', async () => {
+    let release!: () => void;
+    held.set('NVDA', new Promise<void>((resolve) => (release = resolve)));
+    const { body } = await postNews({ symbols: ['NVDA'], n: 2 });
+    const statusUrl = AsyncJobResponse.parse(body).status_url;
+    await waitFor(async () => {
+      const { rows } = await withDb((client) => client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]));
+      return rows[0]?.lease_owner != null;
+    });
+    await worker.stop('SIGKILL');
+    held.delete('NVDA');
+    release();
+    worker = startWorker();
+    // The dead worker's partitions move to the new one once its Kafka session times out (6 s here).
+    const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
+    expect(final.status).toBe('completed');
+    const { rows } = await withDb((client) => client.query<{ attempts: number }>('SELECT attempts FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]));
+    expect(rows[0]?.attempts).toBe(2);
+  });
+
+  async function withDb<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client(db.url);
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  }
+});

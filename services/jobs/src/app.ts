@@ -1,0 +1,55 @@
+import { JobPathParams } from '@fin/contracts';
+import { callerOf, createServiceApp, route, verifyIdentity, type Lifecycle } from '@fin/http';
+import { type Logger } from '@fin/log';
+import type express from 'express';
+import { type JobQueries, type JobRef } from './job-queries';
+
+export interface JobsAppDeps {
+  logger: Logger;
+  /** Answers of the two endpoints (createJobQueries over the database pool). */
+  queries: JobQueries;
+  /** INTERNAL_SIGNING_SECRET: requests without the gateway's valid signature are refused (401). */
+  signingSecret: string;
+  /** Whether the database is reachable. */
+  readiness: () => Promise<void>;
+  lifecycle?: Lifecycle;
+}
+
+/**
+ * The job-status HTTP application: GET /api/jobs/{job_type}/{job_id}/status and /result, for the tenant the
+ * gateway vouches for. Pure: it never listens.
+ */
+export function createApp({ logger, queries, signingSecret, readiness, lifecycle }: JobsAppDeps): express.Express {
+  return createServiceApp({
+    name: 'jobs',
+    logger,
+    readiness,
+    ...(lifecycle === undefined ? {} : { lifecycle }),
+    routes: (app) => {
+      // Before the routes' own validation: a request the gateway did not sign learns nothing, not even a 400.
+      app.use('/api/jobs', verifyIdentity(signingSecret, { logger }));
+
+      const refOf = (params: JobPathParams, res: express.Response): JobRef => ({
+        tenantId: callerOf(res).tenantId,
+        jobType: params.job_type,
+        jobId: params.job_id.toLowerCase(),
+      });
+
+      app.get(
+        '/api/jobs/:job_type/:job_id/status',
+        route({ params: JobPathParams }, ({ params }, { res }) => {
+          // A poll must never be answered from an intermediary's cache.
+          res.set('Cache-Control', 'no-store');
+          return queries.status(refOf(params, res));
+        }),
+      );
+      app.get(
+        '/api/jobs/:job_type/:job_id/result',
+        route({ params: JobPathParams }, ({ params }, { res }) => {
+          res.set('Cache-Control', 'no-store');
+          return queries.result(refOf(params, res));
+        }),
+      );
+    },
+  });
+}

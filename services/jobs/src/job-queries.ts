@@ -1,0 +1,103 @@
+// What the status and result endpoints answer. Each answer is one primary-key read of only the columns it needs,
+// as a prepared statement: the status endpoint is polled by every client of every job.
+import { JobError, type JobResultResponse, type JobStatus, type JobStatusResponse, type JobType } from '@fin/contracts';
+import { type Queryable } from '@fin/db';
+import { AppError, notFound } from '@fin/http';
+
+/** The job a caller asks about: the tenant it authenticated as and the two path parameters. */
+export interface JobRef {
+  tenantId: string;
+  jobType: JobType;
+  jobId: string;
+}
+
+export interface JobQueries {
+  status(ref: JobRef): Promise<JobStatusResponse>;
+  /** The result of a completed job; a 409 (keep polling, or: it failed) otherwise. */
+  result(ref: JobRef): Promise<JobResultResponse>;
+}
+
+/**
+ * The same answer for a job that does not exist, one of another job type and one of another tenant, so that a
+ * caller cannot learn that someone else's job id exists.
+ */
+const JOB_NOT_FOUND_DETAIL = 'Job not found.';
+
+/** Seconds a client should wait before polling again (the spec suggests 2 s). */
+const POLL_INTERVAL_SECONDS = 2;
+
+/** The step shown when the worker has not said what it is doing. */
+const DEFAULT_STEP: Record<JobStatus, string> = {
+  pending: 'Waiting for a worker',
+  running: 'Working on the request',
+  completed: 'Completed',
+  failed: 'Failed',
+};
+
+const UNKNOWN_FAILURE: JobError = { type: 'internal_error', detail: 'The job failed.' };
+
+interface StatusRow {
+  status: JobStatus;
+  progress: number;
+  currently_working_on: string | null;
+  error: unknown;
+}
+
+interface ResultRow extends StatusRow {
+  result: Record<string, unknown> | null;
+}
+
+// Tenant and type are part of the lookup, so a mismatch is simply no row. tenant_id is compared as text: the
+// identity's tenant is any token the gateway signed, and a non-UUID must not turn into a database error.
+const WHERE = 'WHERE id = $1 AND tenant_id::text = $2 AND type = $3';
+const STATUS_SQL = `SELECT status, progress, currently_working_on, error FROM jobs ${WHERE}`;
+const RESULT_SQL = `SELECT status, progress, currently_working_on, error, result FROM jobs ${WHERE}`;
+
+function failureOf(row: StatusRow): JobError {
+  const parsed = JobError.safeParse(row.error);
+  return parsed.success ? parsed.data : UNKNOWN_FAILURE;
+}
+
+function stepOf(row: StatusRow): string {
+  return row.currently_working_on ?? DEFAULT_STEP[row.status];
+}
+
+function notFinished(ref: JobRef, row: StatusRow): AppError {
+  const statusUrl = `/api/jobs/${ref.jobType}/${ref.jobId}/status`;
+  const state =
+    row.status === 'pending'
+      ? `The job has not started yet (${row.progress}%): ${stepOf(row)}.`
+      : `The job is still running (${row.progress}%): ${stepOf(row)}.`;
+  return new AppError('conflict', `${state} Poll the status URL (${statusUrl}) until it reports completed, then read the result.`, {
+    headers: { 'Retry-After': String(POLL_INTERVAL_SECONDS) },
+  });
+}
+
+function failed(row: StatusRow): AppError {
+  const { detail } = failureOf(row);
+  return new AppError('conflict', `The job failed and will not complete. Reason: ${detail} Submit the request again to retry.`);
+}
+
+export function createJobQueries(db: Queryable): JobQueries {
+  async function find<R extends StatusRow>(name: string, text: string, { tenantId, jobType, jobId }: JobRef): Promise<R> {
+    const { rows } = await db.query<R>({ name, text, values: [jobId, tenantId.toLowerCase(), jobType] });
+    const row = rows[0];
+    if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
+    return row;
+  }
+
+  return {
+    async status(ref) {
+      const row = await find<StatusRow>('jobs-status', STATUS_SQL, ref);
+      const fields = { job_id: ref.jobId, progress: row.progress, currently_working_on: stepOf(row) };
+      return row.status === 'failed' ? { ...fields, status: 'failed', error: failureOf(row) } : { ...fields, status: row.status };
+    },
+
+    async result(ref) {
+      const row = await find<ResultRow>('jobs-result', RESULT_SQL, ref);
+      if (row.status === 'failed') throw failed(row);
+      if (row.status !== 'completed' || row.result === null) throw notFinished(ref, row);
+      return { job_id: ref.jobId, status: 'completed', result: row.result };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { loadConfig, redactConfig } from '@fin/config';
+import { createPool } from '@fin/db';
+import { createKafka, createKafkaBus, ensureTopics, eventCatalog } from '@fin/events';
+import { createShutdown, onShutdownSignals } from '@fin/http';
+import { createLogger } from '@fin/log';
+import { jobsConfigShape } from './config';
+import { startJobsService } from './service';
+
+/** Wiring: config → pool and Kafka → the service; then a fixed shutdown order on SIGTERM/SIGINT. */
+async function main(): Promise<void> {
+  const config = loadConfig(jobsConfigShape);
+  const logger = createLogger({ service: 'jobs', level: config.LOG_LEVEL });
+  logger.info({ config: redactConfig(jobsConfigShape, config) }, 'starting');
+
+  try {
+    const pool = createPool({
+      connectionString: config.DATABASE_URL,
+      applicationName: 'jobs',
+      max: config.DATABASE_POOL_MAX,
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    });
+    const kafka = createKafka({ clientId: config.KAFKA_CLIENT_ID, brokers: config.KAFKA_BROKERS, logger });
+    await ensureTopics(kafka, Object.values(eventCatalog), 3, { topicPrefix: config.KAFKA_TOPIC_PREFIX });
+    const bus = createKafkaBus({ kafka, logger, topicPrefix: config.KAFKA_TOPIC_PREFIX });
+    const service = await startJobsService({ config, logger, bus, pool });
+
+    const shutdown = createShutdown({
+      logger,
+      lifecycle: service.lifecycle,
+      servers: [service.server],
+      unreadyDelayMs: config.SHUTDOWN_UNREADY_DELAY_MS,
+      drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
+      closers: [...service.closers, { name: 'event bus', close: () => bus.close() }, { name: 'database pool', close: () => pool.end() }],
+      exit: (code) => process.exit(code),
+    });
+    onShutdownSignals(shutdown);
+  } catch (error) {
+    logger.fatal({ err: error }, 'the jobs service could not start');
+    process.exit(1);
+  }
+}
+
+void main();

@@ -1,0 +1,98 @@
+// The job-status service as a unit: HTTP endpoints, the job-event consumer, the lease reaper and an outbox relay.
+// main.ts runs it on Kafka; a single-process setup can run it on the in-process bus with a shared pool.
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Pool } from '@fin/db';
+import { type EventBus, type OutboxRelayOptions, createOutboxRelay } from '@fin/events';
+import { type Closer, type Lifecycle, createLifecycle } from '@fin/http';
+import { type Logger } from '@fin/log';
+import { createApp } from './app';
+import { type JobsConfig } from './config';
+import { type JobEventsTopic, startJobEventConsumer } from './consumer';
+import { createJobQueries } from './job-queries';
+import { createLeaseReaper } from './reaper';
+
+export interface JobsServiceOptions {
+  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS'>;
+  logger: Logger;
+  bus: EventBus;
+  pool: Pool;
+  lifecycle?: Lifecycle;
+  /**
+   * Run an outbox relay, which publishes the reaper's job requests (default true). A process that already runs
+   * a relay on the same database may pass false; relays elect one leader anyway.
+   */
+  outboxRelay?: boolean | Omit<OutboxRelayOptions, 'pool' | 'bus' | 'logger'>;
+  /** Where job events are read (default jobs.events). */
+  eventsTopic?: JobEventsTopic;
+  /** Consumer group of the event consumer (default jobs-service). */
+  groupId?: string;
+}
+
+export interface JobsService {
+  server: Server;
+  /** Where the server listens, e.g. http://127.0.0.1:8085 (PORT 0 picks a free port). */
+  url: string;
+  lifecycle: Lifecycle;
+  /**
+   * In shutdown order, after the HTTP server stopped: event consumer, lease reaper, outbox relay. The caller
+   * then closes the bus and the pool it passed in (createShutdown in main.ts).
+   */
+  closers: Closer[];
+}
+
+export async function startJobsService({
+  config,
+  logger,
+  bus,
+  pool,
+  lifecycle = createLifecycle(),
+  outboxRelay = true,
+  eventsTopic,
+  groupId,
+}: JobsServiceOptions): Promise<JobsService> {
+  const closers: Closer[] = [];
+  const closeStarted = async () => {
+    for (const closer of [...closers].reverse()) await closer.close().catch(() => undefined);
+  };
+  try {
+    const consumer = await startJobEventConsumer({
+      bus,
+      pool,
+      logger,
+      ...(eventsTopic === undefined ? {} : { topic: eventsTopic }),
+      ...(groupId === undefined ? {} : { groupId }),
+    });
+    closers.push({ name: 'job event consumer', close: () => consumer.stop() });
+
+    const reaper = createLeaseReaper({ pool, logger, intervalMs: config.JOB_REAPER_INTERVAL_MS });
+    reaper.start();
+    closers.push({ name: 'lease reaper', close: () => reaper.stop() });
+
+    if (outboxRelay !== false) {
+      const relay = createOutboxRelay({ pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
+      relay.start();
+      closers.push({ name: 'outbox relay', close: () => relay.stop() });
+    }
+
+    const app = createApp({
+      logger,
+      queries: createJobQueries(pool),
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      readiness: async () => {
+        await pool.query('SELECT 1');
+      },
+      lifecycle,
+    });
+    const server = app.listen(config.PORT, config.HOST);
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${config.HOST}:${port}`;
+    logger.info({ url }, 'listening');
+    return { server, url, lifecycle, closers };
+  } catch (error) {
+    await closeStarted();
+    throw error;
+  }
+}

@@ -1,0 +1,178 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorBody, JobResultResponse, JobResultResponseByType, JobStatusResponse } from '@fin/contracts';
+import { type Pool, createPool } from '@fin/db';
+import { GATEWAY_ONLY_DETAIL, signIdentity } from '@fin/http';
+import { type TestDatabase, createTestDatabase } from '@fin/testing';
+import type express from 'express';
+import request from 'supertest';
+import { createApp } from '../src/app';
+import { createJobQueries } from '../src/job-queries';
+import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
+
+const NOT_FOUND = { detail: 'Job not found.', status_code: 404, type: 'not_found' };
+
+describe('job status and result endpoints', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let app: express.Express;
+  let tenantId: string;
+  let otherTenantId: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'jobs-http-test' });
+    tenantId = await createTenant(pool);
+    otherTenantId = await createTenant(pool);
+    app = createApp({
+      logger: testLogger(),
+      queries: createJobQueries(pool),
+      signingSecret: SECRET,
+      readiness: async () => {
+        await pool.query('SELECT 1');
+      },
+    });
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  const get = (path: string, tenant = tenantId) => request(app).get(path).set(signedGet(path, tenant));
+  const statusPath = (type: string, id: string) => `/api/jobs/${type}/${id}/status`;
+  const resultPath = (type: string, id: string) => `/api/jobs/${type}/${id}/result`;
+
+  describe('status', () => {
+    it('reports a pending job with a readable step even before a worker said anything', async () => {
+      const id = await insertJob(pool, { tenantId });
+      const res = await get(statusPath('news', id)).expect(200);
+      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'pending', progress: 0, currently_working_on: 'Waiting for a worker' });
+      expect(res.headers['cache-control']).toBe('no-store');
+    });
+
+    it('reports a running job with its progress and step', async () => {
+      const id = await insertJob(pool, { tenantId, type: 'stock-report', status: 'running', progress: 45, currentlyWorkingOn: 'Looking up market data' });
+      const res = await get(statusPath('stock-report', id)).expect(200);
+      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'running', progress: 45, currently_working_on: 'Looking up market data' });
+    });
+
+    it('reports a completed job without its result', async () => {
+      const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
+      const res = await get(statusPath('news', id)).expect(200);
+      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'completed', progress: 100, currently_working_on: 'Completed' });
+    });
+
+    it('reports a failed job with its reason', async () => {
+      const error = { type: 'internal_error', detail: 'The job did not finish: its worker stopped responding on all 3 attempts.' };
+      const id = await insertJob(pool, { tenantId, type: 'analysis', status: 'failed', progress: 30, error });
+      const res = await get(statusPath('analysis', id)).expect(200);
+      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'failed', progress: 30, currently_working_on: 'Failed', error });
+    });
+
+    it('answers an upper-case job id with the canonical id', async () => {
+      const id = await insertJob(pool, { tenantId });
+      const res = await get(statusPath('news', id.toUpperCase())).expect(200);
+      expect(JobStatusResponse.parse(res.body).job_id).toBe(id);
+    });
+  });
+
+  describe('result', () => {
+    it('returns the result of a completed job', async () => {
+      const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
+      const res = await get(resultPath('news', id)).expect(200);
+      expect(JobResultResponse.parse(res.body)).toEqual({ job_id: id, status: 'completed', result: NEWS_RESULT });
+      expect(JobResultResponseByType.news.parse(res.body).result.news).toHaveLength(1);
+    });
+
+    it('tells the client to keep polling a running job: 409 with Retry-After', async () => {
+      const id = await insertJob(pool, { tenantId, status: 'running', progress: 45, currentlyWorkingOn: 'Looking up market data' });
+      const res = await get(resultPath('news', id)).expect(409);
+      const body = ErrorBody.parse(res.body);
+      expect(body).toEqual({
+        type: 'conflict',
+        status_code: 409,
+        detail: `The job is still running (45%): Looking up market data. Poll the status URL (/api/jobs/news/${id}/status) until it reports completed, then read the result.`,
+      });
+      expect(res.headers['retry-after']).toBe('2');
+    });
+
+    it('tells the client to keep polling a pending job', async () => {
+      const id = await insertJob(pool, { tenantId });
+      const res = await get(resultPath('news', id)).expect(409);
+      expect(ErrorBody.parse(res.body).detail).toBe(
+        `The job has not started yet (0%): Waiting for a worker. Poll the status URL (/api/jobs/news/${id}/status) until it reports completed, then read the result.`,
+      );
+      expect(res.headers['retry-after']).toBe('2');
+    });
+
+    it('says why a failed job will never have a result, without Retry-After', async () => {
+      const id = await insertJob(pool, { tenantId, status: 'failed', progress: 30, error: { type: 'gateway_timeout', detail: 'The news model did not answer within 30 s.' } });
+      const res = await get(resultPath('news', id)).expect(409);
+      expect(ErrorBody.parse(res.body)).toEqual({
+        type: 'conflict',
+        status_code: 409,
+        detail: 'The job failed and will not complete. Reason: The news model did not answer within 30 s. Submit the request again to retry.',
+      });
+      expect(res.headers['retry-after']).toBeUndefined();
+    });
+  });
+
+  describe('not found', () => {
+    it.each(['status', 'result'])('answers the same 404 for an unknown id, another job type and another tenant (%s)', async (leaf) => {
+      const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
+      const path = (type: string, jobId: string) => `/api/jobs/${type}/${jobId}/${leaf}`;
+
+      // The owner sees it under its own type.
+      await get(path('news', id)).expect(200);
+
+      const unknown = await get(path('news', randomUUID())).expect(404);
+      const wrongType = await get(path('stock-report', id)).expect(404);
+      const otherTenant = await get(path('news', id), otherTenantId).expect(404);
+      for (const res of [unknown, wrongType, otherTenant]) expect(ErrorBody.parse(res.body)).toEqual(NOT_FOUND);
+      expect(new Set([unknown.text, wrongType.text, otherTenant.text]).size).toBe(1);
+    });
+  });
+
+  describe('validation', () => {
+    it('refuses a job type outside news, stock-report and analysis', async () => {
+      const res = await get(statusPath('chat', randomUUID())).expect(400);
+      const body = ErrorBody.parse(res.body);
+      expect(body.type).toBe('validation_error');
+      expect(body.detail).toBe('job_type: must be one of news, stock-report, analysis, got "chat"');
+    });
+
+    it('refuses a malformed job id', async () => {
+      const res = await get(resultPath('news', 'not-a-uuid')).expect(400);
+      const body = ErrorBody.parse(res.body);
+      expect(body.type).toBe('validation_error');
+      expect(body.detail).toMatch(/^job_id: must be a UUID/);
+    });
+  });
+
+  describe('security', () => {
+    it('refuses requests the gateway did not sign', async () => {
+      const id = await insertJob(pool, { tenantId });
+      const path = statusPath('news', id);
+      const unsigned = await request(app).get(path).expect(401);
+      const wrongSecret = await request(app).get(path).set(signedGet(path, tenantId, 'another-secret-0123456789abcdef01234')).expect(401);
+      // A signature for another path cannot be replayed here.
+      const otherPath = await request(app).get(path).set(signedGet(statusPath('news', randomUUID()), tenantId)).expect(401);
+      // Refused before validation: an unsigned caller learns nothing about the path either.
+      const invalidPath = await request(app).get(statusPath('chat', 'x')).expect(401);
+      for (const res of [unsigned, wrongSecret, otherPath, invalidPath]) {
+        expect(ErrorBody.parse(res.body)).toEqual({ detail: GATEWAY_ONLY_DETAIL, status_code: 401, type: 'unauthorized' });
+      }
+    });
+
+    it('refuses a signed request without a caller', async () => {
+      const path = statusPath('news', randomUUID());
+      const anonymous = signIdentity({ requestId: 'req-anonymous', caller: null }, SECRET, { method: 'GET', path });
+      const res = await request(app).get(path).set(anonymous).expect(401);
+      expect(ErrorBody.parse(res.body).type).toBe('unauthorized');
+    });
+  });
+
+  it('is ready while the database answers', async () => {
+    await request(app).get('/readyz').expect(200, { status: 'ready' });
+    await request(app).get('/healthz').expect(200);
+  });
+});

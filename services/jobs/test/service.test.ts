@@ -1,0 +1,138 @@
+// The service as main.ts runs it (here on the in-process bus): events in, status out, reaper requests published
+// by the relay, and the fixed shutdown order.
+import { ConfigError, parseConfig } from '@fin/config';
+import { JobStatusResponse } from '@fin/contracts';
+import { type Pool, createPool } from '@fin/db';
+import { type JobRequestedPayload, type MemoryEventBus, createMemoryBus, createPublisher, jobRequestTopics, jobsEventsTopic } from '@fin/events';
+import { createShutdown } from '@fin/http';
+import { type TestDatabase, createTestDatabase, uniqueName, waitFor } from '@fin/testing';
+import { jobsConfigShape } from '../src/config';
+import { type JobsService, startJobsService } from '../src/service';
+import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
+
+describe('startJobsService', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let bus: MemoryEventBus;
+  let service: JobsService;
+  const exits: number[] = [];
+  const closed: string[] = [];
+  const logger = testLogger();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'jobs-service-test' });
+    bus = createMemoryBus({ logger });
+    service = await startJobsService({
+      config: { PORT: 0, HOST: '127.0.0.1', INTERNAL_SIGNING_SECRET: SECRET, JOB_REAPER_INTERVAL_MS: 50 },
+      logger,
+      bus,
+      pool,
+      outboxRelay: { pollIntervalMs: 50, standbyIntervalMs: 50 },
+    });
+  });
+  afterAll(async () => {
+    // Idempotent when the shutdown test already ran.
+    if (service.server.listening) await new Promise((resolve) => service.server.close(resolve));
+    for (const closer of service.closers) await closer.close();
+    await bus.close();
+    await pool.end();
+    await db.drop();
+  });
+
+  const getStatus = async (id: string, tenantId: string) => {
+    const path = `/api/jobs/news/${id}/status`;
+    const res = await fetch(`${service.url}${path}`, { headers: signedGet(path, tenantId) });
+    return { code: res.status, body: (await res.json()) as unknown };
+  };
+
+  it('applies job events from the bus and answers the status endpoint', async () => {
+    const tenantId = await createTenant(pool);
+    const id = await insertJob(pool, { tenantId, attempts: 1 });
+    const publisher = createPublisher(bus);
+    await publisher.publish(jobsEventsTopic, id, { job_id: id, job_type: 'news', seq: 1001, status: 'running', progress: 40, currently_working_on: 'Ranking news by relevance' });
+    const running = await waitFor(async () => {
+      const { body } = await getStatus(id, tenantId);
+      const parsed = JobStatusResponse.parse(body);
+      return parsed.status === 'running' && parsed;
+    }, { what: 'the running event to be applied' });
+    expect(running).toEqual({ job_id: id, status: 'running', progress: 40, currently_working_on: 'Ranking news by relevance' });
+
+    await publisher.publish(jobsEventsTopic, id, { job_id: id, job_type: 'news', seq: 1002, status: 'completed', progress: 100, result: NEWS_RESULT });
+    await waitFor(async () => JobStatusResponse.parse((await getStatus(id, tenantId)).body).status === 'completed', { what: 'completion' });
+  });
+
+  it('publishes the reaper requests of an expired lease through the outbox relay', async () => {
+    const requested: JobRequestedPayload[] = [];
+    const observer = await bus.subscribe({
+      topic: jobRequestTopics.news,
+      groupId: uniqueName('observer'),
+      handler: async (envelope) => void requested.push(envelope.payload),
+    });
+    try {
+      const tenantId = await createTenant(pool);
+      const id = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: -1 });
+      const request = await waitFor(() => requested.find((payload) => payload.job_id === id), { what: 'the job to be requested again' });
+      expect(request).toMatchObject({ job_id: id, job_type: 'news', tenant_id: tenantId, attempt: 2 });
+      const { rows } = await pool.query<{ published: boolean }>('SELECT published_at IS NOT NULL AS published FROM outbox WHERE message_key = $1', [id]);
+      expect(rows).toEqual([{ published: true }]);
+    } finally {
+      await observer.stop();
+    }
+  });
+
+  it('shuts down in order: readiness off, HTTP stopped, then consumer, reaper and relay', async () => {
+    await expect(fetch(`${service.url}/readyz`).then((res) => res.status)).resolves.toBe(200);
+    const shutdown = createShutdown({
+      logger,
+      lifecycle: service.lifecycle,
+      servers: [service.server],
+      drainTimeoutMs: 1_000,
+      closers: service.closers.map((closer) => ({
+        name: closer.name,
+        close: async () => {
+          await closer.close();
+          closed.push(closer.name);
+        },
+      })),
+      exit: (code) => void exits.push(code),
+    });
+    await shutdown('SIGTERM');
+    expect(exits).toEqual([0]);
+    expect(service.lifecycle.shuttingDown).toBe(true);
+    expect(service.server.listening).toBe(false);
+    expect(closed).toEqual(['job event consumer', 'lease reaper', 'outbox relay']);
+  });
+});
+
+describe('jobs configuration', () => {
+  const valid = {
+    DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/fin_api',
+    INTERNAL_SIGNING_SECRET: 'x'.repeat(32),
+    KAFKA_BROKERS: '127.0.0.1:19092, 127.0.0.1:19093',
+  };
+
+  it('parses the environment with its defaults', () => {
+    expect(parseConfig(jobsConfigShape, valid)).toMatchObject({
+      PORT: 8085,
+      HOST: '127.0.0.1',
+      KAFKA_BROKERS: ['127.0.0.1:19092', '127.0.0.1:19093'],
+      KAFKA_CLIENT_ID: 'jobs',
+      JOB_REAPER_INTERVAL_MS: 2_000,
+      LOG_LEVEL: 'info',
+    });
+  });
+
+  it('names every bad variable and never echoes the secret', () => {
+    let error: unknown;
+    try {
+      parseConfig(jobsConfigShape, { DATABASE_URL: valid.DATABASE_URL, INTERNAL_SIGNING_SECRET: 'short-secret', JOB_REAPER_INTERVAL_MS: 'soon' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const variables = (error as ConfigError).issues.map((issue) => issue.variable).sort();
+    expect(variables).toEqual(['INTERNAL_SIGNING_SECRET', 'JOB_REAPER_INTERVAL_MS', 'KAFKA_BROKERS']);
+    expect((error as ConfigError).message).not.toContain('short-secret');
+  });
+});
