@@ -37,7 +37,7 @@ describe('forwarding', () => {
           }),
         'stock-report': (app) =>
           app.post('/api/products/stock-report', (_req, res) => {
-            res.status(422).json({ error: 'unprocessable', stack: 'at /srv/stock-report' });
+            res.status(418).json({ error: 'unprocessable', stack: 'at /srv/stock-report' });
           }),
         portal: (app) =>
           app.get('/portal/tools', (_req, res) => {
