@@ -96,3 +96,77 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
     FINNHUB_BASE_URL: finnhubUrl,
   };
 }
+
+export interface System {
+  gatewayUrl: string;
+  services: ServiceProcess[];
+  /** Runs the admin CLI against the system's database; returns its stdout. */
+  admin(args: string[]): string;
+  /** Starts another news worker process (e.g. after killing one). */
+  startWorker(extraEnv?: Record<string, string>): ServiceProcess;
+  /** A new tenant with a key of all scopes, and polling limits raised for tests. */
+  tenantKey(name: string): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Gateway, jobs service, news API and one news worker, each a process of its own, started in parallel and
+ * ready when this resolves.
+ */
+export async function startSystem(shared: Record<string, string>, workerEnv: Record<string, string> = {}): Promise<System> {
+  const { spawnSync } = await import('node:child_process');
+  const [gatewayPort, newsPort, jobsPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const services: ServiceProcess[] = [];
+  const startWorker = (extraEnv: Record<string, string> = {}) => {
+    const worker = startService('news-worker', 'news', { ...shared, NEWS_ROLE: 'worker', PORT: '0', ...workerEnv, ...extraEnv });
+    services.push(worker);
+    return worker;
+  };
+  const jobs = startService('jobs', 'jobs', { ...shared, PORT: String(jobsPort), JOB_REAPER_INTERVAL_MS: '250' });
+  const newsApi = startService('news-api', 'news', { ...shared, NEWS_ROLE: 'api', PORT: String(newsPort) });
+  const gateway = startService('gateway', 'gateway', {
+    ...shared,
+    PORT: String(gatewayPort),
+    NEWS_URL: `http://127.0.0.1:${newsPort}`,
+    JOBS_URL: `http://127.0.0.1:${jobsPort}`,
+  });
+  services.push(jobs, newsApi, gateway);
+  startWorker();
+  const stop = async () => {
+    await Promise.all(services.map((service) => service.stop()));
+  };
+  try {
+    await Promise.all([
+      waitUntilReady(`http://127.0.0.1:${jobsPort}/readyz`, jobs),
+      waitUntilReady(`http://127.0.0.1:${newsPort}/readyz`, newsApi),
+      waitUntilReady(`${gatewayUrl}/readyz`, gateway),
+    ]);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const admin = (args: string[]) => {
+    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
+      cwd: path.join(ROOT, 'services/gateway'),
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: shared.DATABASE_URL },
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) throw new Error(`admin ${args.join(' ')} failed: ${run.stderr}`);
+    return run.stdout;
+  };
+  return {
+    gatewayUrl,
+    services,
+    admin,
+    startWorker,
+    tenantKey(name) {
+      admin(['tenants', 'create', name]);
+      // Tests poll faster than the default 600 status requests per minute allow.
+      admin(['limits', 'set', '--tenant', name, '--product', 'jobs', '--per-minute', '100000']);
+      admin(['limits', 'set', '--tenant', name, '--product', 'news', '--per-minute', '100000']);
+      return (JSON.parse(admin(['keys', 'create', '--tenant', name, '--json'])) as { api_key: string }).api_key;
+    },
+    stop,
+  };
+}

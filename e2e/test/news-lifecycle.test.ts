@@ -3,7 +3,7 @@ import { AsyncJobResponse, JobResultResponse, JobStatusResponse, NewsResponse, N
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
-import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess } from '../src/system';
+import { sharedEnv, startSystem, type ServiceProcess, type System } from '../src/system';
 
 /**
  * The first request that travels the whole system: gateway → news API → outbox → Kafka → news worker → job
@@ -13,31 +13,13 @@ describe('news through the whole system', () => {
   let db: TestDatabase;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
-  let env: Record<string, string>;
+  let system: System;
   let gatewayUrl: string;
-  const services: ServiceProcess[] = [];
   let worker: ServiceProcess;
   let keyA: string;
   let keyB: string;
   /** Symbols whose model turns are held back until released, to catch a job mid-run. */
   const held = new Map<string, Promise<void>>();
-
-  async function admin(args: string[]): Promise<string> {
-    const { spawnSync } = await import('node:child_process');
-    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
-      cwd: `${__dirname}/../../services/gateway`,
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },
-      encoding: 'utf8',
-    });
-    if (run.status !== 0) throw new Error(`admin ${args.join(' ')} failed: ${run.stderr}`);
-    return run.stdout;
-  }
-
-  function startWorker(): ServiceProcess {
-    const process_ = startService('news-worker', 'news', { ...env, NEWS_ROLE: 'worker', PORT: '0', NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
-    services.push(process_);
-    return process_;
-  }
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -50,35 +32,17 @@ describe('news through the whole system', () => {
       },
     });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
-    const [gatewayPort, newsPort, jobsPort] = await Promise.all([freePort(), freePort(), freePort()]);
-    gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-
-    const jobs = startService('jobs', 'jobs', { ...env, PORT: String(jobsPort), JOB_REAPER_INTERVAL_MS: '250' });
-    const newsApi = startService('news-api', 'news', { ...env, NEWS_ROLE: 'api', PORT: String(newsPort) });
-    const gateway = startService('gateway', 'gateway', {
-      ...env,
-      PORT: String(gatewayPort),
-      NEWS_URL: `http://127.0.0.1:${newsPort}`,
-      JOBS_URL: `http://127.0.0.1:${jobsPort}`,
-    });
-    services.push(jobs, newsApi, gateway);
-    worker = startWorker();
-    await Promise.all([
-      waitUntilReady(`http://127.0.0.1:${jobsPort}/readyz`, jobs),
-      waitUntilReady(`http://127.0.0.1:${newsPort}/readyz`, newsApi),
-      waitUntilReady(`${gatewayUrl}/readyz`, gateway),
-    ]);
-    await admin(['tenants', 'create', 'acme']);
-    await admin(['tenants', 'create', 'globex']);
-    // The tests poll faster than the default 600 status requests per minute allow.
-    await admin(['limits', 'set', '--tenant', 'acme', '--product', 'jobs', '--per-minute', '100000']);
-    keyA = (JSON.parse(await admin(['keys', 'create', '--tenant', 'acme', '--json'])) as { api_key: string }).api_key;
-    keyB = (JSON.parse(await admin(['keys', 'create', '--tenant', 'globex', '--json'])) as { api_key: string }).api_key;
+    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
+    // Short lease and Kafka session, so a killed worker's job moves on within seconds.
+    system = await startSystem(env, { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+    gatewayUrl = system.gatewayUrl;
+    worker = system.services.find((service) => service.name === 'news-worker')!;
+    keyA = system.tenantKey('acme');
+    keyB = system.tenantKey('globex');
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(services.map((service) => service.stop()));
+    await system?.stop();
     await Promise.all([claude?.close(), finnhub?.close()]);
     await db?.drop();
   });
@@ -195,7 +159,7 @@ describe('news through the whole system', () => {
     await worker.stop('SIGKILL');
     held.delete('NVDA');
     release();
-    worker = startWorker();
+    worker = system.startWorker();
     // The dead worker's partitions move to the new one once its Kafka session times out (6 s here).
     const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
     expect(final.status).toBe('completed');
