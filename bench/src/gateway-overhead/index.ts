@@ -189,7 +189,7 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
   // Every target answers the same bytes; the gateway counts the request (its rate-limit headers show the
   // raised limit); the stand-in refuses an unsigned request, so the direct path really checks the signature.
   for (const target of targets) {
-    const response = await fetch(requests[target].url, { method: 'POST', headers: requests[target].headers, body });
+    const response = await fetch(requests[target].url, { method: 'POST', headers: requests[target].headers, body, signal: AbortSignal.timeout(10_000) });
     const text = await response.text();
     if (response.status !== 200 || text !== NEWS_RESPONSE_BODY) throw new Error(`${TARGET_LABELS[target]} answered ${response.status}: ${text.slice(0, 300)}`);
     if (target === 'gateway') {
@@ -200,7 +200,7 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
       }
     }
   }
-  const unsigned = await fetch(requests.direct.url, { method: 'POST', headers: json, body });
+  const unsigned = await fetch(requests.direct.url, { method: 'POST', headers: json, body, signal: AbortSignal.timeout(10_000) });
   await unsigned.arrayBuffer();
   if (unsigned.status !== 401) throw new Error(`the news stand-in answered ${unsigned.status} to an unsigned request; expected 401`);
 

@@ -39,6 +39,6 @@ export function formatMachine(machine: Machine): string {
   return [
     `machine: ${machine.cpus} CPUs (nproc), ${machine.cpuModel}, ${machine.memoryGiB} GiB RAM`,
     `runtime: Node ${machine.node} on ${machine.platform}`,
-    `load average before the run: ${machine.loadAverage.join(' ')}`,
+    `load average before the run: ${machine.loadAverage.map((value) => value.toFixed(2)).join(' ')} (other work on the machine shows here)`,
   ].join('\n');
 }

@@ -79,6 +79,8 @@ export function startNodeProcess({ name, entry, env, nodeFlags = [] }: NodeProce
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
+  // A failure to spawn or signal the process is reported through its output (and waitUntilReady), not thrown.
+  child.on('error', (error) => keep(Buffer.from(`\n[bench] ${name}: ${error.message}\n`)));
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());

@@ -36,6 +36,8 @@ export const gatewayConfigShape = {
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests and event streams may take to finish before they are cut. */
   SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
+  /** How long an idle client connection is kept open; longer than load balancers' idle timeout (often 60 s). */
+  KEEP_ALIVE_TIMEOUT_MS: int(1_000, 600_000).default(65_000),
 };
 
 export type GatewayConfig = z.output<z.ZodObject<typeof gatewayConfigShape>>;

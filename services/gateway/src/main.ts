@@ -53,6 +53,10 @@ function main(): void {
   const server = app.listen(config.PORT, config.HOST, () => {
     logger.info({ url: `http://${config.HOST}:${config.PORT}` }, 'listening');
   });
+  // Idle keep-alive connections outlive the clients' and load balancers' own idle timeouts (60 s on most), so it
+  // is never the gateway that closes a connection a client is about to reuse.
+  server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
+  server.headersTimeout = config.KEEP_ALIVE_TIMEOUT_MS + 1_000;
 
   const shutdown = createShutdown({
     logger,
