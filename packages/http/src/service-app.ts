@@ -61,6 +61,8 @@ export function createServiceApp(options: ServiceAppOptions): express.Express {
   const { name, logger, readiness, lifecycle = createLifecycle(), readinessTimeoutMs = DEFAULT_READINESS_TIMEOUT_MS, jsonBodyLimit, routes } = options;
   const app = express();
   app.disable('x-powered-by');
+  // Answers are per-tenant and mostly uncacheable: hashing every body for an ETag costs more than it saves.
+  app.set('etag', false);
   // Behind the gateway and the ingress; client addresses come from X-Forwarded-For where they matter.
   app.set('trust proxy', false);
 

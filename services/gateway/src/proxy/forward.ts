@@ -43,7 +43,9 @@ function isEventStream(response: Dispatcher.ResponseData): boolean {
  */
 export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
   return async (req, res, next) => {
-    const log = loggerOf(res, options.logger).child({ upstream: upstream.name });
+    // Made on first use: most requests log nothing here, and a child logger per request is measurable.
+    let logger: Logger | undefined;
+    const log = (): Logger => (logger ??= loggerOf(res, options.logger).child({ upstream: upstream.name }));
     const requestId = requestIdOf(res) ?? randomUUID();
     const path = `${upstream.basePath}${req.originalUrl}`;
     const headers = {
@@ -71,7 +73,7 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
       });
     } catch (error) {
       if (controller.signal.aborted) {
-        log.info('the client left before the service answered; request aborted');
+        log().info('the client left before the service answered; request aborted');
         return;
       }
       next(upstreamFailure(upstream, error, options.responseTimeoutMs));
@@ -95,10 +97,10 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
     } catch (error) {
       body.destroy();
       if (controller.signal.aborted) {
-        log.info('the client left during the response; request aborted');
+        log().info('the client left during the response; request aborted');
         return;
       }
-      log.error({ err: error, status: statusCode }, 'the service failed during its response');
+      log().error({ err: error, status: statusCode }, 'the service failed during its response');
       if (res.headersSent) res.destroy();
       else next(upstreamFailure(upstream, error, options.responseTimeoutMs));
     }
@@ -110,7 +112,7 @@ function setHeaders(res: Response, headers: Record<string, string | string[]>): 
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
 
-async function relayEventStream(response: Dispatcher.ResponseData, res: Response, signal: AbortSignal, upstream: Upstream, log: Logger): Promise<void> {
+async function relayEventStream(response: Dispatcher.ResponseData, res: Response, signal: AbortSignal, upstream: Upstream, log: () => Logger): Promise<void> {
   res.status(response.statusCode);
   // No compression and no buffering anywhere on the way (X-Accel-Buffering: nginx-based ingresses).
   setHeaders(res, { ...responseHeaders(response.headers, ['content-length', 'content-encoding']), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
@@ -121,13 +123,13 @@ async function relayEventStream(response: Dispatcher.ResponseData, res: Response
   } catch (error) {
     if (signal.aborted) throw error;
     // The service failed mid-stream (crashed, connection lost): the client learns it from a last event.
-    log.error({ err: error }, 'the service failed in the middle of an event stream');
+    log().error({ err: error }, 'the service failed in the middle of an event stream');
     res.write(formatSse('error', midStreamFailure(upstream)));
   }
   res.end();
 }
 
-async function relayError(response: Dispatcher.ResponseData, res: Response, upstream: Upstream, log: Logger, idleTimeoutMs: number): Promise<void> {
+async function relayError(response: Dispatcher.ResponseData, res: Response, upstream: Upstream, log: () => Logger, idleTimeoutMs: number): Promise<void> {
   const { statusCode, headers } = response;
   const bytes = await readBounded(response.body, MAX_ERROR_BODY_BYTES, idleTimeoutMs);
   const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
@@ -140,7 +142,7 @@ async function relayError(response: Dispatcher.ResponseData, res: Response, upst
   }
   const replacement = normalisedError(upstream, statusCode);
   const level = statusCode === 401 || statusCode >= 500 ? 'error' : 'warn';
-  log[level](
+  log()[level](
     { status: statusCode, sent: replacement.status_code, body: bytes?.subarray(0, 2048).toString('utf8') },
     statusCode === 401 ? 'the service refused the gateway\'s identity signature: is INTERNAL_SIGNING_SECRET the same everywhere?' : 'the service answered an error without the spec\'s error body; replaced',
   );

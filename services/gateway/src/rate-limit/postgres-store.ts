@@ -1,16 +1,61 @@
 import type { Pool } from '@fin/db';
 import type { ClientRateLimitInfo, IncrementResponse, Store } from 'express-rate-limit';
 
-// One statement per hit, atomic under concurrency: the row lock taken by ON CONFLICT DO UPDATE orders the
+// One statement adds $3 hits, atomic under concurrency: the row lock taken by ON CONFLICT DO UPDATE orders the
 // increments of one counter, and each sees the latest committed hits. A window that has ended is restarted by
 // the same statement (fixed windows, starting at the first hit after the previous one ended).
 const INCREMENT = `
   INSERT INTO rate_limit_counters AS c (counter_key, hits, reset_at)
-  VALUES ($1, 1, now() + $2::int * interval '1 millisecond')
+  VALUES ($1, $3::int, now() + $2::int * interval '1 millisecond')
   ON CONFLICT (counter_key) DO UPDATE SET
-    hits     = CASE WHEN c.reset_at <= now() THEN 1 ELSE c.hits + 1 END,
+    hits     = CASE WHEN c.reset_at <= now() THEN $3::int ELSE c.hits + $3::int END,
     reset_at = CASE WHEN c.reset_at <= now() THEN excluded.reset_at ELSE c.reset_at END
   RETURNING hits, reset_at`;
+
+interface Waiter {
+  resolve(response: IncrementResponse): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Combines the hits on one counter that arrive while its previous statement is in flight into the next single
+ * statement: at most one statement per counter is in flight per process, carrying every hit that queued
+ * behind it. Exactness holds: the statement adds n hits atomically and returns the total, and the n waiting
+ * requests are given the consecutive counts (total − n + 1 … total), as if they had been applied one by one.
+ * A lone hit goes out at once, so an idle gateway adds no delay.
+ */
+class IncrementBatcher {
+  private readonly queued = new Map<string, Waiter[]>();
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly send: (counterKey: string, hits: number) => Promise<CounterRow>) {}
+
+  add(counterKey: string): Promise<IncrementResponse> {
+    return new Promise((resolve, reject) => {
+      const waiters = this.queued.get(counterKey);
+      if (waiters) waiters.push({ resolve, reject });
+      else this.queued.set(counterKey, [{ resolve, reject }]);
+      if (!this.inFlight.has(counterKey)) void this.flush(counterKey);
+    });
+  }
+
+  private async flush(counterKey: string): Promise<void> {
+    const waiters = this.queued.get(counterKey);
+    if (!waiters) return;
+    this.queued.delete(counterKey);
+    this.inFlight.add(counterKey);
+    try {
+      const row = await this.send(counterKey, waiters.length);
+      const first = row.hits - waiters.length + 1;
+      waiters.forEach((waiter, index) => waiter.resolve({ totalHits: first + index, resetTime: row.reset_at }));
+    } catch (error) {
+      for (const waiter of waiters) waiter.reject(error);
+    } finally {
+      this.inFlight.delete(counterKey);
+      if (this.queued.has(counterKey)) void this.flush(counterKey);
+    }
+  }
+}
 
 /** pg reads `query_timeout` per query too; its typings only declare the client-wide option. */
 interface TimedQuery {
@@ -50,6 +95,7 @@ export class FailOpenBreaker {
  */
 export class PostgresRateLimitStore implements Store {
   readonly localKeys = false;
+  private readonly batcher = new IncrementBatcher((counterKey, hits) => this.send(counterKey, hits));
 
   constructor(
     private readonly pool: Pool,
@@ -61,16 +107,19 @@ export class PostgresRateLimitStore implements Store {
 
   async increment(key: string): Promise<IncrementResponse> {
     this.breaker.check();
+    return this.batcher.add(this.prefix + key);
+  }
+
+  private async send(counterKey: string, hits: number): Promise<CounterRow> {
     try {
       const query: TimedQuery = {
         name: 'gateway-rate-limit-increment',
         text: INCREMENT,
-        values: [this.prefix + key, this.windowMs],
+        values: [counterKey, this.windowMs, hits],
         query_timeout: this.timeoutMs,
       };
       const { rows } = await this.pool.query<CounterRow>(query);
-      const row = rows[0] as CounterRow;
-      return { totalHits: row.hits, resetTime: row.reset_at };
+      return rows[0] as CounterRow;
     } catch (error) {
       this.breaker.failed();
       throw error;
