@@ -2,6 +2,7 @@
 // they are not tests: the exit status is non-zero only when the figures are invalid (a request failed, a
 // server did not start), never because a target was missed. See docs/benchmarks.md.
 import { gatewayOverhead } from './gateway-overhead';
+import { jobPipeline } from './job-pipeline';
 import type { BenchOptions } from './lib/options';
 import { USAGE, parseOptions } from './lib/options';
 import { note, print } from './lib/output';
@@ -15,6 +16,10 @@ const SCENARIOS: Record<string, Scenario> = {
   'gateway-overhead': {
     description: 'a cache-hit news request through the gateway vs straight to the service, and an empty express 5 handler',
     run: gatewayOverhead,
+  },
+  'job-pipeline': {
+    description: 'POST → completed visible on the status endpoint (cache misses, 20 jobs/s), and the jobs/s of one news worker',
+    run: jobPipeline,
   },
 };
 

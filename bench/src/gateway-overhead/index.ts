@@ -244,15 +244,18 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
 
   // Stopping the servers ends the gateway's database sessions, which flushes their statistics (then every
   // rate-limit upsert it ran shows in pg_stat_user_tables), and makes profiled processes write their profiles.
+  const gatewayOutput = () => servers.gateway?.output() ?? '';
   await Promise.all(serverNames.map((server) => servers[server]?.stop() ?? Promise.resolve()));
-  for (let attempt = 0; attempt < 50; attempt++) {
+  for (let attempt = 0; attempt < 20; attempt++) {
     outcome.upserts = await rateLimitWrites(pool);
-    if (outcome.upserts >= outcome.gatewayRequests) break;
+    if (outcome.upserts > 0) break;
     await delay(100);
   }
-  if (outcome.upserts < outcome.gatewayRequests) {
+  // Concurrent hits on one counter share an upsert (the store combines them), so upserts ≤ requests; what
+  // would invalidate the figures is the limiter failing open, which the gateway logs.
+  if (outcome.upserts === 0 || /failing open/.test(gatewayOutput())) {
     outcome.problems.push(
-      `the gateway answered ${outcome.gatewayRequests} requests but ran ${outcome.upserts} rate-limit upserts: the limiter failed open and the figures leave out its cost`,
+      `the gateway's rate limiter did not count every request (${outcome.upserts} upserts; it logged that it failed open): the figures leave out its cost`,
     );
   }
   for (const { server, mode, target } of PROFILED) {
@@ -400,7 +403,7 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       );
     }
   }
-  print(`rate-limit upserts run by the gateway: ${thousands(outcome.upserts)} for ${thousands(outcome.gatewayRequests)} requests it answered`);
+  print(`rate-limit upserts run by the gateway: ${thousands(outcome.upserts)} for ${thousands(outcome.gatewayRequests)} requests it answered (concurrent hits on one counter share an upsert)`);
 
   const latency = { direct: find('latency', 'direct')?.result, gateway: find('latency', 'gateway')?.result };
   const throughput = { direct: find('throughput', 'direct')?.result, gateway: find('throughput', 'gateway')?.result };

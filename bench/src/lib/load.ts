@@ -15,6 +15,11 @@ export interface LoadOptions {
   connections: number;
   pipelining: number;
   durationS: number;
+  /**
+   * Called before each request to vary it (e.g. rotate over a set of job ids): its path (relative to `url`'s
+   * origin) and headers added to `headers`. Without it every request is the same.
+   */
+  requestFor?: () => { path: string; headers?: Record<string, string> };
 }
 
 export interface LoadResult {
@@ -45,6 +50,13 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
+function varied(requestFor: NonNullable<LoadOptions['requestFor']>): (request: autocannon.Request) => autocannon.Request {
+  return (request) => {
+    const next = requestFor();
+    return { ...request, path: next.path, headers: { ...request.headers, ...next.headers } };
+  };
+}
+
 /** Runs autocannon for `durationS` seconds and returns the figures. */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let samples = new Float64Array(1 << 16);
@@ -57,6 +69,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         headers: options.headers,
         ...(options.body === undefined ? {} : { body: options.body }),
         ...(options.expectBody === undefined ? {} : { expectBody: options.expectBody }),
+        ...(options.requestFor === undefined ? {} : { requests: [{ setupRequest: varied(options.requestFor) }] }),
         connections: options.connections,
         pipelining: options.pipelining,
         duration: options.durationS,
@@ -105,4 +118,29 @@ export function failuresOf(result: LoadResult): string {
   if (result.mismatches > 0) problems.push(`${result.mismatches} unexpected bodies`);
   if (result.requests === 0) problems.push('no successful request');
   return problems.join(', ');
+}
+
+export interface Percentiles {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+/** Nearest-rank percentiles, maximum and mean of any list of samples. */
+export function percentiles(values: ArrayLike<number>): Percentiles {
+  const sorted = Float64Array.from(values).sort();
+  let sum = 0;
+  for (const value of sorted) sum += value;
+  const count = sorted.length;
+  return {
+    count,
+    p50: quantile(sorted, 0.5),
+    p90: quantile(sorted, 0.9),
+    p99: quantile(sorted, 0.99),
+    max: count > 0 ? (sorted[count - 1] ?? Number.NaN) : Number.NaN,
+    mean: count > 0 ? sum / count : Number.NaN,
+  };
 }

@@ -14,6 +14,10 @@ export interface BenchOptions {
   /** Also measure variants of the process under test with one part removed, to attribute its cost. */
   breakdown: boolean;
   quick: boolean;
+  /** Jobs of the job-pipeline latency measurement (undefined: the scenario's default, smaller with --quick). */
+  jobs?: number;
+  /** Jobs submitted per second by the job-pipeline latency measurement (undefined: the scenario's default). */
+  rate?: number;
 }
 
 export const USAGE = `usage: npm run bench -- [scenario ...] [options]
@@ -25,6 +29,8 @@ Runs every scenario when none is named. Options (environment variable in bracket
   --connections <n>    connections of the throughput measurements [BENCH_CONNECTIONS] (default 10)
   --profile            also write and summarise CPU profiles of the processes under test
   --breakdown          also measure variants with one part removed (e.g. the gateway without rate limiting)
+  --jobs <n>           job-pipeline: jobs timed from POST to completed [BENCH_JOBS] (default 1000, 100 with --quick)
+  --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 20)
   --help               this text`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
@@ -46,6 +52,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       connections: { type: 'string' },
       profile: { type: 'boolean', default: false },
       breakdown: { type: 'boolean', default: false },
+      jobs: { type: 'string' },
+      rate: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -58,5 +66,9 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     profile: values.profile === true,
     breakdown: values.breakdown === true,
   };
+  const jobs = values.jobs ?? env.BENCH_JOBS;
+  if (jobs !== undefined && jobs !== '') options.jobs = Math.round(positive('--jobs', jobs, 1));
+  const rate = values.rate ?? env.BENCH_RATE;
+  if (rate !== undefined && rate !== '') options.rate = positive('--rate', rate, 1);
   return { scenarios: positionals, options, help: values.help === true };
 }

@@ -29,6 +29,27 @@ export class Cleanup {
   }
 }
 
+/**
+ * Runs `work` with a Cleanup that runs however it ends: on success, on an error, and on Ctrl-C or SIGTERM (then
+ * the process exits with 130 once clean-up is done).
+ */
+export async function withCleanup<T>(work: (cleanup: Cleanup) => Promise<T>): Promise<T> {
+  const cleanup = new Cleanup();
+  const onSignal = (signal: NodeJS.Signals) => {
+    note(`${signal}: stopping every process of the run, deleting its topics, dropping its database`);
+    void cleanup.runAll().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await work(cleanup);
+  } finally {
+    await cleanup.runAll();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
 /** A port that was free a moment ago (the kernel picks it; the child binds it right after). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

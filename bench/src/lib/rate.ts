@@ -1,0 +1,105 @@
+// An open-loop load at a constant rate: requests start on a fixed schedule whether or not earlier ones have been
+// answered, the way independent clients arrive. autocannon's `overallRate` is not that: each connection sends
+// as fast as it can until its share of the second is used up and then waits for the next second, so a
+// "1,000 req/s" run is a burst at full speed at the start of every second, and its latency is that of saturation.
+//
+// The schedule is kept by a 1 ms timer: each tick starts every request whose time has come. A request's latency
+// runs from its start to the end of its answer (queueing in the client's connection pool included); the lag of
+// the schedule itself is reported separately, so a load generator that fell behind is visible.
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+import { quantile } from './load';
+
+export interface FixedRateOptions {
+  /** Requests per second. */
+  rate: number;
+  durationS: number;
+  /** Starts one request; resolves with whether its answer was the expected one. Must not reject. */
+  send(): Promise<boolean>;
+  /** After the schedule ends, how long to wait for requests still in flight. */
+  drainTimeoutMs?: number;
+}
+
+export interface FixedRateResult {
+  offeredRate: number;
+  /** Requests answered as expected per second of the schedule. */
+  achievedRate: number;
+  started: number;
+  ok: number;
+  failed: number;
+  /** Still unanswered after the drain timeout. */
+  unfinished: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
+  /** How late the schedule started requests at worst, and at p99 (ms). */
+  scheduleLagMs: { p99: number; max: number };
+  durationS: number;
+}
+
+function grow(samples: Float64Array<ArrayBuffer>, count: number): Float64Array<ArrayBuffer> {
+  if (count < samples.length) return samples;
+  const grown = new Float64Array(samples.length * 2);
+  grown.set(samples);
+  return grown;
+}
+
+export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_000 }: FixedRateOptions): Promise<FixedRateResult> {
+  let latencies: Float64Array<ArrayBuffer> = new Float64Array(1 << 14);
+  let lags: Float64Array<ArrayBuffer> = new Float64Array(1 << 14);
+  let ok = 0;
+  let failed = 0;
+  let started = 0;
+  let answered = 0;
+  let sum = 0;
+  const intervalMs = 1000 / rate;
+  const total = Math.floor(rate * durationS);
+  const begin = performance.now();
+
+  const launch = (scheduledAt: number) => {
+    const at = performance.now();
+    lags = grow(lags, started);
+    lags[started] = at - scheduledAt;
+    started++;
+    void send().then((good) => {
+      const latency = performance.now() - at;
+      answered++;
+      if (!good) {
+        failed++;
+        return;
+      }
+      latencies = grow(latencies, ok);
+      latencies[ok++] = latency;
+      sum += latency;
+    });
+  };
+
+  while (started < total) {
+    const now = performance.now();
+    const due = Math.min(total, Math.floor((now - begin) / intervalMs) + 1);
+    while (started < due) launch(begin + started * intervalMs);
+    await delay(1);
+  }
+  const scheduleEnd = performance.now();
+  const drainDeadline = scheduleEnd + drainTimeoutMs;
+  while (answered < started && performance.now() < drainDeadline) await delay(5);
+
+  const sorted = latencies.subarray(0, ok).sort();
+  const sortedLags = lags.subarray(0, started).sort();
+  const measuredS = Math.max(durationS, (scheduleEnd - begin) / 1000);
+  return {
+    offeredRate: rate,
+    achievedRate: ok / measuredS,
+    started,
+    ok,
+    failed,
+    unfinished: started - answered,
+    latencyMs: {
+      p50: quantile(sorted, 0.5),
+      p90: quantile(sorted, 0.9),
+      p99: quantile(sorted, 0.99),
+      max: ok > 0 ? (sorted[ok - 1] ?? Number.NaN) : Number.NaN,
+      mean: ok > 0 ? sum / ok : Number.NaN,
+    },
+    scheduleLagMs: { p99: quantile(sortedLags, 0.99), max: started > 0 ? (sortedLags[started - 1] ?? Number.NaN) : Number.NaN },
+    durationS: measuredS,
+  };
+}
