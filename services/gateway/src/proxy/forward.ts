@@ -13,6 +13,9 @@ import { requestHeaders, responseHeaders } from './headers';
 import { copyBody, copyEventStream, readBounded } from './stream';
 import type { Upstream } from './upstreams';
 
+/** Successful answers up to this size (with a Content-Length) are relayed in one piece rather than streamed. */
+const WHOLE_BODY_BYTES = 64 * 1024;
+
 export interface ProxyOptions {
   logger: Logger;
   signingSecret: string;
@@ -92,6 +95,14 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
       }
       res.status(statusCode);
       setHeaders(res, responseHeaders(response.headers));
+      const length = Number(response.headers['content-length']);
+      if (Number.isInteger(length) && length <= WHOLE_BODY_BYTES) {
+        // A small answer of known length goes out whole: status line, headers and body in one write.
+        const whole = await readBounded(body, WHOLE_BODY_BYTES, options.idleTimeoutMs);
+        if (whole === undefined) throw new Error('the service sent more than its Content-Length');
+        res.end(whole);
+        return;
+      }
       await copyBody(body, res, controller.signal, options.idleTimeoutMs);
       res.end();
     } catch (error) {
