@@ -51,3 +51,4 @@ export { type MemoryBusOptions, type MemoryEventBus, createMemoryBus } from './m
 export { type AppendOptions, appendToOutbox } from './outbox';
 export { type OutboxRelay, type OutboxRelayOptions, createOutboxRelay } from './relay';
 export { type ProcessOnceResult, processOnce } from './idempotency';
+export { connectKafkaBus, kafkaConfigShape, type KafkaConfig } from './kafka-config';

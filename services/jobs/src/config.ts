@@ -1,8 +1,10 @@
-import { csv, int, logLevel, port, secret, url } from '@fin/config';
+import { int, logLevel, port, secret, url } from '@fin/config';
+import { kafkaConfigShape } from '@fin/events';
 import { z } from 'zod';
 
 /** The job-status service's environment. See docs/jobs.md#configuration. */
 export const jobsConfigShape = {
+  ...kafkaConfigShape('jobs'),
   PORT: port().default(8085),
   HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: url(['postgres', 'postgresql']),
@@ -11,10 +13,6 @@ export const jobsConfigShape = {
   LOG_LEVEL: logLevel().default('info'),
   /** Verifies the identity headers the gateway signs; every service holds the same value. */
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
-  KAFKA_BROKERS: csv().pipe(z.array(z.string()).min(1, 'expected at least one host:port')),
-  KAFKA_CLIENT_ID: z.string().default('jobs'),
-  /** Prepended to topic and consumer-group names, so environments (or test runs) can share a cluster. */
-  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may contain only letters, digits, ".", "_" and "-"').default(''),
   /** How often the lease reaper looks for jobs whose worker stopped renewing its lease. */
   JOB_REAPER_INTERVAL_MS: int(50, 3_600_000).default(2_000),
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */

@@ -1,6 +1,6 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { createPool } from '@fin/db';
-import { createKafka, createKafkaBus, ensureTopics, eventCatalog } from '@fin/events';
+import { connectKafkaBus } from '@fin/events';
 import { createShutdown, onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { jobsConfigShape } from './config';
@@ -19,9 +19,7 @@ async function main(): Promise<void> {
       max: config.DATABASE_POOL_MAX,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     });
-    const kafka = createKafka({ clientId: config.KAFKA_CLIENT_ID, brokers: config.KAFKA_BROKERS, logger });
-    await ensureTopics(kafka, Object.values(eventCatalog), 3, { topicPrefix: config.KAFKA_TOPIC_PREFIX });
-    const bus = createKafkaBus({ kafka, logger, topicPrefix: config.KAFKA_TOPIC_PREFIX });
+    const bus = await connectKafkaBus(config, logger);
     const service = await startJobsService({ config, logger, bus, pool });
 
     const shutdown = createShutdown({

@@ -1,22 +1,18 @@
 import { aiConfigShape } from '@fin/ai';
-import { csv, int, logLevel, port, secret, url } from '@fin/config';
+import { int, logLevel, port, secret, url } from '@fin/config';
+import { kafkaConfigShape } from '@fin/events';
 import { z } from 'zod';
 
 /** The news service's environment (API role, worker role or both). See docs/configuration.md. */
 export const newsConfigShape = {
   ...aiConfigShape,
+  ...kafkaConfigShape('news'),
   PORT: port().default(8081),
   HOST: z.string().default('127.0.0.1'),
   /** api: answers POST /api/products/news; worker: runs news jobs; all: both in one process. */
   NEWS_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
-  KAFKA_BROKERS: csv().pipe(z.array(z.string()).min(1, 'needs at least one host:port')),
-  KAFKA_CLIENT_ID: z.string().default('news'),
-  /** A worker that stops heartbeating this long loses its partitions to the others (and so its undelivered jobs). */
-  KAFKA_SESSION_TIMEOUT_MS: int(6_000, 300_000).default(10_000),
-  /** Prepended to topic and consumer-group names, so environments (or test runs) can share a cluster. */
-  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may contain only letters, digits, ".", "_" and "-"').default(''),
   LOG_LEVEL: logLevel().default('info'),
   /** A news job that runs longer fails ("well under a minute"). */
   NEWS_TIME_LIMIT_MS: int(1_000, 600_000).default(30_000),

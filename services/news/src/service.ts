@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createPool, type Pool } from '@fin/db';
-import { createKafka, createKafkaBus, createOutboxRelay, ensureTopics, eventCatalog, type EventBus, type OutboxRelay } from '@fin/events';
+import { connectKafkaBus, createOutboxRelay, type EventBus, type OutboxRelay } from '@fin/events';
 import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
 import type { JobWorker } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
@@ -33,18 +33,7 @@ export interface NewsServiceOptions {
 export async function startNewsService({ config, logger, ...shared }: NewsServiceOptions): Promise<NewsService> {
   const ownPool = !shared.pool;
   const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `news-${config.NEWS_ROLE}`, max: 10 });
-  let bus = shared.bus;
-  if (!bus) {
-    const kafka = createKafka({ logger, clientId: config.KAFKA_CLIENT_ID, brokers: config.KAFKA_BROKERS });
-    await ensureTopics(kafka, Object.values(eventCatalog), 3, { topicPrefix: config.KAFKA_TOPIC_PREFIX });
-    bus = createKafkaBus({
-      kafka,
-      logger,
-      topicPrefix: config.KAFKA_TOPIC_PREFIX,
-      sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
-      heartbeatIntervalMs: Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 5),
-    });
-  }
+  const bus = shared.bus ?? (await connectKafkaBus(config, logger));
   const ownBus = !shared.bus;
   const lifecycle = createLifecycle();
   const closers: Closer[] = [];
