@@ -75,7 +75,7 @@ describe('outbox relay leader election', () => {
     // A leader whose connection dies loses the lock with it; whichever relay gets it publishes.
     const third = await startNode('third');
     const { rows } = await pool.query<{ pid: number }>(
-      "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid = 0 AND granted",
+      "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid = 0 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
       [RELAY_LEADER_LOCK_CLASS],
     );
     expect(rows).toHaveLength(1);
