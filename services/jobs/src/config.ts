@@ -15,6 +15,8 @@ export const jobsConfigShape = {
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   /** How often the lease reaper looks for jobs whose worker stopped renewing its lease. */
   JOB_REAPER_INTERVAL_MS: int(50, 3_600_000).default(2_000),
+  /** A job no worker has claimed for this long is failed with a reason instead of staying pending forever. */
+  JOB_UNCLAIMED_TIMEOUT_MS: int(1_000, 86_400_000).default(300_000),
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests may take to finish before they are cut. */

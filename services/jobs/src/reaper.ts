@@ -17,6 +17,11 @@ export interface LeaseReaperOptions {
   intervalMs?: number;
   /** Jobs handled per transaction (default 100). */
   batchSize?: number;
+  /**
+   * A job that no worker has claimed for this long (its request was never consumed: workers down, or the request
+   * dead-lettered) is failed with a reason rather than left pending forever (default 5 minutes).
+   */
+  unclaimedTimeoutMs?: number;
 }
 
 export interface SweepResult {
@@ -24,7 +29,7 @@ export interface SweepResult {
   ran: boolean;
   /** Jobs requested again for their next attempt. */
   requeued: number;
-  /** Jobs failed because their last attempt's worker stopped responding. */
+  /** Jobs failed because their last attempt's worker stopped responding, or no worker ever claimed them. */
   failed: number;
 }
 
@@ -106,7 +111,14 @@ async function reap(client: PoolClient, job: ExpiredJob, logger: Logger): Promis
  * transaction that first try-locks the reaper's advisory lock, and takes its rows with SKIP LOCKED. Clearing the
  * lease in the same transaction as the outbox write makes a job requeued exactly once per expired lease.
  */
-export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize = 100 }: LeaseReaperOptions): LeaseReaper {
+function unclaimedError(timeoutMs: number): JobError {
+  return {
+    type: 'service_unavailable',
+    detail: `The job could not be started: no worker picked it up within ${Math.round(timeoutMs / 60_000) || 1} minute(s). Please submit the request again.`,
+  };
+}
+
+export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize = 100, unclaimedTimeoutMs = 300_000 }: LeaseReaperOptions): LeaseReaper {
   const log = logger.child({ component: 'lease-reaper' });
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
@@ -126,6 +138,20 @@ export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize 
       );
       const result: SweepResult = { ran: true, requeued: 0, failed: 0 };
       for (const job of rows) result[await reap(client, job, log)] += 1;
+      const { rows: unclaimed } = await client.query<ExpiredJob>(
+        `SELECT id::text AS id, tenant_id::text AS tenant_id, type, request, attempts, max_attempts
+         FROM jobs
+         WHERE status IN ('pending', 'running') AND lease_expires_at IS NULL
+           AND updated_at < now() - $2::int * interval '1 millisecond'
+         LIMIT $1
+         FOR UPDATE SKIP LOCKED`,
+        [batchSize, unclaimedTimeoutMs],
+      );
+      for (const job of unclaimed) {
+        log.warn({ jobId: job.id }, 'no worker claimed the job in time: job failed');
+        await fail(client, job, unclaimedError(unclaimedTimeoutMs));
+        result.failed += 1;
+      }
       return result;
     });
 

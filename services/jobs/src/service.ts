@@ -14,7 +14,7 @@ import { createJobQueries } from './job-queries';
 import { createLeaseReaper } from './reaper';
 
 export interface JobsServiceOptions {
-  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS'>;
+  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'>;
   logger: Logger;
   bus: EventBus;
   pool: Pool;
@@ -66,7 +66,7 @@ export async function startJobsService({
     });
     closers.push({ name: 'job event consumer', close: () => consumer.stop() });
 
-    const reaper = createLeaseReaper({ pool, logger, intervalMs: config.JOB_REAPER_INTERVAL_MS });
+    const reaper = createLeaseReaper({ pool, logger, intervalMs: config.JOB_REAPER_INTERVAL_MS, unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS });
     reaper.start();
     closers.push({ name: 'lease reaper', close: () => reaper.stop() });
 

@@ -119,6 +119,18 @@ describe('lease reaper', () => {
     expect(rowCount).toBe(0);
   });
 
+  it('fails a job that no worker claimed in time, with a reason, and leaves recent ones pending', async () => {
+    const stale = await insertJob(pool, { tenantId });
+    const recent = await insertJob(pool, { tenantId });
+    await pool.query("UPDATE jobs SET updated_at = now() - interval '10 minutes' WHERE id = $1", [stale]);
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
+    expect(await jobRow(pool, stale)).toMatchObject({
+      status: 'failed',
+      error: { type: 'service_unavailable', detail: 'The job could not be started: no worker picked it up within 5 minute(s). Please submit the request again.' },
+    });
+    expect(await jobRow(pool, recent)).toMatchObject({ status: 'pending' });
+  });
+
   it('never requeues a job twice when two reapers sweep at once', async () => {
     // More than one batch, so the reapers contend across several transactions.
     const ids = await Promise.all(
