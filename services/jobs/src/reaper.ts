@@ -152,6 +152,11 @@ export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize 
         await fail(client, job, unclaimedError(unclaimedTimeoutMs));
         result.failed += 1;
       }
+      // Duplicate deliveries arrive within minutes; a week of handled event ids is ample.
+      await client.query(
+        `DELETE FROM processed_events WHERE ctid IN (
+           SELECT ctid FROM processed_events WHERE processed_at < now() - interval '7 days' LIMIT 10000)`,
+      );
       return result;
     });
 
