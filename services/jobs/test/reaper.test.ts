@@ -131,6 +131,16 @@ describe('lease reaper', () => {
     expect(await jobRow(pool, recent)).toMatchObject({ status: 'pending' });
   });
 
+  it('prunes handled-event records older than a week', async () => {
+    await pool.query(
+      `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
+         ('jobs-service', gen_random_uuid(), now() - interval '8 days'), ('jobs-service', gen_random_uuid(), now() - interval '1 day')`,
+    );
+    await reaper().sweep();
+    const { rows } = await pool.query<{ age: string }>("SELECT (now() - processed_at > interval '2 days')::text AS age FROM processed_events");
+    expect(rows).toEqual([{ age: 'false' }]);
+  });
+
   it('never requeues a job twice when two reapers sweep at once', async () => {
     // More than one batch, so the reapers contend across several transactions.
     const ids = await Promise.all(
