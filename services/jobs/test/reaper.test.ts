@@ -132,6 +132,7 @@ describe('lease reaper', () => {
   });
 
   it('prunes handled-event records older than a week', async () => {
+    await pool.query('DELETE FROM processed_events');
     await pool.query(
       `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
          ('jobs-service', gen_random_uuid(), now() - interval '8 days'), ('jobs-service', gen_random_uuid(), now() - interval '1 day')`,
