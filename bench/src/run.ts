@@ -1,8 +1,10 @@
 // `npm run bench` runs every scenario; `npm run bench -- <scenario> [options]` one. Benchmarks print tables,
 // they are not tests: the exit status is non-zero only when the figures are invalid (a request failed, a
 // server did not start), never because a target was missed. See docs/benchmarks.md.
+import { cacheHit } from './cache-hit';
 import { gatewayOverhead } from './gateway-overhead';
 import { jobPipeline } from './job-pipeline';
+import { statusPoll } from './status-poll';
 import type { BenchOptions } from './lib/options';
 import { USAGE, parseOptions } from './lib/options';
 import { note, print } from './lib/output';
@@ -18,8 +20,16 @@ const SCENARIOS: Record<string, Scenario> = {
     run: gatewayOverhead,
   },
   'job-pipeline': {
-    description: 'POST → completed visible on the status endpoint (cache misses, 20 jobs/s), and the jobs/s of one news worker',
+    description: 'POST → completed visible on the status endpoint (cache misses, 10 jobs/s), and the jobs/s of one news worker',
     run: jobPipeline,
+  },
+  'cache-hit': {
+    description: 'cache-hit news requests through the gateway at fixed rates (target: p99 ≤ 5 ms at 1,000 req/s) and at saturation',
+    run: cacheHit,
+  },
+  'status-poll': {
+    description: 'job status polls through the gateway and straight to the jobs service at saturation, while 50 jobs/s are created',
+    run: statusPoll,
   },
 };
 

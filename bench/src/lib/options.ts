@@ -30,7 +30,7 @@ Runs every scenario when none is named. Options (environment variable in bracket
   --profile            also write and summarise CPU profiles of the processes under test
   --breakdown          also measure variants with one part removed (e.g. the gateway without rate limiting)
   --jobs <n>           job-pipeline: jobs timed from POST to completed [BENCH_JOBS] (default 1000, 100 with --quick)
-  --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 20)
+  --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 10)
   --help               this text`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {

@@ -16,7 +16,17 @@ export class Cleanup {
     this.steps.push({ name, run });
   }
 
-  async runAll(): Promise<void> {
+  private running: Promise<void> | undefined;
+
+  /** Runs every step; a call while a run is under way (Ctrl-C during the final clean-up) joins that run. */
+  runAll(): Promise<void> {
+    this.running ??= this.drain().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async drain(): Promise<void> {
     while (this.steps.length > 0) {
       const step = this.steps.pop();
       if (step === undefined) break;

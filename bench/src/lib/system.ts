@@ -114,7 +114,20 @@ async function deleteTopicsAndGroups(prefix: string): Promise<void> {
     const topics = (await client.listTopics()).filter((topic) => topic.startsWith(prefix));
     if (topics.length > 0) await client.deleteTopics({ topics, timeout: 15_000 });
     const groups = (await client.listGroups()).groups.map((group) => group.groupId).filter((group) => group.startsWith(prefix));
-    if (groups.length > 0) await client.deleteGroups(groups);
+    // A group can only be deleted once empty: a consumer that did not leave (its process was killed) keeps it
+    // until its session times out (10 to 30 s), so this retries for a while.
+    let left = groups;
+    for (let attempt = 0; left.length > 0 && attempt < 40; attempt++) {
+      if (attempt > 0) await delay(1_000);
+      try {
+        await client.deleteGroups(left);
+        left = [];
+      } catch (error) {
+        const failed = (error as { groups?: { groupId: string; errorCode: number }[] }).groups?.filter((group) => group.errorCode !== 0) ?? [];
+        left = failed.length > 0 ? failed.map((group) => group.groupId) : left;
+        if (attempt === 39) throw new Error(`could not delete the consumer groups ${left.join(', ')}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+    }
     note(`deleted ${topics.length} Kafka topics and ${groups.length} consumer groups under the prefix ${prefix}`);
   } finally {
     await client.disconnect();
@@ -356,4 +369,22 @@ export function cpuTables(rows: readonly CpuRow[], { unit, scale }: { unit: stri
     '',
     table(['measurement', ...headers, 'machine busy', 'others'], shares),
   ].join('\n');
+}
+
+export interface Window {
+  /** Monotonic microseconds (the clock of CPU profiles). */
+  fromUs: number;
+  toUs: number;
+}
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/** Runs `work` between two CPU snapshots of the system; returns its result, the CPU time and the time window. */
+export async function withCpu<T>(system: BenchSystem, work: () => Promise<T>): Promise<{ result: T; cpu: SystemCpuDelta; window: Window }> {
+  const before = await systemCpuSnapshot(system);
+  const fromUs = nowUs();
+  const result = await work();
+  const toUs = nowUs();
+  const cpu = systemCpuDelta(before, await systemCpuSnapshot(system));
+  return { result, cpu, window: { fromUs, toUs } };
 }
