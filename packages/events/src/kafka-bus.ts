@@ -108,18 +108,15 @@ export function createKafkaBus({
     const stopping = new AbortController();
     const inFlight = new Set<Promise<void>>();
 
-    async function handle(topic: string, partition: number, message: KafkaMessage, heartbeat: () => Promise<void>) {
+    /** Handles one message; true when it was handled (or dead-lettered) and its offset may be committed. */
+    async function handle(topic: string, partition: number, message: KafkaMessage, heartbeat: () => Promise<void>): Promise<boolean> {
       // Long handlers keep the group membership alive; a failed heartbeat means a rebalance, which the
-      // commit below then reports.
+      // commit then reports.
       const beat = setInterval(() => void heartbeat().catch(() => undefined), heartbeatIntervalMs);
-      let outcome;
       try {
-        outcome = await processor(toRawMessage(topic.slice(topicPrefix.length), partition, message), stopping.signal);
+        return (await processor(toRawMessage(topic.slice(topicPrefix.length), partition, message), stopping.signal)) === 'commit';
       } finally {
         clearInterval(beat);
-      }
-      if (outcome === 'commit') {
-        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
       }
     }
 
@@ -128,12 +125,31 @@ export function createKafkaBus({
       await consumer.subscribe({ topics, fromBeginning });
       await consumer.run({
         autoCommit: false,
+        eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: concurrency,
-        eachMessage: async ({ topic, partition, message, heartbeat }) => {
-          // Once stopping, nothing more is handled (or committed): the partitions are paused, and whatever
-          // was already fetched is redelivered to the group later.
-          if (stopping.signal.aborted) return;
-          const work = handle(topic, partition, message, heartbeat);
+        // A fetched batch of one partition is handled in order, one message at a time. Each handled message's
+        // offset is committed without waiting for the broker's answer before the next message starts (the
+        // commits of one consumer travel in order on one connection, so the committed offset only moves
+        // forward); the batch ends by waiting for the last commit. A consumer that dies mid-batch therefore
+        // has only the unhandled message (and at most one unconfirmed commit) redelivered.
+        eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
+          const work = (async () => {
+            let lastCommit: Promise<void> | undefined;
+            for (const message of batch.messages) {
+              // Once stopping, nothing more is handled: the partitions are paused, and whatever was already
+              // fetched is redelivered to the group later.
+              if (stopping.signal.aborted || !isRunning() || isStale()) break;
+              if (!(await handle(batch.topic, batch.partition, message, heartbeat))) break;
+              // Moves this consumer's fetch position past the message; the commit makes it durable.
+              resolveOffset(message.offset);
+              const commit = consumer.commitOffsets([
+                { topic: batch.topic, partition: batch.partition, offset: (BigInt(message.offset) + 1n).toString() },
+              ]);
+              commit.catch(() => undefined);
+              lastCommit = commit;
+            }
+            await lastCommit;
+          })();
           inFlight.add(work);
           try {
             await work;

@@ -47,8 +47,9 @@ export async function startServer(
       if (!controller.signal.aborted) onHandlerError(exchange, error);
     });
   });
-  // Keep-alive connections would otherwise outlive close() until the client's pool drops them.
-  server.keepAliveTimeout = 1_000;
+  // Longer than Node fetch's own idle timeout (4 s), so clients reuse connections as they do with the real APIs;
+  // close() ends idle ones at once.
+  server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {

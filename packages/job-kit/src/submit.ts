@@ -51,15 +51,17 @@ interface CacheRow {
  * is reused, or a completed job is created from the cache entry.
  */
 async function fromCache(pool: Pool, params: SubmitParams, cacheKey: string): Promise<CachedOutcome | undefined> {
-  const { rows } = await pool.query<CacheRow>(
-    `SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, own.id AS own_job
+  const { rows } = await pool.query<CacheRow>({
+    // Prepared once per connection: this is the hot path of every cache hit.
+    name: 'job-kit-cache-lookup',
+    text: `SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, own.id AS own_job
        FROM result_cache c
        LEFT JOIN LATERAL (
          SELECT id FROM jobs WHERE tenant_id = $2 AND cache_key = $1 AND status = 'completed' AND finished_at >= c.created_at
          ORDER BY finished_at DESC LIMIT 1) own ON true
       WHERE c.cache_key = $1 AND c.expires_at > now() AND (c.tenant_id IS NULL OR c.tenant_id = $2)`,
-    [cacheKey, params.tenantId],
-  );
+    values: [cacheKey, params.tenantId],
+  });
   const hit = rows[0];
   if (!hit) return undefined;
   let jobId = hit.own_job;

@@ -29,10 +29,12 @@ export function authenticate(authenticator: Authenticator): RequestHandler {
   };
 }
 
+const JobTypeParam = JobPathParams.pick({ job_type: true });
+
 /** The scope a request on `route` needs. A {job_type} that is not a job type is a 400 naming the parameter. */
 function requiredScope(route: GatewayRoute, jobType: unknown): Scope | null {
   if (route.scope !== 'job_type') return route.scope;
-  const parsed = JobPathParams.pick({ job_type: true }).safeParse({ job_type: jobType });
+  const parsed = JobTypeParam.safeParse({ job_type: jobType });
   if (!parsed.success) throw badRequest(formatZodError(parsed.error));
   return JOB_TYPE_SCOPES[parsed.data.job_type];
 }
