@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { withTransaction, type Pool, type PoolClient } from '@fin/db';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from '@fin/db';
 import { appendToOutbox, jobRequestTopics, type JobType } from '@fin/events';
 import { AppError } from '@fin/http';
 import { canonicalJson } from './cache-key';
@@ -50,8 +50,8 @@ interface CacheRow {
  * the caller's own, so the job id it returns is pollable by this tenant only: the tenant's earlier job for the key
  * is reused, or a completed job is created from the cache entry.
  */
-async function fromCache(pool: Pool, params: SubmitParams, cacheKey: string): Promise<CachedOutcome | undefined> {
-  const { rows } = await pool.query<CacheRow>({
+async function fromCache(db: Queryable, params: SubmitParams, cacheKey: string): Promise<CachedOutcome | undefined> {
+  const { rows } = await db.query<CacheRow>({
     // Prepared once per connection: this is the hot path of every cache hit.
     name: 'job-kit-cache-lookup',
     text: `SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, own.id AS own_job
@@ -68,7 +68,7 @@ async function fromCache(pool: Pool, params: SubmitParams, cacheKey: string): Pr
   if (!jobId) {
     jobId = randomUUID();
     // Created already completed: there is no transition to report, so no event; the result is the cache's.
-    await pool.query(
+    await db.query(
       `INSERT INTO jobs (id, tenant_id, type, status, progress, currently_working_on, request, result, cache_key,
                          cached_from, attempts, started_at, finished_at)
        VALUES ($1, $2, $3, 'completed', 100, 'Served from the cache', $4, $5, $6, $7, 0, now(), now())`,
@@ -107,8 +107,13 @@ async function replay(client: PoolClient, params: SubmitParams, key: string): Pr
   };
 }
 
-async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<JobOutcome> {
+async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<SubmitOutcome> {
   for (let tries = 0; tries < 3; tries++) {
+    // An identical job may have finished since the caller's cache lookup: its result is in the cache by now.
+    if (params.cacheKey && !params.bypassCache) {
+      const cached = await fromCache(client, params, params.cacheKey);
+      if (cached) return cached;
+    }
     const jobId = randomUUID();
     const inserted = await client.query(
       `INSERT INTO jobs (id, tenant_id, type, status, request, cache_key, max_attempts, currently_working_on)

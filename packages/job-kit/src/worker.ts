@@ -58,6 +58,8 @@ export interface JobWorkerOptions {
   retryDelayMs?: number;
   /** Jobs run at once by this process. */
   concurrency?: number;
+  /** At most one progress event per this interval (default 250 ms); 0 reports every step. */
+  progressIntervalMs?: number;
   workerId?: string;
 }
 
@@ -86,6 +88,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const leaseMs = options.leaseMs ?? 15_000;
   const heartbeatMs = options.heartbeatMs ?? Math.floor(leaseMs / 3);
   const retryDelayMs = options.retryDelayMs ?? 2_000;
+  const progressIntervalMs = options.progressIntervalMs ?? 250;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const log = options.logger.child({ component: 'job-worker', jobType, workerId });
   const stopping = new AbortController();
@@ -171,17 +174,40 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
           (error: unknown) => jobLog.warn({ err: error }, 'Renewing the lease failed'),
         );
     }, heartbeatMs);
-    // Progress events are written in order, one at a time, so they never overtake each other.
+    // Progress events are written in order, one at a time, so they never overtake each other, and at most one per
+    // progressIntervalMs: a step reported sooner waits, and is replaced by a later one that arrives meanwhile. A
+    // quick job thus reports just `running` and `completed`, and its events reach the jobs service sooner.
     let progressChain: Promise<unknown> = Promise.resolve();
-    const progress = (percent: number, text: string) => {
+    let lastProgressAt = Date.now();
+    let waiting: { percent: number; text: string } | undefined;
+    let progressTimer: NodeJS.Timeout | undefined;
+    const flushProgress = () => {
+      progressTimer = undefined;
+      const step = waiting;
+      waiting = undefined;
+      if (!step || controller.signal.aborted) return;
+      lastProgressAt = Date.now();
       progressChain = progressChain
-        .then(() => emit(pool, { status: 'running', progress: Math.min(99, Math.max(0, Math.round(percent))), currently_working_on: text }))
+        .then(() => emit(pool, { status: 'running', progress: Math.min(99, Math.max(0, Math.round(step.percent))), currently_working_on: step.text }))
         .catch((error: unknown) => jobLog.warn({ err: error }, 'Recording progress failed'));
+    };
+    const progress = (percent: number, text: string) => {
+      waiting = { percent, text };
+      if (progressTimer) return;
+      const wait = lastProgressAt + progressIntervalMs - Date.now();
+      if (wait <= 0) flushProgress();
+      else progressTimer = setTimeout(flushProgress, wait);
+    };
+    const dropWaitingProgress = () => {
+      clearTimeout(progressTimer);
+      progressTimer = undefined;
+      waiting = undefined;
     };
 
     try {
       const outcome = await run(job, { signal: controller.signal, progress });
       if (controller.signal.aborted) throw controller.signal.reason;
+      dropWaitingProgress();
       await progressChain;
       const committed = await whileHoldingLease(job, 'final', (db) =>
         emit(db, {
@@ -195,6 +221,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       if (committed) jobLog.info('Job completed');
       else jobLog.warn('Lease lost before the result was committed; the result is discarded (another attempt owns the job)');
     } catch (caught) {
+      dropWaitingProgress();
       await progressChain;
       const reason = controller.signal.aborted ? (controller.signal.reason as Aborted) : caught;
       if (reason instanceof Aborted && reason.why === 'shutdown') {
@@ -220,6 +247,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
         ).then(() => undefined),
       );
     } finally {
+      dropWaitingProgress();
       clearTimeout(limit);
       clearInterval(heartbeat);
       stopping.signal.removeEventListener('abort', onStop);

@@ -50,6 +50,7 @@ describe('job worker', () => {
       leaseMs: 1_000,
       heartbeatMs: 100,
       retryDelayMs: 50,
+      progressIntervalMs: 0,
       classify: () => ({ retry: true, type: 'service_unavailable', detail: 'Temporarily unavailable.' }),
       run: async () => ({ result: { news: [] } }),
       ...overrides,
@@ -115,6 +116,31 @@ describe('job worker', () => {
     await request(jobId);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(runs).toBe(1);
+  });
+
+  it('reports at most one progress step per interval, the latest, and none after completion', async () => {
+    await startWorker({
+      progressIntervalMs: 150,
+      run: async (_job, ctx) => {
+        ctx.progress(10, 'first');
+        ctx.progress(20, 'replaced before it was written');
+        ctx.progress(30, 'latest');
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        ctx.progress(60, 'dropped: the job completes first');
+        return { result: { news: [] } };
+      },
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    const list = await waitFor(async () => {
+      const found = await events(jobId);
+      return found.some((event) => event.status === 'completed') && found;
+    });
+    expect(list.map((event) => [event.status, event.currently_working_on])).toEqual([
+      ['running', 'Starting'],
+      ['running', 'latest'],
+      ['completed', 'Completed'],
+    ]);
   });
 
   it('discards a completion after its lease was taken over (a stale worker)', async () => {
