@@ -109,10 +109,19 @@ async function replay(client: PoolClient, params: SubmitParams, key: string): Pr
 
 async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<SubmitOutcome> {
   for (let tries = 0; tries < 3; tries++) {
-    // An identical job may have finished since the caller's cache lookup: its result is in the cache by now.
-    if (params.cacheKey && !params.bypassCache) {
-      const cached = await fromCache(client, params, params.cacheKey);
-      if (cached) return cached;
+    if (params.cacheKey) {
+      // An identical job of this tenant in flight is shared. FOR SHARE waits for a concurrent completion of that
+      // job to commit (its status and its cache entry commit together), so the job is either still running
+      // here, or finished and found in the cache just below: never missed by both.
+      const { rows } = await client.query<{ id: string; status: JobOutcome['status'] }>(
+        `SELECT id, status FROM jobs WHERE tenant_id = $1 AND cache_key = $2 AND status IN ('pending', 'running') FOR SHARE`,
+        [params.tenantId, params.cacheKey],
+      );
+      if (rows[0]) return { kind: 'joined', jobId: rows[0].id, status: rows[0].status };
+      if (!params.bypassCache) {
+        const cached = await fromCache(client, params, params.cacheKey);
+        if (cached) return cached;
+      }
     }
     const jobId = randomUUID();
     const inserted = await client.query(
@@ -131,13 +140,7 @@ async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<S
       });
       return { kind: 'created', jobId, status: 'pending' };
     }
-    // An identical job of this tenant is in flight: share it.
-    const { rows } = await client.query<{ id: string; status: JobOutcome['status'] }>(
-      `SELECT id, status FROM jobs WHERE tenant_id = $1 AND cache_key = $2 AND status IN ('pending', 'running')`,
-      [params.tenantId, params.cacheKey],
-    );
-    if (rows[0]) return { kind: 'joined', jobId: rows[0].id, status: rows[0].status };
-    // It finished between the two statements: try again.
+    // Another request created the identical job a moment ago: join it on the next round.
   }
   throw new Error('Could not create or join a job for this request');
 }
