@@ -161,6 +161,8 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
     const abort = (why: Aborted['why']) => !controller.signal.aborted && controller.abort(new Aborted(why));
     const onStop = () => abort('shutdown');
     stopping.signal.addEventListener('abort', onStop, { once: true });
+    // The worker may have been told to stop while the job was being claimed.
+    if (stopping.signal.aborted) onStop();
     const limit = setTimeout(() => abort('time_limit'), timeLimitMs);
     const heartbeat = setInterval(() => {
       pool

@@ -144,17 +144,21 @@ describe('job worker', () => {
   });
 
   it('discards a completion after its lease was taken over (a stale worker)', async () => {
-    let release!: () => void;
+    let release: (() => void) | undefined;
     await startWorker({
       heartbeatMs: 10_000,
-      run: () => new Promise((resolve) => (release = () => resolve({ result: { news: ['stale'] } }))),
+      run: (_job, { signal }) =>
+        new Promise((resolve, reject) => {
+          release = () => resolve({ result: { news: ['stale'] } });
+          signal.addEventListener('abort', () => reject(new Error('aborted')));
+        }),
     });
     const jobId = await newJob();
     await request(jobId);
-    await waitFor(async () => (await lease(jobId)).lease_owner !== null);
+    await waitFor(() => release !== undefined, { what: 'the run to start' });
     // Another attempt took the job over while this worker was paused.
     await pool.query("UPDATE jobs SET lease_owner = 'someone-else', attempts = 2 WHERE id = $1", [jobId]);
-    release();
+    release!();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
   });
@@ -212,12 +216,16 @@ describe('job worker', () => {
   });
 
   it('hands a job back when the worker stops mid-run', async () => {
+    let started = false;
     const worker = await startWorker({
-      run: (_job, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('x')))),
+      run: (_job, { signal }) => {
+        started = true;
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('x'))));
+      },
     });
     const jobId = await newJob();
     await request(jobId);
-    await waitFor(async () => (await lease(jobId)).lease_owner !== null);
+    await waitFor(() => started, { what: 'the run to start' });
     await worker.stop();
     const after = await lease(jobId);
     expect(after.lease_owner).toBeNull();
