@@ -64,6 +64,7 @@ export interface ApiRoute {
   readonly request?: {
     readonly params?: z.ZodObject;
     readonly query?: z.ZodObject;
+    readonly headers?: z.ZodObject;
     readonly body?: z.ZodType;
   };
   readonly responses: Readonly<Partial<Record<SuccessStatus, ApiResponse>>>;
@@ -88,6 +89,22 @@ const SSE_NOTE =
  * Every public route. The order is the order of the document and of the docs page. Adding a route here makes
  * the gateway's type-check demand a route target for it.
  */
+/** Optional request headers of the cached products (news, stock-report). */
+const CachedProductHeaders = z.object({
+  'Idempotency-Key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/)
+    .optional()
+    .meta({ description: 'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422.', examples: ['order-2026-11-21-0001'] }),
+  'Cache-Control': z
+    .string()
+    .optional()
+    .meta({ description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.', examples: ['no-cache'] }),
+});
+
+const CACHE_NOTE =
+  ' Responses carry `Cache-Status` (`fin-api; hit; ttl=…` or `fin-api; fwd=miss|bypass`) and, on a hit, `Age`; a 202 also carries `Location` (the status URL).';
+
 export const API_ROUTES = [
   {
     id: 'createNews',
@@ -95,14 +112,15 @@ export const API_ROUTES = [
     path: '/api/products/news',
     tag: 'Products',
     summary: 'News intelligence',
-    description: `Relevant market news for 1 to 10 symbols, with relevance scores and source links. A cached result (up to 7 days old) is returned at once with 200; otherwise the job runs in the background (typically 1-3 s) and the 202 answer holds its status and result URLs. Limit: ${RATE_LIMITS_PER_MINUTE.news} requests per minute per key.`,
+    description: `Relevant market news for 1 to 10 symbols, with relevance scores and source links. A cached result (up to 7 days old) is returned at once with 200; otherwise the job runs in the background (typically 1-3 s) and the 202 answer holds its status and result URLs. Identical requests of one key's tenant made while a job for them runs share that job. Limit: ${RATE_LIMITS_PER_MINUTE.news} requests per minute per key.${CACHE_NOTE}`,
     scope: 'news',
     limit: 'per_minute',
-    request: { body: NewsRequest },
+    request: { body: NewsRequest, headers: CachedProductHeaders },
     responses: {
       '200': { description: 'Served from the cache.', json: NewsResponse },
       '202': { description: 'Accepted: poll status_url about every 2 s, then read result_url.', json: AsyncJobResponse },
     },
+    extraErrors: ['unprocessable_entity'],
   },
   {
     id: 'createStockReport',
@@ -110,14 +128,15 @@ export const API_ROUTES = [
     path: '/api/products/stock-report',
     tag: 'Products',
     summary: 'Stock analysis',
-    description: `Equity analysis of one symbol (about 10-20 s) or a comparison of two (about 30-45 s). A cached result is returned at once with 200; otherwise 202 with the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE['stock-report']} requests per minute per key.`,
+    description: `Equity analysis of one symbol (about 10-20 s) or a comparison of two (about 30-45 s). A cached result is returned at once with 200; otherwise 202 with the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE['stock-report']} requests per minute per key.${CACHE_NOTE}`,
     scope: 'stock-report',
     limit: 'per_minute',
-    request: { body: StockReportRequest },
+    request: { body: StockReportRequest, headers: CachedProductHeaders },
     responses: {
       '200': { description: 'Served from the cache.', json: StockReportResponse },
       '202': { description: 'Accepted: poll status_url about every 2 s, then read result_url.', json: AsyncJobResponse },
     },
+    extraErrors: ['unprocessable_entity'],
   },
   {
     id: 'createAnalysis',
@@ -438,10 +457,11 @@ function operation(route: ApiRoute, errorResponses: Map<string, ZodOpenApiRespon
     parameters: [{ $ref: '#/components/parameters/RequestId' }],
     responses,
   };
-  if (route.request?.params !== undefined || route.request?.query !== undefined) {
+  if (route.request?.params !== undefined || route.request?.query !== undefined || route.request?.headers !== undefined) {
     op.requestParams = {
       ...(route.request.params !== undefined ? { path: route.request.params } : {}),
       ...(route.request.query !== undefined ? { query: route.request.query } : {}),
+      ...(route.request.headers !== undefined ? { header: route.request.headers } : {}),
     };
   }
   if (route.request?.body !== undefined) {
