@@ -4,26 +4,14 @@
 import { performance } from 'node:perf_hooks';
 import { createHttpClient } from '../lib/http';
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
-import { describeMachine, formatMachine } from '../lib/machine';
+import { describeMachine } from '../lib/machine';
 import { NEWS_PATH, submitAndPoll, type NewsRequestBody } from '../lib/news-jobs';
 import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
 import { runFixedRate, type FixedRateResult } from '../lib/rate';
-import {
-  BENCH_LIMIT_PER_MINUTE,
-  cpuTables,
-  exitedProcesses,
-  loadAverage,
-  SERVICE_LABELS,
-  startBenchSystem,
-  withCpu,
-  type CpuRow,
-  type ServiceName,
-  type SystemCpuDelta,
-  type Window,
-} from '../lib/system';
+import { BENCH_LIMIT_PER_MINUTE, type CpuRow, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
 
 const TARGET_RATE = 1000;
 const TARGET_P99_MS = 5;
@@ -121,12 +109,7 @@ export async function cacheHit(options: BenchOptions, command: string): Promise<
   const outcome = await measure(options);
   const loadAfter = loadAverage();
 
-  print();
-  print('## cache-hit');
-  print();
-  print(`command: ${command}`);
-  print(formatMachine(machine));
-  print(`load average after the run: ${loadAfter}; the run took ${fixed((performance.now() - started) / 1000, 0)} s`);
+  printRunHeading('cache-hit', command, machine, started, loadAfter);
   print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; answer: a ${thousands(outcome.bodyBytes)}-byte cache hit (5 news items)`);
   if (options.profile) print('NOTE: the gateway and the news API ran under the CPU profiler, which slows them: compare runs without --profile');
   report(outcome);

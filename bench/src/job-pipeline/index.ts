@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { createHttpClient } from '../lib/http';
 import { percentiles, type Percentiles } from '../lib/load';
-import { describeMachine, formatMachine } from '../lib/machine';
+import { describeMachine } from '../lib/machine';
 import {
   eventLags,
   failureReasons,
@@ -25,17 +25,7 @@ import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
-import {
-  cpuTables,
-  exitedProcesses,
-  loadAverage,
-  SERVICE_LABELS,
-  startBenchSystem,
-  systemCpuDelta,
-  systemCpuSnapshot,
-  type ServiceName,
-  type SystemCpuDelta,
-} from '../lib/system';
+import { cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, systemCpuDelta, type SystemCpuDelta, systemCpuSnapshot } from '../lib/system';
 
 const TARGET_P50_MS = 50;
 const TARGET_P99_MS = 150;
@@ -170,12 +160,7 @@ export async function jobPipeline(options: BenchOptions, command: string): Promi
   const outcome = await measure(options, settings);
   const loadAfter = loadAverage();
 
-  print();
-  print('## job-pipeline');
-  print();
-  print(`command: ${command}`);
-  print(formatMachine(machine));
-  print(`load average after the run: ${loadAfter}; the run took ${fixed((performance.now() - started) / 1000, 0)} s`);
+  printRunHeading('job-pipeline', command, machine, started, loadAfter);
   if (options.profile) print('NOTE: the services ran under the CPU profiler, which slows them: compare runs without --profile');
   report(settings, outcome);
   if (outcome.problems.length > 0) {

@@ -22,7 +22,8 @@ import { createPool, type Pool } from '@fin/db';
 import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess } from '@fin/e2e/src/system';
 import { createTestDatabase, testKafka, uniqueName, type TestDatabase } from '@fin/testing';
 import { cpuSnapshot, machineCpu, ownCpuTime, totalMs, type CpuTime, type MachineCpu } from './cpu';
-import { fixed, note, table } from './output';
+import { formatMachine, type Machine } from './machine';
+import { fixed, note, print, table } from './output';
 import { type Cleanup, REPO_ROOT, startNodeProcess, type NodeProcess } from './processes';
 
 export const SERVICES = ['gateway', 'newsApi', 'newsWorker', 'jobs'] as const;
@@ -387,4 +388,14 @@ export async function withCpu<T>(system: BenchSystem, work: () => Promise<T>): P
   const toUs = nowUs();
   const cpu = systemCpuDelta(before, await systemCpuSnapshot(system));
   return { result, cpu, window: { fromUs, toUs } };
+}
+
+/** The heading every whole-system scenario prints before its tables: what ran, where, and how busy the machine was. */
+export function printRunHeading(scenario: string, command: string, machine: Machine, startedAt: number, loadAfter: string): void {
+  print();
+  print(`## ${scenario}`);
+  print();
+  print(`command: ${command}`);
+  print(formatMachine(machine));
+  print(`load average after the run: ${loadAfter}; the run took ${fixed((performance.now() - startedAt) / 1000, 0)} s`);
 }

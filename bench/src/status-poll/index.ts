@@ -6,13 +6,13 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { signIdentity } from '@fin/http';
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
-import { describeMachine, formatMachine } from '../lib/machine';
+import { describeMachine } from '../lib/machine';
 import { countJobs, failureReasons, NewsRequests, statusPath, submitNewsJob, waitForJobs, type Gateway, type JobCounts } from '../lib/news-jobs';
 import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
-import { cpuTables, exitedProcesses, loadAverage, SERVICE_LABELS, startBenchSystem, withCpu, type BenchSystem, type ServiceName, type SystemCpuDelta, type Window } from '../lib/system';
+import { type BenchSystem, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
 
 const TARGET_RPS = 5000;
 const TARGET_P99_MS = 10;
@@ -190,12 +190,7 @@ export async function statusPoll(options: BenchOptions, command: string): Promis
   const outcome = await measure(options);
   const loadAfter = loadAverage();
 
-  print();
-  print('## status-poll');
-  print();
-  print(`command: ${command}`);
-  print(formatMachine(machine));
-  print(`load average after the run: ${loadAfter}; the run took ${fixed((performance.now() - started) / 1000, 0)} s`);
+  printRunHeading('status-poll', command, machine, started, loadAfter);
   print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; ${outcome.seeded} completed jobs polled in turn`);
   if (options.profile) print('NOTE: the gateway and the jobs service ran under the CPU profiler, which slows them: compare runs without --profile');
   report(outcome);
