@@ -97,51 +97,87 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
   };
 }
 
+/**
+ * The product services startSystem can run: each has an API role (behind the gateway at `urlVar`) and, when
+ * `worker` is set, a separate worker role selected by `roleVar`. Services without roles run as one process.
+ */
+export const PRODUCT_SERVICES = {
+  news: { dir: 'news', urlVar: 'NEWS_URL', roleVar: 'NEWS_ROLE', worker: true },
+} as const satisfies Record<string, { dir: string; urlVar: string; roleVar?: string; worker: boolean }>;
+export type ProductService = keyof typeof PRODUCT_SERVICES;
+
+export interface SystemOptions {
+  /** The product services to run (default: news only). */
+  products?: readonly ProductService[];
+  /** Extra environment per product service, for both of its roles. */
+  productEnv?: Partial<Record<ProductService, Record<string, string>>>;
+}
+
 export interface System {
   gatewayUrl: string;
   services: ServiceProcess[];
+  /** Base URL of each running product service's API role, for going around the gateway. */
+  productUrls: Partial<Record<ProductService, string>>;
   /** Runs the admin CLI against the system's database; returns its stdout. */
   admin(args: string[]): string;
-  /** Starts another news worker process (e.g. after killing one). */
-  startWorker(extraEnv?: Record<string, string>): ServiceProcess;
+  /** Starts another worker process of a product (default news), e.g. after killing one. */
+  startWorker(extraEnv?: Record<string, string>, product?: ProductService): ServiceProcess;
   /** A new tenant with a key of all scopes, and polling limits raised for tests. */
   tenantKey(name: string): string;
   stop(): Promise<void>;
 }
 
 /**
- * Gateway, jobs service, news API and one news worker, each a process of its own, started in parallel and
- * ready when this resolves.
+ * Gateway, jobs service and the chosen product services (API role and one worker each), each a process of its
+ * own, started in parallel and ready when this resolves. `workerEnv` applies to every worker process.
  */
-export async function startSystem(shared: Record<string, string>, workerEnv: Record<string, string> = {}): Promise<System> {
+export async function startSystem(shared: Record<string, string>, workerEnv: Record<string, string> = {}, options: SystemOptions = {}): Promise<System> {
   const { spawnSync } = await import('node:child_process');
-  const [gatewayPort, newsPort, jobsPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const products = options.products ?? ['news'];
+  const [gatewayPort, jobsPort, ...productPorts] = await Promise.all([freePort(), freePort(), ...products.map(() => freePort())]);
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const services: ServiceProcess[] = [];
-  const startWorker = (extraEnv: Record<string, string> = {}) => {
-    const worker = startService('news-worker', 'news', { ...shared, NEWS_ROLE: 'worker', PORT: '0', ...workerEnv, ...extraEnv });
+  const productUrls: Partial<Record<ProductService, string>> = {};
+  const startWorker = (extraEnv: Record<string, string> = {}, product: ProductService = 'news') => {
+    const spec: { dir: string; roleVar?: string } = PRODUCT_SERVICES[product];
+    const worker = startService(`${product}-worker`, spec.dir, {
+      ...shared,
+      ...(spec.roleVar ? { [spec.roleVar]: 'worker' } : {}),
+      PORT: '0',
+      ...options.productEnv?.[product],
+      ...workerEnv,
+      ...extraEnv,
+    });
     services.push(worker);
     return worker;
   };
   const jobs = startService('jobs', 'jobs', { ...shared, PORT: String(jobsPort), JOB_REAPER_INTERVAL_MS: '250' });
-  const newsApi = startService('news-api', 'news', { ...shared, NEWS_ROLE: 'api', PORT: String(newsPort) });
-  const gateway = startService('gateway', 'gateway', {
-    ...shared,
-    PORT: String(gatewayPort),
-    NEWS_URL: `http://127.0.0.1:${newsPort}`,
-    JOBS_URL: `http://127.0.0.1:${jobsPort}`,
+  services.push(jobs);
+  const ready: Promise<void>[] = [waitUntilReady(`http://127.0.0.1:${jobsPort}/readyz`, jobs)];
+  const upstreams: Record<string, string> = { JOBS_URL: `http://127.0.0.1:${jobsPort}` };
+  products.forEach((product, index) => {
+    const spec: { dir: string; urlVar: string; roleVar?: string; worker: boolean } = PRODUCT_SERVICES[product];
+    const url = `http://127.0.0.1:${productPorts[index]}`;
+    const api = startService(spec.worker ? `${product}-api` : product, spec.dir, {
+      ...shared,
+      ...(spec.worker && spec.roleVar ? { [spec.roleVar]: 'api' } : {}),
+      PORT: String(productPorts[index]),
+      ...options.productEnv?.[product],
+    });
+    services.push(api);
+    ready.push(waitUntilReady(`${url}/readyz`, api));
+    upstreams[spec.urlVar] = url;
+    productUrls[product] = url;
+    if (spec.worker) startWorker({}, product);
   });
-  services.push(jobs, newsApi, gateway);
-  startWorker();
+  const gateway = startService('gateway', 'gateway', { ...shared, PORT: String(gatewayPort), ...upstreams });
+  services.push(gateway);
+  ready.push(waitUntilReady(`${gatewayUrl}/readyz`, gateway));
   const stop = async () => {
     await Promise.all(services.map((service) => service.stop()));
   };
   try {
-    await Promise.all([
-      waitUntilReady(`http://127.0.0.1:${jobsPort}/readyz`, jobs),
-      waitUntilReady(`http://127.0.0.1:${newsPort}/readyz`, newsApi),
-      waitUntilReady(`${gatewayUrl}/readyz`, gateway),
-    ]);
+    await Promise.all(ready);
   } catch (error) {
     await stop();
     throw error;
@@ -158,13 +194,16 @@ export async function startSystem(shared: Record<string, string>, workerEnv: Rec
   return {
     gatewayUrl,
     services,
+    productUrls,
     admin,
     startWorker,
     tenantKey(name) {
       admin(['tenants', 'create', name]);
       // Tests poll faster than the default 600 status requests per minute allow.
       admin(['limits', 'set', '--tenant', name, '--product', 'jobs', '--per-minute', '100000']);
-      admin(['limits', 'set', '--tenant', name, '--product', 'news', '--per-minute', '100000']);
+      for (const product of ['news', 'stock-report', 'analysis']) {
+        admin(['limits', 'set', '--tenant', name, '--product', product, '--per-minute', '100000']);
+      }
       return (JSON.parse(admin(['keys', 'create', '--tenant', name, '--json'])) as { api_key: string }).api_key;
     },
     stop,
