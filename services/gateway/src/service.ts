@@ -1,0 +1,92 @@
+// The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
+// alone; the single-process setup (services/standalone) runs it beside the services it routes to.
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPool, type Pool } from '@fin/db';
+import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import type { Logger } from '@fin/log';
+import { createApp } from './app';
+import { createAuthenticator } from './auth';
+import type { GatewayConfig } from './config';
+import { closeUpstreams, createUpstreams } from './proxy/upstreams';
+import { createRateLimits } from './rate-limit';
+
+export interface GatewayOptions {
+  config: GatewayConfig;
+  logger: Logger;
+  /** A shared pool (single-process mode); created from DATABASE_URL otherwise, and then closed last. */
+  pool?: Pool;
+}
+
+export interface Gateway {
+  server: Server;
+  /** Where the server listens, e.g. http://127.0.0.1:8080 (PORT 0 picks a free port). */
+  url: string;
+  lifecycle: Lifecycle;
+  /** In shutdown order, after the HTTP server has drained. */
+  closers: Closer[];
+}
+
+export async function startGateway({ config, logger, pool: sharedPool }: GatewayOptions): Promise<Gateway> {
+  const pool =
+    sharedPool ??
+    createPool({
+      connectionString: config.DATABASE_URL,
+      applicationName: 'gateway',
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    });
+  const authenticator = createAuthenticator({ pool, logger });
+  const rateLimits = createRateLimits({ pool, logger });
+  const upstreams = createUpstreams(
+    {
+      news: config.NEWS_URL,
+      'stock-report': config.STOCK_REPORT_URL,
+      analysis: config.ANALYSIS_URL,
+      chat: config.CHAT_URL,
+      jobs: config.JOBS_URL,
+      portal: config.PORTAL_URL,
+    },
+    { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
+  );
+  const lifecycle = createLifecycle();
+  // Streams have drained (or been cut) by the time these run: their chat slots are released before the limiter closes.
+  const closers: Closer[] = [
+    { name: 'authenticator', close: () => authenticator.close() },
+    { name: 'rate limits', close: () => rateLimits.close() },
+    { name: 'service connection pools', close: () => closeUpstreams(upstreams) },
+  ];
+  if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
+
+  const app = createApp({
+    logger,
+    authenticator,
+    rateLimits,
+    upstreams,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    lifecycle,
+    limits: {
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
+      idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+    },
+  });
+  const server = app.listen(config.PORT, config.HOST);
+  try {
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+  } catch (error) {
+    for (const closer of closers) await closer.close().catch(() => undefined);
+    throw error;
+  }
+  // Idle keep-alive connections outlive the clients' and load balancers' own idle timeouts (60 s on most), so it
+  // is never the gateway that closes a connection a client is about to reuse.
+  server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
+  server.headersTimeout = config.KEEP_ALIVE_TIMEOUT_MS + 1_000;
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.HOST}:${port}`;
+  logger.info({ url }, 'listening');
+  return { server, url, lifecycle, closers };
+}

@@ -1,0 +1,59 @@
+// `npm start`: the whole system in this process, then a banner with the API's URL, a development API key and a
+// curl line; Ctrl-C (or SIGTERM) stops everything in order. See services/standalone/README.md.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createKey, createTenant } from '@fin/gateway/admin';
+import { onShutdownSignals } from '@fin/http';
+import { createLogger } from '@fin/log';
+import { createStandaloneShutdown, REPOSITORY_ROOT, startStandalone, type Standalone } from './system';
+
+const DEV_TENANT = 'local-dev';
+
+/** The key printed at start, kept in DATA_DIR/dev-api-key (mode 600, git-ignored) and reused while it works. */
+async function developmentKey(system: Standalone, dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'dev-api-key');
+  if (existsSync(file)) {
+    const key = readFileSync(file, 'utf8').trim();
+    // Asking the gateway is the one check that covers revocation, expiry and a database that was reset.
+    const probe = await fetch(`${system.url}/api/jobs/news/00000000-0000-4000-8000-000000000000/status`, { headers: { 'X-API-Key': key } });
+    if (probe.status !== 401) return key;
+  }
+  const { rows } = await system.pool.query('SELECT 1 FROM tenants WHERE name = $1', [DEV_TENANT]);
+  if (rows.length === 0) await createTenant(system.pool, DEV_TENANT);
+  const { apiKey } = await createKey(system.pool, { tenant: DEV_TENANT, name: 'npm start' });
+  writeFileSync(file, `${apiKey}\n`, { mode: 0o600 });
+  return apiKey;
+}
+
+function banner(system: Standalone, key: string): string {
+  const { url } = system;
+  const lines = [
+    '',
+    `  Financial Intelligence API   ${url}   (API reference: ${url}/docs)`,
+    `  Development API key          ${key}   (kept in .data/dev-api-key)`,
+    '',
+    '  Try it:',
+    `    curl -s -X POST ${url}/api/products/news -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' -d '{"symbols":["AAPL"],"n":3}'`,
+    '  then poll the status_url it returns:',
+    `    curl -s ${url}/api/jobs/news/<job_id>/status -H 'X-API-Key: ${key}'`,
+    '',
+    `  Database: ${system.embedded ? 'embedded PostgreSQL in .data/postgres' : 'DATABASE_URL'} · events: ${system.bus === 'kafka' ? 'Kafka (KAFKA_BROKERS)' : 'in-process bus'} · AI: ${system.offline ? 'OFFLINE mode (no ANTHROPIC_API_KEY; sample data, results marked offline)' : 'Anthropic API'}`,
+    '  Ctrl-C stops everything.',
+    '',
+  ];
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger({ service: 'standalone', level: process.env.LOG_LEVEL || 'info' });
+  const dataDir = process.env.DATA_DIR || path.join(REPOSITORY_ROOT, '.data');
+  const system = await startStandalone({ dataDir });
+  onShutdownSignals(createStandaloneShutdown(system, logger, (code) => process.exit(code)));
+  const key = await developmentKey(system, dataDir);
+  process.stdout.write(`${banner(system, key)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`The system could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

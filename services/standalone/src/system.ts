@@ -1,0 +1,207 @@
+// The whole system in one process: the gateway, the job-status service and every product service (API and
+// worker roles together), each on its own loopback port and talking real HTTP, sharing one database pool,
+// one event bus and one AI engine. Nothing is configured → embedded PostgreSQL, the in-process bus and offline
+// AI; DATABASE_URL, KAFKA_BROKERS and ANTHROPIC_API_KEY switch each to the real thing.
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { aiConfigShape, createAiEngine, type AiEngine } from '@fin/ai';
+import { csv, parseConfig } from '@fin/config';
+import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
+import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
+import { gatewayConfigShape } from '@fin/gateway/config';
+import { startGateway } from '@fin/gateway/service';
+import { createShutdown, type Closer, type Lifecycle } from '@fin/http';
+import { jobsConfigShape } from '@fin/jobs/config';
+import { startJobsService } from '@fin/jobs/service';
+import { createLogger, type Logger } from '@fin/log';
+import { newsConfigShape } from '@fin/news/config';
+import { startNewsService } from '@fin/news/service';
+import { z } from 'zod';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
+
+/** The launcher's own settings; every service's variables (docs/configuration.md) apply as well. */
+export const standaloneConfigShape = {
+  /** The gateway's port: the API's address is http://HOST:PORT. */
+  PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
+  HOST: z.string().default('127.0.0.1'),
+  /** Unset: an embedded PostgreSQL in DATA_DIR/postgres. */
+  DATABASE_URL: z.string().optional(),
+  /** Unset: the in-process event bus. */
+  KAFKA_BROKERS: csv().optional(),
+  /** Where the embedded database, its password and the development API key are kept (git-ignored). */
+  DATA_DIR: z.string().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+};
+
+/** One running service as the shutdown sequence sees it. */
+export interface Unit {
+  name: string;
+  lifecycle: Lifecycle;
+  server?: Server;
+  closers: Closer[];
+}
+
+export interface Standalone {
+  /** The API's base URL (the gateway). */
+  url: string;
+  /** Where each internal service listens, for diagnostics. */
+  services: Record<string, string>;
+  databaseUrl: string;
+  embedded: boolean;
+  bus: 'kafka' | 'in-process';
+  offline: boolean;
+  pool: Pool;
+  /** Gateway first (so nothing new arrives), then the product services, then jobs; each drained in turn. */
+  units: Unit[];
+  /** Shared resources, closed after every unit: engine, bus, pool, embedded database. */
+  closers: Closer[];
+}
+
+export interface StandaloneOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Default: <repository>/.data */
+  dataDir?: string;
+  logger?: Logger;
+}
+
+/** The repository root (services/standalone/src or dist → three levels up). */
+export const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+function urlOf(server: Server, host: string): string {
+  return `http://${host}:${(server.address() as AddressInfo).port}`;
+}
+
+/** A signing secret for this run only: every service is in this process, so none needs to be told it. */
+function internalSecret(env: NodeJS.ProcessEnv): string {
+  return env.INTERNAL_SIGNING_SECRET && env.INTERNAL_SIGNING_SECRET.length >= 32 ? env.INTERNAL_SIGNING_SECRET : randomBytes(32).toString('hex');
+}
+
+/**
+ * Starts everything and resolves when the gateway listens. On a failure half-way, what already started is
+ * stopped again before the error is thrown.
+ */
+export async function startStandalone({ env = process.env, dataDir, logger }: StandaloneOptions = {}): Promise<Standalone> {
+  const settings = parseConfig(standaloneConfigShape, env);
+  const log = logger ?? createLogger({ service: 'standalone', level: settings.LOG_LEVEL });
+  const loggerFor = (service: string) => (logger ? logger.child({ service }) : createLogger({ service, level: settings.LOG_LEVEL }));
+  const started: Closer[] = [];
+  const units: Unit[] = [];
+  const unwind = async () => {
+    for (const unit of units.reverse()) for (const closer of [unit.server ? serverCloser(unit.server) : undefined, ...unit.closers]) await closer?.close().catch(() => undefined);
+    for (const closer of started.reverse()) await closer.close().catch(() => undefined);
+  };
+
+  try {
+    // 1. Database: the configured one, or an embedded PostgreSQL.
+    let database: EmbeddedDatabase | undefined;
+    let databaseUrl = settings.DATABASE_URL;
+    if (!databaseUrl) {
+      database = await startEmbeddedPostgres({ dataDir: dataDir ?? path.join(REPOSITORY_ROOT, '.data'), logger: log });
+      started.push({ name: 'embedded PostgreSQL', close: () => database!.stop() });
+      databaseUrl = database.url;
+    } else {
+      await ensureDatabase(databaseUrl);
+    }
+    const applied = await migrate({ databaseUrl });
+    if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
+    const pool = createPool({ connectionString: databaseUrl, applicationName: 'standalone', max: 20 });
+    started.push({ name: 'database pool', close: () => pool.end() });
+
+    // 2. Events: Kafka when configured, the in-process bus otherwise.
+    const shared: NodeJS.ProcessEnv = { ...env, DATABASE_URL: databaseUrl, INTERNAL_SIGNING_SECRET: internalSecret(env), HOST: '127.0.0.1', PORT: '0' };
+    const kafka = parseConfig(withBusApplied(kafkaConfigShape('standalone')), shared);
+    let bus: EventBus;
+    if (kafka.KAFKA_BROKERS.length > 0) bus = await connectKafkaBus(kafka, log);
+    else bus = createMemoryBus({ logger: log });
+    started.push({ name: 'event bus', close: () => bus.close() });
+
+    // 3. One AI engine for every product (offline unless ANTHROPIC_API_KEY is set).
+    const engine: AiEngine = await createAiEngine({ config: parseConfig(aiConfigShape, shared), logger: log });
+    started.push({ name: 'AI engine', close: () => engine.close() });
+
+    const serviceConfig = <S extends Shape>(shape: S, extra: Record<string, string> = {}) => parseConfig(withBusApplied(shape), { ...shared, ...extra });
+
+    // 4. The services behind the gateway, each on a free loopback port.
+    const jobsLogger = loggerFor('jobs');
+    const jobs = await startJobsService({ config: serviceConfig(jobsConfigShape), logger: jobsLogger, bus, pool, outboxRelay: false });
+    units.push({ name: 'jobs', ...jobs });
+
+    const news = await startNewsService({ config: serviceConfig(newsConfigShape, { NEWS_ROLE: 'all' }), logger: loggerFor('news'), pool, bus, engine });
+    units.push({ name: 'news', ...news });
+
+    const services: Record<string, string> = { jobs: jobs.url, news: urlOf(news.server!, '127.0.0.1') };
+
+    // 5. The gateway on PORT, routing to them.
+    const gateway = await startGateway({
+      config: parseConfig(gatewayConfigShape, {
+        ...shared,
+        PORT: String(settings.PORT),
+        HOST: settings.HOST,
+        NEWS_URL: services.news,
+        JOBS_URL: services.jobs,
+      }),
+      logger: loggerFor('gateway'),
+      pool,
+    });
+    units.push({ name: 'gateway', ...gateway });
+
+    return {
+      url: gateway.url,
+      services,
+      databaseUrl,
+      embedded: database !== undefined,
+      bus: kafka.KAFKA_BROKERS.length > 0 ? 'kafka' : 'in-process',
+      offline: engine.offline,
+      pool,
+      units: [...units].reverse(),
+      closers: [...started].reverse(),
+    };
+  } catch (error) {
+    await unwind();
+    throw error;
+  }
+}
+
+/**
+ * The shutdown of the whole process, in ARCHITECTURE.md's order: every service's readiness off; the servers stop
+ * accepting and their open requests and streams drain (gateway and services together, since a stream passes
+ * through both); then each service's closers (workers finish or hand back their jobs, consumers stop, relays
+ * stop); then the engine, the bus, the pool and last the embedded database. `exit` receives 0 or 1.
+ */
+export function createStandaloneShutdown(system: Standalone, logger: Logger, exit: (code: number) => void, drainTimeoutMs = 10_000): (signal: string) => Promise<void> {
+  const lifecycles: Lifecycle[] = system.units.map((unit) => unit.lifecycle);
+  return createShutdown({
+    logger,
+    lifecycle: {
+      get shuttingDown() {
+        return lifecycles.some((lifecycle) => lifecycle.shuttingDown);
+      },
+      beginShutdown: () => lifecycles.forEach((lifecycle) => lifecycle.beginShutdown()),
+    },
+    servers: system.units.flatMap((unit) => (unit.server ? [unit.server] : [])),
+    drainTimeoutMs,
+    closers: [...system.units.flatMap((unit) => unit.closers), ...system.closers],
+    exit,
+  });
+}
+
+type Shape = Record<string, z.ZodType>;
+
+/** The bus is already connected: each service's config accepts an empty broker list here. */
+function withBusApplied<S extends Shape>(shape: S) {
+  const { KAFKA_BROKERS: _connected, ...rest } = shape;
+  return { ...rest, KAFKA_BROKERS: csv().default([]) };
+}
+
+function serverCloser(server: Server): Closer {
+  return {
+    name: 'http server',
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,96 @@
+// `npm start` as a newcomer runs it: nothing configured (no DATABASE_URL, KAFKA_BROKERS or ANTHROPIC_API_KEY),
+// the launcher in a process of its own, the banner's key and curl line used as printed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { AsyncJobResponse, JobStatusResponse, NewsResult } from '@fin/contracts';
+import { waitFor } from '@fin/testing';
+import { postgresPidOf } from '../src/embedded-postgres';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Launched {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function launch(env: Record<string, string>): Launched {
+  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], {
+    cwd: path.join(__dirname, '..'),
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+}
+
+/** The banner's curl line, run as a shell would: its URL, headers and body. */
+function curlLine(output: string): { url: string; key: string; body: string } {
+  const line = output.split('\n').find((candidate) => candidate.trim().startsWith('curl -s -X POST'));
+  const match = line?.match(/POST (\S+) -H 'X-API-Key: (\S+)' -H 'Content-Type: application\/json' -d '(.+)'$/);
+  if (!match) throw new Error(`no curl line in:\n${output}`);
+  return { url: match[1]!, key: match[2]!, body: match[3]! };
+}
+
+describe('npm start on embedded defaults', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-standalone-'));
+  // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder (mkdtemp makes it 700).
+  chmodSync(dataDir, 0o755);
+  let running: Launched | undefined;
+  afterEach(async () => {
+    if (running && running.child.exitCode === null) {
+      running.child.kill('SIGKILL');
+      await running.exited;
+    }
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('prints a working key and curl line, stops cleanly on SIGTERM, and keeps jobs and keys across a restart', async () => {
+    const port = await freePort();
+    running = launch({ DATA_DIR: dataDir, PORT: String(port) });
+    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    const output = running.output();
+    expect(output).toContain(`http://127.0.0.1:${port}`);
+    expect(output).toContain('embedded PostgreSQL');
+    expect(output).toContain('in-process bus');
+    expect(output).toContain('OFFLINE');
+
+    const { url, key, body } = curlLine(output);
+    const headers = { 'X-API-Key': key, 'Content-Type': 'application/json' };
+    const accepted = await fetch(url, { method: 'POST', headers, body });
+    expect(accepted.status).toBe(202);
+    const envelope = AsyncJobResponse.parse(await accepted.json());
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(async () => JobStatusResponse.parse(await (await fetch(`${base}${envelope.status_url}`, { headers })).json()).status === 'completed', {
+      what: 'the job to complete',
+    });
+
+    expect(postgresPidOf(path.join(dataDir, 'postgres'))).toBeDefined();
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toBe(0);
+    // The embedded server stopped with the system rather than lingering.
+    expect(postgresPidOf(path.join(dataDir, 'postgres'))).toBeUndefined();
+
+    running = launch({ DATA_DIR: dataDir, PORT: String(port) });
+    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    // The same key again (still valid), and the job and its result are still there.
+    expect(curlLine(running.output()).key).toBe(key);
+    const result = await fetch(`${base}${envelope.result_url}`, { headers });
+    expect(result.status).toBe(200);
+    expect(NewsResult.parse(((await result.json()) as { result: unknown }).result).news.length).toBeGreaterThan(0);
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toBe(0);
+  });
+});
