@@ -1,4 +1,4 @@
-import { type Logger } from '@fin/log';
+import { childSpan, parseTraceparent, runInSpan, TRACEPARENT_HEADER, type Logger } from '@fin/log';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import {
   type ConsumerOptions,
@@ -166,9 +166,9 @@ export function envelopeProcessor<T extends AnyTopic>(
       await context.deadLetter(deadLetterOf(message, context, 'poison', error, 0));
       return 'commit';
     }
-    const result = await withRetries(message, signal, context, (attempt) =>
-      handler(envelope, metaOf(message, attempt, signal)),
-    );
+    // The handler runs in a span of the publisher's trace, so its logs and the events it writes continue it.
+    const span = childSpan(parseTraceparent(message.headers[TRACEPARENT_HEADER]));
+    const result = await runInSpan(span, () => withRetries(message, signal, context, (attempt) => handler(envelope, metaOf(message, attempt, signal))));
     if (result.status === 'aborted') return 'abandon';
     if (result.status === 'failed') {
       context.logger.error(

@@ -1,4 +1,5 @@
 import { type Queryable } from '@fin/db';
+import { traceHeaders } from '@fin/log';
 import { type EventHeaders } from './bus';
 import { createEnvelope, type EnvelopeOf, type EnvelopeOptions } from './envelope';
 import { type AnyTopic, type PayloadInput } from './topic';
@@ -19,6 +20,8 @@ export interface AppendOptions extends EnvelopeOptions {
  * transaction-scoped advisory lock on the key, so a second transaction writing the same key waits until the
  * first commits or rolls back before it allocates its id. The relay, which reads unpublished rows in id
  * order, can therefore never see a later event of a key while an earlier one is still uncommitted.
+ *
+ * The current trace (W3C traceparent) travels in the message headers, so the consumer continues it.
  */
 export async function appendToOutbox<T extends AnyTopic>(
   db: Queryable,
@@ -34,7 +37,7 @@ export async function appendToOutbox<T extends AnyTopic>(
     `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
      SELECT $1::text, $2::text, $3::uuid, $4::text, $5::jsonb, $6::jsonb
      FROM (SELECT pg_advisory_xact_lock($7::int, hashtext($1::text || E'\\n' || $2::text))) AS key_lock`,
-    [topic.name, key, envelope.id, envelope.type, JSON.stringify(envelope), JSON.stringify(headers), OUTBOX_KEY_LOCK_CLASS],
+    [topic.name, key, envelope.id, envelope.type, JSON.stringify(envelope), JSON.stringify({ ...traceHeaders(), ...headers }), OUTBOX_KEY_LOCK_CLASS],
   );
   return envelope;
 }

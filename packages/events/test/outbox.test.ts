@@ -1,4 +1,5 @@
 import { type Pool, createPool, withTransaction } from '@fin/db';
+import { childSpan, currentTrace, parseTraceparent, runInSpan, type TraceContext } from '@fin/log';
 import { type TestDatabase, createTestDatabase, createTopics, testKafka, uniqueName, waitFor } from '@fin/testing';
 import {
   type DeliveryMeta,
@@ -30,7 +31,7 @@ describe('transactional outbox through the relay and a real broker', () => {
   let relay: OutboxRelay;
   let subscription: Subscription;
   let topic: TestTopic;
-  const received: Array<{ envelope: EnvelopeOf<TestTopic>; meta: DeliveryMeta }> = [];
+  const received: Array<{ envelope: EnvelopeOf<TestTopic>; meta: DeliveryMeta; trace: TraceContext | undefined }> = [];
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -41,7 +42,7 @@ describe('transactional outbox through the relay and a real broker', () => {
     subscription = await harness.bus.subscribe({
       topic,
       groupId: uniqueName('outbox-reader'),
-      handler: async (envelope, meta) => void received.push({ envelope, meta }),
+      handler: async (envelope, meta) => void received.push({ envelope, meta, trace: currentTrace() }),
     });
     relay = createOutboxRelay({
       pool,
@@ -65,6 +66,16 @@ describe('transactional outbox through the relay and a real broker', () => {
   const row = async (eventId: string) =>
     (await pool.query<OutboxRow>('SELECT id::text AS id, * FROM outbox WHERE event_id = $1', [eventId])).rows[0];
   const delivered = (eventId: string) => received.find(({ envelope }) => envelope.id === eventId);
+
+  it('carries the writer\'s W3C trace to the consumer, whose handler runs in a child span of it', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const span = childSpan(parseTraceparent(`00-${traceId}-00f067aa0ba902b7-01`));
+    const envelope = await runInSpan(span, () => appendToOutbox(pool, topic, 'traced', { seq: 1, label: 'traced' }));
+    const delivery = await waitFor(() => delivered(envelope.id), { what: 'the delivery', timeoutMs: 5_000 });
+    expect(delivery.meta.headers.traceparent).toBe(`00-${traceId}-${span.spanId}-01`);
+    expect(delivery.trace?.traceId).toBe(traceId);
+    expect(delivery.trace?.spanId).not.toBe(span.spanId);
+  });
 
   it('publishes an event committed with a state change, with its key and payload', async () => {
     const envelope = await withTransaction(pool, async (client) => {

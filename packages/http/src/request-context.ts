@@ -2,7 +2,7 @@
 // whether the code has the response at hand (loggerOf(res)) or not (currentLogger(), through AsyncLocalStorage).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '@fin/log';
+import { childSpan, parseTraceparent, runInSpan, TRACEPARENT_HEADER, type Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
@@ -61,7 +61,9 @@ export interface RequestContextOptions {
 /**
  * The first middleware of every service: takes the caller's X-Request-Id when well-formed (the gateway sends
  * its own, so one id follows a request through every service) or generates one, sets it on the response,
- * binds it to a child logger, and logs one line when the response is done.
+ * binds it to a child logger, and logs one line when the response is done. The request runs in a span of the
+ * caller's W3C trace (`traceparent`) or of a new one, so its log lines carry trace_id and whatever it sends
+ * on (a forwarded request, an outbox event) continues the trace.
  */
 export function requestContext({ logger, quietPaths = [] }: RequestContextOptions): RequestHandler {
   return (req, res, next) => {
@@ -84,6 +86,6 @@ export function requestContext({ logger, quietPaths = [] }: RequestContextOption
       const quiet = quietPaths.includes(req.path) && res.statusCode < 400;
       context.logger[quiet ? 'debug' : 'info'](fields, 'request completed');
     });
-    storage.run(context, next);
+    runInSpan(childSpan(parseTraceparent(req.header(TRACEPARENT_HEADER))), () => storage.run(context, next));
   };
 }

@@ -48,6 +48,23 @@ describe('requestContext', () => {
     expect(lines.every((line) => line.requestId === res.headers['x-request-id'])).toBe(true);
   });
 
+  it('runs the request in a span of the caller\'s W3C trace, so every log line carries its trace id', async () => {
+    const { logger, lines } = captureLogger();
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    await request(appWith(logger)).get('/work').set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`).expect(200);
+    expect(lines).toHaveLength(3);
+    expect(lines.every((line) => line.trace_id === traceId)).toBe(true);
+    // This service's own span, not the caller's.
+    expect(new Set(lines.map((line) => line.span_id))).toEqual(new Set([expect.stringMatching(/^[0-9a-f]{16}$/)]));
+    expect(lines[0]?.span_id).not.toBe('00f067aa0ba902b7');
+  });
+
+  it('starts a new trace for a request without a valid traceparent', async () => {
+    const { logger, lines } = captureLogger();
+    await request(appWith(logger)).get('/work').set('traceparent', 'garbage').expect(200);
+    expect(lines[0]?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
   it('gives every request its own id when the caller sends none', async () => {
     const { logger } = captureLogger();
     const app = appWith(logger);

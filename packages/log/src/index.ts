@@ -1,6 +1,8 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import { traceLogFields } from './trace';
 
 export type { Logger };
+export { TRACEPARENT_HEADER, childSpan, currentTrace, formatTraceparent, parseTraceparent, runInSpan, traceHeaders, type TraceContext } from './trace';
 
 /**
  * Paths whose values never reach a log line: API keys, authorization headers, customer-tool header
@@ -25,7 +27,10 @@ export interface LogOptions {
   destination?: pino.DestinationStream;
 }
 
-/** One JSON line per event, with the service name on every line and secrets redacted. */
+/**
+ * One JSON line per event, with the service name on every line, the trace and span ids on every line written
+ * inside a span (see trace.ts), and secrets redacted.
+ */
 export function createLogger({ service, level = 'info', destination }: LogOptions): Logger {
   const options: LoggerOptions = {
     level,
@@ -33,6 +38,7 @@ export function createLogger({ service, level = 'info', destination }: LogOption
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    mixin: traceLogFields,
   };
   return destination ? pino(options, destination) : pino(options);
 }

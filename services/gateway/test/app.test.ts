@@ -142,6 +142,14 @@ describe('gateway probes and ids', () => {
     expect(received?.identity.requestId).toBe('trace-42');
   });
 
+  it('continues the caller\'s W3C trace to the service in a span of its own', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`).send({ symbols: ['AAPL'] }).expect(200);
+    const forwarded = String(h.services.news.received.at(-1)?.headers.traceparent);
+    expect(forwarded).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    expect(forwarded).not.toContain('00f067aa0ba902b7');
+  });
+
   it('replaces a malformed X-Request-Id with a generated one, on errors too', async () => {
     const res = await request(h.app).post('/api/products/news').set('X-Request-Id', 'not valid!').send({}).expect(401);
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);

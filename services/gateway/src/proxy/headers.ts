@@ -3,6 +3,7 @@
 // gateway's signed ones reach a service.
 import type { IncomingHttpHeaders } from 'node:http';
 import { IDENTITY_HEADER_NAMES } from '@fin/http';
+import { TRACEPARENT_HEADER, traceHeaders } from '@fin/log';
 import type { Request } from 'express';
 
 /** RFC 9110 §7.6.1 plus the historical ones. */
@@ -19,6 +20,8 @@ const DROPPED_FROM_REQUESTS = new Set([
   // The gateway does not compress event streams, so it asks services not to compress anything.
   'accept-encoding',
   'x-request-id',
+  // Replaced by the gateway's own span of the caller's trace (tracestate passes unchanged).
+  TRACEPARENT_HEADER,
   'forwarded',
   'x-forwarded-for',
   'x-forwarded-host',
@@ -59,6 +62,7 @@ export function requestHeaders(req: Request, { requestId, browserCredentials }: 
   const host = req.headers['x-forwarded-host'] ?? req.headers.host;
   if (typeof host === 'string') out['x-forwarded-host'] = host;
   out['x-request-id'] = requestId;
+  Object.assign(out, traceHeaders());
   return out;
 }
 
