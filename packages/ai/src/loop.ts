@@ -8,6 +8,7 @@ import type {
   ToolResultBlockParam,
   ToolUnion,
 } from '@anthropic-ai/sdk/resources/messages/messages';
+import { modelRequests, modelTokens } from '@fin/metrics';
 import { AiError, toAiError } from './errors';
 import { toolInputSchema, type ToolDefinition } from './tools';
 
@@ -162,10 +163,24 @@ async function streamRound(
         onEvent?.({ type: 'text', text: event.delta.text });
       }
     }
-    return await stream.finalMessage();
+    const message = await stream.finalMessage();
+    countUsage(body.model, message);
+    return message;
   } catch (error) {
-    throw toAiError(error);
+    const failure = toAiError(error);
+    modelRequests.inc({ model: body.model, outcome: failure.kind });
+    throw failure;
   }
+}
+
+/** Tokens as the API bills them, for fin_model_tokens_total (the job records its own totals too). */
+function countUsage(model: string, message: Message): void {
+  const { usage } = message;
+  modelRequests.inc({ model, outcome: 'ok' });
+  modelTokens.inc({ model, kind: 'input' }, usage.input_tokens);
+  modelTokens.inc({ model, kind: 'output' }, usage.output_tokens);
+  if (usage.cache_read_input_tokens) modelTokens.inc({ model, kind: 'cache_read' }, usage.cache_read_input_tokens);
+  if (usage.cache_creation_input_tokens) modelTokens.inc({ model, kind: 'cache_write' }, usage.cache_creation_input_tokens);
 }
 
 function finalText(content: readonly ContentBlock[]): string {

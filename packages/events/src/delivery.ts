@@ -1,4 +1,5 @@
 import { childSpan, parseTraceparent, runInSpan, TRACEPARENT_HEADER, type Logger } from '@fin/log';
+import { eventsHandled } from '@fin/metrics';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import {
   type ConsumerOptions,
@@ -164,6 +165,7 @@ export function envelopeProcessor<T extends AnyTopic>(
         'Poison message dead-lettered',
       );
       await context.deadLetter(deadLetterOf(message, context, 'poison', error, 0));
+      eventsHandled.inc({ group: context.groupId, topic: message.topic, outcome: 'dead_lettered' });
       return 'commit';
     }
     // The handler runs in a span of the publisher's trace, so its logs and the events it writes continue it.
@@ -177,6 +179,7 @@ export function envelopeProcessor<T extends AnyTopic>(
       );
       await context.deadLetter(deadLetterOf(message, context, 'exhausted', result.error, context.maxAttempts));
     }
+    eventsHandled.inc({ group: context.groupId, topic: message.topic, outcome: result.status === 'failed' ? 'dead_lettered' : 'ok' });
     return 'commit';
   };
 }

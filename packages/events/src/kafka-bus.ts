@@ -1,4 +1,5 @@
 import { type Logger } from '@fin/log';
+import { consumerLag } from '@fin/metrics';
 import {
   type IHeaders,
   Kafka,
@@ -142,6 +143,10 @@ export function createKafkaBus({
               if (!(await handle(batch.topic, batch.partition, message, heartbeat))) break;
               // Moves this consumer's fetch position past the message; the commit makes it durable.
               resolveOffset(message.offset);
+              consumerLag.set(
+                { group: groupId, topic: batch.topic.slice(topicPrefix.length), partition: String(batch.partition) },
+                Number(BigInt(batch.highWatermark) - BigInt(message.offset) - 1n),
+              );
               const commit = consumer.commitOffsets([
                 { topic: batch.topic, partition: batch.partition, offset: (BigInt(message.offset) + 1n).toString() },
               ]);

@@ -44,5 +44,6 @@ export {
   type SignedRequest,
   type VerifyIdentityOptions,
 } from './identity';
+export { UNMATCHED_ROUTE, httpMetrics, trackEventStream } from './metrics';
 export { DEFAULT_READINESS_TIMEOUT_MS, createLifecycle, createServiceApp, type Lifecycle, type ServiceAppOptions } from './service-app';
 export { createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

@@ -6,6 +6,7 @@ import { ErrorType, type JobError } from '@fin/contracts';
 import { type Pool, type PoolClient } from '@fin/db';
 import { type EnvelopeOf, type JobStateEventPayload, type JobStatus, type jobsEventsTopic, processOnce } from '@fin/events';
 import { type Logger } from '@fin/log';
+import { jobDuration, jobsFinished } from '@fin/metrics';
 
 /** The consumer name under which applied events are recorded (processed_events) and the Kafka group id. */
 export const JOBS_CONSUMER = 'jobs-service';
@@ -54,6 +55,7 @@ interface JobRow {
   tenant_id: string;
   cache_key: string | null;
   has_custom_data: boolean;
+  age_seconds: number;
 }
 
 /** The job fields an event sets; null means "clear" for result/error. */
@@ -114,11 +116,19 @@ function rejection(job: JobRow, event: JobStateEventPayload): ApplyOutcome | und
   return undefined;
 }
 
-async function apply(client: PoolClient, event: JobStateEventPayload, logger: Logger | undefined): Promise<ApplyOutcome> {
+/** A job that reached its final state in this transaction, for the metrics once it commits. */
+interface Finished {
+  type: string;
+  outcome: 'completed' | 'failed';
+  seconds: number;
+}
+
+async function apply(client: PoolClient, event: JobStateEventPayload, logger: Logger | undefined, finished: (job: Finished) => void): Promise<ApplyOutcome> {
   // The row lock serialises events of one job that reach different consumers (e.g. during a rebalance).
   const { rows } = await client.query<JobRow>(
     `SELECT type, status, event_seq, attempts, tenant_id::text AS tenant_id, cache_key,
-            (jsonb_typeof(request) = 'object' AND request ? 'data') AS has_custom_data
+            (jsonb_typeof(request) = 'object' AND request ? 'data') AS has_custom_data,
+            EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds
      FROM jobs WHERE id = $1 FOR UPDATE`,
     [event.job_id],
   );
@@ -170,6 +180,7 @@ async function apply(client: PoolClient, event: JobStateEventPayload, logger: Lo
       [job.cache_key, job.type, job.has_custom_data ? job.tenant_id : null, event.job_id, JSON.stringify(change.result), RESULT_CACHE_TTL],
     );
   }
+  if (change.status === 'completed' || change.status === 'failed') finished({ type: job.type, outcome: change.status, seconds: job.age_seconds });
   return 'applied';
 }
 
@@ -189,8 +200,15 @@ export interface ApplyOptions {
  */
 export async function applyJobEvent(db: Pool | PoolClient, envelope: JobEventEnvelope, { logger }: ApplyOptions = {}): Promise<ApplyOutcome> {
   const event = envelope.payload;
-  const processed = await processOnce(db, JOBS_CONSUMER, envelope.id, (client) => apply(client, event, logger));
+  const final: { job?: Finished } = {};
+  const processed = await processOnce(db, JOBS_CONSUMER, envelope.id, (client) => apply(client, event, logger, (job) => (final.job = job)));
   const outcome = processed.status === 'duplicate' ? 'duplicate' : processed.result;
+  // Counted once, after the commit: this service is the one writer of job state, so every final state passes here.
+  if (outcome === 'applied' && final.job) {
+    const { type, outcome: result, seconds } = final.job;
+    jobsFinished.inc({ type, outcome: result });
+    jobDuration.observe({ type, outcome: result }, seconds);
+  }
   const fields = { jobId: event.job_id, seq: event.seq, status: event.status, eventId: envelope.id, outcome };
   if (outcome === 'applied') logger?.debug(fields, 'applied job event');
   else if (outcome === 'unknown_job' || outcome === 'wrong_job_type') logger?.warn(fields, 'ignored a job event that matches no job');

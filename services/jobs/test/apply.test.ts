@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Pool, createPool } from '@fin/db';
+import { jobsFinished } from '@fin/metrics';
 import { type TestDatabase, createTestDatabase } from '@fin/testing';
 import { JOBS_CONSUMER, applyJobEvent } from '../src/apply';
 import { NEWS_RESULT, createTenant, insertJob, jobEvent, jobRow, testLogger } from './support';
@@ -56,6 +57,20 @@ describe('applyJobEvent', () => {
     expect(row).toMatchObject({ status: 'completed', input_tokens: 120, output_tokens: 30 });
     const { rows } = await pool.query<{ count: string }>('SELECT count(*) FROM processed_events WHERE consumer = $1 AND event_id = $2', [JOBS_CONSUMER, completed.id]);
     expect(rows[0]?.count).toBe('1');
+  });
+
+  it('counts each job that reaches a final state once, by type and outcome, for the metrics', async () => {
+    const finished = async (outcome: string) => (await jobsFinished.get()).values.find((value) => value.labels.type === 'news' && value.labels.outcome === outcome)?.value ?? 0;
+    const [completedBefore, failedBefore] = [await finished('completed'), await finished('failed')];
+    const done = await insertJob(pool, { tenantId, attempts: 1 });
+    const completion = jobEvent(done, { seq: 1001, status: 'completed', progress: 100, result: NEWS_RESULT });
+    await apply(completion);
+    await apply(completion);
+    await apply(jobEvent(done, { seq: 1002, status: 'failed', progress: 100, error: { type: 'internal_error', detail: 'late' } }));
+    const broken = await insertJob(pool, { tenantId, attempts: 1 });
+    await apply(jobEvent(broken, { seq: 1001, status: 'failed', progress: 0, error: { type: 'internal_error', detail: 'x' } }));
+    expect(await finished('completed')).toBe(completedBefore + 1);
+    expect(await finished('failed')).toBe(failedBefore + 1);
   });
 
   it('ignores a late event whose seq is not above the last applied one', async () => {

@@ -3,7 +3,7 @@
 // failures reported in the spec's error body (or, mid-stream, as an SSE `error` event).
 import { randomUUID } from 'node:crypto';
 import { formatSse } from '@fin/contracts';
-import { loggerOf, requestIdOf, signIdentity, type Caller } from '@fin/http';
+import { loggerOf, requestIdOf, signIdentity, trackEventStream, type Caller } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
@@ -128,6 +128,7 @@ async function relayEventStream(response: Dispatcher.ResponseData, res: Response
   // No compression and no buffering anywhere on the way (X-Accel-Buffering: nginx-based ingresses).
   setHeaders(res, { ...responseHeaders(response.headers, ['content-length', 'content-encoding']), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   res.flushHeaders();
+  trackEventStream('gateway', res);
   res.socket?.setNoDelay(true);
   try {
     await copyEventStream(response.body, res, signal);

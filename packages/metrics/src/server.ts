@@ -1,0 +1,66 @@
+// The metrics listener: GET /metrics in the Prometheus text format, on a port of its own, so the scrape
+// endpoint is never reachable through the gateway's public port or the ingress.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { port } from '@fin/config';
+import type { Logger } from '@fin/log';
+import { z } from 'zod';
+import { registry } from './catalog';
+
+/**
+ * METRICS_PORT and METRICS_HOST. Each service has its own default port (its PORT + 1000: gateway 9080, news
+ * 9081, …) so services run side by side on a laptop without clashing; 0 picks a free port.
+ */
+export function metricsConfigShape(defaultPort: number) {
+  return {
+    METRICS_PORT: port().default(defaultPort),
+    /** 0.0.0.0 in containers, so Prometheus can scrape the pod's address. */
+    METRICS_HOST: z.string().default('127.0.0.1'),
+  };
+}
+
+export interface MetricsServer {
+  server: Server;
+  /** e.g. http://127.0.0.1:9081/metrics */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startMetricsServer({ port: listenPort, host, logger }: { port: number; host: string; logger: Logger }): Promise<MetricsServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' || path !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: metrics are at GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      (error: unknown) => {
+        logger.warn({ err: error }, 'collecting metrics failed');
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics collection failed\n');
+      },
+    );
+  });
+  server.listen(listenPort, host);
+  try {
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new Error(
+      code === 'EADDRINUSE' ? `METRICS_PORT ${listenPort} is in use on ${host}; set METRICS_PORT to a free port (0 picks one).` : `The metrics listener could not start: ${String(error)}`,
+      { cause: error },
+    );
+  }
+  const url = `http://${host}:${(server.address() as AddressInfo).port}/metrics`;
+  logger.info({ url }, 'metrics listening');
+  return {
+    server,
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
