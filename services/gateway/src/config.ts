@@ -1,4 +1,5 @@
 import { int, logLevel, port, secret, url } from '@fin/config';
+import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 
 const serviceUrl = () => url(['http', 'https']);
@@ -7,6 +8,7 @@ const serviceUrl = () => url(['http', 'https']);
 export const gatewayConfigShape = {
   PORT: port().default(8080),
   HOST: z.string().default('127.0.0.1'),
+  ...metricsConfigShape(9080),
   DATABASE_URL: url(['postgres', 'postgresql']),
   LOG_LEVEL: logLevel().default('info'),
   /** Signs the identity headers the services verify; every service holds the same value. */

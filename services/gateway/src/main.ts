@@ -1,6 +1,7 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { createShutdown, onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
+import { startMetricsServer } from '@fin/metrics';
 import { gatewayConfigShape } from './config';
 import { startGateway } from './service';
 
@@ -11,6 +12,7 @@ async function main(): Promise<void> {
   logger.info({ config: redactConfig(gatewayConfigShape, config) }, 'starting');
   try {
     const gateway = await startGateway({ config, logger });
+    const metrics = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST, logger });
     onShutdownSignals(
       createShutdown({
         logger,
@@ -18,7 +20,7 @@ async function main(): Promise<void> {
         servers: [gateway.server],
         unreadyDelayMs: config.SHUTDOWN_UNREADY_DELAY_MS,
         drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
-        closers: gateway.closers,
+        closers: [...gateway.closers, { name: 'metrics listener', close: () => metrics.close() }],
         exit: (code) => process.exit(code),
       }),
     );

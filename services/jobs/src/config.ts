@@ -1,5 +1,6 @@
 import { int, logLevel, port, secret, url } from '@fin/config';
 import { kafkaConfigShape } from '@fin/events';
+import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 
 /** The job-status service's environment. See docs/jobs.md#configuration. */
@@ -7,6 +8,7 @@ export const jobsConfigShape = {
   ...kafkaConfigShape('jobs'),
   PORT: port().default(8085),
   HOST: z.string().default('127.0.0.1'),
+  ...metricsConfigShape(9085),
   DATABASE_URL: url(['postgres', 'postgresql']),
   /** Connections to Postgres; the status endpoint is one primary-key read per request. */
   DATABASE_POOL_MAX: int(1, 500).default(10),

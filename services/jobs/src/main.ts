@@ -3,6 +3,7 @@ import { createPool } from '@fin/db';
 import { connectKafkaBus } from '@fin/events';
 import { createShutdown, onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
+import { startMetricsServer } from '@fin/metrics';
 import { jobsConfigShape } from './config';
 import { startJobsService } from './service';
 
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
     });
     const bus = await connectKafkaBus(config, logger);
     const service = await startJobsService({ config, logger, bus, pool });
+    const metrics = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST, logger });
 
     const shutdown = createShutdown({
       logger,
@@ -28,7 +30,12 @@ async function main(): Promise<void> {
       servers: [service.server],
       unreadyDelayMs: config.SHUTDOWN_UNREADY_DELAY_MS,
       drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
-      closers: [...service.closers, { name: 'event bus', close: () => bus.close() }, { name: 'database pool', close: () => pool.end() }],
+      closers: [
+        ...service.closers,
+        { name: 'event bus', close: () => bus.close() },
+        { name: 'database pool', close: () => pool.end() },
+        { name: 'metrics listener', close: () => metrics.close() },
+      ],
       exit: (code) => process.exit(code),
     });
     onShutdownSignals(shutdown);

@@ -37,6 +37,7 @@ function banner(system: Standalone, key: string): string {
     '  then poll the status_url it returns:',
     `    curl -s ${url}/api/jobs/news/<job_id>/status -H 'X-API-Key: ${key}'`,
     '',
+    `  Metrics (Prometheus): ${system.metricsUrl}`,
     `  Database: ${system.embedded ? 'embedded PostgreSQL in .data/postgres' : 'DATABASE_URL'} · events: ${system.bus === 'kafka' ? 'Kafka (KAFKA_BROKERS)' : 'in-process bus'} · AI: ${system.offline ? 'OFFLINE mode (no ANTHROPIC_API_KEY; sample data, results marked offline)' : 'Anthropic API'}`,
     '  Ctrl-C stops everything.',
     '',

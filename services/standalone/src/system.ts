@@ -16,6 +16,7 @@ import { createShutdown, type Closer, type Lifecycle } from '@fin/http';
 import { jobsConfigShape } from '@fin/jobs/config';
 import { startJobsService } from '@fin/jobs/service';
 import { createLogger, type Logger } from '@fin/log';
+import { metricsConfigShape, startMetricsServer } from '@fin/metrics';
 import { newsConfigShape } from '@fin/news/config';
 import { startNewsService } from '@fin/news/service';
 import { z } from 'zod';
@@ -33,6 +34,8 @@ export const standaloneConfigShape = {
   /** Where the embedded database, its password and the development API key are kept (git-ignored). */
   DATA_DIR: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** One Prometheus listener for the whole process (every service's metrics, one registry). */
+  ...metricsConfigShape(9090),
 };
 
 /** One running service as the shutdown sequence sees it. */
@@ -46,6 +49,8 @@ export interface Unit {
 export interface Standalone {
   /** The API's base URL (the gateway). */
   url: string;
+  /** GET here for the Prometheus metrics of every service in the process. */
+  metricsUrl: string;
   /** Where each internal service listens, for diagnostics. */
   services: Record<string, string>;
   databaseUrl: string;
@@ -133,6 +138,9 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
 
     const services: Record<string, string> = { jobs: jobs.url, news: urlOf(news.server!, '127.0.0.1') };
 
+    const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger: log });
+    started.push({ name: 'metrics listener', close: () => metrics.close() });
+
     // 5. The gateway on PORT, routing to them.
     const gateway = await startGateway({
       config: parseConfig(gatewayConfigShape, {
@@ -149,6 +157,7 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
 
     return {
       url: gateway.url,
+      metricsUrl: metrics.url,
       services,
       databaseUrl,
       embedded: database !== undefined,

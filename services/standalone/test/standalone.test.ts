@@ -27,7 +27,7 @@ interface Launched {
 function launch(env: Record<string, string>): Launched {
   const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], {
     cwd: path.join(__dirname, '..'),
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -66,6 +66,8 @@ describe('npm start on embedded defaults', () => {
     expect(output).toContain('embedded PostgreSQL');
     expect(output).toContain('in-process bus');
     expect(output).toContain('OFFLINE');
+    const metricsUrl = /Metrics \(Prometheus\): (\S+)/.exec(output)?.[1];
+    expect(metricsUrl).toBeDefined();
 
     const { url, key, body } = curlLine(output);
     const headers = { 'X-API-Key': key, 'Content-Type': 'application/json' };
@@ -76,6 +78,12 @@ describe('npm start on embedded defaults', () => {
     await waitFor(async () => JobStatusResponse.parse(await (await fetch(`${base}${envelope.status_url}`, { headers })).json()).status === 'completed', {
       what: 'the job to complete',
     });
+
+    // One scrape shows every service of the process: the gateway's and news' requests, the finished job.
+    const scraped = await (await fetch(metricsUrl!)).text();
+    expect(scraped).toMatch(/fin_http_requests_total\{service="gateway",method="POST",route="\/api\/products\/news",status="202"\} 1/);
+    expect(scraped).toMatch(/fin_http_requests_total\{service="news",method="POST",route="\/api\/products\/news",status="202"\} 1/);
+    expect(scraped).toMatch(/fin_jobs_finished_total\{type="news",outcome="completed"\} 1/);
 
     expect(postgresPidOf(path.join(dataDir, 'postgres'))).toBeDefined();
     running.child.kill('SIGTERM');
