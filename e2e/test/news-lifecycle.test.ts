@@ -171,6 +171,29 @@ describe('news through the whole system', () => {
     expect(rows[0]?.attempts).toBe(2);
   });
 
+  it('hands a job back when its worker is stopped with SIGTERM mid-run, and another worker finishes it', async () => {
+    let release!: () => void;
+    held.set('AMD', new Promise<void>((resolve) => (release = resolve)));
+    const { body } = await postNews({ symbols: ['AMD'], n: 2 });
+    const { job_id: jobId, status_url: statusUrl } = AsyncJobResponse.parse(body);
+    await waitFor(async () => {
+      const { rows } = await withDb((client) => client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [jobId]));
+      return rows[0]?.lease_owner != null;
+    });
+    const stopping = worker;
+    await stopping.stop('SIGTERM');
+    // A clean exit, and the lease released at once rather than left to expire.
+    expect(stopping.child.exitCode).toBe(0);
+    const { rows: released } = await withDb((client) => client.query<{ lease_owner: string | null; status: string }>('SELECT lease_owner, status FROM jobs WHERE id = $1', [jobId]));
+    expect(released[0]).toMatchObject({ lease_owner: null });
+    expect(['pending', 'running']).toContain(released[0]?.status);
+    held.delete('AMD');
+    release();
+    worker = system.startWorker();
+    const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
+    expect(final.status).toBe('completed');
+  });
+
   async function withDb<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client(db.url);
     await client.connect();
