@@ -56,7 +56,7 @@ if [ "$#" -gt 0 ]; then
 else
   # The system tests start every service as a process (and one its own Kafka broker): they run after the other
   # suites, one file at a time, so they do not compete with them for this machine's two cores.
-  jest --ci --forceExit --maxWorkers=2 --json --outputFile="$results" --selectProjects $(ls -d packages/*/ services/*/ | xargs -n1 basename) || status=$?
+  jest --ci --forceExit --maxWorkers=2 --json --outputFile="$results" --selectProjects $(ls -d packages/*/ services/*/ infra/ | xargs -n1 basename) || status=$?
   e2e_results="$(mktemp)"
   jest --ci --forceExit --runInBand --json --outputFile="$e2e_results" --selectProjects e2e || status=$?
   node -e '

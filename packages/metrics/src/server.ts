@@ -1,5 +1,6 @@
 // The metrics listener: GET /metrics in the Prometheus text format, on a port of its own, so the scrape
-// endpoint is never reachable through the gateway's public port or the ingress.
+// endpoint is never reachable through the gateway's public port or the ingress. It also answers GET /healthz,
+// which gives processes without an API port (the worker roles) a liveness probe.
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,8 +31,12 @@ export interface MetricsServer {
 export async function startMetricsServer({ port: listenPort, host, logger }: { port: number; host: string; logger: Logger }): Promise<MetricsServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
     if (req.method !== 'GET' || path !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: metrics are at GET /metrics\n');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: metrics are at GET /metrics, liveness at GET /healthz\n');
       return;
     }
     registry.metrics().then(

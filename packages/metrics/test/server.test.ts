@@ -4,7 +4,7 @@ import { httpRequests, registry, startMetricsServer } from '../src';
 const logger = createLogger({ service: 'metrics-test', level: 'silent' });
 
 describe('the metrics listener', () => {
-  it('serves the registry in the Prometheus text format at GET /metrics, and nothing else', async () => {
+  it('serves the registry in the Prometheus text format at GET /metrics, liveness at /healthz, and nothing else', async () => {
     const metrics = await startMetricsServer({ port: 0, host: '127.0.0.1', logger });
     try {
       httpRequests.inc({ service: 'test', method: 'GET', route: '/x/:id', status: '200' });
@@ -17,6 +17,10 @@ describe('the metrics listener', () => {
       // Process metrics come along under the same prefix.
       expect(text).toContain('fin_process_resident_memory_bytes');
       expect((await fetch(metrics.url.replace('/metrics', '/other'))).status).toBe(404);
+      // Liveness for processes without an API port (worker roles).
+      const health = await fetch(metrics.url.replace('/metrics', '/healthz'));
+      expect(health.status).toBe(200);
+      expect(await health.json()).toEqual({ status: 'ok' });
       expect((await fetch(metrics.url, { method: 'POST' })).status).toBe(404);
     } finally {
       await metrics.close();
