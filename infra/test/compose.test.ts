@@ -1,0 +1,211 @@
+// docker-compose.yml, checked without a Docker engine: against the Compose Specification's JSON schema (the copy
+// dclint ships, downloaded from compose-spec/compose-spec), and against the services themselves: every
+// container's environment (with .env.example substituted) is parsed by that service's own config shape, and every
+// URL, port, broker address, healthcheck and dependency has to line up.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { eventCatalog } from '@fin/events';
+import Ajv from 'ajv';
+import draft07 from 'ajv/dist/refs/json-schema-draft-07.json';
+import {
+  dependenciesOf,
+  environmentOf,
+  interpolate,
+  readCompose,
+  readEnvFile,
+  referencedVariables,
+  type ComposeFile,
+  type ComposeService,
+} from './support/compose';
+import { DEPLOYABLES, REPO_ROOT, envPrefix, loadConfigShape, parseServiceConfig, roleVariable, workloadName, type ConfigShape, type Deployable, type Role } from './support/deployables';
+import { ADMIN, HEALTHCHECK, MIGRATE } from './support/image-paths';
+
+const COMPOSE_FILE = path.join(REPO_ROOT, 'docker-compose.yml');
+const ENV_EXAMPLE = path.join(REPO_ROOT, '.env.example');
+const envExample = readEnvFile(ENV_EXAMPLE);
+const compose: ComposeFile = readCompose(COMPOSE_FILE, envExample);
+
+interface AppContainer {
+  name: string;
+  deployable: Deployable;
+  role: Role;
+  definition: ComposeService;
+  env: Record<string, string>;
+  shape: ConfigShape;
+}
+
+let containers: AppContainer[];
+
+beforeAll(async () => {
+  containers = [];
+  for (const deployable of DEPLOYABLES) {
+    const shape = await loadConfigShape(deployable.service);
+    for (const role of deployable.roles) {
+      const name = workloadName(deployable, role);
+      const definition = compose.services[name];
+      if (!definition) throw new Error(`docker-compose.yml has no service ${name}`);
+      containers.push({ name, deployable, role, definition, env: environmentOf(definition), shape });
+    }
+  }
+});
+
+const service = (name: string): ComposeService => {
+  const definition = compose.services[name];
+  if (!definition) throw new Error(`docker-compose.yml has no service ${name}`);
+  return definition;
+};
+
+describe('docker-compose.yml', () => {
+  test('is valid against the Compose Specification', () => {
+    const schemaFile = path.join(path.dirname(require.resolve('dclint/package.json')), 'schemas', 'compose.schema.json');
+    const schema = JSON.parse(readFileSync(schemaFile, 'utf8')) as Record<string, unknown>;
+    expect(schema.title).toBe('Compose Specification');
+    // The schema uses annotations of later drafts ("deprecated"); strict mode would refuse them, not the file. It
+    // names draft-07 by its https address, which Ajv knows only under http.
+    const ajv = new Ajv({ allErrors: true, strict: false });
+    ajv.addMetaSchema(draft07, String(schema.$schema));
+    const validate = ajv.compile(schema);
+    const valid = validate(compose);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(valid).toBe(true);
+  });
+
+  test('runs every role of every deployable as a service of its own, built from the one Dockerfile', () => {
+    for (const { name, deployable, definition } of containers) {
+      expect({ name, build: definition.build }).toEqual({ name, build: { context: '.', args: { SERVICE: deployable.service } } });
+      expect(definition.image).toBe(`fin-${deployable.service}:local`);
+    }
+    const oneShots = ['kafka-topics', 'migrate', 'admin'];
+    expect(Object.keys(compose.services).sort()).toEqual([...containers.map((container) => container.name), 'postgres', 'kafka', ...oneShots].sort());
+  });
+
+  test('gives every container an environment its service accepts, naming nothing the service does not read', () => {
+    for (const { name, env, shape, role, deployable } of containers) {
+      expect({ name, unknown: Object.keys(env).filter((key) => !(key in shape)) }).toEqual({ name, unknown: [] });
+      const config = parseServiceConfig(shape, env);
+      const roleVar = roleVariable(shape, deployable.service);
+      if (roleVar) expect({ name, role: config[roleVar] }).toEqual({ name, role });
+      if (role === 'api') expect({ name, host: config.HOST }).toEqual({ name, host: '0.0.0.0' });
+    }
+  });
+
+  test('has the gateway reach every API at its Compose name and PORT', () => {
+    const gateway = containers.find((container) => container.name === 'gateway')!;
+    const urls = Object.keys(gateway.env).filter((key) => key.endsWith('_URL') && key !== 'DATABASE_URL');
+    const apis = containers.filter((container) => container.role === 'api' && container.name !== 'gateway');
+    expect(urls.sort()).toEqual(apis.map((api) => `${envPrefix(api.deployable.service)}_URL`).sort());
+    for (const api of apis) {
+      const port = parseServiceConfig(api.shape, api.env).PORT as number;
+      expect(gateway.env[`${envPrefix(api.deployable.service)}_URL`]).toBe(`http://${api.name}:${port}`);
+    }
+  });
+
+  test('points every service at Kafka\'s internal listener and at the PostgreSQL service with its credentials', () => {
+    const kafka = environmentOf(service('kafka'));
+    const listener = kafka.KAFKA_INTER_BROKER_LISTENER_NAME;
+    const advertised = (kafka.KAFKA_ADVERTISED_LISTENERS ?? '').split(',').find((entry) => entry.startsWith(`${listener}://`));
+    expect(advertised).toBe('PLAINTEXT://kafka:9092');
+    const postgres = environmentOf(service('postgres'));
+    const expectedDatabase = `postgresql://${postgres.POSTGRES_USER}:${postgres.POSTGRES_PASSWORD}@postgres:5432/${postgres.POSTGRES_DB}`;
+    for (const { name, env, shape } of containers) {
+      if ('KAFKA_BROKERS' in shape) expect({ name, brokers: env.KAFKA_BROKERS }).toEqual({ name, brokers: advertised?.replace(`${listener}://`, '') });
+      expect({ name, database: env.DATABASE_URL }).toEqual({ name, database: expectedDatabase });
+    }
+    for (const oneShot of ['migrate', 'admin']) expect(environmentOf(service(oneShot)).DATABASE_URL).toBe(expectedDatabase);
+  });
+
+  test('publishes only the gateway (and, for the host, PostgreSQL and Kafka), on 127.0.0.1, at their own ports', () => {
+    const published = Object.entries(compose.services).filter(([, definition]) => definition.ports !== undefined).map(([name]) => name);
+    expect(published.sort()).toEqual(['gateway', 'kafka', 'postgres']);
+    const gateway = containers.find((container) => container.name === 'gateway')!;
+    const port = parseServiceConfig(gateway.shape, gateway.env).PORT as number;
+    expect(service('gateway').ports).toEqual([`127.0.0.1:${envExample.GATEWAY_HOST_PORT}:${port}`]);
+    expect(service('postgres').ports).toEqual([`127.0.0.1:${envExample.POSTGRES_HOST_PORT}:5432`]);
+    // Kafka's host listener is advertised at the published port, or host clients would be sent elsewhere.
+    expect(service('kafka').ports).toEqual([`127.0.0.1:${envExample.KAFKA_HOST_PORT}:19092`]);
+    expect(environmentOf(service('kafka')).KAFKA_ADVERTISED_LISTENERS).toContain(`EXTERNAL://127.0.0.1:${envExample.KAFKA_HOST_PORT}`);
+  });
+
+  test('health-checks every API with the image\'s script on its PORT and none of the workers', () => {
+    for (const { name, role, env, definition } of containers) {
+      if (role === 'api') {
+        expect({ name, test: definition.healthcheck?.test, disabled: definition.healthcheck?.disable }).toEqual({ name, test: ['CMD', ...HEALTHCHECK], disabled: undefined });
+        // The script reads PORT from the container's environment: it probes where the service listens.
+        expect({ name, port: env.PORT }).toEqual({ name, port: expect.stringMatching(/^\d+$/) as unknown });
+      } else {
+        expect({ name, healthcheck: definition.healthcheck }).toEqual({ name, healthcheck: { disable: true } });
+      }
+    }
+  });
+
+  test('starts a service only once what it needs is ready', () => {
+    const healthChecked = (name: string) => {
+      const { healthcheck } = service(name);
+      return healthcheck !== undefined && healthcheck.disable !== true;
+    };
+    for (const [name, definition] of Object.entries(compose.services)) {
+      for (const [dependency, condition] of Object.entries(dependenciesOf(definition))) {
+        expect(compose.services[dependency]).toBeDefined();
+        if (condition === 'service_healthy') expect({ name, dependency, healthChecked: healthChecked(dependency) }).toEqual({ name, dependency, healthChecked: true });
+      }
+    }
+    for (const { name, definition, shape } of containers) {
+      const dependencies = dependenciesOf(definition);
+      expect({ name, migrate: dependencies.migrate }).toEqual({ name, migrate: 'service_completed_successfully' });
+      if ('KAFKA_BROKERS' in shape) expect({ name, topics: dependencies['kafka-topics'] }).toEqual({ name, topics: 'service_completed_successfully' });
+    }
+    expect(dependenciesOf(service('migrate'))).toEqual({ postgres: 'service_healthy' });
+    expect(dependenciesOf(service('kafka-topics'))).toEqual({ kafka: 'service_healthy' });
+    // The gateway comes up when the APIs it routes to are healthy.
+    const gatewayDependencies = dependenciesOf(service('gateway'));
+    for (const { name, role } of containers) if (role === 'api' && name !== 'gateway') expect(gatewayDependencies[name]).toBe('service_healthy');
+  });
+
+  test('creates every topic of the event catalog and its dead-letter topic, through the internal listener', () => {
+    const topics = Object.values(eventCatalog).flatMap((topic) => [topic.name, topic.deadLetterTopic]);
+    const creator = service('kafka-topics');
+    expect(environmentOf(creator).TOPICS?.split(/\s+/).sort()).toEqual([...topics].sort());
+    expect(String(creator.command)).toContain('--bootstrap-server kafka:9092');
+    expect(String(creator.command)).toContain('"$topic"');
+  });
+
+  test('migrates with the image\'s migration runner, and runs the admin CLI only on demand', () => {
+    expect(service('migrate')).toMatchObject({ command: MIGRATE, image: 'fin-gateway:local', restart: 'no' });
+    expect(service('admin')).toMatchObject({ entrypoint: ADMIN, image: 'fin-gateway:local', profiles: ['tools'] });
+  });
+});
+
+describe('.env.example', () => {
+  test('names every variable docker-compose.yml reads, and nothing else', () => {
+    expect(Object.keys(envExample).sort()).toEqual(referencedVariables(COMPOSE_FILE));
+  });
+
+  test('holds no secret: API keys blank, the signing secret an obvious placeholder', () => {
+    expect(envExample.ANTHROPIC_API_KEY).toBe('');
+    expect(envExample.FINNHUB_API_KEY).toBe('');
+    expect(envExample.INTERNAL_SIGNING_SECRET).toMatch(/replace/);
+  });
+
+  test('is needed: without it the services refuse to start, naming the variable', () => {
+    const bare = readCompose(COMPOSE_FILE, {});
+    const gateway = containers.find((container) => container.name === 'gateway')!;
+    expect(() => parseServiceConfig(gateway.shape, environmentOf(bare.services.gateway!))).toThrow(/INTERNAL_SIGNING_SECRET: is required but not set/);
+  });
+});
+
+describe('Compose interpolation as the tests read it', () => {
+  test.each([
+    ['${A}', { A: 'x' }, 'x'],
+    ['${A:-d}', { A: '' }, 'd'],
+    ['${A-d}', { A: '' }, ''],
+    ['${A-d}', {}, 'd'],
+    ['$$A and $A', { A: 'x' }, '$A and x'],
+    ['${A:+set}', { A: 'x' }, 'set'],
+  ])('%s with %j is %s', (input, env, expected) => {
+    expect(interpolate(input, env)).toBe(expected);
+  });
+
+  test('${A:?message} fails when A is unset', () => {
+    expect(() => interpolate('${A:?set A}', {})).toThrow('A: set A');
+  });
+});

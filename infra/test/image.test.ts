@@ -1,0 +1,206 @@
+// The service images, without a Docker engine: the Dockerfile's runtime stage is read instruction by instruction,
+// and its build steps (the same commands) are run outside Docker for the gateway image, whose result is then
+// started with plain `node`: migrations, the admin CLI, /healthz and /readyz, the HEALTHCHECK script, SIGTERM.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createEmptyDatabase, type TestDatabase } from '@fin/testing';
+import { DEPLOYABLES, NOT_DEPLOYED, REPO_ROOT, defaultPort, loadConfigShape } from './support/deployables';
+import { execForm, parseDockerfile, stageEnv, type Stage } from './support/dockerfile';
+import { ADMIN, APP, HEALTHCHECK, MIGRATE, WAIT_FOR_SCHEMA } from './support/image-paths';
+import { freePort, run, runOk, start, waitForOk } from './support/processes';
+
+const { globalArgs, stages } = parseDockerfile(path.join(REPO_ROOT, 'Dockerfile'));
+const runtime = stages.at(-1) as Stage;
+const build = stages.find((stage) => stage.name === 'build') as Stage;
+const args = (stage: Stage, keyword: string) => stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args);
+
+/** The build stage's commands as the Dockerfile writes them; the test below runs these, with SERVICE filled in. */
+const BUILD = 'pnpm --filter-prod "@fin/${SERVICE}..." run build';
+const ASSEMBLE = 'node infra/src/image/assemble.mjs "$SERVICE" /out';
+
+describe('the Dockerfile', () => {
+  test('builds every deployable from one file, parameterised by SERVICE, and knows no other service', () => {
+    const folders = readdirSync(path.join(REPO_ROOT, 'services'));
+    const deployed = DEPLOYABLES.map((deployable) => deployable.service);
+    expect(folders.filter((folder) => !deployed.includes(folder)).sort()).toEqual(Object.keys(NOT_DEPLOYED).sort());
+    for (const service of deployed) expect(existsSync(path.join(REPO_ROOT, 'services', service, 'src', 'main.ts'))).toBe(true);
+    expect(args(build, 'ARG')).toContain('SERVICE');
+    expect(args(runtime, 'ARG')).toContain('SERVICE');
+  });
+
+  test('runs the runtime stage on the slim Node 24 image, without the package managers', () => {
+    expect(runtime.from).toBe('${NODE_IMAGE}');
+    expect(globalArgs.NODE_IMAGE).toBe('node:24-slim');
+    const runs = args(runtime, 'RUN');
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatch(/^rm -rf /);
+    for (const removed of ['/usr/local/lib/node_modules/npm', '/usr/local/bin/npx', '/usr/local/bin/corepack']) expect(runs[0]).toContain(removed);
+  });
+
+  test('copies nothing into the runtime stage but the assembled tree', () => {
+    expect(args(runtime, 'COPY')).toEqual([`--from=build /out ${APP}`]);
+    expect(args(build, 'RUN')).toEqual(expect.arrayContaining([BUILD, ASSEMBLE, 'pnpm install --frozen-lockfile --offline', 'pnpm --filter @fin/db run generate']));
+  });
+
+  test('runs as a numeric, non-root user', () => {
+    const users = args(runtime, 'USER');
+    expect(users).toHaveLength(1);
+    const [uid, gid] = (users[0] ?? '').split(':').map(Number);
+    expect(Number.isInteger(uid) && uid! > 0).toBe(true);
+    expect(Number.isInteger(gid) && gid! > 0).toBe(true);
+    // USER precedes CMD and HEALTHCHECK: both run as that user.
+    const keywords = runtime.instructions.map((instruction) => instruction.keyword);
+    expect(keywords.indexOf('USER')).toBeLessThan(keywords.indexOf('CMD'));
+  });
+
+  test('listens on every interface and starts the service with node, as production', () => {
+    const env = stageEnv(runtime);
+    expect(env).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', METRICS_HOST: '0.0.0.0', FIN_SERVICE: '${SERVICE}' });
+    expect(args(runtime, 'WORKDIR')).toEqual([`${APP}/services/\${SERVICE}`]);
+    expect(execForm(args(runtime, 'CMD')[0] ?? '')).toEqual(['node', 'dist/main.js']);
+  });
+
+  test('checks health with the image\'s own script, in node', () => {
+    const [healthcheck] = args(runtime, 'HEALTHCHECK');
+    expect(healthcheck).toMatch(/--interval=\d+s/);
+    expect(execForm(healthcheck ?? '')).toEqual(HEALTHCHECK);
+  });
+
+  test('installs the pnpm of package.json "packageManager"', () => {
+    const { packageManager } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { packageManager: string };
+    const pnpmStage = stages.find((stage) => stage.name === 'pnpm') as Stage;
+    expect(args(pnpmStage, 'RUN').join(' ')).toContain(` ${packageManager}`);
+  });
+
+  test('the healthcheck script knows the port every service listens on by default', async () => {
+    const output = await runOk(process.execPath, ['-p', `JSON.stringify(require(${JSON.stringify(path.join(REPO_ROOT, 'infra/src/image/healthcheck.cjs'))}).DEFAULT_PORTS)`]);
+    const defaults: Record<string, number> = {};
+    for (const { service } of DEPLOYABLES) defaults[service] = defaultPort(await loadConfigShape(service));
+    expect(JSON.parse(output) as Record<string, number>).toEqual(defaults);
+  });
+});
+
+describe('.dockerignore', () => {
+  const patterns = readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+
+  test('keeps local installs, builds, secrets and machine state out of the build context', () => {
+    expect(patterns).toEqual(expect.arrayContaining(['**/node_modules', '**/dist', '.git', '.env', '.tools', '.data', 'packages/db/src/generated']));
+  });
+
+  test('keeps what the build stage needs', () => {
+    for (const needed of ['pnpm-lock.yaml', 'pnpm-workspace.yaml', 'package.json', 'patches', 'packages', 'services', 'infra', 'infra/src', 'infra/src/image']) {
+      expect(patterns).not.toContain(needed);
+    }
+  });
+});
+
+describe('the gateway image, built outside Docker', () => {
+  const service = 'gateway';
+  let out: string;
+  let database: TestDatabase;
+  const node = process.execPath;
+  // What a container has: no development conditions, no NODE_OPTIONS from the test runner, no workspace around.
+  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', ...extra });
+  const inImage = (file: string) => path.join(out, path.relative(APP, file));
+
+  beforeAll(async () => {
+    const env = { ...process.env, SERVICE: service };
+    await runOk('sh', ['-c', BUILD], { cwd: REPO_ROOT, env });
+    out = path.join(mkdtempSync(path.join(tmpdir(), 'fin-image-')), 'out');
+    await runOk('sh', ['-c', ASSEMBLE.replace('/out', out)], { cwd: REPO_ROOT, env });
+    database = await createEmptyDatabase();
+  }, 180_000);
+
+  afterAll(async () => {
+    await database?.drop();
+    if (out) rmSync(path.dirname(out), { recursive: true, force: true });
+  });
+
+  test('holds the compiled service and its packages, the migration runner and the admin CLI, without sources', () => {
+    for (const file of [`${APP}/services/gateway/dist/main.js`, MIGRATE[1]!, ADMIN[1]!, WAIT_FOR_SCHEMA[1]!, HEALTHCHECK[1]!]) {
+      expect(existsSync(inImage(file))).toBe(true);
+    }
+    expect(readdirSync(inImage(`${APP}/packages/db/migrations`)).sort()).toEqual(readdirSync(path.join(REPO_ROOT, 'packages/db/migrations')).sort());
+    expect(existsSync(inImage(`${APP}/packages/db/dist/generated/prisma/client.js`))).toBe(true);
+    for (const dir of [`${APP}/services/gateway`, `${APP}/packages/db`, `${APP}/packages/http`]) {
+      for (const buildOnly of ['src', 'test', 'tsconfig.json', 'tsconfig.build.json', 'jest.config.js']) expect(existsSync(path.join(inImage(dir), buildOnly))).toBe(false);
+    }
+    // Only the gateway's own closure: no product service, no test helpers.
+    expect(readdirSync(inImage(`${APP}/services`))).toEqual(['gateway']);
+    expect(readdirSync(inImage(`${APP}/packages`))).not.toContain('testing');
+  });
+
+  test('holds production dependencies only', () => {
+    // .pnpm entries are `name@version…` or `@scope+name@version…`.
+    const installed = readdirSync(path.join(out, 'node_modules/.pnpm'))
+      .filter((entry) => entry !== 'node_modules' && entry !== 'lock.yaml')
+      .map((entry) => entry.slice(0, entry.indexOf('@', 1)).replace('+', '/'));
+    // Development tools, wherever they come from: test runners, compilers, linters, the Prisma CLI.
+    for (const tool of ['typescript', 'jest', '@swc/core', 'eslint', 'tsx', 'supertest', 'prisma', '@types/jest', 'kustomize']) {
+      expect(installed).not.toContain(tool);
+    }
+    // And every devDependency of the workspace, unless a production package needs it too.
+    const workspaceDirs = ['services', 'packages'].flatMap((group) => readdirSync(path.join(out, group)).map((name) => path.join(group, name)));
+    const manifests = ['.', ...workspaceDirs].map((dir) => path.join(REPO_ROOT, dir, 'package.json'));
+    const neededAtRuntime = new Set<string>();
+    for (const entry of readdirSync(path.join(out, 'node_modules/.pnpm/node_modules'), { withFileTypes: true })) {
+      const dirs = entry.name.startsWith('@') ? readdirSync(path.join(out, 'node_modules/.pnpm/node_modules', entry.name)).map((name) => `${entry.name}/${name}`) : [entry.name];
+      for (const dir of dirs) {
+        const manifest = path.join(out, 'node_modules/.pnpm/node_modules', dir, 'package.json');
+        if (!existsSync(manifest)) continue;
+        for (const dependency of Object.keys((JSON.parse(readFileSync(manifest, 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {})) neededAtRuntime.add(dependency);
+      }
+    }
+    for (const manifest of manifests) {
+      const { devDependencies = {} } = JSON.parse(readFileSync(manifest, 'utf8')) as { devDependencies?: Record<string, string> };
+      for (const dependency of Object.keys(devDependencies)) {
+        if (!neededAtRuntime.has(dependency)) expect({ dependency, installed: installed.includes(dependency) }).toEqual({ dependency, installed: false });
+      }
+    }
+  });
+
+  test('migrates a new database with its migration runner, which wait-for-schema waits for', async () => {
+    const env = containerEnv({ DATABASE_URL: database.url, SCHEMA_WAIT_TIMEOUT_S: '1' });
+    const waiting = await run(node, [inImage(WAIT_FOR_SCHEMA[1]!)], { env });
+    expect(waiting.code).toBe(1);
+    expect(waiting.output).toContain('waiting for the migration Job to apply');
+
+    const migrated = await runOk(node, [inImage(MIGRATE[1]!), ...MIGRATE.slice(2)], { env });
+    expect(migrated).toContain('[migrate] applied');
+    const ready = await run(node, [inImage(WAIT_FOR_SCHEMA[1]!)], { env });
+    expect(ready.output).toContain('has every migration this image knows');
+    expect(ready.code).toBe(0);
+  });
+
+  test('serves /healthz and /readyz under plain node, agrees with the HEALTHCHECK, accepts keys made by the admin CLI, and stops on SIGTERM', async () => {
+    const env = containerEnv({ DATABASE_URL: database.url });
+    await runOk(node, [inImage(ADMIN[1]!), 'tenants', 'create', 'image-test'], { env });
+    const created = JSON.parse(await runOk(node, [inImage(ADMIN[1]!), 'keys', 'create', '--tenant', 'image-test', '--json'], { env })) as { api_key: string };
+
+    const port = await freePort();
+    const gateway = start(node, ['dist/main.js'], {
+      cwd: inImage(`${APP}/services/gateway`),
+      env: containerEnv({ DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port), METRICS_HOST: '127.0.0.1', METRICS_PORT: '0', INTERNAL_SIGNING_SECRET: 'x'.repeat(64), LOG_LEVEL: 'warn' }),
+    });
+    try {
+      await waitForOk(`http://127.0.0.1:${port}/healthz`, gateway);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+
+      const healthcheck = (on: number) => run(node, [inImage(HEALTHCHECK[1]!)], { env: containerEnv({ FIN_SERVICE: service, PORT: String(on) }) });
+      expect((await healthcheck(port)).code).toBe(0);
+      expect((await healthcheck(await freePort())).code).toBe(1);
+
+      // The key is accepted (the jobs service is not running, so the gateway answers 503, not 401).
+      const status = await fetch(`http://127.0.0.1:${port}/api/jobs/news/00000000-0000-4000-8000-000000000000/status`, { headers: { 'X-API-Key': created.api_key } });
+      expect(status.status).toBe(503);
+      const anonymous = await fetch(`http://127.0.0.1:${port}/api/jobs/news/00000000-0000-4000-8000-000000000000/status`);
+      expect(anonymous.status).toBe(401);
+    } finally {
+      expect(await gateway.stop()).toBe(0);
+    }
+  });
+});

