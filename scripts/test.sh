@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it: lint (zero warnings), type-check, build, then every test suite against
-# real Postgres (TEST_DATABASE_URL, default the local server) and a real Kafka broker (started here from
-# infra/kafka unless KAFKA_BROKERS points at one). Extra arguments go to Jest, e.g. `npm test -- packages/events`.
+# real Postgres (TEST_DATABASE_URL, default the local server), a real Kafka broker (started here from
+# infra/kafka unless KAFKA_BROKERS points at one) and a real headless Chromium (installed when missing). Extra arguments go to Jest, e.g. `npm test -- packages/events`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -46,6 +46,10 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
   fi
   export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 fi
+
+step "chromium"
+# The portal's browser tests drive a real headless Chromium (Debian's package), installed here when missing.
+bash scripts/ensure-chromium.sh
 
 step "tests"
 started_kafka="${started_kafka:-false}"

@@ -2,6 +2,7 @@
 // they are not tests: the exit status is non-zero only when the figures are invalid (a request failed, a
 // server did not start), never because a target was missed. See docs/benchmarks.md.
 import { cacheHit } from './cache-hit';
+import { chatStream } from './chat-stream';
 import { gatewayOverhead } from './gateway-overhead';
 import { jobPipeline } from './job-pipeline';
 import { statusPoll } from './status-poll';
@@ -26,6 +27,10 @@ const SCENARIOS: Record<string, Scenario> = {
   'cache-hit': {
     description: 'cache-hit news requests through the gateway at fixed rates (target: p99 ≤ 5 ms at 1,000 req/s) and at saturation',
     run: cacheHit,
+  },
+  'chat-stream': {
+    description: 'time to the first SSE event of a chat reply through the gateway vs direct, and memory per open stream with 2,000 held open',
+    run: chatStream,
   },
   'status-poll': {
     description: 'job status polls through the gateway and straight to the jobs service at saturation, while 50 jobs/s are created',

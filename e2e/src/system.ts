@@ -94,6 +94,10 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
     AI_WEB_SEARCH: 'false',
     FINNHUB_API_KEY: finnhubToken,
     FINNHUB_BASE_URL: finnhubUrl,
+    // Several services (and tests) run side by side: each metrics listener takes a free port.
+    METRICS_PORT: '0',
+    // The portal seals customer-tool secrets with it and the product workers open them: one key for the system.
+    CUSTOMER_TOOLS_ENCRYPTION_KEY: `e2e-1:${randomBytes(32).toString('base64')}`,
   };
 }
 
@@ -103,6 +107,10 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
  */
 export const PRODUCT_SERVICES = {
   news: { dir: 'news', urlVar: 'NEWS_URL', roleVar: 'NEWS_ROLE', worker: true },
+  analysis: { dir: 'analysis', urlVar: 'ANALYSIS_URL', roleVar: 'ANALYSIS_ROLE', worker: true },
+  'stock-report': { dir: 'stock-report', urlVar: 'STOCK_REPORT_URL', roleVar: 'STOCK_REPORT_ROLE', worker: true },
+  chat: { dir: 'chat', urlVar: 'CHAT_URL', worker: false },
+  portal: { dir: 'portal', urlVar: 'PORTAL_URL', worker: false },
 } as const satisfies Record<string, { dir: string; urlVar: string; roleVar?: string; worker: boolean }>;
 export type ProductService = keyof typeof PRODUCT_SERVICES;
 

@@ -18,6 +18,8 @@ export interface BenchOptions {
   jobs?: number;
   /** Jobs submitted per second by the job-pipeline latency measurement (undefined: the scenario's default). */
   rate?: number;
+  /** chat-stream: streams per latency measurement (undefined: the scenario's default, smaller with --quick). */
+  streams?: number;
 }
 
 export const USAGE = `usage: npm run bench -- [scenario ...] [options]
@@ -31,6 +33,7 @@ Runs every scenario when none is named. Options (environment variable in bracket
   --breakdown          also measure variants with one part removed (e.g. the gateway without rate limiting)
   --jobs <n>           job-pipeline: jobs timed from POST to completed [BENCH_JOBS] (default 1000, 100 with --quick)
   --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 10)
+  --streams <n>        chat-stream: streams per time-to-first-event measurement [BENCH_STREAMS] (default 1000, 200 with --quick)
   --help               this text`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
@@ -54,6 +57,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       breakdown: { type: 'boolean', default: false },
       jobs: { type: 'string' },
       rate: { type: 'string' },
+      streams: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -70,5 +74,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   if (jobs !== undefined && jobs !== '') options.jobs = Math.round(positive('--jobs', jobs, 1));
   const rate = values.rate ?? env.BENCH_RATE;
   if (rate !== undefined && rate !== '') options.rate = positive('--rate', rate, 1);
+  const streams = values.streams ?? env.BENCH_STREAMS;
+  if (streams !== undefined && streams !== '') options.streams = Math.round(positive('--streams', streams, 1));
   return { scenarios: positionals, options, help: values.help === true };
 }

@@ -79,7 +79,8 @@ function kafkaPid(): number | null {
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
-async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess; anthropicUrl: string; finnhubUrl: string }> {
+/** The fakes process (fakes-server.ts), stopped by `cleanup`; resolves with their URLs once they listen. */
+export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess; anthropicUrl: string; finnhubUrl: string }> {
   const fakes = startNodeProcess({ name: 'fakes (Claude, Finnhub)', entry: 'bench/src/lib/fakes-server.ts', env: { BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN } });
   cleanup.add('stop the fakes', () => fakes.stop());
   const deadline = Date.now() + 60_000;
@@ -93,7 +94,7 @@ async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess; anthr
 }
 
 /** The admin CLI against the system's database, as the system tests run it (e2e/src/system.ts, `admin`). */
-async function admin(databaseUrl: string, args: string[]): Promise<string> {
+export async function admin(databaseUrl: string, args: string[]): Promise<string> {
   try {
     const { stdout } = await promisify(execFile)(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
       cwd: path.join(REPO_ROOT, 'services/gateway'),

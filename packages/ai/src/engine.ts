@@ -18,6 +18,7 @@ import {
   type ProductOutcome,
   type RunContext,
 } from './products';
+import type { CustomerToolSource, ToolProduct } from './tools';
 import type { StreamItem } from './stream';
 
 /** Everything the products need from the AI: one object per process, created at start and closed at shutdown. */
@@ -37,6 +38,27 @@ export interface EngineOptions {
   logger: Logger;
   /** Overrides the provider chosen from config (tests). */
   marketData?: MarketDataProvider;
+  /** Where a tenant's customer tools come from (the customer-tools runtime); none when absent. Closed with the engine. */
+  customerTools?: CustomerToolSource & { close?(): Promise<void> };
+}
+
+/** An iterable whose source is only known after an await (the customer tools are loaded first). */
+function deferred<T>(start: () => Promise<AsyncIterable<T>>): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      let inner: AsyncIterator<T> | undefined;
+      return {
+        async next() {
+          inner ??= (await start())[Symbol.asyncIterator]();
+          return inner.next();
+        },
+        async return() {
+          await inner?.return?.();
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
 }
 
 /**
@@ -44,7 +66,7 @@ export interface EngineOptions {
  * without one it starts offline mode: a local stand-in of the Messages API answered by the deterministic
  * analyst, with sample market data, announced by a warning at start and marked `offline: true` in every result.
  */
-export async function createAiEngine({ config, logger, marketData }: EngineOptions): Promise<AiEngine> {
+export async function createAiEngine({ config, logger, marketData, customerTools }: EngineOptions): Promise<AiEngine> {
   const offline = isOffline(config);
   let fake: FakeAnthropic | undefined;
   let client: Anthropic;
@@ -69,14 +91,21 @@ export async function createAiEngine({ config, logger, marketData }: EngineOptio
   if (!provider) logger.warn('No FINNHUB_API_KEY: the market_data tool is off; the model relies on web search.');
 
   const deps: ProductDeps = { client, config, offline, dataTools: provider ? [marketDataTool(provider)] : [] };
+  /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */
+  const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {
+    if (!customerTools || ctx.customerTools || !ctx.caller) return ctx;
+    const { tenantId, ...owner } = ctx.caller;
+    return { ...ctx, customerTools: await customerTools.toolsFor(tenantId, product, { ...owner, signal: ctx.signal }) };
+  };
   return {
     offline,
-    news: (request, ctx) => generateNews(deps, request, ctx),
-    stockReport: (request, ctx) => generateStockReport(deps, request, ctx),
-    analysis: (request, ctx) => generateAnalysis(deps, request, ctx),
-    analysisStream: (request, ctx) => streamAnalysis(deps, request, ctx),
-    chat: (input, ctx) => streamChat(deps, input, ctx),
+    news: async (request, ctx) => generateNews(deps, request, await withTools(ctx, 'news')),
+    stockReport: async (request, ctx) => generateStockReport(deps, request, await withTools(ctx, 'stock-report')),
+    analysis: async (request, ctx) => generateAnalysis(deps, request, await withTools(ctx, 'analysis')),
+    analysisStream: (request, ctx) => deferred(async () => streamAnalysis(deps, request, await withTools(ctx, 'analysis'))),
+    chat: (input, ctx) => deferred(async () => streamChat(deps, input, await withTools(ctx, 'chat'))),
     async close() {
+      await customerTools?.close?.();
       await fake?.close();
     },
   };

@@ -16,4 +16,4 @@ export { CHAT_NODES, schemaForFields, type ChatInput, type ChatTurn, type Produc
 export { loadPrompt, type Prompt } from './prompts';
 export { streamOf, type StreamItem } from './stream';
 export { generateStructured, outputFormatFor, type StructuredResult } from './structured';
-export { defineTool, noCustomerTools, type CustomerToolSource, type ToolContext, type ToolDefinition, type ToolOutput, type ToolProduct } from './tools';
+export { defineTool, noCustomerTools, type CustomerToolSource, type ToolContext, type ToolDefinition, type ToolOutput, type ToolProduct, type ToolRunOwner } from './tools';

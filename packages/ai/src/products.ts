@@ -2,6 +2,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import {
   AnalysisResult,
+  analysisText,
   DetailedAnalysisCategory,
   NewsResult,
   StockReportResult,
@@ -19,7 +20,7 @@ import { runToolLoop, type EngineEvent, type LoopParams, type Usage } from './lo
 import { loadPrompt, renderCustomData, type Prompt } from './prompts';
 import { streamOf, type StreamItem } from './stream';
 import { generateStructured } from './structured';
-import type { ToolDefinition } from './tools';
+import type { ToolDefinition, ToolRunOwner } from './tools';
 
 /** What a product run needs from the engine. */
 export interface ProductDeps {
@@ -32,8 +33,10 @@ export interface ProductDeps {
 
 export interface RunContext {
   signal?: AbortSignal;
-  /** The tenant's enabled customer tools for this product. */
+  /** The tenant's enabled customer tools for this product (the engine loads them for `caller` when absent). */
   customerTools?: readonly ToolDefinition[];
+  /** Whom the run is for: the engine offers that tenant's customer tools, audited under the job or conversation. */
+  caller?: { tenantId: string } & ToolRunOwner;
   /** Progress 0–100 with a sentence a user would understand. */
   onProgress?: (progress: number, currentlyWorkingOn: string) => void;
 }
@@ -212,6 +215,65 @@ function analysisSystem(request: AnalysisRequest): string {
   });
 }
 
+/**
+ * The markdown answer exactly as the client is streamed it: every text delta of every round, in order, without
+ * the whitespace that opens or closes the whole, and with one blank line where the model stopped writing to use
+ * tools. Whitespace at the end of a delta is held back until more text follows, so the chunks sent concatenate
+ * to the stored `content` character for character.
+ */
+function markdownSynthesis(emit: (event: EngineEvent) => void) {
+  let content = '';
+  let held = '';
+  let atStart = true;
+  return {
+    onEvent(event: EngineEvent): void {
+      if (event.type === 'tool_start' && content !== '') atStart = true;
+      if (event.type !== 'text') return;
+      let text = event.text;
+      if (atStart) {
+        text = text.trimStart();
+        if (text === '') return;
+        atStart = false;
+        held = content === '' ? '' : '\n\n';
+      }
+      const body = text.trimEnd();
+      if (body !== '') {
+        const chunk = held + body;
+        held = '';
+        content += chunk;
+        emit({ type: 'text', text: chunk });
+      }
+      held += text.slice(body.length);
+    },
+    get content(): string {
+      return content;
+    },
+  };
+}
+
+/** Largest `text` event the JSON of a structured answer is sent in (split at line ends where it can be). */
+const JSON_CHUNK_CHARS = 1024;
+
+function jsonChunks(text: string): string[] {
+  const chunks: string[] = [];
+  let current = '';
+  for (const line of text.split(/(?<=\n)/)) {
+    if (current !== '' && current.length + line.length > JSON_CHUNK_CHARS) {
+      chunks.push(current);
+      current = '';
+    }
+    current += line;
+  }
+  if (current !== '') chunks.push(current);
+  return chunks;
+}
+
+/**
+ * One analysis run. Markdown is streamed as the model writes it (see markdownSynthesis). A JSON answer is
+ * streamed only once it has been validated (and repaired if needed), as `analysisText` of the result: the model's
+ * raw text could be a first attempt that fails validation, and a client must never be sent JSON that is then
+ * replaced.
+ */
 async function runAnalysis(
   deps: ProductDeps,
   request: AnalysisRequest,
@@ -222,25 +284,31 @@ async function runAnalysis(
   const model = deps.config.AI_MODEL;
   const params = baseParams(deps, ctx, model, analysisSystem(request), [{ role: 'user', content: request.prompt }]);
   const progress = toolProgress(ctx, 10, 60);
-  const onEvent = (event: EngineEvent) => {
-    progress(event);
-    emit(event);
-  };
   ctx.onProgress?.(10, 'Researching the question');
   const format = request.output_format;
   const generatedMeta = () => meta(deps, model, prompt);
   if (format.type === 'markdown') {
-    const out = await runToolLoop({ ...params, onEvent });
+    const synthesis = markdownSynthesis(emit);
+    const out = await runToolLoop({
+      ...params,
+      onEvent: (event) => {
+        progress(event);
+        synthesis.onEvent(event);
+      },
+    });
     if (out.stopReason === 'max_tokens') throw new AiError('invalid_output', 'The answer was cut off at the output token limit.');
-    const result = AnalysisResult.parse({ format: 'markdown', content: out.text.trim(), meta: generatedMeta() });
+    if (synthesis.content === '') throw new AiError('invalid_output', 'The model returned an empty answer.');
+    const result = AnalysisResult.parse({ format: 'markdown', content: synthesis.content, meta: generatedMeta() });
     return { result, usage: out.usage };
   }
   const fields = format.type === 'json_schema' ? (format.schema ?? {}) : undefined;
   const schema = fields ? schemaForFields(fields) : z.record(z.string(), z.unknown());
   // The API's strict structured output cannot express free-form objects or arrays of anything.
   const constrained = fields !== undefined && Object.values(fields).every((type) => type !== 'array' && type !== 'object');
-  const out = await generateStructured({ ...params, schema, constrained, onEvent });
+  const out = await generateStructured({ ...params, schema, constrained, onEvent: progress });
+  ctx.onProgress?.(90, 'Checking the answer');
   const result = AnalysisResult.parse({ format: format.type, content: out.value, meta: generatedMeta() });
+  for (const text of jsonChunks(analysisText(result))) emit({ type: 'text', text });
   return { result, usage: out.usage };
 }
 
@@ -250,8 +318,9 @@ export function generateAnalysis(deps: ProductDeps, request: AnalysisRequest, ct
 }
 
 /**
- * The same run, streamed: `text` events are the synthesis as it is written (the analysis service sends them
- * as `synthesis_chunk`), then the validated result. A failure is thrown from the iterator.
+ * The same run, streamed: `text` events are the synthesis (the analysis service sends them as `synthesis_chunk`),
+ * then the validated result, whose `analysisText` is exactly the concatenated text events. A failure is thrown
+ * from the iterator.
  */
 export function streamAnalysis(
   deps: ProductDeps,
@@ -277,9 +346,13 @@ export interface ChatInput {
 /** Chat phases, streamed as `node_start`: research (tools are being used) and answer (the reply is being written). */
 export const CHAT_NODES = ['research', 'answer'] as const;
 
+/** The chat prompt has no variables: rendered once, not once per open stream. */
+let chatSystem: string | undefined;
+
 /**
  * A chat reply, streamed: node_start, tool_start/tool_end and text events, then the full reply. The data tools
- * and the tenant's customer tools may be used.
+ * and the tenant's customer tools may be used. The reply is every text the user was streamed, in order (a
+ * sentence written before a tool call included), so what is stored is exactly what was shown.
  */
 export function streamChat(
   deps: ProductDeps,
@@ -294,18 +367,24 @@ export function streamChat(
       node = next;
       emit({ type: 'node_start', node: next });
     };
+    const shown: string[] = [];
     const out = await runToolLoop({
-      ...baseParams(deps, { ...ctx, signal }, model, loadPrompt('chat').render({}), [
+      ...baseParams(deps, { ...ctx, signal }, model, (chatSystem ??= loadPrompt('chat').render({})), [
         ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
         { role: 'user', content: input.message },
       ]),
       onEvent: (event) => {
         if (event.type === 'tool_start') enter('research');
-        if (event.type === 'text') enter('answer');
+        if (event.type === 'text') {
+          enter('answer');
+          shown.push(event.text);
+        }
         emit(event);
       },
     });
-    if (!out.text.trim()) throw new AiError('invalid_output', 'The model returned an empty reply.');
-    return { result: { text: out.text }, usage: out.usage };
+    const text = shown.join('');
+    if (!text.trim()) throw new AiError('invalid_output', 'The model returned an empty reply.');
+    if (out.stopReason === 'max_tokens') throw new AiError('invalid_output', 'The reply was cut off at the output token limit.');
+    return { result: { text }, usage: out.usage };
   }, ctx.signal);
 }

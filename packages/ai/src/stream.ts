@@ -13,7 +13,9 @@ export function streamOf<E, R>(
     [Symbol.asyncIterator](): AsyncIterator<StreamItem<E, R>> {
       const controller = new AbortController();
       const onOuterAbort = () => controller.abort(outerSignal?.reason);
-      outerSignal?.addEventListener('abort', onOuterAbort, { once: true });
+      // A signal that fired before the stream started counts too: the run starts aborted.
+      if (outerSignal?.aborted) onOuterAbort();
+      else outerSignal?.addEventListener('abort', onOuterAbort, { once: true });
       const queue: StreamItem<E, R>[] = [];
       let failure: { error: unknown } | undefined;
       let finished = false;

@@ -42,8 +42,12 @@ export type ToolProduct = 'news' | 'stock-report' | 'analysis' | 'chat';
  * records the call). The engine passes them on to the model next to its own tools, under the same caps.
  */
 export interface CustomerToolSource {
-  toolsFor(tenantId: string, product: ToolProduct, context: { jobId?: string; signal?: AbortSignal }): Promise<ToolDefinition[]>;
+  /** The tenant's enabled tools for the product; calls are audited under the job, or the chat conversation. */
+  toolsFor(tenantId: string, product: ToolProduct, context: ToolRunOwner & { signal?: AbortSignal }): Promise<ToolDefinition[]>;
 }
+
+/** What a run's tool calls are recorded under: a product job, or a chat conversation. */
+export type ToolRunOwner = { jobId: string; conversationId?: undefined } | { conversationId: string; jobId?: undefined };
 
 /** No customer tools: the default where none are configured. */
 export const noCustomerTools: CustomerToolSource = {

@@ -14,7 +14,7 @@ import {
 import { AnalysisRequest, NewsRequest, StockReportRequest } from '@fin/contracts';
 import { z } from 'zod';
 import { AiError, defineTool, UNTRUSTED_DATA_RULE, type AiEngine } from '../src';
-import { scriptedEngine } from './helpers';
+import { drain, scriptedEngine } from './helpers';
 
 async function expectAiError(promise: Promise<unknown>, kind: string): Promise<AiError> {
   const error = await promise.then(
@@ -157,6 +157,25 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       expect(error.retryable).toBe(true);
       expect(seen).toContain('event');
       expect(seen).not.toContain('result');
+    });
+  });
+
+  describe('chat', () => {
+    it('sends the history before the message, and replies with every text it streamed', async () => {
+      fake.reply(toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }, { preamble: 'Let me check. ' }), textReply('Apple trades at 190.'));
+      const items = await drain(
+        engine.chat({ history: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }], message: 'Apple price?' }),
+      );
+      const streamed = items.flatMap((item) => (item.kind === 'event' && item.event.type === 'text' ? [item.event.text] : []));
+      const last = items.at(-1);
+      expect(last?.kind === 'result' && last.result.result.text).toBe('Let me check. Apple trades at 190.');
+      expect(streamed.join('')).toBe('Let me check. Apple trades at 190.');
+      expect(fake.requests[0]?.body?.messages.map((entry) => entry.content)).toEqual(['Hi', 'Hello.', 'Apple price?']);
+    });
+
+    it('fails a reply cut off at max_tokens instead of returning it as complete', async () => {
+      fake.reply(textReply('Apple trades at', { stopReason: 'max_tokens' }));
+      await expectAiError(drain(engine.chat({ history: [], message: 'Apple price?' })), 'invalid_output');
     });
   });
 

@@ -57,13 +57,33 @@ describe('offline mode', () => {
     expect(result.news).toEqual([]);
   });
 
-  it('writes a comparison for two symbols that names both in every key metric', async () => {
+  it('writes a comparison for two symbols in which every insight and quick insight weighs one against the other', async () => {
     const { result } = await engine.stockReport(StockReportRequest.parse({ symbols: ['NVDA', 'MSFT'] }));
     expect(StockReportResult.parse(result)).toEqual(result);
     expect(new Set(result.detailed_analysis.map((item) => item.category)).size).toBeGreaterThanOrEqual(3);
-    for (const item of result.detailed_analysis) expect(item.keyMetric).toMatch(/NVDA.*vs MSFT/);
+    const both = (text: string) => text.includes('NVDA') && text.includes('MSFT');
+    for (const item of result.detailed_analysis) {
+      expect(item.keyMetric).toMatch(/NVDA.*vs MSFT/);
+      expect(both(item.title)).toBe(true);
+      expect(item.implications.every(both)).toBe(true);
+      // The thesis names the company ahead on the measure (which one depends on the figures).
+      expect(item.investmentThesis).toMatch(/NVDA|MSFT/);
+      expect(item.investmentThesis).toMatch(/of the two/);
+    }
     expect(result.quick_insights.length).toBeGreaterThanOrEqual(2);
     expect(result.quick_insights.length).toBeLessThanOrEqual(4);
+    for (const insight of result.quick_insights) {
+      expect(both(insight)).toBe(true);
+      // One sentence: a single full stop, at the end (decimals aside).
+      expect(insight.replace(/\d\.\d/g, '').match(/\./g)).toHaveLength(1);
+      expect(insight.endsWith('.')).toBe(true);
+    }
+  });
+
+  it('says in a stock report that it weighed the client data', async () => {
+    const request = StockReportRequest.parse({ symbols: ['AAPL', 'MSFT'], data: { recent_earnings: { AAPL: 'EPS beat by 4%' } } });
+    const { result } = await engine.stockReport(request);
+    expect(JSON.stringify(result.detailed_analysis)).toContain("The client's data (recent_earnings) was weighed for both AAPL and MSFT.");
   });
 
   it('answers json_schema analysis with exactly the requested fields and types', async () => {
@@ -103,6 +123,24 @@ describe('offline mode', () => {
     expect(kinds).toContain('node_start:answer');
     const reply = items.at(-1);
     expect(reply?.kind === 'result' && reply.result.result.text).toMatch(/Apple/);
+  });
+
+  it('looks up market data for a chat question that needs figures, by company name or from the earlier turns', async () => {
+    const toolsOf = async (history: { role: 'user' | 'assistant'; content: string }[], message: string) => {
+      const items = await drain(engine.chat({ history, message }));
+      const tools = items.flatMap((item) => (item.kind === 'event' && item.event.type === 'tool_start' ? [item.event.tool] : []));
+      const last = items.at(-1);
+      return { tools, text: last?.kind === 'result' ? last.result.result.text : '' };
+    };
+    const byName = await toolsOf([], "What is Nvidia's P/E ratio?");
+    expect(byName.tools).toEqual(['market_data']);
+    expect(byName.text).toMatch(/NVIDIA.*P\/E \d/);
+    const followUp = await toolsOf([{ role: 'user', content: 'Tell me about Microsoft.' }, { role: 'assistant', content: byName.text }], 'And its margins?');
+    expect(followUp.tools).toEqual(['market_data']);
+    expect(followUp.text).toMatch(/MSFT.*net margin/);
+    const general = await toolsOf([], 'What is a dividend?');
+    expect(general.tools).toEqual([]);
+    expect(general.text).toMatch(/sample dataset/);
   });
 
   it('is deterministic', async () => {

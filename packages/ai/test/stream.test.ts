@@ -55,4 +55,17 @@ describe('streamOf', () => {
     }
     expect(aborted).toBe(true);
   });
+
+  it('starts aborted when the caller\'s signal fired before the stream began', async () => {
+    const caller = new AbortController();
+    caller.abort(new Error('client gone'));
+    let sawAbort: boolean | undefined;
+    const stream = streamOf<string, number>(async (_emit, signal) => {
+      sawAbort = signal.aborted;
+      if (signal.aborted) throw signal.reason as Error;
+      return 1;
+    }, caller.signal);
+    await expect(collect(stream)).rejects.toThrow('client gone');
+    expect(sawAbort).toBe(true);
+  });
 });

@@ -146,6 +146,16 @@ export const AnalysisResult = z
   });
 export type AnalysisResult = z.infer<typeof AnalysisResult>;
 
+/**
+ * The text of an analysis result: what a streamed analysis sends as `synthesis_chunk` events, in order, and what
+ * its `result` at the result URL therefore reads as. markdown: `content` itself, character for character.
+ * json and json_schema: `content` as JSON with two-space indentation, so `JSON.parse` of the concatenated chunks
+ * equals `content`.
+ */
+export function analysisText(result: AnalysisResult): string {
+  return result.format === 'markdown' ? result.content : JSON.stringify(result.content, null, 2);
+}
+
 const analysisJobLinks = { job_id: JobId, status_url: JobStatusUrl, result_url: JobResultUrl };
 
 /** Non-streamed answer of POST /api/analysis: `result` is present exactly when status is completed. */

@@ -76,8 +76,9 @@ function hasCredentials(endpoint: string): boolean {
 }
 
 /**
- * JSON Schema of the tool's arguments. Only the top level is checked here (an object schema, as every
- * function-calling API requires, and a size cap); full meta-schema validation is a later addition.
+ * JSON Schema of the tool's arguments. Here: an object schema at the top (as every function-calling API requires)
+ * and a size cap. The portal service also checks it against the draft 2020-12 meta-schema and compiles it with
+ * Ajv (@fin/customer-tools), answering 400 with the path of each problem inside `input_schema`.
  */
 export const ToolInputSchema = z
   .looseObject(
@@ -191,7 +192,7 @@ export type CustomerToolUpdateRequestInput = z.input<typeof CustomerToolUpdateRe
 
 export const CustomerToolPathParams = z
   .object({ id: uuid() })
-  .meta({ id: 'CustomerToolPathParams', description: 'Path parameter {id} of PUT and DELETE /api/customer-tools/{id}.' });
+  .meta({ id: 'CustomerToolPathParams', description: 'Path parameter {id} of /api/customer-tools/{id} and its /calls.' });
 export type CustomerToolPathParams = z.infer<typeof CustomerToolPathParams>;
 
 /** A stored tool as returned to its owner. Header values are never returned, only their names. */
@@ -217,3 +218,53 @@ export const CustomerToolListResponse = z
   .object({ tools: z.array(CustomerTool) })
   .meta({ id: 'CustomerToolListResponse', description: 'The caller\'s tools, oldest first.' });
 export type CustomerToolListResponse = z.infer<typeof CustomerToolListResponse>;
+
+export const CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT = 50;
+export const CUSTOMER_TOOL_CALLS_MAX_LIMIT = 200;
+
+export const CustomerToolCallOutcome = z
+  .enum(['ok', 'http_error', 'blocked_address', 'redirect_refused', 'timeout', 'response_too_large', 'connection_failed', 'invalid_endpoint', 'aborted'])
+  .meta({
+    id: 'CustomerToolCallOutcome',
+    description:
+      'ok: a 2xx answer; http_error: a 4xx/5xx answer; blocked_address: the endpoint resolved to a non-public address and was not contacted; redirect_refused: a 3xx answer (redirects are not followed); timeout; response_too_large: the body passed 1 MiB and was cut off; connection_failed: DNS, TCP or TLS failure; invalid_endpoint; aborted: the job or conversation ended first.',
+  });
+export type CustomerToolCallOutcome = z.infer<typeof CustomerToolCallOutcome>;
+
+/** One recorded call of a tool. Never arguments, header values or response bodies. */
+export const CustomerToolCall = z
+  .object({
+    id: z.uuid(),
+    tool_id: z.uuid().nullable(),
+    tool_name: z.string(),
+    source: z.enum(['job', 'conversation', 'portal_test']).meta({ description: 'What made the call: a product job, a chat conversation, or the portal\'s test button.' }),
+    product: CustomerToolProduct.nullable(),
+    job_id: z.uuid().nullable(),
+    conversation_id: z.uuid().nullable(),
+    outcome: CustomerToolCallOutcome,
+    http_status: z.int().nullable().meta({ description: 'Status the endpoint answered with; null when it was not reached.' }),
+    duration_ms: z.int(),
+    response_bytes: z.int().meta({ description: 'Response body bytes received (at most the 1 MiB cap).' }),
+    error: z.string().nullable().meta({ description: 'Why the call did not succeed, when it did not.' }),
+    created_at: z.iso.datetime({ offset: true }),
+  })
+  .meta({ id: 'CustomerToolCall', description: 'One call the AI (or the portal\'s test button) made to the tool.' });
+export type CustomerToolCall = z.infer<typeof CustomerToolCall>;
+
+export const CustomerToolCallsQuery = z
+  .object({
+    limit: z.coerce
+      .number({ error: 'must be an integer' })
+      .int('must be an integer')
+      .min(1, 'must be at least 1')
+      .max(CUSTOMER_TOOL_CALLS_MAX_LIMIT, `must be at most ${CUSTOMER_TOOL_CALLS_MAX_LIMIT}`)
+      .default(CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT)
+      .meta({ description: `How many of the most recent calls to return (1-${CUSTOMER_TOOL_CALLS_MAX_LIMIT}, default ${CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT}).` }),
+  })
+  .meta({ id: 'CustomerToolCallsQuery', description: 'Query parameters of GET /api/customer-tools/{id}/calls.' });
+export type CustomerToolCallsQuery = z.infer<typeof CustomerToolCallsQuery>;
+
+export const CustomerToolCallListResponse = z
+  .object({ calls: z.array(CustomerToolCall) })
+  .meta({ id: 'CustomerToolCallListResponse', description: 'The tool\'s most recent calls, newest first.' });
+export type CustomerToolCallListResponse = z.infer<typeof CustomerToolCallListResponse>;

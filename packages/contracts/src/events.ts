@@ -71,14 +71,18 @@ export const AnalysisStreamEvents = {
 export type AnalysisStreamEventName = keyof typeof AnalysisStreamEvents;
 
 const EVENT_NAME = /^[A-Za-z0-9_.-]+$/;
+/** Event ids are echoed back by clients in Last-Event-ID: visible ASCII only, so they survive any header. */
+const EVENT_ID = /^[\x21-\x7e]{1,128}$/;
 
 /**
- * One SSE frame: `event: <name>\ndata: <json>\n\n`. JSON.stringify escapes line breaks inside strings, so the
- * data is always a single line and needs no splitting into several `data:` lines.
+ * One SSE frame: `event: <name>\ndata: <json>\n\n`, preceded by `id: <id>\n` when the event has an id (a
+ * client that reconnects sends the last id it saw in Last-Event-ID). JSON.stringify escapes line breaks inside
+ * strings, so the data is always a single line and needs no splitting into several `data:` lines.
  */
-export function formatSse(event: string, data: unknown): string {
+export function formatSse(event: string, data: unknown, id?: string): string {
   if (!EVENT_NAME.test(event)) throw new TypeError(`invalid SSE event name ${JSON.stringify(event)}`);
+  if (id !== undefined && !EVENT_ID.test(id)) throw new TypeError(`invalid SSE event id ${JSON.stringify(id)}`);
   const json = JSON.stringify(data);
   if (json === undefined) throw new TypeError(`SSE data of event ${event} is not JSON-serialisable`);
-  return `event: ${event}\ndata: ${json}\n\n`;
+  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${json}\n\n`;
 }

@@ -4,9 +4,17 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { AnalysisRequest, AnalysisResponse } from './analysis';
-import { ChatRequest, ChatResponse, ChatStreamQuery } from './chat';
+import { ChatRequest, ChatResponse, ChatStreamHeaders, ChatStreamQuery } from './chat';
 import { AsyncJobResponse } from './common';
-import { CustomerTool, CustomerToolCreateRequest, CustomerToolListResponse, CustomerToolPathParams, CustomerToolUpdateRequest } from './customer-tools';
+import {
+  CustomerTool,
+  CustomerToolCallListResponse,
+  CustomerToolCallsQuery,
+  CustomerToolCreateRequest,
+  CustomerToolListResponse,
+  CustomerToolPathParams,
+  CustomerToolUpdateRequest,
+} from './customer-tools';
 import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
 import { AnalysisStreamEvents, ChatStreamEvents } from './events';
 import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
@@ -23,6 +31,8 @@ export type ApiScope = (typeof API_SCOPES)[number];
  */
 export const RATE_LIMITS_PER_MINUTE = { news: 100, 'stock-report': 20, analysis: 20 } as const;
 export const CHAT_STREAMS_PER_KEY = 10;
+/** Completed exchanges (a user message and its reply) of a conversation the model sees: the spec's "about 10". */
+export const CHAT_CONTEXT_PAIRS = 10;
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
 
@@ -144,14 +154,15 @@ export const API_ROUTES = [
     path: '/api/analysis',
     tag: 'Products',
     summary: 'Custom analysis',
-    description: `A free-form prompt answered in the chosen output format (typically 30-90 s). With output_format.stream true the answer is an SSE stream of synthesis_chunk events ending with done. Otherwise 200 with the result when it completed in time, or 202 with the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE.analysis} requests per minute per key. ${SSE_NOTE}`,
+    description: `A free-form prompt answered in the chosen output format (typically 30-90 s). Results are not cached. Not streamed: the request waits a while for the job (30 s by default): 200 with the result when it completed in time, 202 with the job URLs (and \`Location\`: the status URL) otherwise, and when the job failed meanwhile, its error (type and reason) with \`Location\`. With output_format.stream true the answer is an SSE stream: \`Location\` (the job's status URL) in its headers, synthesis_chunk events whose chunks concatenate to the result's text (markdown: \`content\` exactly; json and json_schema: \`content\` as JSON indented by two spaces, sent once validated), \`: keep-alive\` comments while the model works, then done; the job and its result stay available at the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE.analysis} requests per minute per key. ${SSE_NOTE}`,
     scope: 'analysis',
     limit: 'per_minute',
-    request: { body: AnalysisRequest },
+    request: { body: AnalysisRequest, headers: CachedProductHeaders.pick({ 'Idempotency-Key': true }) },
     responses: {
       '200': { description: 'Completed (result inline), or the SSE stream when output_format.stream is true.', json: analysisCompleted, events: AnalysisStreamEvents },
-      '202': { description: 'Accepted: poll status_url, then read result_url.', json: analysisPending },
+      '202': { description: 'Accepted, not finished yet: poll status_url about every 2 s, then read result_url. `Location` is the status URL.', json: analysisPending },
     },
+    extraErrors: ['unprocessable_entity'],
   },
   {
     id: 'chat',
@@ -159,27 +170,30 @@ export const API_ROUTES = [
     path: '/api/chat',
     tag: 'Chat',
     summary: 'Chat',
-    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream (token, node_start, tool_start, tool_end, then done with the conversation id); with stream false a single JSON body. conversation_id null starts a conversation; about 10 message pairs of context are kept. At most ${CHAT_STREAMS_PER_KEY} chat requests in flight per key. ${SSE_NOTE}`,
+    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream: node_start (research, answer), tool_start and tool_end (market_data, the tenant's customer tools), token, then done with the conversation id; every event carries an \`id:\` for re-attaching with GET /api/chat/stream and Last-Event-ID, and a \`: keep-alive\` comment keeps a quiet stream open. With stream false a single JSON body. conversation_id null starts a conversation; the model sees its last ${CHAT_CONTEXT_PAIRS} completed exchanges. A message for a conversation whose reply is still being written is refused with 409; another tenant's conversation is 404. At most ${CHAT_STREAMS_PER_KEY} chat requests in flight per key. ${SSE_NOTE}`,
     scope: 'chat',
     limit: 'concurrent_streams',
     request: { body: ChatRequest },
     responses: {
       '200': { description: 'The reply: an SSE stream (stream true) or a JSON body (stream false).', json: ChatResponse, events: ChatStreamEvents },
     },
+    extraErrors: ['not_found', 'conflict'],
   },
   {
     id: 'chatStream',
     method: 'get',
     path: '/api/chat/stream',
     tag: 'Chat',
-    summary: 'Chat stream of a conversation',
-    description: `The SSE stream of a conversation's reply. Counts towards the ${CHAT_STREAMS_PER_KEY} concurrent chat requests per key. ${SSE_NOTE}`,
+    summary: 'Chat stream (EventSource)',
+    description: `The chat stream for clients that can only GET, such as browsers' EventSource. With \`message\` it sends a user turn (continuing conversation_id, or starting a conversation without it) and streams the reply exactly as POST /api/chat does. With the Last-Event-ID header it re-attaches to the reply that event belongs to: the events after it are replayed, then the reply is followed live while it is still being written; a finished reply is replayed from storage, ending with its done or error event (\`message\` is then ignored, so a reconnecting EventSource never sends a turn twice). With conversation_id alone it streams the conversation's latest reply from its start. 204 when nothing is left to send, which stops EventSource from reconnecting. Counts towards the ${CHAT_STREAMS_PER_KEY} concurrent chat requests per key. ${SSE_NOTE}`,
     scope: 'chat',
     limit: 'concurrent_streams',
-    request: { query: ChatStreamQuery },
+    request: { query: ChatStreamQuery, headers: ChatStreamHeaders },
     responses: {
       '200': { description: 'An SSE stream.', events: ChatStreamEvents },
+      '204': { description: 'Nothing left to send: the reply has ended and Last-Event-ID named its last event.' },
     },
+    extraErrors: ['not_found', 'conflict'],
   },
   {
     id: 'getJobStatus',
@@ -229,7 +243,7 @@ export const API_ROUTES = [
     path: '/api/customer-tools/',
     tag: 'Customer tools',
     summary: 'Create a customer tool',
-    description: 'Registers an external API the AI may call. Header values are stored encrypted and never returned. A tool name is unique per tenant (409 otherwise).',
+    description: 'Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer\'s API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool\'s time limit and a 1 MiB response cap.',
     scope: 'tools',
     limit: 'per_minute',
     request: { body: CustomerToolCreateRequest },
@@ -250,6 +264,21 @@ export const API_ROUTES = [
     request: { params: CustomerToolPathParams },
     responses: {
       '200': { description: 'The tool.', json: CustomerTool },
+    },
+  },
+  {
+    id: 'listCustomerToolCalls',
+    method: 'get',
+    path: '/api/customer-tools/{id}/calls',
+    tag: 'Customer tools',
+    summary: 'Customer tool call audit',
+    description:
+      'The most recent calls the AI (or the portal\'s test button) made to the tool, newest first: which job or conversation, the outcome, the HTTP status, the duration and the response size. Arguments, header values and response bodies are never recorded.',
+    scope: 'tools',
+    limit: 'per_minute',
+    request: { params: CustomerToolPathParams, query: CustomerToolCallsQuery },
+    responses: {
+      '200': { description: 'The calls, newest first.', json: CustomerToolCallListResponse },
     },
   },
   {

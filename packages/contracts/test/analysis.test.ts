@@ -6,6 +6,7 @@ import {
   OUTPUT_SCHEMA_TYPE_NAMES,
   OutputFormat,
   PortfolioComposition,
+  analysisText,
   jobUrls,
 } from '../src';
 import { UUID, ok, rejected, symbols } from './helpers';
@@ -147,6 +148,14 @@ describe('AnalysisResult and AnalysisResponse', () => {
     rejected(AnalysisResult, { format: 'json', content: 'text' });
     rejected(AnalysisResult, { format: 'json_schema', content: ['a'] });
     rejected(AnalysisResult, { format: 'html', content: '<p>' });
+  });
+
+  it('reads a result as the text a stream of it carries: markdown as is, JSON indented by two spaces', () => {
+    expect(analysisText({ format: 'markdown', content: '  # Title\n' })).toBe('  # Title\n');
+    const content = { summary: 'x', scores: [1, 2], nested: { ok: true } };
+    const text = analysisText({ format: 'json_schema', content });
+    expect(text).toBe(JSON.stringify(content, null, 2));
+    expect(JSON.parse(text)).toEqual(content);
   });
 
   const links = { job_id: UUID, ...jobUrls('analysis', UUID) };

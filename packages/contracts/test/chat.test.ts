@@ -1,4 +1,4 @@
-import { CHAT_MESSAGE_MAX, ChatRequest, ChatResponse, ChatStreamQuery } from '../src';
+import { CHAT_MESSAGE_MAX, ChatRequest, ChatResponse, ChatStreamHeaders, ChatStreamQuery, chatEventId, parseChatEventId } from '../src';
 import { UUID, ok, rejected } from './helpers';
 
 describe('ChatRequest', () => {
@@ -42,9 +42,25 @@ describe('ChatResponse and ChatStreamQuery', () => {
     rejected(ChatResponse, { ...answer, response: undefined });
   });
 
-  it('requires a UUID conversation_id in the stream query and tolerates other parameters', () => {
+  it('takes an optional conversation id and message in the stream query, tolerating other parameters', () => {
     expect(ok(ChatStreamQuery, { conversation_id: UUID, _: '1700000000' })).toEqual({ conversation_id: UUID });
-    expect(rejected(ChatStreamQuery, {})).toBe('conversation_id: is required');
+    expect(ok(ChatStreamQuery, { message: ' And its margins? ' })).toEqual({ message: 'And its margins?' });
+    expect(ok(ChatStreamQuery, {})).toEqual({});
     expect(rejected(ChatStreamQuery, { conversation_id: 'x' })).toMatch(/^conversation_id: must be a UUID/);
+    expect(rejected(ChatStreamQuery, { message: '  ' })).toBe('message: must not be empty');
+    expect(rejected(ChatStreamQuery, { message: ['a', 'b'] })).toBe('message: must be a string');
+    expect(rejected(ChatStreamQuery, { message: 'x'.repeat(CHAT_MESSAGE_MAX + 1) })).toBe('message: must be at most 4000 characters');
+  });
+});
+
+describe('chat event ids', () => {
+  it('name the reply and the position, and parse back; anything else is not ours', () => {
+    const id = chatEventId(UUID, 12);
+    expect(parseChatEventId(id)).toEqual({ replyId: UUID, position: 12 });
+    expect(ChatStreamHeaders.safeParse({ 'Last-Event-ID': id }).success).toBe(true);
+    for (const bad of ['12', `${UUID}:0`, `${UUID}:`, `${UUID}:x`, 'abc:1', `${UUID}:1:2`]) {
+      expect(parseChatEventId(bad)).toBeUndefined();
+      expect(ChatStreamHeaders.safeParse({ 'Last-Event-ID': bad }).success).toBe(false);
+    }
   });
 });

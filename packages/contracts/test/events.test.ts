@@ -67,6 +67,12 @@ describe('formatSse', () => {
     expect(frame.split('\n')).toHaveLength(4);
   });
 
+  it('puts an id line first when the event has an id, and refuses ids that would break the framing', () => {
+    expect(formatSse('done', { type: 'done' }, 'abc:7')).toBe('id: abc:7\nevent: done\ndata: {"type":"done"}\n\n');
+    expect(() => formatSse('done', {}, 'a\nevent: x')).toThrow(TypeError);
+    expect(() => formatSse('done', {}, '')).toThrow(TypeError);
+  });
+
   it('refuses event names that would break the framing and data JSON cannot hold', () => {
     expect(() => formatSse('token\ndata: x', {})).toThrow(TypeError);
     expect(() => formatSse('', {})).toThrow(TypeError);

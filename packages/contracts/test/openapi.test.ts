@@ -187,7 +187,7 @@ const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; eve
       },
     },
   },
-  chatStream: { '200': { events: { token: { type: 'token', content: 'More' }, done: { type: 'done', conversation_id: UUID }, error: errorSample } } },
+  chatStream: { '200': { events: { token: { type: 'token', content: 'More' }, done: { type: 'done', conversation_id: UUID }, error: errorSample } }, '204': { none: true } },
   getJobStatus: {
     '200': {
       json: [
@@ -209,6 +209,19 @@ const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; eve
   listCustomerTools: { '200': { json: [{ tools: [tool] }, { tools: [] }] } },
   createCustomerTool: { '201': { json: [tool] } },
   getCustomerTool: { '200': { json: [tool] } },
+  listCustomerToolCalls: {
+    '200': {
+      json: [
+        {
+          calls: [
+            { id: UUID, tool_id: UUID, tool_name: 'get_portfolio_positions', source: 'job', product: 'analysis', job_id: UUID, conversation_id: null, outcome: 'ok', http_status: 200, duration_ms: 182, response_bytes: 1_024, error: null, created_at: '2026-01-05T10:00:00.000Z' },
+            { id: UUID, tool_id: UUID, tool_name: 'get_portfolio_positions', source: 'portal_test', product: null, job_id: null, conversation_id: null, outcome: 'blocked_address', http_status: null, duration_ms: 3, response_bytes: 0, error: 'the endpoint does not resolve to a public internet address', created_at: '2026-01-05T10:00:00Z' },
+          ],
+        },
+        { calls: [] },
+      ],
+    },
+  },
   updateCustomerTool: { '200': { json: [{ ...tool, enabled: false, header_names: [] }] } },
   deleteCustomerTool: { '204': { none: true } },
   getOpenApiDocument: { '200': { json: [document] } },

@@ -143,6 +143,21 @@ describe('streaming faults', () => {
     stream.abort();
     await expect(stream.finalMessage()).rejects.toThrow(/abort/i);
   });
+
+  it('records that the client cancelled a stream it aborted, and not one it read to the end', async () => {
+    fake.reply(textReply(long, { faults: { hang: { afterEvents: 3 } } }), textReply('whole'));
+    const controller = new AbortController();
+    const stalled = clientFor().messages.stream(ask('stall'), { signal: controller.signal });
+    await new Promise<void>((resolve) => stalled.once('text', () => resolve()));
+    expect(fake.requests[0]?.cancelled).toBe(false);
+    controller.abort();
+    await expect(stalled.finalMessage()).rejects.toThrow(/abort/i);
+    // The fake sees the connection close a moment after the SDK gave up; poll until it has.
+    while (fake.requests[0]?.cancelled !== true) await new Promise((resolve) => setTimeout(resolve, 10));
+
+    await clientFor().messages.stream(ask('read it all')).finalMessage();
+    expect(fake.requests[1]?.cancelled).toBe(false);
+  });
 });
 
 describe('non-streamed faults', () => {

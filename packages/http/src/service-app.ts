@@ -13,14 +13,20 @@ export interface Lifecycle {
   beginShutdown(): void;
 }
 
-export function createLifecycle(): Lifecycle {
+/**
+ * `onShutdown` runs once, when shutdown begins: a service whose event streams would not end on their own starts
+ * ending them there, while the server drains (the drain only waits for open connections to finish).
+ */
+export function createLifecycle(onShutdown?: () => void): Lifecycle {
   let shuttingDown = false;
   return {
     get shuttingDown() {
       return shuttingDown;
     },
     beginShutdown() {
+      if (shuttingDown) return;
       shuttingDown = true;
+      onShutdown?.();
     },
   };
 }

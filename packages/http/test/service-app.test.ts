@@ -49,6 +49,15 @@ describe('createServiceApp', () => {
     await request(app).get('/healthz').expect(200);
   });
 
+  it('runs a lifecycle\'s shutdown hook once, when shutdown begins', () => {
+    const calls: boolean[] = [];
+    const lifecycle = createLifecycle(() => calls.push(lifecycle.shuttingDown));
+    expect(calls).toEqual([]);
+    lifecycle.beginShutdown();
+    lifecycle.beginShutdown();
+    expect(calls).toEqual([true]);
+  });
+
   it('mounts the routes between the JSON body parser and the 404 and error translator', async () => {
     const { app } = serviceWith(async () => {});
     await request(app).post('/echo').send({ a: 1 }).expect(200, { body: { a: 1 } });

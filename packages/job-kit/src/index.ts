@@ -9,3 +9,24 @@ export {
   type RunContext,
   type RunOutcome,
 } from './worker';
+export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
+export {
+  bypassesCache,
+  classifyFailure,
+  createCachedProductApp,
+  createProductWorker,
+  describeCache,
+  idempotencyKeyOf,
+  runProductProcess,
+  startProductService,
+  type CachedProduct,
+  type ProductAppDeps,
+  type ProductRole,
+  type ProductRunContext,
+  type ProductService,
+  type ProductServiceConfig,
+  type ProductServiceOptions,
+  type ProductWorkerDeps,
+  type ProductWorkerOptions,
+  type SharedResources,
+} from './product';

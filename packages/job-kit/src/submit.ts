@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '@fin/db';
 import { appendToOutbox, jobRequestTopics, type JobType } from '@fin/events';
 import { AppError } from '@fin/http';
+import { jobSubmissions } from '@fin/metrics';
 import { canonicalJson } from './cache-key';
 
 export interface SubmitParams {
@@ -15,6 +16,11 @@ export interface SubmitParams {
   bypassCache?: boolean;
   idempotencyKey?: string;
   maxAttempts?: number;
+  /**
+   * The caller runs the job itself (inline.ts): a new job is created already claimed by `workerId` for its first
+   * attempt, and no job.requested event is written, so no worker ever picks it up.
+   */
+  claimedBy?: { workerId: string; leaseMs: number };
 }
 
 export interface CachedOutcome {
@@ -124,12 +130,26 @@ async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<S
       }
     }
     const jobId = randomUUID();
+    const claimed = params.claimedBy;
     const inserted = await client.query(
-      `INSERT INTO jobs (id, tenant_id, type, status, request, cache_key, max_attempts, currently_working_on)
-       VALUES ($1, $2, $3, 'pending', $4, $5, $6, 'Waiting for a worker')
+      `INSERT INTO jobs (id, tenant_id, type, status, request, cache_key, max_attempts, currently_working_on,
+                         lease_owner, lease_expires_at, attempts)
+       VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8::text, now() + $9::int * interval '1 millisecond', $10)
        ON CONFLICT (tenant_id, cache_key) WHERE status IN ('pending', 'running') DO NOTHING`,
-      [jobId, params.tenantId, params.jobType, JSON.stringify(params.request), params.cacheKey ?? null, params.maxAttempts ?? 3],
+      [
+        jobId,
+        params.tenantId,
+        params.jobType,
+        JSON.stringify(params.request),
+        params.cacheKey ?? null,
+        params.maxAttempts ?? 3,
+        claimed ? 'Starting' : 'Waiting for a worker',
+        claimed?.workerId ?? null,
+        claimed?.leaseMs ?? null,
+        claimed ? 1 : 0,
+      ],
     );
+    if (inserted.rowCount === 1 && claimed) return { kind: 'created', jobId, status: 'pending' };
     if (inserted.rowCount === 1) {
       await appendToOutbox(client, jobRequestTopics[params.jobType], jobId, {
         job_id: jobId,
@@ -151,6 +171,13 @@ async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<S
  * flight is shared; otherwise a `pending` job row and its `job.requested` event are written in one transaction.
  */
 export async function submitJob(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
+  const outcome = await submit(pool, params);
+  // After the commit: what the metric counts has happened (cache hit ratio, coalescing, replays).
+  jobSubmissions.inc({ type: params.jobType, result: outcome.kind });
+  return outcome;
+}
+
+async function submit(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
   if (params.cacheKey && !params.bypassCache && !params.idempotencyKey) {
     const cached = await fromCache(pool, params, params.cacheKey);
     if (cached) return cached;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
+import { jobSubmissions } from '@fin/metrics';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import { cacheKeyFor, submitJob, type SubmitParams } from '../src';
 
@@ -67,6 +68,16 @@ describe('submitJob', () => {
     expect(ids.size).toBe(1);
     expect(outcomes.filter((outcome) => outcome.kind === 'created')).toHaveLength(1);
     expect(await outboxCount([...ids][0]!)).toBe(1);
+  });
+
+  it('counts each submission by how it was answered, for the cache hit ratio', async () => {
+    const counted = async (result: string) => (await jobSubmissions.get()).values.find((value) => value.labels.type === 'news' && value.labels.result === result)?.value ?? 0;
+    const [created, joined, cached] = [await counted('created'), await counted('joined'), await counted('cached')];
+    const first = await submitJob(pool, params({ cacheKey: 'k-metrics' }));
+    await submitJob(pool, params({ cacheKey: 'k-metrics' }));
+    await complete(first.jobId, 'k-metrics');
+    await submitJob(pool, params({ cacheKey: 'k-metrics' }));
+    expect([await counted('created'), await counted('joined'), await counted('cached')]).toEqual([created + 1, joined + 1, cached + 1]);
   });
 
   it('does not share an in-flight job across tenants', async () => {

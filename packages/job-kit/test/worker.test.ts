@@ -3,17 +3,9 @@ import { createMemoryBus, createPublisher, jobRequestTopics, type MemoryEventBus
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import { createJobWorker, submitJob, type JobWorker, type JobWorkerOptions } from '../src';
+import { jobEvents } from './helpers';
 
 const logger = createLogger({ service: 'worker-test', level: 'silent' });
-
-interface EventRow {
-  seq: number;
-  status: string;
-  progress: number;
-  currently_working_on: string;
-  result?: unknown;
-  error?: { type: string; detail: string };
-}
 
 describe('job worker', () => {
   let db: TestDatabase;
@@ -69,13 +61,7 @@ describe('job worker', () => {
     await createPublisher(bus).publish(jobRequestTopics.news, jobId, { job_id: jobId, job_type: 'news', tenant_id: tenantId, request: { symbols: ['AAPL'] }, attempt });
   }
 
-  async function events(jobId: string): Promise<EventRow[]> {
-    const { rows } = await pool.query<{ envelope: { payload: EventRow } }>(
-      "SELECT envelope FROM outbox WHERE message_key = $1 AND topic = 'jobs.events' ORDER BY id",
-      [jobId],
-    );
-    return rows.map((row) => row.envelope.payload);
-  }
+  const events = (jobId: string) => jobEvents(pool, jobId);
 
   async function lease(jobId: string) {
     const { rows } = await pool.query<{ lease_owner: string | null; lease_expires_at: Date | null; attempts: number; infinite: boolean }>(

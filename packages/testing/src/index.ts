@@ -2,3 +2,5 @@ export { createEmptyDatabase, createTestDatabase, runMigrationCommand, type Test
 export { TEST_KAFKA_BROKERS, createTopics, testKafka, uniqueName } from './kafka';
 export { leakedSince, openHandles, waitForNoLeaks } from './leak-environment';
 export { waitFor } from './wait';
+export { openEventStream, type EventStreamClient, type EventStreamRequest, type SseFrame } from './event-stream';
+export { testCustomerToolsKey } from './secrets';

@@ -28,6 +28,7 @@ const ROUTE_TARGETS = {
   listCustomerTools: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   createCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   getCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
+  listCustomerToolCalls: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   updateCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   deleteCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   getOpenApiDocument: { kind: 'local' },

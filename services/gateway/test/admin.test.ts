@@ -14,7 +14,7 @@ import {
   setLimitOverride,
   showLimits,
 } from '../src/admin/admin';
-import { isWellFormedApiKey } from '../src/keys/api-key';
+import { isWellFormedApiKey } from '@fin/api-keys';
 
 describe('admin functions', () => {
   let db: TestDatabase;

@@ -34,7 +34,7 @@ describe('every API route', () => {
 
   it('covers the whole table', () => {
     expect(proxied.map((route) => route.id).sort()).toEqual(
-      ['chat', 'chatStream', 'createAnalysis', 'createCustomerTool', 'createNews', 'createStockReport', 'deleteCustomerTool', 'getCustomerTool', 'getJobResult', 'getJobStatus', 'listCustomerTools', 'updateCustomerTool'].sort(),
+      ['chat', 'chatStream', 'createAnalysis', 'createCustomerTool', 'createNews', 'createStockReport', 'deleteCustomerTool', 'getCustomerTool', 'getJobResult', 'getJobStatus', 'listCustomerToolCalls', 'listCustomerTools', 'updateCustomerTool'].sort(),
     );
   });
 

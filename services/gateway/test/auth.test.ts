@@ -6,7 +6,7 @@ import { createKey, createTenant, disableTenant, revokeKey, setLimitOverride } f
 import { createAuthenticator, type AuthenticatorOptions, type PostgresAuthenticator } from '../src/auth/authenticator';
 import { requireScope } from '../src/auth/scope';
 import type { Principal } from '../src/auth/types';
-import { generateApiKey } from '../src/keys/api-key';
+import { generateApiKey } from '@fin/api-keys';
 
 const logger = createLogger({ service: 'auth-test', level: 'silent' });
 

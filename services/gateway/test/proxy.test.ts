@@ -39,10 +39,17 @@ describe('forwarding', () => {
           app.post('/api/products/stock-report', (_req, res) => {
             res.status(418).json({ error: 'unprocessable', stack: 'at /srv/stock-report' });
           }),
-        portal: (app) =>
+        portal: (app) => {
           app.get('/portal/tools', (_req, res) => {
             res.cookie('portal_session', 'abc', { httpOnly: true }).type('html').send('<h1>Your tools</h1>');
-          }),
+          });
+          app.get('/portal/tools/:id/edit', (_req, res) => {
+            res.status(404).type('html').send('<h1>Not found</h1>');
+          });
+          app.get('/portal/broken', (_req, res) => {
+            res.status(500).type('html').send('<pre>TypeError at /srv/portal</pre>');
+          });
+        },
       },
     });
   });
@@ -124,6 +131,14 @@ describe('forwarding', () => {
     expect(received?.identity.caller).toBeNull();
     expect(received?.headers.cookie).toBe('portal_session=xyz');
     expect(received?.headers['x-api-key']).toBeUndefined();
+  });
+
+  it('passes the portal\'s own 4xx HTML pages to the browser, but still replaces a 5xx page', async () => {
+    const missing = await request(h.app).get('/portal/tools/0/edit').expect(404);
+    expect(missing.text).toBe('<h1>Not found</h1>');
+    const broken = await request(h.app).get('/portal/broken').expect(500);
+    expect(broken.body.type).toBe('internal_error');
+    expect(broken.text).not.toContain('/srv/');
   });
 
   it('refuses a pass-through path with dot segments before it reaches the portal', async () => {

@@ -1,14 +1,18 @@
 import { aiConfigShape } from '@fin/ai';
 import { int, logLevel, port, secret, url } from '@fin/config';
+import { customerToolsConfigShape } from '@fin/customer-tools';
 import { kafkaConfigShape } from '@fin/events';
+import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 
 /** The news service's environment (API role, worker role or both). See docs/configuration.md. */
 export const newsConfigShape = {
   ...aiConfigShape,
+  ...customerToolsConfigShape,
   ...kafkaConfigShape('news'),
   PORT: port().default(8081),
   HOST: z.string().default('127.0.0.1'),
+  ...metricsConfigShape(9081),
   /** api: answers POST /api/products/news; worker: runs news jobs; all: both in one process. */
   NEWS_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),

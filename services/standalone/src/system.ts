@@ -3,11 +3,17 @@
 // one event bus and one AI engine. Nothing is configured → embedded PostgreSQL, the in-process bus and offline
 // AI; DATABASE_URL, KAFKA_BROKERS and ANTHROPIC_API_KEY switch each to the real thing.
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { analysisConfigShape } from '@fin/analysis/config';
+import { startAnalysisService } from '@fin/analysis/service';
 import { aiConfigShape, createAiEngine, type AiEngine } from '@fin/ai';
+import { chatConfigShape } from '@fin/chat/config';
+import { startChatService } from '@fin/chat/service';
 import { csv, parseConfig } from '@fin/config';
+import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
 import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayConfigShape } from '@fin/gateway/config';
@@ -19,6 +25,10 @@ import { createLogger, type Logger } from '@fin/log';
 import { metricsConfigShape, startMetricsServer } from '@fin/metrics';
 import { newsConfigShape } from '@fin/news/config';
 import { startNewsService } from '@fin/news/service';
+import { portalConfigShape } from '@fin/portal/config';
+import { startPortalService } from '@fin/portal/service';
+import { stockReportConfigShape } from '@fin/stock-report/config';
+import { startStockReportService } from '@fin/stock-report/service';
 import { z } from 'zod';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 
@@ -78,6 +88,19 @@ function urlOf(server: Server, host: string): string {
   return `http://${host}:${(server.address() as AddressInfo).port}`;
 }
 
+/**
+ * The key that seals customer-tool secrets: generated at the first start and kept in the data folder (mode 600),
+ * since tools stored under it must stay readable after a restart.
+ */
+function customerToolsKey(dataDir: string): string {
+  const file = path.join(dataDir, 'customer-tools-key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, `local-1:${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  }
+  return readFileSync(file, 'utf8').trim();
+}
+
 /** A signing secret for this run only: every service is in this process, so none needs to be told it. */
 function internalSecret(env: NodeJS.ProcessEnv): string {
   return env.INTERNAL_SIGNING_SECRET && env.INTERNAL_SIGNING_SECRET.length >= 32 ? env.INTERNAL_SIGNING_SECRET : randomBytes(32).toString('hex');
@@ -122,8 +145,11 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     else bus = createMemoryBus({ logger: log });
     started.push({ name: 'event bus', close: () => bus.close() });
 
-    // 3. One AI engine for every product (offline unless ANTHROPIC_API_KEY is set).
-    const engine: AiEngine = await createAiEngine({ config: parseConfig(aiConfigShape, shared), logger: log });
+    // 3. One AI engine for every product (offline unless ANTHROPIC_API_KEY is set), offering each tenant's
+    // customer tools; their secrets are sealed with a key kept in the data folder unless one is configured.
+    shared.CUSTOMER_TOOLS_ENCRYPTION_KEY ||= customerToolsKey(dataDir ?? path.join(REPOSITORY_ROOT, '.data'));
+    const customerTools = createCustomerToolsFromConfig(parseConfig(customerToolsConfigShape, shared), { pool, logger: log });
+    const engine: AiEngine = await createAiEngine({ config: parseConfig(aiConfigShape, shared), logger: log, customerTools });
     started.push({ name: 'AI engine', close: () => engine.close() });
 
     const serviceConfig = <S extends Shape>(shape: S, extra: Record<string, string> = {}) => parseConfig(withBusApplied(shape), { ...shared, ...extra });
@@ -136,7 +162,44 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     const news = await startNewsService({ config: serviceConfig(newsConfigShape, { NEWS_ROLE: 'all' }), logger: loggerFor('news'), pool, bus, engine });
     units.push({ name: 'news', ...news });
 
-    const services: Record<string, string> = { jobs: jobs.url, news: urlOf(news.server!, '127.0.0.1') };
+    const stockReport = await startStockReportService({
+      config: serviceConfig(stockReportConfigShape, { STOCK_REPORT_ROLE: 'all' }),
+      logger: loggerFor('stock-report'),
+      pool,
+      bus,
+      engine,
+    });
+    units.push({ name: 'stock-report', ...stockReport });
+
+    const analysis = await startAnalysisService({
+      config: serviceConfig(analysisConfigShape, { ANALYSIS_ROLE: 'all' }),
+      logger: loggerFor('analysis'),
+      pool,
+      bus,
+      engine,
+    });
+    units.push({ name: 'analysis', ...analysis });
+
+    const chat = await startChatService({ config: serviceConfig(chatConfigShape), logger: loggerFor('chat'), pool, engine });
+    units.push({ name: 'chat', ...chat });
+
+    const portal = await startPortalService({
+      // Local http: the session cookie cannot be Secure (browsers keep Secure cookies on http://127.0.0.1, but not
+      // on other local names).
+      config: parseConfig(portalConfigShape, { PORTAL_COOKIE_SECURE: 'false', ...shared }),
+      logger: loggerFor('portal'),
+      pool,
+    });
+    units.push({ name: 'portal', ...portal });
+
+    const services: Record<string, string> = {
+      jobs: jobs.url,
+      news: urlOf(news.server!, '127.0.0.1'),
+      'stock-report': urlOf(stockReport.server!, '127.0.0.1'),
+      analysis: urlOf(analysis.server!, '127.0.0.1'),
+      chat: urlOf(chat.server, '127.0.0.1'),
+      portal: portal.url,
+    };
 
     const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger: log });
     started.push({ name: 'metrics listener', close: () => metrics.close() });
@@ -148,6 +211,10 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
         PORT: String(settings.PORT),
         HOST: settings.HOST,
         NEWS_URL: services.news,
+        STOCK_REPORT_URL: services['stock-report'],
+        ANALYSIS_URL: services.analysis,
+        CHAT_URL: services.chat,
+        PORTAL_URL: services.portal,
         JOBS_URL: services.jobs,
       }),
       logger: loggerFor('gateway'),

@@ -63,6 +63,7 @@ describe('npm start on embedded defaults', () => {
     await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
     const output = running.output();
     expect(output).toContain(`http://127.0.0.1:${port}`);
+    expect(output).toContain(`http://127.0.0.1:${port}/portal/tools`);
     expect(output).toContain('embedded PostgreSQL');
     expect(output).toContain('in-process bus');
     expect(output).toContain('OFFLINE');
@@ -78,6 +79,17 @@ describe('npm start on embedded defaults', () => {
     await waitFor(async () => JobStatusResponse.parse(await (await fetch(`${base}${envelope.status_url}`, { headers })).json()).status === 'completed', {
       what: 'the job to complete',
     });
+
+    // The same key works for every product and the customer-tools API; the portal's pages are served.
+    const post = (route: string, payload: unknown) => fetch(`${base}${route}`, { method: 'POST', headers, body: JSON.stringify(payload) });
+    expect((await post('/api/products/stock-report', { symbols: ['AAPL', 'MSFT'] })).status).toBe(202);
+    expect([200, 202]).toContain((await post('/api/analysis', { prompt: 'Is AAPL expensive?' })).status);
+    const chat = await post('/api/chat', { message: 'What is the P/E of AAPL?', stream: false });
+    expect(chat.status).toBe(200);
+    expect(((await chat.json()) as { response: string }).response.length).toBeGreaterThan(0);
+    expect((await fetch(`${base}/api/customer-tools/`, { headers })).status).toBe(200);
+    const portal = await fetch(`${base}/portal/tools`, { redirect: 'manual' });
+    expect([200, 302, 303]).toContain(portal.status);
 
     // One scrape shows every service of the process: the gateway's and news' requests, the finished job.
     const scraped = await (await fetch(metricsUrl!)).text();

@@ -58,13 +58,61 @@ function listAfter(text: string, pattern: RegExp): string[] {
   return match?.[1] ? [...match[1].matchAll(TICKER)].map((m) => m[0]) : [];
 }
 
-function symbolsFor(product: Product, system: string, user: string): string[] {
+// ---- chat: which companies a question is about, and whether it needs figures ----
+
+/** Company names of the sample dataset, so "What is Apple's P/E?" is understood like "What is AAPL's P/E?". */
+const SAMPLE_COMPANIES: readonly [RegExp, string][] = [
+  [/\bapple\b/i, 'AAPL'],
+  [/\bmicrosoft\b/i, 'MSFT'],
+  [/\bnvidia\b/i, 'NVDA'],
+  [/\b(?:alphabet|google)\b/i, 'GOOGL'],
+  [/\bamazon\b/i, 'AMZN'],
+  [/\btesla\b/i, 'TSLA'],
+];
+/** Upper-case words that are not tickers. */
+const NOT_TICKERS = new Set(['AI', 'CEO', 'CFO', 'ETF', 'EPS', 'GDP', 'IPO', 'PE', 'USA', 'US', 'USD', 'EUR', 'TTM', 'YOY', 'FAQ', 'OK']);
+/** Words of a question that is answered with figures: prices, multiples, margins, growth, size. */
+const NEEDS_FIGURES =
+  /\b(?:price|prices|trad(?:e|es|ing)|quote|worth|valu(?:e|ed|ation)|p\/e|pe ratio|multiple|margins?|revenue|sales|growth|grow(?:s|ing)?|earnings|eps|profit(?:s|able|ability)?|beta|debt|market cap|how much|how many|numbers?|figures?|metrics?|doing|performing|performance)\b|\d/i;
+
+function chatTickers(text: string): string[] {
+  const named = SAMPLE_COMPANIES.filter(([pattern]) => pattern.test(text)).map(([, symbol]) => symbol);
+  const tickers = [...text.matchAll(/\$?\b([A-Z]{2,5})\b/g)].map((m) => m[1]!).filter((s) => !NOT_TICKERS.has(s));
+  return [...named, ...tickers];
+}
+
+/** Earlier user turns of the conversation, newest first (the history the chat service sends). */
+function earlierUserTexts(body: MessagesRequestBody): string[] {
+  const texts: string[] = [];
+  const last = body.messages.findLastIndex((entry) => entry.role === 'user' && typeof entry.content === 'string');
+  for (let index = last - 1; index >= 0; index--) {
+    const entry = body.messages[index];
+    if (entry?.role === 'user' && typeof entry.content === 'string') texts.push(entry.content);
+  }
+  return texts;
+}
+
+/**
+ * The companies a chat question needs figures for: those it names; for a follow-up that names none but asks
+ * for figures ("and its margins?"), those of the latest earlier turn that named some.
+ */
+function chatSymbols(body: MessagesRequestBody, user: string): string[] {
+  const named = chatTickers(user);
+  if (named.length > 0 || !NEEDS_FIGURES.test(user)) return named;
+  for (const earlier of earlierUserTexts(body)) {
+    const symbols = chatTickers(earlier);
+    if (symbols.length > 0) return symbols;
+  }
+  return [];
+}
+
+function symbolsFor(product: Product, system: string, user: string, body: MessagesRequestBody): string[] {
   let symbols: string[];
   if (product === 'news') symbols = listAfter(user, /news items for (.+?)\.?$/m);
   else if (product === 'stock-report') symbols = listAfter(user, /^(?:Analyse|Compare) (.+?)\.?$/m).filter((s) => s !== 'WITH');
   else if (product === 'analysis') {
     symbols = [...listAfter(system, /Symbols in scope: (.+?)\.$/m), ...listAfter(system, /portfolio: (.+?)\.$/m)];
-  } else symbols = [...user.matchAll(/\$?\b([A-Z]{2,5})\b/g)].map((m) => m[1]!).filter((s) => s !== 'I' && s.length >= 2);
+  } else symbols = chatSymbols(body, user);
   return [...new Set(symbols)].slice(0, 10);
 }
 
@@ -111,62 +159,182 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): Reply {
   return jsonReply({ news });
 }
 
-function reportItems(symbols: string[], data: ToolData) {
-  const [a, b] = symbols.map((symbol) => ({ symbol, o: data.overviews.get(symbol) }));
-  const metric = (x: typeof a, key: string) => x?.o?.metrics?.[key] ?? null;
-  const line = (key: string, format: (v: number | null) => string) =>
-    [a, b].filter((x) => x !== undefined).map((x) => `${x!.symbol} ${format(metric(x, key))}`).join(' vs ');
-  const compare = b !== undefined;
-  const stronger = (key: string, higherIsBetter = true) => {
-    if (!compare) return '';
-    const va = metric(a, key) ?? Number.NaN;
-    const vb = metric(b, key) ?? Number.NaN;
-    if (Number.isNaN(va) || Number.isNaN(vb)) return ' The comparison is inconclusive on the available data.';
-    const winner = (va > vb) === higherIsBetter ? a!.symbol : b.symbol;
-    return ` ${winner} is the stronger of the two on this measure.`;
-  };
-  const subject = compare ? `${a!.symbol} versus ${b.symbol}` : name(a?.o, a!.symbol);
-  return [
-    {
-      title: `Revenue growth: ${subject}`,
-      keyMetric: `Revenue growth (TTM, year on year): ${line('revenueGrowthTtmYoyPercent', pct)}`,
-      implications: ['Growth above the sector supports a premium multiple.', 'A slowdown would pressure estimates.'],
-      investmentThesis: `Growth is the main driver of the investment case.${stronger('revenueGrowthTtmYoyPercent')}`,
-      category: 'growth',
-    },
-    {
-      title: `Profitability: ${subject}`,
-      keyMetric: `Net profit margin (TTM): ${line('netProfitMarginTtmPercent', pct)}`,
-      implications: ['High margins fund buybacks and investment.', 'Margin pressure would hit earnings more than revenue.'],
-      investmentThesis: `Profitability underpins earnings quality.${stronger('netProfitMarginTtmPercent')}`,
-      category: 'profitability',
-    },
-    {
-      title: `Valuation: ${subject}`,
-      keyMetric: `Price/earnings (TTM): ${line('peRatioTtm', (v) => num(v))}`,
-      implications: ['A high multiple leaves less room for disappointment.', 'Earnings growth must justify the price.'],
-      investmentThesis: `Valuation sets the margin of safety.${stronger('peRatioTtm', false)}`,
-      category: 'valuation',
-    },
-    {
-      title: `Risk profile: ${subject}`,
-      keyMetric: `Beta: ${line('beta', (v) => num(v, 2))}; debt/equity: ${line('debtToEquity', (v) => num(v, 2))}`,
-      implications: ['Higher beta means larger drawdowns in sell-offs.', 'Leverage raises sensitivity to interest rates.'],
-      investmentThesis: `Risk is moderate relative to the market.${stronger('beta', false)}`,
-      category: 'risk',
-    },
-  ];
+// ---- stock report: one symbol is described; two are compared, so every insight weighs one against the other ----
+
+interface Side {
+  symbol: string;
+  o: Overview | undefined;
 }
 
-function stockReportAnswer(symbols: string[], data: ToolData): Reply {
-  const items = reportItems(symbols, data);
+/** A figure of the market_data overview that an insight rests on. */
+interface Measure {
+  label: string;
+  value(side: Side): number | null;
+  format(value: number | null): string;
+  /** Whether more is better for an investor (growth, margins) or worse (P/E, beta). */
+  higherIsBetter: boolean;
+}
+
+const metric = (key: string) => (side: Side) => side.o?.metrics?.[key] ?? null;
+const billions = (value: number | null) => (value === null ? 'n/a' : `${Math.round(value / 1e9).toLocaleString('en-US')}bn`);
+
+const MEASURES = {
+  growth: { label: 'revenue growth', value: metric('revenueGrowthTtmYoyPercent'), format: pct, higherIsBetter: true },
+  margin: { label: 'net profit margin', value: metric('netProfitMarginTtmPercent'), format: pct, higherIsBetter: true },
+  pe: { label: 'price/earnings', value: metric('peRatioTtm'), format: (v) => num(v), higherIsBetter: false },
+  beta: { label: 'beta', value: metric('beta'), format: (v) => num(v, 2), higherIsBetter: false },
+  leverage: { label: 'debt/equity', value: metric('debtToEquity'), format: (v) => num(v, 2), higherIsBetter: false },
+  size: { label: 'market capitalisation', value: (side) => side.o?.profile?.marketCap ?? null, format: billions, higherIsBetter: true },
+} satisfies Record<string, Measure>;
+
+const figures = (sides: Side[], measure: Measure) => sides.map((side) => `${side.symbol} ${measure.format(measure.value(side))}`).join(' vs ');
+
+/** The better and the weaker of two companies on a measure; undefined when a figure is missing. */
+function ranked(a: Side, b: Side, measure: Measure): { lead: string; lag: string } | undefined {
+  const [va, vb] = [measure.value(a), measure.value(b)];
+  if (va === null || vb === null) return undefined;
+  return va >= vb === measure.higherIsBetter ? { lead: a.symbol, lag: b.symbol } : { lead: b.symbol, lag: a.symbol };
+}
+
+/** The top-level names of the client's data (`<client_data>` in the system prompt), to say it was weighed. */
+function clientDataNames(system: string): string[] {
+  const json = /<client_data>\n?([\s\S]*?)\n?<\/client_data>/.exec(system)?.[1];
+  if (!json) return [];
+  try {
+    return Object.keys(JSON.parse(json) as Record<string, unknown>).slice(0, 5);
+  } catch {
+    return [];
+  }
+}
+
+interface InsightPlan {
+  category: string;
+  title: string;
+  measure: Measure;
+  keyMetric: (sides: Side[]) => string;
+  /** A single company: what the figure means. */
+  single: { implications: string[]; thesis: string };
+  /** Two companies: what the difference means for choosing between them. */
+  compared: (lead: string, lag: string) => { implications: string[]; thesis: string };
+}
+
+const INSIGHTS: InsightPlan[] = [
+  {
+    category: 'growth',
+    title: 'Revenue growth',
+    measure: MEASURES.growth,
+    keyMetric: (sides) => `Revenue growth (TTM, year on year): ${figures(sides, MEASURES.growth)}`,
+    single: {
+      implications: ['Growth above the sector supports a premium multiple.', 'A slowdown would pressure estimates.'],
+      thesis: 'Growth is the main driver of the investment case.',
+    },
+    compared: (lead, lag) => ({
+      implications: [`${lead}'s faster growth can justify a higher multiple than ${lag}'s.`, `A slowdown at ${lead} would narrow its lead over ${lag}.`],
+      thesis: `${lead} is the stronger grower of the two; ${lag} has to win on other measures.`,
+    }),
+  },
+  {
+    category: 'profitability',
+    title: 'Profitability',
+    measure: MEASURES.margin,
+    keyMetric: (sides) => `Net profit margin (TTM): ${figures(sides, MEASURES.margin)}`,
+    single: {
+      implications: ['High margins fund buybacks and investment.', 'Margin pressure would hit earnings more than revenue.'],
+      thesis: 'Profitability underpins earnings quality.',
+    },
+    compared: (lead, lag) => ({
+      implications: [`${lead} keeps more of each dollar of revenue than ${lag}, leaving more to reinvest or return.`, `Margin pressure would hurt ${lag}'s earnings more than ${lead}'s.`],
+      thesis: `${lead} is the more profitable of the two.`,
+    }),
+  },
+  {
+    category: 'valuation',
+    title: 'Valuation',
+    measure: MEASURES.pe,
+    keyMetric: (sides) => `Price/earnings (TTM): ${figures(sides, MEASURES.pe)}`,
+    single: {
+      implications: ['A high multiple leaves less room for disappointment.', 'Earnings growth must justify the price.'],
+      thesis: 'Valuation sets the margin of safety.',
+    },
+    compared: (lead, lag) => ({
+      implications: [`${lag}'s higher multiple leaves less room for disappointment than ${lead}'s.`, `${lag} needs faster earnings growth than ${lead} to justify its price.`],
+      thesis: `${lead} is the cheaper of the two on earnings.`,
+    }),
+  },
+  {
+    category: 'risk',
+    title: 'Risk profile',
+    measure: MEASURES.beta,
+    keyMetric: (sides) => `Beta: ${figures(sides, MEASURES.beta)}; debt/equity: ${figures(sides, MEASURES.leverage)}`,
+    single: {
+      implications: ['Higher beta means larger drawdowns in sell-offs.', 'Leverage raises sensitivity to interest rates.'],
+      thesis: 'Risk is moderate relative to the market.',
+    },
+    compared: (lead, lag) => ({
+      implications: [`${lag} is likely to fall further than ${lead} in a market sell-off.`, `For the same risk budget, a position in ${lag} should be smaller than one in ${lead}.`],
+      thesis: `${lead} is the steadier holding of the two.`,
+    }),
+  },
+  {
+    category: 'competitive',
+    title: 'Scale',
+    measure: MEASURES.size,
+    keyMetric: (sides) => `Market capitalisation: ${figures(sides, MEASURES.size)}`,
+    single: {
+      implications: ['Scale funds research and distribution that smaller rivals cannot match.', 'Size alone does not protect against disruption.'],
+      thesis: 'Scale is a competitive advantage.',
+    },
+    compared: (lead, lag) => ({
+      implications: [`${lead}'s larger scale gives it more to spend on research and distribution than ${lag}.`, `${lag} has more room than ${lead} to grow before size slows it down.`],
+      thesis: `${lead} is the larger competitor of the two.`,
+    }),
+  },
+];
+
+function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
+  const sides = symbols.slice(0, 2).map((symbol) => ({ symbol, o: data.overviews.get(symbol) }));
+  const [a, b] = sides as [Side, Side | undefined];
+  const subject = b ? `${a.symbol} versus ${b.symbol}` : name(a.o, a.symbol);
+  const uses = clientData.length > 0 ? `The client's data (${clientData.join(', ')}) was weighed ${b ? `for both ${a.symbol} and ${b.symbol}` : 'alongside the market data'}.` : undefined;
+  return INSIGHTS.map((plan, index) => {
+    const order = b && ranked(a, b, plan.measure);
+    const text = !b
+      ? plan.single
+      : order
+        ? plan.compared(order.lead, order.lag)
+        : {
+            implications: [`The available data cannot rank ${a.symbol} against ${b.symbol} on ${plan.measure.label}.`, `Compare ${a.symbol}'s and ${b.symbol}'s next reported figures before choosing.`],
+            thesis: `${plan.title} does not separate ${a.symbol} from ${b.symbol} on the available data.`,
+          };
+    return {
+      title: `${plan.title}: ${subject}`,
+      keyMetric: `${plan.keyMetric(sides)}${index === 0 ? ` (${OFFLINE_NOTICE})` : ''}`,
+      implications: index === 0 && uses ? [...text.implications, uses] : text.implications,
+      investmentThesis: text.thesis,
+      category: plan.category,
+    };
+  });
+}
+
+/** Two companies: one sentence per measure, each naming both and which is ahead, on the sample figures. */
+function comparedInsights(a: Side, b: Side): string[] {
+  const sentences: [Measure, (lead: string, lag: string) => string][] = [
+    [MEASURES.growth, (lead, lag) => `${lead} is growing revenue faster than ${lag}`],
+    [MEASURES.pe, (lead, lag) => `${lead} is cheaper than ${lag} on earnings`],
+    [MEASURES.beta, (lead, lag) => `${lead} has been the less volatile stock, ${lag} the more`],
+  ];
+  return sentences.map(([measure, sentence]) => {
+    const order = ranked(a, b, measure);
+    const said = order ? sentence(order.lead, order.lag) : `The sample data cannot rank ${a.symbol} against ${b.symbol} on ${measure.label}`;
+    return `${said} (${measure.label} ${figures([a, b], measure)}, sample data).`;
+  });
+}
+
+function stockReportAnswer(symbols: string[], data: ToolData, system: string): Reply {
+  const items = reportItems(symbols, data, clientDataNames(system));
   const [a, b] = symbols;
   const quick = b
-    ? [
-        `${a} and ${b} differ most in growth and valuation, per the sample data.`,
-        `Weigh ${a}'s margins against ${b}'s before choosing between them.`,
-        OFFLINE_NOTICE,
-      ]
+    ? comparedInsights({ symbol: a!, o: data.overviews.get(a!) }, { symbol: b, o: data.overviews.get(b) })
     : [`${a}'s investment case rests on growth and margins, per the sample data.`, OFFLINE_NOTICE];
   return jsonReply({ detailed_analysis: items, quick_insights: quick });
 }
@@ -231,7 +399,12 @@ function chatAnswer(symbols: string[], user: string, data: ToolData): Reply {
   const lines = symbols
     .map((symbol) => data.overviews.get(symbol))
     .filter((o): o is Overview => o !== undefined && o.quote !== undefined)
-    .map((o) => `${name(o, o.symbol)} (${o.symbol}) last traded at ${num(o.quote?.price, 2)} ${o.profile?.currency ?? ''} (${pct(o.quote?.changePercent)} on the day); P/E ${num(o.metrics?.peRatioTtm)}.`.replace('  ', ' '));
+    .map((o) =>
+      [
+        `${name(o, o.symbol)} (${o.symbol}) last traded at ${num(o.quote?.price, 2)}${o.profile?.currency ? ` ${o.profile.currency}` : ''} (${pct(o.quote?.changePercent)} on the day).`,
+        `P/E ${num(o.metrics?.peRatioTtm)}, revenue growth ${pct(o.metrics?.revenueGrowthTtmYoyPercent)}, net margin ${pct(o.metrics?.netProfitMarginTtmPercent)} (trailing twelve months, from market data).`,
+      ].join(' '),
+    );
   const text =
     lines.length > 0
       ? `${lines.join(' ')} ${OFFLINE_NOTICE}`
@@ -246,7 +419,7 @@ export function offlineAnalyst(): ReplyHandler {
     const system = systemText(body);
     const user = lastUserText(body);
     const product = detectProduct(body, system);
-    const symbols = symbolsFor(product, system, user);
+    const symbols = symbolsFor(product, system, user, body);
     const canCallTools = toolNames(body).includes('market_data') && body.tool_choice?.type !== 'none';
     const answered = toolResults(body).length > 0;
     if (!answered && canCallTools && symbols.length > 0) {
@@ -255,7 +428,7 @@ export function offlineAnalyst(): ReplyHandler {
     }
     const data = toolData(body);
     if (product === 'news') return newsAnswer(symbols, user, data);
-    if (product === 'stock-report') return stockReportAnswer(symbols, data);
+    if (product === 'stock-report') return stockReportAnswer(symbols, data, system);
     if (product === 'analysis') return analysisAnswer(body, system, symbols, data);
     return chatAnswer(symbols, user, data);
   };

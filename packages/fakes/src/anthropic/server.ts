@@ -222,8 +222,13 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       rawBody,
       stream: false,
       answeredBy: 'validation',
+      cancelled: false,
     };
     if (record) requests.push(request);
+    // 'close' before the response finished: the client went away mid-answer (an aborted SDK call).
+    res.once('close', () => {
+      if (!res.writableFinished) request.cancelled = true;
+    });
     const reject = (rejection: Rejection) => sendError(res, requestId, rejection);
 
     const isMessages = path === '/v1/messages' || path === '/v1/messages/count_tokens';

@@ -202,6 +202,12 @@ export interface RecordedRequest {
   stream: boolean;
   /** How the fake answered: a scripted reply, the handler, a validation error, or the unscripted-request 500. */
   answeredBy: 'queue' | 'handler' | 'validation' | 'unscripted' | 'builtin';
+  /**
+   * Set (on this live record) when the connection closed before the answer was complete: the client aborted
+   * the call, as the SDK does when its `signal` fires, or the fake was closed first. Stays false for an
+   * answer that was sent in full.
+   */
+  cancelled: boolean;
 }
 
 export interface HandlerContext {

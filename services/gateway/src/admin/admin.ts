@@ -3,7 +3,7 @@
 // replicas' key caches through the api_key_changed triggers, within moments.
 import type { Queryable } from '@fin/db';
 import { SCOPES, type Scope } from '../auth/types';
-import { API_KEY_PREFIX, generateApiKey, hashApiKey, isWellFormedApiKey } from '../keys/api-key';
+import { API_KEY_PREFIX, generateApiKey, hashApiKey, isWellFormedApiKey } from '@fin/api-keys';
 import {
   DEFAULT_CHAT_CONCURRENCY,
   DEFAULT_LIMITS,

@@ -1,7 +1,7 @@
 import type { Pool } from '@fin/db';
 import { AppError, unauthorized } from '@fin/http';
 import type { Logger } from '@fin/log';
-import { hashApiKey, isWellFormedApiKey } from '../keys/api-key';
+import { hashApiKey, isWellFormedApiKey } from '@fin/api-keys';
 import { parseLimitOverrides } from '../rate-limit/defaults';
 import { listenForKeyChanges, type KeyChange } from './key-change-listener';
 import { SCOPES, type Authenticator, type Principal, type Scope } from './types';

@@ -51,8 +51,10 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
     const log = (): Logger => (logger ??= loggerOf(res, options.logger).child({ upstream: upstream.name }));
     const requestId = requestIdOf(res) ?? randomUUID();
     const path = `${upstream.basePath}${req.originalUrl}`;
+    // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
+    const browserPage = upstream.name === 'portal' && caller(res) === null;
     const headers = {
-      ...requestHeaders(req, { requestId, browserCredentials: upstream.name === 'portal' && caller(res) === null }),
+      ...requestHeaders(req, { requestId, browserCredentials: browserPage }),
       ...signIdentity({ requestId, caller: caller(res) }, options.signingSecret, { method: req.method, path }),
     };
 
@@ -90,7 +92,7 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
         return;
       }
       if (statusCode >= 400) {
-        await relayError(response, res, upstream, log, options.idleTimeoutMs);
+        await relayError(response, res, upstream, log, options.idleTimeoutMs, browserPage);
         return;
       }
       res.status(statusCode);
@@ -141,12 +143,22 @@ async function relayEventStream(response: Dispatcher.ResponseData, res: Response
   res.end();
 }
 
-async function relayError(response: Dispatcher.ResponseData, res: Response, upstream: Upstream, log: () => Logger, idleTimeoutMs: number): Promise<void> {
+async function relayError(
+  response: Dispatcher.ResponseData,
+  res: Response,
+  upstream: Upstream,
+  log: () => Logger,
+  idleTimeoutMs: number,
+  browserPage: boolean,
+): Promise<void> {
   const { statusCode, headers } = response;
   const bytes = await readBounded(response.body, MAX_ERROR_BODY_BYTES, idleTimeoutMs);
   const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
   const encoded = headers['content-encoding'] !== undefined && headers['content-encoding'] !== 'identity';
-  if (!encoded && isPassableErrorBody(statusCode, bytes, contentType)) {
+  // A portal page saying "not found" or "refused" to a browser is the portal's own HTML, not a leaked internal
+  // error page: 4xx HTML pages pass (5xx and 401 are still replaced).
+  const portalPage = browserPage && statusCode < 500 && statusCode !== 401 && bytes !== undefined && /^text\/html\b/i.test(contentType ?? '');
+  if (!encoded && (portalPage || isPassableErrorBody(statusCode, bytes, contentType))) {
     res.status(statusCode);
     setHeaders(res, responseHeaders(headers, ['content-length']));
     res.end(bytes);

@@ -6,7 +6,7 @@ import {
   generateApiKey,
   hashApiKey,
   isWellFormedApiKey,
-} from '../src/keys/api-key';
+} from '../src';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

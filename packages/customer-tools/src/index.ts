@@ -1,0 +1,41 @@
+// @fin/customer-tools: everything about the external APIs customers register for the model: storage (tenant-
+// scoped, header secrets sealed with AES-256-GCM), JSON Schema checks, the SSRF-safe executor, the call audit,
+// and the runtime that hands a tenant's tools to the AI engine. See docs/customer-tools.md.
+export { isAllowedAddress, type AddressPolicy } from './address';
+export { MAX_CALLS_LISTED, listCalls, recordCall, type CallOrigin, type CallRecord } from './audit';
+export {
+  createCustomerToolsFromConfig,
+  customerToolsConfigShape,
+  keyringFromConfig,
+  type CustomerToolsConfig,
+} from './config';
+export {
+  CALL_OUTCOMES,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  createToolExecutor,
+  type CallOutcome,
+  type CallResult,
+  type ExecutorOptions,
+  type ToolExecutor,
+  type ToolRequest,
+} from './executor';
+export { compileInputSchema, inputSchemaProblems, type InputValidator } from './input-schema';
+export {
+  DEFAULT_MODEL_RESULT_BYTES,
+  createCustomerToolRuntime,
+  type CustomerToolRuntime,
+  type CustomerToolRuntimeOptions,
+  type LoadContext,
+  type TestCallOutcome,
+} from './runtime';
+export { SecretsError, createKeyring, parseEncryptionKey, type EncryptionKey, type Keyring, type SealContext } from './secrets';
+export {
+  CustomerToolError,
+  DEFAULT_MAX_TOOLS_PER_TENANT,
+  createToolStore,
+  reencryptToolSecrets,
+  toApiTool,
+  type StoredTool,
+  type ToolStore,
+  type ToolStoreOptions,
+} from './store';

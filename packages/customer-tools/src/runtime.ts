@@ -1,0 +1,178 @@
+// A tenant's customer tools as AI-engine tools. `load` reads the tenant's enabled tools that allow the product
+// and wraps each as a ToolDefinition: the model sees the tool's name, description and JSON Schema; its arguments
+// are validated by the compiled schema before anything is sent; the call goes through the SSRF-safe executor
+// and is recorded in the audit table, whatever its outcome.
+import type { CustomerToolProduct } from '@fin/contracts';
+import type { CustomerToolSource, ToolDefinition, ToolProduct, ToolRunOwner } from '@fin/ai';
+import type { Pool } from '@fin/db';
+import type { Logger } from '@fin/log';
+import { z } from 'zod';
+import { recordCall, type CallOrigin, type CallRecord } from './audit';
+import type { CallResult, ToolExecutor } from './executor';
+import { compileInputSchema, type InputValidator } from './input-schema';
+import { openHeaders, type Keyring } from './secrets';
+
+/** Largest tool result handed to the model; longer responses are cut with a note (the wire cap is separate). */
+export const DEFAULT_MODEL_RESULT_BYTES = 32 * 1024;
+/** The engine's own per-tool deadline is this much later than the tool's, so the executor's fires first and is audited. */
+const ENGINE_DEADLINE_GRACE_MS = 2_000;
+const ERROR_BODY_EXCERPT_BYTES = 2_048;
+
+/** Which run the tools are loaded for: a product job, or a chat conversation. */
+export type LoadContext = { tenantId: string; product: CustomerToolProduct } & ({ jobId: string; conversationId?: undefined } | { conversationId: string; jobId?: undefined });
+
+export interface CustomerToolRuntimeOptions {
+  pool: Pool;
+  keyring: Keyring;
+  executor: ToolExecutor;
+  logger?: Logger;
+  /** Largest result handed to the model (default 32 KiB). */
+  maxResultBytes?: number;
+}
+
+export interface TestCallOutcome {
+  /** Problems of `input` against the tool's schema; when non-empty nothing was sent. */
+  inputProblems: string[];
+  result: CallResult | null;
+  record: CallRecord | null;
+}
+
+export interface CustomerToolRuntime extends CustomerToolSource {
+  /** The tenant's enabled tools for the product, ready for RunContext.customerTools. */
+  load(context: LoadContext): Promise<ToolDefinition[]>;
+  /** The portal's "test" button: one call with sample input, audited as portal_test. Null: no such tool. */
+  testCall(tenantId: string, toolId: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<TestCallOutcome | null>;
+  /** Closes the executor's connections. */
+  close(): Promise<void>;
+}
+
+interface LoadedRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string;
+  endpoint: string;
+  method: 'GET' | 'POST';
+  input_schema: Record<string, unknown>;
+  headers_ciphertext: Buffer | null;
+  timeout_ms: number;
+}
+
+const LOAD_COLUMNS = 'id, tenant_id, name, description, endpoint, method, input_schema, headers_ciphertext, timeout_ms';
+
+/**
+ * The zod schema the engine validates arguments with, carrying the customer's JSON Schema as metadata: the
+ * engine turns a tool's zod schema into the JSON Schema the model sees, and metadata is copied into it verbatim,
+ * so the model sees the customer's schema unchanged. (A top-level `id` would be taken as a registry id by zod.)
+ */
+function argumentsSchema(jsonSchema: Record<string, unknown>, validate: InputValidator) {
+  const { id: _ignored, ...meta } = jsonSchema;
+  return z
+    .custom<Record<string, unknown>>()
+    .superRefine((value, ctx) => {
+      for (const problem of validate(value)) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .meta(meta);
+}
+
+/** What the model reads for an answer that arrived: the body (cut to the cap), or the HTTP error and an excerpt. */
+function modelText(result: CallResult, maxBytes: number): string {
+  const body = result.body ?? '';
+  if (result.outcome === 'http_error') {
+    return `The tool's API answered HTTP ${result.httpStatus ?? '?'}.\n${cut(body, ERROR_BODY_EXCERPT_BYTES)}`;
+  }
+  return cut(body, maxBytes - 200);
+}
+
+function cut(text: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= maxBytes) return text;
+  // Cut on a character boundary: decoding a byte slice drops a trailing partial character as U+FFFD, removed here.
+  const head = Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '');
+  return `${head}\n[truncated: the response was ${bytes} bytes; the first ${Buffer.byteLength(head, 'utf8')} are shown]`;
+}
+
+export function createCustomerToolRuntime({ pool, keyring, executor, logger, maxResultBytes = DEFAULT_MODEL_RESULT_BYTES }: CustomerToolRuntimeOptions): CustomerToolRuntime {
+  const audit = async (row: LoadedRow, origin: CallOrigin, result: CallResult): Promise<CallRecord | null> => {
+    logger?.info(
+      { toolId: row.id, tool: row.name, source: origin.source, outcome: result.outcome, httpStatus: result.httpStatus, durationMs: result.durationMs, bytes: result.responseBytes },
+      'customer tool called',
+    );
+    try {
+      return await recordCall(pool, { tenantId: row.tenant_id, id: row.id, name: row.name }, origin, result);
+    } catch (error) {
+      // The call itself happened; a failed audit write must not turn the model's answer into a failure.
+      logger?.error({ err: error, toolId: row.id }, 'could not record a customer tool call in the audit');
+      return null;
+    }
+  };
+
+  const call = (row: LoadedRow, input: Record<string, unknown>, signal: AbortSignal | undefined): Promise<CallResult> =>
+    executor.call(
+      {
+        endpoint: row.endpoint,
+        method: row.method,
+        headers: openHeaders(keyring, row.headers_ciphertext, { tenantId: row.tenant_id, toolId: row.id }),
+        input,
+        timeoutMs: row.timeout_ms,
+      },
+      signal === undefined ? {} : { signal },
+    );
+
+  const definitionOf = (row: LoadedRow, origin: CallOrigin): ToolDefinition | null => {
+    let validate: InputValidator;
+    try {
+      validate = compileInputSchema(row.input_schema);
+    } catch (error) {
+      // Schemas are compiled on registration; one that no longer compiles (an Ajv upgrade) is left out, not fatal.
+      logger?.warn({ err: error, toolId: row.id }, 'a customer tool\'s input schema does not compile; the tool is not offered');
+      return null;
+    }
+    return {
+      name: row.name,
+      description: row.description,
+      input: argumentsSchema(row.input_schema, validate),
+      timeoutMs: row.timeout_ms + ENGINE_DEADLINE_GRACE_MS,
+      maxResultBytes,
+      async execute(input, { signal }) {
+        const result = await call(row, input as Record<string, unknown>, signal);
+        await audit(row, origin, result);
+        if (result.outcome === 'ok' || result.outcome === 'http_error') return { content: modelText(result, maxResultBytes) };
+        throw new Error(`${row.name} failed: ${result.error ?? result.outcome}`);
+      },
+    };
+  };
+
+  const load = async (context: LoadContext): Promise<ToolDefinition[]> => {
+    const origin: CallOrigin =
+      context.jobId !== undefined
+        ? { source: 'job', jobId: context.jobId, product: context.product }
+        : { source: 'conversation', conversationId: context.conversationId, product: context.product };
+    const { rows } = await pool.query<LoadedRow>(
+      `SELECT ${LOAD_COLUMNS} FROM customer_tools WHERE tenant_id = $1 AND enabled AND $2 = ANY (products) ORDER BY created_at, id`,
+      [context.tenantId, context.product],
+    );
+    return rows.map((row) => definitionOf(row, origin)).filter((tool): tool is ToolDefinition => tool !== null);
+  };
+
+  return {
+    load,
+
+    async toolsFor(tenantId: string, product: ToolProduct, owner: ToolRunOwner) {
+      return load(owner.jobId !== undefined ? { tenantId, product, jobId: owner.jobId } : { tenantId, product, conversationId: owner.conversationId });
+    },
+
+    async testCall(tenantId, toolId, input, signal) {
+      const { rows } = await pool.query<LoadedRow>(`SELECT ${LOAD_COLUMNS} FROM customer_tools WHERE tenant_id = $1 AND id = $2`, [tenantId, toolId]);
+      const row = rows[0];
+      if (row === undefined) return null;
+      const inputProblems = compileInputSchema(row.input_schema)(input);
+      if (inputProblems.length > 0) return { inputProblems, result: null, record: null };
+      const result = await call(row, input, signal);
+      const record = await audit(row, { source: 'portal_test' }, result);
+      return { inputProblems: [], result, record };
+    },
+
+    close: () => executor.close(),
+  };
+}

@@ -1,0 +1,179 @@
+// Waiting for jobs to finish without polling each one: a trigger notifies `job_finished` with the job id when a
+// job becomes completed or failed (migration 1763942500000_job-finished-notify), and one LISTEN connection per
+// process wakes the requests waiting for that job. A slow poll of all waited-for jobs in one query covers
+// notifications lost while the connection was down.
+import { JobError } from '@fin/contracts';
+import type { Pool, PoolClient } from '@fin/db';
+import type { Logger } from '@fin/log';
+
+const CHANNEL = 'job_finished';
+const MAX_RECONNECT_DELAY_MS = 10_000;
+
+export type FinishedJob =
+  | { status: 'completed'; result: Record<string, unknown> }
+  | { status: 'failed'; error: JobError };
+
+export interface JobWatcher {
+  /** The job's final state once it is completed or failed (at once if it already is); undefined if `signal` aborts first. */
+  finished(jobId: string, signal: AbortSignal): Promise<FinishedJob | undefined>;
+  close(): Promise<void>;
+}
+
+export interface JobWatcherOptions {
+  pool: Pool;
+  logger: Logger;
+  /** How often the jobs being waited for are re-read when no notification came. */
+  pollIntervalMs: number;
+  /** First reconnect delay of the LISTEN connection; doubles per failed attempt up to 10 s. */
+  reconnectDelayMs?: number;
+}
+
+interface JobRow {
+  status: string;
+  result: Record<string, unknown> | null;
+  error: unknown;
+}
+
+function finishedOf(row: JobRow | undefined): FinishedJob | undefined {
+  if (row?.status === 'completed' && row.result) return { status: 'completed', result: row.result };
+  if (row?.status === 'failed') {
+    const error = JobError.safeParse(row.error);
+    return { status: 'failed', error: error.success ? error.data : { type: 'internal_error', detail: 'The job failed.' } };
+  }
+  return undefined;
+}
+
+export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayMs = 500 }: JobWatcherOptions): JobWatcher {
+  const log = logger.child({ component: 'job-watcher' });
+  /** Job id → wake-up calls of the requests waiting for it. */
+  const waiters = new Map<string, Set<() => void>>();
+  let listener: PoolClient | undefined;
+  let connecting: Promise<void> | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let pollTimer: NodeJS.Timeout | undefined;
+  let attempt = 0;
+  let closed = false;
+
+  const wake = (jobId: string) => waiters.get(jobId)?.forEach((notify) => notify());
+  const wakeAll = () => [...waiters.keys()].forEach(wake);
+
+  async function poll(): Promise<void> {
+    if (waiters.size === 0) return;
+    try {
+      const { rows } = await pool.query<{ id: string }>(
+        "SELECT id::text AS id FROM jobs WHERE id = ANY($1::uuid[]) AND status IN ('completed', 'failed')",
+        [[...waiters.keys()]],
+      );
+      for (const { id } of rows) wake(id);
+    } catch (error) {
+      log.warn({ err: error }, 'Polling waited-for jobs failed');
+    }
+  }
+
+  const release = (client: PoolClient) => {
+    // Destroyed rather than returned: the connection holds a LISTEN.
+    client.release(true);
+  };
+
+  function lost(client: PoolClient, error: unknown): void {
+    if (client !== listener) return;
+    listener = undefined;
+    release(client);
+    if (closed) return;
+    log.warn({ err: error }, 'Lost the job_finished listener; waiting requests fall back to polling until it is back');
+    const delay = Math.min(MAX_RECONNECT_DELAY_MS, reconnectDelayMs * 2 ** attempt++);
+    retryTimer = setTimeout(connect, delay);
+  }
+
+  function connect(): void {
+    retryTimer = undefined;
+    connecting = (async () => {
+      let client: PoolClient | undefined;
+      try {
+        client = await pool.connect();
+        const self = client;
+        self.on('error', (error) => lost(self, error));
+        self.on('end', () => lost(self, new Error('connection ended')));
+        self.on('notification', (message) => {
+          if (message.channel === CHANNEL && message.payload) wake(message.payload);
+        });
+        await self.query(`LISTEN ${CHANNEL}`);
+        if (closed) {
+          release(self);
+          return;
+        }
+        listener = self;
+        attempt = 0;
+        // Jobs may have finished while there was no listener.
+        wakeAll();
+      } catch (error) {
+        if (client && client !== listener) release(client);
+        if (closed) return;
+        log.warn({ err: error }, 'Cannot listen for finished jobs; retrying');
+        retryTimer = setTimeout(connect, Math.min(MAX_RECONNECT_DELAY_MS, reconnectDelayMs * 2 ** attempt++));
+      }
+    })();
+  }
+
+  connect();
+
+  async function read(jobId: string): Promise<FinishedJob | undefined> {
+    const { rows } = await pool.query<JobRow>({
+      name: 'analysis-watch-job',
+      text: 'SELECT status, result, error FROM jobs WHERE id = $1',
+      values: [jobId],
+    });
+    return finishedOf(rows[0]);
+  }
+
+  return {
+    async finished(jobId, signal) {
+      let woken = false;
+      let resume: (() => void) | undefined;
+      const notify = () => {
+        woken = true;
+        resume?.();
+      };
+      const onAbort = () => resume?.();
+      let set = waiters.get(jobId);
+      if (!set) waiters.set(jobId, (set = new Set()));
+      set.add(notify);
+      pollTimer ??= setInterval(() => void poll(), pollIntervalMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        // Registered before the first read, so a completion between the read and the wait still wakes it.
+        for (;;) {
+          const job = await read(jobId);
+          if (job) return job;
+          if (signal.aborted) return undefined;
+          // A wake-up during the read means: read again at once.
+          if (!woken) await new Promise<void>((resolve) => (resume = resolve));
+          woken = false;
+          resume = undefined;
+          if (signal.aborted) return undefined;
+        }
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        set.delete(notify);
+        if (set.size === 0) waiters.delete(jobId);
+        if (waiters.size === 0) {
+          clearInterval(pollTimer);
+          pollTimer = undefined;
+        }
+      }
+    },
+    async close() {
+      closed = true;
+      clearTimeout(retryTimer);
+      clearInterval(pollTimer);
+      await connecting;
+      if (listener) {
+        const client = listener;
+        listener = undefined;
+        release(client);
+      }
+      // Anyone still waiting re-reads once and, with its signal aborted, returns.
+      wakeAll();
+    },
+  };
+}

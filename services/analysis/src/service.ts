@@ -1,0 +1,97 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAiEngine, type AiEngine } from '@fin/ai';
+import { createCustomerToolsFromConfig } from '@fin/customer-tools';
+import { createPool, type Pool } from '@fin/db';
+import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
+import type { Closer, Lifecycle } from '@fin/http';
+import type { Logger } from '@fin/log';
+import { createApp } from './app';
+import type { AnalysisConfig } from './config';
+import { createJobWatcher } from './job-watcher';
+import { createOpenRequests, lifecycleStopping } from './open-requests';
+import { createAnalysisWorker } from './worker';
+
+export interface AnalysisService {
+  /** Its beginShutdown also ends the requests held open (inline waits at once, streams after their grace period). */
+  lifecycle: Lifecycle;
+  /** The HTTP server (API role). */
+  server?: Server;
+  /** In shutdown order, after the HTTP server has drained. */
+  closers: Closer[];
+}
+
+export interface AnalysisServiceOptions {
+  config: AnalysisConfig;
+  logger: Logger;
+  /** Shared resources in single-process mode (and tests); created from config otherwise. */
+  pool?: Pool;
+  bus?: EventBus;
+  engine?: AiEngine;
+}
+
+/**
+ * Starts the roles this process runs (ANALYSIS_ROLE): the API (which also runs streamed analyses, so it has an
+ * AI engine too), the worker, or both. Every process also runs a standby-capable outbox relay, so job requests
+ * and events are published while any analysis process is up.
+ */
+export async function startAnalysisService({ config, logger, ...shared }: AnalysisServiceOptions): Promise<AnalysisService> {
+  const role = config.ANALYSIS_ROLE;
+  const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `analysis-${role}`, max: 10 });
+  const bus = shared.bus ?? (await connectKafkaBus(config, logger));
+  const engine = shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
+  const closers: Closer[] = [];
+  const openRequests = createOpenRequests({ streamGraceMs: config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS });
+  const lifecycle = lifecycleStopping(openRequests);
+
+  if (role !== 'api') {
+    const worker = createAnalysisWorker({
+      pool,
+      bus,
+      engine,
+      logger,
+      timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
+      concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
+      leaseMs: config.ANALYSIS_LEASE_MS,
+    });
+    await worker.start();
+    closers.push({ name: 'analysis worker', close: () => worker.stop() });
+  }
+
+  let server: Server | undefined;
+  if (role !== 'worker') {
+    const watcher = createJobWatcher({ pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
+    closers.push({ name: 'job watcher', close: () => watcher.close() });
+    const app = createApp({
+      pool,
+      logger,
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      engine,
+      watcher,
+      openRequests,
+      lifecycle,
+      settings: {
+        inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
+        timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
+        leaseMs: config.ANALYSIS_LEASE_MS,
+        maxAttempts: config.ANALYSIS_MAX_ATTEMPTS,
+        heartbeatMs: config.ANALYSIS_STREAM_HEARTBEAT_MS,
+        doneWaitMs: config.ANALYSIS_STREAM_DONE_WAIT_MS,
+      },
+    });
+    server = await new Promise<Server>((resolve) => {
+      const listening = app.listen(config.PORT, config.HOST, () => resolve(listening));
+    });
+    const { port } = server.address() as AddressInfo;
+    logger.info({ url: `http://${config.HOST}:${port}`, role }, 'analysis service listening');
+  }
+
+  // After the worker and the streams have stopped: their last events are in the outbox by then.
+  if (!shared.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
+  const relay = createOutboxRelay({ pool, bus, logger });
+  relay.start();
+  closers.push({ name: 'outbox relay', close: () => relay.stop() });
+  if (!shared.bus) closers.push({ name: 'event bus', close: () => bus.close() });
+  if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
+  return { lifecycle, server, closers };
+}

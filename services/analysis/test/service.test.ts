@@ -1,0 +1,120 @@
+import type { AddressInfo } from 'node:net';
+import { parseConfig } from '@fin/config';
+import { ErrorBody } from '@fin/contracts';
+import { createMemoryBus, type MemoryEventBus } from '@fin/events';
+import { textReply } from '@fin/fakes';
+import { createShutdown } from '@fin/http';
+import { testCustomerToolsKey, waitFor } from '@fin/testing';
+import { analysisConfigShape } from '../src/config';
+import { startAnalysisService, type AnalysisService } from '../src/service';
+import { createTestBed, logger, outboxOf, PATH, SECRET, signed, sseFrames, type SseFrame, type TestBed } from './support';
+
+const ANSWER = `## Answer\n\n${'A paragraph of analysis that takes a while to write. '.repeat(6).trim()}`;
+
+describe('analysis service shutdown with open streams', () => {
+  let bed: TestBed;
+  let bus: MemoryEventBus;
+
+  beforeAll(async () => {
+    bed = await createTestBed();
+  });
+  beforeEach(() => {
+    bus = createMemoryBus({ logger });
+  });
+  afterEach(async () => {
+    bed.fake.reset();
+    await bus.close();
+  });
+  afterAll(() => bed.close());
+
+  async function start(env: Record<string, string>): Promise<{ service: AnalysisService; url: string; shutdown: () => Promise<number[]> }> {
+    const config = parseConfig(analysisConfigShape, {
+      DATABASE_URL: bed.db.url,
+      INTERNAL_SIGNING_SECRET: SECRET,
+      KAFKA_BROKERS: '127.0.0.1:1',
+      CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
+      ANALYSIS_ROLE: 'api',
+      PORT: '0',
+      ANALYSIS_STREAM_DONE_WAIT_MS: '0',
+      ...env,
+    });
+    const service = await startAnalysisService({ config, logger, pool: bed.pool, bus, engine: bed.engine });
+    const exits: number[] = [];
+    const shutdown = createShutdown({ logger, lifecycle: service.lifecycle, servers: [service.server!], drainTimeoutMs: 20_000, closers: service.closers, exit: (code) => exits.push(code) });
+    return {
+      service,
+      url: `http://127.0.0.1:${(service.server!.address() as AddressInfo).port}`,
+      shutdown: async () => {
+        await shutdown('SIGTERM');
+        return exits;
+      },
+    };
+  }
+
+  /** Opens a stream and resolves once its first chunk arrived; `rest` then reads it to the end. */
+  async function openStream(url: string): Promise<{ jobId: string; rest: Promise<SseFrame[]> }> {
+    const res = await fetch(`${url}${PATH}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...signed(bed.tenantA) },
+      body: JSON.stringify({ prompt: 'A long one.', output_format: { stream: true } }),
+    });
+    const jobId = /([0-9a-f-]{36})\/status$/.exec(res.headers.get('location') ?? '')![1]!;
+    const frames = sseFrames(res.body!);
+    for (;;) {
+      const { value } = await frames.next();
+      if (!value || value.event === 'synthesis_chunk') break;
+    }
+    const rest = (async () => {
+      const seen: SseFrame[] = [];
+      for await (const frame of frames) seen.push(frame);
+      return seen;
+    })();
+    return { jobId, rest };
+  }
+
+  it('ends an open stream with a final service_unavailable error event, fails its job and stops the model call', async () => {
+    bed.fake.reply(textReply(ANSWER, { faults: { hang: { afterEvents: 6 } } }));
+    const { url, shutdown } = await start({ ANALYSIS_STREAM_SHUTDOWN_GRACE_MS: '0' });
+    const { jobId, rest } = await openStream(url);
+
+    const exits = await shutdown();
+    const frames = (await rest).filter((frame) => frame.event !== undefined);
+    expect(frames.at(-1)?.event).toBe('error');
+    expect(ErrorBody.parse(frames.at(-1)?.data)).toEqual({
+      type: 'service_unavailable',
+      status_code: 503,
+      detail: 'The analysis service is restarting and stopped this analysis before it finished. Send the request again.',
+    });
+    expect(exits).toEqual([0]);
+    // The job is not left running: its failure is in the outbox and its lease is released for good.
+    expect((await outboxOf(bed.pool, jobId)).at(-1)?.payload).toMatchObject({ status: 'failed', error: { type: 'service_unavailable' } });
+    const { rows } = await bed.pool.query("SELECT lease_owner, lease_expires_at = 'infinity' AS final FROM jobs WHERE id = $1", [jobId]);
+    expect(rows[0]).toEqual({ lease_owner: null, final: true });
+    await waitFor(() => bed.fake.requests[0]?.cancelled === true, { what: 'the model call to be cancelled' });
+  });
+
+  it('lets a stream that finishes within the grace period end normally', async () => {
+    bed.fake.reply(textReply(ANSWER, { faults: { delayBetweenEventsMs: 15 } }));
+    const { url, shutdown } = await start({ ANALYSIS_STREAM_SHUTDOWN_GRACE_MS: '30000' });
+    const { jobId, rest } = await openStream(url);
+
+    const exits = await shutdown();
+    const frames = (await rest).filter((frame) => frame.event !== undefined);
+    expect(frames.at(-1)).toEqual({ event: 'done', data: { job_id: jobId, status: 'completed' } });
+    expect(exits).toEqual([0]);
+    expect((await outboxOf(bed.pool, jobId)).at(-1)?.payload.status).toBe('completed');
+  });
+
+  it('refuses a new stream once shutdown has begun', async () => {
+    const { service, url, shutdown } = await start({});
+    service.lifecycle.beginShutdown();
+    const res = await fetch(`${url}${PATH}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Connection: 'close', ...signed(bed.tenantA) },
+      body: JSON.stringify({ prompt: 'Too late.', output_format: { stream: true } }),
+    });
+    expect(res.status).toBe(503);
+    expect(ErrorBody.parse(await res.json()).type).toBe('service_unavailable');
+    expect(await shutdown()).toEqual([0]);
+  });
+});

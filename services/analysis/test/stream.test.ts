@@ -1,0 +1,202 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AnalysisDoneEvent, AnalysisSynthesisChunkEvent, ErrorBody, analysisText, type AnalysisResult } from '@fin/contracts';
+import { jsonReply, textReply } from '@fin/fakes';
+import { waitFor } from '@fin/testing';
+import { createApp, type AnalysisSettings } from '../src/app';
+import { createJobWatcher, type JobWatcher } from '../src/job-watcher';
+import { createOpenRequests, lifecycleStopping } from '../src/open-requests';
+import { createTestBed, finishJob, logger, outboxOf, PATH, signed, sseFrames, type SseFrame, type TestBed } from './support';
+
+const MARKDOWN = [
+  '## Rate sensitivity',
+  '',
+  'Higher rates weigh on long-duration growth stocks more than on cash-rich incumbents.',
+  '',
+  '- Apple: large net cash, modest sensitivity.',
+  '- Microsoft: similar, with recurring revenue.',
+].join('\n');
+
+describe('POST /api/analysis, streamed', () => {
+  let bed: TestBed;
+  let watcher: JobWatcher;
+  const servers: Server[] = [];
+
+  beforeAll(async () => {
+    bed = await createTestBed();
+    watcher = createJobWatcher({ pool: bed.pool, logger, pollIntervalMs: 200 });
+  });
+  afterEach(async () => {
+    bed.fake.reset();
+    await Promise.all(
+      servers.splice(0).map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          }),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await watcher.close();
+    await bed.close();
+  });
+
+  /** The API role on a port of its own, as the gateway reaches it. */
+  async function serve(settings: Partial<AnalysisSettings> = {}): Promise<string> {
+    const openRequests = createOpenRequests({ streamGraceMs: 0 });
+    const app = createApp({
+      pool: bed.pool,
+      logger,
+      signingSecret: 'x'.repeat(40),
+      engine: bed.engine,
+      watcher,
+      openRequests,
+      lifecycle: lifecycleStopping(openRequests),
+      settings: { inlineWaitMs: 0, timeLimitMs: 20_000, leaseMs: 5_000, maxAttempts: 3, heartbeatMs: 15_000, doneWaitMs: 0, ...settings },
+    });
+    const server = await new Promise<Server>((resolve) => {
+      const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    });
+    servers.push(server);
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  function post(url: string, body: unknown, { headers = {}, signal }: { headers?: Record<string, string>; signal?: AbortSignal } = {}) {
+    return fetch(`${url}${PATH}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...signed(bed.tenantA), ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+  }
+
+  async function readAll(res: Response): Promise<SseFrame[]> {
+    const frames: SseFrame[] = [];
+    for await (const frame of sseFrames(res.body!)) frames.push(frame);
+    return frames;
+  }
+
+  const chunksOf = (frames: SseFrame[]) => frames.filter((frame) => frame.event === 'synthesis_chunk').map((frame) => AnalysisSynthesisChunkEvent.parse(frame.data).chunk);
+  const named = (frames: SseFrame[]) => frames.filter((frame) => frame.event !== undefined);
+  const jobIdOf = (res: Response) => /^\/api\/jobs\/analysis\/([0-9a-f-]{36})\/status$/.exec(res.headers.get('location') ?? '')?.[1];
+
+  it('streams the synthesis in several chunks, then done; the job runs here, reported like any job, its result the streamed text', async () => {
+    bed.fake.reply(textReply(MARKDOWN));
+    const url = await serve();
+    const res = await post(url, { prompt: 'How rate-sensitive are AAPL and MSFT?', symbols: ['AAPL', 'MSFT'], output_format: { stream: true } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const jobId = jobIdOf(res);
+    expect(jobId).toBeDefined();
+
+    const frames = await readAll(res);
+    const chunks = chunksOf(frames);
+    expect(chunks.length).toBeGreaterThan(3);
+    expect(chunks.join('')).toBe(MARKDOWN);
+    const events = named(frames);
+    expect(events.at(-1)).toEqual({ event: 'done', data: AnalysisDoneEvent.parse({ job_id: jobId, status: 'completed' }) });
+    expect(events.slice(0, -1).every((frame) => frame.event === 'synthesis_chunk')).toBe(true);
+
+    // A real job: its row, and job.state events through the outbox that end with the result (no worker is asked).
+    const { rows } = await bed.pool.query("SELECT type, tenant_id, max_attempts, request, lease_expires_at = 'infinity' AS finished FROM jobs WHERE id = $1", [jobId]);
+    expect(rows[0]).toMatchObject({ type: 'analysis', tenant_id: bed.tenantA, max_attempts: 1, finished: true, request: { output_format: { type: 'markdown', stream: true } } });
+    const outbox = await outboxOf(bed.pool, jobId!);
+    expect(outbox.every((event) => event.topic === 'jobs.events')).toBe(true);
+    expect(outbox.map((event) => event.payload.status)).toEqual(expect.arrayContaining(['running', 'completed']));
+    const completed = outbox.at(-1)!.payload;
+    expect(completed).toMatchObject({ status: 'completed', progress: 100, result: { format: 'markdown', content: MARKDOWN } });
+  });
+
+  it('streams a json_schema answer as the JSON text of the validated result', async () => {
+    bed.fake.reply(jsonReply({ summary: 'Moderate.', risk_score: 0.4 }));
+    const url = await serve();
+    const res = await post(url, { prompt: 'Score it.', output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' }, stream: true } });
+    const frames = await readAll(res);
+    const text = chunksOf(frames).join('');
+    expect(JSON.parse(text)).toEqual({ summary: 'Moderate.', risk_score: 0.4 });
+    const result = (await outboxOf(bed.pool, jobIdOf(res)!)).at(-1)!.payload.result as AnalysisResult;
+    expect(text).toBe(analysisText(result));
+    expect(named(frames).at(-1)?.event).toBe('done');
+  });
+
+  it('ends with an error event carrying the error body when the model fails mid-stream, and the job fails', async () => {
+    bed.fake.reply(textReply(MARKDOWN, { faults: { failMidStream: { afterEvents: 6, error: { type: 'overloaded_error' } } } }));
+    const url = await serve();
+    const res = await post(url, { prompt: 'Fail half way.', output_format: { stream: true } });
+    const frames = await readAll(res);
+    expect(chunksOf(frames).length).toBeGreaterThan(0);
+    const last = named(frames).at(-1)!;
+    expect(last.event).toBe('error');
+    const error = ErrorBody.parse(last.data);
+    expect(error).toMatchObject({ type: 'service_unavailable', status_code: 503 });
+    expect(named(frames).some((frame) => frame.event === 'done')).toBe(false);
+    const failed = (await outboxOf(bed.pool, jobIdOf(res)!)).at(-1)!.payload;
+    expect(failed).toMatchObject({ status: 'failed', error: { type: 'service_unavailable', detail: error.detail } });
+  });
+
+  it('cancels the model call when the client disconnects, and fails the job saying why', async () => {
+    bed.fake.reply(textReply(MARKDOWN, { faults: { hang: { afterEvents: 6 } } }));
+    const url = await serve();
+    const client = new AbortController();
+    const res = await post(url, { prompt: 'I will hang up.', output_format: { stream: true } }, { signal: client.signal });
+    const jobId = jobIdOf(res)!;
+    const reading = (async () => {
+      for await (const frame of sseFrames(res.body!)) if (frame.event === 'synthesis_chunk') client.abort();
+    })().catch(() => undefined);
+    await reading;
+    // The upstream request to the model was cancelled, not left running.
+    await waitFor(() => bed.fake.requests[0]?.cancelled === true, { what: 'the model call to be cancelled' });
+    const failed = await waitFor(async () => (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'failed'), { what: 'the job to fail' });
+    expect(failed.payload.error).toEqual({
+      type: 'service_unavailable',
+      detail: 'The analysis was cancelled because the client closed the stream before it finished. Send the request again to run it.',
+    });
+  });
+
+  it('sends keep-alive comments while the model is slow to answer', async () => {
+    bed.fake.reply(textReply('A short answer.', { faults: { latencyMs: 600 } }));
+    const url = await serve({ heartbeatMs: 50 });
+    const frames = await readAll(await post(url, { prompt: 'Think hard.', output_format: { stream: true } }));
+    const firstChunk = frames.findIndex((frame) => frame.event === 'synthesis_chunk');
+    expect(firstChunk).toBeGreaterThan(0);
+    expect(frames.slice(0, firstChunk).some((frame) => frame.comment === 'keep-alive')).toBe(true);
+    expect(named(frames).at(-1)?.event).toBe('done');
+  });
+
+  it('sends done once the job-status service has recorded the result, so the result URL serves it', async () => {
+    bed.fake.reply(textReply('Recorded answer.'));
+    const url = await serve({ doneWaitMs: 30_000 });
+    const res = await post(url, { prompt: 'Wait for the record.', output_format: { stream: true } });
+    const jobId = jobIdOf(res)!;
+    const frames: SseFrame[] = [];
+    const reading = (async () => {
+      for await (const frame of sseFrames(res.body!)) frames.push(frame);
+    })();
+    const completed = await waitFor(async () => (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'completed'));
+    expect(chunksOf(frames).join('')).toBe('Recorded answer.');
+    expect(named(frames).some((frame) => frame.event === 'done')).toBe(false);
+    await finishJob(bed.pool, jobId, { result: completed.payload.result! });
+    await reading;
+    expect(named(frames).at(-1)).toEqual({ event: 'done', data: { job_id: jobId, status: 'completed' } });
+  });
+
+  it('replays an Idempotency-Key of a finished stream as its whole text and done, without running it again', async () => {
+    bed.fake.reply(textReply(MARKDOWN));
+    const url = await serve();
+    const headers = { 'Idempotency-Key': `stream-${Date.now()}` };
+    const body = { prompt: 'Only once.', output_format: { stream: true } };
+    const first = await post(url, body, { headers });
+    const jobId = jobIdOf(first)!;
+    await readAll(first);
+    await finishJob(bed.pool, jobId, { result: (await outboxOf(bed.pool, jobId)).at(-1)!.payload.result! });
+
+    const again = await post(url, body, { headers });
+    expect(jobIdOf(again)).toBe(jobId);
+    const frames = await readAll(again);
+    expect(chunksOf(frames).join('')).toBe(MARKDOWN);
+    expect(named(frames).at(-1)).toEqual({ event: 'done', data: { job_id: jobId, status: 'completed' } });
+    expect(bed.fake.requests).toHaveLength(1);
+  });
+});

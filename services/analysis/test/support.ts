@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { aiConfigShape, createAiEngine, SampleMarketDataProvider, type AiEngine } from '@fin/ai';
+import { parseConfig } from '@fin/config';
+import { startFakeAnthropic, type FakeAnthropic, type ReplyHandler } from '@fin/fakes';
+import { createPool, type Pool } from '@fin/db';
+import { signIdentity } from '@fin/http';
+import { createLogger } from '@fin/log';
+import { createTestDatabase, type TestDatabase } from '@fin/testing';
+
+export const SECRET = 'x'.repeat(40);
+export const PATH = '/api/analysis';
+export const logger = createLogger({ service: 'analysis-test', level: 'silent' });
+
+export interface TestBed {
+  db: TestDatabase;
+  pool: Pool;
+  tenantA: string;
+  tenantB: string;
+  fake: FakeAnthropic;
+  engine: AiEngine;
+  close(): Promise<void>;
+}
+
+/** A database of the file's own with two tenants, and an AI engine whose real SDK talks to a fake Messages API. */
+export async function createTestBed(options: { handler?: ReplyHandler } = {}): Promise<TestBed> {
+  const db = await createTestDatabase();
+  const pool = createPool({ connectionString: db.url, applicationName: 'analysis-test', max: 10 });
+  const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('a'), ('b') RETURNING id");
+  const [tenantA, tenantB] = rows.map((row) => row.id) as [string, string];
+  const fake = await startFakeAnthropic({ handler: options.handler });
+  const config = parseConfig(aiConfigShape, {
+    ANTHROPIC_API_KEY: 'sk-ant-test-0000000000',
+    ANTHROPIC_BASE_URL: fake.url,
+    AI_MAX_RETRIES: '0',
+    AI_WEB_SEARCH: 'false',
+  });
+  const engine = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider() });
+  return {
+    db,
+    pool,
+    tenantA,
+    tenantB,
+    fake,
+    engine,
+    async close() {
+      await engine.close();
+      await fake.close();
+      await pool.end();
+      await db.drop();
+    },
+  };
+}
+
+/** The identity headers the gateway would add for `tenantId`. */
+export function signed(tenantId: string, path = PATH): Record<string, string> {
+  return { ...signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['analysis'] } }, SECRET, { method: 'POST', path }) };
+}
+
+export interface OutboxEvent {
+  topic: string;
+  payload: {
+    seq?: number;
+    status?: string;
+    progress?: number;
+    result?: Record<string, unknown>;
+    error?: { type: string; detail: string };
+    request?: Record<string, unknown>;
+  };
+}
+
+export async function outboxOf(pool: Pool, jobId: string): Promise<OutboxEvent[]> {
+  const { rows } = await pool.query<{ topic: string; envelope: { payload: OutboxEvent['payload'] } }>(
+    'SELECT topic, envelope FROM outbox WHERE message_key = $1 ORDER BY id',
+    [jobId],
+  );
+  return rows.map((row) => ({ topic: row.topic, payload: row.envelope.payload }));
+}
+
+/** What the job-status service does with a final event: the job row takes its status, result or error. */
+export async function finishJob(pool: Pool, jobId: string, outcome: { result: Record<string, unknown> } | { error: { type: string; detail: string } }): Promise<void> {
+  if ('result' in outcome) {
+    await pool.query("UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1", [jobId, JSON.stringify(outcome.result)]);
+  } else {
+    await pool.query("UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1", [jobId, JSON.stringify(outcome.error)]);
+  }
+}
+
+export interface SseFrame {
+  event?: string;
+  data?: unknown;
+  comment?: string;
+}
+
+/** An SSE response read frame by frame, as a browser's EventSource would (comments included). */
+export async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const bytes of body) {
+    buffer += decoder.decode(bytes, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const frame: SseFrame = {};
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) frame.comment = line.slice(1).trim();
+        else if (line.startsWith('event: ')) frame.event = line.slice(7);
+        else if (line.startsWith('data: ')) frame.data = JSON.parse(line.slice(6)) as unknown;
+      }
+      yield frame;
+    }
+  }
+}

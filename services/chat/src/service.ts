@@ -1,0 +1,59 @@
+import type { Server } from 'node:http';
+import { createAiEngine, type AiEngine } from '@fin/ai';
+import { createCustomerToolsFromConfig } from '@fin/customer-tools';
+import { createPool, type Pool } from '@fin/db';
+import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import type { Logger } from '@fin/log';
+import { createApp } from './app';
+import { createChat } from './chat';
+import type { ChatConfig } from './config';
+import { createConversationStore } from './store';
+
+/** Replies in progress stop this long before the drain deadline, so their last event goes out before connections are cut. */
+const REPLY_DRAIN_MARGIN_MS = 2_000;
+
+export interface ChatService {
+  lifecycle: Lifecycle;
+  server: Server;
+  /** In shutdown order, after the HTTP server has drained. */
+  closers: Closer[];
+}
+
+export interface ChatServiceOptions {
+  config: ChatConfig;
+  logger: Logger;
+  /** Shared resources (single-process mode, tests); created from config otherwise. */
+  pool?: Pool;
+  engine?: Pick<AiEngine, 'chat' | 'close'>;
+}
+
+/**
+ * Wires the chat service: pool, AI engine, conversation store, the chat itself and its HTTP app, listening.
+ * Shutdown (SIGTERM) begins with the lifecycle: new turns are refused, replies in progress get the drain
+ * timeout less a margin to finish, then every open stream gets a last `error` event and ends.
+ */
+export async function startChatService({ config, logger, ...shared }: ChatServiceOptions): Promise<ChatService> {
+  const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: 'chat', max: config.CHAT_DB_POOL_SIZE });
+  const engine = shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
+  const chat = createChat({
+    store: createConversationStore(pool),
+    engine,
+    logger,
+    contextPairs: config.CHAT_CONTEXT_PAIRS,
+    detachGraceMs: config.CHAT_DETACH_GRACE_MS,
+  });
+  const replyDrainMs = Math.max(0, config.SHUTDOWN_DRAIN_TIMEOUT_MS - REPLY_DRAIN_MARGIN_MS);
+  // Streams do not end on their own in time: the chat ends them while the server drains.
+  const lifecycle = createLifecycle(() => void chat.shutdown(replyDrainMs));
+
+  const closers: Closer[] = [{ name: 'chat replies', close: () => chat.shutdown(replyDrainMs) }];
+  if (!shared.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
+  if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
+
+  const app = createApp({ chat, pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, heartbeatMs: config.CHAT_HEARTBEAT_MS });
+  const server = await new Promise<Server>((resolve) => {
+    const listening = app.listen(config.PORT, config.HOST, () => resolve(listening));
+  });
+  logger.info({ url: `http://${config.HOST}:${config.PORT}` }, 'chat service listening');
+  return { lifecycle, server, closers };
+}

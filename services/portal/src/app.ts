@@ -1,0 +1,27 @@
+// The portal's HTTP app: the customer-tools API (JSON, signed caller required) and the web portal under
+// /portal (HTML forms, anonymous through the gateway, its own cookie sessions). createApp never listens.
+import { createServiceApp, jsonBody, verifyIdentity, type Lifecycle } from '@fin/http';
+import type express from 'express';
+import { mountCustomerToolsApi } from './api';
+import { portalRoutes, type PortalDeps } from './web/routes';
+
+export interface PortalAppDeps extends PortalDeps {
+  lifecycle?: Lifecycle;
+}
+
+export function createApp(deps: PortalAppDeps): express.Express {
+  const { pool, logger, lifecycle, signingSecret } = deps;
+  return createServiceApp({
+    name: 'portal',
+    logger,
+    readiness: async () => void (await pool.query('SELECT 1')),
+    ...(lifecycle === undefined ? {} : { lifecycle }),
+    // The API takes JSON and the web portal takes forms: each mounts its own body parser.
+    jsonBodyLimit: false,
+    routes: (app) => {
+      app.use('/portal', portalRoutes(deps));
+      app.use('/api', verifyIdentity(signingSecret, { logger }), ...jsonBody());
+      mountCustomerToolsApi(app, deps);
+    },
+  });
+}

@@ -1,0 +1,23 @@
+import { bool, int, logLevel, port, secret, url } from '@fin/config';
+import { DEFAULT_MAX_TOOLS_PER_TENANT, customerToolsConfigShape } from '@fin/customer-tools';
+import { metricsConfigShape } from '@fin/metrics';
+import { z } from 'zod';
+
+/** The portal's environment. See docs/customer-tools.md and docs/configuration.md. */
+export const portalConfigShape = {
+  ...customerToolsConfigShape,
+  PORT: port().default(8086),
+  HOST: z.string().default('127.0.0.1'),
+  ...metricsConfigShape(9086),
+  DATABASE_URL: url(['postgres', 'postgresql']),
+  INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
+  LOG_LEVEL: logLevel().default('info'),
+  /** Session cookies only over HTTPS. Turn off only to use the portal over plain http on a host other than localhost. */
+  PORTAL_COOKIE_SECURE: bool().default(true),
+  /** How long a portal sign-in lasts (the key's revocation ends it earlier). */
+  PORTAL_SESSION_TTL_MS: int(60_000, 7 * 24 * 3_600_000).default(8 * 3_600_000),
+  CUSTOMER_TOOLS_MAX_PER_TENANT: int(1, 1_000).default(DEFAULT_MAX_TOOLS_PER_TENANT),
+  SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
+};
+
+export type PortalConfig = z.output<z.ZodObject<typeof portalConfigShape>>;

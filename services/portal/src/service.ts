@@ -1,0 +1,57 @@
+// The portal as a unit: database pool, tool store, the customer-tools runtime (for the test button) and the HTTP
+// server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
+import { createPool, type Pool } from '@fin/db';
+import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import type { Logger } from '@fin/log';
+import { createApp } from './app';
+import type { PortalConfig } from './config';
+import { createSessions } from './session';
+
+export interface PortalOptions {
+  config: PortalConfig;
+  logger: Logger;
+  /** A shared pool (single-process mode); created from DATABASE_URL otherwise, and then closed last. */
+  pool?: Pool;
+}
+
+export interface PortalService {
+  server: Server;
+  /** Where the server listens, e.g. http://127.0.0.1:8086 (PORT 0 picks a free port). */
+  url: string;
+  lifecycle: Lifecycle;
+  /** In shutdown order, after the HTTP server has drained. */
+  closers: Closer[];
+}
+
+export async function startPortalService({ config, logger, pool: sharedPool }: PortalOptions): Promise<PortalService> {
+  const pool =
+    sharedPool ??
+    createPool({
+      connectionString: config.DATABASE_URL,
+      applicationName: 'portal',
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    });
+  const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });
+  const runtime = createCustomerToolsFromConfig(config, { pool, logger });
+  const sessions = createSessions({ secret: config.INTERNAL_SIGNING_SECRET, secureCookies: config.PORTAL_COOKIE_SECURE, ttlMs: config.PORTAL_SESSION_TTL_MS });
+  const lifecycle = createLifecycle();
+  const closers: Closer[] = [{ name: 'customer tool connections', close: () => runtime.close() }];
+  if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
+
+  const app = createApp({ pool, store, runtime, sessions, signingSecret: config.INTERNAL_SIGNING_SECRET, logger, lifecycle });
+  const server = app.listen(config.PORT, config.HOST);
+  try {
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+  } catch (error) {
+    for (const closer of closers) await closer.close().catch(() => undefined);
+    throw error;
+  }
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.HOST}:${port}`;
+  logger.info({ url }, 'listening');
+  return { server, url, lifecycle, closers };
+}

@@ -1,0 +1,456 @@
+// The web portal at /portal: sign in with an API key, manage the tenant's customer tools (create, edit, enable or
+// disable, test, delete, read the audit) and API keys (generate, shown once; revoke). Server-rendered HTML with a
+// small script for niceties; every page works without it.
+//
+// Every response gets a strict Content-Security-Policy (scripts and styles from this origin only, no inline
+// script, no framing), no caching, and no referrer. Every POST is refused when it comes from another site, and
+// needs the session's CSRF token (or, for sign-in, the double-submit token).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { API_SCOPES } from '@fin/contracts';
+import { CustomerToolError, listCalls, type CustomerToolRuntime, type ToolStore } from '@fin/customer-tools';
+import type { Pool } from '@fin/db';
+import { loggerOf, verifyIdentity } from '@fin/http';
+import type { Logger } from '@fin/log';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { accountOf, createTenantKey, listKeys, revokeTenantKey, signIn, type Account } from '../accounts';
+import { isCrossSite, type Session, type Sessions } from '../session';
+import { html, layout, problemList, type Html } from './html';
+import { EMPTY_VALUES, addDetail, parseToolForm, toolForm, valuesOf, type FieldProblems } from './tool-form';
+
+const STATIC_DIR = path.resolve(__dirname, '../../static');
+const STATIC_FILES: Record<string, string> = { 'portal.js': 'text/javascript; charset=utf-8', 'portal.css': 'text/css; charset=utf-8' };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TEST_BODY_SHOWN = 16 * 1024;
+
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+export interface PortalDeps {
+  pool: Pool;
+  store: ToolStore;
+  runtime: CustomerToolRuntime;
+  sessions: Sessions;
+  signingSecret: string;
+  logger: Logger;
+}
+
+interface Signed {
+  session: Session;
+  account: Account;
+  csrf: string;
+}
+
+const signedOf = (res: Response): Signed => res.locals.portal as Signed;
+
+function securityHeaders(): RequestHandler {
+  return (_req, res, next) => {
+    res.set({
+      'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+      'X-Frame-Options': 'DENY',
+      'X-Content-Type-Options': 'nosniff',
+      // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts, which the cross-site check refuses.
+      'Referrer-Policy': 'same-origin',
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Resource-Policy': 'same-origin',
+      'Permissions-Policy': 'camera=(), microphone=(), geolocation=()',
+      // Pages may show secrets (a new key, tool answers): never stored. Static assets override this.
+      'Cache-Control': 'no-store',
+    });
+    next();
+  };
+}
+
+/** Pages may show secrets (a new key, tool answers): never stored by a browser or a proxy. */
+function noStore(res: Response): void {
+  res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+}
+
+function page(res: Response, status: number, options: Parameters<typeof layout>[0]): void {
+  noStore(res);
+  res.status(status).type('html').send(layout(options));
+}
+
+const formText = (req: Request, name: string): string => {
+  const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : '';
+};
+
+export function portalRoutes(deps: PortalDeps): express.Router {
+  const { pool, store, runtime, sessions, logger } = deps;
+  const router = express.Router();
+  const statics = Object.fromEntries(Object.keys(STATIC_FILES).map((name) => [name, readFileSync(path.join(STATIC_DIR, name))]));
+
+  router.use(securityHeaders());
+  router.get('/static/:file', (req, res, next) => {
+    const file = req.params.file;
+    const body = file === undefined ? undefined : statics[file];
+    if (file === undefined || body === undefined) return next();
+    res.set({ 'Content-Type': STATIC_FILES[file], 'Cache-Control': 'public, max-age=300' }).send(body);
+  });
+
+  // Everything else came through the gateway (anonymous, signed): direct requests are refused.
+  router.use(verifyIdentity(deps.signingSecret, { allowAnonymous: true, logger }));
+  router.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
+  router.post(/.*/, (req, res, next) => {
+    if (isCrossSite(req)) {
+      loggerOf(res, logger).warn({ origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'refused a cross-site portal form post');
+      return page(res, 403, { title: 'Request refused', body: html`<p>This form was sent from another site and was refused.</p><p><a href="/portal/tools">Back to the portal</a></p>` });
+    }
+    next();
+  });
+
+  const requireSession: RequestHandler = async (req, res, next) => {
+    try {
+      const session = sessions.read(req);
+      const account = session ? await accountOf(pool, session.keyId, session.tenantId) : null;
+      if (session === null || account === null) {
+        if (session !== null) sessions.clear(res);
+        noStore(res);
+        return res.redirect(303, '/portal/login');
+      }
+      res.locals.portal = { session, account, csrf: sessions.csrfToken(session) } satisfies Signed;
+      if (req.method === 'POST' && !sessions.checkCsrf(session, (req.body as Record<string, unknown> | undefined)?.csrf)) {
+        return page(res, 403, { title: 'Request refused', body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p><p><a href="/portal/tools">Back to your tools</a></p>` });
+      }
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  const handle = (work: (req: Request, res: Response) => Promise<void> | void): RequestHandler => (req, res, next: NextFunction) => {
+    Promise.resolve(work(req, res)).catch(next);
+  };
+
+  const shell = (res: Response, title: string, body: Html, current: 'tools' | 'keys' = 'tools', status = 200) => {
+    const { account, csrf } = signedOf(res);
+    page(res, status, { title, account: { tenantName: account.tenantName, csrf }, current, body });
+  };
+
+  const notFound = (res: Response) => shell(res, 'Not found', html`<p>There is no such tool in this account.</p><p><a href="/portal/tools">Back to your tools</a></p>`, 'tools', 404);
+
+  const toolId = (req: Request): string | null => {
+    const id = req.params.id;
+    return typeof id === 'string' && UUID.test(id) ? id.toLowerCase() : null;
+  };
+
+  // ---- Sign-in ----
+
+  const loginPage = (req: Request, res: Response, problems: string[] = [], status = 200) => {
+    const token = sessions.loginToken(req, res);
+    page(res, status, {
+      title: 'Sign in',
+      body: html`${problemList(problems)}
+<form method="post" action="/portal/login" class="narrow">
+  <input type="hidden" name="csrf" value="${token}">
+  <label for="api_key">API key <small>a key with the tools scope, e.g. from your account manager</small></label>
+  <input id="api_key" name="api_key" type="password" autocomplete="off" spellcheck="false" required ${problems.length > 0 ? html`aria-invalid="true"` : ''}>
+  <p><button type="submit">Sign in</button></p>
+</form>`,
+    });
+  };
+
+  router.get(['/', ''], (_req, res) => res.redirect(303, '/portal/tools'));
+  router.get('/login', (req, res) => {
+    if (sessions.read(req) !== null) return res.redirect(303, '/portal/tools');
+    loginPage(req, res);
+  });
+  router.post(
+    '/login',
+    handle(async (req, res) => {
+      if (!sessions.checkLoginToken(req, formText(req, 'csrf'))) return loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403);
+      const result = await signIn(pool, formText(req, 'api_key'));
+      if (!result.ok) {
+        loggerOf(res, logger).warn({ reason: result.reason }, 'portal sign-in refused');
+        return loginPage(req, res, [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'], 200);
+      }
+      sessions.issue(res, result.account.keyId, result.account.tenantId);
+      loggerOf(res, logger).info({ tenantId: result.account.tenantId, keyId: result.account.keyId }, 'portal sign-in');
+      noStore(res);
+      res.redirect(303, '/portal/tools');
+    }),
+  );
+  router.post('/logout', requireSession, (_req, res) => {
+    sessions.clear(res);
+    noStore(res);
+    res.redirect(303, '/portal/login');
+  });
+
+  // ---- Tools ----
+
+  router.get(
+    '/tools',
+    requireSession,
+    handle(async (_req, res) => {
+      const { account, csrf } = signedOf(res);
+      const tools = await store.list(account.tenantId);
+      const rows = tools.map(
+        (tool) => html`<tr data-tool="${tool.name}">
+  <td><strong>${tool.name}</strong><div class="muted">${tool.description}</div></td>
+  <td><code>${tool.method} ${tool.endpoint}</code>${tool.headerNames.length > 0 ? html`<div class="muted">headers: ${tool.headerNames.join(', ')}</div>` : ''}</td>
+  <td>${tool.products.join(', ')}</td>
+  <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span></td>
+  <td class="actions">
+    <a href="/portal/tools/${tool.id}/edit">Edit</a>
+    <a href="/portal/tools/${tool.id}/test">Test</a>
+    <a href="/portal/tools/${tool.id}/calls">Calls</a>
+    <form method="post" action="/portal/tools/${tool.id}/enabled" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="enabled" value="${tool.enabled ? 'off' : 'on'}"><button type="submit" class="link">${tool.enabled ? 'Disable' : 'Enable'}</button></form>
+    <form method="post" action="/portal/tools/${tool.id}/delete" class="inline" data-confirm="Delete the tool ${tool.name}? The AI stops using it at once."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Delete</button></form>
+  </td>
+</tr>`,
+      );
+      shell(
+        res,
+        'Your tools',
+        html`<p>External APIs the AI may call while it analyses for you. <a href="/portal/tools/new" class="button">New tool</a></p>
+${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><thead><tr><th>Tool</th><th>Endpoint</th><th>Products</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
+      );
+    }),
+  );
+
+  router.get('/tools/new', requireSession, (_req, res) => {
+    shell(res, 'New tool', toolForm({ action: '/portal/tools', values: EMPTY_VALUES, problems: new Map(), csrf: signedOf(res).csrf, editing: false }));
+  });
+
+  /** Re-renders the form with its problems (200: the page is the answer to the form, as browsers expect). */
+  const formAgain = (res: Response, title: string, action: string, values: ReturnType<typeof parseToolForm>['values'], problems: FieldProblems, editing: boolean) =>
+    shell(res, title, toolForm({ action, values, problems, csrf: signedOf(res).csrf, editing }));
+
+  const storeProblem = (error: unknown, problems: FieldProblems): boolean => {
+    if (!(error instanceof CustomerToolError)) return false;
+    addDetail(problems, error.detail);
+    return true;
+  };
+
+  router.post(
+    '/tools',
+    requireSession,
+    handle(async (req, res) => {
+      const { values, request, problems } = parseToolForm(req.body as Record<string, unknown>, { editing: false });
+      if (request !== undefined) {
+        try {
+          await store.create(signedOf(res).account.tenantId, request);
+          noStore(res);
+          return res.redirect(303, '/portal/tools');
+        } catch (error) {
+          if (!storeProblem(error, problems)) throw error;
+        }
+      }
+      formAgain(res, 'New tool', '/portal/tools', values, problems, false);
+    }),
+  );
+
+  router.get(
+    '/tools/:id/edit',
+    requireSession,
+    handle(async (req, res) => {
+      const id = toolId(req);
+      const tool = id === null ? null : await store.get(signedOf(res).account.tenantId, id);
+      if (tool === null) return notFound(res);
+      shell(res, `Edit ${tool.name}`, toolForm({ action: `/portal/tools/${tool.id}`, values: valuesOf(tool), problems: new Map(), csrf: signedOf(res).csrf, editing: true }));
+    }),
+  );
+
+  router.post(
+    '/tools/:id',
+    requireSession,
+    handle(async (req, res) => {
+      const id = toolId(req);
+      const tenantId = signedOf(res).account.tenantId;
+      const existing = id === null ? null : await store.get(tenantId, id);
+      if (existing === null) return notFound(res);
+      const { values, request, problems } = parseToolForm(req.body as Record<string, unknown>, { editing: true });
+      if (values.headerNames.length === 0 && formText(req, 'headers').trim() === '' && formText(req, 'clear_headers') !== 'on') values.headerNames = existing.headerNames;
+      if (request !== undefined) {
+        try {
+          await store.update(tenantId, existing.id, request);
+          noStore(res);
+          return res.redirect(303, '/portal/tools');
+        } catch (error) {
+          if (!storeProblem(error, problems)) throw error;
+        }
+      }
+      formAgain(res, `Edit ${existing.name}`, `/portal/tools/${existing.id}`, values, problems, true);
+    }),
+  );
+
+  router.post(
+    '/tools/:id/enabled',
+    requireSession,
+    handle(async (req, res) => {
+      const id = toolId(req);
+      const tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(req, 'enabled') === 'on');
+      if (tool === null) return notFound(res);
+      res.redirect(303, '/portal/tools');
+    }),
+  );
+
+  router.post(
+    '/tools/:id/delete',
+    requireSession,
+    handle(async (req, res) => {
+      const id = toolId(req);
+      if (id === null || !(await store.delete(signedOf(res).account.tenantId, id))) return notFound(res);
+      res.redirect(303, '/portal/tools');
+    }),
+  );
+
+  const testPage = async (req: Request, res: Response, run: boolean) => {
+    const id = toolId(req);
+    const tenantId = signedOf(res).account.tenantId;
+    const tool = id === null ? null : await store.get(tenantId, id);
+    if (tool === null) return notFound(res);
+    const sample = run ? formText(req, 'input') : JSON.stringify(sampleInput(tool.inputSchema), null, 2);
+    const problems: string[] = [];
+    let outcome: Html = html``;
+    if (run) {
+      let input: unknown;
+      try {
+        input = JSON.parse(sample);
+      } catch (error) {
+        problems.push(`input: is not valid JSON (${error instanceof SyntaxError ? error.message : 'cannot be parsed'})`);
+      }
+      if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) problems.push('input: must be a JSON object');
+      if (problems.length === 0) {
+        const tested = await runtime.testCall(tenantId, tool.id, input as Record<string, unknown>);
+        if (tested === null) return notFound(res);
+        problems.push(...tested.inputProblems);
+        const result = tested.result;
+        if (result !== null) {
+          const shown = result.body === null ? null : result.body.length > TEST_BODY_SHOWN ? `${result.body.slice(0, TEST_BODY_SHOWN)}\n… (cut: ${result.responseBytes} bytes in all)` : result.body;
+          outcome = html`<section class="result" id="result" aria-live="polite">
+  <h2>What came back</h2>
+  <dl>
+    <dt>Outcome</dt><dd><span class="badge ${result.outcome === 'ok' ? 'on' : 'off'}" id="outcome">${result.outcome}</span></dd>
+    <dt>HTTP status</dt><dd>${result.httpStatus ?? '—'}</dd>
+    <dt>Duration</dt><dd>${result.durationMs} ms</dd>
+    <dt>Bytes</dt><dd>${result.responseBytes}</dd>
+    ${result.error === null ? '' : html`<dt>Problem</dt><dd>${result.error}</dd>`}
+  </dl>
+  ${shown === null ? '' : html`<pre class="code" id="response-body">${shown}</pre>`}
+</section>`;
+        }
+      }
+    }
+    shell(
+      res,
+      `Test ${tool.name}`,
+      html`<p>Calls <code>${tool.method} ${tool.endpoint}</code> once with the input below, exactly as the AI would (public addresses only, no redirects, the tool's ${tool.timeoutMs} ms limit). The call is recorded in the tool's <a href="/portal/tools/${tool.id}/calls">calls</a>.</p>
+${problemList(problems)}
+<form method="post" action="/portal/tools/${tool.id}/test">
+  <input type="hidden" name="csrf" value="${signedOf(res).csrf}">
+  <label for="input">Sample input <small>JSON matching the tool's input schema</small></label>
+  <textarea id="input" name="input" rows="8" class="code" spellcheck="false" data-json>${sample}</textarea>
+  <p><button type="submit">Call it once</button> <a href="/portal/tools">Back to your tools</a></p>
+</form>
+${outcome}`,
+    );
+  };
+
+  router.get('/tools/:id/test', requireSession, handle((req, res) => testPage(req, res, false)));
+  router.post('/tools/:id/test', requireSession, handle((req, res) => testPage(req, res, true)));
+
+  router.get(
+    '/tools/:id/calls',
+    requireSession,
+    handle(async (req, res) => {
+      const id = toolId(req);
+      const tenantId = signedOf(res).account.tenantId;
+      const tool = id === null ? null : await store.get(tenantId, id);
+      if (tool === null) return notFound(res);
+      const calls = await listCalls(pool, tenantId, tool.id, 100);
+      const rows = calls.map(
+        (call) => html`<tr>
+  <td>${call.createdAt.toISOString()}</td>
+  <td>${call.source === 'portal_test' ? 'portal test' : call.source === 'job' ? html`${call.product} job <code>${call.jobId}</code>` : html`chat <code>${call.conversationId}</code>`}</td>
+  <td><span class="badge ${call.outcome === 'ok' ? 'on' : 'off'}">${call.outcome}</span>${call.error === null ? '' : html`<div class="muted">${call.error}</div>`}</td>
+  <td>${call.httpStatus ?? '—'}</td><td>${call.durationMs} ms</td><td>${call.responseBytes}</td>
+</tr>`,
+      );
+      shell(
+        res,
+        `Calls of ${tool.name}`,
+        html`<p>The most recent calls the AI (or the test button) made to this tool. Arguments, header values and answers are never recorded.</p>
+${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><thead><tr><th>When (UTC)</th><th>Made by</th><th>Outcome</th><th>HTTP</th><th>Duration</th><th>Bytes</th></tr></thead><tbody>${rows}</tbody></table>`}
+<p><a href="/portal/tools">Back to your tools</a></p>`,
+      );
+    }),
+  );
+
+  // ---- API keys ----
+
+  const keysPage = async (res: Response, extra: { created?: string; problems?: string[] } = {}) => {
+    const { account, csrf } = signedOf(res);
+    const keys = await listKeys(pool, account.tenantId);
+    const rows = keys.map(
+      (key) => html`<tr data-key="${key.displayPrefix}">
+  <td><code>${key.displayPrefix}…</code>${key.id === account.keyId ? html` <span class="badge">this session</span>` : ''}</td>
+  <td>${key.name ?? ''}</td><td>${key.scopes.join(', ')}</td>
+  <td><span class="badge ${key.status === 'active' ? 'on' : 'off'}">${key.status}</span></td>
+  <td>${key.createdAt.toISOString().slice(0, 10)}</td><td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
+  <td>${key.status === 'active' ? html`<form method="post" action="/portal/keys/${key.id}/revoke" class="inline" data-confirm="Revoke ${key.displayPrefix}…? Requests with it fail from now on."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Revoke</button></form>` : ''}</td>
+</tr>`,
+    );
+    const created = extra.created;
+    shell(
+      res,
+      'API keys',
+      html`${created === undefined ? '' : html`<section class="new-key" role="status"><h2>Your new API key</h2><p>Copy it now: it is shown only this once, and only its hash is stored.</p><p><code id="new-key">${created}</code> <button type="button" data-copy="new-key">Copy</button></p></section>`}
+${problemList(extra.problems ?? [])}
+<form method="post" action="/portal/keys" class="narrow">
+  <input type="hidden" name="csrf" value="${csrf}">
+  <label for="key_name">Name <small>optional, to tell keys apart</small></label>
+  <input id="key_name" name="name" maxlength="200" autocomplete="off">
+  <fieldset><legend>Scopes</legend>
+  ${API_SCOPES.map((scope) => html`<label class="check"><input type="checkbox" name="scopes" value="${scope}" ${account.scopes.includes(scope) ? html`checked` : html`disabled`}> ${scope}</label>`)}
+  </fieldset>
+  <p><button type="submit">Generate key</button></p>
+</form>
+<table><thead><tr><th>Key</th><th>Name</th><th>Scopes</th><th>Status</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`,
+      'keys',
+    );
+  };
+
+  router.get('/keys', requireSession, handle((_req, res) => keysPage(res)));
+  router.post(
+    '/keys',
+    requireSession,
+    handle(async (req, res) => {
+      const raw: unknown = (req.body as Record<string, unknown>).scopes;
+      const scopes = Array.isArray(raw) ? raw.filter((item): item is string => typeof item === 'string') : typeof raw === 'string' ? [raw] : [];
+      const result = await createTenantKey(pool, signedOf(res).account, { name: formText(req, 'name'), scopes });
+      if (!result.ok) return keysPage(res, { problems: [`${result.field}: ${result.message}`] });
+      loggerOf(res, logger).info({ tenantId: signedOf(res).account.tenantId, keyId: result.id }, 'API key generated in the portal');
+      await keysPage(res, { created: result.apiKey });
+    }),
+  );
+  router.post(
+    '/keys/:id/revoke',
+    requireSession,
+    handle(async (req, res) => {
+      const id = req.params.id;
+      const { account } = signedOf(res);
+      if (typeof id !== 'string' || !UUID.test(id) || !(await revokeTenantKey(pool, account.tenantId, id))) {
+        return shell(res, 'Not found', html`<p>There is no such key in this account.</p><p><a href="/portal/keys">Back to your keys</a></p>`, 'keys', 404);
+      }
+      loggerOf(res, logger).info({ tenantId: account.tenantId, keyId: id }, 'API key revoked in the portal');
+      res.redirect(303, id.toLowerCase() === account.keyId ? '/portal/login' : '/portal/keys');
+    }),
+  );
+
+  return router;
+}
+
+/** A starting point for the test form: each declared property with an empty value of its type. */
+function sampleInput(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties = schema.properties;
+  if (typeof properties !== 'object' || properties === null) return {};
+  const empty: Record<string, unknown> = { string: '', number: 0, integer: 0, boolean: false, array: [], object: {} };
+  return Object.fromEntries(
+    Object.entries(properties as Record<string, { type?: unknown; examples?: unknown[] }>).map(([name, property]) => {
+      if (Array.isArray(property?.examples) && property.examples.length > 0) return [name, property.examples[0]];
+      return [name, typeof property?.type === 'string' ? (empty[property.type] ?? null) : null];
+    }),
+  );
+}

@@ -1,0 +1,64 @@
+// A portal app on a test database, with requests signed as the gateway signs them (a caller, or anonymous for
+// the web pages), and helpers to make tenants and keys.
+import { randomBytes } from 'node:crypto';
+import { generateApiKey } from '@fin/api-keys';
+import { createCustomerToolRuntime, createKeyring, createToolExecutor, createToolStore } from '@fin/customer-tools';
+import { testCertificate } from '@fin/customer-tools/testing';
+import { createPool, type Pool } from '@fin/db';
+import { signIdentity } from '@fin/http';
+import { createLogger } from '@fin/log';
+import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import type express from 'express';
+import { createApp } from '../../src/app';
+import { createSessions } from '../../src/session';
+
+export const SECRET = randomBytes(32).toString('hex');
+export const logger = createLogger({ service: 'portal-test', level: 'silent' });
+
+export interface Harness {
+  app: express.Express;
+  pool: Pool;
+  close(): Promise<void>;
+  tenant(name: string): Promise<string>;
+  key(tenantId: string, scopes?: string[]): Promise<{ apiKey: string; keyId: string }>;
+  /** Identity headers as the gateway sends them for this method and path. */
+  signed(method: string, path: string, caller: { tenantId: string; keyId: string; scopes?: string[] } | null): Record<string, string>;
+}
+
+export async function startHarness({ maxTools = 50 }: { maxTools?: number } = {}): Promise<Harness> {
+  const db: TestDatabase = await createTestDatabase();
+  const pool = createPool({ connectionString: db.url, applicationName: 'portal-test' });
+  const keyring = createKeyring({ id: 'k1', key: randomBytes(32) });
+  const runtime = createCustomerToolRuntime({ pool, keyring, logger, executor: createToolExecutor({ allowLoopback: true, ca: (await testCertificate()).cert }) });
+  const store = createToolStore({ pool, keyring, maxToolsPerTenant: maxTools });
+  const sessions = createSessions({ secret: SECRET, secureCookies: true, ttlMs: 3_600_000 });
+  const app = createApp({ pool, store, runtime, sessions, signingSecret: SECRET, logger });
+  return {
+    app,
+    pool,
+    async close() {
+      await runtime.close();
+      await pool.end();
+      await db.drop();
+    },
+    async tenant(name) {
+      const { rows } = await pool.query<{ id: string }>('INSERT INTO tenants (name) VALUES ($1) RETURNING id', [name]);
+      return (rows[0] as { id: string }).id;
+    },
+    async key(tenantId, scopes = ['news', 'stock-report', 'analysis', 'chat', 'tools']) {
+      const generated = generateApiKey();
+      const { rows } = await pool.query<{ id: string }>(
+        'INSERT INTO api_keys (tenant_id, display_prefix, key_hash, scopes) VALUES ($1, $2, $3, $4) RETURNING id',
+        [tenantId, generated.displayPrefix, generated.hash, scopes],
+      );
+      return { apiKey: generated.key, keyId: (rows[0] as { id: string }).id };
+    },
+    signed(method, path, caller) {
+      return signIdentity(
+        { requestId: randomBytes(8).toString('hex'), caller: caller === null ? null : { tenantId: caller.tenantId, keyId: caller.keyId, scopes: caller.scopes ?? ['tools'] } },
+        SECRET,
+        { method, path },
+      );
+    },
+  };
+}

@@ -1,0 +1,188 @@
+import { hashApiKey } from '@fin/api-keys';
+import request from 'supertest';
+import { CONTENT_SECURITY_POLICY } from '../src/web/routes';
+import { startHarness, type Harness } from './support/harness';
+
+/** A browser's view: cookies kept between requests, every request signed as the gateway's anonymous pass-through. */
+class Browser {
+  private readonly cookies = new Map<string, string>();
+  constructor(private readonly h: Harness) {}
+
+  cookieHeader(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+
+  async go(method: 'get' | 'post', path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}) {
+    let req = request(this.h.app)[method](path).set(this.h.signed(method.toUpperCase(), path, null)).set(headers);
+    if (this.cookies.size > 0) req = req.set('Cookie', this.cookieHeader());
+    if (form !== undefined) req = req.type('form').send(new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v.map((item): [string, string] => [k, item]) : [[k, v] as [string, string]]))).toString());
+    const res = await req;
+    for (const line of (res.headers['set-cookie'] as unknown as string[] | undefined) ?? []) {
+      const [pair] = line.split(';');
+      const [name, value] = (pair ?? '').split('=');
+      if (name === undefined) continue;
+      if (value === '' || /Expires=Thu, 01 Jan 1970/.test(line)) this.cookies.delete(name);
+      else this.cookies.set(name, value ?? '');
+    }
+    return res;
+  }
+}
+
+const csrfOf = (html: string): string => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+
+describe('the web portal', () => {
+  let h: Harness;
+  let tenantId: string;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    tenantId = await h.tenant('acme');
+    ({ apiKey } = await h.key(tenantId));
+  });
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function signedIn(): Promise<{ browser: Browser; csrf: string }> {
+    const browser = new Browser(h);
+    const login = await browser.go('get', '/portal/login');
+    const res = await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: apiKey });
+    expect(res.status).toBe(303);
+    const tools = await browser.go('get', '/portal/tools');
+    return { browser, csrf: csrfOf(tools.text) };
+  }
+
+  it('signs in with an API key into an httpOnly, Secure, SameSite=Strict session cookie scoped to /portal', async () => {
+    const browser = new Browser(h);
+    expect((await browser.go('get', '/portal/tools')).headers.location).toBe('/portal/login');
+    const login = await browser.go('get', '/portal/login');
+    expect(login.status).toBe(200);
+    const res = await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: apiKey });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/portal/tools');
+    const cookie = ((res.headers['set-cookie'] as unknown as string[]) ?? []).find((line) => line.startsWith('fin_portal_session='));
+    expect(cookie).toMatch(/; Path=\/portal/);
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).not.toContain(apiKey);
+    const tools = await browser.go('get', '/portal/tools');
+    expect(tools.status).toBe(200);
+    expect(tools.text).toContain('Your tools');
+  });
+
+  it('refuses a wrong key, a key without the tools scope, and a sign-in without the form token', async () => {
+    const browser = new Browser(h);
+    const login = await browser.go('get', '/portal/login');
+    const wrong = await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: 'fin_notakey' });
+    expect(wrong.text).toContain('Invalid API key.');
+    const { apiKey: newsOnly } = await h.key(tenantId, ['news']);
+    expect((await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: newsOnly })).text).toContain('does not have the tools scope');
+    const forged = await new Browser(h).go('post', '/portal/login', { csrf: 'forged-token-forged-token', api_key: apiKey });
+    expect(forged.status).toBe(403);
+    expect(forged.headers['set-cookie']?.toString() ?? '').not.toContain('fin_portal_session=');
+  });
+
+  it('sends a strict CSP, no framing, no caching and no cross-origin referrer on every page', async () => {
+    const { browser } = await signedIn();
+    for (const path of ['/portal/login', '/portal/tools', '/portal/tools/new', '/portal/keys']) {
+      const res = await browser.go('get', path);
+      expect(res.headers['content-security-policy']).toBe(CONTENT_SECURITY_POLICY);
+      expect(res.headers['content-security-policy']).not.toMatch(/unsafe-inline|unsafe-eval/);
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['referrer-policy']).toBe('same-origin');
+      expect(res.text).not.toMatch(/<script(?![^>]*\bsrc="\/portal\/static\/portal\.js")/);
+    }
+  });
+
+  it('shows field-by-field problems for a bad schema, then creates the tool, escaping what the customer typed', async () => {
+    const { browser, csrf } = await signedIn();
+    const form = {
+      csrf,
+      name: 'get_positions',
+      description: '<script>alert("x")</script> & positions',
+      endpoint: 'https://api.example.com/positions',
+      method: 'POST',
+      input_schema: '{"type": "object", "properties": {"account": {"type": "strnig"}}}',
+      headers: 'Authorization: Bearer portal-secret-1',
+      timeout_ms: '5000',
+      products: ['news', 'analysis'],
+      enabled: 'on',
+    };
+    const bad = await browser.go('post', '/portal/tools', form);
+    expect(bad.status).toBe(200);
+    expect(bad.text).toContain('input_schema.properties.account.type: must be equal to one of the allowed values');
+    expect(bad.text).toContain('aria-invalid="true" aria-describedby="input_schema-error"');
+    expect(bad.text).not.toContain('portal-secret-1');
+    const notJson = await browser.go('post', '/portal/tools', { ...form, input_schema: '{type: object}' });
+    expect(notJson.text).toMatch(/input_schema: is not valid JSON/);
+
+    const good = await browser.go('post', '/portal/tools', { ...form, input_schema: '{"type": "object", "properties": {"account": {"type": "string"}}}' });
+    expect(good.status).toBe(303);
+    const list = await browser.go('get', '/portal/tools');
+    expect(list.text).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; positions');
+    expect(list.text).not.toContain('<script>alert');
+    expect(list.text).toContain('headers: Authorization');
+    expect(list.text).not.toContain('portal-secret-1');
+    const { rows } = await h.pool.query<{ products: string[]; timeout_ms: number }>("SELECT products, timeout_ms FROM customer_tools WHERE name = 'get_positions'");
+    expect(rows[0]).toEqual({ products: ['news', 'analysis'], timeout_ms: 5000 });
+  });
+
+  it('refuses form posts without the session\'s CSRF token, or from another site', async () => {
+    const { browser, csrf } = await signedIn();
+    const before = (await h.pool.query('SELECT count(*)::int AS n FROM customer_tools')).rows[0] as { n: number };
+    const form = { name: 'x_tool', description: 'd', endpoint: 'https://api.example.com/', method: 'POST', input_schema: '{"type":"object"}', timeout_ms: '1000', products: 'news' };
+    expect((await browser.go('post', '/portal/tools', form)).status).toBe(403);
+    expect((await browser.go('post', '/portal/tools', { ...form, csrf: `${csrf}x` })).status).toBe(403);
+    expect((await browser.go('post', '/portal/tools', { ...form, csrf }, { Origin: 'https://evil.example' })).status).toBe(403);
+    expect((await browser.go('post', '/portal/tools', { ...form, csrf }, { 'Sec-Fetch-Site': 'cross-site' })).status).toBe(403);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM customer_tools')).rows[0]).toEqual(before);
+  });
+
+  it('generates a key shown once (only its hash stored), within the signed-in key\'s scopes, and revokes keys', async () => {
+    const { browser, csrf } = await signedIn();
+    const made = await browser.go('post', '/portal/keys', { csrf, name: 'reporting <b>job</b>', scopes: ['news', 'tools'] });
+    expect(made.status).toBe(200);
+    expect(made.headers['cache-control']).toBe('no-store');
+    const key = /<code id="new-key">(fin_[0-9A-Za-z]{42})<\/code>/.exec(made.text)?.[1] ?? '';
+    expect(key).not.toBe('');
+    expect(made.text).toContain('reporting &lt;b&gt;job&lt;/b&gt;');
+    const { rows } = await h.pool.query<{ key_hash: Buffer; scopes: string[]; id: string }>("SELECT id, key_hash, scopes FROM api_keys WHERE name = 'reporting <b>job</b>'");
+    expect(rows[0]?.key_hash.equals(hashApiKey(key))).toBe(true);
+    expect(rows[0]?.scopes).toEqual(['news', 'tools']);
+    const again = await browser.go('get', '/portal/keys');
+    expect(again.text).not.toContain(key);
+    expect(again.text).toContain(key.slice(0, 10));
+
+    // A key limited to tools cannot mint a key for more.
+    const narrow = new Browser(h);
+    const login = await narrow.go('get', '/portal/login');
+    await narrow.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: (await h.key(tenantId, ['tools'])).apiKey });
+    const narrowCsrf = csrfOf((await narrow.go('get', '/portal/keys')).text);
+    const escalate = await narrow.go('post', '/portal/keys', { csrf: narrowCsrf, scopes: ['news'] });
+    expect(escalate.text).toContain('scopes: your key does not have news');
+
+    const revoked = await browser.go('post', `/portal/keys/${rows[0]?.id ?? ''}/revoke`, { csrf });
+    expect(revoked.status).toBe(303);
+    expect((await h.pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [rows[0]?.id])).rows[0]?.revoked_at).not.toBeNull();
+  });
+
+  it('revoking the key a session was made from ends the session', async () => {
+    const { apiKey: own, keyId } = await h.key(tenantId);
+    const browser = new Browser(h);
+    const login = await browser.go('get', '/portal/login');
+    await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: own });
+    expect((await browser.go('get', '/portal/tools')).status).toBe(200);
+    await h.pool.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [keyId]);
+    const after = await browser.go('get', '/portal/tools');
+    expect(after.status).toBe(303);
+    expect(after.headers.location).toBe('/portal/login');
+  });
+
+  it('refuses page requests that did not come through the gateway', async () => {
+    expect((await request(h.app).get('/portal/tools')).status).toBe(401);
+  });
+});

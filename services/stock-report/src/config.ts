@@ -1,0 +1,31 @@
+import { aiConfigShape } from '@fin/ai';
+import { int, logLevel, port, secret, url } from '@fin/config';
+import { customerToolsConfigShape } from '@fin/customer-tools';
+import { kafkaConfigShape } from '@fin/events';
+import { metricsConfigShape } from '@fin/metrics';
+import { z } from 'zod';
+
+/** The stock-report service's environment (API role, worker role or both). See docs/configuration.md. */
+export const stockReportConfigShape = {
+  ...aiConfigShape,
+  ...customerToolsConfigShape,
+  ...kafkaConfigShape('stock-report'),
+  PORT: port().default(8082),
+  HOST: z.string().default('127.0.0.1'),
+  ...metricsConfigShape(9082),
+  /** api: answers POST /api/products/stock-report; worker: runs stock-report jobs; all: both in one process. */
+  STOCK_REPORT_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  DATABASE_URL: url(['postgres', 'postgresql']),
+  INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
+  LOG_LEVEL: logLevel().default('info'),
+  /** A report that runs longer fails. One symbol takes about 10–20 s and a comparison 30–45 s: twice that, with room. */
+  STOCK_REPORT_TIME_LIMIT_MS: int(1_000, 600_000).default(90_000),
+  /** Reports are long model runs that mostly wait on the API, so a worker holds several. */
+  STOCK_REPORT_WORKER_CONCURRENCY: int(1, 64).default(4),
+  STOCK_REPORT_MAX_ATTEMPTS: int(1, 10).default(3),
+  /** How long a worker's claim on a job lasts without renewal: a worker that dies is replaced after this. */
+  STOCK_REPORT_LEASE_MS: int(1_000, 600_000).default(15_000),
+  SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
+};
+
+export type StockReportConfig = z.output<z.ZodObject<typeof stockReportConfigShape>>;

@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { AiError, offlineAnalyst } from '@fin/ai';
+import { parseConfig } from '@fin/config';
+import { AsyncJobResponse, StockReportResult } from '@fin/contracts';
+import { createPool, type Pool } from '@fin/db';
+import { errorReply, startFakeAnthropic, startFakeFinnhub, systemText, toolResults, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
+import { signIdentity } from '@fin/http';
+import { classifyFailure, type ProductService } from '@fin/job-kit';
+import { createLogger } from '@fin/log';
+import { createTestDatabase, TEST_KAFKA_BROKERS, testCustomerToolsKey, uniqueName, waitFor, type TestDatabase } from '@fin/testing';
+import request from 'supertest';
+import { stockReportConfigShape } from '../src/config';
+import { startStockReportService } from '../src/service';
+
+const SECRET = 's'.repeat(40);
+const PATH = '/api/products/stock-report';
+const FINNHUB_TOKEN = 'finnhub-test-token';
+
+interface JobEvent {
+  status: string;
+  progress: number;
+  currently_working_on: string;
+  result?: Record<string, unknown>;
+  error?: { type: string; detail: string };
+}
+
+/**
+ * The service as deployed with STOCK_REPORT_ROLE=all: the API takes the request, the outbox relay publishes it to
+ * the test Kafka broker, the worker consumes it and runs it on the real AI engine, whose SDK talks to a fake
+ * Messages API answered like the model would (market_data tool calls, then the report), over fake Finnhub.
+ */
+describe('stock-report service: API and worker over Kafka', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let claude: FakeAnthropic;
+  let finnhub: FakeFinnhub;
+  let service: ProductService;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'stock-report-worker-test', max: 3 });
+    tenantId = (await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('w') RETURNING id")).rows[0]!.id;
+    claude = await startFakeAnthropic({ handler: offlineAnalyst() });
+    finnhub = await startFakeFinnhub({ token: FINNHUB_TOKEN });
+    const config = parseConfig(stockReportConfigShape, {
+      DATABASE_URL: db.url,
+      INTERNAL_SIGNING_SECRET: SECRET,
+      KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+      KAFKA_TOPIC_PREFIX: `${uniqueName('stock-report')}.`,
+      ANTHROPIC_API_KEY: 'sk-ant-test-key-0000',
+      CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
+      ANTHROPIC_BASE_URL: claude.url,
+      AI_MAX_RETRIES: '0',
+      AI_WEB_SEARCH: 'false',
+      FINNHUB_API_KEY: FINNHUB_TOKEN,
+      FINNHUB_BASE_URL: finnhub.apiBaseUrl,
+      PORT: '0',
+    });
+    service = await startStockReportService({ config, logger: createLogger({ service: 'stock-report-test', level: 'silent' }) });
+  }, 60_000);
+
+  afterAll(async () => {
+    await new Promise((resolve) => service?.server?.close(resolve));
+    for (const closer of service?.closers ?? []) await closer.close();
+    await Promise.all([claude?.close(), finnhub?.close(), pool?.end()]);
+    await db?.drop();
+  });
+
+  function post(body: unknown) {
+    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } }, SECRET, { method: 'POST', path: PATH });
+    return request(service.server!).post(PATH).set(signed).send(body as object);
+  }
+
+  async function events(jobId: string): Promise<JobEvent[]> {
+    const { rows } = await pool.query<{ envelope: { payload: JobEvent } }>(
+      "SELECT envelope FROM outbox WHERE message_key = $1 AND topic = 'jobs.events' ORDER BY id",
+      [jobId],
+    );
+    return rows.map((row) => row.envelope.payload);
+  }
+
+  async function finalEvent(jobId: string): Promise<JobEvent> {
+    return waitFor(
+      async () => (await events(jobId)).find((event) => event.status === 'completed' || event.status === 'failed'),
+      { timeoutMs: 45_000, what: `job ${jobId} to finish` },
+    );
+  }
+
+  /** The request bodies of the model calls whose system prompt mentions `marker`. */
+  const callsFor = (marker: string) => claude.requests.flatMap(({ body }) => (body && systemText(body).includes(marker) ? [body] : []));
+
+  it('compares two companies: the model gets both, the comparison instruction and the data; the result is a spec-valid comparison', async () => {
+    const data = { recent_earnings: { NVDA: 'Q3 revenue 35.1bn USD, up 94% year on year' } };
+    const res = await post({ symbols: ['nvda', 'msft'], data }).expect(202);
+    const { job_id: jobId } = AsyncJobResponse.parse(res.body);
+    const final = await finalEvent(jobId);
+
+    const calls = callsFor('Q3 revenue 35.1bn USD');
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    const system = systemText(calls[0]!);
+    expect(system).toContain('Compare NVDA and MSFT as investments.');
+    expect(system).toContain('This is a comparison, not two separate reports: every insight must set NVDA against MSFT');
+    expect(system).toContain('Each quick insight must compare the two.');
+    expect(system).toMatch(/<client_data>[\s\S]*up 94% year on year[\s\S]*<\/client_data>/);
+    expect(JSON.stringify(calls[0]!.messages)).toContain('Compare NVDA with MSFT.');
+    // The model looked both companies up through market_data, which reached (fake) Finnhub for each.
+    const looked = toolResults(calls.at(-1)!).map((result) => result.text).join('\n');
+    expect(looked).toMatch(/"symbol":\s*"NVDA"/);
+    expect(looked).toMatch(/"symbol":\s*"MSFT"/);
+    expect(new Set(finnhub.requests.map((call) => call.query.symbol))).toEqual(new Set(['NVDA', 'MSFT']));
+
+    expect(final.status).toBe('completed');
+    const report = StockReportResult.parse(final.result);
+    expect(report.meta).toMatchObject({ prompt_version: 'stock-report@1', offline: false });
+    expect(new Set(report.detailed_analysis.map((item) => item.category)).size).toBeGreaterThanOrEqual(3);
+    for (const item of report.detailed_analysis) expect(item.keyMetric).toMatch(/NVDA .* vs MSFT /);
+    for (const insight of report.quick_insights) expect(insight).toMatch(/NVDA[\s\S]*MSFT|MSFT[\s\S]*NVDA/);
+    expect(JSON.stringify(report)).toContain("The client's data (recent_earnings) was weighed for both NVDA and MSFT.");
+  });
+
+  it('analyses a single company without asking for a comparison', async () => {
+    const { job_id: jobId } = AsyncJobResponse.parse((await post({ symbols: ['AMZN'], language: 'de' }).expect(202)).body);
+    const final = await finalEvent(jobId);
+    expect(final.status).toBe('completed');
+    const system = systemText(callsFor('Analyse AMZN as an investment.')[0]!);
+    expect(system).not.toContain('This is a comparison');
+    expect(system).toContain('"de"');
+    expect(StockReportResult.parse(final.result).detailed_analysis[0]!.title).toContain('Amazon');
+  });
+
+  it('fails a job the model cannot answer with a readable reason and no internals', async () => {
+    claude.reply(errorReply('invalid_request_error', { message: 'internal detail: messages.0 malformed' }));
+    const { job_id: jobId } = AsyncJobResponse.parse((await post({ symbols: ['GOOGL'] }).expect(202)).body);
+    const final = await finalEvent(jobId);
+    expect(final).toMatchObject({ status: 'failed', error: { type: 'internal_error', detail: 'The AI service could not process the job.' } });
+  });
+});
+
+describe('classifyFailure on the AI engine errors', () => {
+  it.each([
+    ['overloaded', true, 'service_unavailable'],
+    ['rate_limited', true, 'service_unavailable'],
+    ['timeout', true, 'service_unavailable'],
+    ['invalid_output', true, 'internal_error'],
+    ['limit_exceeded', false, 'internal_error'],
+    ['refused', false, 'validation_error'],
+    ['auth', false, 'internal_error'],
+    ['bad_request', false, 'internal_error'],
+  ] as const)('an AiError of kind %s: retry %s, reported as %s', (kind, retry, type) => {
+    expect(classifyFailure(new AiError(kind, 'detail the client never sees'))).toMatchObject({ retry, type });
+    expect(classifyFailure(new AiError(kind, 'detail the client never sees')).detail).not.toContain('never sees');
+  });
+
+  it('retries an error of our own', () => {
+    expect(classifyFailure(new Error('connection reset'))).toMatchObject({ retry: true, type: 'internal_error' });
+  });
+});
