@@ -348,7 +348,7 @@ export function errorStatuses(route: ApiRoute): ErrorType[] {
   if (route.scope !== null) types.push('unauthorized', 'forbidden');
   if (route.request?.params !== undefined) types.push('not_found');
   types.push(...(route.extraErrors ?? []));
-  if (route.request?.body !== undefined) types.push('payload_too_large', 'unsupported_media_type');
+  if (route.request?.body !== undefined) types.push('unsupported_media_type');
   if (route.limit !== null) types.push('rate_limit_exceeded');
   types.push('internal_error');
   // Routes served by a product service can meet that service failing, down, or too slow.
@@ -388,7 +388,7 @@ function successHeaders(route: ApiRoute) {
 // ---- Errors ----
 
 const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
-  validation_error: 'Invalid request parameters; `detail` names each offending field and why.',
+  validation_error: 'Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default).',
   unauthorized: 'Missing, malformed, unknown, revoked or expired API key.',
   forbidden: 'The API key does not have the scope this route needs; `detail` names it.',
   not_found: 'No such resource (another tenant\'s resources are reported the same way).',

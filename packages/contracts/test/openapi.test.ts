@@ -113,7 +113,7 @@ describe('OpenAPI document structure', () => {
     for (const route of routes) {
       const expected = errorStatuses(route);
       if (route.scope !== null) for (const type of keyed) expect(expected).toContain(type);
-      if (route.request?.body !== undefined) expect(expected).toEqual(expect.arrayContaining(['validation_error', 'payload_too_large', 'unsupported_media_type']));
+      if (route.request?.body !== undefined) expect(expected).toEqual(expect.arrayContaining(['validation_error', 'unsupported_media_type']));
       if (route.limit !== null) expect(expected).toContain('rate_limit_exceeded');
       for (const type of expected) {
         const content = documentedResponse(route, String(ERROR_STATUS[type])).content as Record<string, { schema: unknown }>;

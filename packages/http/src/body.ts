@@ -1,5 +1,5 @@
 // JSON request bodies: a body that is not JSON is refused with 415 before it is read, an oversized one with
-// 413 (before reading when Content-Length says so), a malformed one with 400 (see the error translator).
+// 400 naming `body` (before reading when Content-Length says so), a malformed one with 400 (see the error translator).
 import express, { type Request, type RequestHandler } from 'express';
 import { unsupportedMediaType } from './errors';
 

@@ -2,7 +2,7 @@
 // the spec's body {detail, status_code, type}; what went wrong inside is logged, never sent.
 import type { Logger } from '@fin/log';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, badRequest, notFound, payloadTooLarge, toAppError, unsupportedMediaType } from './errors';
+import { AppError, badRequest, notFound, toAppError, unsupportedMediaType } from './errors';
 import { loggerOf } from './request-context';
 
 export const NOT_JSON_DETAIL = 'The request body is not valid JSON.';
@@ -39,7 +39,8 @@ export function toHttpError(error: unknown): AppError {
       case 'entity.parse.failed':
         return withCause(badRequest(NOT_JSON_DETAIL), error);
       case 'entity.too.large':
-        return withCause(payloadTooLarge(`The request body exceeds the limit of ${error.limit === undefined ? 'this service' : formatBytes(error.limit)}.`), error);
+        // A 400 like every other bad input (the spec's error table has no 413): the field is the body itself.
+        return withCause(badRequest(`body: must be at most ${error.limit === undefined ? 'the size this service accepts' : formatBytes(error.limit)}; send a shorter prompt, message or data.`), error);
       case 'encoding.unsupported':
         return withCause(unsupportedMediaType('The Content-Encoding of the request body is not supported.'), error);
       case 'charset.unsupported':

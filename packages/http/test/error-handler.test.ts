@@ -56,11 +56,11 @@ describe('errorHandler', () => {
     expect(res.body).toEqual({ detail: 'The request body is not valid JSON.', status_code: 400, type: 'validation_error' });
   });
 
-  it('answers an oversized body with 413 payload_too_large naming the limit', async () => {
+  it('answers an oversized body with 400 validation_error naming the body and the limit', async () => {
     const { logger } = captureLogger();
     const app = appWith(logger, (a) => a.post('/echo', (req, res) => void res.json(req.body)));
-    const res = await request(app).post('/echo').send({ data: 'x'.repeat(2000) }).expect(413);
-    expect(res.body).toEqual({ detail: 'The request body exceeds the limit of 1 KiB.', status_code: 413, type: 'payload_too_large' });
+    const res = await request(app).post('/echo').send({ data: 'x'.repeat(2000) }).expect(400);
+    expect(res.body).toEqual({ detail: 'body: must be at most 1 KiB; send a shorter prompt, message or data.', status_code: 400, type: 'validation_error' });
   });
 
   it('answers a non-JSON body with 415 unsupported_media_type, and an unknown encoding too', async () => {

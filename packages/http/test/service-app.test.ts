@@ -61,7 +61,7 @@ describe('createServiceApp', () => {
   it('mounts the routes between the JSON body parser and the 404 and error translator', async () => {
     const { app } = serviceWith(async () => {});
     await request(app).post('/echo').send({ a: 1 }).expect(200, { body: { a: 1 } });
-    expect((await request(app).post('/echo').send({ a: 'x'.repeat(100) }).expect(413)).body.type).toBe('payload_too_large');
+    expect((await request(app).post('/echo').send({ a: 'x'.repeat(100) }).expect(400)).body.type).toBe('validation_error');
     expect((await request(app).post('/echo').set('Content-Type', 'text/plain').send('a').expect(415)).body.type).toBe('unsupported_media_type');
     expect((await request(app).get('/nothing').expect(404)).body).toEqual({ detail: 'No route for GET /nothing.', status_code: 404, type: 'not_found' });
     const res = await request(app).get('/healthz');

@@ -159,10 +159,10 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     expect(ErrorBody.parse(res.body).detail).toContain('prompt');
   });
 
-  it('refuses a body over the size limit with 413, and a request that did not come through the gateway with 401', async () => {
+  it('refuses a body over the size limit with 400 naming the body, and a request that did not come through the gateway with 401', async () => {
     const { app } = appWith();
-    const big = await post(app, { prompt: 'p', data: { blob: 'x'.repeat(300 * 1024) } }).expect(413);
-    expect(ErrorBody.parse(big.body).type).toBe('payload_too_large');
+    const big = await post(app, { prompt: 'p', data: { blob: 'x'.repeat(300 * 1024) } }).expect(400);
+    expect(ErrorBody.parse(big.body)).toMatchObject({ type: 'validation_error', detail: expect.stringMatching(/^body: must be at most 256 KiB/) });
     const direct = await request(app).post(PATH).send({ prompt: 'p' }).expect(401);
     expect(direct.body.type).toBe('unauthorized');
   });

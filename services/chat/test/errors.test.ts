@@ -37,8 +37,8 @@ describe('chat errors', () => {
     expect(context.shared.fake.requests).toHaveLength(0);
   });
 
-  it('refuses a body over the size limit with 413', async () => {
-    await expectError(context.chat.post({ message: 'x'.repeat(300_000) }), 413, 'payload_too_large');
+  it('refuses a body over the size limit with 400 naming the body', async () => {
+    await expectError(context.chat.post({ message: 'x'.repeat(300_000) }), 400, 'validation_error');
   });
 
   it.each([

@@ -13,7 +13,7 @@ import type { RateLimits } from './rate-limit/types';
 import { GATEWAY_ROUTES, PASS_THROUGH_PREFIXES, type GatewayRoute } from './routes';
 
 export interface ProxyLimits {
-  /** Largest request body (413 beyond). */
+  /** Largest request body (400 naming `body` beyond). */
   maxBodyBytes: number;
   /** Until a service's response headers arrive (504 beyond). */
   responseTimeoutMs: number;

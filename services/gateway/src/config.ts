@@ -31,7 +31,7 @@ export const gatewayConfigShape = {
   UPSTREAM_RESPONSE_TIMEOUT_MS: int(1, 600_000).default(120_000),
   /** Longest silence inside a JSON response body. Event streams have no such limit: they may be quiet for long. */
   UPSTREAM_IDLE_TIMEOUT_MS: int(1, 600_000).default(30_000),
-  /** Largest request body accepted (413 beyond). */
+  /** Largest request body accepted (400 `validation_error` naming `body` beyond). */
   MAX_BODY_BYTES: int(1, 10 * 1024 * 1024).default(256 * 1024),
 
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */

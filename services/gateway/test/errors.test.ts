@@ -21,10 +21,10 @@ describe('request errors', () => {
     await h.close();
   });
 
-  it('refuses a body over the limit with 413, declared or streamed, before it reaches the service', async () => {
+  it('refuses a body over the limit with 400 naming the body, declared or streamed, before it reaches the service', async () => {
     const before = h.services.news.received.length;
-    const declared = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ data: 'x'.repeat(2000) }).expect(413);
-    expect(declared.body).toEqual({ detail: 'The request body exceeds the limit of 1 KiB.', status_code: 413, type: 'payload_too_large' });
+    const declared = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ data: 'x'.repeat(2000) }).expect(400);
+    expect(declared.body).toEqual({ detail: 'body: must be at most 1 KiB; send a shorter prompt, message or data.', status_code: 400, type: 'validation_error' });
 
     // Chunked, so the size is only known while reading.
     const gateway = await listen(h.app);
@@ -38,7 +38,7 @@ describe('request errors', () => {
         req.write(`{"data":"${'x'.repeat(800)}`);
         req.end(`${'x'.repeat(800)}"}`);
       });
-      expect(status).toBe(413);
+      expect(status).toBe(400);
     } finally {
       await gateway.close();
     }

@@ -1,4 +1,4 @@
-// Request bodies at the gateway: read up to the size limit (413 beyond, before reading when Content-Length
+// Request bodies at the gateway: read up to the size limit (400 naming `body` beyond, before reading when Content-Length
 // says so), decompressed, checked to be JSON on API routes (415 for another type, 400 when malformed), and
 // forwarded as the bytes that arrived. Nothing product-specific is validated here: the services own that.
 import { NOT_JSON_DETAIL, badRequest, requireJsonContentType } from '@fin/http';
