@@ -3,9 +3,10 @@
 #
 #   docker build --build-arg SERVICE=gateway -t fin-gateway .
 #
-# SERVICE is a folder under services/: gateway, news, stock-report, analysis, chat, jobs. An image runs both roles
-# of its product (<SERVICE>_ROLE=api|worker); the gateway image also carries the migration runner and the admin CLI
-# (every image that uses the database carries the migration runner). Commands: docs/deployment.md.
+# SERVICE is a folder under services/: gateway, news, stock-report, analysis, chat, jobs, portal. An image runs both
+# roles of its product (<SERVICE>_ROLE=api|worker); the gateway image also carries the migration runner and the admin
+# CLI (every image that uses the database carries the migration runner). Run-time files beside a package's dist/
+# ship with it (packages/db/migrations, packages/ai/prompts, services/portal/static). Commands: docs/deployment.md.
 #
 # Stages: store (the pnpm store, from the lockfile alone: cached until the lockfile changes) → build (install,
 # Prisma client, compile the service and the packages it uses, assemble the runtime tree with production
@@ -44,7 +45,8 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
 ARG SERVICE
 LABEL org.opencontainers.image.title="fin-${SERVICE}" \
   org.opencontainers.image.description="Financial Intelligence API: the ${SERVICE} service"
-# HOST, METRICS_HOST: the services default to 127.0.0.1, which no one outside the container could reach.
+# HOST, METRICS_HOST: the services default to 127.0.0.1, which no one outside the container could reach. The
+# metrics listener (METRICS_PORT) also answers GET /healthz: the HEALTHCHECK of worker roles, which have no API.
 ENV NODE_ENV=production \
   HOST=0.0.0.0 \
   METRICS_HOST=0.0.0.0 \

@@ -17,7 +17,20 @@ import {
   type ComposeFile,
   type ComposeService,
 } from './support/compose';
-import { DEPLOYABLES, REPO_ROOT, envPrefix, loadConfigShape, parseServiceConfig, roleVariable, workloadName, type ConfigShape, type Deployable, type Role } from './support/deployables';
+import {
+  DEPLOYABLES,
+  REPO_ROOT,
+  TEST_ONLY_VARIABLES,
+  envPrefix,
+  loadConfigShape,
+  parseServiceConfig,
+  roleVariable,
+  secretVariables,
+  workloadName,
+  type ConfigShape,
+  type Deployable,
+  type Role,
+} from './support/deployables';
 import { ADMIN, HEALTHCHECK, MIGRATE } from './support/image-paths';
 
 const COMPOSE_FILE = path.join(REPO_ROOT, 'docker-compose.yml');
@@ -86,6 +99,36 @@ describe('docker-compose.yml', () => {
       const roleVar = roleVariable(shape, deployable.service);
       if (roleVar) expect({ name, role: config[roleVar] }).toEqual({ name, role });
       if (role === 'api') expect({ name, host: config.HOST }).toEqual({ name, host: '0.0.0.0' });
+      // The metrics listener on every interface (reachable on the Compose network, not published), at a stated port.
+      if ('METRICS_HOST' in shape) expect({ name, metricsHost: config.METRICS_HOST, metricsPort: env.METRICS_PORT }).toEqual({ name, metricsHost: '0.0.0.0', metricsPort: expect.stringMatching(/^\d+$/) as unknown });
+    }
+  });
+
+  test('takes every secret from .env, one value for every service that reads it', () => {
+    const names = [...new Set(containers.flatMap(({ shape }) => secretVariables(shape)))];
+    expect(names).toEqual(expect.arrayContaining(['INTERNAL_SIGNING_SECRET', 'ANTHROPIC_API_KEY', 'CUSTOMER_TOOLS_ENCRYPTION_KEY', 'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS']));
+    const marked = Object.fromEntries(names.map((name) => [name, `from-env-file-${name}`]));
+    const withMarks = readCompose(COMPOSE_FILE, { ...envExample, ...marked });
+    for (const { name, shape } of containers) {
+      const env = environmentOf(withMarks.services[name]!);
+      for (const secret of secretVariables(shape)) {
+        if (!(secret in env)) continue;
+        expect({ name, secret, value: env[secret] }).toEqual({ name, secret, value: marked[secret] });
+      }
+    }
+    // The customer-tools key seals what the portal stores and opens it in every product service: all hold it.
+    for (const { name, shape, env } of containers) {
+      if ('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape) expect({ name, keys: [env.CUSTOMER_TOOLS_ENCRYPTION_KEY, env.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] }).toEqual({ name, keys: [envExample.CUSTOMER_TOOLS_ENCRYPTION_KEY, envExample.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] });
+    }
+  });
+
+  test('sets no test-only variable: customer tools never reach loopback addresses', () => {
+    const everything = JSON.stringify(readCompose(COMPOSE_FILE, envExample));
+    for (const variable of TEST_ONLY_VARIABLES) {
+      expect({ variable, inCompose: everything.includes(variable), inEnvExample: variable in envExample }).toEqual({ variable, inCompose: false, inEnvExample: false });
+    }
+    for (const { name, env, shape } of containers) {
+      if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape) expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
     }
   });
 
@@ -126,14 +169,15 @@ describe('docker-compose.yml', () => {
     expect(environmentOf(service('kafka')).KAFKA_ADVERTISED_LISTENERS).toContain(`EXTERNAL://127.0.0.1:${envExample.KAFKA_HOST_PORT}`);
   });
 
-  test('health-checks every API with the image\'s script on its PORT and none of the workers', () => {
-    for (const { name, role, env, definition } of containers) {
-      if (role === 'api') {
-        expect({ name, test: definition.healthcheck?.test, disabled: definition.healthcheck?.disable }).toEqual({ name, test: ['CMD', ...HEALTHCHECK], disabled: undefined });
-        // The script reads PORT from the container's environment: it probes where the service listens.
-        expect({ name, port: env.PORT }).toEqual({ name, port: expect.stringMatching(/^\d+$/) as unknown });
-      } else {
-        expect({ name, healthcheck: definition.healthcheck }).toEqual({ name, healthcheck: { disable: true } });
+  test('health-checks every container with the image\'s script: APIs on PORT, workers on their metrics listener', () => {
+    for (const { name, role, env, shape, definition, deployable } of containers) {
+      expect({ name, test: definition.healthcheck?.test, disabled: definition.healthcheck?.disable }).toEqual({ name, test: ['CMD', ...HEALTHCHECK], disabled: undefined });
+      // The script reads PORT (a worker role: METRICS_PORT) from the container's environment: it probes where the
+      // service listens. A worker is recognised by its role variable, which the script reads too.
+      const variable = role === 'api' ? 'PORT' : 'METRICS_PORT';
+      expect({ name, [variable]: env[variable] }).toEqual({ name, [variable]: expect.stringMatching(/^\d+$/) as unknown });
+      if (role === 'worker') {
+        expect({ name, metrics: 'METRICS_PORT' in shape, roleVariable: env[`${envPrefix(deployable.service)}_ROLE`] }).toEqual({ name, metrics: true, roleVariable: 'worker' });
       }
     }
   });
@@ -180,16 +224,29 @@ describe('.env.example', () => {
     expect(Object.keys(envExample).sort()).toEqual(referencedVariables(COMPOSE_FILE));
   });
 
-  test('holds no secret: API keys blank, the signing secret an obvious placeholder', () => {
+  test('holds no secret: API keys blank, the signing secret and the encryption key obvious placeholders', () => {
     expect(envExample.ANTHROPIC_API_KEY).toBe('');
     expect(envExample.FINNHUB_API_KEY).toBe('');
     expect(envExample.INTERNAL_SIGNING_SECRET).toMatch(/replace/);
+    // Valid, so that the stack starts, but plainly not a key: a "replace" id and 32 zero bytes.
+    const [keyId = '', key = ''] = (envExample.CUSTOMER_TOOLS_ENCRYPTION_KEY ?? '').split(':');
+    expect(keyId).toMatch(/replace/);
+    expect(Buffer.from(key, 'base64')).toEqual(Buffer.alloc(32));
+    expect(envExample.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS).toBe('');
+  });
+
+  test('tells how to generate the encryption key', () => {
+    expect(readFileSync(ENV_EXAMPLE, 'utf8')).toContain('echo "k1:$(openssl rand -base64 32)"');
   });
 
   test('is needed: without it the services refuse to start, naming the variable', () => {
     const bare = readCompose(COMPOSE_FILE, {});
     const gateway = containers.find((container) => container.name === 'gateway')!;
     expect(() => parseServiceConfig(gateway.shape, environmentOf(bare.services.gateway!))).toThrow(/INTERNAL_SIGNING_SECRET: is required but not set/);
+    for (const { name, shape } of containers) {
+      if (!('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape)) continue;
+      expect(() => parseServiceConfig(shape, environmentOf(bare.services[name]!))).toThrow(/CUSTOMER_TOOLS_ENCRYPTION_KEY: is required but not set/);
+    }
   });
 });
 

@@ -1,11 +1,12 @@
 // The service images, without a Docker engine: the Dockerfile's runtime stage is read instruction by instruction,
-// and its build steps (the same commands) are run outside Docker for the gateway image, whose result is then
-// started with plain `node`: migrations, the admin CLI, /healthz and /readyz, the HEALTHCHECK script, SIGTERM.
+// and its build steps (the same commands) are run outside Docker for the gateway and portal images, whose results
+// are then started with plain `node`: migrations, the admin CLI, /healthz and /readyz, the portal's static files,
+// the metrics listener, the HEALTHCHECK script for API and worker roles, SIGTERM.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createEmptyDatabase, type TestDatabase } from '@fin/testing';
-import { DEPLOYABLES, NOT_DEPLOYED, REPO_ROOT, defaultPort, loadConfigShape } from './support/deployables';
+import { DEPLOYABLES, NOT_DEPLOYED, REPO_ROOT, TEST_ONLY_VARIABLES, defaultPort, loadConfigShape } from './support/deployables';
 import { execForm, parseDockerfile, stageEnv, type Stage } from './support/dockerfile';
 import { ADMIN, APP, HEALTHCHECK, MIGRATE, WAIT_FOR_SCHEMA } from './support/image-paths';
 import { freePort, run, runOk, start, waitForOk } from './support/processes';
@@ -73,11 +74,21 @@ describe('the Dockerfile', () => {
     expect(args(pnpmStage, 'RUN').join(' ')).toContain(` ${packageManager}`);
   });
 
-  test('the healthcheck script knows the port every service listens on by default', async () => {
-    const output = await runOk(process.execPath, ['-p', `JSON.stringify(require(${JSON.stringify(path.join(REPO_ROOT, 'infra/src/image/healthcheck.cjs'))}).DEFAULT_PORTS)`]);
+  test('the healthcheck script knows the port every service listens on by default, and the metrics port of every worker', async () => {
+    const output = await runOk(process.execPath, ['-p', `JSON.stringify(require(${JSON.stringify(path.join(REPO_ROOT, 'infra/src/image/healthcheck.cjs'))}))`]);
     const defaults: Record<string, number> = {};
-    for (const { service } of DEPLOYABLES) defaults[service] = defaultPort(await loadConfigShape(service));
-    expect(JSON.parse(output) as Record<string, number>).toEqual(defaults);
+    const metricsDefaults: Record<string, number> = {};
+    for (const { service, roles } of DEPLOYABLES) {
+      const shape = await loadConfigShape(service);
+      defaults[service] = defaultPort(shape);
+      if (roles.includes('worker')) metricsDefaults[service] = defaultPort(shape, 'METRICS_PORT');
+    }
+    expect(JSON.parse(output) as Record<string, Record<string, number>>).toEqual({ DEFAULT_PORTS: defaults, DEFAULT_METRICS_PORTS: metricsDefaults });
+  });
+
+  test('sets no test-only variable in any stage', () => {
+    const declared = stages.flatMap((stage) => [...Object.keys(stageEnv(stage)), ...args(stage, 'ARG').map((arg) => arg.split('=')[0])]);
+    for (const variable of TEST_ONLY_VARIABLES) expect({ variable, declared: declared.includes(variable) || JSON.stringify(stages).includes(variable) }).toEqual({ variable, declared: false });
   });
 });
 
@@ -96,6 +107,49 @@ describe('.dockerignore', () => {
       expect(patterns).not.toContain(needed);
     }
   });
+
+  test('keeps the files the services read at run time beside their code', () => {
+    // Docker leaves out a path when a pattern matches it or one of its parent folders; `!` patterns are not used.
+    expect(patterns.filter((pattern) => pattern.startsWith('!'))).toEqual([]);
+    const ignored = (file: string) => {
+      const parts = file.split('/');
+      return parts.some((_part, index) => patterns.some((pattern) => path.matchesGlob(parts.slice(0, index + 1).join('/'), pattern)));
+    };
+    const runtimeFiles = ['services/portal/static', 'packages/db/migrations', 'packages/ai/prompts'].flatMap((dir) => readdirSync(path.join(REPO_ROOT, dir)).map((file) => `${dir}/${file}`));
+    expect(runtimeFiles.length).toBeGreaterThan(3);
+    expect(runtimeFiles.filter(ignored)).toEqual([]);
+    // The check itself: it sees what is left out.
+    expect(['services/portal/test/app.test.ts', 'services/portal/node_modules/x', '.env'].every(ignored)).toBe(true);
+  });
+});
+
+/**
+ * The runtime trees of the images started below, built as the Dockerfile's build stage does, once for all tests:
+ * the services' builds one after the other (they compile shared packages), then the trees assembled side by side.
+ */
+const BUILT_OUTSIDE_DOCKER = ['gateway', 'portal'];
+let trees: Promise<Record<string, string>> | undefined;
+let treesRoot: string | undefined;
+
+function imageTrees(): Promise<Record<string, string>> {
+  trees ??= (async () => {
+    for (const service of BUILT_OUTSIDE_DOCKER) await runOk('sh', ['-c', BUILD], { cwd: REPO_ROOT, env: { ...process.env, SERVICE: service } });
+    const root = mkdtempSync(path.join(tmpdir(), 'fin-image-'));
+    treesRoot = root;
+    const outs = await Promise.all(
+      BUILT_OUTSIDE_DOCKER.map(async (service) => {
+        const out = path.join(root, service, 'out');
+        await runOk('sh', ['-c', ASSEMBLE.replace('/out', out)], { cwd: REPO_ROOT, env: { ...process.env, SERVICE: service } });
+        return [service, out] as const;
+      }),
+    );
+    return Object.fromEntries(outs);
+  })();
+  return trees;
+}
+
+afterAll(() => {
+  if (treesRoot) rmSync(treesRoot, { recursive: true, force: true });
 });
 
 describe('the gateway image, built outside Docker', () => {
@@ -108,16 +162,11 @@ describe('the gateway image, built outside Docker', () => {
   const inImage = (file: string) => path.join(out, path.relative(APP, file));
 
   beforeAll(async () => {
-    const env = { ...process.env, SERVICE: service };
-    await runOk('sh', ['-c', BUILD], { cwd: REPO_ROOT, env });
-    out = path.join(mkdtempSync(path.join(tmpdir(), 'fin-image-')), 'out');
-    await runOk('sh', ['-c', ASSEMBLE.replace('/out', out)], { cwd: REPO_ROOT, env });
-    database = await createEmptyDatabase();
+    [out, database] = await Promise.all([imageTrees().then((built) => built[service]!), createEmptyDatabase()]);
   }, 180_000);
 
   afterAll(async () => {
     await database?.drop();
-    if (out) rmSync(path.dirname(out), { recursive: true, force: true });
   });
 
   test('holds the compiled service and its packages, the migration runner and the admin CLI, without sources', () => {
@@ -201,6 +250,68 @@ describe('the gateway image, built outside Docker', () => {
       expect(anonymous.status).toBe(401);
     } finally {
       expect(await gateway.stop()).toBe(0);
+    }
+  });
+});
+
+describe('the portal image, built outside Docker', () => {
+  const service = 'portal';
+  let out: string;
+  let database: TestDatabase;
+  const node = process.execPath;
+  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', ...extra });
+  const inImage = (file: string) => path.join(out, path.relative(APP, file));
+
+  beforeAll(async () => {
+    [out, database] = await Promise.all([imageTrees().then((built) => built[service]!), createEmptyDatabase()]);
+  }, 180_000);
+
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  test('holds the portal\'s static files beside its compiled code, and no sources', () => {
+    const staticDir = path.join(REPO_ROOT, 'services/portal/static');
+    for (const file of readdirSync(staticDir)) {
+      expect({ file, content: readFileSync(inImage(`${APP}/services/portal/static/${file}`), 'utf8') === readFileSync(path.join(staticDir, file), 'utf8') }).toEqual({ file, content: true });
+    }
+    for (const buildOnly of ['src', 'test', 'tsconfig.json', 'jest.config.js']) expect(existsSync(path.join(inImage(`${APP}/services/portal`), buildOnly))).toBe(false);
+    expect(readdirSync(inImage(`${APP}/services`))).toEqual(['portal']);
+  });
+
+  test('serves its pages\' static files, /healthz, /readyz and the metrics listener under plain node; the HEALTHCHECK agrees, for API and worker roles', async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const portal = start(node, ['dist/main.js'], {
+      cwd: inImage(`${APP}/services/portal`),
+      env: containerEnv({
+        DATABASE_URL: database.url,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        METRICS_HOST: '127.0.0.1',
+        METRICS_PORT: String(metricsPort),
+        INTERNAL_SIGNING_SECRET: 'x'.repeat(64),
+        CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+        LOG_LEVEL: 'warn',
+      }),
+    });
+    try {
+      await waitForOk(`http://127.0.0.1:${port}/healthz`, portal);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      // Read from static/ at start: the portal would not have started without them.
+      const css = await fetch(`http://127.0.0.1:${port}/portal/static/portal.css`);
+      expect(css.status).toBe(200);
+      expect(await css.text()).toBe(readFileSync(path.join(REPO_ROOT, 'services/portal/static/portal.css'), 'utf8'));
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(200);
+
+      const healthcheck = (env: Record<string, string>) => run(node, [inImage(HEALTHCHECK[1]!)], { env: containerEnv(env) });
+      expect((await healthcheck({ FIN_SERVICE: service, PORT: String(port) })).code).toBe(0);
+      expect((await healthcheck({ FIN_SERVICE: service, PORT: String(await freePort()) })).code).toBe(1);
+      // A worker role has no API port: the script asks the metrics listener's /healthz (here the portal's).
+      expect((await healthcheck({ FIN_SERVICE: 'news', NEWS_ROLE: 'worker', PORT: String(await freePort()), METRICS_PORT: String(metricsPort) })).code).toBe(0);
+      expect((await healthcheck({ FIN_SERVICE: 'news', NEWS_ROLE: 'worker', PORT: String(port), METRICS_PORT: String(await freePort()) })).code).toBe(1);
+    } finally {
+      expect(await portal.stop()).toBe(0);
     }
   });
 });

@@ -7,7 +7,21 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { eventCatalog } from '@fin/events';
-import { DEPLOYABLES, REPO_ROOT, envPrefix, loadConfigShape, parseServiceConfig, roleVariable, workloadName, type ConfigShape, type Deployable, type Role } from './support/deployables';
+import {
+  DEPLOYABLES,
+  REPO_ROOT,
+  TEST_ONLY_VARIABLES,
+  callsCustomerApis,
+  envPrefix,
+  loadConfigShape,
+  parseServiceConfig,
+  roleVariable,
+  secretVariables,
+  workloadName,
+  type ConfigShape,
+  type Deployable,
+  type Role,
+} from './support/deployables';
 import { parseDockerfile } from './support/dockerfile';
 import { MIGRATE, WAIT_FOR_SCHEMA } from './support/image-paths';
 import { KUSTOMIZE, address, admits, allowed, pod, render, selects, type Endpoint, type K8sObject, type LabelSelector } from './support/kubernetes';
@@ -23,6 +37,8 @@ const SECRET_SAMPLES: Record<string, string> = {
   INTERNAL_SIGNING_SECRET: 'x'.repeat(64),
   ANTHROPIC_API_KEY: 'sk-ant-placeholder-0000',
   FINNHUB_API_KEY: 'finnhub-placeholder',
+  CUSTOMER_TOOLS_ENCRYPTION_KEY: `k2:${Buffer.alloc(32, 2).toString('base64')}`,
+  CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
 };
 
 interface EnvVar {
@@ -206,10 +222,37 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       if (role === 'api') expect({ name, host: config.HOST }).toEqual({ name, host: '0.0.0.0' });
       // Environments share a cluster only under a topic prefix the autoscalers would have to know: none here.
       expect({ name, prefix: env.KAFKA_TOPIC_PREFIX }).toEqual({ name, prefix: undefined });
+      // What the service's config marks as a secret comes from a Secret, never from a literal or a ConfigMap.
+      const fromLiterals = (app.env ?? []).filter((variable) => secretVariables(shape).includes(variable.name) && variable.valueFrom?.secretKeyRef === undefined);
+      expect({ name, secretsNotFromSecrets: fromLiterals.map((variable) => variable.name) }).toEqual({ name, secretsNotFromSecrets: [] });
     }
   });
 
-  test('listens where it is probed: APIs expose PORT as "http" and probe /healthz and /readyz there; workers serve no HTTP', () => {
+  test('sets no test-only variable anywhere: customer tools never reach loopback addresses in a cluster', () => {
+    // Not in any container, ConfigMap, patch or annotation of the rendered overlay, whatever route it would take.
+    const rendered = JSON.stringify(objects);
+    for (const variable of TEST_ONLY_VARIABLES) expect({ variable, set: rendered.includes(variable) }).toEqual({ variable, set: false });
+    for (const { name, env, shape } of deployed) {
+      if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape) expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
+    }
+  });
+
+  test('gives the portal and every product service the one customer-tools key, from the Secret, with the previous keys for rotation', () => {
+    const holders = deployed.filter(({ shape }) => 'CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape);
+    expect(holders.map((holder) => holder.name)).toEqual(expect.arrayContaining(['portal', 'news-worker', 'stock-report-worker', 'analysis-api', 'analysis-worker', 'chat']));
+    for (const { name, app } of holders) {
+      const ref = (variable: string) => app.env?.find((entry) => entry.name === variable)?.valueFrom;
+      // Required: a missing key stops the pod from starting (CreateContainerConfigError) instead of running without it.
+      expect({ name, current: ref('CUSTOMER_TOOLS_ENCRYPTION_KEY') }).toEqual({ name, current: { secretKeyRef: { name: 'fin-secrets', key: 'CUSTOMER_TOOLS_ENCRYPTION_KEY' } } });
+      // Optional: only set while a rotation is under way.
+      expect({ name, previous: ref('CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS') }).toEqual({
+        name,
+        previous: { secretKeyRef: { name: 'fin-secrets', key: 'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS', optional: true } },
+      });
+    }
+  });
+
+  test('listens where it is probed: APIs expose PORT as "http" and probe /healthz and /readyz there; workers serve only the metrics listener, probed at its /healthz', () => {
     for (const { name, role, app, env, shape } of deployed) {
       const config = parseServiceConfig(shape, env);
       const ports = app.ports?.filter((port) => port.name !== 'metrics');
@@ -222,18 +265,28 @@ describe.each(OVERLAYS)('%s', (overlay) => {
           readiness: { path: '/readyz', port: 'http' },
         });
       } else {
-        expect({ name, ports: ports?.length ? ports : undefined, probes: [app.startupProbe, app.livenessProbe, app.readinessProbe] }).toEqual({ name, ports: undefined, probes: [undefined, undefined, undefined] });
+        // No API: the metrics listener (which answers GET /healthz) is the only port, and where liveness is asked.
+        expect({ name, metrics: 'METRICS_PORT' in shape }).toEqual({ name, metrics: true });
+        expect({ name, ports: ports?.length ? ports : undefined, metricsPort: app.ports?.find((port) => port.name === 'metrics')?.containerPort }).toEqual({
+          name,
+          ports: undefined,
+          metricsPort: config.METRICS_PORT,
+        });
+        expect({ name, startup: app.startupProbe?.httpGet, liveness: app.livenessProbe?.httpGet, readiness: app.readinessProbe }).toEqual({
+          name,
+          startup: { path: '/healthz', port: 'metrics' },
+          liveness: { path: '/healthz', port: 'metrics' },
+          readiness: undefined,
+        });
       }
     }
   });
 
-  test('exposes the metrics listener of every service that has one, on all interfaces, for Prometheus to scrape', () => {
+  test('exposes the metrics listener of every process, on all interfaces, for Prometheus to scrape', () => {
     for (const { name, app, env, shape, object } of deployed) {
       const metricsPort = app.ports?.find((port) => port.name === 'metrics');
-      if (!('METRICS_PORT' in shape)) {
-        expect({ name, metricsPort }).toEqual({ name, metricsPort: undefined });
-        continue;
-      }
+      // Every process has one (docs/observability.md); the worker roles' probes depend on it.
+      expect({ name, metricsListener: 'METRICS_PORT' in shape && 'METRICS_HOST' in shape }).toEqual({ name, metricsListener: true });
       const config = parseServiceConfig(shape, env);
       expect({ name, host: config.METRICS_HOST, port: metricsPort?.containerPort }).toEqual({ name, host: '0.0.0.0', port: config.METRICS_PORT });
       expect({ name, annotations: object.spec.template.metadata.annotations }).toEqual({
@@ -385,7 +438,21 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     const dns = pod('kube-dns', 'kube-system', { 'k8s-app': 'kube-dns' });
     const broker = pod('fin-kafka-broker-0', 'kafka', { 'strimzi.io/cluster': 'fin-kafka' });
     const internet = address('api.anthropic.com', '160.79.104.10');
+    const customerApi = address('a customer\'s API', '93.184.215.14');
+    const customerApiV6 = address('a customer\'s API over IPv6', '2606:2800:21f:cb07:6820:80da:af6b:8b2c');
     const privateAddress = address('something in the VPC', '10.1.2.3');
+    /** What no pod may reach on 443: private, shared and link-local ranges (the cloud metadata service), IPv6 unique-local. */
+    const nonPublic = [
+      privateAddress,
+      address('the cloud metadata service', '169.254.169.254'),
+      address('a node in 172.16/12', '172.20.1.1'),
+      address('a home network', '192.168.1.10'),
+      address('a CGNAT address', '100.64.1.1'),
+      address('a benchmarking address', '198.18.0.1'),
+      address('EC2\'s IPv6 metadata service', 'fd00:ec2::254'),
+      address('an IPv6 unique-local address', 'fd12:3456::1'),
+      address('an IPv6 documentation address', '2001:db8::1'),
+    ];
 
     /** PostgreSQL as the overlay provides it: CloudNativePG's pods in the namespace, or a managed database's address. */
     const database = (): Endpoint => {
@@ -430,23 +497,42 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     test('Prometheus reaches every metrics listener; nothing else does, and Prometheus nothing but them', () => {
       for (const { name } of deployed) {
         const metrics = portOf(name, 'metrics');
+        expect({ name, metrics: typeof metrics }).toEqual({ name, metrics: 'number' });
         if (metrics === undefined) continue;
         expect({ name, prometheus: allowed(policies, prometheus, podOf(name), metrics) }).toEqual({ name, prometheus: true });
         expect({ name, ingress: allowed(policies, ingressController, podOf(name), metrics) }).toEqual({ name, ingress: false });
         if (name !== 'gateway') expect({ name, gateway: allowed(policies, podOf('gateway'), podOf(name), metrics) }).toEqual({ name, gateway: false });
+        expect({ name, stranger: allowed(policies, stranger, podOf(name), metrics) }).toEqual({ name, stranger: false });
       }
-      expect(allowed(policies, prometheus, podOf('gateway'), apiPort('gateway'))).toBe(false);
+      for (const { name, role } of deployed) if (role === 'api') expect({ name, prometheusToApi: allowed(policies, prometheus, podOf(name), apiPort(name)) }).toEqual({ name, prometheusToApi: false });
     });
 
-    test('every pod reaches DNS and PostgreSQL; Kafka and the Anthropic API only the pods configured for them', () => {
-      for (const { name, env } of deployed) {
+    test('every pod reaches DNS and PostgreSQL; Kafka, the Anthropic API and customers\' APIs only the pods that call them', () => {
+      for (const { name, env, deployable, labels } of deployed) {
         const self = podOf(name);
+        const callsModel = env.ANTHROPIC_API_KEY !== undefined;
+        const callsCustomers = callsCustomerApis(deployable, env);
         expect({ name, dns: allowed(policies, self, dns, 53, 'UDP') }).toEqual({ name, dns: true });
         expect({ name, postgres: allowed(policies, self, database(), 5432) }).toEqual({ name, postgres: true });
         expect({ name, kafka: allowed(policies, self, broker, 9092) }).toEqual({ name, kafka: env.KAFKA_BROKERS !== undefined });
-        expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({ name, anthropic: env.ANTHROPIC_API_KEY !== undefined });
-        expect({ name, privateHttps: allowed(policies, self, privateAddress, 443) }).toEqual({ name, privateHttps: false });
+        // Each egress is asked for by its own label, so a pod's labels say what it talks to.
+        expect({ name, anthropicLabel: labels['fin/egress-anthropic'], customerApisLabel: labels['fin/egress-customer-apis'] }).toEqual({
+          name,
+          anthropicLabel: callsModel ? 'true' : undefined,
+          customerApisLabel: callsCustomers ? 'true' : undefined,
+        });
+        expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({ name, anthropic: callsModel || callsCustomers });
+        expect({ name, customerApi: allowed(policies, self, customerApi, 443) }).toEqual({ name, customerApi: callsModel || callsCustomers });
+        expect({ name, customerApiV6: allowed(policies, self, customerApiV6, 443) }).toEqual({ name, customerApiV6: callsCustomers });
+        // HTTPS only: a customer's endpoint on another port, or plain http, is not reached.
+        expect({ name, otherPort: allowed(policies, self, customerApi, 8443), plainHttp: allowed(policies, self, customerApi, 80) }).toEqual({ name, otherPort: false, plainHttp: false });
+        for (const target of nonPublic) expect({ name, to: target.name, allowed: allowed(policies, self, target, 443) }).toEqual({ name, to: target.name, allowed: false });
       }
+      // The pods calling customers' APIs: the portal (its test button), the product workers, analysis-api (streamed
+      // analyses) and chat.
+      expect(deployed.filter(({ deployable, env }) => callsCustomerApis(deployable, env)).map((deployment) => deployment.name)).toEqual(
+        expect.arrayContaining(['analysis-api', 'analysis-worker', 'chat', 'news-worker', 'portal', 'stock-report-worker']),
+      );
       const job = byKind<Workload>(objects, 'Job')[0]!;
       const migration = pod('migrate', NAMESPACE, job.spec.template.metadata.labels);
       expect(allowed(policies, migration, database(), 5432)).toBe(true);

@@ -1,7 +1,7 @@
 // What gets deployed, in one table the image, Compose and Kubernetes tests share, and the services' own config
 // shapes, loaded from their sources so every check runs against what the processes actually parse.
 import path from 'node:path';
-import { parseConfig } from '@fin/config';
+import { isSecret, parseConfig } from '@fin/config';
 import type { JobType } from '@fin/events';
 import type { z } from 'zod';
 
@@ -16,6 +16,11 @@ export interface Deployable {
   roles: readonly Role[];
   /** For products with a worker: the job type whose requests it consumes. */
   jobType?: JobType;
+  /**
+   * Calls customers' APIs without the model: the portal's "test" button. (Every process that runs the AI engine
+   * with customer tools calls them too; see callsCustomerApis.)
+   */
+  testsCustomerTools?: boolean;
 }
 
 export const DEPLOYABLES: readonly Deployable[] = [
@@ -25,6 +30,7 @@ export const DEPLOYABLES: readonly Deployable[] = [
   { service: 'stock-report', roles: ['api', 'worker'], jobType: 'stock-report' },
   { service: 'analysis', roles: ['api', 'worker'], jobType: 'analysis' },
   { service: 'chat', roles: ['api'] },
+  { service: 'portal', roles: ['api'], testsCustomerTools: true },
 ];
 
 /**
@@ -37,9 +43,21 @@ export function workloadName({ service, roles }: Deployable, role: Role): string
 
 /** Folders under services/ that are deliberately not deployed, and why. */
 export const NOT_DEPLOYED: Readonly<Record<string, string>> = {
-  portal: 'issue 7 builds it; it joins the images, Compose and Kubernetes then',
-  standalone: 'the single-process mode of `npm start`, not a deployable',
+  standalone: 'the single-process `npm start` launcher for laptops, not deployed',
 };
+
+/**
+ * Whether a process calls customers' APIs (customer tools, anywhere on the internet): the portal's test button,
+ * and every process that runs the AI engine with customer tools, i.e. that holds both the model's key and the
+ * customer-tools encryption key (the product workers, analysis-api, which runs streamed analyses itself, and chat).
+ */
+export function callsCustomerApis(deployable: Deployable, env: Record<string, string>): boolean {
+  if (deployable.testsCustomerTools === true) return true;
+  return env.ANTHROPIC_API_KEY !== undefined && env.CUSTOMER_TOOLS_ENCRYPTION_KEY !== undefined;
+}
+
+/** The customer-tools setting that exists for tests only; no deployment file may set it. */
+export const TEST_ONLY_VARIABLES = ['CUSTOMER_TOOLS_ALLOW_LOOPBACK'] as const;
 
 export type ConfigShape = Record<string, z.ZodType>;
 
@@ -75,11 +93,18 @@ export function requiredVariables(shape: ConfigShape): string[] {
     .map(([name]) => name);
 }
 
-/** The value the service listens on when PORT is unset. */
-export function defaultPort(shape: ConfigShape): number {
-  const field = shape.PORT;
-  if (!field) throw new Error('the config shape has no PORT');
-  return parseConfig({ PORT: field }, {}).PORT as number;
+/** Variables the service's config marks as secrets (`secret(…)` of @fin/config): never a literal in a deployment file. */
+export function secretVariables(shape: ConfigShape): string[] {
+  return Object.entries(shape)
+    .filter(([, field]) => isSecret(field))
+    .map(([name]) => name);
+}
+
+/** The value the service listens on when PORT (or METRICS_PORT, for the metrics listener) is unset. */
+export function defaultPort(shape: ConfigShape, variable: 'PORT' | 'METRICS_PORT' = 'PORT'): number {
+  const field = shape[variable];
+  if (!field) throw new Error(`the config shape has no ${variable}`);
+  return parseConfig({ [variable]: field }, {})[variable] as number;
 }
 
 /** Parses `env` as the service would; throws ConfigError naming every bad or missing variable. */

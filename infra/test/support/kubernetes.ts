@@ -89,7 +89,9 @@ function inBlock(ip: string, block: { cidr: string; except?: string[] }): boolea
     }
     return blocks;
   };
-  return list([block.cidr]).check(ip) && !list(block.except ?? []).check(ip);
+  // BlockList.check takes the address family of `ip` (IPv4 unless told): an IPv6 address is never in an IPv4 block.
+  const family = isIPv4(ip) ? 'ipv4' : 'ipv6';
+  return list([block.cidr]).check(ip, family) && !list(block.except ?? []).check(ip, family);
 }
 
 function peerMatches(peer: PolicyPeer, policyNamespace: string, other: Endpoint): boolean {
