@@ -8,7 +8,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
 import { AppError, toAppError, unauthorized } from './errors';
-import { loggerOf } from './request-context';
+import { annotateRequest, loggerOf } from './request-context';
 
 export const IDENTITY_HEADERS = {
   tenantId: 'x-fin-tenant-id',
@@ -128,6 +128,7 @@ export function verifyIdentity(secret: string, { maxSkewMs = DEFAULT_MAX_SKEW_MS
       caller: anonymous ? null : { tenantId, keyId, scopes: scopes === '' ? [] : scopes.split(',') },
     };
     res.locals[IDENTITY] = identity;
+    if (identity.caller) annotateRequest(res, { tenantId: identity.caller.tenantId });
     next();
   };
 }

@@ -19,6 +19,7 @@ export { NOT_JSON_DETAIL, errorHandler, formatBytes, notFoundHandler, toHttpErro
 export {
   REQUEST_ID_HEADER,
   REQUEST_ID_PATTERN,
+  annotateRequest,
   currentLogger,
   currentRequest,
   isWellFormedRequestId,

@@ -20,8 +20,32 @@ export function isWellFormedRequestId(value: string | undefined): value is strin
 
 export interface RequestContext {
   readonly requestId: string;
-  /** The service's logger with `requestId` bound. */
+  /** The service's logger with `requestId` bound (and, once known, the caller's tenant: annotateRequest). */
   readonly logger: Logger;
+}
+
+/**
+ * The child logger is made on first use: most requests log one line, when they end, and an event stream may stay
+ * open for minutes holding whatever its context holds.
+ */
+class Context implements RequestContext {
+  private child: Logger | undefined;
+  private fields: Record<string, string> = {};
+
+  constructor(
+    readonly requestId: string,
+    private readonly base: Logger,
+  ) {}
+
+  get logger(): Logger {
+    return (this.child ??= this.base.child({ requestId: this.requestId, ...this.fields }));
+  }
+
+  /** Fields for every later line (the child logger is made again, with them). */
+  annotate(fields: Record<string, string>): void {
+    this.fields = { ...this.fields, ...fields };
+    this.child = undefined;
+  }
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -40,6 +64,15 @@ export function currentLogger(fallback: Logger): Logger {
 function contextOf(res: Response): RequestContext | undefined {
   const value: unknown = res.locals[CONTEXT];
   return typeof value === 'object' && value !== null ? (value as RequestContext) : undefined;
+}
+
+/**
+ * Adds fields (the caller's `tenantId`, once authenticated) to every later log line of the request, including
+ * its "request completed" line, wherever the request's logger is looked up (loggerOf, currentLogger).
+ */
+export function annotateRequest(res: Response, fields: Record<string, string>): void {
+  const context = contextOf(res);
+  if (context instanceof Context) context.annotate(fields);
 }
 
 /** The request id of a response that went through requestContext(). */
@@ -69,7 +102,7 @@ export function requestContext({ logger, quietPaths = [] }: RequestContextOption
   return (req, res, next) => {
     const incoming = req.header(REQUEST_ID_HEADER);
     const requestId = isWellFormedRequestId(incoming) ? incoming : randomUUID();
-    const context: RequestContext = { requestId, logger: logger.child({ requestId }) };
+    const context = new Context(requestId, logger);
     res.locals[CONTEXT] = context;
     res.setHeader(REQUEST_ID_HEADER, requestId);
 

@@ -30,6 +30,13 @@ describe('signed internal identity', () => {
     expect(res.body).toEqual(identity);
   });
 
+  it('names the caller\'s tenant on the request\'s log lines once the identity is verified', async () => {
+    const { app, lines } = service();
+    const headers = signIdentity(identity, SECRET, { method: 'POST', path: '/api/products/news' }, NOW);
+    await request(app).post('/api/products/news').set(headers).expect(200);
+    expect(lines.find((line) => line.msg === 'request completed')).toMatchObject({ tenantId: identity.caller?.tenantId });
+  });
+
   it('refuses a request without identity headers (a service reached directly)', async () => {
     const { app, lines } = service();
     const res = await request(app).post('/api/products/news').expect(401);

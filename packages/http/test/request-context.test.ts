@@ -1,7 +1,7 @@
 import http from 'node:http';
 import express from 'express';
 import request from 'supertest';
-import { currentLogger, currentRequest, jsonBody, loggerOf, requestContext, requestIdOf } from '../src';
+import { annotateRequest, currentLogger, currentRequest, jsonBody, loggerOf, requestContext, requestIdOf } from '../src';
 import { captureLogger, listen } from './helpers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -63,6 +63,25 @@ describe('requestContext', () => {
     const { logger, lines } = captureLogger();
     await request(appWith(logger)).get('/work').set('traceparent', 'garbage').expect(200);
     expect(lines[0]?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('adds the caller\'s tenant, once known, to every later line of the request and to its completion line', async () => {
+    const { logger, lines } = captureLogger();
+    const app = express();
+    app.use(requestContext({ logger }));
+    app.get('/who', (_req, res) => {
+      loggerOf(res, logger).info('before authentication');
+      annotateRequest(res, { tenantId: 'tenant-1' });
+      currentLogger(logger).info('after authentication');
+      res.json({});
+    });
+    await request(app).get('/who').expect(200);
+    expect(lines.map((line) => [line.msg, line.tenantId])).toEqual([
+      ['before authentication', undefined],
+      ['after authentication', 'tenant-1'],
+      ['request completed', 'tenant-1'],
+    ]);
+    expect(lines.every((line) => typeof line.requestId === 'string')).toBe(true);
   });
 
   it('gives every request its own id when the caller sends none', async () => {

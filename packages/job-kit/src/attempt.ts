@@ -149,7 +149,7 @@ export async function runAttempt(
   stop: StopPolicy,
 ): Promise<AttemptOutcome> {
   const { pool, timeLimitMs, leaseMs, heartbeatMs, progressIntervalMs, workerId } = settings;
-  const jobLog = settings.logger.child({ jobId: job.id, attempt: job.attempt });
+  const jobLog = settings.logger.child({ jobId: job.id, tenantId: job.tenantId, attempt: job.attempt });
   const emit = eventWriter(settings, job);
   await emit(pool, {
     status: 'running',

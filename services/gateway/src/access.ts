@@ -1,7 +1,7 @@
 // The checks before a request is forwarded: who is calling (API key), whether their key may use the route
 // (scope), and, for chat, a concurrency slot held for as long as the response lives.
 import { JobPathParams, formatZodError } from '@fin/contracts';
-import { badRequest, loggerOf, toAppError, type Caller } from '@fin/http';
+import { annotateRequest, badRequest, loggerOf, toAppError, type Caller } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
 import { requireScope } from './auth/scope';
@@ -24,7 +24,10 @@ export function callerFrom(principal: Principal): Caller {
 /** 401 unless X-API-Key holds a valid key; the principal goes to res.locals.principal. */
 export function authenticate(authenticator: Authenticator): RequestHandler {
   return async (req, res, next) => {
-    res.locals.principal = await authenticator.authenticate(req.header('x-api-key'));
+    const principal = await authenticator.authenticate(req.header('x-api-key'));
+    res.locals.principal = principal;
+    // Every later line of the request, and its access line, names the tenant and the key (its id, never the key).
+    annotateRequest(res, { tenantId: principal.tenantId, keyId: principal.keyId });
     next();
   };
 }
