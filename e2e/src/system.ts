@@ -21,6 +21,9 @@ export async function freePort(): Promise<number> {
 
 export interface ServiceProcess {
   name: string;
+  /** The service's folder under services/ and the environment it was started with (to start it again). */
+  dir: string;
+  env: Record<string, string>;
   child: ChildProcess;
   /** Everything the process wrote, for failure messages. */
   output(): string;
@@ -45,6 +48,8 @@ export function startService(name: string, dir: string, env: Record<string, stri
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     name,
+    dir,
+    env,
     child,
     output: () => output,
     exited,
@@ -130,6 +135,11 @@ export interface System {
   admin(args: string[]): string;
   /** Starts another worker process of a product (default news), e.g. after killing one. */
   startWorker(extraEnv?: Record<string, string>, product?: ProductService): ServiceProcess;
+  /**
+   * Starts a service again as it was started (same folder, environment and port), e.g. after killing it, and
+   * puts the new process in its place in `services`. Resolves once it is ready when `readyUrl` is given.
+   */
+  restart(service: ServiceProcess, readyUrl?: string): Promise<ServiceProcess>;
   /** A new tenant with a key of all scopes, and polling limits raised for tests. */
   tenantKey(name: string): string;
   stop(): Promise<void>;
@@ -205,6 +215,14 @@ export async function startSystem(shared: Record<string, string>, workerEnv: Rec
     productUrls,
     admin,
     startWorker,
+    async restart(service, readyUrl) {
+      const again = startService(service.name, service.dir, service.env);
+      const index = services.indexOf(service);
+      if (index >= 0) services[index] = again;
+      else services.push(again);
+      if (readyUrl !== undefined) await waitUntilReady(readyUrl, again);
+      return again;
+    },
     tenantKey(name) {
       admin(['tenants', 'create', name]);
       // Tests poll faster than the default 600 status requests per minute allow.

@@ -2,6 +2,8 @@
 // news API (its Postgres cache lookup included), at fixed rates (open loop: 1,000 req/s is the target's load)
 // and closed-loop at saturation. See docs/benchmarks.md.
 import { performance } from 'node:perf_hooks';
+import { signIdentity } from '@fin/http';
+import { totalMs } from '../lib/cpu';
 import { createHttpClient } from '../lib/http';
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
 import { describeMachine } from '../lib/machine';
@@ -21,6 +23,8 @@ const SATURATION_CONNECTIONS = [10, 50];
 const REQUEST: NewsRequestBody = { symbols: ['AAPL', 'MSFT'], n: 5, language: 'en' };
 
 interface Saturation {
+  /** Through the gateway, or straight to the news API with signed identity headers. */
+  target: 'gateway' | 'direct';
   connections: number;
   result: LoadResult;
   cpu: SystemCpuDelta;
@@ -74,10 +78,31 @@ async function measure(options: BenchOptions): Promise<Outcome> {
       if (failuresOf(warm) !== '') outcome.problems.push(`saturation warm-up, ${connections} connections: ${failuresOf(warm)}`);
       const { result, cpu, window } = await withCpu(system, () => runLoad({ ...load, connections, durationS: options.durationS }));
       if (failuresOf(result) !== '') outcome.problems.push(`saturation, ${connections} connections: ${failuresOf(result)}`);
-      outcome.saturation.push({ connections, result, cpu, window });
+      outcome.saturation.push({ target: 'gateway', connections, result, cpu, window });
     }
 
-    const ceiling = Math.max(...outcome.saturation.map((entry) => entry.result.rps));
+    // The gateway's overhead against the real news service (issue 9's definition): the same cache hit straight
+    // to the news API, signed the way the gateway signs (fresh headers per measurement; 30 s of skew allowed).
+    const directUrl = `${system.newsUrl}${NEWS_PATH}`;
+    const identity = { requestId: 'bench-cache-hit-direct', caller: { tenantId: system.tenantId, keyId: system.keyId, scopes: system.keyScopes } };
+    const directHeaders = () => ({ 'content-type': 'application/json', ...signIdentity(identity, system.secret, { method: 'POST', path: NEWS_PATH }) });
+    const directAnswer = await client.request('POST', directUrl, directHeaders(), body);
+    if (directAnswer.status !== 200 || directAnswer.body !== expected) throw new Error(`the news API answered the direct request ${directAnswer.status}: ${directAnswer.body.slice(0, 300)}`);
+    const unsigned = await client.request('POST', directUrl, { 'content-type': 'application/json' }, body);
+    if (unsigned.status !== 401) throw new Error(`the news API answered ${unsigned.status} to an unsigned request; expected 401`);
+    {
+      const connections = SATURATION_CONNECTIONS[0] ?? 10;
+      note(`saturation, straight to the news API: ${connections} connections, closed loop: ${options.warmupS} s warm-up, ${options.durationS} s measured`);
+      const direct = { ...load, url: directUrl, connections };
+      const warm = await runLoad({ ...direct, headers: directHeaders(), durationS: options.warmupS });
+      if (failuresOf(warm) !== '') outcome.problems.push(`direct warm-up: ${failuresOf(warm)}`);
+      const headersNow = directHeaders();
+      const { result, cpu, window } = await withCpu(system, () => runLoad({ ...direct, headers: headersNow, durationS: options.durationS }));
+      if (failuresOf(result) !== '') outcome.problems.push(`direct saturation: ${failuresOf(result)}`);
+      outcome.saturation.push({ target: 'direct', connections, result, cpu, window });
+    }
+
+    const ceiling = Math.max(...outcome.saturation.filter((entry) => entry.target === 'gateway').map((entry) => entry.result.rps));
     const rates = RATES.filter((rate) => rate === TARGET_RATE || rate <= 0.9 * ceiling);
     if (rates.length < RATES.length) {
       const top = Math.round((0.9 * ceiling) / 50) * 50;
@@ -151,8 +176,9 @@ function report(outcome: Outcome): void {
     print();
     print(
       table(
-        ['connections', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'errors/non-2xx/bad body'],
-        outcome.saturation.map(({ connections, result }) => [
+        ['target', 'connections', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'errors/non-2xx/bad body'],
+        outcome.saturation.map(({ target, connections, result }) => [
+          target === 'gateway' ? 'gateway → news API' : 'news API, direct (signed identity headers)',
           String(connections),
           thousands(result.rps),
           ms(result.latencyMs.p50),
@@ -163,6 +189,18 @@ function report(outcome: Outcome): void {
           `${result.errors + result.timeouts}/${result.non2xx}/${result.mismatches}`,
         ]),
       ),
+    );
+  }
+  const viaGateway = outcome.saturation.find((entry) => entry.target === 'gateway');
+  const straight = outcome.saturation.find((entry) => entry.target === 'direct');
+  if (viaGateway !== undefined && straight !== undefined) {
+    const gatewayUs = (totalMs(viaGateway.cpu.byGroup.gateway) * 1000) / Math.max(1, viaGateway.result.requests);
+    const newsUs = (totalMs(straight.cpu.byGroup.newsApi) * 1000) / Math.max(1, straight.result.requests);
+    print();
+    print(
+      `gateway overhead against the real news service (cache hit, ${viaGateway.connections} connections): gateway/direct throughput ${fixed(viaGateway.result.rps / straight.result.rps, 2)}× · ` +
+        `added p50 +${ms(viaGateway.result.latencyMs.p50 - straight.result.latencyMs.p50)} ms · CPU per request: gateway ${fixed(gatewayUs, 0)} µs, news API (direct) ${fixed(newsUs, 0)} µs ` +
+        `(with a core each: ${fixed(newsUs / gatewayUs, 2)}× the service's rate)`,
     );
   }
   const target = outcome.levels.find((level) => level.rate === TARGET_RATE);
@@ -180,7 +218,7 @@ function report(outcome: Outcome): void {
   }
   const rows: CpuRow[] = [
     ...outcome.levels.map(({ rate, result, cpu }) => ({ label: `${thousands(rate)} req/s`, delta: cpu, units: result.ok })),
-    ...outcome.saturation.map(({ connections, result, cpu }) => ({ label: `saturation, ${connections} connections`, delta: cpu, units: result.requests })),
+    ...outcome.saturation.map(({ target, connections, result, cpu }) => ({ label: `saturation, ${target === 'gateway' ? 'gateway' : 'direct'}, ${connections} connections`, delta: cpu, units: result.requests })),
   ];
   if (rows.length > 0) {
     print();

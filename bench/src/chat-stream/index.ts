@@ -8,22 +8,26 @@
 // See docs/benchmarks.md (chat-stream).
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createPool, type Pool } from '@fin/db';
-import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess } from '@fin/e2e/src/system';
+import { freePort, sharedEnv } from '@fin/e2e/src/system';
 import { signIdentity } from '@fin/http';
 import { createTestDatabase, openEventStream, type EventStreamClient } from '@fin/testing';
 import { percentiles, type Percentiles } from '../lib/load';
 import { describeMachine } from '../lib/machine';
 import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
-import { type Cleanup, REPO_ROOT, withCleanup } from '../lib/processes';
+import { type Cleanup, REPO_ROOT, startNodeProcess, startService, waitUntilReady, withCleanup, type NodeProcess } from '../lib/processes';
 import { admin, loadAverage, printRunHeading, startFakes } from '../lib/system';
 
 const HELD_STREAMS = 2_000;
+/** Streams timed at each level of open streams (at most; fewer with --streams). */
+const LOADED_STREAMS = 200;
 const TARGET_KB_PER_STREAM = 30;
 /** The admin CLI's largest chat concurrency per key: the streams are spread over enough keys to hold them all. */
 const STREAMS_PER_KEY = 1_000;
@@ -42,14 +46,18 @@ const TARGET_LABELS: Record<Target, string> = { direct: 'chat service, direct', 
 interface ChatBench {
   gatewayUrl: string;
   chatUrl: string;
-  gateway: ServiceProcess;
-  chat: ServiceProcess;
+  gateway: NodeProcess;
+  chat: NodeProcess;
   pool: Pool;
   secret: string;
   tenantId: string;
   keys: string[];
+  /** A key of its own for the streams timed while others are held open (the held ones use every slot of `keys`). */
+  latencyKey: string;
   /** Where memory-hook.cjs writes each service's readings. */
   memoryDir: string;
+  /** The fake Messages API (the fakes process). */
+  anthropicUrl: string;
 }
 
 async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
@@ -59,7 +67,7 @@ async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
   const pool = createPool({ connectionString: database.url, applicationName: 'bench', max: 2 });
   cleanup.add('close the database pool', () => pool.end());
   const { anthropicUrl, finnhubUrl } = await startFakes(cleanup);
-  const env: Record<string, string> = { ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }), LOG_LEVEL: 'warn' };
+  const env: Record<string, string> = { ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }) };
   const secret = env.INTERNAL_SIGNING_SECRET;
   if (secret === undefined) throw new Error('sharedEnv gave no signing secret');
 
@@ -86,24 +94,25 @@ async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
     const created = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', `bench ${n}`, '--json'])) as { api_key: string };
     keys.push(created.api_key);
   }
-  await Promise.all([waitUntilReady(`${chatUrl}/readyz`, chat, 90_000), waitUntilReady(`${gatewayUrl}/readyz`, gateway, 90_000)]);
+  const latency = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', 'bench latency', '--json'])) as { api_key: string };
+  await Promise.all([waitUntilReady(chat, `${chatUrl}/readyz`, 90_000), waitUntilReady(gateway, `${gatewayUrl}/readyz`, 90_000)]);
   const { rows } = await pool.query<{ id: string }>("SELECT id::text FROM tenants WHERE name = 'bench'");
-  return { gatewayUrl, chatUrl, gateway, chat, pool, secret, tenantId: rows[0]!.id, keys, memoryDir };
+  return { gatewayUrl, chatUrl, gateway, chat, pool, secret, tenantId: rows[0]!.id, keys, latencyKey: latency.api_key, memoryDir, anthropicUrl };
 }
 
 /** POST /api/chat through the gateway (with an API key) or straight to the chat service (with a signed identity). */
-function openChat(bench: ChatBench, target: Target, message: string, index: number): Promise<EventStreamClient> {
+function openChat(bench: ChatBench, target: Target, message: string, index: number, key?: string): Promise<EventStreamClient> {
   const body = { message, conversation_id: null };
-  if (target === 'gateway') return openEventStream(`${bench.gatewayUrl}/api/chat`, { body, headers: { 'x-api-key': bench.keys[index % bench.keys.length]! } });
+  if (target === 'gateway') return openEventStream(`${bench.gatewayUrl}/api/chat`, { body, headers: { 'x-api-key': key ?? bench.keys[index % bench.keys.length]! } });
   const caller = { tenantId: bench.tenantId, keyId: randomUUID(), scopes: ['chat'] };
   const signed = signIdentity({ requestId: randomUUID(), caller }, bench.secret, { method: 'POST', path: '/api/chat' });
   return openEventStream(`${bench.chatUrl}/api/chat`, { body, headers: signed });
 }
 
 /** One streamed turn read to its end: ms from sending the request to the first event, and to `done`. */
-async function timedStream(bench: ChatBench, target: Target, index: number): Promise<{ firstMs: number; doneMs: number }> {
+async function timedStream(bench: ChatBench, target: Target, index: number, key?: string): Promise<{ firstMs: number; doneMs: number }> {
   const started = performance.now();
-  const client = await openChat(bench, target, MESSAGE, index);
+  const client = await openChat(bench, target, MESSAGE, index, key);
   if (client.status !== 200) throw new Error(`status ${client.status}: ${JSON.stringify(await client.body())}`);
   const first = await client.next();
   const firstMs = performance.now() - started;
@@ -122,7 +131,7 @@ interface Latency {
   firstFailure?: string;
 }
 
-async function measureLatency(bench: ChatBench, target: Target, connections: number, count: number): Promise<Latency> {
+async function measureLatency(bench: ChatBench, target: Target, connections: number, count: number, key?: string): Promise<Latency> {
   const first: number[] = [];
   const done: number[] = [];
   const outcome: Latency = { target, connections, first: percentiles([]), done: percentiles([]), failures: 0 };
@@ -132,7 +141,7 @@ async function measureLatency(bench: ChatBench, target: Target, connections: num
       while (started < count) {
         started += 1;
         try {
-          const timing = await timedStream(bench, target, worker);
+          const timing = await timedStream(bench, target, worker, key);
           first.push(timing.firstMs);
           done.push(timing.doneMs);
         } catch (error) {
@@ -158,7 +167,7 @@ function rssKiB(pid: number | undefined): number {
 }
 
 /** RSS once the process has settled: the median of three readings a second apart. */
-async function settledRss(service: ServiceProcess): Promise<number> {
+async function settledRss(service: NodeProcess): Promise<number> {
   const readings: number[] = [];
   for (let n = 0; n < 3; n++) {
     await delay(1_000);
@@ -168,7 +177,7 @@ async function settledRss(service: ServiceProcess): Promise<number> {
 }
 
 /** The service's memory right after a full garbage collection (memory-hook.cjs, on SIGUSR2), in KiB. */
-async function collectedUsage(bench: ChatBench, service: ServiceProcess): Promise<{ heapUsed: number }> {
+async function collectedUsage(bench: ChatBench, service: NodeProcess): Promise<{ heapUsed: number; heapTotal: number; external: number }> {
   const file = path.join(bench.memoryDir, `${service.name}.jsonl`);
   const lines = () => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
   const before = lines().length;
@@ -179,7 +188,7 @@ async function collectedUsage(bench: ChatBench, service: ServiceProcess): Promis
     await delay(100);
   }
   const usage = JSON.parse(lines().at(-1)!) as NodeJS.MemoryUsage;
-  return { heapUsed: usage.heapUsed / 1024 };
+  return { heapUsed: usage.heapUsed / 1024, heapTotal: usage.heapTotal / 1024, external: usage.external / 1024 };
 }
 
 interface Reading {
@@ -187,11 +196,15 @@ interface Reading {
   rss: number;
   /** JS heap in use (KiB) right after that collection. */
   heapUsed: number;
+  /** The heap V8 holds (KiB): in use plus free space in its pages. */
+  heapTotal: number;
+  /** Memory outside the JS heap that JS objects own (KiB): Buffers and other array buffers. */
+  external: number;
 }
 
-async function reading(bench: ChatBench, service: ServiceProcess): Promise<Reading> {
-  const { heapUsed } = await collectedUsage(bench, service);
-  return { rss: await settledRss(service), heapUsed };
+async function reading(bench: ChatBench, service: NodeProcess): Promise<Reading> {
+  const usage = await collectedUsage(bench, service);
+  return { rss: await settledRss(service), ...usage };
 }
 
 /** Opens `count` more chat streams through the gateway; each is live (its reply has streamed tokens) when this resolves. */
@@ -224,8 +237,8 @@ const CHAT_SLOTS = 'SELECT count(*)::int AS n FROM chat_stream_slots';
 type ServiceReadings = Record<'gateway' | 'chat', Reading>;
 
 interface Memory {
-  /** Readings with 0, HELD_STREAMS / 2 and HELD_STREAMS streams open. */
-  readings: { streams: number; services: ServiceReadings }[];
+  /** Readings with 0, HELD_STREAMS / 2 and HELD_STREAMS streams open, and new streams timed at each (through the gateway, one at a time). */
+  readings: { streams: number; services: ServiceReadings; latency: Latency }[];
   slots: number;
   streaming: number;
   openingS: number;
@@ -236,9 +249,15 @@ async function readBoth(bench: ChatBench): Promise<ServiceReadings> {
   return { gateway: await reading(bench, bench.gateway), chat: await reading(bench, bench.chat) };
 }
 
-async function measureMemory(bench: ChatBench): Promise<Memory> {
+async function measureMemory(bench: ChatBench, loadedStreams: number): Promise<Memory> {
   note(`memory: baseline of the gateway and the chat service, then ${thousands(HELD_STREAMS / 2)} and ${thousands(HELD_STREAMS)} streams held open through the gateway`);
-  const readings: Memory['readings'] = [{ streams: 0, services: await readBoth(bench) }];
+  // At each level, after the memory reading: new streams timed one at a time while the others stay open.
+  const timed = async (open: number) => {
+    note(`time to first event with ${thousands(open)} streams open: ${thousands(loadedStreams)} streams through the gateway, one at a time`);
+    return measureLatency(bench, 'gateway', 1, loadedStreams, bench.latencyKey);
+  };
+  const readings: Memory['readings'] = [];
+  readings.push({ streams: 0, services: await readBoth(bench), latency: await timed(0) });
   const held: EventStreamClient[] = [];
   let openingMs = 0;
   try {
@@ -246,7 +265,8 @@ async function measureMemory(bench: ChatBench): Promise<Memory> {
       const opening = performance.now();
       await holdStreams(bench, target - held.length, held);
       openingMs += performance.now() - opening;
-      readings.push({ streams: held.length, services: await readBoth(bench) });
+      const services = await readBoth(bench);
+      readings.push({ streams: held.length, services, latency: await timed(held.length) });
     }
     // What each side counts while they are open: the gateway's chat slots, the chat service's replies in progress.
     const [slots, streaming] = [await count(bench.pool, CHAT_SLOTS), await count(bench.pool, STREAMING_REPLIES)];
@@ -264,11 +284,137 @@ async function measureMemory(bench: ChatBench): Promise<Memory> {
   }
 }
 
+/** One variant of sdk-memory.ts: memory per open model stream, the SDK alone in a process of its own. */
+interface SdkMemory {
+  variant: string;
+  streams: number;
+  heapUsedKB: number;
+  heapTotalKB: number;
+  externalKB: number;
+  rssKB: number;
+}
+
+/** --breakdown: what an open model stream costs by itself, over the SDK's default transport and over the engine's. */
+async function measureSdkMemory(bench: ChatBench, cleanup: Cleanup): Promise<SdkMemory[]> {
+  note(`breakdown: ${thousands(HELD_STREAMS / 2)} model streams held open by the SDK alone, over each transport (a process of its own)`);
+  const probe = startNodeProcess({
+    name: 'sdk-memory',
+    entry: 'bench/src/chat-stream/sdk-memory.ts',
+    env: { BENCH_ANTHROPIC_URL: bench.anthropicUrl, BENCH_STREAMS: String(HELD_STREAMS / 2) },
+    nodeFlags: ['--expose-gc'],
+  });
+  cleanup.add('stop the SDK memory probe', () => probe.stop());
+  await new Promise<void>((resolve) => {
+    if (probe.child.exitCode !== null) resolve();
+    else probe.child.once('exit', () => resolve());
+  });
+  if (probe.child.exitCode !== 0) throw new Error(`the SDK memory probe failed:\n${probe.output()}`);
+  return probe
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{"variant"'))
+    .map((line) => JSON.parse(line) as SdkMemory)
+    .filter((entry) => entry.variant !== 'warm-up');
+}
+
+/** The floor: a bare Node server, and a bare proxy, holding streams (floor.ts), read like the services. */
+interface FloorMemory {
+  role: 'server' | 'proxy';
+  readings: { streams: number; reading: Reading }[];
+}
+
+const FLOOR_LABELS: Record<FloorMemory['role'], string> = {
+  server: 'bare node:http server holding event streams',
+  proxy: 'bare proxy: node:http server + undici Pool, piping event streams',
+};
+
+async function measureFloor(bench: ChatBench, cleanup: Cleanup): Promise<FloorMemory[]> {
+  // The upstream of the bare proxy: event streams held open by the runner itself.
+  const upstream = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('retry: 1000\n\nevent: token\ndata: {"content":"held"}\n\n');
+  });
+  upstream.keepAliveTimeout = 600_000;
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  cleanup.add('close the floor upstream', async () => {
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const results: FloorMemory[] = [];
+  for (const role of ['server', 'proxy'] as const) {
+    note(`breakdown: the floor, ${FLOOR_LABELS[role]}: ${thousands(HELD_STREAMS / 2)} and ${thousands(HELD_STREAMS)} streams`);
+    const port = await freePort();
+    const name = `floor-${role}`;
+    const probe = startNodeProcess({
+      name,
+      entry: 'bench/src/chat-stream/floor.ts',
+      env: {
+        BENCH_ROLE: role,
+        PORT: String(port),
+        BENCH_UPSTREAM_URL: upstreamUrl,
+        NODE_OPTIONS: `--require ${path.join(REPO_ROOT, 'bench/src/lib/memory-hook.cjs')}`,
+        BENCH_MEMORY_FILE: path.join(bench.memoryDir, `${name}.jsonl`),
+      },
+    });
+    cleanup.add(`stop the ${name} probe`, () => probe.stop());
+    const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+    const held: http.IncomingMessage[] = [];
+    try {
+      await waitForPort(probe, port);
+      const open = async (count: number) => {
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: OPENING_CONCURRENCY }, async () => {
+            while (next++ < count) {
+              const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
+                http.get({ host: '127.0.0.1', port, path: '/', agent }, resolve).on('error', reject);
+              });
+              held.push(response);
+              await new Promise((resolve) => response.once('data', resolve));
+            }
+          }),
+        );
+      };
+      const readings: FloorMemory['readings'] = [{ streams: 0, reading: await reading(bench, probe) }];
+      for (const target of [HELD_STREAMS / 2, HELD_STREAMS]) {
+        await open(target - held.length);
+        readings.push({ streams: held.length, reading: await reading(bench, probe) });
+      }
+      results.push({ role, readings });
+    } finally {
+      for (const response of held) response.destroy();
+      agent.destroy();
+      await probe.stop();
+    }
+  }
+  return results;
+}
+
+/** Waits until the process listens on `port` (a TCP connection that opens no stream). */
+async function waitForPort(proc: NodeProcess, port: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (proc.child.exitCode !== null || Date.now() > deadline) throw new Error(`${proc.name} did not listen on ${port}:\n${proc.output()}`);
+    await delay(100);
+  }
+}
+
 // ------------------------------------------------------------------------------------------ run
 
 interface Outcome {
   latency: Latency[];
   memory?: Memory;
+  sdk?: SdkMemory[];
+  floor?: FloorMemory[];
   problems: string[];
 }
 
@@ -289,11 +435,18 @@ export async function chatStream(options: BenchOptions, command: string): Promis
         result.latency.push(latency);
       }
     }
-    result.memory = await measureMemory(bench);
+    result.memory = await measureMemory(bench, Math.min(streams, LOADED_STREAMS));
+    for (const { streams: open, latency } of result.memory.readings) {
+      if (latency.failures > 0) result.problems.push(`with ${open} streams open: ${latency.failures} timed streams failed (${latency.firstFailure})`);
+    }
     if (result.memory.slots !== HELD_STREAMS) result.problems.push(`the gateway counted ${result.memory.slots} chat slots for ${HELD_STREAMS} open streams`);
     if (result.memory.streaming !== HELD_STREAMS) result.problems.push(`the chat service had ${result.memory.streaming} replies in progress for ${HELD_STREAMS} open streams`);
     for (const service of [bench.gateway, bench.chat]) {
       if (service.child.exitCode !== null || service.child.signalCode !== null) result.problems.push(`the ${service.name} exited:\n${service.output().slice(-2000)}`);
+    }
+    if (options.breakdown) {
+      result.sdk = await measureSdkMemory(bench, cleanup);
+      result.floor = await measureFloor(bench, cleanup);
     }
     return result;
   });
@@ -301,6 +454,8 @@ export async function chatStream(options: BenchOptions, command: string): Promis
   printRunHeading('chat-stream', command, machine, started, loadAverage());
   print(`fake Claude at zero latency; each streamed turn is "${MESSAGE}": a market_data tool round, then the answer (about 20 events)`);
   report(outcome, streams);
+  if (outcome.sdk !== undefined) reportSdk(outcome.sdk);
+  if (outcome.floor !== undefined) reportFloor(outcome.floor);
   if (outcome.problems.length > 0) {
     print();
     print(`FAILED: the figures are not valid: ${outcome.problems.join('; ')}`);
@@ -311,6 +466,43 @@ export async function chatStream(options: BenchOptions, command: string): Promis
 
 const ms = (value: number) => fixed(value, 2);
 const mib = (kib: number) => fixed(kib / 1024, 1);
+
+function reportFloor(floor: readonly FloorMemory[]): void {
+  print();
+  print('### Breakdown: the floor, what a Node 24 process holds per open event stream with nothing else in it (--breakdown)');
+  print();
+  print(
+    table(
+      ['process', 'RSS growth / 2,000, KB', 'marginal 1,000→2,000, KB', 'JS heap after GC, KB', 'buffers (external), KB'],
+      floor.flatMap(({ role, readings }) => {
+        const [idle, half, full] = readings;
+        if (idle === undefined || half === undefined || full === undefined) return [];
+        const per = (kib: number, streams: number) => fixed((kib * 1024) / streams / 1000, 1);
+        return [
+          [
+            FLOOR_LABELS[role],
+            per(full.reading.rss - idle.reading.rss, full.streams),
+            per(full.reading.rss - half.reading.rss, full.streams - half.streams),
+            per(full.reading.heapUsed - idle.reading.heapUsed, full.streams),
+            per(full.reading.external - idle.reading.external, full.streams),
+          ],
+        ];
+      }),
+    ),
+  );
+}
+
+function reportSdk(sdk: readonly SdkMemory[]): void {
+  print();
+  print('### Breakdown: memory per open model stream, the Anthropic SDK alone (--breakdown; a process of its own, no HTTP server)');
+  print();
+  print(
+    table(
+      ['variant', 'streams', 'JS heap after GC, KB', 'V8 heap held, KB', 'buffers (external), KB', 'RSS, KB'],
+      sdk.map((entry) => [entry.variant, thousands(entry.streams), fixed(entry.heapUsedKB, 1), fixed(entry.heapTotalKB, 1), fixed(entry.externalKB, 1), fixed(entry.rssKB, 1)]),
+    ),
+  );
+}
 
 function report(outcome: Outcome, streams: number): void {
   print();
@@ -360,6 +552,8 @@ function report(outcome: Outcome, streams: number): void {
       fixed(total, 1),
       fixed(marginal, 1),
       fixed(perStream(at(full).heapUsed - at(idle).heapUsed, full.streams), 1),
+      fixed(perStream(at(full).heapTotal - at(idle).heapTotal, full.streams), 1),
+      fixed(perStream(at(full).external - at(idle).external, full.streams), 1),
       `≤ ${TARGET_KB_PER_STREAM}`,
       `${total <= TARGET_KB_PER_STREAM ? 'yes' : 'NO'} / ${marginal <= TARGET_KB_PER_STREAM ? 'yes' : 'NO'}`,
     ];
@@ -374,6 +568,8 @@ function report(outcome: Outcome, streams: number): void {
         `RSS growth / ${thousands(full.streams)}, KB`,
         `marginal ${thousands(half.streams)}→${thousands(full.streams)}, KB`,
         'JS heap after GC, KB',
+        'V8 heap held, KB',
+        'buffers (external), KB',
         'target KB',
         'met (growth / marginal)',
       ],
@@ -382,8 +578,28 @@ function report(outcome: Outcome, streams: number): void {
   );
   print();
   print(
-    '(KB per stream; every reading is taken after a full garbage collection. "RSS growth" divides the whole growth by the streams, so it includes one-off costs such as V8 enlarging its young generation under load; "marginal" is the slope between the two loads; "JS heap after GC" is the heap the streams keep in use.)',
+    '(KB per stream; every reading is taken after a full garbage collection. "RSS growth" divides the whole growth by the streams, so it includes one-off costs such as V8 enlarging its young generation under load; "marginal" is the slope between the two loads; "JS heap after GC" is the heap the streams keep in use, "V8 heap held" what V8 keeps for it (free space in its pages included), "buffers" memory outside the heap owned by JS objects. The rest of RSS is native: sockets, HTTP parsers, the allocator.)',
   );
+  print();
+  print(`### Time to first event while other streams are held open (gateway → chat service, new conversations, one at a time)`);
+  print();
+  print(
+    table(
+      ['streams open', 'timed streams', 'first event p50 ms', 'p90', 'p99', 'max', 'to done p50', 'to done p99', 'failed'],
+      memory.readings.map(({ streams, latency }) => [
+        thousands(streams),
+        thousands(latency.first.count),
+        ms(latency.first.p50),
+        ms(latency.first.p90),
+        ms(latency.first.p99),
+        ms(latency.first.max),
+        ms(latency.done.p50),
+        ms(latency.done.p99),
+        String(latency.failures),
+      ]),
+    ),
+  );
+  print();
   print(
     `opened in ${fixed(memory.openingS, 1)} s, ${OPENING_CONCURRENCY} at a time; while open the gateway held ${thousands(memory.slots)} chat slots and the chat service ${thousands(memory.streaming)} replies in progress; after the clients left, ${thousands(memory.interrupted)} replies were recorded as interrupted`,
   );

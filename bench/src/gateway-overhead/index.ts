@@ -15,7 +15,7 @@ import { failuresOf, runLoad, type LoadResult } from '../lib/load';
 import { describeMachine, formatMachine } from '../lib/machine';
 import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
-import { Cleanup, REPO_ROOT, freePort, startNodeProcess, waitUntilReady, type NodeProcess } from '../lib/processes';
+import { BENCH_LOG_LEVEL, Cleanup, REPO_ROOT, freePort, startNodeProcess, waitUntilReady, type NodeProcess } from '../lib/processes';
 import { summariseProfile } from '../lib/profile';
 import { NEWS_PATH, NEWS_REQUEST, NEWS_RESPONSE_BODY } from './fixture';
 
@@ -38,8 +38,10 @@ const NEWS_LIMIT = 1_000_000;
 const DIRECT_SIGNATURE_VALIDITY_MS = 6 * 60 * 60 * 1000;
 const TARGET_P50_ADDED_MS = 1;
 const TARGET_THROUGHPUT_RATIO = 0.5;
+/** Connections of the third load level (after 1 and --connections). */
+const CROWD_CONNECTIONS = 50;
 
-type ModeId = 'latency' | 'throughput';
+type ModeId = 'latency' | 'throughput' | 'crowd';
 interface Mode {
   id: ModeId;
   title: string;
@@ -146,12 +148,12 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
     DATABASE_URL: database.url,
     INTERNAL_SIGNING_SECRET: secret,
     NEWS_URL: `http://127.0.0.1:${ports.news}`,
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: BENCH_LOG_LEVEL,
   });
   const envs: Record<Server, { entry: string; env: Record<string, string> }> = {
     news: {
       entry: serverEntry,
-      env: { BENCH_ROLE: 'news', PORT: String(ports.news), INTERNAL_SIGNING_SECRET: secret, BENCH_MAX_SKEW_MS: String(DIRECT_SIGNATURE_VALIDITY_MS), LOG_LEVEL: 'warn' },
+      env: { BENCH_ROLE: 'news', PORT: String(ports.news), INTERNAL_SIGNING_SECRET: secret, BENCH_MAX_SKEW_MS: String(DIRECT_SIGNATURE_VALIDITY_MS), LOG_LEVEL: BENCH_LOG_LEVEL },
     },
     bare: { entry: serverEntry, env: { BENCH_ROLE: 'bare', PORT: String(ports.bare) } },
     gateway: { entry: 'services/gateway/src/main.ts', env: gatewayEnv(ports.gateway) },
@@ -276,6 +278,7 @@ export async function gatewayOverhead(options: BenchOptions, command: string): P
   const modes: Mode[] = [
     { id: 'latency', title: 'Latency: 1 connection, one request at a time', connections: 1 },
     { id: 'throughput', title: `Throughput: ${options.connections} connections, pipelining 1 (closed loop, saturating)`, connections: options.connections },
+    { id: 'crowd', title: `More clients: ${CROWD_CONNECTIONS} connections, pipelining 1 (closed loop)`, connections: CROWD_CONNECTIONS },
   ];
   const cleanup = new Cleanup();
   const onSignal = (signal: NodeJS.Signals) => {
@@ -354,6 +357,32 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
           `added: p50 +${ms(noLimit.latencyMs.p50 - direct.latencyMs.p50)} ms, p99 +${ms(noLimit.latencyMs.p99 - direct.latencyMs.p99)} ms`,
       );
     }
+  }
+
+  const levels = modes.flatMap((mode) => {
+    const direct = find(mode.id, 'direct')?.result;
+    const viaGateway = find(mode.id, 'gateway')?.result;
+    return direct && viaGateway ? [{ mode, direct, viaGateway }] : [];
+  });
+  if (levels.length > 1) {
+    print();
+    print('### How the overhead grows with load (closed loop: more connections, more requests in flight)');
+    print();
+    print(
+      table(
+        ['connections', 'direct req/s', 'gateway req/s', 'gateway/direct', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 ms', 'added p99 ms'],
+        levels.map(({ mode, direct, viaGateway }) => [
+          String(mode.connections),
+          thousands(direct.rps),
+          thousands(viaGateway.rps),
+          `${fixed(viaGateway.rps / direct.rps, 2)}×`,
+          `${ms(direct.latencyMs.p50)} / ${ms(direct.latencyMs.p99)}`,
+          `${ms(viaGateway.latencyMs.p50)} / ${ms(viaGateway.latencyMs.p99)}`,
+          `+${ms(viaGateway.latencyMs.p50 - direct.latencyMs.p50)}`,
+          `+${ms(viaGateway.latencyMs.p99 - direct.latencyMs.p99)}`,
+        ]),
+      ),
+    );
   }
 
   print();

@@ -22,7 +22,7 @@ function required(name: string): string {
 }
 
 function newsStandIn(): express.Express {
-  const logger = createLogger({ service: 'news-stand-in', level: process.env.LOG_LEVEL ?? 'warn' });
+  const logger = createLogger({ service: 'news-stand-in', level: required('LOG_LEVEL') });
   const secret = required('INTERNAL_SIGNING_SECRET');
   // The direct measurement sends one set of identity headers, signed once at the start of the run; the
   // allowed skew is widened so that it stays valid for the run. Checking costs the same at any age.

@@ -25,7 +25,22 @@ import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
-import { cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, systemCpuDelta, type SystemCpuDelta, systemCpuSnapshot } from '../lib/system';
+import { totalMs } from '../lib/cpu';
+import {
+  coreShare,
+  CPU_GROUPS,
+  cpuTables,
+  exitedProcesses,
+  loadAverage,
+  othersMs,
+  printRunHeading,
+  SERVICE_LABELS,
+  type ServiceName,
+  startBenchSystem,
+  systemCpuDelta,
+  type SystemCpuDelta,
+  systemCpuSnapshot,
+} from '../lib/system';
 
 const TARGET_P50_MS = 50;
 const TARGET_P99_MS = 150;
@@ -40,12 +55,23 @@ const SLOW_POLL_INTERVAL_MS = 100;
 const DEFAULT_RATE = 10;
 /** Concurrent submissions of the burst. */
 const BURST_SUBMITTERS = 16;
+/** The other rates of the latency-by-load table (besides the main measurement's rate). */
+const LEVEL_RATES = [5, 20, 40];
 
 interface Settings {
   jobs: number;
   rate: number;
   burst: number;
   warmupJobs: number;
+  /** Jobs per load level of the latency-by-load table. */
+  levelJobs: number;
+}
+
+interface Level {
+  rate: number;
+  timed: TimedJob[];
+  submitSeconds: number;
+  cpu: SystemCpuDelta;
 }
 
 type Window = { fromUs: number; toUs: number };
@@ -60,6 +86,8 @@ interface Outcome {
   latencyCpu?: SystemCpuDelta;
   latencyWindow?: Window;
   burst?: { ids: string[]; submitS: number; traces: JobTrace[]; cpu: SystemCpuDelta; window: Window; elapsedS: number };
+  /** The latency at other submission rates (the main measurement is one of the rows). */
+  levels: Level[];
   relayLeader: string;
   profiles: Partial<Record<ServiceName, string>>;
 }
@@ -92,7 +120,7 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     cleanup.add('close the HTTP client', () => Promise.resolve(client.close()));
     const gateway: Gateway = { client, url: system.gatewayUrl, apiKey: system.apiKey };
     const requests = new NewsRequests();
-    const outcome: Outcome = { problems: [], timed: [], traces: [], lags: [], submitSeconds: 0, relayLeader: 'none', profiles: system.profiles };
+    const outcome: Outcome = { problems: [], timed: [], traces: [], lags: [], submitSeconds: 0, relayLeader: 'none', profiles: system.profiles, levels: [] };
 
     // The first job waits for the worker to join its Kafka consumer group; the warm-up also warms the JIT.
     note(`warm-up: ${settings.warmupJobs} jobs at 10 jobs/s (the first one waits for the worker's consumer group)`);
@@ -112,6 +140,16 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     outcome.lags = await eventLags(system.pool, latency.timed.map((job) => job.jobId));
     outcome.relayLeader = await relayLeader(system.pool);
     if (outcome.problems.length > 0) return outcome;
+    outcome.levels.push({ rate: settings.rate, timed: latency.timed, submitSeconds: latency.seconds, cpu: outcome.latencyCpu });
+
+    for (const rate of LEVEL_RATES.filter((entry) => entry !== settings.rate)) {
+      note(`latency by load: ${settings.levelJobs} jobs at ${rate} jobs/s, polled the same way (${settings.levelJobs / rate} s)`);
+      const levelBefore = await systemCpuSnapshot(system);
+      const level = await paced(gateway, requests, settings.levelJobs, rate, 60_000, outcome.problems);
+      outcome.levels.push({ rate, timed: level.timed, submitSeconds: level.seconds, cpu: systemCpuDelta(levelBefore, await systemCpuSnapshot(system)) });
+      if (outcome.problems.length > 0) return outcome;
+    }
+    outcome.levels.sort((a, b) => a.rate - b.rate);
 
     note(`worker throughput: a burst of ${settings.burst} jobs, submitted ${BURST_SUBMITTERS} at a time, until all are finished`);
     const burstBefore = await systemCpuSnapshot(system);
@@ -154,6 +192,7 @@ export async function jobPipeline(options: BenchOptions, command: string): Promi
     rate: options.rate ?? DEFAULT_RATE,
     burst: options.quick ? 100 : 200,
     warmupJobs: options.quick ? 10 : 20,
+    levelJobs: options.quick ? 50 : 200,
   };
   const machine = describeMachine();
   const started = performance.now();
@@ -251,6 +290,35 @@ function report(settings: Settings, outcome: Outcome): void {
           const statuses = [...new Set(lags.map((lag) => lag.status))].join('/');
           const stats = percentiles(lags.map((lag) => lag.lagMs));
           return [`${position}. ${statuses}`, thousands(stats.count), ms(stats.p50), ms(stats.p90), ms(stats.p99), ms(stats.max), ms(stats.mean)];
+        }),
+      ),
+    );
+  }
+
+  if (outcome.levels.length > 1) {
+    print();
+    print('### Latency by load: POST → `completed` (client view) at several submission rates, polled the same way');
+    print();
+    print(
+      table(
+        ['jobs/s submitted', 'jobs', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'POST → 202 p99 ms', 'polls per job', 'CPU per job, all processes, ms', 'machine busy %', 'others %'],
+        outcome.levels.map(({ rate, timed: jobs, submitSeconds, cpu }) => {
+          const stats = percentiles(jobs.map((job) => job.completedMs));
+          const accepted = percentiles(jobs.map((job) => job.acceptMs));
+          const ours = CPU_GROUPS.reduce((sum, group) => sum + totalMs(cpu.byGroup[group]), 0);
+          return [
+            `${fixed(jobs.length / submitSeconds, 1)}${rate === settings.rate ? ' (main)' : ''}`,
+            thousands(jobs.length),
+            ms(stats.p50),
+            ms(stats.p90),
+            ms(stats.p99),
+            ms(stats.max),
+            ms(accepted.p99),
+            fixed(jobs.reduce((sum, job) => sum + job.polls, 0) / Math.max(1, jobs.length), 1),
+            fixed(ours / Math.max(1, jobs.length), 1),
+            cpu.machine === null ? 'n/a' : coreShare(cpu.machine.busyMs, cpu.wallMs),
+            coreShare(othersMs(cpu), cpu.wallMs),
+          ];
         }),
       ),
     );

@@ -1,6 +1,7 @@
 // Child processes of a benchmark (the servers under load) and the clean-up that must run however the benchmark
 // ends: every child is stopped by its pid, every database dropped, also on an error or Ctrl-C.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -74,14 +75,59 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The log level the services run at: the production one (k8s/base/kustomization.yaml and docker-compose.yml set
+ * LOG_LEVEL=info), so that every request pays for its access log line as it does in production.
+ */
+export const BENCH_LOG_LEVEL = 'info';
+
+/**
+ * Where the run's processes write stdout and stderr: a file each, under bench/.logs/ (git-ignored), like a
+ * container runtime writing a pod's log. A file rather than a pipe to the runner: the runner is also the load
+ * generator, and reading tens of thousands of log lines a second would take CPU from it. The folder is removed
+ * when the process that made it exits, unless BENCH_KEEP_LOGS is set.
+ */
+let logDir: string | undefined;
+
+function logFile(name: string): string {
+  if (logDir === undefined) {
+    const dir = path.join(REPO_ROOT, 'bench/.logs', `${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    if (!process.env.BENCH_KEEP_LOGS) process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    logDir = dir;
+  }
+  return path.join(logDir, `${name.replace(/[^\w.-]+/g, '-')}-${Date.now()}.log`);
+}
+
+/** The last `bytes` of a file, for error messages. */
+function tailOf(file: string, bytes: number): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, bytes);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    return buffer.toString('utf8');
+  } catch (error) {
+    return `(could not read ${file}: ${error instanceof Error ? error.message : String(error)})`;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 export interface NodeProcessOptions {
   /** Shown in messages. */
   name: string;
-  /** A TypeScript entry point, relative to the repository root; run with tsx like `npm start` does. */
+  /** A TypeScript entry point, relative to `cwd`; run with tsx like `npm start` does. */
   entry: string;
   env: Record<string, string>;
   /** Extra node flags (e.g. --cpu-prof). */
   nodeFlags?: readonly string[];
+  /** The working directory (default: the repository root). */
+  cwd?: string;
+  /** Whether the child gets the runner's environment besides `env` (default true). */
+  inheritEnv?: boolean;
 }
 
 export interface NodeProcess {
@@ -90,28 +136,32 @@ export interface NodeProcess {
   readonly child: ChildProcess;
   /** The last few KB the process wrote, for the error message when it fails. */
   output(): string;
-  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. Resolves once it has exited. */
-  stop(graceMs?: number): Promise<void>;
+  /** Sends `signal` (SIGTERM), then SIGKILL if it has not exited after `graceMs`. Resolves once it has exited. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
 const OUTPUT_TAIL = 8 * 1024;
 
-/** Starts `node --conditions=development --import tsx <entry>` as a process of its own. */
-export function startNodeProcess({ name, entry, env, nodeFlags = [] }: NodeProcessOptions): NodeProcess {
-  const child = spawn(process.execPath, [...nodeFlags, '--conditions=development', '--import', 'tsx', path.join(REPO_ROOT, entry)], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Starts `node --conditions=development --import tsx <entry>` as a process of its own, its output to a file. */
+export function startNodeProcess({ name, entry, env, nodeFlags = [], cwd = REPO_ROOT, inheritEnv = true }: NodeProcessOptions): NodeProcess {
+  const file = logFile(name);
+  const fd = openSync(file, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(process.execPath, [...nodeFlags, '--conditions=development', '--import', 'tsx', path.resolve(cwd, entry)], {
+      cwd,
+      env: inheritEnv ? { ...process.env, ...env } : env,
+      stdio: ['ignore', fd, fd],
+    });
+  } finally {
+    closeSync(fd);
+  }
   if (child.pid === undefined) throw new Error(`could not start ${name}`);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
+  let spawnError = '';
   // A failure to spawn or signal the process is reported through its output (and waitUntilReady), not thrown.
-  child.on('error', (error) => keep(Buffer.from(`\n[bench] ${name}: ${error.message}\n`)));
+  child.on('error', (error) => {
+    spawnError += `\n[bench] ${name}: ${error.message}\n`;
+  });
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
@@ -121,15 +171,29 @@ export function startNodeProcess({ name, entry, env, nodeFlags = [] }: NodeProce
     name,
     pid,
     child,
-    output: () => tail,
-    async stop(graceMs = 10_000) {
+    output: () => tailOf(file, OUTPUT_TAIL) + spawnError,
+    async stop(signal = 'SIGTERM', graceMs = 15_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
+      child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Starts a service (`services/<dir>/src/main.ts`) the way the system tests do (e2e/src/system.ts: the service's
+ * folder, tsx, PATH and the given environment only), at the production log level.
+ */
+export function startService(name: string, dir: string, env: Record<string, string>): NodeProcess {
+  return startNodeProcess({
+    name,
+    entry: 'src/main.ts',
+    cwd: path.join(REPO_ROOT, 'services', dir),
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: BENCH_LOG_LEVEL, ...env },
+    inheritEnv: false,
+  });
 }
 
 /** Waits until `url` answers 200, failing early when the process exits and after `timeoutMs`. */

@@ -3,12 +3,14 @@
 // of infra/kafka under a topic prefix of the run's own, the fake Claude (offline analyst, zero latency) and the
 // fake Finnhub in a process of their own.
 //
-// The services are started the way the system tests start them (e2e/src/system.ts): the same `startService`
-// (`node --conditions=development --import tsx src/main.ts` in the service's folder), the same `sharedEnv`, and
-// the composition of `startSystem`, repeated here because that helper does not expose the services' ports (the
-// status-poll scenario also measures the jobs service directly) or their environment per service (--profile).
-// Nothing else differs: LOG_LEVEL=warn, JOB_REAPER_INTERVAL_MS=250 for the jobs service, one news worker with the
-// default configuration.
+// The services are started the way the system tests start them (e2e/src/system.ts): `node --conditions=development
+// --import tsx src/main.ts` in the service's folder, the same `sharedEnv`, and the composition of `startSystem`,
+// repeated here because that helper does not expose the services' ports (the status-poll scenario also measures
+// the jobs service directly) or their environment per service (--profile). Two things differ, both towards
+// production: LOG_LEVEL=info (the level of k8s/base and docker-compose.yml; the system tests run at warn), and
+// each process writes its log to a file instead of a pipe to the runner (see lib/processes.ts).
+// JOB_REAPER_INTERVAL_MS=250 for the jobs service, as in the system tests; one news worker with the default
+// configuration.
 //
 // Clean-up (registered on `cleanup`, run last-registered first): stop the services and the fakes, delete the
 // run's Kafka topics and consumer groups, drop the database.
@@ -19,12 +21,12 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { createPool, type Pool } from '@fin/db';
-import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess } from '@fin/e2e/src/system';
+import { freePort, sharedEnv } from '@fin/e2e/src/system';
 import { createTestDatabase, testKafka, uniqueName, type TestDatabase } from '@fin/testing';
 import { cpuSnapshot, machineCpu, ownCpuTime, totalMs, type CpuTime, type MachineCpu } from './cpu';
 import { formatMachine, type Machine } from './machine';
 import { fixed, note, print, table } from './output';
-import { type Cleanup, REPO_ROOT, startNodeProcess, type NodeProcess } from './processes';
+import { type Cleanup, REPO_ROOT, startNodeProcess, startService, waitUntilReady, type NodeProcess } from './processes';
 
 export const SERVICES = ['gateway', 'newsApi', 'newsWorker', 'jobs'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -40,7 +42,9 @@ export interface BenchSystem {
   gatewayUrl: string;
   /** The jobs service itself (requests must carry identity headers signed with `secret`). */
   jobsUrl: string;
-  services: Record<ServiceName, ServiceProcess>;
+  /** The news API role itself (requests must carry identity headers signed with `secret`). */
+  newsUrl: string;
+  services: Record<ServiceName, NodeProcess>;
   fakes: NodeProcess;
   /** INTERNAL_SIGNING_SECRET shared by the services. */
   secret: string;
@@ -150,7 +154,6 @@ export async function startBenchSystem(cleanup: Cleanup, { scenario, profile = [
   const env: Record<string, string> = {
     ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }),
     KAFKA_TOPIC_PREFIX: topicPrefix,
-    LOG_LEVEL: 'warn',
   };
   const secret = env.INTERNAL_SIGNING_SECRET ?? randomBytes(32).toString('hex');
   // Registered before the services, so that it runs after they stopped.
@@ -169,7 +172,7 @@ export async function startBenchSystem(cleanup: Cleanup, { scenario, profile = [
 
   note('starting the gateway, the jobs service, the news API and one news worker, each a process of its own');
   const [gatewayPort, newsPort, jobsPort] = [await freePort(), await freePort(), await freePort()];
-  const services: Record<ServiceName, ServiceProcess> = {
+  const services: Record<ServiceName, NodeProcess> = {
     jobs: startService('jobs', 'jobs', { ...env, PORT: String(jobsPort), JOB_REAPER_INTERVAL_MS: '250', ...profiled('jobs') }),
     newsApi: startService('news-api', 'news', { ...env, NEWS_ROLE: 'api', PORT: String(newsPort), ...profiled('newsApi') }),
     gateway: startService('gateway', 'gateway', {
@@ -200,9 +203,9 @@ export async function startBenchSystem(cleanup: Cleanup, { scenario, profile = [
   const jobsUrl = `http://127.0.0.1:${jobsPort}`;
   const [key] = await Promise.all([
     tenantSetup,
-    waitUntilReady(`${jobsUrl}/readyz`, services.jobs, 90_000),
-    waitUntilReady(`http://127.0.0.1:${newsPort}/readyz`, services.newsApi, 90_000),
-    waitUntilReady(`${gatewayUrl}/readyz`, services.gateway, 90_000),
+    waitUntilReady(services.jobs, `${jobsUrl}/readyz`, 90_000),
+    waitUntilReady(services.newsApi, `http://127.0.0.1:${newsPort}/readyz`, 90_000),
+    waitUntilReady(services.gateway, `${gatewayUrl}/readyz`, 90_000),
   ]);
   if (services.newsWorker.child.exitCode !== null) throw new Error(`the news worker exited:\n${services.newsWorker.output()}`);
   const { rows } = await pool.query<{ id: string }>('SELECT id::text AS id FROM tenants WHERE name = $1', [TENANT]);
@@ -212,6 +215,7 @@ export async function startBenchSystem(cleanup: Cleanup, { scenario, profile = [
   return {
     gatewayUrl,
     jobsUrl,
+    newsUrl: `http://127.0.0.1:${newsPort}`,
     services,
     fakes,
     secret,

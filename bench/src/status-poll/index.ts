@@ -12,6 +12,7 @@ import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
+import { runFixedRate, type FixedRateResult } from '../lib/rate';
 import { type BenchSystem, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
 
 const TARGET_RPS = 5000;
@@ -19,6 +20,8 @@ const TARGET_P99_MS = 10;
 const BACKGROUND_JOBS_PER_S = 50;
 /** A signature of the direct requests is reused this long (the jobs service accepts 30 s of skew). */
 const SIGNATURE_REUSE_MS = 10_000;
+/** Fixed rates of the latency-by-load table, through the gateway; those above 90 % of saturation give way to that rate. */
+const RATES = [500, 1000, 2000, 4000];
 
 type TargetId = 'gateway' | 'gateway50' | 'direct';
 
@@ -33,10 +36,18 @@ interface Measurement {
   createdPerS: number;
 }
 
+interface Level {
+  rate: number;
+  result: FixedRateResult;
+  cpu: SystemCpuDelta;
+  createdPerS: number;
+}
+
 interface Outcome {
   problems: string[];
   seeded: number;
   measurements: Measurement[];
+  levels: Level[];
   background: { created: number; seconds: number; counts: JobCounts } | undefined;
   profiles: Partial<Record<ServiceName, string>>;
 }
@@ -122,11 +133,11 @@ async function measure(options: BenchOptions): Promise<Outcome> {
   return withCleanup(async (cleanup) => {
     const profiled: ServiceName[] = options.profile ? ['gateway', 'jobs'] : [];
     const system = await startBenchSystem(cleanup, { scenario: 'status-poll', profile: profiled });
-    const client = createHttpClient({ maxSockets: 128 });
+    const client = createHttpClient({ maxSockets: 256 });
     cleanup.add('close the HTTP client', () => Promise.resolve(client.close()));
     const gateway: Gateway = { client, url: system.gatewayUrl, apiKey: system.apiKey };
     const requests = new NewsRequests();
-    const outcome: Outcome = { problems: [], seeded: 0, measurements: [], background: undefined, profiles: system.profiles };
+    const outcome: Outcome = { problems: [], seeded: 0, measurements: [], levels: [], background: undefined, profiles: system.profiles };
 
     const seedCount = options.quick ? 50 : 200;
     note(`creating ${seedCount} jobs to poll, and waiting until they are completed`);
@@ -171,6 +182,26 @@ async function measure(options: BenchOptions): Promise<Outcome> {
       const createdPerS = (background.ids.length - createdBefore) / result.durationS;
       if (failuresOf(result) !== '') outcome.problems.push(`${target}: ${failuresOf(result)}`);
       outcome.measurements.push({ target, label, connections, result, cpu, window, createdPerS });
+    }
+
+    // Latency by load: polls through the gateway at fixed rates (open loop), the background jobs still running.
+    const ceiling = Math.max(...outcome.measurements.filter((entry) => entry.target !== 'direct').map((entry) => entry.result.rps));
+    const rates = RATES.filter((rate) => rate <= 0.9 * ceiling);
+    const top = Math.round((0.9 * ceiling) / 50) * 50;
+    if (rates.length < RATES.length && top > 0 && !rates.includes(top)) rates.push(top);
+    rates.sort((a, b) => a - b);
+    const send = () =>
+      client.request('GET', `${system.gatewayUrl}${nextPath()}`, { 'x-api-key': system.apiKey }, undefined, 10_000).then(
+        (answer) => answer.status === 200,
+        () => false,
+      );
+    for (const rate of rates) {
+      note(`gateway → jobs service at ${rate} polls/s (open loop): ${options.warmupS} s warm-up, ${options.durationS} s measured`);
+      await runFixedRate({ rate, durationS: options.warmupS, send });
+      const createdBefore = background.ids.length;
+      const { result, cpu } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send }));
+      if (result.failed > 0 || result.unfinished > 0) outcome.problems.push(`${rate} polls/s: ${result.failed} failed, ${result.unfinished} unanswered`);
+      outcome.levels.push({ rate, result, cpu, createdPerS: (background.ids.length - createdBefore) / result.durationS });
     }
 
     const seconds = await background.stop();
@@ -242,6 +273,28 @@ function report(outcome: Outcome): void {
           `by the end ${thousands(background.counts.completed)} completed, ${background.counts.failed} failed, ${thousands(background.counts.unfinished)} still queued for the one worker`,
       );
     }
+    if (outcome.levels.length > 0) {
+      print();
+      print('### Latency by load: polls through the gateway at fixed rates (open loop), the background jobs still running');
+      print();
+      print(
+        table(
+          ['offered polls/s', 'answered/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'failed/unanswered', 'schedule lag p99 ms', 'jobs created/s meanwhile'],
+          outcome.levels.map(({ result, createdPerS }) => [
+            thousands(result.offeredRate),
+            thousands(result.achievedRate),
+            ms(result.latencyMs.p50),
+            ms(result.latencyMs.p90),
+            ms(result.latencyMs.p99),
+            ms(result.latencyMs.max),
+            thousands(result.ok),
+            `${result.failed}/${result.unfinished}`,
+            ms(result.scheduleLagMs.p99),
+            fixed(createdPerS, 1),
+          ]),
+        ),
+      );
+    }
     if (gateway) {
       const best = Math.max(...measurements.filter((entry) => entry.target !== 'direct').map((entry) => entry.result.rps));
       print();
@@ -263,7 +316,10 @@ function report(outcome: Outcome): void {
     print();
     print(
       cpuTables(
-        measurements.map(({ label, connections, result, cpu }) => ({ label: `${label}, ${connections} conn.`, delta: cpu, units: result.requests })),
+        [
+          ...measurements.map(({ label, connections, result, cpu }) => ({ label: `${label}, ${connections} conn.`, delta: cpu, units: result.requests })),
+          ...outcome.levels.map(({ rate, result, cpu }) => ({ label: `gateway → jobs service, ${thousands(rate)} polls/s`, delta: cpu, units: result.ok })),
+        ],
         { unit: 'status request (background job work included)', scale: 'µs' },
         ['runner', 'gateway', 'jobs', 'postgres', 'newsApi', 'newsWorker', 'fakes', 'kafka'],
       ),

@@ -20,6 +20,7 @@ import {
 } from './products';
 import type { CustomerToolSource, ToolProduct } from './tools';
 import type { StreamItem } from './stream';
+import { createHttpFetch } from './transport';
 
 /** Everything the products need from the AI: one object per process, created at start and closed at shutdown. */
 export interface AiEngine {
@@ -70,7 +71,10 @@ export async function createAiEngine({ config, logger, marketData, customerTools
   const offline = isOffline(config);
   let fake: FakeAnthropic | undefined;
   let client: Anthropic;
-  const clientOptions = { timeout: config.AI_TIMEOUT_MS, maxRetries: config.AI_MAX_RETRIES };
+  // The SDK's HTTP calls go through node:http (transport.ts): an open model stream holds less memory than over
+  // the SDK's default fetch, and chat keeps one open per streaming reply.
+  const transport = createHttpFetch();
+  const clientOptions = { timeout: config.AI_TIMEOUT_MS, maxRetries: config.AI_MAX_RETRIES, fetch: transport.fetch };
   if (offline) {
     fake = await startFakeAnthropic({ handler: offlineAnalyst(), recordRequests: false });
     client = new Anthropic({ apiKey: 'offline-mode', baseURL: fake.url, ...clientOptions });
@@ -106,6 +110,7 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     chat: (input, ctx) => deferred(async () => streamChat(deps, input, await withTools(ctx, 'chat'))),
     async close() {
       await customerTools?.close?.();
+      transport.close();
       await fake?.close();
     },
   };

@@ -27,10 +27,19 @@ export function defineTool<S extends z.ZodType>(tool: ToolDefinition<S>): ToolDe
   return tool;
 }
 
-/** The JSON Schema the API receives for a tool's input. */
-export function toolInputSchema(tool: ToolDefinition): Record<string, unknown> {
-  const schema = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  delete schema.$schema;
+// Converted once per schema: every model round sends the tools, and the SDK keeps each round's request for as
+// long as its stream is open (a fresh conversion per run was a copy of every description per open chat stream).
+const inputSchemas = new WeakMap<z.ZodType, Readonly<Record<string, unknown>>>();
+
+/** The JSON Schema the API receives for a tool's input (shared: never modify it). */
+export function toolInputSchema(tool: ToolDefinition): Readonly<Record<string, unknown>> {
+  let schema = inputSchemas.get(tool.input);
+  if (schema === undefined) {
+    const converted = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    delete converted.$schema;
+    schema = converted;
+    inputSchemas.set(tool.input, schema);
+  }
   return schema;
 }
 

@@ -1,7 +1,7 @@
 // POST /api/analysis
 import { z } from 'zod';
 import { CustomData, GenerationMeta, JobId, JobResultUrl, JobStatusUrl, StockSymbol, symbolList } from './common';
-import { fieldError, quote, requestObject } from './internal';
+import { UNSTORABLE_TEXT_MESSAGE, fieldError, isStorableText, quote, requestObject } from './internal';
 
 /** Longest prompt accepted, in UTF-16 code units (JavaScript string length) after trimming. */
 export const ANALYSIS_PROMPT_MAX = 8000;
@@ -104,6 +104,7 @@ export const AnalysisRequest = requestObject({
     .trim()
     .min(1, 'must not be empty')
     .max(ANALYSIS_PROMPT_MAX, `must be at most ${ANALYSIS_PROMPT_MAX} characters`)
+    .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
     .meta({ description: `The analysis question, 1 to ${ANALYSIS_PROMPT_MAX} characters (surrounding whitespace is removed).`, examples: ['How exposed is this portfolio to rising interest rates?'] }),
   symbols: symbolList({ min: 0, max: ANALYSIS_SYMBOLS_MAX }).optional(),
   portfolio_composition: PortfolioComposition.optional(),

@@ -1,6 +1,6 @@
 // POST /api/chat and GET /api/chat/stream
 import { z } from 'zod';
-import { fieldError, requestObject, uuid } from './internal';
+import { UNSTORABLE_TEXT_MESSAGE, fieldError, isStorableText, requestObject, uuid } from './internal';
 
 /** Longest chat message accepted, in UTF-16 code units (JavaScript string length) after trimming. */
 export const CHAT_MESSAGE_MAX = 4000;
@@ -17,7 +17,8 @@ const ChatMessage = z
   .string({ error: fieldError('must be a string') })
   .trim()
   .min(1, 'must not be empty')
-  .max(CHAT_MESSAGE_MAX, `must be at most ${CHAT_MESSAGE_MAX} characters`);
+  .max(CHAT_MESSAGE_MAX, `must be at most ${CHAT_MESSAGE_MAX} characters`)
+  .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 
 export const ChatRequest = requestObject({
   message: ChatMessage.meta({ description: `The user's message, 1 to ${CHAT_MESSAGE_MAX} characters (surrounding whitespace is removed).`, examples: ['How did Apple\'s services revenue develop last quarter?'] }),

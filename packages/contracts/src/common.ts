@@ -2,7 +2,7 @@
 // asynchronous job envelope.
 import ISO6391 from 'iso-639-1';
 import { z } from 'zod';
-import { dedupe, fieldError, maxJsonBytes, quote, uuid } from './internal';
+import { MAX_JSON_DEPTH, dedupe, fieldError, maxJsonBytes, quote, storableJson, uuid } from './internal';
 
 /**
  * A stock ticker after normalisation (trimmed, upper-cased):
@@ -77,10 +77,11 @@ export const CUSTOM_DATA_MAX_BYTES = 64 * 1024;
 /** Caller-supplied context (e.g. recent earnings) passed to the model as-is. */
 export const CustomData = z
   .record(z.string(), z.unknown(), { error: fieldError('must be a JSON object (not an array, string or number)') })
+  .superRefine(storableJson())
   .superRefine(maxJsonBytes(CUSTOM_DATA_MAX_BYTES))
   .meta({
     id: 'CustomData',
-    description: `Custom data supplied by the caller as a JSON object; at most ${CUSTOM_DATA_MAX_BYTES / 1024} KiB when serialised.`,
+    description: `Custom data supplied by the caller as a JSON object; at most ${CUSTOM_DATA_MAX_BYTES / 1024} KiB when serialised, nested at most ${MAX_JSON_DEPTH} levels deep, without NUL characters.`,
     examples: [{ recent_earnings: { quarter: 'Q3 2025', eps: 1.64 } }],
   });
 export type CustomData = z.infer<typeof CustomData>;

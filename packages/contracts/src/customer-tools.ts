@@ -2,7 +2,7 @@
 // The spec leaves the payloads open; they follow what function-calling APIs use: a name and description the
 // model sees, and a JSON Schema of the arguments (`input_schema`, as in the Anthropic tool definition).
 import { z } from 'zod';
-import { dedupe, fieldError, maxJsonBytes, quote, requestObject, uuid } from './internal';
+import { MAX_JSON_DEPTH, UNSTORABLE_TEXT_MESSAGE, dedupe, fieldError, isStorableText, maxJsonBytes, quote, requestObject, storableJson, uuid } from './internal';
 
 export const CUSTOMER_TOOL_NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/;
 export const CUSTOMER_TOOL_DESCRIPTION_MAX = 1024;
@@ -64,6 +64,7 @@ const CustomerToolEndpoint = z
   .max(CUSTOMER_TOOL_ENDPOINT_MAX, `must be at most ${CUSTOMER_TOOL_ENDPOINT_MAX} characters`)
   .regex(/^https:\/\//i, 'must be an absolute https:// URL')
   .refine((endpoint) => !hasCredentials(endpoint), 'must not contain a user name or password; put secrets in headers')
+  .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
   .meta({ description: `Absolute https:// URL of the customer's API, at most ${CUSTOMER_TOOL_ENDPOINT_MAX} characters, no credentials.`, examples: ['https://api.example.com/positions'] });
 
 function hasCredentials(endpoint: string): boolean {
@@ -85,10 +86,11 @@ export const ToolInputSchema = z
     { type: z.literal('object', { error: 'must be "object": a tool takes its arguments as a JSON object' }) },
     { error: fieldError('must be a JSON Schema object') },
   )
+  .superRefine(storableJson())
   .superRefine(maxJsonBytes(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES))
   .meta({
     id: 'ToolInputSchema',
-    description: `JSON Schema (draft 2020-12) of the tool's arguments; top-level type "object"; at most ${CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES / 1024} KiB.`,
+    description: `JSON Schema (draft 2020-12) of the tool's arguments; top-level type "object"; at most ${CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES / 1024} KiB, nested at most ${MAX_JSON_DEPTH} levels deep.`,
     examples: [{ type: 'object', properties: { account: { type: 'string' } }, required: ['account'] }],
   });
 export type ToolInputSchema = z.infer<typeof ToolInputSchema>;
@@ -139,6 +141,7 @@ const toolFields = {
     .trim()
     .min(1, 'must not be empty')
     .max(CUSTOMER_TOOL_DESCRIPTION_MAX, `must be at most ${CUSTOMER_TOOL_DESCRIPTION_MAX} characters`)
+    .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
     .meta({ description: 'What the tool does and when to use it; the model reads this to decide whether to call it.' }),
   endpoint: CustomerToolEndpoint,
   method: CustomerToolMethod.default('POST'),

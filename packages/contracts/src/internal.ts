@@ -2,11 +2,62 @@
 // are not part of the package's API.
 import { z } from 'zod';
 
-/** A value quoted for an error message, cut short so a hostile 1 MB string cannot bloat the detail. */
+/**
+ * A value quoted for an error message, cut short so a hostile 1 MB string cannot bloat the detail. Arrays and
+ * objects are named, not printed: String() of a deeply nested array recurses until the stack runs out.
+ */
 export function quote(value: unknown, max = 40): string {
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object' && value !== null) return 'an object';
   const text = typeof value === 'string' ? value : String(value);
   const cut = text.length > max ? `${text.slice(0, max)}…` : text;
   return JSON.stringify(cut);
+}
+
+/**
+ * What Postgres cannot store, so a request carrying it could only fail later, with a 500: the NUL character
+ * (neither text columns nor jsonb hold it) and UTF-16 surrogates without their pair (jsonb refuses their escapes).
+ */
+// eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern is for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const UNSTORABLE_TEXT_MESSAGE = 'must not contain the NUL character or unpaired surrogates';
+
+/** True when `text` can be stored (see UNSTORABLE). */
+export function isStorableText(text: string): boolean {
+  return !UNSTORABLE.test(text);
+}
+
+/** Deepest nesting accepted in free-form JSON (custom data, tool input schemas). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * A check of free-form JSON (custom data, tool input schemas) that every later step can handle: nested at most
+ * `maxDepth` levels (recursive serialisers, prompt rendering and Postgres all have stack limits), and no string or
+ * key Postgres cannot store. Iterative, so a value nested 100,000 deep is refused rather than overflowing here.
+ */
+export function storableJson(maxDepth = MAX_JSON_DEPTH) {
+  return (value: unknown, ctx: z.RefinementCtx): void => {
+    const pending: { node: unknown; depth: number; path: PropertyKey[] }[] = [{ node: value, depth: 1, path: [] }];
+    let unstorable: PropertyKey[] | undefined;
+    while (pending.length > 0) {
+      const { node, depth, path } = pending.pop() as { node: unknown; depth: number; path: PropertyKey[] };
+      if (typeof node === 'string') {
+        if (unstorable === undefined && !isStorableText(node)) unstorable = path;
+        continue;
+      }
+      if (typeof node !== 'object' || node === null) continue;
+      if (depth > maxDepth) {
+        // continue: false skips the checks after this one (the size check would fail to serialise it).
+        ctx.addIssue({ code: 'custom', message: `must be nested at most ${maxDepth} levels deep`, continue: false });
+        return;
+      }
+      for (const [key, child] of Object.entries(node)) {
+        if (unstorable === undefined && !isStorableText(key)) unstorable = path;
+        pending.push({ node: child, depth: depth + 1, path: [...path, Array.isArray(node) ? Number(key) : key] });
+      }
+    }
+    if (unstorable !== undefined) ctx.addIssue({ code: 'custom', path: unstorable, message: UNSTORABLE_TEXT_MESSAGE });
+  };
 }
 
 /** Removes repeated values, keeping the first occurrence of each and the original order. */

@@ -12,15 +12,31 @@ export interface PoolOptions {
   max?: number;
   /** Called for errors on idle connections (e.g. the server restarted); such errors must not crash the process. */
   onIdleError?: (error: Error) => void;
+  /** Server settings for every session of the pool (sent when each connection starts), e.g. `synchronous_commit`. */
+  sessionSettings?: Readonly<Record<string, string>>;
 }
 
-export function createPool({ connectionString, applicationName, max = 10, onIdleError }: PoolOptions): pg.Pool {
+const SETTING_NAME = /^[a-z_][a-z0-9_.]*$/;
+const SETTING_VALUE = /^[\w.-]+$/;
+
+/** `-c name=value …`, the startup `options` of a Postgres connection. Names and values are code, never input. */
+function startupOptions(settings: Readonly<Record<string, string>>): string | undefined {
+  const entries = Object.entries(settings);
+  for (const [name, value] of entries) {
+    if (!SETTING_NAME.test(name) || !SETTING_VALUE.test(value)) throw new TypeError(`not a plain session setting: ${name}=${value}`);
+  }
+  return entries.length === 0 ? undefined : entries.map(([name, value]) => `-c ${name}=${value}`).join(' ');
+}
+
+export function createPool({ connectionString, applicationName, max = 10, onIdleError, sessionSettings = {} }: PoolOptions): pg.Pool {
+  const options = startupOptions(sessionSettings);
   const pool = new pg.Pool({
     connectionString,
     application_name: applicationName,
     max,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
+    ...(options === undefined ? {} : { options }),
   });
   pool.on('error', (error) => onIdleError?.(error));
   return pool;
@@ -29,18 +45,28 @@ export function createPool({ connectionString, applicationName, max = 10, onIdle
 /**
  * Runs `work` in a transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws
  * (and the error is rethrown). The connection is released either way.
+ *
+ * The pool guards only its idle connections. A connection that dies while checked out (the server restarted
+ * mid-transaction) emits 'error' on its client, which with no listener would crash the process; here it is
+ * listened for (the statement in flight rejects anyway), and the broken connection is discarded on release.
  */
 export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (!broken) await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(broken);
   }
 }

@@ -20,6 +20,23 @@ function isBodyParserError(error: unknown): error is BodyParserError {
   return typeof candidate.type === 'string' && typeof candidate.status === 'number';
 }
 
+/**
+ * A body that does not decompress as its Content-Encoding says (gzip, deflate, br, zstd): body-parser passes the
+ * zlib error on with status 400 and no `type`. Recognised by zlib's error codes, so that no other error that
+ * happens to carry a status is mistaken for the client's fault.
+ */
+function isUndecodableBody(error: unknown): boolean {
+  if (!(error instanceof Error) || error instanceof AppError) return false;
+  const { status, code } = error as { status?: unknown; code?: unknown };
+  return status === 400 && typeof code === 'string' && /^(Z_|ZSTD_|ERR__ERROR_|ERR_BROTLI)/.test(code);
+}
+
+/** The router could not percent-decode a path parameter (e.g. `/api/customer-tools/%ff`): it throws URIError, status 400. */
+function isUndecodablePathParameter(error: unknown): boolean {
+  // By name, not instanceof: URIError may come from another realm (Jest's VM).
+  return error instanceof Error && error.name === 'URIError' && (error as { status?: unknown }).status === 400;
+}
+
 /** 262144 → "256 KiB". */
 export function formatBytes(bytes: number): string {
   if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
@@ -34,6 +51,8 @@ function withCause(error: AppError, cause: unknown): AppError {
 /** Whatever was thrown, as an AppError: its own, body-parser's with a readable detail, anything else a 500. */
 export function toHttpError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  if (isUndecodableBody(error)) return withCause(badRequest('The request body could not be decoded as its Content-Encoding says.'), error);
+  if (isUndecodablePathParameter(error)) return withCause(badRequest('The request path is not valid: a path segment is not valid percent-encoding.'), error);
   if (isBodyParserError(error)) {
     switch (error.type) {
       case 'entity.parse.failed':

@@ -15,6 +15,7 @@ export {
   unsupportedMediaType,
   type AppErrorOptions,
 } from './errors';
+export { answerClientErrors } from './client-errors';
 export { NOT_JSON_DETAIL, errorHandler, formatBytes, notFoundHandler, toHttpError } from './error-handler';
 export {
   REQUEST_ID_HEADER,

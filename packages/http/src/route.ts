@@ -62,7 +62,15 @@ export function route<P extends z.ZodType | undefined = undefined, Q extends z.Z
 
       const context = currentRequest();
       const input = { params, query, body } as RouteInput<P, Q, B>;
-      const result: unknown = await handler(input, { req, res, requestId: context?.requestId, logger: context?.logger });
+      const result: unknown = await handler(input, {
+        req,
+        res,
+        requestId: context?.requestId,
+        // Read on use: the request's child logger is only made when something logs.
+        get logger() {
+          return context?.logger;
+        },
+      });
       if (result !== undefined && !res.headersSent) res.json(result);
     } catch (error) {
       next(error);

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { ErrorBody } from '@fin/contracts';
 import express from 'express';
 import request from 'supertest';
@@ -70,6 +71,38 @@ describe('errorHandler', () => {
     expect(text.body).toEqual({ detail: 'The request body must be JSON, sent with Content-Type: application/json.', status_code: 415, type: 'unsupported_media_type' });
     const encoded = await request(app).post('/echo').set('Content-Type', 'application/json').set('Content-Encoding', 'x-unknown').send('{}').expect(415);
     expect(encoded.body.type).toBe('unsupported_media_type');
+  });
+
+  it('answers a body that does not decompress as its Content-Encoding says with 400, not 500', async () => {
+    const { logger } = captureLogger();
+    const app = appWith(logger, (a) => a.post('/echo', (req, res) => void res.json(req.body)));
+    const body = Buffer.from('{"symbols":["AAPL"]}');
+    for (const encoding of ['gzip', 'deflate', 'br', 'zstd']) {
+      const res = await request(app).post('/echo').set('Content-Type', 'application/json').set('Content-Encoding', encoding).send(body);
+      expect({ encoding, status: res.status, body: res.body as unknown }).toEqual({
+        encoding,
+        status: 400,
+        body: { detail: 'The request body could not be decoded as its Content-Encoding says.', status_code: 400, type: 'validation_error' },
+      });
+    }
+    const truncated = gzipSync(body).subarray(0, 12);
+    const cut = await request(app).post('/echo').set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').send(truncated);
+    expect(cut.status).toBe(400);
+    expect(ErrorBody.parse(cut.body).type).toBe('validation_error');
+  });
+
+  it('answers a path parameter that is not valid percent-encoding with 400, not 500', async () => {
+    const { logger } = captureLogger();
+    const app = appWith(logger, (a) => a.get('/tools/:id', (req, res) => void res.json({ id: req.params.id })));
+    for (const segment of ['%ff', '%zz', '%', '%E0%A4%A']) {
+      const res = await request(app).get(`/tools/${segment}`);
+      expect({ segment, status: res.status, body: res.body as unknown }).toEqual({
+        segment,
+        status: 400,
+        body: { detail: 'The request path is not valid: a path segment is not valid percent-encoding.', status_code: 400, type: 'validation_error' },
+      });
+    }
+    await request(app).get('/tools/%41').expect(200, { id: 'A' });
   });
 
   it('accepts a request without a body and without a content type', async () => {

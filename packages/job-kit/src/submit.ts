@@ -27,6 +27,8 @@ export interface CachedOutcome {
   kind: 'cached';
   jobId: string;
   result: Record<string, unknown>;
+  /** The job that produced the cached result: the result's identity (a completed job's result never changes). */
+  sourceJobId: string;
   /** When the cached result was produced (for the Age header). */
   producedAt: Date;
   expiresAt: Date;
@@ -81,7 +83,7 @@ async function fromCache(db: Queryable, params: SubmitParams, cacheKey: string):
       [jobId, params.tenantId, params.jobType, JSON.stringify(params.request), JSON.stringify(hit.result), cacheKey, hit.source_job],
     );
   }
-  return { kind: 'cached', jobId, result: hit.result, producedAt: hit.created_at, expiresAt: hit.expires_at };
+  return { kind: 'cached', jobId, result: hit.result, sourceJobId: hit.source_job, producedAt: hit.created_at, expiresAt: hit.expires_at };
 }
 
 function requestHash(jobType: string, request: Record<string, unknown>): Buffer {

@@ -8,7 +8,17 @@ export interface JobWorkerOptions extends AttemptOptions {
   run(job: JobToRun, ctx: RunContext): Promise<RunOutcome>;
   /** Jobs run at once by this process. */
   concurrency?: number;
+  /** Delay between retries of a job request whose handling failed (default 200 ms doubling to 10 s). */
+  requestBackoff?: { initialMs?: number; maxMs?: number };
 }
+
+/**
+ * Attempts at handling one job request before it is dead-lettered. Handling fails only when the database is
+ * unreachable (a run's own failures are reported through its attempt), and a dead-lettered request leaves its
+ * job pending with nobody to run it; so, as the jobs service does with job events, the worker keeps retrying
+ * (backoff up to 10 s: several minutes, longer than a database restart or failover) rather than give up.
+ */
+const REQUEST_MAX_ATTEMPTS = 50;
 
 export interface JobWorker {
   readonly workerId: string;
@@ -60,6 +70,8 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
         topic: jobRequestTopics[jobType],
         groupId: `${jobType}-workers`,
         concurrency: options.concurrency ?? 4,
+        maxAttempts: REQUEST_MAX_ATTEMPTS,
+        backoff: { initialMs: 200, maxMs: 10_000, ...options.requestBackoff },
         handler: (envelope) => handle(envelope.payload),
       });
       log.info('Worker consuming job requests');

@@ -1,9 +1,53 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
 import { createMemoryBus, createPublisher, jobRequestTopics, type MemoryEventBus } from '@fin/events';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import { createJobWorker, submitJob, type JobWorker, type JobWorkerOptions } from '../src';
 import { jobEvents } from './helpers';
+
+/** A TCP proxy to the database that can make it unreachable (connections cut and refused) and reachable again. */
+async function startDatabaseProxy(databaseUrl: string) {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  let reachable = true;
+  let refused = 0;
+  const server: Server = createServer((socket) => {
+    if (!reachable) {
+      refused += 1;
+      socket.destroy();
+      return;
+    }
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    const close = () => {
+      socket.destroy();
+      upstream.destroy();
+      sockets.delete(socket);
+      sockets.delete(upstream);
+    };
+    for (const end of [socket, upstream]) {
+      sockets.add(end);
+      end.on('error', close);
+      end.on('close', close);
+    }
+    socket.pipe(upstream).pipe(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(databaseUrl);
+  url.host = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  return {
+    url: url.toString(),
+    refused: () => refused,
+    down() {
+      reachable = false;
+      for (const socket of sockets) socket.destroy();
+    },
+    up() {
+      reachable = true;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 const logger = createLogger({ service: 'worker-test', level: 'silent' });
 
@@ -217,5 +261,34 @@ describe('job worker', () => {
     expect(after.lease_owner).toBeNull();
     expect(after.lease_expires_at!.getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
     expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
+  });
+
+  it('keeps retrying a job request while the database is unreachable, and runs the job once it is back', async () => {
+    const proxy = await startDatabaseProxy(db.url);
+    const unreliable = createPool({ connectionString: proxy.url, applicationName: 'worker-test-proxied', max: 4 });
+    const deadLetters: unknown[] = [];
+    const watch = await bus.subscribeDeadLetters({ topic: jobRequestTopics.news, groupId: 'dead-letter-watch', handler: async (letter) => void deadLetters.push(letter) });
+    try {
+      await startWorker({ pool: unreliable, requestBackoff: { initialMs: 10, maxMs: 20 } });
+      const jobId = await newJob();
+      proxy.down();
+      await request(jobId);
+      // Many more failed claims than a consumer's default attempts (5): the request is still being retried, not
+      // dead-lettered (which would leave the job pending with nobody to run it).
+      await waitFor(() => proxy.refused() >= 15, { what: 'the worker to keep trying to claim the job' });
+      proxy.up();
+      const list = await waitFor(async () => {
+        const found = await events(jobId);
+        return found.some((event) => event.status === 'completed') && found;
+      });
+      expect(list.map((event) => event.status)).toEqual(['running', 'completed']);
+      expect(deadLetters).toEqual([]);
+    } finally {
+      await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+      await watch.stop();
+      await unreliable.end();
+      proxy.down();
+      await proxy.close();
+    }
   });
 });

@@ -1,24 +1,10 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import { errorSerializer, redactFields } from './redact';
 import { traceLogFields } from './trace';
 
 export type { Logger };
+export { REDACTED_PATHS } from './redact';
 export { TRACEPARENT_HEADER, childSpan, currentTrace, formatTraceparent, parseTraceparent, runInSpan, traceHeaders, type TraceContext } from './trace';
-
-/**
- * Paths whose values never reach a log line: API keys, authorization headers, customer-tool header
- * secrets, passwords and tokens, wherever they appear in a logged object.
- */
-export const REDACTED_PATHS = [
-  ...['apiKey', 'api_key', 'password', 'secret', 'token', 'authorization'].flatMap((key) => [key, `*.${key}`]),
-  // Request headers that carry credentials, wherever a request is logged.
-  ...['x-api-key', 'authorization', 'cookie', 'proxy-authorization', 'x-fin-signature'].flatMap((header) => [
-    `headers["${header}"]`,
-    `*.headers["${header}"]`,
-  ]),
-  // A customer tool's headers are all secrets.
-  'tool.headers',
-  'config.ANTHROPIC_API_KEY',
-];
 
 export interface LogOptions {
   service: string;
@@ -35,10 +21,17 @@ export function createLogger({ service, level = 'info', destination }: LogOption
   const options: LoggerOptions = {
     level,
     base: { service },
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // Secrets (REDACTED_PATHS) are replaced in every logged object and error (and child bindings, below).
+    formatters: { level: (label) => ({ level: label }), log: redactFields },
+    serializers: { err: errorSerializer },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
     mixin: traceLogFields,
   };
-  return destination ? pino(options, destination) : pino(options);
+  const logger = destination ? pino(options, destination) : pino(options);
+  // pino formats a child's bindings without the `bindings` formatter; children inherit this method.
+  const child = Object.getPrototypeOf(logger) as Pick<Logger, 'child'>;
+  logger.child = function redactedChild(this: Logger, bindings, childOptions) {
+    return child.child.call(this, redactFields(bindings), childOptions);
+  } as Logger['child'];
+  return logger;
 }

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import { answerClientErrors, createLifecycle, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
@@ -35,6 +35,13 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       connectionString: config.DATABASE_URL,
       applicationName: 'gateway',
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+      // The gateway writes only short-lived state: rate-limit counters, chat-stream leases, keys' last use. Its
+      // commits need not wait for the WAL to reach the disk: every request waits for its counter's commit, and
+      // that flush was most of it (an upsert 0.21 ms at p50, 2.2 ms at p99; 0.035 and 1.2 ms without, on this
+      // machine). What a database crash can then lose is the last few hundred milliseconds of counts and
+      // leases: a few more requests admitted in that window, a lease that expires on its own. Atomicity and
+      // what every replica sees are unchanged.
+      sessionSettings: { synchronous_commit: 'off' },
     });
   const authenticator = createAuthenticator({ pool, logger });
   const rateLimits = createRateLimits({ pool, logger });
@@ -81,6 +88,8 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
     for (const closer of closers) await closer.close().catch(() => undefined);
     throw error;
   }
+  // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.
+  answerClientErrors(server, logger);
   // Idle keep-alive connections outlive the clients' and load balancers' own idle timeouts (60 s on most), so it
   // is never the gateway that closes a connection a client is about to reuse.
   server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;

@@ -63,6 +63,12 @@ describe('POST /api/products/news (API role)', () => {
     expect(body.job_id).not.toBe(first.job_id);
     expect(res.headers['cache-status']).toMatch(/^fin-api; hit; ttl=\d+$/);
     expect(Number(res.headers.age)).toBeGreaterThanOrEqual(0);
+    // The same cached result served again (validated once, then reused): each tenant still gets a job of its own.
+    const forA = NewsResponse.parse((await post({ symbols: ['NVDA'] }, tenantA).expect(200)).body);
+    const againForB = NewsResponse.parse((await post({ symbols: ['NVDA'] }, tenantB).expect(200)).body);
+    expect(forA).toEqual({ ...body, job_id: forA.job_id });
+    expect(forA.job_id).not.toBe(body.job_id);
+    expect(againForB).toEqual(body);
     // Bypassing the cache starts a fresh run.
     const fresh = await post({ symbols: ['NVDA'] }, tenantB, { 'Cache-Control': 'no-cache' }).expect(202);
     expect(fresh.headers['cache-status']).toBe('fin-api; fwd=bypass');

@@ -17,10 +17,25 @@ const checkJsonSyntax: RequestHandler = (req, _res, next) => {
   next();
 };
 
+/**
+ * The body in a buffer of its own. A body read in one piece is a view of the socket's read buffer (up to 64 KB),
+ * and the request keeps its body until it ends (the upstream request holds it too): for an event stream that is
+ * the stream's whole life, so a 60-byte chat message could keep 64 KB.
+ */
+const ownBuffer: RequestHandler = (req, _res, next) => {
+  const body: unknown = req.body;
+  if (Buffer.isBuffer(body) && body.length > 0 && body.buffer.byteLength > body.length) {
+    const own = Buffer.allocUnsafeSlow(body.length);
+    body.copy(own);
+    req.body = own;
+  }
+  next();
+};
+
 /** Leaves the body in req.body as a Buffer (undefined when there is none). */
 export function readBody({ limit, json }: { limit: number; json: boolean }): RequestHandler[] {
   const raw = express.raw({ type: () => true, limit, inflate: true });
-  return json ? [requireJsonContentType(), raw, checkJsonSyntax] : [raw];
+  return json ? [requireJsonContentType(), raw, ownBuffer, checkJsonSyntax] : [raw, ownBuffer];
 }
 
 /** The body read by readBody, if any. */

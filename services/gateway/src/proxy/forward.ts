@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { formatSse } from '@fin/contracts';
 import { loggerOf, requestIdOf, signIdentity, trackEventStream, type Caller } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { bodyOf } from './body';
 import { isPassableErrorBody, midStreamFailure, normalisedError, upstreamFailure } from './errors';
@@ -49,14 +49,8 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
     // Made on first use: most requests log nothing here, and a child logger per request is measurable.
     let logger: Logger | undefined;
     const log = (): Logger => (logger ??= loggerOf(res, options.logger).child({ upstream: upstream.name }));
-    const requestId = requestIdOf(res) ?? randomUUID();
-    const path = `${upstream.basePath}${req.originalUrl}`;
     // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
     const browserPage = upstream.name === 'portal' && caller(res) === null;
-    const headers = {
-      ...requestHeaders(req, { requestId, browserCredentials: browserPage }),
-      ...signIdentity({ requestId, caller: caller(res) }, options.signingSecret, { method: req.method, path }),
-    };
 
     // The client going away (closing an event stream, a timeout of its own) aborts the work upstream.
     const controller = new AbortController();
@@ -66,16 +60,7 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
 
     let response: Dispatcher.ResponseData;
     try {
-      response = await upstream.pool.request({
-        method: req.method,
-        path,
-        headers,
-        body: bodyOf(req.body),
-        signal: controller.signal,
-        headersTimeout: options.responseTimeoutMs,
-        // Bodies have no undici time limit: event streams may stay quiet for long; copyBody limits the rest.
-        bodyTimeout: 0,
-      });
+      response = await send(req, res, upstream, options, caller(res), browserPage, controller.signal);
     } catch (error) {
       if (controller.signal.aborted) {
         log().info('the client left before the service answered; request aborted');
@@ -118,6 +103,37 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
       else next(upstreamFailure(upstream, error, options.responseTimeoutMs));
     }
   };
+}
+
+/**
+ * Sends the request to the service. Apart from what forwardTo keeps, the request's headers, path and body live
+ * only here: an event stream keeps forwardTo's state for its whole life.
+ */
+function send(
+  req: Request,
+  res: Response,
+  upstream: Upstream,
+  options: ProxyOptions,
+  caller: Caller | null,
+  browserPage: boolean,
+  signal: AbortSignal,
+): Promise<Dispatcher.ResponseData> {
+  const requestId = requestIdOf(res) ?? randomUUID();
+  const path = `${upstream.basePath}${req.originalUrl}`;
+  const headers = {
+    ...requestHeaders(req, { requestId, browserCredentials: browserPage }),
+    ...signIdentity({ requestId, caller }, options.signingSecret, { method: req.method, path }),
+  };
+  return upstream.pool.request({
+    method: req.method,
+    path,
+    headers,
+    body: bodyOf(req.body),
+    signal,
+    headersTimeout: options.responseTimeoutMs,
+    // Bodies have no undici time limit: event streams may stay quiet for long; copyBody limits the rest.
+    bodyTimeout: 0,
+  });
 }
 
 /** Sets headers exactly as given (express's res.set would add a charset to Content-Type). */

@@ -4,6 +4,8 @@ import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import type { Response } from 'express';
 
+const NOTHING = Buffer.alloc(0);
+
 /** Longest run of bytes held back while waiting for the end of an event (a stream that never ends one). */
 const MAX_PENDING_FRAME_BYTES = 64 * 1024;
 
@@ -19,22 +21,75 @@ async function write(res: Response, chunk: Buffer, signal: AbortSignal): Promise
 }
 
 /**
+ * Bytes kept from a read while waiting for the rest of an event: copied into a buffer of their own when they are a
+ * small part of a larger one (a socket read, or Node's shared pool for small buffers).
+ */
+function keep(bytes: Buffer): Buffer {
+  if (bytes.length * 2 >= bytes.buffer.byteLength) return bytes;
+  const own = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(own);
+  return own;
+}
+
+/**
  * Forwards every complete event as soon as it has arrived. A partial event is held until its end arrives, so
  * that when the service fails mid-event the client never sees half an event glued to the `error` event.
  * Resolves when the service ended the stream; rejects when it failed (or `signal` aborted).
+ *
+ * Driven by events rather than an async loop: a stream may stay open and quiet for minutes, and a suspended
+ * loop keeps its last chunk (and the read buffer under it) alive all that time.
  */
-export async function copyEventStream(body: Readable, res: Response, signal: AbortSignal): Promise<void> {
-  let pending: Buffer = Buffer.alloc(0);
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    const end = pending.length > MAX_PENDING_FRAME_BYTES ? pending.length : lastEventEnd(pending);
-    if (end > 0) {
+export function copyEventStream(body: Readable, res: Response, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let pending: Buffer = NOTHING;
+    let settled = false;
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      // The error listener stays: an error after the end (the body destroyed on abort) must not go unhandled.
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('close', onClose);
+      res.off('drain', onDrain);
+      signal.removeEventListener('abort', onAbort);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onDrain = () => body.resume();
+    const onData = (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      const end = pending.length > MAX_PENDING_FRAME_BYTES ? pending.length : lastEventEnd(pending);
+      if (end === 0) {
+        pending = keep(pending);
+        return;
+      }
       const complete = pending.subarray(0, end);
-      pending = pending.subarray(end);
-      await write(res, complete, signal);
+      pending = end === pending.length ? NOTHING : keep(pending.subarray(end));
+      if (!res.write(complete)) {
+        body.pause();
+        res.once('drain', onDrain);
+      }
+    };
+    const onEnd = () => {
+      if (pending.length > 0) res.write(pending);
+      pending = NOTHING;
+      finish();
+    };
+    // Closed without its end: the service's connection failed (an error event usually comes first).
+    const onClose = () => {
+      if (!body.readableEnded) finish(Object.assign(new Error('the service closed the stream before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    const onAbort = () => finish(signal.reason ?? new Error('aborted'));
+    if (signal.aborted) {
+      onAbort();
+      return;
     }
-  }
-  if (pending.length > 0) await write(res, pending, signal);
+    signal.addEventListener('abort', onAbort, { once: true });
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.on('error', finish);
+    body.once('close', onClose);
+  });
 }
 
 export class IdleTimeoutError extends Error {

@@ -1,0 +1,46 @@
+// Two gateway replicas on one database, as deployed: each a process of its own with its own pool, in front of the
+// same job-status, news and chat services (processes too), on a database of the test's own and the test broker.
+// The model is a fake the test controls (e.g. one that never answers, so chat streams stay open).
+import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import pg from 'pg';
+import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess } from '../system';
+
+export interface ReplicatedGateways {
+  /** The replicas' base URLs. */
+  gateways: string[];
+  /** A pool on the database, for the operator functions (@fin/gateway/admin). */
+  pool: pg.Pool;
+  services: ServiceProcess[];
+  stop(): Promise<void>;
+}
+
+export async function startReplicatedGateways({ replicas = 2, anthropicUrl }: { replicas?: number; anthropicUrl: string }): Promise<ReplicatedGateways> {
+  const database: TestDatabase = await createTestDatabase();
+  const env = sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl: 'http://127.0.0.1:9', finnhubToken: 'unused-token' });
+  const [jobsPort, newsPort, chatPort, ...gatewayPorts] = await Promise.all([freePort(), freePort(), freePort(), ...Array.from({ length: replicas }, () => freePort())]);
+  const services: ServiceProcess[] = [];
+  const ready: Promise<void>[] = [];
+  const start = (name: string, dir: string, port: number, extra: Record<string, string> = {}) => {
+    const service = startService(name, dir, { ...env, PORT: String(port), ...extra });
+    services.push(service);
+    ready.push(waitUntilReady(`http://127.0.0.1:${port}/readyz`, service, 60_000));
+  };
+  start('jobs', 'jobs', jobsPort as number);
+  start('news-api', 'news', newsPort as number, { NEWS_ROLE: 'api' });
+  start('chat', 'chat', chatPort as number);
+  const upstreams = { JOBS_URL: `http://127.0.0.1:${jobsPort}`, NEWS_URL: `http://127.0.0.1:${newsPort}`, CHAT_URL: `http://127.0.0.1:${chatPort}` };
+  gatewayPorts.forEach((port, index) => start(`gateway-${index + 1}`, 'gateway', port, upstreams));
+  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  const stop = async () => {
+    await Promise.all(services.map((service) => service.stop()));
+    await pool.end();
+    await database.drop();
+  };
+  try {
+    await Promise.all(ready);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { gateways: gatewayPorts.map((port) => `http://127.0.0.1:${port}`), pool, services, stop };
+}
