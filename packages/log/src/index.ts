@@ -9,8 +9,22 @@ export { TRACEPARENT_HEADER, childSpan, currentTrace, formatTraceparent, parseTr
 export interface LogOptions {
   service: string;
   level?: LoggerOptions['level'];
-  /** Where lines go; defaults to stdout. Tests pass a stream to read what was logged. */
+  /** Where lines go; defaults to the process's shared stdout writer. Tests pass a stream to read what was logged. */
   destination?: pino.DestinationStream;
+}
+
+let stdout: pino.DestinationStream | undefined;
+
+/**
+ * The one stdout writer of the process, shared by every logger in it (the standalone process has one logger per
+ * service). It writes asynchronously: a line goes out at once when no write is in flight, and the lines that
+ * arrive meanwhile go out together in the next write. Under load that is one system call for many lines instead
+ * of one per line, on the thread that serves requests. Shared, so that two loggers' batches never interleave
+ * inside a line. What is still buffered is written synchronously when the process exits (process.exit, the end
+ * of the event loop, a fatal error that exits); a SIGKILL can lose the lines of the last write in flight.
+ */
+export function standardOutput(): pino.DestinationStream {
+  return (stdout ??= pino.destination({ dest: 1, sync: false }));
 }
 
 /**
@@ -27,7 +41,7 @@ export function createLogger({ service, level = 'info', destination }: LogOption
     timestamp: pino.stdTimeFunctions.isoTime,
     mixin: traceLogFields,
   };
-  const logger = destination ? pino(options, destination) : pino(options);
+  const logger = pino(options, destination ?? standardOutput());
   // pino formats a child's bindings without the `bindings` formatter; children inherit this method.
   const child = Object.getPrototypeOf(logger) as Pick<Logger, 'child'>;
   logger.child = function redactedChild(this: Logger, bindings, childOptions) {

@@ -1,6 +1,6 @@
 import { createPool, type Pool } from '@fin/db';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { FailOpenBreaker, PostgresRateLimitStore } from '../src/rate-limit/postgres-store';
+import { CREDIT_SHARE, FailOpenBreaker, MAX_CREDITS, PostgresRateLimitStore } from '../src/rate-limit/postgres-store';
 
 describe('rate-limit store batching', () => {
   let db: TestDatabase;
@@ -41,5 +41,92 @@ describe('rate-limit store batching', () => {
     expect(statements).toBe(1);
     const [a, b] = await Promise.all([store.increment('a'), store.increment('b')]);
     expect([a.totalHits, b.totalHits]).toEqual([2, 1]);
+  });
+
+  async function hitsIn(counterKey: string): Promise<number | undefined> {
+    const { rows } = await pool.query<{ hits: number }>('SELECT hits FROM rate_limit_counters WHERE counter_key = $1', [counterKey]);
+    return rows[0]?.hits;
+  }
+
+  /** `count` hits one after another (each awaited), as one busy client makes them. */
+  async function sequential(store: PostgresRateLimitStore, key: string, limit: number, count: number): Promise<number[]> {
+    const totals: number[] = [];
+    for (let hit = 0; hit < count; hit++) {
+      store.limitFor(key, limit);
+      totals.push((await store.increment(key)).totalHits);
+    }
+    return totals;
+  }
+
+  it('reserves hits ahead for a busy key with a large limit: the same counts from far fewer statements', async () => {
+    const store = new PostgresRateLimitStore(pool, 'news:', 60_000, new FailOpenBreaker(5_000), 2_000);
+    statements = 0;
+    const totals = await sequential(store, 'busy', 1_000_000, 500);
+    expect(totals).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+    // 1 + 2 + 3 + 5 + 9 + 17 + 33 + 65 + 65 … : the reservation doubles up to MAX_CREDITS.
+    expect(statements).toBeLessThanOrEqual(15);
+    const hits = (await hitsIn('news:busy')) ?? 0;
+    expect(hits).toBeGreaterThanOrEqual(500);
+    expect(hits).toBeLessThanOrEqual(500 + MAX_CREDITS);
+  });
+
+  it('counts a key with a small limit hit by hit, and one without a known limit too', async () => {
+    const store = new PostgresRateLimitStore(pool, 'news:', 60_000, new FailOpenBreaker(5_000), 2_000);
+    statements = 0;
+    expect(await sequential(store, 'small', 100, 120)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+    expect(statements).toBe(120);
+    expect(await hitsIn('news:small')).toBe(120);
+    statements = 0;
+    for (let hit = 1; hit <= 30; hit++) expect((await store.increment('unknown')).totalHits).toBe(hit);
+    expect(statements).toBe(30);
+  });
+
+  it('reserves no more than 1/256 of what is left of the limit', async () => {
+    const store = new PostgresRateLimitStore(pool, 'jobs:', 60_000, new FailOpenBreaker(5_000), 2_000);
+    const limit = 10 * CREDIT_SHARE;
+    const totals = await sequential(store, 'capped', limit, 400);
+    expect(totals).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+    // After the 400th count, what the database holds beyond it is the unused reservation.
+    expect(((await hitsIn('jobs:capped')) ?? 0) - 400).toBeLessThanOrEqual(Math.floor((limit - 400) / CREDIT_SHARE) + 1);
+  });
+
+  it('ends the credits with their window', async () => {
+    const store = new PostgresRateLimitStore(pool, 'tools:', 300, new FailOpenBreaker(5_000), 2_000);
+    const first = await sequential(store, 'windowed', 1_000_000, 40);
+    expect(first).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect((await hitsIn('tools:windowed')) ?? 0).toBeGreaterThan(40);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    statements = 0;
+    store.limitFor('windowed', 1_000_000);
+    expect((await store.increment('windowed')).totalHits).toBe(1);
+    expect(statements).toBe(1);
+  });
+
+  it('never admits beyond the limit across two processes sharing a busy key, and refuses under 1 % early', async () => {
+    const other = createPool({ connectionString: db.url, applicationName: 'batching-test-b', max: 4 });
+    try {
+      const limit = 20_000;
+      const stores = [pool, other].map((on) => new PostgresRateLimitStore(on, 'analysis:', 60_000, new FailOpenBreaker(5_000), 2_000));
+      const admitted: number[] = [];
+      // Five clients per process, each sending its next request when the last is answered, until refused.
+      await Promise.all(
+        stores.flatMap((store) =>
+          Array.from({ length: 5 }, async () => {
+            for (;;) {
+              store.limitFor('shared', limit);
+              const { totalHits } = await store.increment('shared');
+              if (totalHits > limit) return;
+              admitted.push(totalHits);
+            }
+          }),
+        ),
+      );
+      expect(admitted.length).toBeLessThanOrEqual(limit);
+      expect(admitted.length).toBeGreaterThanOrEqual(limit * 0.99);
+      // Each count was given to one request only.
+      expect(new Set(admitted).size).toBe(admitted.length);
+    } finally {
+      await other.end();
+    }
   });
 });

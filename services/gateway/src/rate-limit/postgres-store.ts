@@ -18,42 +18,100 @@ interface Waiter {
 }
 
 /**
- * Combines the hits on one counter that arrive while its previous statement is in flight into the next single
- * statement: at most one statement per counter is in flight per process, carrying every hit that queued
- * behind it. Exactness holds: the statement adds n hits atomically and returns the total, and the n waiting
- * requests are given the consecutive counts (total − n + 1 … total), as if they had been applied one by one.
- * A lone hit goes out at once, so an idle gateway adds no delay.
+ * Hits a process has added to a counter ahead of the requests that will use them: the counts `next` … `last`
+ * of the window ending at `resetAt`. `size` is how many the last statement reserved, `reservedAt` when.
  */
-class IncrementBatcher {
-  private readonly queued = new Map<string, Waiter[]>();
+interface Credits {
+  next: number;
+  last: number;
+  resetAt: Date;
+  size: number;
+  reservedAt: number;
+}
+
+/** The most hits one statement reserves ahead. */
+export const MAX_CREDITS = 64;
+/**
+ * Reserved hits are at most this fraction of what is left of the limit: a process can hold back no more than
+ * 1/256 of a key's remaining requests, so keys with small limits (the defaults: 20 to 600) are counted exactly.
+ */
+export const CREDIT_SHARE = 256;
+/** Credits keep growing only while a key uses them up within this long; a quieter key is counted hit by hit. */
+const BUSY_MS = 1_000;
+/** Per-counter state beyond this many entries is pruned of ended windows. */
+const PRUNE_ABOVE = 10_000;
+
+/**
+ * Counts hits on the shared counters with as few statements as exactness allows.
+ *
+ * - Hits on one counter that arrive while its previous statement is in flight go into the next single
+ *   statement: at most one statement per counter is in flight per process. The statement adds n hits
+ *   atomically and returns the total, and the n waiting requests are given the consecutive counts
+ *   (total − n + 1 … total), as if they had been applied one by one. A lone hit goes out at once.
+ * - A key that keeps the counter busy gets hits reserved ahead (credits): the statement adds n + k hits and the
+ *   next k requests are counted locally with the counts that follow. k doubles while the key uses its credits
+ *   up within BUSY_MS, up to MAX_CREDITS, and never exceeds 1/CREDIT_SHARE of the limit's remaining headroom;
+ *   credits end with their window. Every admitted request was counted in the database first, so no process ever
+ *   admits beyond the limit; a credit left unused when its window ends was counted without a request, so a key
+ *   can at worst be refused that many requests early (with two replicas, under 1 % of the limit).
+ */
+class CounterBatcher {
+  private readonly queued = new Map<string, { waiters: Waiter[]; limit: number }>();
   private readonly inFlight = new Set<string>();
+  private readonly credits = new Map<string, Credits>();
 
   constructor(private readonly send: (counterKey: string, hits: number) => Promise<CounterRow>) {}
 
-  add(counterKey: string): Promise<IncrementResponse> {
+  add(counterKey: string, limit: number): Promise<IncrementResponse> {
+    const credits = this.credits.get(counterKey);
+    if (credits !== undefined && credits.next <= credits.last && credits.resetAt.getTime() > Date.now()) {
+      return Promise.resolve({ totalHits: credits.next++, resetTime: credits.resetAt });
+    }
     return new Promise((resolve, reject) => {
-      const waiters = this.queued.get(counterKey);
-      if (waiters) waiters.push({ resolve, reject });
-      else this.queued.set(counterKey, [{ resolve, reject }]);
+      const queue = this.queued.get(counterKey);
+      if (queue) {
+        queue.waiters.push({ resolve, reject });
+        queue.limit = limit;
+      } else {
+        this.queued.set(counterKey, { waiters: [{ resolve, reject }], limit });
+      }
       if (!this.inFlight.has(counterKey)) void this.flush(counterKey);
     });
   }
 
+  /** How many hits to reserve ahead with the next statement for `counterKey`. */
+  private reservation(counterKey: string, hits: number, limit: number, now: number): number {
+    const previous = this.credits.get(counterKey);
+    if (previous === undefined || previous.resetAt.getTime() <= now || now - previous.reservedAt >= BUSY_MS) return 0;
+    const grown = Math.min(MAX_CREDITS, Math.max(1, previous.size * 2));
+    return Math.max(0, Math.min(grown, Math.floor((limit - previous.last - hits) / CREDIT_SHARE)));
+  }
+
   private async flush(counterKey: string): Promise<void> {
-    const waiters = this.queued.get(counterKey);
-    if (!waiters) return;
+    const queue = this.queued.get(counterKey);
+    if (!queue) return;
     this.queued.delete(counterKey);
     this.inFlight.add(counterKey);
+    const { waiters, limit } = queue;
+    const now = Date.now();
+    const ahead = this.reservation(counterKey, waiters.length, limit, now);
     try {
-      const row = await this.send(counterKey, waiters.length);
-      const first = row.hits - waiters.length + 1;
+      const row = await this.send(counterKey, waiters.length + ahead);
+      const first = row.hits - waiters.length - ahead + 1;
       waiters.forEach((waiter, index) => waiter.resolve({ totalHits: first + index, resetTime: row.reset_at }));
+      this.credits.set(counterKey, { next: first + waiters.length, last: row.hits, resetAt: row.reset_at, size: ahead, reservedAt: now });
+      if (this.credits.size > PRUNE_ABOVE) this.prune(now);
     } catch (error) {
+      this.credits.delete(counterKey);
       for (const waiter of waiters) waiter.reject(error);
     } finally {
       this.inFlight.delete(counterKey);
       if (this.queued.has(counterKey)) void this.flush(counterKey);
     }
+  }
+
+  private prune(now: number): void {
+    for (const [counterKey, credits] of this.credits) if (credits.resetAt.getTime() <= now) this.credits.delete(counterKey);
   }
 }
 
@@ -95,7 +153,9 @@ export class FailOpenBreaker {
  */
 export class PostgresRateLimitStore implements Store {
   readonly localKeys = false;
-  private readonly batcher = new IncrementBatcher((counterKey, hits) => this.send(counterKey, hits));
+  private readonly batcher = new CounterBatcher((counterKey, hits) => this.send(counterKey, hits));
+  /** The limit of each key, as last told by limitFor(): how many hits may be reserved ahead (see CounterBatcher). */
+  private readonly limits = new Map<string, number>();
 
   constructor(
     private readonly pool: Pool,
@@ -107,7 +167,16 @@ export class PostgresRateLimitStore implements Store {
 
   async increment(key: string): Promise<IncrementResponse> {
     this.breaker.check();
-    return this.batcher.add(this.prefix + key);
+    return this.batcher.add(this.prefix + key, this.limits.get(key) ?? 0);
+  }
+
+  /**
+   * Tells the store the limit that applies to `key`, before its increment. Without it a key is counted hit by
+   * hit (no hits reserved ahead), which is always exact.
+   */
+  limitFor(key: string, limit: number): void {
+    if (this.limits.size >= PRUNE_ABOVE && !this.limits.has(key)) this.limits.clear();
+    this.limits.set(key, limit);
   }
 
   private async send(counterKey: string, hits: number): Promise<CounterRow> {

@@ -75,8 +75,9 @@ function limitExceeded(product: LimitedProduct, info: RateLimitInfo, headers: Re
 }
 
 /**
- * Rate limits shared by every gateway replica: per-minute counters per key and product in Postgres (one
- * atomic upsert per request, through express-rate-limit with our store) and leased chat-stream slots.
+ * Rate limits shared by every gateway replica: per-minute counters per key and product in Postgres (atomic
+ * upserts through express-rate-limit with our store, which counts every admitted request in the database
+ * first; see CounterBatcher) and leased chat-stream slots.
  *
  * When the database cannot be reached, requests pass uncounted (fail open) and a warning is logged at most
  * every 10 s: limiting protects capacity, and refusing all traffic because the counter store is down would be
@@ -117,11 +118,17 @@ export function createRateLimits({
 
   const build = (product: LimitedProduct): RequestHandler => {
     const property = `rateLimit:${product}`;
+    const store = new PostgresRateLimitStore(pool, `${product}:`, windowMs, breaker, storeTimeoutMs);
+    const limitOf = (res: Response) => principalOf(res).limitOverrides[product] ?? limits[product];
     const limiter = rateLimit({
       windowMs,
-      limit: (_req, res) => principalOf(res).limitOverrides[product] ?? limits[product],
-      keyGenerator: (_req, res) => principalOf(res).keyId,
-      store: new PostgresRateLimitStore(pool, `${product}:`, windowMs, breaker, storeTimeoutMs),
+      limit: (_req, res) => limitOf(res),
+      keyGenerator: (_req, res) => {
+        const { keyId } = principalOf(res);
+        store.limitFor(keyId, limitOf(res));
+        return keyId;
+      },
+      store,
       requestPropertyName: property,
       // Headers are set below, in the spec's form.
       legacyHeaders: false,
