@@ -249,10 +249,12 @@ async function readBoth(bench: ChatBench): Promise<ServiceReadings> {
   return { gateway: await reading(bench, bench.gateway), chat: await reading(bench, bench.chat) };
 }
 
+/** `loadedStreams` 0: no streams are timed at each level (--memory-only). */
 async function measureMemory(bench: ChatBench, loadedStreams: number): Promise<Memory> {
   note(`memory: baseline of the gateway and the chat service, then ${thousands(HELD_STREAMS / 2)} and ${thousands(HELD_STREAMS)} streams held open through the gateway`);
   // At each level, after the memory reading: new streams timed one at a time while the others stay open.
-  const timed = async (open: number) => {
+  const timed = async (open: number): Promise<Latency> => {
+    if (loadedStreams === 0) return { target: 'gateway', connections: 1, first: percentiles([]), done: percentiles([]), failures: 0 };
     note(`time to first event with ${thousands(open)} streams open: ${thousands(loadedStreams)} streams through the gateway, one at a time`);
     return measureLatency(bench, 'gateway', 1, loadedStreams, bench.latencyKey);
   };
@@ -284,7 +286,7 @@ async function measureMemory(bench: ChatBench, loadedStreams: number): Promise<M
   }
 }
 
-/** One variant of sdk-memory.ts: memory per open model stream, the SDK alone in a process of its own. */
+/** One variant of sdk-memory.ts: memory per open model stream at one layer of a model call, in a process of its own. */
 interface SdkMemory {
   variant: string;
   streams: number;
@@ -294,27 +296,36 @@ interface SdkMemory {
   rssKB: number;
 }
 
-/** --breakdown: what an open model stream costs by itself, over the SDK's default transport and over the engine's. */
+/** The layers sdk-memory.ts measures, each in a process of its own (BENCH_SDK_VARIANT). */
+const SDK_VARIANTS = ['message-stream-undici', 'message-stream', 'event-stream', 'transport', 'engine-chat'] as const;
+
+/** --breakdown: what an open model stream costs by itself, layer by layer (sdk-memory.ts). */
 async function measureSdkMemory(bench: ChatBench, cleanup: Cleanup): Promise<SdkMemory[]> {
-  note(`breakdown: ${thousands(HELD_STREAMS / 2)} model streams held open by the SDK alone, over each transport (a process of its own)`);
-  const probe = startNodeProcess({
-    name: 'sdk-memory',
-    entry: 'bench/src/chat-stream/sdk-memory.ts',
-    env: { BENCH_ANTHROPIC_URL: bench.anthropicUrl, BENCH_STREAMS: String(HELD_STREAMS / 2) },
-    nodeFlags: ['--expose-gc'],
-  });
-  cleanup.add('stop the SDK memory probe', () => probe.stop());
-  await new Promise<void>((resolve) => {
-    if (probe.child.exitCode !== null) resolve();
-    else probe.child.once('exit', () => resolve());
-  });
-  if (probe.child.exitCode !== 0) throw new Error(`the SDK memory probe failed:\n${probe.output()}`);
-  return probe
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{"variant"'))
-    .map((line) => JSON.parse(line) as SdkMemory)
-    .filter((entry) => entry.variant !== 'warm-up');
+  note(`breakdown: ${thousands(HELD_STREAMS / 2)} model streams held open at each layer of a model call: SDK, transport, engine (a process of its own for each)`);
+  const results: SdkMemory[] = [];
+  for (const variant of SDK_VARIANTS) {
+    const probe = startNodeProcess({
+      name: `sdk-memory-${variant}`,
+      entry: 'bench/src/chat-stream/sdk-memory.ts',
+      env: { BENCH_ANTHROPIC_URL: bench.anthropicUrl, BENCH_STREAMS: String(HELD_STREAMS / 2), BENCH_SDK_VARIANT: variant },
+      nodeFlags: ['--expose-gc'],
+    });
+    cleanup.add(`stop the SDK memory probe (${variant})`, () => probe.stop());
+    await new Promise<void>((resolve) => {
+      if (probe.child.exitCode !== null) resolve();
+      else probe.child.once('exit', () => resolve());
+    });
+    if (probe.child.exitCode !== 0) throw new Error(`the SDK memory probe (${variant}) failed:\n${probe.output()}`);
+    results.push(
+      ...probe
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{"variant"'))
+        .map((line) => JSON.parse(line) as SdkMemory)
+        .filter((entry) => entry.variant !== 'warm-up'),
+    );
+  }
+  return results;
 }
 
 /** The floor: a bare Node server, and a bare proxy, holding streams (floor.ts), read like the services. */
@@ -425,17 +436,19 @@ export async function chatStream(options: BenchOptions, command: string): Promis
   const outcome = await withCleanup(async (cleanup): Promise<Outcome> => {
     const bench = await startChatBench(cleanup);
     const result: Outcome = { latency: [], problems: [] };
-    note(`time to first event: ${options.warmupS} s warm-up, then ${thousands(streams)} streams per measurement`);
-    await warmUp(bench, options.warmupS);
-    for (const connections of CONNECTIONS) {
-      for (const target of ['direct', 'gateway'] as const) {
-        note(`time to first event: ${TARGET_LABELS[target]}, ${connections} at a time`);
-        const latency = await measureLatency(bench, target, connections, streams);
-        if (latency.failures > 0) result.problems.push(`${TARGET_LABELS[target]}, ${connections} at a time: ${latency.failures} failed (${latency.firstFailure})`);
-        result.latency.push(latency);
+    if (!options.memoryOnly) {
+      note(`time to first event: ${options.warmupS} s warm-up, then ${thousands(streams)} streams per measurement`);
+      await warmUp(bench, options.warmupS);
+      for (const connections of CONNECTIONS) {
+        for (const target of ['direct', 'gateway'] as const) {
+          note(`time to first event: ${TARGET_LABELS[target]}, ${connections} at a time`);
+          const latency = await measureLatency(bench, target, connections, streams);
+          if (latency.failures > 0) result.problems.push(`${TARGET_LABELS[target]}, ${connections} at a time: ${latency.failures} failed (${latency.firstFailure})`);
+          result.latency.push(latency);
+        }
       }
     }
-    result.memory = await measureMemory(bench, Math.min(streams, LOADED_STREAMS));
+    result.memory = await measureMemory(bench, options.memoryOnly ? 0 : Math.min(streams, LOADED_STREAMS));
     for (const { streams: open, latency } of result.memory.readings) {
       if (latency.failures > 0) result.problems.push(`with ${open} streams open: ${latency.failures} timed streams failed (${latency.firstFailure})`);
     }
@@ -494,7 +507,7 @@ function reportFloor(floor: readonly FloorMemory[]): void {
 
 function reportSdk(sdk: readonly SdkMemory[]): void {
   print();
-  print('### Breakdown: memory per open model stream, the Anthropic SDK alone (--breakdown; a process of its own, no HTTP server)');
+  print('### Breakdown: memory per open model stream, by layer (--breakdown; a process of its own, no HTTP server)');
   print();
   print(
     table(
@@ -505,13 +518,18 @@ function reportSdk(sdk: readonly SdkMemory[]): void {
 }
 
 function report(outcome: Outcome, streams: number): void {
+  if (outcome.latency.length > 0) reportLatency(outcome.latency, streams);
+  if (outcome.memory !== undefined) reportMemory(outcome.memory);
+}
+
+function reportLatency(latency: readonly Latency[], streams: number): void {
   print();
   print(`### Time to first SSE event (ms), ${thousands(streams)} streams per row`);
   print();
   print(
     table(
       ['target', 'at a time', 'p50', 'p90', 'p99', 'max', 'to done p50', 'to done p99', 'failed'],
-      outcome.latency.map(({ target, connections, first, done, failures }) => [
+      latency.map(({ target, connections, first, done, failures }) => [
         TARGET_LABELS[target],
         String(connections),
         ms(first.p50),
@@ -526,14 +544,14 @@ function report(outcome: Outcome, streams: number): void {
   );
   print();
   for (const connections of CONNECTIONS) {
-    const direct = outcome.latency.find((row) => row.target === 'direct' && row.connections === connections);
-    const gateway = outcome.latency.find((row) => row.target === 'gateway' && row.connections === connections);
+    const direct = latency.find((row) => row.target === 'direct' && row.connections === connections);
+    const gateway = latency.find((row) => row.target === 'gateway' && row.connections === connections);
     if (direct === undefined || gateway === undefined) continue;
     print(`added by the gateway, ${connections} at a time: first event p50 +${ms(gateway.first.p50 - direct.first.p50)} ms, p99 +${ms(gateway.first.p99 - direct.first.p99)} ms`);
   }
+}
 
-  const memory = outcome.memory;
-  if (memory === undefined) return;
+function reportMemory(memory: Memory): void {
   const [idle, half, full] = memory.readings;
   if (idle === undefined || half === undefined || full === undefined) return;
   print();
@@ -580,6 +598,18 @@ function report(outcome: Outcome, streams: number): void {
   print(
     '(KB per stream; every reading is taken after a full garbage collection. "RSS growth" divides the whole growth by the streams, so it includes one-off costs such as V8 enlarging its young generation under load; "marginal" is the slope between the two loads; "JS heap after GC" is the heap the streams keep in use, "V8 heap held" what V8 keeps for it (free space in its pages included), "buffers" memory outside the heap owned by JS objects. The rest of RSS is native: sockets, HTTP parsers, the allocator.)',
   );
+  if (process.env.BENCH_HEAP_SNAPSHOT) {
+    print();
+    print('(BENCH_HEAP_SNAPSHOT was set: the heap snapshots taken at each reading inflate the RSS columns; the JS heap column stands.)');
+  }
+  if (memory.readings.some(({ latency }) => latency.first.count > 0)) reportLatencyWhileHeld(memory);
+  print();
+  print(
+    `opened in ${fixed(memory.openingS, 1)} s, ${OPENING_CONCURRENCY} at a time; while open the gateway held ${thousands(memory.slots)} chat slots and the chat service ${thousands(memory.streaming)} replies in progress; after the clients left, ${thousands(memory.interrupted)} replies were recorded as interrupted`,
+  );
+}
+
+function reportLatencyWhileHeld(memory: Memory): void {
   print();
   print(`### Time to first event while other streams are held open (gateway → chat service, new conversations, one at a time)`);
   print();
@@ -598,9 +628,5 @@ function report(outcome: Outcome, streams: number): void {
         String(latency.failures),
       ]),
     ),
-  );
-  print();
-  print(
-    `opened in ${fixed(memory.openingS, 1)} s, ${OPENING_CONCURRENCY} at a time; while open the gateway held ${thousands(memory.slots)} chat slots and the chat service ${thousands(memory.streaming)} replies in progress; after the clients left, ${thousands(memory.interrupted)} replies were recorded as interrupted`,
   );
 }

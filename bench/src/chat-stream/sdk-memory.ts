@@ -1,22 +1,38 @@
-// What an open model stream costs by itself, in a process of its own (run by the chat-stream scenario with
-// --breakdown, under `node --expose-gc`): the Anthropic SDK's MessageStream held open against the fakes (whose
-// reply to a "[hold]" message stays open after a few tokens), over the SDK's default transport (undici's fetch)
-// and over the transport the engine uses (packages/ai/src/transport.ts, node:http). Prints one JSON line per
-// variant: heap, external memory and RSS per open stream, each after a full garbage collection.
+// What an open model stream costs by itself, layer by layer, in a process of its own (run by the chat-stream
+// scenario with --breakdown, under `node --expose-gc`): streams held open against the fakes (whose reply to a
+// "[hold]" message stays open after a few tokens) by
+//   - the Anthropic SDK's MessageStream over the SDK's default transport (undici's fetch) and over the engine's
+//     transport (packages/ai/src/transport.ts, node:http),
+//   - the SDK's raw event stream (`messages.create({ stream: true })`, what the engine reads) over the engine's
+//     transport,
+//   - the engine's transport alone (a streamed POST, its body read as the SDK reads it),
+//   - the engine's chat run (`engine.chat`, as the chat service holds it while a reply streams).
+// One variant per process (BENCH_SDK_VARIANT), so that no variant's streams are still being torn down while the
+// next is measured. Prints one JSON line: heap, external memory and RSS per open stream, each after a full garbage
+// collection.
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { aiConfigShape, createAiEngine } from '@fin/ai';
+import { parseConfig } from '@fin/config';
+import { createLogger } from '@fin/log';
 import { createHttpFetch } from '../../../packages/ai/src/transport';
 import { REPO_ROOT } from '../lib/processes';
 
 interface MessageStream {
   on(event: 'text', listener: (delta: string) => void): MessageStream;
   on(event: 'error', listener: (error: unknown) => void): MessageStream;
-  abort(): void;
   done(): Promise<void>;
 }
 
+interface EventStream extends AsyncIterable<{ type: string }> {
+  controller: AbortController;
+}
+
 interface AnthropicClient {
-  messages: { stream(body: Record<string, unknown>): MessageStream };
+  messages: {
+    stream(body: Record<string, unknown>, options: { signal: AbortSignal }): MessageStream;
+    create(body: Record<string, unknown>, options: { signal: AbortSignal }): Promise<EventStream>;
+  };
 }
 
 type AnthropicConstructor = new (options: Record<string, unknown>) => AnthropicClient;
@@ -52,44 +68,102 @@ function body(index: number): Record<string, unknown> {
   };
 }
 
-async function measure(variant: string, client: AnthropicClient, count: number): Promise<void> {
+/** Opens one stream with `signal`; resolves once its reply has streamed text (the stream stays open). */
+type Opener = (index: number, signal: AbortSignal) => Promise<void>;
+
+async function measure(variant: string, open: Opener, count: number): Promise<void> {
   const before = await collected();
-  const streams: MessageStream[] = [];
+  const controllers: AbortController[] = [];
   const opening = 50;
   let next = 0;
   await Promise.all(
     Array.from({ length: opening }, async () => {
       while (next < count) {
-        const stream = client.messages.stream(body(next++));
-        streams.push(stream);
-        await new Promise<void>((resolve, reject) => {
-          stream.on('text', () => resolve());
-          stream.on('error', reject);
-        });
+        const controller = new AbortController();
+        controllers.push(controller);
+        await open(next++, controller.signal);
       }
     }),
   );
   const after = await collected();
   const per = (key: 'heapUsed' | 'heapTotal' | 'external' | 'rss') => (after[key] - before[key]) / count / 1000;
   process.stdout.write(`${JSON.stringify({ variant, streams: count, heapUsedKB: per('heapUsed'), heapTotalKB: per('heapTotal'), externalKB: per('external'), rssKB: per('rss') })}\n`);
-  for (const stream of streams) {
-    stream.on('error', () => undefined);
-    stream.abort();
-  }
-  await Promise.allSettled(streams.map((stream) => stream.done()));
+  for (const controller of controllers) controller.abort(new Error('the measurement is over'));
+  // Let the aborted streams wind down before the next variant's baseline.
+  await new Promise((resolve) => setTimeout(resolve, 500));
 }
+
+const messageStream =
+  (client: AnthropicClient): Opener =>
+  (index, signal) =>
+    new Promise<void>((resolve, reject) => {
+      const stream = client.messages.stream(body(index), { signal });
+      stream.on('text', () => resolve());
+      stream.on('error', reject);
+      // Aborted at the end of the measurement: its failure is expected.
+      stream.done().catch(() => undefined);
+    });
+
+const eventStream =
+  (client: AnthropicClient): Opener =>
+  async (index, signal) => {
+    const stream = await client.messages.create({ ...body(index), stream: true }, { signal });
+    const events = stream[Symbol.asyncIterator]();
+    for (let event = await events.next(); !event.done && event.value.type !== 'content_block_delta'; event = await events.next());
+    readOn(events);
+  };
+
+/** Goes on reading, as the engine does while a reply streams: the reader then waits on the network. */
+function readOn(iterator: AsyncIterator<unknown>): void {
+  const step = (): void => {
+    iterator.next().then((result) => (result.done ? undefined : step()), () => undefined);
+  };
+  step();
+}
+
+const transportAlone =
+  (fetch: typeof globalThis.fetch, baseURL: string): Opener =>
+  async (index, signal) => {
+    const response = await fetch(`${baseURL}/v1/messages`, {
+      method: 'POST',
+      signal,
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-bench-0000000000', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ ...body(index), stream: true }),
+    });
+    const chunks = (response.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    await chunks.next();
+    readOn(chunks);
+  };
 
 async function main(): Promise<void> {
   const baseURL = process.env.BENCH_ANTHROPIC_URL;
   const count = Number(process.env.BENCH_STREAMS ?? '1000');
   if (!baseURL) throw new Error('BENCH_ANTHROPIC_URL is required');
   const options = { apiKey: 'sk-ant-bench-0000000000', baseURL, maxRetries: 0, timeout: 600_000 };
-  // Warm-up: the SDK's and the transports' code and caches, so that the first variant does not pay for them.
   const transport = createHttpFetch();
-  await measure('warm-up', new Anthropic({ ...options, fetch: transport.fetch }), 50);
-  await measure('warm-up', new Anthropic(options), 50);
-  await measure('SDK over its default transport (undici fetch)', new Anthropic(options), count);
-  await measure('SDK over the engine transport (node:http)', new Anthropic({ ...options, fetch: transport.fetch }), count);
+  const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-bench-0000000000', ANTHROPIC_BASE_URL: baseURL, FINNHUB_API_KEY: 'finnhub-bench-token' });
+  const engine = await createAiEngine({ config, logger: createLogger({ service: 'bench', level: 'warn' }) });
+  const engineChat: Opener = async (index, signal) => {
+    const items = engine.chat({ history: [], message: `[hold] stream ${index}` }, { signal })[Symbol.asyncIterator]();
+    for (let item = await items.next(); !item.done; item = await items.next()) {
+      if (item.value.kind === 'event' && item.value.event.type === 'text') break;
+    }
+    readOn(items);
+  };
+  const variants: Record<string, [string, Opener]> = {
+    'message-stream-undici': ['SDK MessageStream over its default transport (undici fetch)', messageStream(new Anthropic(options))],
+    'message-stream': ['SDK MessageStream over the engine transport (node:http)', messageStream(new Anthropic({ ...options, fetch: transport.fetch }))],
+    'event-stream': ['SDK raw event stream (messages.create, stream: true) over the engine transport', eventStream(new Anthropic({ ...options, fetch: transport.fetch }))],
+    transport: ['the engine transport alone (a streamed POST, body read as the SDK reads it)', transportAlone(transport.fetch, baseURL)],
+    'engine-chat': ["the engine's chat run (engine.chat, as the chat service holds it)", engineChat],
+  };
+  const chosen = variants[process.env.BENCH_SDK_VARIANT ?? ''];
+  if (chosen === undefined) throw new Error(`BENCH_SDK_VARIANT must be one of ${Object.keys(variants).join(', ')}`);
+  const [variant, open] = chosen;
+  // Warm-up: the variant's code and caches, so that the measurement does not pay for them.
+  await measure('warm-up', open, 50);
+  await measure(variant, open, count);
+  await engine.close();
   transport.close();
 }
 

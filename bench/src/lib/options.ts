@@ -20,6 +20,8 @@ export interface BenchOptions {
   rate?: number;
   /** chat-stream: streams per latency measurement (undefined: the scenario's default, smaller with --quick). */
   streams?: number;
+  /** chat-stream: only the memory per open stream, without any latency measurement. */
+  memoryOnly: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- [scenario ...] [options]
@@ -34,6 +36,7 @@ Runs every scenario when none is named. Options (environment variable in bracket
   --jobs <n>           job-pipeline: jobs timed from POST to completed [BENCH_JOBS] (default 1000, 100 with --quick)
   --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 10)
   --streams <n>        chat-stream: streams per time-to-first-event measurement [BENCH_STREAMS] (default 1000, 200 with --quick)
+  --memory-only        chat-stream: only the memory per open stream (no time-to-first-event measurement)
   --help               this text`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
@@ -58,6 +61,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       jobs: { type: 'string' },
       rate: { type: 'string' },
       streams: { type: 'string' },
+      'memory-only': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -69,6 +73,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     connections: Math.round(positive('--connections', values.connections ?? env.BENCH_CONNECTIONS, 10)),
     profile: values.profile === true,
     breakdown: values.breakdown === true,
+    memoryOnly: values['memory-only'] === true,
   };
   const jobs = values.jobs ?? env.BENCH_JOBS;
   if (jobs !== undefined && jobs !== '') options.jobs = Math.round(positive('--jobs', jobs, 1));

@@ -43,15 +43,21 @@ export interface EngineOptions {
   customerTools?: CustomerToolSource & { close?(): Promise<void> };
 }
 
-/** An iterable whose source is only known after an await (the customer tools are loaded first). */
+/**
+ * An iterable whose source is only known after an await (the customer tools are loaded first). Once the source is
+ * there, next() is the source's own: a chat reply's consumer waits in next() for as long as the reply streams,
+ * and an async wrapper would keep a frame and promises of its own all that time.
+ */
 function deferred<T>(start: () => Promise<AsyncIterable<T>>): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator](): AsyncIterator<T> {
       let inner: AsyncIterator<T> | undefined;
+      let starting: Promise<AsyncIterator<T>> | undefined;
       return {
-        async next() {
-          inner ??= (await start())[Symbol.asyncIterator]();
-          return inner.next();
+        next() {
+          if (inner !== undefined) return inner.next();
+          starting ??= start().then((source) => (inner = source[Symbol.asyncIterator]()));
+          return starting.then((source) => source.next());
         },
         async return() {
           await inner?.return?.();

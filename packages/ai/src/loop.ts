@@ -10,6 +10,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
 import { AiError, toAiError } from './errors';
+import { MessageAssembler } from './message-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
 
 /** What happens during a run, as it happens: the chat and analysis services turn these into SSE events. */
@@ -112,7 +113,6 @@ function apiToolOf(tool: ToolDefinition): ToolUnion {
 export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, signal, onEvent } = params;
   const messages = [...params.messages];
-  const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   if (webSearch) apiTools.push({ type: 'web_search_20250305', name: 'web_search', max_uses: webSearch.maxUses });
 
@@ -172,7 +172,10 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
         continue;
       }
       toolCalls += 1;
-      results.push(await executeTool(byName.get(call.name), call, groundingUrls, signal, onEvent, [...byName.keys()]));
+      // Looked up when a tool is called, not indexed per run: a chat reply's run is held for as long as it streams.
+      // (The last of a name wins, and names are listed once, as an index by name would have it.)
+      const tool = tools.findLast((candidate) => candidate.name === call.name);
+      results.push(await executeTool(tool, call, groundingUrls, signal, onEvent, [...new Set(tools.map((candidate) => candidate.name))]));
     }
     messages.push({ role: 'user', content: results });
   }
@@ -185,13 +188,17 @@ async function streamRound(
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
   try {
-    const stream = client.messages.stream(body, { signal });
+    // The raw events, put together here (message-events.ts): a MessageStream would be held, with all it keeps,
+    // for as long as the round streams, and a chat reply's round can stream for minutes.
+    const stream = await client.messages.create({ ...body, stream: true }, { signal });
+    const assembler = new MessageAssembler();
     for await (const event of stream) {
-      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta' && event.delta.text) {
-        onEvent?.({ type: 'text', text: event.delta.text });
-      }
+      const text = assembler.add(event);
+      if (text) onEvent?.({ type: 'text', text });
     }
-    const message = await stream.finalMessage();
+    // The SDK's stream ends quietly when aborted; the round must not pass for a finished one.
+    if (stream.controller.signal.aborted) throw new AiError('aborted', 'The request to the model was aborted.');
+    const message = assembler.finalMessage();
     countUsage(body.model, message);
     return message;
   } catch (error) {

@@ -362,23 +362,21 @@ export function streamChat(
   return streamOf(async (emit, signal) => {
     const model = deps.config.AI_MODEL;
     let node: (typeof CHAT_NODES)[number] | undefined;
-    const enter = (next: (typeof CHAT_NODES)[number]) => {
-      if (node === next) return;
-      node = next;
-      emit({ type: 'node_start', node: next });
-    };
     const shown: string[] = [];
     const out = await runToolLoop({
       ...baseParams(deps, { ...ctx, signal }, model, (chatSystem ??= loadPrompt('chat').render({})), [
         ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
         { role: 'user', content: input.message },
       ]),
-      onEvent: (event) => {
-        if (event.type === 'tool_start') enter('research');
-        if (event.type === 'text') {
-          enter('answer');
-          shown.push(event.text);
+      // A method, not an arrow property: tsx (keepNames) would give the closure, kept for as long as the reply
+      // streams, a property dictionary of its own.
+      onEvent(event) {
+        const next = event.type === 'tool_start' ? 'research' : event.type === 'text' ? 'answer' : node;
+        if (next !== node && next !== undefined) {
+          node = next;
+          emit({ type: 'node_start', node: next });
         }
+        if (event.type === 'text') shown.push(event.text);
         emit(event);
       },
     });

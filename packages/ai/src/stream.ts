@@ -5,65 +5,97 @@
  */
 export type StreamItem<E, R> = { kind: 'event'; event: E } | { kind: 'result'; result: R };
 
+type Waiter<T> = { resolve: (result: IteratorResult<T>) => void; reject: (error: unknown) => void };
+
+/**
+ * The iterator of one run. A chat reply's run stays open for as long as the reply streams (minutes), with its
+ * consumer waiting in next(): so next() is a plain function holding one pending promise, not a suspended async
+ * function with its own frame and promises, and the whole state is this one object.
+ */
+class RunIterator<E, R> implements AsyncIterator<StreamItem<E, R>> {
+  readonly #controller = new AbortController();
+  readonly #outerSignal: AbortSignal | undefined;
+  #queue: StreamItem<E, R>[] = [];
+  #failure: { error: unknown } | undefined;
+  #finished = false;
+  #waiter: Waiter<StreamItem<E, R>> | undefined;
+  // Made in the constructor rather than as arrow-function fields: tsx (keepNames) gives every named function
+  // expression a property dictionary of its own, for as long as the run lasts.
+  readonly #onOuterAbort: () => void;
+
+  constructor(run: (emit: (event: E) => void, signal: AbortSignal) => Promise<R>, outerSignal: AbortSignal | undefined) {
+    this.#outerSignal = outerSignal;
+    this.#onOuterAbort = () => this.#controller.abort(outerSignal?.reason);
+    // A signal that fired before the stream started counts too: the run starts aborted.
+    if (outerSignal?.aborted) this.#onOuterAbort();
+    else outerSignal?.addEventListener('abort', this.#onOuterAbort, { once: true });
+    run((event) => this.#push({ kind: 'event', event }), this.#controller.signal).then(
+      (result) => {
+        this.#finished = true;
+        this.#push({ kind: 'result', result });
+      },
+      (error: unknown) => {
+        this.#failure = { error };
+        this.#finished = true;
+        this.#wake();
+      },
+    );
+  }
+
+  next(): Promise<IteratorResult<StreamItem<E, R>>> {
+    const taken = this.#take();
+    if (taken === undefined) return new Promise((resolve, reject) => (this.#waiter = { resolve, reject }));
+    return 'error' in taken ? Promise.reject(taken.error) : Promise.resolve(taken.result);
+  }
+
+  return(): Promise<IteratorResult<StreamItem<E, R>>> {
+    this.#controller.abort(new Error('The consumer stopped reading the stream.'));
+    this.#cleanup();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  #push(item: StreamItem<E, R>): void {
+    this.#queue.push(item);
+    this.#wake();
+  }
+
+  /** What next() gives now: the next item, the failure (after every item) or the end; undefined: nothing yet. */
+  #take(): { result: IteratorResult<StreamItem<E, R>> } | { error: unknown } | undefined {
+    const item = this.#queue.shift();
+    if (item !== undefined) return { result: { value: item, done: false } };
+    if (this.#failure !== undefined) {
+      this.#cleanup();
+      const { error } = this.#failure;
+      this.#failure = undefined;
+      return { error };
+    }
+    if (this.#finished) {
+      this.#cleanup();
+      return { result: { value: undefined, done: true } };
+    }
+    return undefined;
+  }
+
+  /** Hands a waiting next() what there is now. */
+  #wake(): void {
+    const waiter = this.#waiter;
+    const taken = waiter === undefined ? undefined : this.#take();
+    if (waiter === undefined || taken === undefined) return;
+    this.#waiter = undefined;
+    if ('error' in taken) waiter.reject(taken.error);
+    else waiter.resolve(taken.result);
+  }
+
+  #cleanup(): void {
+    this.#outerSignal?.removeEventListener('abort', this.#onOuterAbort);
+  }
+}
+
 export function streamOf<E, R>(
   run: (emit: (event: E) => void, signal: AbortSignal) => Promise<R>,
   outerSignal?: AbortSignal,
 ): AsyncIterable<StreamItem<E, R>> {
   return {
-    [Symbol.asyncIterator](): AsyncIterator<StreamItem<E, R>> {
-      const controller = new AbortController();
-      const onOuterAbort = () => controller.abort(outerSignal?.reason);
-      // A signal that fired before the stream started counts too: the run starts aborted.
-      if (outerSignal?.aborted) onOuterAbort();
-      else outerSignal?.addEventListener('abort', onOuterAbort, { once: true });
-      const queue: StreamItem<E, R>[] = [];
-      let failure: { error: unknown } | undefined;
-      let finished = false;
-      let wake: (() => void) | undefined;
-      const signalChange = () => {
-        wake?.();
-        wake = undefined;
-      };
-      run((event) => {
-        queue.push({ kind: 'event', event });
-        signalChange();
-      }, controller.signal).then(
-        (result) => {
-          queue.push({ kind: 'result', result });
-          finished = true;
-          signalChange();
-        },
-        (error: unknown) => {
-          failure = { error };
-          finished = true;
-          signalChange();
-        },
-      );
-      const cleanup = () => outerSignal?.removeEventListener('abort', onOuterAbort);
-      return {
-        async next(): Promise<IteratorResult<StreamItem<E, R>>> {
-          for (;;) {
-            const item = queue.shift();
-            if (item) return { value: item, done: false };
-            if (failure) {
-              cleanup();
-              const { error } = failure;
-              failure = undefined;
-              throw error;
-            }
-            if (finished) {
-              cleanup();
-              return { value: undefined, done: true };
-            }
-            await new Promise<void>((resolve) => (wake = resolve));
-          }
-        },
-        async return(): Promise<IteratorResult<StreamItem<E, R>>> {
-          controller.abort(new Error('The consumer stopped reading the stream.'));
-          cleanup();
-          return { value: undefined, done: true };
-        },
-      };
-    },
+    [Symbol.asyncIterator]: () => new RunIterator(run, outerSignal),
   };
 }

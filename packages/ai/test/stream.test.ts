@@ -37,6 +37,24 @@ describe('streamOf', () => {
     expect(seen).toEqual([{ kind: 'event', event: 'partial' }]);
   });
 
+  it('hands events to a consumer already waiting for one, then the failure', async () => {
+    let emit: ((event: string) => void) | undefined;
+    let fail: ((error: Error) => void) | undefined;
+    const iterator = streamOf<string, number>(
+      (emitEvent) =>
+        new Promise<number>((_resolve, reject) => {
+          emit = emitEvent;
+          fail = reject;
+        }),
+    )[Symbol.asyncIterator]();
+    const first = iterator.next();
+    emit!('a');
+    expect(await first).toEqual({ value: { kind: 'event', event: 'a' }, done: false });
+    const second = iterator.next();
+    fail!(new Error('connection lost'));
+    await expect(second).rejects.toThrow('connection lost');
+  });
+
   it('aborts the run when the consumer stops reading', async () => {
     let aborted = false;
     const stream = streamOf<string, number>(

@@ -177,6 +177,66 @@ describe('the SDK transport on node:http', () => {
     expect(empty.body).toBeNull();
   });
 
+  it('sends Host and the given headers, and the same head again on a reused connection', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    server = await serve((req, res) => {
+      seen.push(req.headers);
+      res.end('ok');
+    });
+    for (let n = 0; n < 2; n++) {
+      const response = await transport.fetch(`${server.url}/v1/messages?beta=true`, { method: 'POST', headers: { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }, body: '{}' });
+      expect(await response.text()).toBe('ok');
+    }
+    expect(server.connections()).toBe(1);
+    for (const headers of seen) {
+      expect(headers).toMatchObject({ host: new URL(server.url).host, 'x-api-key': 'k', 'anthropic-version': '2023-06-01', 'content-length': '2', connection: 'keep-alive' });
+    }
+  });
+
+  it('gives a Response whose body is read as the SDK reads it: an async iterable of Uint8Array chunks', async () => {
+    server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: one\n\n');
+      setTimeout(() => res.end('event: two\n\n'), 20);
+    });
+    const response = await transport.fetch(server.url);
+    expect(response).toBeInstanceOf(Response);
+    expect(response.bodyUsed).toBe(false);
+    const chunks: string[] = [];
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      expect(chunk).toBeInstanceOf(Uint8Array);
+      chunks.push(new TextDecoder().decode(chunk));
+    }
+    expect(chunks.join('')).toBe('event: one\n\nevent: two\n\n');
+    expect(response.bodyUsed).toBe(true);
+    await expect(response.text()).rejects.toThrow(TypeError);
+  });
+
+  it('closes the connection when the reader stops iterating before the end', async () => {
+    server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: first\n\n');
+    });
+    const response = await transport.fetch(server.url);
+    const closed = server.nextClose();
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      expect(new TextDecoder().decode(chunk)).toBe('event: first\n\n');
+      break;
+    }
+    await closed;
+  });
+
+  it('reads an error answer whole with text(), as the SDK does for a failed call', async () => {
+    server = await serve((_req, res) => {
+      res.writeHead(529, { 'content-type': 'application/json', 'retry-after': '3' });
+      res.end('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}');
+    });
+    const response = await transport.fetch(server.url, { method: 'POST', body: '{}' });
+    expect(response.ok).toBe(false);
+    expect(response.headers.get('retry-after')).toBe('3');
+    expect(JSON.parse(await response.text())).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+  });
+
   it('hands a streamed request body to the platform fetch', async () => {
     server = await serve((req, res) => {
       let body = '';

@@ -21,11 +21,18 @@ export interface ChatAppDeps {
 
 const LAST_EVENT_ID_DETAIL = 'Last-Event-ID: must be the id of an event of this API, such as 0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12.';
 
-/** Streams `source` to the client from after `after`; the client leaving detaches it. */
-function follow(res: express.Response, source: ReplySource, after: number, options: SseOptions): void {
+/**
+ * Streams `source` to the client from after `after`; the client leaving detaches it. The request has been read by
+ * then (identity, body, Last-Event-ID) and nothing reads it again, but an event stream may stay open for minutes:
+ * its headers and body are let go rather than kept all that time (node:http keeps them twice, as parsed and raw).
+ */
+function follow(req: express.Request, res: express.Response, source: ReplySource, after: number, options: SseOptions): void {
   const detach = source.attach(openSse(res, source.id, options), after);
   if (res.destroyed) detach();
   else res.once('close', detach);
+  req.headers = {};
+  req.rawHeaders = [];
+  req.body = undefined;
 }
 
 /** The non-streamed answer, once the reply has ended; undefined when the client left first. */
@@ -68,12 +75,12 @@ export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartb
       app.post(
         '/api/chat',
         verifyIdentity(signingSecret, { logger }),
-        route({ body: ChatRequest }, async ({ body }, { res }) => {
+        route({ body: ChatRequest }, async ({ body }, { req, res }) => {
           const { tenantId } = callerOf(res);
           refuseWhileClosing();
           const reply = await chat.startTurn(tenantId, body.conversation_id, body.message);
           if (!body.stream) return answer(res, reply);
-          follow(res, reply, 0, sse);
+          follow(req, res, reply, 0, sse);
           return undefined;
         }),
       );
@@ -105,7 +112,7 @@ export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartb
             res.status(204).end();
             return undefined;
           }
-          follow(res, source, after, sse);
+          follow(req, res, source, after, sse);
           return undefined;
         }),
       );

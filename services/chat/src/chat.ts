@@ -91,8 +91,6 @@ export function createChat(deps: ChatDeps): Chat {
 
   async function run(reply: LiveReply, history: Parameters<AiEngine['chat']>[0]['history'], message: string): Promise<void> {
     const { signal } = reply.controller;
-    // Made when there is something to log: a child logger per open stream is memory for nothing.
-    const log = () => logger.child({ conversationId: reply.conversationId, replyId: reply.id });
     try {
       let outcome: { text: string; inputTokens: number; outputTokens: number } | undefined;
       // The engine offers the tenant's customer tools and audits their calls under the conversation.
@@ -108,13 +106,15 @@ export function createChat(deps: ChatDeps): Chat {
       if (!recorded) throw new ReplyInterrupted('superseded');
       reply.publish(done);
     } catch (error) {
+      // Made only when a reply fails or is interrupted: a child logger per open stream is memory for nothing.
+      const log = logger.child({ conversationId: reply.conversationId, replyId: reply.id });
       const interruption = reply.interruption ?? (error instanceof ReplyInterrupted ? error.reason : undefined);
       const body = interruption === undefined ? replyFailure(error) : INTERRUPTION_ERRORS[interruption];
-      if (interruption !== undefined) log().info({ reason: interruption }, 'reply interrupted');
-      else log()[body.status_code >= 500 ? 'error' : 'warn']({ err: error, type: body.type }, 'reply failed');
+      if (interruption !== undefined) log.info({ reason: interruption }, 'reply interrupted');
+      else log[body.status_code >= 500 ? 'error' : 'warn']({ err: error, type: body.type }, 'reply failed');
       await store
         .finishReply(reply.id, { status: interruption === undefined ? 'failed' : 'interrupted', text: reply.text, events: reply.events, error: body })
-        .catch((storeError: unknown) => log().error({ err: storeError }, 'could not record how the reply ended; its lease will expire'));
+        .catch((storeError: unknown) => log.error({ err: storeError }, 'could not record how the reply ended; its lease will expire'));
       reply.fail(body);
     } finally {
       running.delete(reply.id);

@@ -11,6 +11,39 @@ export interface SseOptions {
   retryMs: number;
 }
 
+/**
+ * The listener that writes a reply's events to one client. It lives as long as the stream (minutes), so its
+ * methods are the class's, not closures made per stream (under tsx, keepNames gives each named closure a
+ * property dictionary of its own).
+ */
+class SseWriter implements ReplyListener {
+  readonly #res: Response;
+  readonly #replyId: string;
+  readonly #heartbeat: NodeJS.Timeout;
+
+  constructor(res: Response, replyId: string, heartbeatMs: number) {
+    this.#res = res;
+    this.#replyId = replyId;
+    // The stream is quiet while the model thinks or a tool runs: a comment keeps proxies and load balancers
+    // from taking it for a dead connection.
+    this.#heartbeat = setInterval(() => this.#write(': keep-alive\n\n'), heartbeatMs).unref();
+    res.once('close', () => clearInterval(this.#heartbeat));
+  }
+
+  event({ position, name, data }: ReplyEvent): void {
+    this.#write(formatSse(name, data, position === undefined ? undefined : chatEventId(this.#replyId, position)));
+  }
+
+  end(): void {
+    clearInterval(this.#heartbeat);
+    if (!this.#res.writableEnded) this.#res.end();
+  }
+
+  #write(text: string): void {
+    if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.write(text);
+  }
+}
+
 /** Opens the event stream on `res`; returns the listener that writes a reply's events to it and ends it. */
 export function openSse(res: Response, replyId: string, { heartbeatMs, retryMs }: SseOptions): ReplyListener {
   res.status(200);
@@ -22,21 +55,5 @@ export function openSse(res: Response, replyId: string, { heartbeatMs, retryMs }
   trackEventStream('chat', res);
   // A reconnect within the reply's detach grace finds it still running.
   res.write(`retry: ${retryMs}\n\n`);
-
-  const write = (text: string) => {
-    if (!res.writableEnded && !res.destroyed) res.write(text);
-  };
-  // The stream is quiet while the model thinks or a tool runs: a comment keeps proxies and load balancers
-  // from taking it for a dead connection.
-  const heartbeat = setInterval(() => write(': keep-alive\n\n'), heartbeatMs).unref();
-  const end = () => {
-    clearInterval(heartbeat);
-    if (!res.writableEnded) res.end();
-  };
-  res.once('close', () => clearInterval(heartbeat));
-
-  return {
-    event: ({ position, name, data }: ReplyEvent) => write(formatSse(name, data, position === undefined ? undefined : chatEventId(replyId, position))),
-    end,
-  };
+  return new SseWriter(res, replyId, heartbeatMs);
 }

@@ -41,55 +41,88 @@ function keep(bytes: Buffer): Buffer {
  */
 export function copyEventStream(body: Readable, res: Response, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    let pending: Buffer = NOTHING;
-    let settled = false;
-    const finish = (error?: unknown) => {
-      if (settled) return;
-      settled = true;
-      // The error listener stays: an error after the end (the body destroyed on abort) must not go unhandled.
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('close', onClose);
-      res.off('drain', onDrain);
-      signal.removeEventListener('abort', onAbort);
-      if (error === undefined) resolve();
-      else reject(error);
-    };
-    const onDrain = () => body.resume();
-    const onData = (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      const end = pending.length > MAX_PENDING_FRAME_BYTES ? pending.length : lastEventEnd(pending);
-      if (end === 0) {
-        pending = keep(pending);
-        return;
-      }
-      const complete = pending.subarray(0, end);
-      pending = end === pending.length ? NOTHING : keep(pending.subarray(end));
-      if (!res.write(complete)) {
-        body.pause();
-        res.once('drain', onDrain);
-      }
-    };
-    const onEnd = () => {
-      if (pending.length > 0) res.write(pending);
-      pending = NOTHING;
-      finish();
-    };
-    // Closed without its end: the service's connection failed (an error event usually comes first).
-    const onClose = () => {
-      if (!body.readableEnded) finish(Object.assign(new Error('the service closed the stream before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
-    };
-    const onAbort = () => finish(signal.reason ?? new Error('aborted'));
     if (signal.aborted) {
-      onAbort();
+      reject(signal.reason ?? new Error('aborted'));
       return;
     }
-    signal.addEventListener('abort', onAbort, { once: true });
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.on('error', finish);
-    body.once('close', onClose);
+    new EventStreamCopy(body, res, signal, resolve, reject);
   });
+}
+
+/**
+ * The state of one copy, for as long as the stream is open. Its listeners are made in the constructor, not as
+ * named functions: tsx (keepNames) gives every named closure a property dictionary of its own, a few hundred
+ * bytes per open stream for each.
+ */
+class EventStreamCopy {
+  #pending: Buffer = NOTHING;
+  #settled = false;
+  readonly #body: Readable;
+  readonly #res: Response;
+  readonly #signal: AbortSignal;
+  readonly #resolve: () => void;
+  readonly #reject: (error: unknown) => void;
+  readonly #onData: (chunk: Buffer) => void;
+  readonly #onDrain: () => void;
+  readonly #onEnd: () => void;
+  readonly #onError: (error: unknown) => void;
+  readonly #onClose: () => void;
+  readonly #onAbort: () => void;
+
+  constructor(body: Readable, res: Response, signal: AbortSignal, resolve: () => void, reject: (error: unknown) => void) {
+    this.#body = body;
+    this.#res = res;
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#onData = (chunk) => this.#forward(chunk);
+    this.#onDrain = () => body.resume();
+    this.#onEnd = () => {
+      if (this.#pending.length > 0) res.write(this.#pending);
+      this.#pending = NOTHING;
+      this.#finish();
+    };
+    this.#onError = (error) => this.#finish(error);
+    // Closed without its end: the service's connection failed (an error event usually comes first).
+    this.#onClose = () => {
+      if (!body.readableEnded) this.#finish(Object.assign(new Error('the service closed the stream before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    this.#onAbort = () => this.#finish(signal.reason ?? new Error('aborted'));
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+    body.on('data', this.#onData);
+    body.once('end', this.#onEnd);
+    body.on('error', this.#onError);
+    body.once('close', this.#onClose);
+  }
+
+  #forward(chunk: Buffer): void {
+    let pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    const end = pending.length > MAX_PENDING_FRAME_BYTES ? pending.length : lastEventEnd(pending);
+    if (end === 0) {
+      this.#pending = keep(pending);
+      return;
+    }
+    const complete = pending.subarray(0, end);
+    pending = end === pending.length ? NOTHING : keep(pending.subarray(end));
+    this.#pending = pending;
+    if (!this.#res.write(complete)) {
+      this.#body.pause();
+      this.#res.once('drain', this.#onDrain);
+    }
+  }
+
+  #finish(error?: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    // The error listener stays: an error after the end (the body destroyed on abort) must not go unhandled.
+    this.#body.off('data', this.#onData);
+    this.#body.off('end', this.#onEnd);
+    this.#body.off('close', this.#onClose);
+    this.#res.off('drain', this.#onDrain);
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    if (error === undefined) this.#resolve();
+    else this.#reject(error);
+  }
 }
 
 export class IdleTimeoutError extends Error {
