@@ -58,18 +58,18 @@ export function checkScope(route: GatewayRoute): RequestHandler {
 export function holdChatSlot(rateLimits: RateLimits, logger: Logger): RequestHandler {
   return async (_req, res, next) => {
     const release = await rateLimits.acquireChatSlot(principalOf(res));
-    let released = false;
-    const releaseOnce = () => {
-      if (released) return;
-      released = true;
-      release().catch((error: unknown) => loggerOf(res, logger).warn({ err: error }, 'releasing a chat slot failed; its lease will expire'));
-    };
     // The client may have left while the slot was being taken: then 'close' has already been emitted.
     if (res.closed) {
-      releaseOnce();
+      giveBack(release, res, logger);
       return;
     }
-    res.once('close', releaseOnce);
+    // An anonymous listener: it lives as long as the stream, and a named closure costs more memory under tsx.
+    res.once('close', () => giveBack(release, res, logger));
     next();
   };
+}
+
+/** Gives a chat slot back (once: from the 'close' listener, or at once when the client had already left). */
+function giveBack(release: () => Promise<void>, res: Response, logger: Logger): void {
+  release().catch((error: unknown) => loggerOf(res, logger).warn({ err: error }, 'releasing a chat slot failed; its lease will expire'));
 }

@@ -46,9 +46,6 @@ function isEventStream(response: Dispatcher.ResponseData): boolean {
  */
 export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
   return async (req, res, next) => {
-    // Made on first use: most requests log nothing here, and a child logger per request is measurable.
-    let logger: Logger | undefined;
-    const log = (): Logger => (logger ??= loggerOf(res, options.logger).child({ upstream: upstream.name }));
     // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
     const browserPage = upstream.name === 'portal' && caller(res) === null;
 
@@ -63,7 +60,7 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
       response = await send(req, res, upstream, options, caller(res), browserPage, controller.signal);
     } catch (error) {
       if (controller.signal.aborted) {
-        log().info('the client left before the service answered; request aborted');
+        log(res, options, upstream).info('the client left before the service answered; request aborted');
         return;
       }
       next(upstreamFailure(upstream, error, options.responseTimeoutMs));
@@ -73,11 +70,13 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
     const { statusCode, body } = response;
     try {
       if (isEventStream(response)) {
-        await relayEventStream(response, res, controller.signal, upstream, log);
+        // The body went upstream; an event stream may stay open for minutes and need not keep it.
+        req.body = undefined;
+        await relayEventStream(response, res, controller.signal, upstream, options);
         return;
       }
       if (statusCode >= 400) {
-        await relayError(response, res, upstream, log, options.idleTimeoutMs, browserPage);
+        await relayError(response, res, upstream, options, browserPage);
         return;
       }
       res.status(statusCode);
@@ -95,14 +94,22 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
     } catch (error) {
       body.destroy();
       if (controller.signal.aborted) {
-        log().info('the client left during the response; request aborted');
+        log(res, options, upstream).info('the client left during the response; request aborted');
         return;
       }
-      log().error({ err: error, status: statusCode }, 'the service failed during its response');
+      log(res, options, upstream).error({ err: error, status: statusCode }, 'the service failed during its response');
       if (res.headersSent) res.destroy();
       else next(upstreamFailure(upstream, error, options.responseTimeoutMs));
     }
   };
+}
+
+/**
+ * The request's logger naming the service. Made when a line is logged (rarely: errors and aborts), not per
+ * request: a child logger costs time, and a closure kept for an event stream's life costs memory.
+ */
+function log(res: Response, options: ProxyOptions, upstream: Upstream): Logger {
+  return loggerOf(res, options.logger).child({ upstream: upstream.name });
 }
 
 /**
@@ -141,7 +148,7 @@ function setHeaders(res: Response, headers: Record<string, string | string[]>): 
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
 
-async function relayEventStream(response: Dispatcher.ResponseData, res: Response, signal: AbortSignal, upstream: Upstream, log: () => Logger): Promise<void> {
+async function relayEventStream(response: Dispatcher.ResponseData, res: Response, signal: AbortSignal, upstream: Upstream, options: ProxyOptions): Promise<void> {
   res.status(response.statusCode);
   // No compression and no buffering anywhere on the way (X-Accel-Buffering: nginx-based ingresses).
   setHeaders(res, { ...responseHeaders(response.headers, ['content-length', 'content-encoding']), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
@@ -153,7 +160,7 @@ async function relayEventStream(response: Dispatcher.ResponseData, res: Response
   } catch (error) {
     if (signal.aborted) throw error;
     // The service failed mid-stream (crashed, connection lost): the client learns it from a last event.
-    log().error({ err: error }, 'the service failed in the middle of an event stream');
+    log(res, options, upstream).error({ err: error }, 'the service failed in the middle of an event stream');
     res.write(formatSse('error', midStreamFailure(upstream)));
   }
   res.end();
@@ -163,12 +170,11 @@ async function relayError(
   response: Dispatcher.ResponseData,
   res: Response,
   upstream: Upstream,
-  log: () => Logger,
-  idleTimeoutMs: number,
+  options: ProxyOptions,
   browserPage: boolean,
 ): Promise<void> {
   const { statusCode, headers } = response;
-  const bytes = await readBounded(response.body, MAX_ERROR_BODY_BYTES, idleTimeoutMs);
+  const bytes = await readBounded(response.body, MAX_ERROR_BODY_BYTES, options.idleTimeoutMs);
   const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
   const encoded = headers['content-encoding'] !== undefined && headers['content-encoding'] !== 'identity';
   // A portal page saying "not found" or "refused" to a browser is the portal's own HTML, not a leaked internal
@@ -182,7 +188,7 @@ async function relayError(
   }
   const replacement = normalisedError(upstream, statusCode);
   const level = statusCode === 401 || statusCode >= 500 ? 'error' : 'warn';
-  log()[level](
+  log(res, options, upstream)[level](
     { status: statusCode, sent: replacement.status_code, body: bytes?.subarray(0, 2048).toString('utf8') },
     statusCode === 401 ? 'the service refused the gateway\'s identity signature: is INTERNAL_SIGNING_SECRET the same everywhere?' : 'the service answered an error without the spec\'s error body; replaced',
   );
