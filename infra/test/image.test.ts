@@ -58,6 +58,8 @@ describe('the Dockerfile', () => {
   test('listens on every interface and starts the service with node, as production', () => {
     const env = stageEnv(runtime);
     expect(env).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', METRICS_HOST: '0.0.0.0', FIN_SERVICE: '${SERVICE}' });
+    // Source-mapped stack traces, and short minor GC pauses (the benchmarks run the services with the same flags).
+    expect((env.NODE_OPTIONS ?? '').split(' ').sort()).toEqual(['--enable-source-maps', '--max-semi-space-size=4']);
     expect(args(runtime, 'WORKDIR')).toEqual([`${APP}/services/\${SERVICE}`]);
     expect(execForm(args(runtime, 'CMD')[0] ?? '')).toEqual(['node', 'dist/main.js']);
   });
@@ -157,8 +159,9 @@ describe('the gateway image, built outside Docker', () => {
   let out: string;
   let database: TestDatabase;
   const node = process.execPath;
-  // What a container has: no development conditions, no NODE_OPTIONS from the test runner, no workspace around.
-  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', ...extra });
+  // What a container has: no development conditions, the image's NODE_OPTIONS rather than the test runner's, no
+  // workspace around.
+  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', NODE_OPTIONS: stageEnv(runtime).NODE_OPTIONS, ...extra });
   const inImage = (file: string) => path.join(out, path.relative(APP, file));
 
   beforeAll(async () => {
@@ -259,7 +262,7 @@ describe('the portal image, built outside Docker', () => {
   let out: string;
   let database: TestDatabase;
   const node = process.execPath;
-  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', ...extra });
+  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', NODE_OPTIONS: stageEnv(runtime).NODE_OPTIONS, ...extra });
   const inImage = (file: string) => path.join(out, path.relative(APP, file));
 
   beforeAll(async () => {

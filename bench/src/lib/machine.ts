@@ -1,6 +1,7 @@
 // The machine a run happened on: figures mean little without it.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { PRODUCTION_NODE_OPTIONS } from './processes';
 
 export interface Machine {
   cpuModel: string;
@@ -38,7 +39,7 @@ export function describeMachine(): Machine {
 export function formatMachine(machine: Machine): string {
   return [
     `machine: ${machine.cpus} CPUs (nproc), ${machine.cpuModel}, ${machine.memoryGiB} GiB RAM`,
-    `runtime: Node ${machine.node} on ${machine.platform}`,
+    `runtime: Node ${machine.node} on ${machine.platform}; the servers run with NODE_OPTIONS="${PRODUCTION_NODE_OPTIONS}" (the production image's)`,
     `load average before the run: ${machine.loadAverage.map((value) => value.toFixed(2)).join(' ')} (other work on the machine shows here)`,
   ].join('\n');
 }

@@ -1,7 +1,7 @@
 // Child processes of a benchmark (the servers under load) and the clean-up that must run however the benchmark
 // ends: every child is stopped by its pid, every database dropped, also on an error or Ctrl-C.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -142,7 +142,21 @@ export interface NodeProcess {
 
 const OUTPUT_TAIL = 8 * 1024;
 
-/** Starts `node --conditions=development --import tsx <entry>` as a process of its own, its output to a file. */
+/**
+ * The NODE_OPTIONS of the production image (the Dockerfile's runtime ENV): every server the benchmarks start runs
+ * with them, so that what is measured is what ships (V8's young-generation size decides the GC pauses, the tail).
+ */
+export const PRODUCTION_NODE_OPTIONS = ((): string => {
+  const dockerfile = readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8');
+  const match = /\bNODE_OPTIONS=(?:"([^"]*)"|(\S+))/.exec(dockerfile);
+  if (match === null) throw new Error('the Dockerfile sets no NODE_OPTIONS');
+  return match[1] ?? match[2] ?? '';
+})();
+
+/**
+ * Starts `node --conditions=development --import tsx <entry>` as a process of its own, with the production image's
+ * NODE_OPTIONS, its output to a file.
+ */
 export function startNodeProcess({ name, entry, env, nodeFlags = [], cwd = REPO_ROOT, inheritEnv = true }: NodeProcessOptions): NodeProcess {
   const file = logFile(name);
   const fd = openSync(file, 'a');
@@ -150,7 +164,7 @@ export function startNodeProcess({ name, entry, env, nodeFlags = [], cwd = REPO_
   try {
     child = spawn(process.execPath, [...nodeFlags, '--conditions=development', '--import', 'tsx', path.resolve(cwd, entry)], {
       cwd,
-      env: inheritEnv ? { ...process.env, ...env } : env,
+      env: { ...(inheritEnv ? process.env : {}), NODE_OPTIONS: PRODUCTION_NODE_OPTIONS, ...env },
       stdio: ['ignore', fd, fd],
     });
   } finally {
@@ -192,6 +206,8 @@ export function startService(name: string, dir: string, env: Record<string, stri
     entry: 'src/main.ts',
     cwd: path.join(REPO_ROOT, 'services', dir),
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: BENCH_LOG_LEVEL, ...env },
+    // For diagnosis: BENCH_NODE_FLAGS="--trace-gc" (with BENCH_KEEP_LOGS=1 to keep what the services print).
+    nodeFlags: (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== ''),
     inheritEnv: false,
   });
 }

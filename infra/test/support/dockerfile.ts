@@ -66,9 +66,9 @@ export function stageEnv(stage: Stage): Record<string, string> {
   const env: Record<string, string> = {};
   for (const { keyword, args } of stage.instructions) {
     if (keyword !== 'ENV') continue;
-    for (const pair of args.split(/\s+/)) {
-      const separator = pair.indexOf('=');
-      if (separator > 0) env[pair.slice(0, separator)] = pair.slice(separator + 1);
+    // NAME=value pairs; a value with spaces is double-quoted.
+    for (const [, name, quoted, bare] of args.matchAll(/(\w+)=(?:"((?:[^"\\]|\\.)*)"|(\S*))/g)) {
+      if (name !== undefined) env[name] = quoted === undefined ? (bare ?? '') : quoted.replace(/\\(.)/g, '$1');
     }
   }
   return env;
