@@ -117,7 +117,7 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     for (const rate of rates) {
       note(`fixed rate ${rate} req/s (open loop): ${options.warmupS} s warm-up, ${options.durationS} s measured`);
       await runFixedRate({ rate, durationS: options.warmupS, send });
-      const { result, cpu, window } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send }));
+      const { result, cpu, window } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send, label: `cache-hit-${rate}` }));
       if (result.failed > 0 || result.unfinished > 0) outcome.problems.push(`${rate} req/s: ${result.failed} failed or unexpected answers, ${result.unfinished} unanswered`);
       outcome.levels.push({ rate, result, cpu, window });
     }

@@ -6,6 +6,8 @@
 // The schedule is kept by a 1 ms timer: each tick starts every request whose time has come. A request's latency
 // runs from its start to the end of its answer (queueing in the client's connection pool included); the lag of
 // the schedule itself is reported separately, so a load generator that fell behind is visible.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { quantile } from './load';
@@ -18,6 +20,11 @@ export interface FixedRateOptions {
   send(): Promise<boolean>;
   /** After the schedule ends, how long to wait for requests still in flight. */
   drainTimeoutMs?: number;
+  /**
+   * With BENCH_DUMP_LATENCIES=<folder>, every answered request's start (ms into the schedule) and latency (ms) are
+   * written to <folder>/<label>.csv: whether slow requests are spread out or cluster in one stall shows there.
+   */
+  label?: string;
 }
 
 export interface FixedRateResult {
@@ -42,8 +49,9 @@ function grow(samples: Float64Array<ArrayBuffer>, count: number): Float64Array<A
   return grown;
 }
 
-export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_000 }: FixedRateOptions): Promise<FixedRateResult> {
+export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_000, label }: FixedRateOptions): Promise<FixedRateResult> {
   let latencies: Float64Array<ArrayBuffer> = new Float64Array(1 << 14);
+  let startsAt: Float64Array<ArrayBuffer> = new Float64Array(1 << 14);
   let lags: Float64Array<ArrayBuffer> = new Float64Array(1 << 14);
   let ok = 0;
   let failed = 0;
@@ -67,6 +75,8 @@ export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_
         return;
       }
       latencies = grow(latencies, ok);
+      startsAt = grow(startsAt, ok);
+      startsAt[ok] = at - begin;
       latencies[ok++] = latency;
       sum += latency;
     });
@@ -82,6 +92,12 @@ export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_
   const drainDeadline = scheduleEnd + drainTimeoutMs;
   while (answered < started && performance.now() < drainDeadline) await delay(5);
 
+  const dumpTo = process.env.BENCH_DUMP_LATENCIES;
+  if (dumpTo && label !== undefined) {
+    mkdirSync(dumpTo, { recursive: true });
+    const rows = Array.from({ length: ok }, (_, index) => `${(startsAt[index] ?? 0).toFixed(2)},${(latencies[index] ?? 0).toFixed(3)}`);
+    writeFileSync(path.join(dumpTo, `${label.replace(/[^\w.-]+/g, '-')}.csv`), `start_ms,latency_ms\n${rows.join('\n')}\n`);
+  }
   const sorted = latencies.subarray(0, ok).sort();
   const sortedLags = lags.subarray(0, started).sort();
   const measuredS = Math.max(durationS, (scheduleEnd - begin) / 1000);

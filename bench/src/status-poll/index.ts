@@ -199,7 +199,7 @@ async function measure(options: BenchOptions): Promise<Outcome> {
       note(`gateway → jobs service at ${rate} polls/s (open loop): ${options.warmupS} s warm-up, ${options.durationS} s measured`);
       await runFixedRate({ rate, durationS: options.warmupS, send });
       const createdBefore = background.ids.length;
-      const { result, cpu } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send }));
+      const { result, cpu } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send, label: `status-poll-${rate}` }));
       if (result.failed > 0 || result.unfinished > 0) outcome.problems.push(`${rate} polls/s: ${result.failed} failed, ${result.unfinished} unanswered`);
       outcome.levels.push({ rate, result, cpu, createdPerS: (background.ids.length - createdBefore) / result.durationS });
     }
