@@ -253,7 +253,7 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
     if (outcome.upserts > 0) break;
     await delay(100);
   }
-  // Concurrent hits on one counter share an upsert (the store combines them), so upserts ≤ requests; what
+  // Hits on one counter share upserts (arriving together, or reserved ahead for a busy key), so upserts ≪ requests; what
   // would invalidate the figures is the limiter failing open, which the gateway logs.
   if (outcome.upserts === 0 || /failing open/.test(gatewayOutput())) {
     outcome.problems.push(
@@ -432,7 +432,7 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       );
     }
   }
-  print(`rate-limit upserts run by the gateway: ${thousands(outcome.upserts)} for ${thousands(outcome.gatewayRequests)} requests it answered (concurrent hits on one counter share an upsert)`);
+  print(`rate-limit upserts run by the gateway: ${thousands(outcome.upserts)} for ${thousands(outcome.gatewayRequests)} requests it answered (hits arriving together, and hits reserved ahead for a busy key, share an upsert)`);
 
   const latency = { direct: find('latency', 'direct')?.result, gateway: find('latency', 'gateway')?.result };
   const throughput = { direct: find('throughput', 'direct')?.result, gateway: find('throughput', 'gateway')?.result };
