@@ -5,6 +5,7 @@ import { cacheHit } from './cache-hit';
 import { chatStream } from './chat-stream';
 import { gatewayOverhead } from './gateway-overhead';
 import { jobPipeline } from './job-pipeline';
+import { rateLimitStore } from './rate-limit-store';
 import { statusPoll } from './status-poll';
 import type { BenchOptions } from './lib/options';
 import { USAGE, parseOptions } from './lib/options';
@@ -31,6 +32,10 @@ const SCENARIOS: Record<string, Scenario> = {
   'chat-stream': {
     description: 'time to the first SSE event of a chat reply through the gateway vs direct, and memory per open stream with 2,000 held open',
     run: chatStream,
+  },
+  'rate-limit-store': {
+    description: "what counting a request costs the database: the gateway's rate-limit store with many keys at the default limits, and one busy key",
+    run: rateLimitStore,
   },
   'status-poll': {
     description: 'job status polls through the gateway and straight to the jobs service at saturation, while 50 jobs/s are created',

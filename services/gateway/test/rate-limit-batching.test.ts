@@ -129,4 +129,56 @@ describe('rate-limit store batching', () => {
       await other.end();
     }
   });
+
+  it('counts hits on many keys arriving together in one statement, each key exactly', async () => {
+    const store = new PostgresRateLimitStore(pool, 'stock-report:', 60_000, new FailOpenBreaker(5_000), 2_000);
+    const keys = Array.from({ length: 200 }, (_, i) => `many-${i}`);
+    statements = 0;
+    // Key i gets 1 + i % 3 hits, all at once.
+    const results = await Promise.all(
+      keys.flatMap((key, i) =>
+        Array.from({ length: 1 + (i % 3) }, async () => {
+          store.limitFor(key, 20);
+          return { key, totalHits: (await store.increment(key)).totalHits };
+        }),
+      ),
+    );
+    expect(statements).toBeLessThanOrEqual(3);
+    keys.forEach((key, i) => {
+      const counts = results.filter((result) => result.key === key).map((result) => result.totalHits);
+      expect(counts.sort((a, b) => a - b)).toEqual(Array.from({ length: 1 + (i % 3) }, (_, n) => n + 1));
+    });
+    const { rows } = await pool.query<{ counter_key: string; hits: number }>("SELECT counter_key, hits FROM rate_limit_counters WHERE counter_key LIKE 'stock-report:many-%'");
+    expect(rows).toHaveLength(200);
+    for (const row of rows) expect(row.hits).toBe(1 + (Number(row.counter_key.split('-').at(-1)) % 3));
+  });
+
+  it('does not deadlock when two processes batch overlapping keys, and loses no hit', async () => {
+    const other = createPool({ connectionString: db.url, applicationName: 'batching-test-c', max: 4 });
+    try {
+      const stores = [pool, other].map((on) => new PostgresRateLimitStore(on, 'tools:', 60_000, new FailOpenBreaker(5_000), 5_000));
+      const keys = Array.from({ length: 60 }, (_, i) => `overlap-${i}`);
+      // Each process walks the keys in its own order, 20 clients each, 30 hits per client.
+      const perStore = await Promise.all(
+        stores.map((store, which) =>
+          Promise.all(
+            Array.from({ length: 20 }, async (_, client) => {
+              for (let hit = 0; hit < 30; hit++) {
+                const index = which === 0 ? (client * 7 + hit) % keys.length : (keys.length - 1 - ((client * 11 + hit) % keys.length));
+                const key = keys[index] as string;
+                // A limit too small for hits reserved ahead: the database then holds exactly the hits made.
+                store.limitFor(key, 100);
+                await store.increment(key);
+              }
+            }),
+          ),
+        ),
+      );
+      expect(perStore).toHaveLength(2);
+      const { rows } = await pool.query<{ total: string }>("SELECT sum(hits)::text AS total FROM rate_limit_counters WHERE counter_key LIKE 'tools:overlap-%'");
+      expect(Number(rows[0]?.total)).toBe(2 * 20 * 30);
+    } finally {
+      await other.end();
+    }
+  });
 });
