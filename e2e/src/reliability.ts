@@ -1,8 +1,10 @@
 // What the fault suite (e2e/test/faults) shares: its size, its one-line reports, and read-only looks into the
 // system's database (the job ledger a fault test judges by). See docs/reliability.md#fault-tests.
 import { appendFileSync } from 'node:fs';
+import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropicOptions } from '@fin/fakes';
 import { createKey, createTenant, setLimitOverride } from '@fin/gateway/admin';
 import pg from 'pg';
+import { sharedEnv, startSystem, type System, type SystemOptions } from './system';
 
 /**
  * `RELIABILITY_SIZE=full` runs every fault scenario at its full size (more jobs, more faults); anything else (or
@@ -81,6 +83,58 @@ export async function faultTenantKey(databaseUrl: string, name: string): Promise
     for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools']) await setLimitOverride(client, name, product, 100_000);
     return (await createKey(client, { tenant: name })).apiKey;
   });
+}
+
+export interface FaultSystemOptions {
+  /** The database the system runs on (the test creates it: a test database, or a private cluster). */
+  databaseUrl: string;
+  /** The tenant whose key the test sends its requests with (faultTenantKey). */
+  tenant: string;
+  /** What the fake Claude answers: a scripted model's handler. */
+  model: FakeAnthropicOptions['handler'];
+  /** Added to every service's environment (e.g. KAFKA_BROKERS of the test's own broker). */
+  env?: Record<string, string>;
+  /** Added to every worker's environment. */
+  workerEnv?: Record<string, string>;
+  system?: SystemOptions;
+}
+
+export interface FaultSystem {
+  system: System;
+  /** The tenant's API key. */
+  key: string;
+  /** Stops the services (resuming any the test left paused) and the fakes; prints their output with E2E_DEBUG. */
+  stop(): Promise<void>;
+}
+
+/**
+ * What every fault test runs against: the fakes at the wire (Claude answering as `model` says, Finnhub), the
+ * system (startSystem) on `databaseUrl`, and a tenant with limits far above what the test sends.
+ */
+export async function startFaultSystem({ databaseUrl, tenant, model, env = {}, workerEnv = {}, system: options = {} }: FaultSystemOptions): Promise<FaultSystem> {
+  const claude = await startFakeAnthropic({ handler: model, recordRequests: false });
+  const finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' }).catch(async (error: unknown) => {
+    await claude.close();
+    throw error;
+  });
+  const closeFakes = () => Promise.all([claude.close(), finnhub.close()]);
+  try {
+    const shared = { ...sharedEnv({ databaseUrl, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), ...env };
+    const [system, key] = await Promise.all([startSystem(shared, workerEnv, options), faultTenantKey(databaseUrl, tenant)]);
+    return {
+      system,
+      key,
+      async stop() {
+        printServiceOutput(system.services);
+        for (const service of system.services) if (service.child.exitCode === null) service.child.kill('SIGCONT');
+        await system.stop();
+        await closeFakes();
+      },
+    };
+  } catch (error) {
+    await closeFakes();
+    throw error;
+  }
 }
 
 /** A job as the fault tests judge it: its row, and how many terminal events its workers committed. */

@@ -1,11 +1,10 @@
-import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { ownBroker, type OwnBroker } from '../../src/broker';
 import { newsRequest, postNews, startLoad } from '../../src/load';
-import { bySize, describeOutcomes, faultTenantKey, printServiceOutput, reportSurvival, settleJobs } from '../../src/reliability';
+import { bySize, describeOutcomes, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { newRun, scriptedModel, think } from '../../src/scripted-model';
-import { sharedEnv, startSystem, type System } from '../../src/system';
+import type { System } from '../../src/system';
 
 /** Each outage keeps the broker down this long, under load. */
 const OUTAGE_MS = 30_000;
@@ -20,8 +19,7 @@ const SETTLE_MS = bySize({ ci: 180_000, full: 300_000 });
 describe('fault: the Kafka broker down for 30 s under load', () => {
   let db: TestDatabase;
   let broker: OwnBroker;
-  let claude: FakeAnthropic;
-  let finnhub: FakeFinnhub;
+  let fault: FaultSystem | undefined;
   let system: System;
   let key: string;
   let client: pg.Client;
@@ -30,19 +28,15 @@ describe('fault: the Kafka broker down for 30 s under load', () => {
     db = await createTestDatabase();
     broker = await ownBroker();
     await broker.start();
-    claude = await startFakeAnthropic({ handler: scriptedModel().handler, recordRequests: false });
-    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = { ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), KAFKA_BROKERS: broker.brokers };
-    [system, key] = await Promise.all([startSystem(env), faultTenantKey(db.url, 'outage')]);
+    fault = await startFaultSystem({ databaseUrl: db.url, tenant: 'outage', model: scriptedModel().handler, env: { KAFKA_BROKERS: broker.brokers } });
+    ({ system, key } = fault);
     client = new pg.Client(db.url);
     await client.connect();
   }, 180_000);
 
   afterAll(async () => {
-    printServiceOutput(system?.services ?? []);
-    await system?.stop();
+    await fault?.stop();
     await client?.end();
-    await Promise.all([claude?.close(), finnhub?.close()]);
     await broker?.destroy();
     await db?.drop();
   });

@@ -1,12 +1,12 @@
 import { ChatDoneEvent, CustomerTool } from '@fin/contracts';
 import { startFakeCustomerApi, testCertificate, type FakeCustomerApi } from '@fin/customer-tools/testing';
-import { message, startFakeAnthropic, startFakeFinnhub, toolResults, toolUse, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
+import { message, toolResults, toolUse } from '@fin/fakes';
 import { createTestDatabase, openEventStream, type SseFrame, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { postNews } from '../../src/load';
-import { bySize, faultTenantKey, jobLedger, keptPromises, printServiceOutput, reportSurvival, settleJobs } from '../../src/reliability';
+import { bySize, jobLedger, keptPromises, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { marker, newRun, scriptedModel, type ScriptedModel } from '../../src/scripted-model';
-import { sharedEnv, startSystem, type System } from '../../src/system';
+import type { System } from '../../src/system';
 
 const REPEAT = bySize({ ci: 3, full: 15 });
 const SETTLE_MS = bySize({ ci: 60_000, full: 180_000 });
@@ -32,8 +32,7 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
   let db: TestDatabase;
   let api: FakeCustomerApi;
   let model: ScriptedModel;
-  let claude: FakeAnthropic;
-  let finnhub: FakeFinnhub;
+  let fault: FaultSystem | undefined;
   let system: System;
   let key: string;
   let client: pg.Client;
@@ -61,15 +60,15 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       if (result && turn.marker) seen.set(turn.marker, { text: result.text, isError: result.isError });
       return undefined;
     });
-    claude = await startFakeAnthropic({ handler: model.handler, recordRequests: false });
-    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
     // The fake customer API lives on 127.0.0.1 with a self-signed certificate: test configuration only.
     const toolEnv = { CUSTOMER_TOOLS_ALLOW_LOOPBACK: 'true', NODE_EXTRA_CA_CERTS: (await testCertificate()).certFile };
-    [system, key] = await Promise.all([
-      startSystem(env, {}, { products: ['portal', 'news', 'chat'], productEnv: { news: { ...toolEnv, NEWS_TIME_LIMIT_MS: String(NEWS_TIME_LIMIT_MS) }, chat: toolEnv } }),
-      faultTenantKey(db.url, 'tools'),
-    ]);
+    fault = await startFaultSystem({
+      databaseUrl: db.url,
+      tenant: 'tools',
+      model: model.handler,
+      system: { products: ['portal', 'news', 'chat'], productEnv: { news: { ...toolEnv, NEWS_TIME_LIMIT_MS: String(NEWS_TIME_LIMIT_MS) }, chat: toolEnv } },
+    });
+    ({ system, key } = fault);
     client = new pg.Client(db.url);
     await client.connect();
     for (const tool of Object.values(TOOLS)) {
@@ -91,10 +90,9 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
   }, 120_000);
 
   afterAll(async () => {
-    printServiceOutput(system?.services ?? []);
-    await system?.stop();
+    await fault?.stop();
     await client?.end();
-    await Promise.all([claude?.close(), finnhub?.close(), api?.close()]);
+    await api?.close();
     await db?.drop();
   });
 

@@ -1,11 +1,11 @@
 import { ErrorBody } from '@fin/contracts';
-import { hangingReply, startFakeAnthropic, startFakeFinnhub, textReply, toolNames, type FakeAnthropic, type FakeFinnhub, type Faults, type Reply } from '@fin/fakes';
+import { hangingReply, textReply, toolNames, type Faults, type Reply } from '@fin/fakes';
 import { createTestDatabase, openEventStream, waitFor, type SseFrame, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { postNews } from '../../src/load';
-import { bySize, faultTenantKey, jobLedger, keptPromises, printServiceOutput, reportSurvival, settleJobs } from '../../src/reliability';
+import { bySize, jobLedger, keptPromises, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { marker, newRun, scriptedModel, type ScriptedModel } from '../../src/scripted-model';
-import { sharedEnv, startSystem, type System } from '../../src/system';
+import type { System } from '../../src/system';
 
 /** Repetitions of every (fault, product) case. */
 const REPEAT = bySize({ ci: 2, full: 10 });
@@ -49,8 +49,7 @@ function faulty(faults: Faults): (reply: Reply) => Reply {
 describe('fault: the model fails', () => {
   let db: TestDatabase;
   let model: ScriptedModel;
-  let claude: FakeAnthropic;
-  let finnhub: FakeFinnhub;
+  let fault: FaultSystem | undefined;
   let system: System;
   let key: string;
   let client: pg.Client;
@@ -61,10 +60,8 @@ describe('fault: the model fails', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     model = scriptedModel();
-    claude = await startFakeAnthropic({ handler: model.handler, recordRequests: false });
-    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = { ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), AI_TIMEOUT_MS: '1000' };
-    [system, key] = await Promise.all([startSystem(env, {}, { products: ['news', 'analysis', 'chat'] }), faultTenantKey(db.url, 'faults')]);
+    fault = await startFaultSystem({ databaseUrl: db.url, tenant: 'faults', model: model.handler, env: { AI_TIMEOUT_MS: '1000' }, system: { products: ['news', 'analysis', 'chat'] } });
+    ({ system, key } = fault);
     client = new pg.Client(db.url);
     await client.connect();
     attempts = new pg.Pool({ connectionString: db.url, max: 4 });
@@ -93,11 +90,9 @@ describe('fault: the model fails', () => {
   }, 120_000);
 
   afterAll(async () => {
-    printServiceOutput(system?.services ?? []);
-    await system?.stop();
+    await fault?.stop();
     await client?.end();
     await attempts?.end();
-    await Promise.all([claude?.close(), finnhub?.close()]);
     await db?.drop();
   });
 

@@ -1,10 +1,9 @@
-import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { waitFor } from '@fin/testing';
 import { newsRequest, postNews, startLoad } from '../../src/load';
 import { startPrivatePostgres, type PrivatePostgres } from '../../src/private-postgres';
-import { bySize, describeOutcomes, faultTenantKey, printServiceOutput, reportSurvival, settleJobs, withDb } from '../../src/reliability';
+import { bySize, describeOutcomes, reportSurvival, settleJobs, startFaultSystem, withDb, type FaultSystem } from '../../src/reliability';
 import { newRun, scriptedModel, think, type ScriptedModel } from '../../src/scripted-model';
-import { sharedEnv, startSystem, type System } from '../../src/system';
+import type { System } from '../../src/system';
 
 const SIZE = bySize({ ci: { restarts: 2, outages: 1, rate: 4 }, full: { restarts: 6, outages: 3, rate: 6 } });
 /** A longer outage, as a managed database's failover is: the server is down this long. */
@@ -19,25 +18,20 @@ const SETTLE_MS = bySize({ ci: 120_000, full: 300_000 });
 describe('fault: PostgreSQL restarted (immediate) under load', () => {
   let database: PrivatePostgres;
   let model: ScriptedModel;
-  let claude: FakeAnthropic;
-  let finnhub: FakeFinnhub;
+  let fault: FaultSystem | undefined;
   let system: System;
   let key: string;
 
   beforeAll(async () => {
     database = await startPrivatePostgres();
     model = scriptedModel();
-    claude = await startFakeAnthropic({ handler: model.handler, recordRequests: false });
-    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: database.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
     // A lease of 4 s: a job whose result commit died with the database is retried within seconds.
-    [system, key] = await Promise.all([startSystem(env, { NEWS_LEASE_MS: '4000' }), faultTenantKey(database.url, 'restart')]);
+    fault = await startFaultSystem({ databaseUrl: database.url, tenant: 'restart', model: model.handler, workerEnv: { NEWS_LEASE_MS: '4000' } });
+    ({ system, key } = fault);
   }, 120_000);
 
   afterAll(async () => {
-    printServiceOutput(system?.services ?? []);
-    await system?.stop();
-    await Promise.all([claude?.close(), finnhub?.close()]);
+    await fault?.stop();
     await database?.destroy();
   });
 

@@ -1,10 +1,9 @@
-import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { newsRequest, postNews, startLoad } from '../../src/load';
-import { bySize, describeOutcomes, faultTenantKey, printServiceOutput, reportSurvival, settleJobs } from '../../src/reliability';
+import { bySize, describeOutcomes, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { newRun, scriptedModel, think } from '../../src/scripted-model';
-import { sharedEnv, startSystem, type ServiceProcess, type System } from '../../src/system';
+import type { ServiceProcess, System } from '../../src/system';
 
 /** Leaders killed in all; the first `midPublish` of them between publishing a batch and marking it published. */
 const SIZE = bySize({ ci: { kills: 3, midPublish: 1, rate: 4 }, full: { kills: 15, midPublish: 5, rate: 6 } });
@@ -21,31 +20,29 @@ const MARK_PUBLISHED = 'UPDATE outbox SET published_at = now()%';
  */
 describe('fault: the outbox relay killed mid-publishing', () => {
   let db: TestDatabase;
-  let claude: FakeAnthropic;
-  let finnhub: FakeFinnhub;
+  let fault: FaultSystem | undefined;
   let system: System;
   let key: string;
   let client: pg.Client;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    claude = await startFakeAnthropic({ handler: scriptedModel().handler, recordRequests: false });
-    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = {
-      ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }),
+    fault = await startFaultSystem({
+      databaseUrl: db.url,
+      tenant: 'relay',
+      model: scriptedModel().handler,
       // A killed process's consumers are replaced after 6 s (the shortest session the config allows).
-      KAFKA_SESSION_TIMEOUT_MS: '6000',
-    };
-    [system, key] = await Promise.all([startSystem(env, { NEWS_LEASE_MS: '2000' }), faultTenantKey(db.url, 'relay')]);
+      env: { KAFKA_SESSION_TIMEOUT_MS: '6000' },
+      workerEnv: { NEWS_LEASE_MS: '2000' },
+    });
+    ({ system, key } = fault);
     client = new pg.Client(db.url);
     await client.connect();
   }, 120_000);
 
   afterAll(async () => {
-    printServiceOutput(system?.services ?? []);
-    await system?.stop();
+    await fault?.stop();
     await client?.end();
-    await Promise.all([claude?.close(), finnhub?.close()]);
     await db?.drop();
   });
 

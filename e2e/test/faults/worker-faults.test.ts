@@ -1,11 +1,10 @@
 import { AsyncJobResponse, NewsResult } from '@fin/contracts';
-import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { newsRequest, postNews, startLoad } from '../../src/load';
-import { bySize, describeOutcomes, faultTenantKey, jobLedger, pidOfWorkerId, printServiceOutput, reportSurvival, settleJobs } from '../../src/reliability';
+import { bySize, describeOutcomes, jobLedger, pidOfWorkerId, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { newRun, scriptedModel, tagNews, think, type ScriptedModel } from '../../src/scripted-model';
-import { sharedEnv, startSystem, type ServiceProcess, type System } from '../../src/system';
+import type { ServiceProcess, System } from '../../src/system';
 
 const SIZE = bySize({
   ci: { windowJobs: 4, randomJobs: 30, randomRate: 3, kills: 3, pauses: 3 },
@@ -24,8 +23,7 @@ const FINAL_COMMIT = "UPDATE jobs SET lease_owner = NULL, lease_expires_at = 'in
 describe('fault: worker processes killed or paused mid-job', () => {
   let db: TestDatabase;
   let model: ScriptedModel;
-  let claude: FakeAnthropic;
-  let finnhub: FakeFinnhub;
+  let fault: FaultSystem | undefined;
   let system: System;
   let key: string;
   let client: pg.Client;
@@ -33,10 +31,8 @@ describe('fault: worker processes killed or paused mid-job', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     model = scriptedModel();
-    claude = await startFakeAnthropic({ handler: model.handler, recordRequests: false });
-    finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
-    [system, key] = await Promise.all([startSystem(env, { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' }), faultTenantKey(db.url, 'faults')]);
+    fault = await startFaultSystem({ databaseUrl: db.url, tenant: 'faults', model: model.handler, workerEnv: { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' } });
+    ({ system, key } = fault);
     system.startWorker();
     client = new pg.Client(db.url);
     await client.connect();
@@ -45,11 +41,8 @@ describe('fault: worker processes killed or paused mid-job', () => {
   afterEach(() => model.setHook(undefined));
 
   afterAll(async () => {
-    printServiceOutput(system?.services ?? []);
-    for (const service of system?.services ?? []) if (service.child.exitCode === null) service.child.kill('SIGCONT');
-    await system?.stop();
+    await fault?.stop();
     await client?.end();
-    await Promise.all([claude?.close(), finnhub?.close()]);
     await db?.drop();
   });
 

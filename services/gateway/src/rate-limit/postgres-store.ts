@@ -103,36 +103,30 @@ class CounterBatcher {
 
   private async flush(): Promise<void> {
     if (this.queued.size === 0) return;
-    const batch = this.queued;
+    const batch = [...this.queued].map(([key, { waiters, limit }]) => ({ key, waiters, ahead: 0, limit }));
     this.queued = new Map();
     this.inFlight = true;
     const now = Date.now();
-    const keys = [...batch.keys()];
-    const ahead = keys.map((key) => {
-      const { waiters, limit } = batch.get(key) as { waiters: Waiter[]; limit: number };
-      return this.reservation(key, waiters.length, limit, now);
-    });
+    for (const entry of batch) entry.ahead = this.reservation(entry.key, entry.waiters.length, entry.limit, now);
     try {
       const rows = await this.send(
-        keys,
-        keys.map((key, index) => (batch.get(key)?.waiters.length ?? 0) + (ahead[index] ?? 0)),
+        batch.map(({ key }) => key),
+        batch.map(({ waiters, ahead }) => waiters.length + ahead),
       );
-      keys.forEach((key, index) => {
-        const waiters = batch.get(key)?.waiters ?? [];
-        const reserved = ahead[index] ?? 0;
+      for (const { key, waiters, ahead } of batch) {
         const row = rows.get(key);
         if (row === undefined) {
           this.credits.delete(key);
           for (const waiter of waiters) waiter.reject(new Error(`the rate-limit statement returned no row for ${key}`));
-          return;
+          continue;
         }
-        const first = row.hits - waiters.length - reserved + 1;
+        const first = row.hits - waiters.length - ahead + 1;
         waiters.forEach((waiter, position) => waiter.resolve({ totalHits: first + position, resetTime: row.reset_at }));
-        this.credits.set(key, { next: first + waiters.length, last: row.hits, resetAt: row.reset_at, size: reserved, reservedAt: now });
-      });
+        this.credits.set(key, { next: first + waiters.length, last: row.hits, resetAt: row.reset_at, size: ahead, reservedAt: now });
+      }
       if (this.credits.size > PRUNE_ABOVE) this.prune(now);
     } catch (error) {
-      for (const [key, { waiters }] of batch) {
+      for (const { key, waiters } of batch) {
         this.credits.delete(key);
         for (const waiter of waiters) waiter.reject(error);
       }
