@@ -12,7 +12,7 @@ import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
-import { runFixedRate, type FixedRateResult } from '../lib/rate';
+import { FIXED_RATE_HEADERS, fixedRateCells, runFixedRate, type FixedRateResult } from '../lib/rate';
 import { BENCH_LIMIT_PER_MINUTE, type CpuRow, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
 
 const TARGET_RATE = 1000;
@@ -155,18 +155,8 @@ function report(outcome: Outcome): void {
     print();
     print(
       table(
-        ['offered req/s', 'answered req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'failed/unanswered', 'schedule lag p99 ms'],
-        outcome.levels.map(({ result }) => [
-          thousands(result.offeredRate),
-          thousands(result.achievedRate),
-          ms(result.latencyMs.p50),
-          ms(result.latencyMs.p90),
-          ms(result.latencyMs.p99),
-          ms(result.latencyMs.max),
-          thousands(result.ok),
-          `${result.failed}/${result.unfinished}`,
-          ms(result.scheduleLagMs.p99),
-        ]),
+        ['offered req/s', ...FIXED_RATE_HEADERS],
+        outcome.levels.map(({ result }) => [thousands(result.offeredRate), ...fixedRateCells(result)]),
       ),
     );
   }

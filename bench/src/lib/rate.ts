@@ -11,6 +11,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { quantile } from './load';
+import { fixed, thousands } from './output';
 
 export interface FixedRateOptions {
   /** Requests per second. */
@@ -118,4 +119,22 @@ export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_
     scheduleLagMs: { p99: quantile(sortedLags, 0.99), max: started > 0 ? (sortedLags[started - 1] ?? Number.NaN) : Number.NaN },
     durationS: measuredS,
   };
+}
+
+/** The columns every fixed-rate latency table has after the offered rate; fixedRateCells gives their cells. */
+export const FIXED_RATE_HEADERS = ['answered/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'failed/unanswered', 'schedule lag p99 ms'] as const;
+
+export function fixedRateCells(result: FixedRateResult): string[] {
+  const ms = (value: number) => fixed(value, 2);
+  const { latencyMs } = result;
+  return [
+    thousands(result.achievedRate),
+    ms(latencyMs.p50),
+    ms(latencyMs.p90),
+    ms(latencyMs.p99),
+    ms(latencyMs.max),
+    thousands(result.ok),
+    `${result.failed}/${result.unfinished}`,
+    ms(result.scheduleLagMs.p99),
+  ];
 }

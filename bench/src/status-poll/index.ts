@@ -12,7 +12,7 @@ import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
-import { runFixedRate, type FixedRateResult } from '../lib/rate';
+import { FIXED_RATE_HEADERS, fixedRateCells, runFixedRate, type FixedRateResult } from '../lib/rate';
 import { type BenchSystem, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
 
 const TARGET_RPS = 5000;
@@ -279,19 +279,8 @@ function report(outcome: Outcome): void {
       print();
       print(
         table(
-          ['offered polls/s', 'answered/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'failed/unanswered', 'schedule lag p99 ms', 'jobs created/s meanwhile'],
-          outcome.levels.map(({ result, createdPerS }) => [
-            thousands(result.offeredRate),
-            thousands(result.achievedRate),
-            ms(result.latencyMs.p50),
-            ms(result.latencyMs.p90),
-            ms(result.latencyMs.p99),
-            ms(result.latencyMs.max),
-            thousands(result.ok),
-            `${result.failed}/${result.unfinished}`,
-            ms(result.scheduleLagMs.p99),
-            fixed(createdPerS, 1),
-          ]),
+          ['offered polls/s', ...FIXED_RATE_HEADERS, 'jobs created/s meanwhile'],
+          outcome.levels.map(({ result, createdPerS }) => [thousands(result.offeredRate), ...fixedRateCells(result), fixed(createdPerS, 1)]),
         ),
       );
     }
