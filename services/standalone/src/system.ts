@@ -18,7 +18,7 @@ import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayConfigShape } from '@fin/gateway/config';
 import { startGateway } from '@fin/gateway/service';
-import { createShutdown, type Closer, type Lifecycle } from '@fin/http';
+import { closeStarted, createShutdown, type Closer, type Lifecycle } from '@fin/http';
 import { jobsConfigShape } from '@fin/jobs/config';
 import { startJobsService } from '@fin/jobs/service';
 import { createLogger, type Logger } from '@fin/log';
@@ -101,9 +101,14 @@ function customerToolsKey(dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-/** A signing secret for this run only: every service is in this process, so none needs to be told it. */
-function internalSecret(env: NodeJS.ProcessEnv): string {
-  return env.INTERNAL_SIGNING_SECRET && env.INTERNAL_SIGNING_SECRET.length >= 32 ? env.INTERNAL_SIGNING_SECRET : randomBytes(32).toString('hex');
+/**
+ * A secret for this run only, unless the environment sets one (checked like any other: a placeholder from
+ * .env.example is refused, naming the variable). INTERNAL_SIGNING_SECRET: every service is in this process, so
+ * none needs to be told it. PORTAL_SESSION_SECRET: portal sign-ins last until the next start.
+ */
+function runSecret(env: NodeJS.ProcessEnv, name: 'INTERNAL_SIGNING_SECRET' | 'PORTAL_SESSION_SECRET'): string {
+  const given = env[name];
+  return given && given.length >= 32 ? given : randomBytes(32).toString('hex');
 }
 
 /**
@@ -118,7 +123,7 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
   const units: Unit[] = [];
   const unwind = async () => {
     for (const unit of units.reverse()) for (const closer of [unit.server ? serverCloser(unit.server) : undefined, ...unit.closers]) await closer?.close().catch(() => undefined);
-    for (const closer of started.reverse()) await closer.close().catch(() => undefined);
+    await closeStarted(started.reverse());
   };
 
   try {
@@ -138,7 +143,14 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     started.push({ name: 'database pool', close: () => pool.end() });
 
     // 2. Events: Kafka when configured, the in-process bus otherwise.
-    const shared: NodeJS.ProcessEnv = { ...env, DATABASE_URL: databaseUrl, INTERNAL_SIGNING_SECRET: internalSecret(env), HOST: '127.0.0.1', PORT: '0' };
+    const shared: NodeJS.ProcessEnv = {
+      ...env,
+      DATABASE_URL: databaseUrl,
+      INTERNAL_SIGNING_SECRET: runSecret(env, 'INTERNAL_SIGNING_SECRET'),
+      PORTAL_SESSION_SECRET: runSecret(env, 'PORTAL_SESSION_SECRET'),
+      HOST: '127.0.0.1',
+      PORT: '0',
+    };
     const kafka = parseConfig(withBusApplied(kafkaConfigShape('standalone')), shared);
     let bus: EventBus;
     if (kafka.KAFKA_BROKERS.length > 0) bus = await connectKafkaBus(kafka, log);
