@@ -91,6 +91,8 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
   return {
     DATABASE_URL: databaseUrl,
     INTERNAL_SIGNING_SECRET: randomBytes(32).toString('hex'),
+    // The portal's session cookies: a secret of its own, never the signing secret.
+    PORTAL_SESSION_SECRET: randomBytes(32).toString('hex'),
     KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
     KAFKA_TOPIC_PREFIX: `${uniqueName('e2e')}.`,
     ANTHROPIC_API_KEY: 'sk-ant-e2e-fake-key-0000',

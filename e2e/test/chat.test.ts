@@ -21,9 +21,10 @@ describe('chat through the whole system', () => {
     db = await createTestDatabase();
     claude = await startFakeAnthropic({ handler: offlineAnalyst() });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
-    // A short re-attach window, so that a client that leaves stops the model call within a second.
-    system = await startSystem(env, {}, { products: ['chat'], productEnv: { chat: { CHAT_DETACH_GRACE_MS: '1000' } } });
+    // A short re-attach window, so that a client that leaves stops the model call within a second. The gateway
+    // reads it too: a chat slot whose client left stays taken that long (plus a second), while the reply runs on.
+    const env = { ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), CHAT_DETACH_GRACE_MS: '1000' };
+    system = await startSystem(env, {}, { products: ['chat'] });
     key = system.tenantKey('acme');
   }, 120_000);
 
@@ -127,7 +128,18 @@ describe('chat through the whole system', () => {
     expect(finished.status).toBe(204);
   });
 
-  it('counts GET streams against the 10 concurrent chat streams of a key', async () => {
+  it('counts GET streams against the 10 concurrent chat streams of an account', async () => {
+    // A reply an earlier test's client left holds its slot until the detach grace has passed.
+    await waitFor(async () => {
+      const connection = new pg.Client(db.url);
+      await connection.connect();
+      try {
+        const { rows } = await connection.query<{ n: number }>('SELECT count(*)::int AS n FROM chat_stream_slots WHERE lease_expires_at > now()');
+        return rows[0]?.n === 0;
+      } finally {
+        await connection.end();
+      }
+    }, { what: 'the chat slots of earlier tests to be free', intervalMs: 250 });
     claude.setHandler(() => hangingReply());
     const open: EventStreamClient[] = [];
     try {
@@ -143,12 +155,13 @@ describe('chat through the whole system', () => {
       for (const client of open) client.close();
       claude.reset();
     }
-    // Closing them frees the slots.
+    // Closing them frees the slots, once the chat service's detach grace has passed (the replies run on that long).
+    // Polled once a second: every attempt counts against the account's 60 chat requests a minute.
     await waitFor(async () => {
       const again = await post({ message: 'What is a bond?', conversation_id: null, stream: false });
       const ok = again.status === 200;
       await again.body();
       return ok;
-    }, { what: 'a chat slot to be free again' });
+    }, { what: 'a chat slot to be free again', intervalMs: 1_000, timeoutMs: 30_000 });
   });
 });

@@ -185,4 +185,29 @@ describe('customer tools through the gateway', () => {
     expect(canary.connections()).toBe(0);
     expect(canary6?.connections() ?? 0).toBe(0);
   });
+
+  // Last: it spends this client's budget of test calls for the minute (10 a minute from one address, by default).
+  it('throttles Test presses per client address; the 429 reaches the browser through the gateway with Retry-After', async () => {
+    const created = await api('POST', '/api/customer-tools/', { body: { ...tool, name: 'throttled', endpoint: 'https://10.0.0.1/' } });
+    const id = CustomerTool.parse(created.body).id;
+    const session = await portalSession(keyA);
+    const statuses: number[] = [];
+    let refused: Awaited<ReturnType<typeof session.test>> | undefined;
+    // The test above pressed 10 times already; whatever is left of the budget passes, then one press is refused.
+    for (let press = 0; press < 11 && refused === undefined; press++) {
+      const tested = await session.test(id, { account: 'A-1' });
+      statuses.push(tested.res.status);
+      if (tested.res.status === 429) refused = tested;
+    }
+    expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
+    expect(refused?.res.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(ErrorBody.parse(JSON.parse(refused?.html ?? '{}'))).toEqual({
+      status_code: 429,
+      type: 'rate_limit_exceeded',
+      detail: expect.stringMatching(/^Too many test calls from this address: at most 10 per 60 s\. Retry in \d+ s\.$/),
+    });
+    // A refused press makes no call.
+    const calls = CustomerToolCallListResponse.parse((await api('GET', `/api/customer-tools/${id}/calls`)).body).calls;
+    expect(calls).toHaveLength(statuses.filter((status) => status === 200).length);
+  });
 });

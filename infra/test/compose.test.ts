@@ -2,7 +2,10 @@
 // dclint ships, downloaded from compose-spec/compose-spec), and against the services themselves: every
 // container's environment (with .env.example substituted) is parsed by that service's own config shape, and every
 // URL, port, broker address, healthcheck and dependency has to line up.
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventCatalog } from '@fin/events';
 import Ajv from 'ajv';
@@ -36,7 +39,16 @@ import { ADMIN, HEALTHCHECK, MIGRATE } from './support/image-paths';
 const COMPOSE_FILE = path.join(REPO_ROOT, 'docker-compose.yml');
 const ENV_EXAMPLE = path.join(REPO_ROOT, '.env.example');
 const envExample = readEnvFile(ENV_EXAMPLE);
-const compose: ComposeFile = readCompose(COMPOSE_FILE, envExample);
+/** The secrets .env.example holds placeholders for: every service refuses to start with those. */
+const PLACEHOLDER_SECRETS = ['INTERNAL_SIGNING_SECRET', 'PORTAL_SESSION_SECRET', 'CUSTOMER_TOOLS_ENCRYPTION_KEY'];
+/** .env as the user makes it: .env.example with its placeholder secrets replaced by values of their own. */
+const envFile: Record<string, string> = {
+  ...envExample,
+  INTERNAL_SIGNING_SECRET: randomBytes(32).toString('hex'),
+  PORTAL_SESSION_SECRET: randomBytes(32).toString('hex'),
+  CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${randomBytes(32).toString('base64')}`,
+};
+const compose: ComposeFile = readCompose(COMPOSE_FILE, envFile);
 
 interface AppContainer {
   name: string;
@@ -106,9 +118,9 @@ describe('docker-compose.yml', () => {
 
   test('takes every secret from .env, one value for every service that reads it', () => {
     const names = [...new Set(containers.flatMap(({ shape }) => secretVariables(shape)))];
-    expect(names).toEqual(expect.arrayContaining(['INTERNAL_SIGNING_SECRET', 'ANTHROPIC_API_KEY', 'CUSTOMER_TOOLS_ENCRYPTION_KEY', 'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS']));
+    expect(names).toEqual(expect.arrayContaining(['INTERNAL_SIGNING_SECRET', 'PORTAL_SESSION_SECRET', 'ANTHROPIC_API_KEY', 'CUSTOMER_TOOLS_ENCRYPTION_KEY', 'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS']));
     const marked = Object.fromEntries(names.map((name) => [name, `from-env-file-${name}`]));
-    const withMarks = readCompose(COMPOSE_FILE, { ...envExample, ...marked });
+    const withMarks = readCompose(COMPOSE_FILE, { ...envFile, ...marked });
     for (const { name, shape } of containers) {
       const env = environmentOf(withMarks.services[name]!);
       for (const secret of secretVariables(shape)) {
@@ -118,7 +130,11 @@ describe('docker-compose.yml', () => {
     }
     // The customer-tools key seals what the portal stores and opens it in every product service: all hold it.
     for (const { name, shape, env } of containers) {
-      if ('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape) expect({ name, keys: [env.CUSTOMER_TOOLS_ENCRYPTION_KEY, env.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] }).toEqual({ name, keys: [envExample.CUSTOMER_TOOLS_ENCRYPTION_KEY, envExample.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] });
+      if ('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape) expect({ name, keys: [env.CUSTOMER_TOOLS_ENCRYPTION_KEY, env.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] }).toEqual({ name, keys: [envFile.CUSTOMER_TOOLS_ENCRYPTION_KEY, envFile.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] });
+    }
+    // The session secret is the portal's alone.
+    for (const { name, env } of containers) {
+      expect({ name, session: 'PORTAL_SESSION_SECRET' in env }).toEqual({ name, session: name === 'portal' });
     }
   });
 
@@ -228,7 +244,9 @@ describe('.env.example', () => {
     expect(envExample.ANTHROPIC_API_KEY).toBe('');
     expect(envExample.FINNHUB_API_KEY).toBe('');
     expect(envExample.INTERNAL_SIGNING_SECRET).toMatch(/replace/);
-    // Valid, so that the stack starts, but plainly not a key: a "replace" id and 32 zero bytes.
+    expect(envExample.PORTAL_SESSION_SECRET).toMatch(/replace/);
+    expect(envExample.PORTAL_SESSION_SECRET).not.toBe(envExample.INTERNAL_SIGNING_SECRET);
+    // Plainly not a key: a "replace" id and 32 zero bytes.
     const [keyId = '', key = ''] = (envExample.CUSTOMER_TOOLS_ENCRYPTION_KEY ?? '').split(':');
     expect(keyId).toMatch(/replace/);
     expect(Buffer.from(key, 'base64')).toEqual(Buffer.alloc(32));
@@ -239,6 +257,42 @@ describe('.env.example', () => {
     expect(readFileSync(ENV_EXAMPLE, 'utf8')).toContain('echo "k1:$(openssl rand -base64 32)"');
   });
 
+  test('holds placeholders every service refuses to start with, naming each one it reads', () => {
+    const asIs = readCompose(COMPOSE_FILE, envExample);
+    for (const { name, shape } of containers) {
+      const reads = PLACEHOLDER_SECRETS.filter((variable) => variable in environmentOf(asIs.services[name]!));
+      expect({ name, reads: reads.length > 0 }).toEqual({ name, reads: true });
+      let message = '';
+      try {
+        parseServiceConfig(shape, environmentOf(asIs.services[name]!));
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      for (const variable of reads) expect({ name, refused: message.includes(`${variable}: is a placeholder`) }).toEqual({ name, refused: true });
+    }
+  });
+
+  test('tells how to replace the placeholders, with a command that works: then every service starts', () => {
+    const text = readFileSync(ENV_EXAMPLE, 'utf8');
+    const lines = text.split('\n');
+    const start = lines.findIndex((line) => line.startsWith('#   sed -i.bak'));
+    expect(start).toBeGreaterThan(0);
+    const command: string[] = [];
+    for (let index = start; lines[index]?.startsWith('#  '); index++) command.push(lines[index]!.replace(/^#\s+/, ''));
+    const dir = mkdtempSync(path.join(tmpdir(), 'fin-env-'));
+    try {
+      copyFileSync(ENV_EXAMPLE, path.join(dir, '.env'));
+      const run = spawnSync('bash', ['-c', command.join('\n')], { cwd: dir, encoding: 'utf8' });
+      expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+      const made = readEnvFile(path.join(dir, '.env'));
+      const stack = readCompose(COMPOSE_FILE, made);
+      for (const variable of PLACEHOLDER_SECRETS) expect({ variable, changed: made[variable] !== envExample[variable] }).toEqual({ variable, changed: true });
+      for (const { name, shape } of containers) expect(() => parseServiceConfig(shape, environmentOf(stack.services[name]!))).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('is needed: without it the services refuse to start, naming the variable', () => {
     const bare = readCompose(COMPOSE_FILE, {});
     const gateway = containers.find((container) => container.name === 'gateway')!;
@@ -247,6 +301,8 @@ describe('.env.example', () => {
       if (!('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape)) continue;
       expect(() => parseServiceConfig(shape, environmentOf(bare.services[name]!))).toThrow(/CUSTOMER_TOOLS_ENCRYPTION_KEY: is required but not set/);
     }
+    const portal = containers.find((container) => container.name === 'portal')!;
+    expect(() => parseServiceConfig(portal.shape, environmentOf(bare.services.portal!))).toThrow(/PORTAL_SESSION_SECRET: is required but not set/);
   });
 });
 

@@ -293,6 +293,7 @@ describe('the portal image, built outside Docker', () => {
         METRICS_HOST: '127.0.0.1',
         METRICS_PORT: String(metricsPort),
         INTERNAL_SIGNING_SECRET: 'x'.repeat(64),
+        PORTAL_SESSION_SECRET: 'y'.repeat(64),
         CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
         LOG_LEVEL: 'warn',
       }),

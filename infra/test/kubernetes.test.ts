@@ -35,6 +35,7 @@ const DEPLOYMENT_DOC = readFileSync(path.join(REPO_ROOT, 'docs/deployment.md'), 
 const SECRET_SAMPLES: Record<string, string> = {
   DATABASE_URL: 'postgresql://app:secret@fin-database-rw:5432/app',
   INTERNAL_SIGNING_SECRET: 'x'.repeat(64),
+  PORTAL_SESSION_SECRET: 'y'.repeat(64),
   ANTHROPIC_API_KEY: 'sk-ant-placeholder-0000',
   FINNHUB_API_KEY: 'finnhub-placeholder',
   CUSTOMER_TOOLS_ENCRYPTION_KEY: `k2:${Buffer.alloc(32, 2).toString('base64')}`,
@@ -234,6 +235,13 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     for (const variable of TEST_ONLY_VARIABLES) expect({ variable, set: rendered.includes(variable) }).toEqual({ variable, set: false });
     for (const { name, env, shape } of deployed) {
       if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape) expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
+    }
+  });
+
+  test('gives the portal its own session secret from the Secret, and no other workload', () => {
+    for (const { name, app } of deployed) {
+      const session = app.env?.find((entry) => entry.name === 'PORTAL_SESSION_SECRET')?.valueFrom;
+      expect({ name, session }).toEqual({ name, session: name === 'portal' ? { secretKeyRef: { name: 'fin-secrets', key: 'PORTAL_SESSION_SECRET' } } : undefined });
     }
   });
 

@@ -2,7 +2,7 @@
 // news API (its Postgres cache lookup included), at fixed rates (open loop: 1,000 req/s is the target's load)
 // and closed-loop at saturation. See docs/benchmarks.md.
 import { performance } from 'node:perf_hooks';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { totalMs } from '../lib/cpu';
 import { createHttpClient } from '../lib/http';
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
@@ -82,10 +82,12 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     }
 
     // The gateway's overhead against the real news service (issue 9's definition): the same cache hit straight
-    // to the news API, signed the way the gateway signs (fresh headers per measurement; 30 s of skew allowed).
+    // to the news API, signed the way the gateway signs: anew for every request (a service accepts each nonce once).
     const directUrl = `${system.newsUrl}${NEWS_PATH}`;
     const identity = { requestId: 'bench-cache-hit-direct', caller: { tenantId: system.tenantId, keyId: system.keyId, scopes: system.keyScopes } };
-    const directHeaders = () => ({ 'content-type': 'application/json', ...signIdentity(identity, system.secret, { method: 'POST', path: NEWS_PATH }) });
+    const newsKey = identityKey(system.secret, 'news');
+    const directHeaders = () => ({ 'content-type': 'application/json', ...signIdentity(identity, newsKey, { method: 'POST', path: NEWS_PATH, body }) });
+    const signedEach = () => ({ path: NEWS_PATH, headers: directHeaders() });
     const directAnswer = await client.request('POST', directUrl, directHeaders(), body);
     if (directAnswer.status !== 200 || directAnswer.body !== expected) throw new Error(`the news API answered the direct request ${directAnswer.status}: ${directAnswer.body.slice(0, 300)}`);
     const unsigned = await client.request('POST', directUrl, { 'content-type': 'application/json' }, body);
@@ -94,10 +96,9 @@ async function measure(options: BenchOptions): Promise<Outcome> {
       const connections = SATURATION_CONNECTIONS[0] ?? 10;
       note(`saturation, straight to the news API: ${connections} connections, closed loop: ${options.warmupS} s warm-up, ${options.durationS} s measured`);
       const direct = { ...load, url: directUrl, connections };
-      const warm = await runLoad({ ...direct, headers: directHeaders(), durationS: options.warmupS });
+      const warm = await runLoad({ ...direct, requestFor: signedEach, durationS: options.warmupS });
       if (failuresOf(warm) !== '') outcome.problems.push(`direct warm-up: ${failuresOf(warm)}`);
-      const headersNow = directHeaders();
-      const { result, cpu, window } = await withCpu(system, () => runLoad({ ...direct, headers: headersNow, durationS: options.durationS }));
+      const { result, cpu, window } = await withCpu(system, () => runLoad({ ...direct, requestFor: signedEach, durationS: options.durationS }));
       if (failuresOf(result) !== '') outcome.problems.push(`direct saturation: ${failuresOf(result)}`);
       outcome.saturation.push({ target: 'direct', connections, result, cpu, window });
     }

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createPool, type Pool } from '@fin/db';
 import { freePort, sharedEnv } from '@fin/e2e/src/system';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createTestDatabase, openEventStream, type EventStreamClient } from '@fin/testing';
 import { percentiles, type Percentiles } from '../lib/load';
 import { describeMachine } from '../lib/machine';
@@ -29,8 +29,11 @@ const HELD_STREAMS = 2_000;
 /** Streams timed at each level of open streams (at most; fewer with --streams). */
 const LOADED_STREAMS = 200;
 const TARGET_KB_PER_STREAM = 30;
-/** The admin CLI's largest chat concurrency per key: the streams are spread over enough keys to hold them all. */
+/** Streams per key: the streams are spread over a few keys (the account's limit covers them all together). */
 const STREAMS_PER_KEY = 1_000;
+/** The bench account's arranged limits: room for every held and timed stream, and for every turn they start. */
+const ACCOUNT_STREAMS = 5_000;
+const ACCOUNT_TURNS_PER_MINUTE = 1_000_000;
 const KEYS = Math.ceil(HELD_STREAMS / STREAMS_PER_KEY);
 /** Streams opened at once while building up the held streams. */
 const OPENING_CONCURRENCY = 50;
@@ -88,7 +91,8 @@ async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
   cleanup.add('stop the services', () => Promise.all([gateway.stop(), chat.stop()]).then(() => undefined));
 
   await admin(database.url, ['tenants', 'create', 'bench']);
-  await admin(database.url, ['limits', 'set', '--tenant', 'bench', '--product', 'chat', '--concurrent', String(STREAMS_PER_KEY)]);
+  await admin(database.url, ['limits', 'set', '--tenant', 'bench', '--product', 'chat', '--concurrent', String(ACCOUNT_STREAMS)]);
+  await admin(database.url, ['limits', 'set', '--tenant', 'bench', '--product', 'chat-turns', '--per-minute', String(ACCOUNT_TURNS_PER_MINUTE)]);
   const keys: string[] = [];
   for (let n = 0; n < KEYS; n++) {
     const created = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', `bench ${n}`, '--json'])) as { api_key: string };
@@ -105,7 +109,7 @@ function openChat(bench: ChatBench, target: Target, message: string, index: numb
   const body = { message, conversation_id: null };
   if (target === 'gateway') return openEventStream(`${bench.gatewayUrl}/api/chat`, { body, headers: { 'x-api-key': key ?? bench.keys[index % bench.keys.length]! } });
   const caller = { tenantId: bench.tenantId, keyId: randomUUID(), scopes: ['chat'] };
-  const signed = signIdentity({ requestId: randomUUID(), caller }, bench.secret, { method: 'POST', path: '/api/chat' });
+  const signed = signIdentity({ requestId: randomUUID(), caller }, identityKey(bench.secret, 'chat'), { method: 'POST', path: '/api/chat', body: JSON.stringify(body) });
   return openEventStream(`${bench.chatUrl}/api/chat`, { body, headers: signed });
 }
 

@@ -10,7 +10,7 @@
 // - bare:  an empty express 5 application with one handler sending the same body: the ceiling of express on
 //          this Node and machine.
 import { NewsRequest } from '@fin/contracts';
-import { createServiceApp, route, verifyIdentity } from '@fin/http';
+import { createServiceApp, identityKey, route, verifyIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
 import express from 'express';
 import { NEWS_PATH, NEWS_RESPONSE } from './fixture';
@@ -24,15 +24,14 @@ function required(name: string): string {
 function newsStandIn(): express.Express {
   const logger = createLogger({ service: 'news-stand-in', level: required('LOG_LEVEL') });
   const secret = required('INTERNAL_SIGNING_SECRET');
-  // The direct measurement sends one set of identity headers, signed once at the start of the run; the
-  // allowed skew is widened so that it stays valid for the run. Checking costs the same at any age.
+  // The direct measurement signs every request anew, as the gateway does.
   const maxSkewMs = Number(required('BENCH_MAX_SKEW_MS'));
   return createServiceApp({
     name: 'news',
     logger,
     readiness: () => Promise.resolve(),
     routes: (app) => {
-      app.post(NEWS_PATH, verifyIdentity(secret, { maxSkewMs, logger }), route({ body: NewsRequest }, () => NEWS_RESPONSE));
+      app.post(NEWS_PATH, verifyIdentity(identityKey(secret, 'news'), { maxSkewMs, logger }), route({ body: NewsRequest }, () => NEWS_RESPONSE));
     },
   });
 }

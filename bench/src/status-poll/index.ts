@@ -3,7 +3,7 @@
 // the jobs service with signed identity headers, so the gateway's share is visible. See docs/benchmarks.md.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
 import { describeMachine } from '../lib/machine';
@@ -19,7 +19,6 @@ const TARGET_RPS = 5000;
 const TARGET_P99_MS = 10;
 const BACKGROUND_JOBS_PER_S = 50;
 /** A signature of the direct requests is reused this long (the jobs service accepts 30 s of skew). */
-const SIGNATURE_REUSE_MS = 10_000;
 /** Fixed rates of the latency-by-load table, through the gateway; those above 90 % of saturation give way to that rate. */
 const RATES = [500, 1000, 2000, 4000];
 
@@ -82,18 +81,11 @@ function backgroundJobs(gateway: Gateway, requests: NewsRequests, rate: number, 
   };
 }
 
-/** Identity headers for a direct GET of `path`, signed like the gateway signs them; reused for SIGNATURE_REUSE_MS. */
+/** Identity headers for a direct GET of `path`, signed like the gateway signs them: anew for every request. */
 function directSigner(system: BenchSystem): (path: string) => Record<string, string> {
-  const cache = new Map<string, { headers: Record<string, string>; at: number }>();
+  const key = identityKey(system.secret, 'jobs');
   const identity = { requestId: 'bench-status-poll', caller: { tenantId: system.tenantId, keyId: system.keyId, scopes: system.keyScopes } };
-  return (path) => {
-    const now = Date.now();
-    const cached = cache.get(path);
-    if (cached !== undefined && now - cached.at < SIGNATURE_REUSE_MS) return cached.headers;
-    const headers = signIdentity(identity, system.secret, { method: 'GET', path }, now);
-    cache.set(path, { headers, at: now });
-    return headers;
-  };
+  return (path) => signIdentity(identity, key, { method: 'GET', path });
 }
 
 async function seed(gateway: Gateway, system: BenchSystem, requests: NewsRequests, count: number, problems: string[]): Promise<string[]> {

@@ -4,13 +4,31 @@
 export interface PortalSession {
   /** Presses Test on the tool with `input`; resolves to the outcome the page shows (e.g. blocked_address). */
   test(toolId: string, input: unknown): Promise<string | undefined>;
+  /** Presses Test; the page's status, the outcome it shows (none when no call was made) and its listed problems. */
+  testPage(toolId: string, input: unknown): Promise<PortalAnswer & { outcome: string | undefined }>;
+  /** Saves the tool's edit form with these fields (the form's own values for the rest are not sent: give them all). */
+  edit(toolId: string, fields: Record<string, string | string[]>): Promise<PortalAnswer>;
+}
+
+export interface PortalAnswer {
+  /** 303 when a form was accepted (the redirect), 200 with problems when it was not. */
+  status: number;
+  problems: string[];
 }
 
 const csrf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
 
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'", '&#96;': '`' };
+
+/** The page's list of problems, as the customer reads them. */
+function problemsOf(html: string): string[] {
+  const list = /<div class="problems"[^>]*>([\s\S]*?)<\/div>/.exec(html)?.[1] ?? '';
+  return [...list.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((match) => (match[1] ?? '').replace(/&(?:amp|lt|gt|quot|#39|#96);/g, (entity) => ENTITIES[entity] ?? entity));
+}
+
 export async function signIn(baseUrl: string, apiKey: string): Promise<PortalSession> {
   const cookies = new Map<string, string>();
-  const go = async (method: 'GET' | 'POST', path: string, form?: Record<string, string>) => {
+  const go = async (method: 'GET' | 'POST', path: string, form?: Record<string, string | string[]>) => {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       redirect: 'manual',
@@ -18,7 +36,7 @@ export async function signIn(baseUrl: string, apiKey: string): Promise<PortalSes
         Cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; '),
         ...(form === undefined ? {} : { 'Content-Type': 'application/x-www-form-urlencoded' }),
       },
-      ...(form === undefined ? {} : { body: new URLSearchParams(form).toString() }),
+      ...(form === undefined ? {} : { body: new URLSearchParams(Object.entries(form).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((item): [string, string] => [name, item]))).toString() }),
     });
     for (const line of res.headers.getSetCookie()) {
       const [pair = ''] = line.split(';');
@@ -37,6 +55,18 @@ export async function signIn(baseUrl: string, apiKey: string): Promise<PortalSes
       const tested = await go('POST', `/portal/tools/${toolId}/test`, { csrf: csrf(form.html), input: JSON.stringify(input) });
       if (tested.status !== 200) throw new Error(`pressing Test answered ${tested.status}`);
       return /id="outcome">([a-z_]+)</.exec(tested.html)?.[1];
+    },
+    async testPage(toolId, input) {
+      const form = await go('GET', `/portal/tools/${toolId}/test`);
+      if (form.status !== 200) throw new Error(`the test page answered ${form.status}`);
+      const tested = await go('POST', `/portal/tools/${toolId}/test`, { csrf: csrf(form.html), input: JSON.stringify(input) });
+      return { status: tested.status, outcome: /id="outcome">([a-z_]+)</.exec(tested.html)?.[1], problems: problemsOf(tested.html) };
+    },
+    async edit(toolId, fields) {
+      const form = await go('GET', `/portal/tools/${toolId}/edit`);
+      if (form.status !== 200) throw new Error(`the edit page answered ${form.status}`);
+      const saved = await go('POST', `/portal/tools/${toolId}`, { csrf: csrf(form.html), ...fields });
+      return { status: saved.status, problems: problemsOf(saved.html) };
     },
   };
 }

@@ -54,6 +54,14 @@ export async function startAbuseTarget(): Promise<AbuseTarget> {
     LOG_LEVEL: 'error',
     CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
     AI_OFFLINE: 'true',
+    // The portal's throttles are raised too: the SSRF suite presses Test hundreds of times a minute from one address.
+    PORTAL_TEST_CALL_LIMIT_PER_CLIENT: '1000000',
+    PORTAL_TEST_CALL_LIMIT_PER_TENANT: '1000000',
+    PORTAL_SIGN_IN_LIMIT_PER_CLIENT: '1000000',
+    PORTAL_SIGN_IN_LIMIT_PER_TENANT: '1000000',
+    // The suites send invalid keys on purpose, thousands of them from one address: they check the answers to
+    // each, not the throttling of failed authentications (which has its own tests).
+    AUTH_FAILURES_PER_MINUTE: '1000000',
   });
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });
   const stop = async () => {
@@ -69,7 +77,7 @@ export async function startAbuseTarget(): Promise<AbuseTarget> {
     const keys = {} as Record<TenantName, TenantKeys>;
     for (const tenant of TENANTS) {
       await createTenant(pool, tenant);
-      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools']) await setLimitOverride(pool, tenant, product, RAISED_PER_MINUTE);
+      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns']) await setLimitOverride(pool, tenant, product, RAISED_PER_MINUTE);
       await setLimitOverride(pool, tenant, 'chat', RAISED_CHAT_STREAMS);
       const valid = (await createKey(pool, { tenant, name: 'valid' })).apiKey;
       const revoked = await createKey(pool, { tenant, name: 'revoked' });

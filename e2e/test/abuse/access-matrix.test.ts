@@ -4,6 +4,7 @@
 // has one expected answer, and no answer to any cell carries another tenant's data. Both tenants take the caller's
 // seat in turn.
 import { API_ROUTES, CustomerToolUpdateRequest, JobType, type ApiRoute, type ApiScope, type JobType as JobTypeName, type SuccessStatus } from '@fin/contracts';
+import { waitFor } from '@fin/testing';
 import { parseErrorBody, parseSse, responseProblem } from '../../src/abuse/checks';
 import type { WireResponse } from '../../src/abuse/http';
 import { Tally, report } from '../../src/abuse/report';
@@ -96,7 +97,7 @@ describe('the access matrix of every id-bearing route', () => {
 
   afterAll(async () => {
     const exitCode = await target?.stop();
-    report('access-matrix', `${cells} cells (${OPERATIONS.length} operations × ${SUBJECTS.length} subjects × ${KEY_KINDS.length} keys × ${TENANTS.length} callers): ${leaks} leaks; statuses ${statuses.toString()}`, {
+    report('access-matrix', `${cells} cells (${OPERATIONS.length} operations × ${SUBJECTS.length} subjects × ${KEY_KINDS.length} keys × ${TENANTS.length} callers, and the cross-tenant cache): ${leaks} leaks; statuses ${statuses.toString()}`, {
       cells,
       leaks,
       operations: OPERATIONS.map((operation) => operation.name),
@@ -187,6 +188,50 @@ describe('the access matrix of every id-bearing route', () => {
           if (problem !== undefined || leaked.length > 0) {
             problems.push(`${operation.name} · ${subject} ${operation.kind} · ${kind} key → ${response.status} ${text.slice(0, 300)}${problem ? `\n    ${problem}` : ''}${leaked.length > 0 ? `\n    LEAK of ${leaked.join(', ')}` : ''}`);
           }
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  }, 300_000);
+
+  it('serves no tenant a result made while another tenant\'s customer tools were offered (the cross-tenant cache cell)', async () => {
+    // Both tenants have a customer tool that every product may offer (createResources), and each cell asks
+    // something nobody asked before (its own language), so the cache holds nothing for it yet.
+    const cases = [
+      { product: 'news', body: { symbols: ['NVDA'], n: 3 } },
+      { product: 'stock-report', body: { symbols: ['AMZN'] } },
+    ] as const;
+    const languages = ['fi', 'sv', 'nl', 'pl'];
+    const problems: string[] = [];
+    for (const { product, body } of cases) {
+      for (const [owner, other] of [TENANTS, [...TENANTS].reverse()] as [TenantName, TenantName][]) {
+        const request = { ...body, language: languages.shift() };
+        const post = (tenant: TenantName, headers: Record<string, string> = {}) =>
+          fetch(`${target.url}/api/products/${product}`, {
+            method: 'POST',
+            headers: { 'X-API-Key': target.keys[tenant].valid, 'Content-Type': 'application/json', ...headers },
+            body: JSON.stringify(request),
+          });
+        // The owner's fresh run, with its tool offered to the model.
+        const fresh = await post(owner, { 'Cache-Control': 'no-cache' });
+        const { job_id: jobId } = (await fresh.json()) as { job_id: string };
+        await waitFor(async () => {
+          const status = await fetch(`${target.url}/api/jobs/${product}/${jobId}/status`, { headers: { 'X-API-Key': target.keys[owner].valid } });
+          return ((await status.json()) as { status: string }).status === 'completed';
+        }, { timeoutMs: 60_000, what: `the ${product} job of ${owner}` });
+        // Control: the owner's repeat is served from the cache, so a miss below is the isolation, not a cold cache.
+        const repeat = await post(owner);
+        cells += 2;
+        statuses.add(repeat.status);
+        if (repeat.status !== 200 || ((await repeat.json()) as { from_cache?: boolean }).from_cache !== true) {
+          problems.push(`${product}: ${owner}'s own repeat was not served from the cache (${repeat.status})`);
+        }
+        const answer = await post(other);
+        statuses.add(answer.status);
+        const text = await answer.text();
+        if (answer.status !== 202 || text.includes(jobId)) {
+          leaks += 1;
+          problems.push(`${product}: ${other} got ${answer.status} ${text.slice(0, 200)} — a result made with ${owner}'s tools`);
         }
       }
     }

@@ -22,13 +22,19 @@ import type { CustomerToolSource, ToolProduct } from './tools';
 import type { StreamItem } from './stream';
 import { createHttpFetch } from './transport';
 
+/** A product run's outcome, with the customer tool set it offered the model (what its result may be cached for). */
+export interface EngineOutcome<T> extends ProductOutcome<T> {
+  /** The digest of the customer tools offered (OfferedTools.toolSet); null when none were. */
+  customerToolSet: string | null;
+}
+
 /** Everything the products need from the AI: one object per process, created at start and closed at shutdown. */
 export interface AiEngine {
   /** True in offline mode: results come from the deterministic analyst over sample data. */
   readonly offline: boolean;
-  news(request: NewsRequest, ctx?: RunContext): Promise<ProductOutcome<NewsResult>>;
-  stockReport(request: StockReportRequest, ctx?: RunContext): Promise<ProductOutcome<StockReportResult>>;
-  analysis(request: AnalysisRequest, ctx?: RunContext): Promise<ProductOutcome<AnalysisResult>>;
+  news(request: NewsRequest, ctx?: RunContext): Promise<EngineOutcome<NewsResult>>;
+  stockReport(request: StockReportRequest, ctx?: RunContext): Promise<EngineOutcome<StockReportResult>>;
+  analysis(request: AnalysisRequest, ctx?: RunContext): Promise<EngineOutcome<AnalysisResult>>;
   analysisStream(request: AnalysisRequest, ctx?: RunContext): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<AnalysisResult>>>;
   chat(input: ChatInput, ctx?: RunContext): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<{ text: string }>>>;
   close(): Promise<void>;
@@ -69,6 +75,23 @@ function deferred<T>(start: () => Promise<AsyncIterable<T>>): AsyncIterable<T> {
 }
 
 /**
+ * Tools handed in by the caller without the digest of their set: they are still tenant input, and no cache key
+ * names this set, so such a result is never cached.
+ */
+const UNIDENTIFIED_TOOL_SET = 'unidentified';
+
+/** Which customer tool set a run offered: what the engine loaded, or what the caller handed in. */
+function toolSetOf(ctx: RunContext): string | null {
+  if (ctx.customerToolSet !== undefined) return ctx.customerToolSet;
+  return ctx.customerTools !== undefined && ctx.customerTools.length > 0 ? UNIDENTIFIED_TOOL_SET : null;
+}
+
+/** Runs `generate` with the run's tools and reports which tool set it offered. */
+async function reported<T>(ctx: RunContext, generate: (ctx: RunContext) => Promise<ProductOutcome<T>>): Promise<EngineOutcome<T>> {
+  return { ...(await generate(ctx)), customerToolSet: toolSetOf(ctx) };
+}
+
+/**
  * Builds the engine from config. With ANTHROPIC_API_KEY it talks to the Anthropic API (or ANTHROPIC_BASE_URL);
  * without one it starts offline mode: a local stand-in of the Messages API answered by the deterministic
  * analyst, with sample market data, announced by a warning at start and marked `offline: true` in every result.
@@ -105,13 +128,14 @@ export async function createAiEngine({ config, logger, marketData, customerTools
   const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {
     if (!customerTools || ctx.customerTools || !ctx.caller) return ctx;
     const { tenantId, ...owner } = ctx.caller;
-    return { ...ctx, customerTools: await customerTools.toolsFor(tenantId, product, { ...owner, signal: ctx.signal }) };
+    const offered = await customerTools.toolsFor(tenantId, product, { ...owner, signal: ctx.signal });
+    return { ...ctx, customerTools: offered.tools, customerToolSet: offered.toolSet };
   };
   return {
     offline,
-    news: async (request, ctx) => generateNews(deps, request, await withTools(ctx, 'news')),
-    stockReport: async (request, ctx) => generateStockReport(deps, request, await withTools(ctx, 'stock-report')),
-    analysis: async (request, ctx) => generateAnalysis(deps, request, await withTools(ctx, 'analysis')),
+    news: async (request, ctx) => reported(await withTools(ctx, 'news'), (run) => generateNews(deps, request, run)),
+    stockReport: async (request, ctx) => reported(await withTools(ctx, 'stock-report'), (run) => generateStockReport(deps, request, run)),
+    analysis: async (request, ctx) => reported(await withTools(ctx, 'analysis'), (run) => generateAnalysis(deps, request, run)),
     analysisStream: (request, ctx) => deferred(async () => streamAnalysis(deps, request, await withTools(ctx, 'analysis'))),
     chat: (input, ctx) => deferred(async () => streamChat(deps, input, await withTools(ctx, 'chat'))),
     async close() {

@@ -1,5 +1,5 @@
 export { aiConfigShape, isOffline, OfflineModeConflictError, type AiConfig } from './config';
-export { createAiEngine, type AiEngine, type EngineOptions } from './engine';
+export { createAiEngine, type AiEngine, type EngineOptions, type EngineOutcome } from './engine';
 export { AiError, toAiError, type AiErrorKind } from './errors';
 export { clampScore, GroundingSet, normaliseUrl } from './grounding';
 export { runToolLoop, UNTRUSTED_DATA_RULE, type EngineEvent, type LoopCaps, type LoopParams, type LoopResult, type Usage } from './loop';
@@ -16,4 +16,4 @@ export { CHAT_NODES, schemaForFields, type ChatInput, type ChatTurn, type Produc
 export { loadPrompt, type Prompt } from './prompts';
 export { streamOf, type StreamItem } from './stream';
 export { generateStructured, outputFormatFor, type StructuredResult } from './structured';
-export { defineTool, noCustomerTools, type CustomerToolSource, type ToolContext, type ToolDefinition, type ToolOutput, type ToolProduct, type ToolRunOwner } from './tools';
+export { defineTool, noCustomerTools, type CustomerToolSource, type OfferedTools, type ToolContext, type ToolDefinition, type ToolOutput, type ToolProduct, type ToolRunOwner } from './tools';

@@ -35,6 +35,8 @@ export interface RunContext {
   signal?: AbortSignal;
   /** The tenant's enabled customer tools for this product (the engine loads them for `caller` when absent). */
   customerTools?: readonly ToolDefinition[];
+  /** The digest of the tool set `customerTools` was loaded from (OfferedTools.toolSet). */
+  customerToolSet?: string | null;
   /** Whom the run is for: the engine offers that tenant's customer tools, audited under the job or conversation. */
   caller?: { tenantId: string } & ToolRunOwner;
   /** Progress 0–100 with a sentence a user would understand. */

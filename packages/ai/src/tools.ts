@@ -52,7 +52,18 @@ export type ToolProduct = 'news' | 'stock-report' | 'analysis' | 'chat';
  */
 export interface CustomerToolSource {
   /** The tenant's enabled tools for the product; calls are audited under the job, or the chat conversation. */
-  toolsFor(tenantId: string, product: ToolProduct, context: ToolRunOwner & { signal?: AbortSignal }): Promise<ToolDefinition[]>;
+  toolsFor(tenantId: string, product: ToolProduct, context: ToolRunOwner & { signal?: AbortSignal }): Promise<OfferedTools>;
+}
+
+/** The customer tools a run offers the model, and the identity of that set. */
+export interface OfferedTools {
+  tools: ToolDefinition[];
+  /**
+   * The digest of the tenant's tool set these were loaded from (the database's `customer_tool_set_digest`, read
+   * in the same statement as the tools), or null when the tenant has none for the product. A result is cached
+   * under a key for exactly this set.
+   */
+  toolSet: string | null;
 }
 
 /** What a run's tool calls are recorded under: a product job, or a chat conversation. */
@@ -60,5 +71,5 @@ export type ToolRunOwner = { jobId: string; conversationId?: undefined } | { con
 
 /** No customer tools: the default where none are configured. */
 export const noCustomerTools: CustomerToolSource = {
-  toolsFor: async () => [],
+  toolsFor: async () => ({ tools: [], toolSet: null }),
 };

@@ -19,22 +19,49 @@ export class ConfigError extends Error {
 type Shape = Record<string, z.ZodType>;
 
 /**
+ * What stands in for a secret without being one: the placeholders of .env.example and the docs (they say
+ * "replace"), and keys of zero bytes (hex zeros, or base64 "AAAA…", optionally after a `<key id>:`), which parse
+ * as valid keys and protect nothing. A process refuses them at start, whichever secret variable holds them.
+ */
+const PLACEHOLDER = /replace[-_ ]?(?:me|with)|local-compose-only/i;
+const ZERO_KEY = /^(?:[\w.-]{1,64}:)?(?:0{16,}|A{16,}={0,2})$/;
+
+/** Why `value` cannot be a secret, or undefined when it may be one. Never echoes the value. */
+export function placeholderSecretProblem(value: string): string | undefined {
+  if (PLACEHOLDER.test(value)) return 'is a placeholder (from .env.example or the docs), not a secret: generate a value of your own (docs/configuration.md says how)';
+  const items = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  if (items.some((item) => ZERO_KEY.test(item))) return 'is a key of zero bytes, which protects nothing: generate a random one (docs/configuration.md says how)';
+  return undefined;
+}
+
+/**
  * Parses `env` against an object schema whose keys are environment variable names. Blank values count as
- * absent, so `FOO=` falls back to the default like an unset variable. Throws ConfigError listing every
- * problem; the message never contains the value of a secret field.
+ * absent, so `FOO=` falls back to the default like an unset variable. A secret field holding a placeholder or
+ * an all-zero key (placeholderSecretProblem), or the value of another secret field, is refused. Throws ConfigError listing every problem; the message
+ * never contains the value of a secret field.
  */
 export function parseConfig<S extends Shape>(
   shape: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<z.ZodObject<S>> {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(shape)) {
+  const placeholders: ConfigIssue[] = [];
+  // One secret, one purpose: a value given to two secret variables (a session secret copied from the signing secret) is refused.
+  const secretOwners = new Map<string, string>();
+  for (const [key, field] of Object.entries(shape)) {
     const value = env[key];
-    if (value !== undefined && value.trim() !== '') input[key] = value;
+    if (value === undefined || value.trim() === '') continue;
+    input[key] = value;
+    if (!isSecret(field)) continue;
+    const owner = secretOwners.get(value.trim());
+    const problem = placeholderSecretProblem(value.trim()) ?? (owner === undefined ? undefined : `must differ from ${owner}: each secret has one purpose`);
+    if (problem !== undefined) placeholders.push({ variable: key, message: problem });
+    secretOwners.set(value.trim(), owner ?? key);
   }
   const result = z.object(shape).safeParse(input);
-  if (result.success) return result.data;
-  const issues = result.error.issues.map((issue) => {
+  if (result.success && placeholders.length === 0) return result.data;
+  const refused = new Set(placeholders.map((issue) => issue.variable));
+  const issues = (result.success ? [] : result.error.issues).map((issue) => {
     const variable = String(issue.path[0] ?? '(environment)');
     const absent = input[variable] === undefined;
     const message = absent && issue.code === 'invalid_type' ? 'is required but not set' : issue.message;
@@ -42,7 +69,7 @@ export function parseConfig<S extends Shape>(
     // Values are echoed to help fix a typo, except a secret's.
     return { variable, message: field && isSecret(field) ? scrub(message, input[variable]) : message };
   });
-  throw new ConfigError(issues);
+  throw new ConfigError([...placeholders, ...issues.filter((issue) => !refused.has(issue.variable))]);
 }
 
 /** A secret value echoed back by a message (ours or zod's) is removed before the message can be printed. */

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { z } from 'zod';
-import { ConfigError, bool, csv, int, parseConfig, port, redactConfig, secret, url } from '../src';
+import { ConfigError, bool, csv, int, parseConfig, placeholderSecretProblem, port, redactConfig, secret, url, type ConfigIssue } from '../src';
 
 const shape = {
   PORT: port().default(8080),
@@ -80,6 +80,66 @@ describe('parseConfig', () => {
   });
 });
 
+describe('placeholder secrets', () => {
+  const secrets = {
+    DATABASE_URL: url(['postgres', 'postgresql']),
+    INTERNAL_SIGNING_SECRET: secret(z.string().min(32)),
+    PORTAL_SESSION_SECRET: secret(z.string().min(32)),
+    CUSTOMER_TOOLS_ENCRYPTION_KEY: secret(z.string()),
+    CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS: secret(z.string()).optional(),
+    NOT_A_SECRET: z.string().optional(),
+  };
+  const real = {
+    DATABASE_URL: 'postgres://h/db',
+    INTERNAL_SIGNING_SECRET: 'a1'.repeat(32),
+    PORTAL_SESSION_SECRET: 'b2'.repeat(32),
+    CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+  };
+  const problemsWith = (env: Record<string, string>): ConfigIssue[] => {
+    try {
+      parseConfig(secrets, { ...real, ...env });
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as ConfigError).issues;
+    }
+    return [];
+  };
+
+  it('accepts real-looking secrets', () => {
+    expect(problemsWith({})).toEqual([]);
+  });
+
+  it.each([
+    ['INTERNAL_SIGNING_SECRET', 'local-compose-only-replace-with-openssl-rand-hex-32', /placeholder/],
+    ['PORTAL_SESSION_SECRET', 'local-compose-only-replace-with-openssl-rand-hex-32-portal', /placeholder/],
+    ['CUSTOMER_TOOLS_ENCRYPTION_KEY', 'replace-me:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=', /placeholder/],
+    ['CUSTOMER_TOOLS_ENCRYPTION_KEY', `k1:${Buffer.alloc(32).toString('base64')}`, /zero bytes/],
+    ['CUSTOMER_TOOLS_ENCRYPTION_KEY', `k1:${Buffer.alloc(32).toString('base64url')}`, /zero bytes/],
+    ['CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS', `k0:${Buffer.alloc(32, 1).toString('base64')}, old:${Buffer.alloc(32).toString('base64')}`, /zero bytes/],
+    ['INTERNAL_SIGNING_SECRET', '0'.repeat(64), /zero bytes/],
+  ])('refuses %s set to %s, naming the variable and not the value', (variable, value, reason) => {
+    const issues = problemsWith({ [variable]: value });
+    expect(issues).toEqual([{ variable, message: expect.stringMatching(reason) as unknown }]);
+    expect(JSON.stringify(issues)).not.toContain(value);
+  });
+
+  it('names every placeholder at once, beside the other problems', () => {
+    const issues = problemsWith({ DATABASE_URL: '', INTERNAL_SIGNING_SECRET: 'replace-me-please-with-a-real-one!!', PORTAL_SESSION_SECRET: 'f'.repeat(8) });
+    expect(issues.map((issue) => issue.variable).sort()).toEqual(['DATABASE_URL', 'INTERNAL_SIGNING_SECRET', 'PORTAL_SESSION_SECRET']);
+  });
+
+  it('refuses one value for two secrets, naming the second', () => {
+    expect(problemsWith({ PORTAL_SESSION_SECRET: real.INTERNAL_SIGNING_SECRET })).toEqual([
+      { variable: 'PORTAL_SESSION_SECRET', message: 'must differ from INTERNAL_SIGNING_SECRET: each secret has one purpose' },
+    ]);
+  });
+
+  it('leaves variables that are not secrets alone', () => {
+    expect(problemsWith({ NOT_A_SECRET: 'replace-me' })).toEqual([]);
+    expect(placeholderSecretProblem('x'.repeat(64))).toBeUndefined();
+  });
+});
+
 describe('redactConfig', () => {
   it('replaces secrets and URL passwords', () => {
     const config = parseConfig(shape, {
@@ -95,6 +155,24 @@ describe('redactConfig', () => {
 });
 
 describe('loadConfig in a real process', () => {
+  it('refuses to start with a placeholder secret, naming the variable, with exit status 78', () => {
+    const script = `
+      const { loadConfig, secret } = require(${JSON.stringify(path.join(__dirname, '../src'))});
+      const { z } = require('zod');
+      loadConfig({ INTERNAL_SIGNING_SECRET: secret(z.string().min(32)) });
+      console.log('started');
+    `;
+    const child = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', '-e', script], {
+      cwd: path.join(__dirname, '..'),
+      env: { PATH: process.env.PATH, INTERNAL_SIGNING_SECRET: 'local-compose-only-replace-with-openssl-rand-hex-32' },
+      encoding: 'utf8',
+    });
+    expect(child.status).toBe(78);
+    expect(child.stdout).not.toContain('started');
+    expect(child.stderr).toMatch(/INTERNAL_SIGNING_SECRET: is a placeholder/);
+    expect(child.stderr).not.toContain('local-compose-only-replace-with-openssl-rand-hex-32');
+  });
+
   it('refuses to start, naming the variable, with exit status 78', () => {
     const script = `
       const { loadConfig, url, secret } = require(${JSON.stringify(path.join(__dirname, '../src'))});

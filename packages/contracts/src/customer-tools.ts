@@ -90,7 +90,9 @@ export const ToolInputSchema = z
   .superRefine(maxJsonBytes(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES))
   .meta({
     id: 'ToolInputSchema',
-    description: `JSON Schema (draft 2020-12) of the tool's arguments; top-level type "object"; at most ${CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES / 1024} KiB, nested at most ${MAX_JSON_DEPTH} levels deep.`,
+    description:
+      `JSON Schema (draft 2020-12) of the tool's arguments; top-level type "object"; at most ${CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES / 1024} KiB, nested at most ${MAX_JSON_DEPTH} levels deep. ` +
+      '`pattern` and `patternProperties` run on RE2 (linear time); backreferences, lookahead and lookbehind are refused with a 400 naming the keyword.',
     examples: [{ type: 'object', properties: { account: { type: 'string' } }, required: ['account'] }],
   });
 export type ToolInputSchema = z.infer<typeof ToolInputSchema>;
@@ -183,11 +185,14 @@ export type CustomerToolCreateRequestInput = z.input<typeof CustomerToolCreateRe
  * PUT semantics: the body is the tool's new state, so an omitted optional field takes its default (not its
  * previous value) — with ONE exception: `headers`. Header values are write-only secrets the client cannot read
  * back, so omitting `headers` keeps the stored ones; sending `{}` removes them all; sending an object replaces
- * them all.
+ * them all. Stored values never follow the endpoint to another origin: omitting `headers` while moving it there
+ * is a 400 asking for them (the portal service checks it against the stored endpoint).
  */
 export const CustomerToolUpdateRequest = requestObject(toolFields).meta({
   id: 'CustomerToolUpdateRequest',
-  description: 'Replaces a tool. Omitted optional fields take their defaults, except `headers`: omitted keeps the stored headers, {} removes them.',
+  description:
+    'Replaces a tool. Omitted optional fields take their defaults, except `headers`: omitted keeps the stored headers, {} removes them. ' +
+    'Stored header values are never sent to another origin: a new `endpoint` whose scheme, host or port differs needs `headers` again (or {}); without them the answer is 400 naming `headers` and the tool is unchanged.',
   examples: [{ ...toolExample, enabled: false }],
 });
 export type CustomerToolUpdateRequest = z.infer<typeof CustomerToolUpdateRequest>;

@@ -26,11 +26,14 @@ export const API_SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools'] 
 export type ApiScope = (typeof API_SCOPES)[number];
 
 /**
- * Per-key limits stated by the spec. Also the defaults of the gateway's limiter; a tenant can have higher
- * per-minute limits arranged with the account manager.
+ * Limits stated by the spec, per account (tenant: all of its API keys together). Also the defaults of the
+ * gateway's limiter; a tenant can have higher limits arranged with the account manager.
  */
 export const RATE_LIMITS_PER_MINUTE = { news: 100, 'stock-report': 20, analysis: 20 } as const;
+/** Concurrent chat requests per account (the spec's "10 concurrent streams"). */
 export const CHAT_STREAMS_PER_KEY = 10;
+/** Chat requests (POST /api/chat, GET /api/chat/stream) per account and minute: ours, beside the spec's 10 streams. */
+export const CHAT_TURNS_PER_MINUTE = 60;
 /** Completed exchanges (a user message and its reply) of a conversation the model sees: the spec's "about 10". */
 export const CHAT_CONTEXT_PAIRS = 10;
 
@@ -66,8 +69,9 @@ export interface ApiRoute {
    */
   readonly scope: ApiScope | 'job_type' | null;
   /**
-   * per_minute: counted per key and minute, with X-RateLimit-* headers and 429 beyond the limit;
-   * concurrent_streams: at most CHAT_STREAMS_PER_KEY requests in flight per key, 429 beyond;
+   * per_minute: counted per account and minute, with X-RateLimit-* headers and 429 beyond the limit;
+   * concurrent_streams: at most CHAT_STREAMS_PER_KEY requests in flight per account, 429 beyond, and counted per
+   * account and minute too (CHAT_TURNS_PER_MINUTE, with X-RateLimit-* headers);
    * null: not limited.
    */
   readonly limit: 'per_minute' | 'concurrent_streams' | null;
@@ -122,7 +126,7 @@ export const API_ROUTES = [
     path: '/api/products/news',
     tag: 'Products',
     summary: 'News intelligence',
-    description: `Relevant market news for 1 to 10 symbols, with relevance scores and source links. A cached result (up to 7 days old) is returned at once with 200; otherwise the job runs in the background (typically 1-3 s) and the 202 answer holds its status and result URLs. Identical requests of one key's tenant made while a job for them runs share that job. Limit: ${RATE_LIMITS_PER_MINUTE.news} requests per minute per key.${CACHE_NOTE}`,
+    description: `Relevant market news for 1 to 10 symbols, with relevance scores and source links. A cached result (up to 7 days old) is returned at once with 200; otherwise the job runs in the background (typically 1-3 s) and the 202 answer holds its status and result URLs. Identical requests of one key's tenant made while a job for them runs share that job. Limit: ${RATE_LIMITS_PER_MINUTE.news} requests per minute per account (all of its API keys together).${CACHE_NOTE}`,
     scope: 'news',
     limit: 'per_minute',
     request: { body: NewsRequest, headers: CachedProductHeaders },
@@ -138,7 +142,7 @@ export const API_ROUTES = [
     path: '/api/products/stock-report',
     tag: 'Products',
     summary: 'Stock analysis',
-    description: `Equity analysis of one symbol (about 10-20 s) or a comparison of two (about 30-45 s). A cached result is returned at once with 200; otherwise 202 with the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE['stock-report']} requests per minute per key.${CACHE_NOTE}`,
+    description: `Equity analysis of one symbol (about 10-20 s) or a comparison of two (about 30-45 s). A cached result is returned at once with 200; otherwise 202 with the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE['stock-report']} requests per minute per account (all of its API keys together).${CACHE_NOTE}`,
     scope: 'stock-report',
     limit: 'per_minute',
     request: { body: StockReportRequest, headers: CachedProductHeaders },
@@ -154,7 +158,7 @@ export const API_ROUTES = [
     path: '/api/analysis',
     tag: 'Products',
     summary: 'Custom analysis',
-    description: `A free-form prompt answered in the chosen output format (typically 30-90 s). Results are not cached. Not streamed: the request waits a while for the job (30 s by default): 200 with the result when it completed in time, 202 with the job URLs (and \`Location\`: the status URL) otherwise, and when the job failed meanwhile, its error (type and reason) with \`Location\`. With output_format.stream true the answer is an SSE stream: \`Location\` (the job's status URL) in its headers, synthesis_chunk events whose chunks concatenate to the result's text (markdown: \`content\` exactly; json and json_schema: \`content\` as JSON indented by two spaces, sent once validated), \`: keep-alive\` comments while the model works, then done; the job and its result stay available at the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE.analysis} requests per minute per key. ${SSE_NOTE}`,
+    description: `A free-form prompt answered in the chosen output format (typically 30-90 s). Results are not cached. Not streamed: the request waits a while for the job (30 s by default): 200 with the result when it completed in time, 202 with the job URLs (and \`Location\`: the status URL) otherwise, and when the job failed meanwhile, its error (type and reason) with \`Location\`. With output_format.stream true the answer is an SSE stream: \`Location\` (the job's status URL) in its headers, synthesis_chunk events whose chunks concatenate to the result's text (markdown: \`content\` exactly; json and json_schema: \`content\` as JSON indented by two spaces, sent once validated), \`: keep-alive\` comments while the model works, then done; the job and its result stay available at the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE.analysis} requests per minute per account (all of its API keys together). ${SSE_NOTE}`,
     scope: 'analysis',
     limit: 'per_minute',
     request: { body: AnalysisRequest, headers: CachedProductHeaders.pick({ 'Idempotency-Key': true }) },
@@ -170,7 +174,7 @@ export const API_ROUTES = [
     path: '/api/chat',
     tag: 'Chat',
     summary: 'Chat',
-    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream: node_start (research, answer), tool_start and tool_end (market_data, the tenant's customer tools), token, then done with the conversation id; every event carries an \`id:\` for re-attaching with GET /api/chat/stream and Last-Event-ID, and a \`: keep-alive\` comment keeps a quiet stream open. With stream false a single JSON body. conversation_id null starts a conversation; the model sees its last ${CHAT_CONTEXT_PAIRS} completed exchanges. A message for a conversation whose reply is still being written is refused with 409; another tenant's conversation is 404. At most ${CHAT_STREAMS_PER_KEY} chat requests in flight per key. ${SSE_NOTE}`,
+    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream: node_start (research, answer), tool_start and tool_end (market_data, the tenant's customer tools), token, then done with the conversation id; every event carries an \`id:\` for re-attaching with GET /api/chat/stream and Last-Event-ID, and a \`: keep-alive\` comment keeps a quiet stream open. With stream false a single JSON body. conversation_id null starts a conversation; the model sees its last ${CHAT_CONTEXT_PAIRS} completed exchanges. A message for a conversation whose reply is still being written is refused with 409; another tenant's conversation is 404. At most ${CHAT_STREAMS_PER_KEY} chat requests in flight and ${CHAT_TURNS_PER_MINUTE} chat requests per minute per account (all of its API keys together); a reply whose client left keeps its slot for a few seconds while it stops. ${SSE_NOTE}`,
     scope: 'chat',
     limit: 'concurrent_streams',
     request: { body: ChatRequest },
@@ -185,7 +189,7 @@ export const API_ROUTES = [
     path: '/api/chat/stream',
     tag: 'Chat',
     summary: 'Chat stream (EventSource)',
-    description: `The chat stream for clients that can only GET, such as browsers' EventSource. With \`message\` it sends a user turn (continuing conversation_id, or starting a conversation without it) and streams the reply exactly as POST /api/chat does. With the Last-Event-ID header it re-attaches to the reply that event belongs to: the events after it are replayed, then the reply is followed live while it is still being written; a finished reply is replayed from storage, ending with its done or error event (\`message\` is then ignored, so a reconnecting EventSource never sends a turn twice). With conversation_id alone it streams the conversation's latest reply from its start. 204 when nothing is left to send, which stops EventSource from reconnecting. Counts towards the ${CHAT_STREAMS_PER_KEY} concurrent chat requests per key. ${SSE_NOTE}`,
+    description: `The chat stream for clients that can only GET, such as browsers' EventSource. With \`message\` it sends a user turn (continuing conversation_id, or starting a conversation without it) and streams the reply exactly as POST /api/chat does. With the Last-Event-ID header it re-attaches to the reply that event belongs to: the events after it are replayed, then the reply is followed live while it is still being written; a finished reply is replayed from storage, ending with its done or error event (\`message\` is then ignored, so a reconnecting EventSource never sends a turn twice). With conversation_id alone it streams the conversation's latest reply from its start. 204 when nothing is left to send, which stops EventSource from reconnecting. Counts towards the account's ${CHAT_STREAMS_PER_KEY} concurrent chat requests and ${CHAT_TURNS_PER_MINUTE} chat requests per minute. ${SSE_NOTE}`,
     scope: 'chat',
     limit: 'concurrent_streams',
     request: { query: ChatStreamQuery, headers: ChatStreamHeaders },
@@ -368,9 +372,9 @@ export function responseSchema(route: ApiRoute, status: number, contentType: 'ap
 
 // ---- Headers ----
 
-const RateLimitLimit = z.int().min(0).meta({ description: 'Requests allowed per window (one minute) for this key and product.', examples: [100], header: { id: 'X-RateLimit-Limit' } });
-const RateLimitRemaining = z.int().min(0).meta({ description: 'Requests remaining in the current window.', examples: [99], header: { id: 'X-RateLimit-Remaining' } });
-const RateLimitReset = z.int().min(0).meta({ description: 'Unix timestamp (seconds) at which the window resets.', examples: [1767225600], header: { id: 'X-RateLimit-Reset' } });
+const RateLimitLimit = z.int().min(0).meta({ description: 'Requests allowed per window (one minute) for the account (all of its API keys together) on this product.', examples: [100], header: { id: 'X-RateLimit-Limit' } });
+const RateLimitRemaining = z.int().min(0).meta({ description: "Requests remaining in the account's current window, whichever of its keys sends them.", examples: [99], header: { id: 'X-RateLimit-Remaining' } });
+const RateLimitReset = z.int().min(0).meta({ description: "Unix timestamp (seconds) at which the account's window resets.", examples: [1767225600], header: { id: 'X-RateLimit-Reset' } });
 const RetryAfter = z.int().min(1).meta({ description: 'Seconds to wait before retrying.', examples: [12], header: { id: 'Retry-After' } });
 const RequestIdHeader = z.string().meta({
   description: 'Identifies the request in every log line of every service that handled it; quote it when reporting a problem. Echoes the X-Request-Id the caller sent when well-formed (1-128 characters of A-Z a-z 0-9 _ . : -), otherwise generated.',
@@ -382,7 +386,7 @@ const rateLimitHeaders = { 'X-RateLimit-Limit': RateLimitLimit, 'X-RateLimit-Rem
 
 /** The headers of a successful response of `route`. */
 function successHeaders(route: ApiRoute) {
-  return z.object({ 'X-Request-Id': RequestIdHeader, ...(route.limit === 'per_minute' ? rateLimitHeaders : {}) });
+  return z.object({ 'X-Request-Id': RequestIdHeader, ...(route.limit !== null ? rateLimitHeaders : {}) });
 }
 
 // ---- Errors ----
@@ -396,7 +400,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
   payload_too_large: 'The request body exceeds the size limit (256 KiB by default).',
   unsupported_media_type: 'The request body is not application/json.',
   unprocessable_entity: 'The Idempotency-Key was already used with a different request body.',
-  rate_limit_exceeded: 'Rate limit exceeded; see Retry-After.',
+  rate_limit_exceeded: "Rate limit exceeded (the account's, all of its API keys together; or too many failed authentications from the caller's address); see Retry-After.",
   internal_error: 'Server error. The detail never contains internals; quote X-Request-Id when reporting it.',
   bad_gateway: 'A service behind the gateway failed.',
   service_unavailable: 'A service behind the gateway is unavailable.',
@@ -423,7 +427,9 @@ function errorResponse(route: ApiRoute, type: ErrorType, cache: Map<string, ZodO
   });
   const response: ZodOpenApiResponseObject = {
     id,
-    description: tooManyStreams ? `Already ${CHAT_STREAMS_PER_KEY} chat requests in flight for this API key.` : ERROR_DESCRIPTIONS[type],
+    description: tooManyStreams
+      ? `Already ${CHAT_STREAMS_PER_KEY} chat requests in flight for this account (its API keys together), or its ${CHAT_TURNS_PER_MINUTE} chat requests of the minute used (that answer also carries the X-RateLimit-* headers).`
+      : ERROR_DESCRIPTIONS[type],
     headers,
     content: { 'application/json': { schema: ErrorBody } },
   };

@@ -3,7 +3,7 @@
 // are validated by the compiled schema before anything is sent; the call goes through the SSRF-safe executor
 // and is recorded in the audit table, whatever its outcome.
 import type { CustomerToolProduct } from '@fin/contracts';
-import type { CustomerToolSource, ToolDefinition, ToolProduct, ToolRunOwner } from '@fin/ai';
+import type { CustomerToolSource, OfferedTools, ToolDefinition, ToolProduct, ToolRunOwner } from '@fin/ai';
 import type { Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
 import { z } from 'zod';
@@ -143,30 +143,47 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
     };
   };
 
-  const load = async (context: LoadContext): Promise<ToolDefinition[]> => {
+  /**
+   * The tools and the digest of their set come from one statement, so they describe the same moment: a tool
+   * saved in between cannot be offered under the digest of the set before it.
+   */
+  const offer = async (context: LoadContext): Promise<OfferedTools> => {
     const origin: CallOrigin =
       context.jobId !== undefined
         ? { source: 'job', jobId: context.jobId, product: context.product }
         : { source: 'conversation', conversationId: context.conversationId, product: context.product };
-    const { rows } = await pool.query<LoadedRow>(
-      `SELECT ${LOAD_COLUMNS} FROM customer_tools WHERE tenant_id = $1 AND enabled AND $2 = ANY (products) ORDER BY created_at, id`,
+    const { rows } = await pool.query<LoadedRow & { tool_set: string }>(
+      `SELECT ${LOAD_COLUMNS}, customer_tool_set_digest($1, $2) AS tool_set
+         FROM customer_tools WHERE tenant_id = $1 AND enabled AND $2 = ANY (products) ORDER BY created_at, id`,
       [context.tenantId, context.product],
     );
-    return rows.map((row) => definitionOf(row, origin)).filter((tool): tool is ToolDefinition => tool !== null);
+    return {
+      tools: rows.map((row) => definitionOf(row, origin)).filter((tool): tool is ToolDefinition => tool !== null),
+      // Every row carries the set's digest; a tenant with no tools for the product has none.
+      toolSet: rows[0]?.tool_set ?? null,
+    };
   };
 
   return {
-    load,
+    load: async (context) => (await offer(context)).tools,
 
     async toolsFor(tenantId: string, product: ToolProduct, owner: ToolRunOwner) {
-      return load(owner.jobId !== undefined ? { tenantId, product, jobId: owner.jobId } : { tenantId, product, conversationId: owner.conversationId });
+      return offer(owner.jobId !== undefined ? { tenantId, product, jobId: owner.jobId } : { tenantId, product, conversationId: owner.conversationId });
     },
 
     async testCall(tenantId, toolId, input, signal) {
       const { rows } = await pool.query<LoadedRow>(`SELECT ${LOAD_COLUMNS} FROM customer_tools WHERE tenant_id = $1 AND id = $2`, [tenantId, toolId]);
       const row = rows[0];
       if (row === undefined) return null;
-      const inputProblems = compileInputSchema(row.input_schema)(input);
+      let validate: InputValidator;
+      try {
+        validate = compileInputSchema(row.input_schema);
+      } catch (error) {
+        // Registered before a rule that now refuses it (a pattern RE2 cannot run): the customer must edit it.
+        logger?.warn({ err: error, toolId: row.id }, 'a customer tool\'s input schema does not compile; the test call is refused');
+        return { inputProblems: ['input_schema: no longer accepted; edit the tool to see why'], result: null, record: null };
+      }
+      const inputProblems = validate(input);
       if (inputProblems.length > 0) return { inputProblems, result: null, record: null };
       const result = await call(row, input, signal);
       const record = await audit(row, { source: 'portal_test' }, result);

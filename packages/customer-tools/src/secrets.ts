@@ -90,8 +90,12 @@ export function createKeyring(current: EncryptionKey, previous: readonly Encrypt
       const iv = sealed.subarray(start, start + IV_BYTES);
       const tag = sealed.subarray(start + IV_BYTES, start + IV_BYTES + TAG_BYTES);
       const ciphertext = sealed.subarray(start + IV_BYTES + TAG_BYTES);
+      // GCM accepts tags as short as 4 bytes unless told the length: a value cut short inside its tag would be
+      // checked against a truncated tag, which can be forged. Only full 16-byte tags are ever written; the check
+      // names the problem, and authTagLength holds even if the parsing above changes.
+      if (tag.length !== TAG_BYTES) throw new SecretsError(`stored header secrets sealed with key "${id}" are truncated`);
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, iv);
+        const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
         decipher.setAAD(aad(context));
         decipher.setAuthTag(tag);
         return Buffer.concat([decipher.update(ciphertext), decipher.final()]);

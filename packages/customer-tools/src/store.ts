@@ -15,6 +15,8 @@ export class CustomerToolError extends Error {
   constructor(
     readonly kind: 'invalid' | 'conflict',
     readonly detail: string,
+    /** Set for a refusal a form words its own way: the endpoint moved to another origin without new headers. */
+    readonly reason?: 'origin_changed',
   ) {
     super(detail);
     this.name = 'CustomerToolError';
@@ -103,11 +105,31 @@ function isUniqueViolation(error: unknown): boolean {
 
 const duplicate = (name: string) => new CustomerToolError('conflict', `name: a tool named "${name}" already exists`);
 
+/** Scheme, host and port: where header secrets are sent. Endpoints passed the contract, so they parse. */
+function originOf(endpoint: string): string {
+  return new URL(endpoint).origin;
+}
+
+/**
+ * Stored header values were given for one origin (an `Authorization` header is a credential for that API), so
+ * they never follow the endpoint to another one: an update that moves the endpoint must say what to send there.
+ */
+function originChangedError(from: string, to: string): CustomerToolError {
+  return new CustomerToolError(
+    'invalid',
+    `headers: the endpoint moves from ${from} to ${to}, and stored header values are never sent to another origin; send headers again (or {} for none)`,
+    'origin_changed',
+  );
+}
+
 export interface ToolStore {
   list(tenantId: string): Promise<StoredTool[]>;
   get(tenantId: string, id: string): Promise<StoredTool | null>;
   create(tenantId: string, request: CustomerToolCreateRequest): Promise<StoredTool>;
-  /** PUT semantics; omitted `headers` keeps the stored ones. Null when the tool is not the tenant's. */
+  /**
+   * PUT semantics; omitted `headers` keeps the stored ones, unless the endpoint moves to another origin (then
+   * `originChangedError`). Null when the tool is not the tenant's.
+   */
   update(tenantId: string, id: string, request: CustomerToolUpdateRequest): Promise<StoredTool | null>;
   setEnabled(tenantId: string, id: string, enabled: boolean): Promise<StoredTool | null>;
   delete(tenantId: string, id: string): Promise<boolean>;
@@ -177,29 +199,41 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
       checkRequest(request);
       const headers = request.headers;
       try {
-        const { rows } = await pool.query<ToolRow>(
-          `UPDATE customer_tools SET name = $3, description = $4, endpoint = $5, method = $6, input_schema = $7, enabled = $8,
-                  timeout_ms = $9, products = $10, updated_at = now(),
-                  header_names = CASE WHEN $11::boolean THEN $12::text[] ELSE header_names END,
-                  headers_ciphertext = CASE WHEN $11::boolean THEN $13::bytea ELSE headers_ciphertext END
-            WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-          [
-            tenantId,
-            id,
-            request.name,
-            request.description,
-            request.endpoint,
-            request.method,
-            request.input_schema,
-            request.enabled,
-            request.timeout_ms,
-            request.products,
-            headers !== undefined,
-            Object.keys(headers ?? {}),
-            headers === undefined ? null : sealHeaders(keyring, headers, { tenantId, toolId: id }),
-          ],
-        );
-        return rows[0] ? toStored(rows[0]) : null;
+        return await withTransaction(pool, async (client) => {
+          // Locked, so the origin compared is the one the headers were stored for, not one a concurrent update replaces.
+          const { rows: current } = await client.query<{ endpoint: string; header_names: string[] }>(
+            'SELECT endpoint, header_names FROM customer_tools WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
+            [tenantId, id],
+          );
+          const before = current[0];
+          if (before === undefined) return null;
+          if (headers === undefined && before.header_names.length > 0 && originOf(before.endpoint) !== originOf(request.endpoint)) {
+            throw originChangedError(originOf(before.endpoint), originOf(request.endpoint));
+          }
+          const { rows } = await client.query<ToolRow>(
+            `UPDATE customer_tools SET name = $3, description = $4, endpoint = $5, method = $6, input_schema = $7, enabled = $8,
+                    timeout_ms = $9, products = $10, updated_at = now(),
+                    header_names = CASE WHEN $11::boolean THEN $12::text[] ELSE header_names END,
+                    headers_ciphertext = CASE WHEN $11::boolean THEN $13::bytea ELSE headers_ciphertext END
+              WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+            [
+              tenantId,
+              id,
+              request.name,
+              request.description,
+              request.endpoint,
+              request.method,
+              request.input_schema,
+              request.enabled,
+              request.timeout_ms,
+              request.products,
+              headers !== undefined,
+              Object.keys(headers ?? {}),
+              headers === undefined ? null : sealHeaders(keyring, headers, { tenantId, toolId: id }),
+            ],
+          );
+          return rows[0] ? toStored(rows[0]) : null;
+        });
       } catch (error) {
         if (isUniqueViolation(error)) throw duplicate(request.name);
         throw error;

@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
 import { compileInputSchema, inputSchemaProblems, isAllowedAddress } from '../src';
 
 describe('tool input schemas are real JSON Schemas', () => {
@@ -59,4 +62,65 @@ describe('public addresses', () => {
       expect(isAllowedAddress(address, { allowLoopback: true })).toBe(false);
     }
   });
+});
+
+describe('customer regular expressions run in linear time', () => {
+  it.each([
+    ['(a)\\1', 'input_schema.properties.code.pattern', /backreferences/],
+    ['(?<x>a)\\k<x>', 'input_schema.properties.code.pattern', /backreferences/],
+    ['^(?=.*\\d)\\w+$', 'input_schema.properties.code.pattern', /lookahead and lookbehind/],
+    ['(?<!x)y', 'input_schema.properties.code.pattern', /lookahead and lookbehind/],
+    ['(unclosed', 'input_schema.properties.code.pattern', /is not a valid regular expression/],
+  ])('refuses %s at registration, naming %s', (pattern, path, reason) => {
+    const problems = inputSchemaProblems({ type: 'object', properties: { code: { type: 'string', pattern } } });
+    expect(problems).toEqual([expect.stringMatching(new RegExp(`^${path.replace(/\./g, '\\.')}: `))]);
+    expect(problems[0]).toMatch(reason);
+  });
+
+  it('names patternProperties keys and patterns nested anywhere a subschema may be', () => {
+    expect(
+      inputSchemaProblems({
+        type: 'object',
+        patternProperties: { '^(x)\\1$': { type: 'string' } },
+        $defs: { id: { type: 'array', items: { anyOf: [{ type: 'string', pattern: '(?=a)' }] } } },
+        properties: { pattern: { type: 'string' } },
+        // Data, not subschemas: never read as keywords.
+        examples: [{ pattern: '(a)\\1' }],
+      }),
+    ).toEqual([
+      expect.stringMatching(/^input_schema\.patternProperties\["\^\(x\)\\\\1\$"\]: backreferences/),
+      expect.stringMatching(/^input_schema\.\$defs\.id\.items\.anyOf\[0\]\.pattern: lookahead/),
+    ]);
+  });
+
+  it('accepts the ECMA-262 spellings RE2 can run, with the same answers', () => {
+    const validate = compileInputSchema({
+      type: 'object',
+      properties: { word: { type: 'string', pattern: '^\\u00e9(?<rest>\\p{L}+)$' }, code: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' } },
+      patternProperties: { '^x-': { type: 'integer' } },
+    });
+    expect(validate({ word: 'étude', code: 'AB-123', 'x-a': 1 })).toEqual([]);
+    expect(validate({ word: 'etude', code: 'AB-12', 'x-a': 'one' })).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^arguments\.word: must match pattern/), expect.stringMatching(/^arguments\.code: must match pattern/), expect.stringMatching(/^arguments\["x-a"\]: must be integer/)]),
+    );
+  });
+
+  // JavaScript's backtracking engine takes minutes on 30 characters of this and never finishes on 100,000; the
+  // validation runs in a child process, so a hang fails this test (killed by the guard) instead of the runner.
+  it('validates a catastrophic pattern against a long input and returns', async () => {
+    const script = `
+      const { compileInputSchema, inputSchemaProblems } = require('./src/input-schema.ts');
+      const schema = { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } };
+      const problems = inputSchemaProblems(schema);
+      const answer = compileInputSchema(schema)({ s: 'a'.repeat(100000) + '!' });
+      process.stdout.write(JSON.stringify({ problems, answer }));`;
+    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', '-e', script], { cwd: path.resolve(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    const guard = setTimeout(() => child.kill('SIGKILL'), 40_000);
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+    clearTimeout(guard);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(JSON.parse(out)).toEqual({ problems: [], answer: ['arguments.s: must match pattern "^(a+)+$"'] });
+  }, 60_000);
 });

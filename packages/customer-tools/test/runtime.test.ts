@@ -73,6 +73,37 @@ describe('customer tools in an AI run', () => {
     await pool.query('DELETE FROM customer_tools');
   });
 
+  it('reports which tool set a run offered, read in the same statement as the tools, for the result cache', async () => {
+    const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-test-0000000000', ANTHROPIC_BASE_URL: claude.url, AI_MAX_RETRIES: '0', AI_WEB_SEARCH: 'false' });
+    const offering = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider(), customerTools: { toolsFor: (...args) => runtime.toolsFor(...args) } });
+    const digest = async () => (await pool.query<{ d: string | null }>("SELECT customer_tool_set_digest($1, 'analysis') AS d", [tenantId])).rows[0]!.d;
+    const run = async () => {
+      claude.reply(textReply('An answer.'));
+      const outcome = await offering.analysis(AnalysisRequest.parse({ prompt: 'Positions?' }), { caller: { tenantId, jobId: randomUUID() } });
+      return outcome.customerToolSet;
+    };
+    try {
+      expect(await run()).toBeNull();
+      const tool = await store.create(tenantId, toolInput());
+      const first = await run();
+      expect(first).toMatch(/^[0-9a-f]{32}$/);
+      expect(first).toBe(await digest());
+      await store.update(tenantId, tool.id, toolInput({ description: 'Positions and cash of a client account.' }));
+      const changed = await run();
+      expect(changed).not.toBe(first);
+      expect(changed).toBe(await digest());
+      // A tool the tenant keeps for chat alone is not offered to analyses.
+      await store.update(tenantId, tool.id, toolInput({ products: ['chat'] }));
+      expect(await run()).toBeNull();
+      // Tools handed in without the identity of their set are still tenant input: never a shared result.
+      claude.reply(textReply('An answer.'));
+      const [loaded] = await runtime.load({ tenantId, product: 'chat', jobId: randomUUID() });
+      expect((await offering.analysis(AnalysisRequest.parse({ prompt: 'Positions?' }), { customerTools: [loaded!] })).customerToolSet).toBe('unidentified');
+    } finally {
+      await offering.close();
+    }
+  });
+
   it('runs the real engine: the model calls the tool, the call reaches the customer API and is audited', async () => {
     const tool = await store.create(tenantId, toolInput());
     const jobId = randomUUID();

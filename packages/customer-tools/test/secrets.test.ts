@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { parseConfig } from '@fin/config';
 import { SecretsError, createKeyring, customerToolsConfigShape, keyringFromConfig, parseEncryptionKey, type EncryptionKey } from '../src';
 import { openHeaders, sealHeaders } from '../src/secrets';
@@ -28,6 +28,18 @@ describe('header secrets at rest', () => {
     const tampered = Buffer.from(sealed);
     tampered[tampered.length - 1] = (tampered[tampered.length - 1] ?? 0) ^ 1;
     expect(() => openHeaders(keyring, tampered, context)).toThrow(/failed authentication/);
+  });
+
+  it('refuses a value whose GCM tag was cut short, even when the short tag is right (a 4-byte tag is forged in 2^32 tries)', () => {
+    const material = key('k1');
+    const keyring = createKeyring(material);
+    // The layout of a sealed value, with only the first 4 bytes of a correct tag over an empty ciphertext.
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', material.key, iv);
+    cipher.setAAD(Buffer.from(`fin-customer-tool-headers-v1:${context.tenantId}:${context.toolId}`, 'utf8'));
+    cipher.final();
+    const short = Buffer.concat([Buffer.from([1, 2]), Buffer.from('k1', 'ascii'), iv, cipher.getAuthTag().subarray(0, 4)]);
+    expect(() => keyring.open(short, context)).toThrow(SecretsError);
   });
 
   it('rotates: a new current key seals, the previous one still opens old values, and an unknown key is named', () => {

@@ -8,17 +8,27 @@ export type JobType = z.infer<typeof JobType>;
 export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
 export type JobStatus = z.infer<typeof JobStatus>;
 
-/** A job to run, written to the outbox in the same transaction as its `pending` job row (key = job_id). */
+/**
+ * A job to run, written to the outbox in the same transaction as its `pending` job row (key = job_id). It names
+ * the job only: the worker reads the request from the job row when it claims the job, so request bodies (and the
+ * custom data in them) stay in Postgres and never travel through the broker. (Version 2 dropped the `request`
+ * field that version 1 carried; a version 1 message still parses, its request ignored.)
+ */
 export const JobRequestedPayload = z.object({
   job_id: z.uuid(),
   job_type: JobType,
   tenant_id: z.uuid(),
-  /** The product request as validated by the product service. */
-  request: z.record(z.string(), z.unknown()),
   /** 1 for the first run; a retry after a lost worker carries the next attempt. */
   attempt: z.int().positive().optional(),
 });
 export type JobRequestedPayload = z.infer<typeof JobRequestedPayload>;
+
+/**
+ * The `seq` of a job's events is `attempt × SEQ_PER_ATTEMPT + n`, n = 1 … SEQ_PER_ATTEMPT − 1 within the attempt,
+ * so every event of a later attempt sorts after every event of an earlier one. A runner never lets n leave its
+ * range: past it, progress events are dropped and the terminal event takes the last number.
+ */
+export const SEQ_PER_ATTEMPT = 1000;
 
 /**
  * A job's state as reported by its worker (key = job_id). `seq` increases with every event of one job, so the
@@ -36,6 +46,13 @@ export const JobStateEventPayload = z
     result: z.record(z.string(), z.unknown()).optional(),
     error: z.object({ type: z.string().min(1), detail: z.string() }).optional(),
     worker_id: z.string().optional(),
+    /**
+     * On a `completed` event: which customer tools the run offered the model, as the database's digest of the set
+     * (`customer_tool_set_digest`), or null when it offered none. A result is cached only under a key made for
+     * exactly this set, and shared with other tenants only when it is null and the request had no custom data;
+     * absent (a runner that does not report it), the result is not cached at all.
+     */
+    customer_tool_set: z.string().min(1).nullable().optional(),
     /** Model tokens this attempt used, reported on its terminal (completed or failed) event. */
     usage: z.object({ input_tokens: z.int().min(0), output_tokens: z.int().min(0) }).optional(),
   })
@@ -50,9 +67,9 @@ export type JobStateEventPayload = z.infer<typeof JobStateEventPayload>;
  * their own lag.
  */
 export const jobRequestTopics = {
-  news: defineTopic({ name: 'jobs.news.requested', eventType: 'job.requested', version: 1, schema: JobRequestedPayload }),
-  'stock-report': defineTopic({ name: 'jobs.stock-report.requested', eventType: 'job.requested', version: 1, schema: JobRequestedPayload }),
-  analysis: defineTopic({ name: 'jobs.analysis.requested', eventType: 'job.requested', version: 1, schema: JobRequestedPayload }),
+  news: defineTopic({ name: 'jobs.news.requested', eventType: 'job.requested', version: 2, schema: JobRequestedPayload }),
+  'stock-report': defineTopic({ name: 'jobs.stock-report.requested', eventType: 'job.requested', version: 2, schema: JobRequestedPayload }),
+  analysis: defineTopic({ name: 'jobs.analysis.requested', eventType: 'job.requested', version: 2, schema: JobRequestedPayload }),
 } as const;
 
 export const jobsEventsTopic = defineTopic({

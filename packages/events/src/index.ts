@@ -24,6 +24,7 @@ export {
   JobStateEventPayload,
   JobStatus,
   JobType,
+  SEQ_PER_ATTEMPT,
   eventCatalog,
   jobsEventsTopic,
   jobRequestTopics,

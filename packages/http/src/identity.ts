@@ -1,12 +1,16 @@
 // Signed internal identity. The gateway authenticates the caller and tells the service behind it who that is
-// in headers signed with a secret only the gateway and the services hold. A service verifies the signature, so
-// a request that reaches it directly (not through the gateway) cannot claim to be any tenant.
+// in headers signed with a key only the gateway and that service hold. A service verifies the signature, so a
+// request that reaches it directly (not through the gateway) cannot claim to be any tenant.
 //
-// The signature covers the identity, the request id, the method and path of the request, and a timestamp: a
-// captured set of headers cannot be replayed on another route or, after the allowed clock skew, at all.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// The signature covers the identity, the request id, a nonce, the method and path of the request, a timestamp
+// and the SHA-256 of the body's bytes. Each service has a key of its own, derived from INTERNAL_SIGNING_SECRET
+// with HKDF (the service's name as info): a key taken from one service signs for no other. A service refuses a
+// body that is not the one signed, a signature older (or newer) than the allowed skew, and a nonce it has
+// already accepted within that window, so a captured request cannot be sent again, to the same route or another.
+import { createHash, createHmac, createSecretKey, hkdfSync, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
+import { EMPTY_BODY_DIGEST, expectBodyDigest, hasRequestBody, receivedBodyDigest } from './body';
 import { AppError, toAppError, unauthorized } from './errors';
 import { annotateRequest, loggerOf } from './request-context';
 
@@ -15,7 +19,9 @@ export const IDENTITY_HEADERS = {
   keyId: 'x-fin-key-id',
   scopes: 'x-fin-scopes',
   requestId: 'x-fin-request-id',
+  nonce: 'x-fin-nonce',
   timestamp: 'x-fin-timestamp',
+  bodyDigest: 'x-fin-body-sha256',
   signature: 'x-fin-signature',
 } as const;
 
@@ -35,27 +41,71 @@ export interface InternalIdentity {
   caller: Caller | null;
 }
 
-/** The request the identity is signed for: the method and the path with query, exactly as sent upstream. */
+export const DEFAULT_MAX_SKEW_MS = 30_000;
+/** Nonces remembered per verifier at most; beyond, the oldest is forgotten first (see SeenNonces). */
+export const DEFAULT_MAX_REMEMBERED_NONCES = 250_000;
+const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/;
+const TOKEN_PATTERN = /^[\w.:-]{1,128}$/;
+const EMPTY_BODY_DIGEST_HEX = EMPTY_BODY_DIGEST.toString('hex');
+
+/** The request the identity is signed for: the method, the path with query and the body, exactly as sent upstream. */
 export interface SignedRequest {
   method: string;
   path: string;
+  /** The body's bytes (a string counts as its UTF-8 bytes); absent or empty: no body. */
+  body?: Uint8Array | string | undefined;
 }
 
-export const DEFAULT_MAX_SKEW_MS = 30_000;
-const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/;
-const TOKEN_PATTERN = /^[\w.:-]{1,128}$/;
+/**
+ * The key that signs (gateway) and verifies (service) identities for one service. Derived once, at start: HKDF
+ * costs more than a request should.
+ */
+export interface IdentityKey {
+  /** The service the key belongs to, e.g. "news". */
+  readonly service: string;
+  /** Opaque; never logged (a KeyObject prints as an empty object). */
+  readonly key: KeyObject;
+}
 
-function canonical(method: string, path: string, tenantId: string, keyId: string, scopes: string, requestId: string, timestamp: string): string {
+/** Separates these keys from anything else that may ever be derived from the same secret. */
+const KEY_SALT = 'fin-internal-identity';
+
+/** The key of `service` (its name as HKDF-SHA256 info), derived from INTERNAL_SIGNING_SECRET. */
+export function identityKey(secret: string, service: string): IdentityKey {
+  if (secret.length === 0) throw new TypeError('identityKey needs the internal signing secret');
+  if (!TOKEN_PATTERN.test(service)) throw new TypeError(`identityKey needs a service name, got ${JSON.stringify(service)}`);
+  return Object.freeze({ service, key: createSecretKey(Buffer.from(hkdfSync('sha256', secret, KEY_SALT, service, 32))) });
+}
+
+function bodyDigestHex(body: Uint8Array | string | undefined): string {
+  if (body === undefined || body.length === 0) return EMPTY_BODY_DIGEST_HEX;
+  return createHash('sha256').update(body).digest('hex');
+}
+
+function canonical(
+  method: string,
+  path: string,
+  tenantId: string,
+  keyId: string,
+  scopes: string,
+  requestId: string,
+  nonce: string,
+  timestamp: string,
+  bodyDigest: string,
+): string {
   // JSON keeps the fields apart whatever they contain.
-  return JSON.stringify(['fin-identity-v1', method.toUpperCase(), path, tenantId, keyId, scopes, requestId, timestamp]);
+  return JSON.stringify(['fin-identity-v2', method.toUpperCase(), path, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest]);
 }
 
-function hmac(secret: string, message: string): Buffer {
-  return createHmac('sha256', secret).update(message).digest();
+function hmac(key: IdentityKey, message: string): Buffer {
+  return createHmac('sha256', key.key).update(message).digest();
 }
 
-/** The identity headers for one upstream request. */
-export function signIdentity(identity: InternalIdentity, secret: string, request: SignedRequest, now: number = Date.now()): Record<string, string> {
+/**
+ * The identity headers for one upstream request. Every call makes a new nonce: a request sent again (a retry)
+ * must be signed again, since the service accepts each nonce once.
+ */
+export function signIdentity(identity: InternalIdentity, key: IdentityKey, request: SignedRequest, now: number = Date.now()): Record<string, string> {
   const { caller, requestId } = identity;
   const tenantId = caller?.tenantId ?? '';
   const keyId = caller?.keyId ?? '';
@@ -63,19 +113,60 @@ export function signIdentity(identity: InternalIdentity, secret: string, request
     if (value !== '' && !TOKEN_PATTERN.test(value)) throw new TypeError(`cannot sign identity field ${JSON.stringify(value)}`);
   }
   const scopes = (caller?.scopes ?? []).join(',');
+  const nonce = randomUUID();
   const timestamp = String(now);
-  const signature = hmac(secret, canonical(request.method, request.path, tenantId, keyId, scopes, requestId, timestamp)).toString('hex');
+  const bodyDigest = bodyDigestHex(request.body);
+  const signature = hmac(key, canonical(request.method, request.path, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest)).toString('hex');
   return {
     [IDENTITY_HEADERS.tenantId]: tenantId,
     [IDENTITY_HEADERS.keyId]: keyId,
     [IDENTITY_HEADERS.scopes]: scopes,
     [IDENTITY_HEADERS.requestId]: requestId,
+    [IDENTITY_HEADERS.nonce]: nonce,
     [IDENTITY_HEADERS.timestamp]: timestamp,
+    [IDENTITY_HEADERS.bodyDigest]: bodyDigest,
     [IDENTITY_HEADERS.signature]: signature,
   };
 }
 
 export const GATEWAY_ONLY_DETAIL = 'This service only accepts requests from the gateway.';
+
+/**
+ * The nonces a verifier accepted, each kept until no signature carrying it can still be fresh: signed at most
+ * `maxSkew` ahead of this clock and accepted for `maxSkew` after, so 2 × maxSkew after it was seen. Entries
+ * are kept in the order they were seen, so expiry is monotonic and old ones are dropped from the front, at most
+ * once a second (an expired entry left a little longer refuses nothing: its signature is stale by then).
+ * Bounded: past `max` entries the oldest is forgotten early — at the default, only above about 4,000 requests a
+ * second to one process, and the oldest entry is then still older than the skew window of a sender whose clock
+ * agrees with ours. Per process: each replica keeps its own, which is enough because the signature binds the
+ * body, the method and the path, and a replayed request can only be refused where it would have acted.
+ */
+class SeenNonces {
+  private readonly expiries = new Map<string, number>();
+  private nextPrune = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly max: number,
+  ) {}
+
+  /** Records the nonce; false when it was already seen. */
+  add(nonce: string, now: number): boolean {
+    if (now >= this.nextPrune) this.prune(now);
+    if (this.expiries.has(nonce)) return false;
+    if (this.expiries.size >= this.max) this.expiries.delete(this.expiries.keys().next().value as string);
+    this.expiries.set(nonce, now + this.ttlMs);
+    return true;
+  }
+
+  private prune(now: number): void {
+    this.nextPrune = now + 1_000;
+    for (const [nonce, expiry] of this.expiries) {
+      if (expiry > now) break;
+      this.expiries.delete(nonce);
+    }
+  }
+}
 
 export interface VerifyIdentityOptions {
   /** How far the signing time may be from this process's clock, either way. Default 30 s. */
@@ -84,20 +175,28 @@ export interface VerifyIdentityOptions {
   allowAnonymous?: boolean;
   /** Logger for the reason of a refusal (the client only learns that it was refused). */
   logger?: Logger;
+  /** Nonces remembered at most (see SeenNonces). Default 250,000. */
+  maxRememberedNonces?: number;
   now?: () => number;
 }
 
 const IDENTITY = 'finIdentity';
+const REFUSED = 'refused a request without a valid gateway signature';
+const BODY_MISMATCH = 'body does not match its signed digest';
 
 /**
- * Middleware of every service behind the gateway: refuses (401) a request without a valid, fresh signature;
- * otherwise makes the identity available through identityOf(res) and callerOf(res).
+ * Middleware of every service behind the gateway: refuses (401) a request without a valid, fresh signature made
+ * with this service's key, a nonce already accepted, or a body other than the one signed; otherwise makes the
+ * identity available through identityOf(res) and callerOf(res). Each call keeps its own record of nonces.
  */
-export function verifyIdentity(secret: string, { maxSkewMs = DEFAULT_MAX_SKEW_MS, allowAnonymous = false, logger, now = Date.now }: VerifyIdentityOptions = {}): RequestHandler {
-  if (secret.length === 0) throw new TypeError('verifyIdentity needs the internal signing secret');
+export function verifyIdentity(
+  key: IdentityKey,
+  { maxSkewMs = DEFAULT_MAX_SKEW_MS, allowAnonymous = false, logger, maxRememberedNonces = DEFAULT_MAX_REMEMBERED_NONCES, now = Date.now }: VerifyIdentityOptions = {},
+): RequestHandler {
+  const seen = new SeenNonces(2 * maxSkewMs, maxRememberedNonces);
   return (req, res, next) => {
     const refuse = (reason: string) => {
-      if (logger !== undefined) loggerOf(res, logger).warn({ reason }, 'refused a request without a valid gateway signature');
+      if (logger !== undefined) loggerOf(res, logger).warn({ reason }, REFUSED);
       next(unauthorized(GATEWAY_ONLY_DETAIL));
     };
     const header = (name: string) => {
@@ -110,18 +209,37 @@ export function verifyIdentity(secret: string, { maxSkewMs = DEFAULT_MAX_SKEW_MS
     const keyId = header(IDENTITY_HEADERS.keyId) ?? '';
     const scopes = header(IDENTITY_HEADERS.scopes) ?? '';
     const requestId = header(IDENTITY_HEADERS.requestId);
+    const nonce = header(IDENTITY_HEADERS.nonce);
+    const bodyDigest = header(IDENTITY_HEADERS.bodyDigest);
 
-    if (signature === undefined || timestamp === undefined || requestId === undefined) return refuse('missing identity headers');
-    if (!SIGNATURE_PATTERN.test(signature)) return refuse('malformed signature');
+    if (signature === undefined || timestamp === undefined || requestId === undefined || nonce === undefined || bodyDigest === undefined) {
+      return refuse('missing identity headers');
+    }
+    if (!SIGNATURE_PATTERN.test(signature) || !SIGNATURE_PATTERN.test(bodyDigest) || !TOKEN_PATTERN.test(nonce)) return refuse('malformed signature');
+    const at = now();
     const signedAt = Number(timestamp);
-    if (!/^\d{1,16}$/.test(timestamp) || Math.abs(now() - signedAt) > maxSkewMs) return refuse('signature timestamp outside the allowed skew');
+    if (!/^\d{1,16}$/.test(timestamp) || Math.abs(at - signedAt) > maxSkewMs) return refuse('signature timestamp outside the allowed skew');
 
-    const expected = hmac(secret, canonical(req.method, req.originalUrl, tenantId, keyId, scopes, requestId, timestamp));
+    const expected = hmac(key, canonical(req.method, req.originalUrl, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest));
     if (!timingSafeEqual(Buffer.from(signature, 'hex'), expected)) return refuse('signature mismatch');
 
     const anonymous = tenantId === '' && keyId === '';
     if (anonymous && !allowAnonymous) return refuse('no caller identity on a route that needs one');
     if (!anonymous && (tenantId === '' || keyId === '')) return refuse('incomplete caller identity');
+    // Only a valid signature uses up its nonce: a forged request cannot spend the gateway's.
+    if (!seen.add(nonce, at)) return refuse('nonce already used (a replayed request)');
+
+    // The body: already read (a parser ran first), absent, or checked by the parser that reads it (checkBodyDigest).
+    const signedDigest = Buffer.from(bodyDigest, 'hex');
+    const received = receivedBodyDigest(req) ?? (hasRequestBody(req) ? undefined : EMPTY_BODY_DIGEST);
+    if (received === undefined) {
+      expectBodyDigest(req, signedDigest, () => {
+        if (logger !== undefined) loggerOf(res, logger).warn({ reason: BODY_MISMATCH }, REFUSED);
+        return unauthorized(GATEWAY_ONLY_DETAIL);
+      });
+    } else if (!received.equals(signedDigest)) {
+      return refuse(BODY_MISMATCH);
+    }
 
     const identity: InternalIdentity = {
       requestId,

@@ -30,22 +30,26 @@ export {
   type RequestContext,
   type RequestContextOptions,
 } from './request-context';
-export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, hasRequestBody, jsonBody, requireJsonContentType } from './body';
+export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
+export { listen } from './listen';
 export { route, type RouteContext, type RouteHandler, type RouteInput, type RouteSchemas } from './route';
 export {
+  DEFAULT_MAX_REMEMBERED_NONCES,
   DEFAULT_MAX_SKEW_MS,
   GATEWAY_ONLY_DETAIL,
   IDENTITY_HEADERS,
   IDENTITY_HEADER_NAMES,
   callerOf,
+  identityKey,
   identityOf,
   signIdentity,
   verifyIdentity,
   type Caller,
+  type IdentityKey,
   type InternalIdentity,
   type SignedRequest,
   type VerifyIdentityOptions,
 } from './identity';
 export { UNMATCHED_ROUTE, httpMetrics, trackEventStream } from './metrics';
 export { DEFAULT_READINESS_TIMEOUT_MS, createLifecycle, createServiceApp, type Lifecycle, type ServiceAppOptions } from './service-app';
-export { createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';
+export { closeStarted, createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

@@ -125,3 +125,11 @@ export function onShutdownSignals(shutdown: (signal: string) => Promise<void>, s
     for (const [signal, listener] of listeners) source.off(signal, listener);
   };
 }
+
+/**
+ * Closes what a start that failed half-way had started, in the order given: every closer runs even when one before
+ * it failed, and nothing is thrown, since the start's own error is what the caller reports.
+ */
+export async function closeStarted(closers: readonly Closer[]): Promise<void> {
+  for (const closer of closers) await closer.close().catch(() => undefined);
+}

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { ErrorType } from '@fin/contracts';
 import { withTransaction, type Pool, type Queryable } from '@fin/db';
-import { appendToOutbox, jobsEventsTopic, type JobStateEventPayload, type JobType } from '@fin/events';
+import { SEQ_PER_ATTEMPT, appendToOutbox, jobsEventsTopic, type JobStateEventPayload, type JobType } from '@fin/events';
 import type { Logger } from '@fin/log';
 
 export interface JobToRun {
@@ -27,6 +27,11 @@ export interface RunContext {
 export interface RunOutcome {
   result: Record<string, unknown>;
   usage?: { inputTokens: number; outputTokens: number };
+  /**
+   * The digest of the customer tools the run offered the model (null: none). Reported with the result, which is
+   * cached only under a key made for that set; a run that does not say is not cached.
+   */
+  customerToolSet?: string | null;
 }
 
 /** How a failed run is reported: retried later (while attempts remain) or failed with a reason for the client. */
@@ -93,21 +98,41 @@ class Aborted extends Error {
   }
 }
 
-/** Writes the attempt's job.state events through the outbox: seq = attempt × 1000 + n, progress never lower. */
+type StateEvent = Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id'>;
+
+/**
+ * Writes the attempt's job.state events through the outbox: seq = attempt × SEQ_PER_ATTEMPT + n, progress never
+ * lower. n stays inside the attempt's range however long the attempt runs: a progress event that would take the
+ * range's last number is not written (it returns false; the status keeps the step before it), and the last number
+ * is kept for the terminal event, so an attempt can never number an event as if it were the next attempt's.
+ */
 function eventWriter(settings: AttemptSettings, job: JobToRun) {
   let n = 0;
   let lastProgress = 0;
-  return (db: Queryable, event: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id'>) => {
-    n += 1;
+  const last = SEQ_PER_ATTEMPT - 1;
+  const write = (db: Queryable, event: StateEvent, number: number) => {
     lastProgress = Math.max(lastProgress, event.progress);
     return appendToOutbox(db, jobsEventsTopic, job.id, {
       ...event,
       progress: lastProgress,
       job_id: job.id,
       job_type: settings.jobType,
-      seq: job.attempt * 1000 + n,
+      seq: job.attempt * SEQ_PER_ATTEMPT + number,
       worker_id: settings.workerId,
     });
+  };
+  return {
+    async progress(db: Queryable, event: StateEvent): Promise<boolean> {
+      if (n + 1 >= last) return false;
+      n += 1;
+      await write(db, event, n);
+      return true;
+    },
+    /** The attempt's last event (completed, failed, or the running event of a retry). */
+    async final(db: Queryable, event: StateEvent): Promise<void> {
+      n = Math.min(n + 1, last);
+      await write(db, event, n);
+    },
   };
 }
 
@@ -125,8 +150,10 @@ function whileHoldingLease(
 ): Promise<boolean> {
   const until = { final: "'infinity'::timestamptz", retry: "now() + $4 * interval '1 millisecond'", handback: 'now()' }[release];
   return withTransaction(settings.pool, async (client) => {
+    // updated_at marks when the terminal event was committed: the reaper settles a job whose event never got
+    // applied (dead-lettered) once it has waited long enough after this.
     const { rowCount } = await client.query(
-      `UPDATE jobs SET lease_owner = NULL, lease_expires_at = ${until}
+      `UPDATE jobs SET lease_owner = NULL, lease_expires_at = ${until}, updated_at = now()
         WHERE id = $1 AND lease_owner = $2 AND attempts = $3`,
       release === 'retry' ? [job.id, settings.workerId, job.attempt, settings.retryDelayMs] : [job.id, settings.workerId, job.attempt],
     );
@@ -150,8 +177,8 @@ export async function runAttempt(
 ): Promise<AttemptOutcome> {
   const { pool, timeLimitMs, leaseMs, heartbeatMs, progressIntervalMs, workerId } = settings;
   const jobLog = settings.logger.child({ jobId: job.id, tenantId: job.tenantId, attempt: job.attempt });
-  const emit = eventWriter(settings, job);
-  await emit(pool, {
+  const events = eventWriter(settings, job);
+  await events.progress(pool, {
     status: 'running',
     progress: 5,
     currently_working_on: job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting',
@@ -182,6 +209,7 @@ export async function runAttempt(
   let progressChain: Promise<unknown> = Promise.resolve();
   let lastProgressAt = Date.now();
   let waiting: { percent: number; text: string } | undefined;
+  let progressCapped = false;
   let progressTimer: NodeJS.Timeout | undefined;
   const flushProgress = () => {
     progressTimer = undefined;
@@ -190,7 +218,13 @@ export async function runAttempt(
     if (!step || controller.signal.aborted) return;
     lastProgressAt = Date.now();
     progressChain = progressChain
-      .then(() => emit(pool, { status: 'running', progress: Math.min(99, Math.max(0, Math.round(step.percent))), currently_working_on: step.text }))
+      .then(async () => {
+        const written = await events.progress(pool, { status: 'running', progress: Math.min(99, Math.max(0, Math.round(step.percent))), currently_working_on: step.text });
+        if (!written && !progressCapped) {
+          progressCapped = true;
+          jobLog.warn({ maxEvents: SEQ_PER_ATTEMPT - 2 }, 'This attempt reported more progress steps than one attempt can number; later steps are not recorded');
+        }
+      })
       .catch((error: unknown) => jobLog.warn({ err: error }, 'Recording progress failed'));
   };
   const progress = (percent: number, text: string) => {
@@ -212,13 +246,14 @@ export async function runAttempt(
     dropWaitingProgress();
     await progressChain;
     const committed = await whileHoldingLease(settings, job, 'final', (db) =>
-      emit(db, {
+      events.final(db, {
         status: 'completed',
         progress: 100,
         currently_working_on: 'Completed',
         result: outcome.result,
+        ...(outcome.customerToolSet !== undefined ? { customer_tool_set: outcome.customerToolSet } : {}),
         ...(outcome.usage ? { usage: { input_tokens: outcome.usage.inputTokens, output_tokens: outcome.usage.outputTokens } } : {}),
-      }).then(() => undefined),
+      }),
     );
     if (!committed) {
       jobLog.warn('Lease lost before the result was committed; the result is discarded (another attempt owns the job)');
@@ -249,10 +284,10 @@ export async function runAttempt(
     const error = { type: verdict.type, detail: verdict.detail };
     jobLog.warn({ err: stopped ? stop.signal.reason : reason, retry }, 'Job attempt failed');
     const committed = await whileHoldingLease(settings, job, retry ? 'retry' : 'final', (db) =>
-      emit(db, retry
+      events.final(db, retry
         ? { status: 'running', progress: 0, currently_working_on: `A temporary problem interrupted the work; retrying shortly (attempt ${job.attempt} of ${job.maxAttempts})` }
         : { status: 'failed', progress: 0, currently_working_on: 'Failed', error },
-      ).then(() => undefined),
+      ),
     );
     if (!committed) return { kind: 'lease_lost' };
     return retry ? { kind: 'retrying', error } : { kind: 'failed', error };

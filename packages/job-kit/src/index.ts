@@ -1,4 +1,4 @@
-export { cacheKeyFor, canonicalJson, sha256, type CacheKeyParts } from './cache-key';
+export { cacheKeysFor, canonicalJson, describeCacheKey, sha256, withToolSet, type CacheKeyParts, type CacheKeys } from './cache-key';
 export { submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
 export {
   createJobWorker,

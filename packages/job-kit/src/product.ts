@@ -11,11 +11,14 @@ import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type K
 import {
   badRequest,
   callerOf,
+  closeStarted,
   createLifecycle,
   createServiceApp,
   createShutdown,
+  listen,
   onShutdownSignals,
   route,
+  identityKey,
   verifyIdentity,
   type Closer,
   type Lifecycle,
@@ -24,7 +27,7 @@ import {
 } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
-import { cacheKeyFor, type CacheKeyParts } from './cache-key';
+import { cacheKeysFor, type CacheKeyParts, type CacheKeys } from './cache-key';
 import { submitJob, type SubmitOutcome } from './submit';
 import { createJobWorker, type FailureVerdict, type JobWorker, type RunOutcome } from './worker';
 
@@ -84,7 +87,8 @@ export interface CachedProduct<S extends RequestSchema> {
   promptVersion: string;
   /**
    * Everything else that changes the result (e.g. sorted symbols, language), and the caller's custom data: a
-   * request with data gets a cache entry of its tenant's own, never served to another tenant.
+   * request with data gets a cache entry of its tenant's own, never served to another tenant (as does a run that
+   * offered the tenant's customer tools: submitJob adds those).
    */
   cacheKey(request: RequestOf<S>): Pick<CacheKeyParts, 'parameters' | 'data'>;
 }
@@ -110,9 +114,9 @@ function cachedResponder(product: { response: { parse(value: unknown): unknown }
   };
 }
 
-function productCacheKey<S extends RequestSchema>(product: CachedProduct<S>, tenantId: string, request: RequestOf<S>): string {
+function productCacheKeys<S extends RequestSchema>(product: CachedProduct<S>, tenantId: string, request: RequestOf<S>): CacheKeys {
   const { parameters, data } = product.cacheKey(request);
-  return cacheKeyFor({ jobType: product.jobType, parameters: { ...parameters, prompt: product.promptVersion }, tenantId, data });
+  return cacheKeysFor({ jobType: product.jobType, parameters: { ...parameters, prompt: product.promptVersion }, tenantId, data });
 }
 
 /**
@@ -135,7 +139,7 @@ export function createCachedProductApp<S extends RequestSchema>(product: CachedP
     routes: (app) => {
       app.post(
         product.path,
-        verifyIdentity(signingSecret, { logger }),
+        verifyIdentity(identityKey(signingSecret, jobType), { logger }),
         route({ body: product.request }, async ({ body }, { req, res }) => {
           const { tenantId } = callerOf(res);
           const bypass = bypassesCache(req);
@@ -144,7 +148,7 @@ export function createCachedProductApp<S extends RequestSchema>(product: CachedP
             jobType,
             // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
             request: { ...(body as Record<string, unknown>) },
-            cacheKey: productCacheKey(product, tenantId, body),
+            cacheKeys: productCacheKeys(product, tenantId, body),
             bypassCache: bypass,
             idempotencyKey: idempotencyKeyOf(req),
             maxAttempts,
@@ -291,39 +295,45 @@ export async function startProductService<P extends string, Engine extends Closa
   const pool = options.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `${jobType}-${role}`, max: 10 });
   const bus = options.bus ?? (await connectKafkaBus(config, logger));
   const lifecycle = createLifecycle();
-  const closers: Closer[] = [];
-
-  if (role !== 'api') {
-    const engine = options.engine ?? (await options.createEngine(pool));
-    const worker = options.createWorker({
-      pool,
-      bus,
-      engine,
-      logger,
-      timeLimitMs: setting(`${envPrefix}_TIME_LIMIT_MS`),
-      concurrency: setting(`${envPrefix}_WORKER_CONCURRENCY`),
-      leaseMs: setting(`${envPrefix}_LEASE_MS`),
-    });
-    await worker.start();
-    closers.push({ name: `${jobType} worker`, close: () => worker.stop() });
-    if (!options.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
-  }
-
+  const engine = role === 'api' ? undefined : (options.engine ?? (await options.createEngine(pool)));
   const relay = createOutboxRelay({ pool, bus, logger });
   relay.start();
-  closers.push({ name: 'outbox relay', close: () => relay.stop() });
-  if (!options.bus) closers.push({ name: 'event bus', close: () => bus.close() });
-  if (!options.pool) closers.push({ name: 'database pool', close: () => pool.end() });
+  // Closed after the HTTP server and the worker have stopped.
+  const last: Closer[] = [
+    ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
+    { name: 'outbox relay', close: () => relay.stop() },
+    ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
+  ];
+  const closers: Closer[] = [];
 
   let server: Server | undefined;
-  if (role !== 'worker') {
-    const app = options.createApp({ pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, maxAttempts: setting(`${envPrefix}_MAX_ATTEMPTS`) });
-    server = await new Promise<Server>((resolve) => {
-      const listening = app.listen(config.PORT, config.HOST, () => resolve(listening));
-    });
-    const { port } = server.address() as AddressInfo;
-    logger.info({ url: `http://${config.HOST}:${port}`, role }, `${jobType} service listening`);
+  try {
+    if (engine) {
+      const worker = options.createWorker({
+        pool,
+        bus,
+        engine,
+        logger,
+        timeLimitMs: setting(`${envPrefix}_TIME_LIMIT_MS`),
+        concurrency: setting(`${envPrefix}_WORKER_CONCURRENCY`),
+        leaseMs: setting(`${envPrefix}_LEASE_MS`),
+      });
+      await worker.start();
+      closers.push({ name: `${jobType} worker`, close: () => worker.stop() });
+    }
+    if (role !== 'worker') {
+      const app = options.createApp({ pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, maxAttempts: setting(`${envPrefix}_MAX_ATTEMPTS`) });
+      server = await listen(app, config.PORT, config.HOST);
+      const { port } = server.address() as AddressInfo;
+      logger.info({ url: `http://${config.HOST}:${port}`, role }, `${jobType} service listening`);
+    }
+  } catch (error) {
+    // A failed start (the port in use, say) stops what already runs, in shutdown order, and reports the cause.
+    await closeStarted([...closers, ...last]);
+    throw error;
   }
+  closers.push(...last);
   return { lifecycle, server, closers };
 }
 

@@ -3,16 +3,16 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '@fi
 import { appendToOutbox, jobRequestTopics, type JobType } from '@fin/events';
 import { AppError } from '@fin/http';
 import { jobSubmissions } from '@fin/metrics';
-import { canonicalJson } from './cache-key';
+import { canonicalJson, withToolSet, type CacheKeys } from './cache-key';
 
 export interface SubmitParams {
   tenantId: string;
   jobType: JobType;
   /** The validated product request, as the worker will receive it. */
   request: Record<string, unknown>;
-  /** Result-cache key; undefined for products whose results are not cached. */
-  cacheKey?: string;
-  /** `Cache-Control: no-cache`: do not answer from the cache (a fresh run still refreshes it). */
+  /** The request's result-cache keys (cacheKeysFor); undefined for products whose results are not cached. */
+  cacheKeys?: CacheKeys;
+  /** `Cache-Control: no-cache`: do not answer from the cache; the fresh run refreshes the caller's own entry. */
   bypassCache?: boolean;
   idempotencyKey?: string;
   maxAttempts?: number;
@@ -45,33 +45,65 @@ export interface JobOutcome {
 
 export type SubmitOutcome = CachedOutcome | JobOutcome;
 
-interface CacheRow {
+interface CacheHit {
   source_job: string;
   result: Record<string, unknown>;
   created_at: Date;
   expires_at: Date;
+  hit_key: string;
   own_job: string | null;
 }
 
+/** What the cache holds for a request, and the key a new job for it is filed under. */
+interface CacheLookup {
+  /** The key a fresh run of this request fills (and identical jobs in flight share). */
+  jobKey: string;
+  hit?: CacheHit;
+}
+
+/** One row whatever is found: the hit's columns are all null on a miss. */
+type LookupRow = { tool_set: string | null } & { [K in keyof CacheHit]: CacheHit[K] | null };
+
 /**
- * Looks the request up in the 7-day cache: a shared entry, or one of this tenant's. A hit is answered with a job of
- * the caller's own, so the job id it returns is pollable by this tenant only: the tenant's earlier job for the key
- * is reused, or a completed job is created from the cache entry.
+ * Finds the key of a request and, unless `bypass`, its freshest cached result, in one statement. The tenant's
+ * customer tool set for the product decides the key: with tools, only the tenant's entry for exactly that set;
+ * without, a shared entry or the tenant's own (the newer wins). The tenant's earlier job for the hit is returned
+ * with it, so a repeated hit reuses that job instead of creating another.
  */
-async function fromCache(db: Queryable, params: SubmitParams, cacheKey: string): Promise<CachedOutcome | undefined> {
-  const { rows } = await db.query<CacheRow>({
+async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypass: boolean): Promise<CacheLookup> {
+  const { rows } = await db.query<LookupRow>({
     // Prepared once per connection: this is the hot path of every cache hit.
     name: 'job-kit-cache-lookup',
-    text: `SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, own.id AS own_job
-       FROM result_cache c
-       LEFT JOIN LATERAL (
-         SELECT id FROM jobs WHERE tenant_id = $2 AND cache_key = $1 AND status = 'completed' AND finished_at >= c.created_at
-         ORDER BY finished_at DESC LIMIT 1) own ON true
-      WHERE c.cache_key = $1 AND c.expires_at > now() AND (c.tenant_id IS NULL OR c.tenant_id = $2)`,
-    values: [cacheKey, params.tenantId],
+    text: `WITH offered AS (SELECT customer_tool_set_digest($1::uuid, $2::text) AS tool_set)
+      SELECT o.tool_set, hit.source_job, hit.result, hit.created_at, hit.expires_at, hit.hit_key, own.id AS own_job
+        FROM offered o
+        LEFT JOIN LATERAL (
+          SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, c.cache_key AS hit_key
+            FROM result_cache c
+           WHERE NOT $6::boolean
+             AND c.cache_key = ANY (CASE WHEN o.tool_set IS NULL THEN ARRAY[$3::text, $4::text] ELSE ARRAY[$5::text || o.tool_set] END)
+             AND c.expires_at > now() AND (c.tenant_id IS NULL OR c.tenant_id = $1::uuid)
+           ORDER BY c.created_at DESC LIMIT 1) hit ON true
+        LEFT JOIN LATERAL (
+          SELECT id FROM jobs
+           WHERE tenant_id = $1::uuid AND cache_key = hit.hit_key AND status = 'completed' AND finished_at >= hit.created_at
+           ORDER BY finished_at DESC LIMIT 1) own ON true`,
+    values: [params.tenantId, params.jobType, keys.shared ?? null, keys.own, withToolSet(keys.own, ''), bypass],
   });
-  const hit = rows[0];
-  if (!hit) return undefined;
+  const row = rows[0];
+  if (row === undefined) throw new Error('the cache lookup returned no row');
+  const toolSet = row.tool_set;
+  const jobKey = toolSet !== null ? withToolSet(keys.own, toolSet) : bypass || keys.shared === undefined ? keys.own : keys.shared;
+  const { source_job, result, created_at, expires_at, hit_key, own_job } = row;
+  if (source_job === null || result === null || created_at === null || expires_at === null || hit_key === null) return { jobKey };
+  return { jobKey, hit: { source_job, result, created_at, expires_at, hit_key, own_job } };
+}
+
+/**
+ * A hit is answered with a job of the caller's own, so the job id it returns is pollable by this tenant only: the
+ * tenant's earlier job for the entry is reused, or a completed job is created from it.
+ */
+async function serveHit(db: Queryable, params: SubmitParams, hit: CacheHit): Promise<CachedOutcome> {
   let jobId = hit.own_job;
   if (!jobId) {
     jobId = randomUUID();
@@ -80,7 +112,7 @@ async function fromCache(db: Queryable, params: SubmitParams, cacheKey: string):
       `INSERT INTO jobs (id, tenant_id, type, status, progress, currently_working_on, request, result, cache_key,
                          cached_from, attempts, started_at, finished_at)
        VALUES ($1, $2, $3, 'completed', 100, 'Served from the cache', $4, $5, $6, $7, 0, now(), now())`,
-      [jobId, params.tenantId, params.jobType, JSON.stringify(params.request), JSON.stringify(hit.result), cacheKey, hit.source_job],
+      [jobId, params.tenantId, params.jobType, JSON.stringify(params.request), JSON.stringify(hit.result), hit.hit_key, hit.source_job],
     );
   }
   return { kind: 'cached', jobId, result: hit.result, sourceJobId: hit.source_job, producedAt: hit.created_at, expiresAt: hit.expires_at };
@@ -115,20 +147,26 @@ async function replay(client: PoolClient, params: SubmitParams, key: string): Pr
   };
 }
 
-async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<SubmitOutcome> {
+/** `missed`: the lookup the caller just made (and missed) outside the transaction, so the first round skips it. */
+async function createOrJoin(client: PoolClient, params: SubmitParams, missed?: CacheLookup): Promise<SubmitOutcome> {
+  const bypass = params.bypassCache === true;
   for (let tries = 0; tries < 3; tries++) {
-    if (params.cacheKey) {
+    let cacheKey: string | undefined;
+    if (params.cacheKeys) {
+      const found = tries === 0 && missed ? missed : await lookUp(client, params, params.cacheKeys, bypass);
+      if (found.hit) return serveHit(client, params, found.hit);
+      cacheKey = found.jobKey;
       // An identical job of this tenant in flight is shared. FOR SHARE waits for a concurrent completion of that
       // job to commit (its status and its cache entry commit together), so the job is either still running
       // here, or finished and found in the cache just below: never missed by both.
       const { rows } = await client.query<{ id: string; status: JobOutcome['status'] }>(
         `SELECT id, status FROM jobs WHERE tenant_id = $1 AND cache_key = $2 AND status IN ('pending', 'running') FOR SHARE`,
-        [params.tenantId, params.cacheKey],
+        [params.tenantId, cacheKey],
       );
       if (rows[0]) return { kind: 'joined', jobId: rows[0].id, status: rows[0].status };
-      if (!params.bypassCache) {
-        const cached = await fromCache(client, params, params.cacheKey);
-        if (cached) return cached;
+      if (!bypass) {
+        const finished = await lookUp(client, params, params.cacheKeys, false);
+        if (finished.hit) return serveHit(client, params, finished.hit);
       }
     }
     const jobId = randomUUID();
@@ -143,7 +181,7 @@ async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<S
         params.tenantId,
         params.jobType,
         JSON.stringify(params.request),
-        params.cacheKey ?? null,
+        cacheKey ?? null,
         params.maxAttempts ?? 3,
         claimed ? 'Starting' : 'Waiting for a worker',
         claimed?.workerId ?? null,
@@ -153,13 +191,9 @@ async function createOrJoin(client: PoolClient, params: SubmitParams): Promise<S
     );
     if (inserted.rowCount === 1 && claimed) return { kind: 'created', jobId, status: 'pending' };
     if (inserted.rowCount === 1) {
-      await appendToOutbox(client, jobRequestTopics[params.jobType], jobId, {
-        job_id: jobId,
-        job_type: params.jobType,
-        tenant_id: params.tenantId,
-        request: params.request,
-        attempt: 1,
-      });
+      // The request itself stays in the job row, where the worker reads it when it claims the job: the event
+      // only says which job to run, so no request body (custom data included) travels through Kafka.
+      await appendToOutbox(client, jobRequestTopics[params.jobType], jobId, { job_id: jobId, job_type: params.jobType, tenant_id: params.tenantId, attempt: 1 });
       return { kind: 'created', jobId, status: 'pending' };
     }
     // Another request created the identical job a moment ago: join it on the next round.
@@ -180,18 +214,21 @@ export async function submitJob(pool: Pool, params: SubmitParams): Promise<Submi
 }
 
 async function submit(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
-  if (params.cacheKey && !params.bypassCache && !params.idempotencyKey) {
-    const cached = await fromCache(pool, params, params.cacheKey);
-    if (cached) return cached;
+  let missed: CacheLookup | undefined;
+  if (params.cacheKeys && !params.bypassCache && !params.idempotencyKey) {
+    // The common case, a hit, takes one statement outside any transaction (two the first time a tenant gets it).
+    const found = await lookUp(pool, params, params.cacheKeys, false);
+    if (found.hit) return serveHit(pool, params, found.hit);
+    missed = found;
   }
   return withTransaction(pool, async (client) => {
     if (params.idempotencyKey) {
       const replayed = await replay(client, params, params.idempotencyKey);
       if (replayed) return replayed;
     }
-    let outcome: SubmitOutcome | undefined;
-    if (params.cacheKey && !params.bypassCache && params.idempotencyKey) outcome = await fromCache(pool, params, params.cacheKey);
-    outcome ??= await createOrJoin(client, params);
+    // Everything from here runs on the transaction's connection: the idempotency key, the job it names and a job
+    // created from a cache hit commit together, and a request holds one connection, not two.
+    const outcome = await createOrJoin(client, params, missed);
     if (params.idempotencyKey) {
       await client.query('INSERT INTO idempotency_keys (tenant_id, key, request_hash, job_id) VALUES ($1, $2, $3, $4)', [
         params.tenantId,

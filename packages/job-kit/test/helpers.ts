@@ -9,6 +9,7 @@ export interface EventRow {
   result?: unknown;
   error?: { type: string; detail: string };
   usage?: unknown;
+  customer_tool_set?: string | null;
 }
 
 /** The outbox rows of a job, oldest first: each row's topic and payload. */

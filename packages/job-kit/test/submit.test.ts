@@ -3,7 +3,7 @@ import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
 import { jobSubmissions } from '@fin/metrics';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { cacheKeyFor, submitJob, type SubmitParams } from '../src';
+import { cacheKeysFor, describeCacheKey, submitJob, withToolSet, type SubmitParams } from '../src';
 
 describe('submitJob', () => {
   let db: TestDatabase;
@@ -23,15 +23,15 @@ describe('submitJob', () => {
   });
 
   const request = { symbols: ['AAPL'], n: 5, language: 'en' };
-  const params = (over: Partial<SubmitParams> = {}): SubmitParams => {
+  /** A news submission; `key` names the request (its parameters), so each test has keys of its own. */
+  const params = ({ key = 'x', data, ...over }: Partial<SubmitParams> & { key?: string; data?: Record<string, unknown> } = {}): SubmitParams => {
     const tenantId = over.tenantId ?? tenantA;
     return {
       tenantId,
       jobType: 'news',
       request,
-      cacheKey: cacheKeyFor({ jobType: 'news', parameters: { ...request, v: over.cacheKey ?? 'x' }, tenantId }),
+      cacheKeys: cacheKeysFor({ jobType: 'news', parameters: { ...request, v: key }, tenantId, ...(data ? { data } : {}) }),
       ...over,
-      ...(over.cacheKey ? { cacheKey: over.cacheKey } : {}),
     };
   };
 
@@ -40,30 +40,45 @@ describe('submitJob', () => {
     return Number(rows[0]?.n);
   }
 
-  async function complete(jobId: string, cacheKey: string, tenantScoped: string | null = null): Promise<void> {
-    await pool.query("UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1", [
-      jobId,
-      JSON.stringify({ news: [] }),
-    ]);
+  /** Completes a job and fills the cache under the job's key, as the jobs service does for a matching run. */
+  async function complete(jobId: string, result: Record<string, unknown> = { news: [] }): Promise<string> {
+    const { rows } = await pool.query<{ cache_key: string; tenant_id: string }>(
+      "UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1 RETURNING cache_key, tenant_id",
+      [jobId, JSON.stringify(result)],
+    );
+    const { cache_key: key, tenant_id: tenantId } = rows[0]!;
     await pool.query('INSERT INTO result_cache (cache_key, job_type, tenant_id, job_id, result) VALUES ($1, $2, $3, $4, $5)', [
-      cacheKey,
+      key,
       'news',
-      tenantScoped,
+      describeCacheKey(key).tenantScoped ? tenantId : null,
       jobId,
-      JSON.stringify({ news: [] }),
+      JSON.stringify(result),
     ]);
+    return key;
+  }
+
+  async function addTool(tenantId: string, name: string, products = ['news']): Promise<string> {
+    const { rows } = await pool.query<{ id: string }>(
+      `INSERT INTO customer_tools (tenant_id, name, description, endpoint, input_schema, products)
+       VALUES ($1, $2, 'Looks up our positions.', 'https://api.example.com/positions', '{"type":"object"}', $3) RETURNING id`,
+      [tenantId, name, products],
+    );
+    return rows[0]!.id;
   }
 
   it('creates a pending job and its request event in one go', async () => {
-    const outcome = await submitJob(pool, params({ cacheKey: 'k-create' }));
+    const outcome = await submitJob(pool, params({ key: 'k-create' }));
     expect(outcome).toMatchObject({ kind: 'created', status: 'pending' });
     const { rows } = await pool.query('SELECT status, type, tenant_id FROM jobs WHERE id = $1', [outcome.jobId]);
     expect(rows[0]).toEqual({ status: 'pending', type: 'news', tenant_id: tenantA });
     expect(await outboxCount(outcome.jobId)).toBe(1);
+    // The event names the job; the request (custom data included) stays in Postgres, where the worker reads it.
+    const { rows: events } = await pool.query<{ payload: Record<string, unknown> }>("SELECT envelope->'payload' AS payload FROM outbox WHERE message_key = $1", [outcome.jobId]);
+    expect(events[0]!.payload).toEqual({ job_id: outcome.jobId, job_type: 'news', tenant_id: tenantA, attempt: 1 });
   });
 
   it('lets ten identical concurrent requests share one job', async () => {
-    const outcomes = await Promise.all(Array.from({ length: 10 }, () => submitJob(pool, params({ cacheKey: 'k-burst' }))));
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => submitJob(pool, params({ key: 'k-burst' }))));
     const ids = new Set(outcomes.map((outcome) => outcome.jobId));
     expect(ids.size).toBe(1);
     expect(outcomes.filter((outcome) => outcome.kind === 'created')).toHaveLength(1);
@@ -73,76 +88,141 @@ describe('submitJob', () => {
   it('counts each submission by how it was answered, for the cache hit ratio', async () => {
     const counted = async (result: string) => (await jobSubmissions.get()).values.find((value) => value.labels.type === 'news' && value.labels.result === result)?.value ?? 0;
     const [created, joined, cached] = [await counted('created'), await counted('joined'), await counted('cached')];
-    const first = await submitJob(pool, params({ cacheKey: 'k-metrics' }));
-    await submitJob(pool, params({ cacheKey: 'k-metrics' }));
-    await complete(first.jobId, 'k-metrics');
-    await submitJob(pool, params({ cacheKey: 'k-metrics' }));
+    const first = await submitJob(pool, params({ key: 'k-metrics' }));
+    await submitJob(pool, params({ key: 'k-metrics' }));
+    await complete(first.jobId);
+    await submitJob(pool, params({ key: 'k-metrics' }));
     expect([await counted('created'), await counted('joined'), await counted('cached')]).toEqual([created + 1, joined + 1, cached + 1]);
   });
 
   it('does not share an in-flight job across tenants', async () => {
-    const a = await submitJob(pool, params({ cacheKey: 'k-tenants' }));
-    const b = await submitJob(pool, params({ cacheKey: 'k-tenants', tenantId: tenantB }));
+    const a = await submitJob(pool, params({ key: 'k-tenants' }));
+    const b = await submitJob(pool, params({ key: 'k-tenants', tenantId: tenantB }));
     expect(a.jobId).not.toBe(b.jobId);
   });
 
   it('answers a shared cache entry with a completed job of the caller’s own, reused on the next hit', async () => {
-    const first = await submitJob(pool, params({ cacheKey: 'k-cache' }));
-    await complete(first.jobId, 'k-cache');
-    const hitA = await submitJob(pool, params({ cacheKey: 'k-cache' }));
+    const first = await submitJob(pool, params({ key: 'k-cache' }));
+    await complete(first.jobId);
+    const hitA = await submitJob(pool, params({ key: 'k-cache' }));
     expect(hitA).toMatchObject({ kind: 'cached', result: { news: [] } });
-    const hitB = await submitJob(pool, params({ cacheKey: 'k-cache', tenantId: tenantB }));
+    const hitB = await submitJob(pool, params({ key: 'k-cache', tenantId: tenantB }));
     expect(hitB.kind).toBe('cached');
     expect(hitB.jobId).not.toBe(first.jobId);
     const { rows } = await pool.query('SELECT tenant_id, status, cached_from FROM jobs WHERE id = $1', [hitB.jobId]);
     expect(rows[0]).toEqual({ tenant_id: tenantB, status: 'completed', cached_from: first.jobId });
-    const again = await submitJob(pool, params({ cacheKey: 'k-cache', tenantId: tenantB }));
+    const again = await submitJob(pool, params({ key: 'k-cache', tenantId: tenantB }));
     expect(again.jobId).toBe(hitB.jobId);
   });
 
   it('never serves a tenant-scoped entry (custom data) to another tenant', async () => {
-    const first = await submitJob(pool, params({ cacheKey: 'k-private' }));
-    await complete(first.jobId, 'k-private', tenantA);
-    expect((await submitJob(pool, params({ cacheKey: 'k-private' }))).kind).toBe('cached');
-    expect((await submitJob(pool, params({ cacheKey: 'k-private', tenantId: tenantB }))).kind).toBe('created');
+    const data = { holdings: ['AAPL'] };
+    const first = await submitJob(pool, params({ key: 'k-private', data }));
+    expect(await complete(first.jobId)).toContain(`:t:${tenantA}:d:`);
+    expect((await submitJob(pool, params({ key: 'k-private', data }))).kind).toBe('cached');
+    expect((await submitJob(pool, params({ key: 'k-private', data, tenantId: tenantB }))).kind).toBe('created');
   });
 
   it('bypasses the cache on request, and ignores expired entries', async () => {
-    const first = await submitJob(pool, params({ cacheKey: 'k-bypass' }));
-    await complete(first.jobId, 'k-bypass');
-    expect((await submitJob(pool, params({ cacheKey: 'k-bypass', bypassCache: true }))).kind).toBe('created');
-    const second = await submitJob(pool, params({ cacheKey: 'k-expired' }));
-    await complete(second.jobId, 'k-expired');
-    await pool.query("UPDATE result_cache SET expires_at = now() - interval '1 second' WHERE cache_key = 'k-expired'");
-    expect((await submitJob(pool, params({ cacheKey: 'k-expired' }))).kind).toBe('created');
+    const first = await submitJob(pool, params({ key: 'k-bypass' }));
+    await complete(first.jobId);
+    expect((await submitJob(pool, params({ key: 'k-bypass', bypassCache: true }))).kind).toBe('created');
+    const second = await submitJob(pool, params({ key: 'k-expired' }));
+    const expired = await complete(second.jobId);
+    await pool.query("UPDATE result_cache SET expires_at = now() - interval '1 second' WHERE cache_key = $1", [expired]);
+    expect((await submitJob(pool, params({ key: 'k-expired' }))).kind).toBe('created');
   });
 
   it('returns the same job for a repeated Idempotency-Key, and 422 for a different body', async () => {
     const key = randomUUID();
-    const first = await submitJob(pool, params({ cacheKey: 'k-idem', idempotencyKey: key }));
+    const first = await submitJob(pool, params({ key: 'k-idem', idempotencyKey: key }));
     const concurrent = await Promise.all(
-      Array.from({ length: 5 }, () => submitJob(pool, params({ cacheKey: 'k-idem', idempotencyKey: key, bypassCache: true }))),
+      Array.from({ length: 5 }, () => submitJob(pool, params({ key: 'k-idem', idempotencyKey: key, bypassCache: true }))),
     );
     expect(first.kind).toBe('created');
     for (const outcome of concurrent) expect(outcome).toMatchObject({ kind: 'replayed', jobId: first.jobId });
-    const different = submitJob(pool, { ...params({ cacheKey: 'k-idem', idempotencyKey: key }), request: { ...request, n: 6 } });
+    const different = submitJob(pool, { ...params({ key: 'k-idem', idempotencyKey: key }), request: { ...request, n: 6 } });
     await expect(different).rejects.toBeInstanceOf(AppError);
     await expect(different).rejects.toMatchObject({ status: 422, type: 'unprocessable_entity' });
-    const otherTenant = await submitJob(pool, params({ cacheKey: 'k-idem', idempotencyKey: key, tenantId: tenantB }));
+    const otherTenant = await submitJob(pool, params({ key: 'k-idem', idempotencyKey: key, tenantId: tenantB }));
     expect(otherTenant.kind).toBe('created');
     expect(otherTenant.jobId).not.toBe(first.jobId);
   });
+  it('files a request of a tenant with customer tools under that tenant and that tool set, never a shared key', async () => {
+    const tenantC = (await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('c') RETURNING id")).rows[0]!.id;
+    // A result produced without tools is in the cache for everyone.
+    const plain = await submitJob(pool, params({ key: 'k-tools', tenantId: tenantB }));
+    await complete(plain.jobId, { news: ['plain'] });
+    // C registers a tool: its request is not served the shared entry (its tools would not have been offered).
+    const tool = await addTool(tenantC, 'positions');
+    const first = await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC }));
+    expect(first.kind).toBe('created');
+    const key = await complete(first.jobId, { news: ['with C tools'] });
+    const digest = (await pool.query<{ d: string }>("SELECT customer_tool_set_digest($1, 'news') AS d", [tenantC])).rows[0]!.d;
+    expect(key).toBe(withToolSet(cacheKeysFor({ jobType: 'news', parameters: { ...request, v: 'k-tools' }, tenantId: tenantC }).own, digest));
+    expect(describeCacheKey(key)).toEqual({ tenantScoped: true, toolSet: digest });
+    // C gets its own result back; B, and any other tenant, still get the shared one.
+    expect(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC }))).toMatchObject({ kind: 'cached', result: { news: ['with C tools'] } });
+    expect(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantB }))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
+    expect(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantA }))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
+    // A changed tool is another tool set: the entry made with the old one is not served.
+    await pool.query("UPDATE customer_tools SET description = 'Now also returns cash.', updated_at = now() WHERE id = $1", [tool]);
+    expect((await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC }))).kind).toBe('created');
+  });
+
+  it('offers only tools that allow the product: a tool for chat alone leaves news requests shared', async () => {
+    const tenantD = (await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('d') RETURNING id")).rows[0]!.id;
+    await addTool(tenantD, 'chat_only', ['chat']);
+    const first = await submitJob(pool, params({ key: 'k-chat-tool', tenantId: tenantD }));
+    expect(describeCacheKey(await complete(first.jobId))).toEqual({ tenantScoped: false, toolSet: null });
+    expect((await submitJob(pool, params({ key: 'k-chat-tool', tenantId: tenantB }))).kind).toBe('cached');
+  });
+
+  it('refreshes only the caller’s own entry on no-cache, leaving what other tenants are served alone', async () => {
+    const first = await submitJob(pool, params({ key: 'k-refresh', tenantId: tenantB }));
+    await complete(first.jobId, { news: ['old'] });
+    const refresh = await submitJob(pool, params({ key: 'k-refresh', bypassCache: true }));
+    expect(refresh.kind).toBe('created');
+    expect(describeCacheKey(await complete(refresh.jobId, { news: ['fresh'] }))).toEqual({ tenantScoped: true, toolSet: null });
+    expect(await submitJob(pool, params({ key: 'k-refresh' }))).toMatchObject({ kind: 'cached', result: { news: ['fresh'] } });
+    expect(await submitJob(pool, params({ key: 'k-refresh', tenantId: tenantB }))).toMatchObject({ kind: 'cached', result: { news: ['old'] } });
+  });
+
+  it('serves a hit for a request with an Idempotency-Key on the transaction’s own connection', async () => {
+    const first = await submitJob(pool, params({ key: 'k-idem-hit' }));
+    await complete(first.jobId);
+    // With one connection, a lookup through the pool while the transaction holds it could never get one (the
+    // submission would wait until the test's time limit).
+    const single = createPool({ connectionString: db.url, applicationName: 'submit-test-single', max: 1 });
+    try {
+      const hit = await submitJob(single, params({ key: 'k-idem-hit', idempotencyKey: randomUUID() }));
+      expect(hit.kind).toBe('cached');
+      const { rows } = await pool.query('SELECT job_id FROM idempotency_keys WHERE job_id = $1', [hit.jobId]);
+      expect(rows).toHaveLength(1);
+    } finally {
+      await single.end();
+    }
+  });
 });
 
-describe('cacheKeyFor', () => {
-  it('depends on every parameter and, with custom data, on the tenant', () => {
+describe('cacheKeysFor', () => {
+  it('depends on every parameter and, for the own key and with custom data, on the tenant', () => {
     const base = { jobType: 'news', parameters: { symbols: ['AAPL', 'MSFT'], n: 5, language: 'en' }, tenantId: 't1' };
-    expect(cacheKeyFor(base)).toBe(cacheKeyFor({ ...base, tenantId: 't2' }));
-    expect(cacheKeyFor(base)).not.toBe(cacheKeyFor({ ...base, parameters: { ...base.parameters, n: 6 } }));
-    expect(cacheKeyFor(base)).toBe(cacheKeyFor({ ...base, parameters: { language: 'en', n: 5, symbols: ['AAPL', 'MSFT'] } }));
-    const withData = cacheKeyFor({ ...base, data: { eps: 1, q: 'Q3' } });
-    expect(withData).toContain(':t:t1:');
-    expect(withData).toBe(cacheKeyFor({ ...base, data: { q: 'Q3', eps: 1 } }));
-    expect(withData).not.toBe(cacheKeyFor({ ...base, tenantId: 't2', data: { eps: 1, q: 'Q3' } }));
+    expect(cacheKeysFor(base).shared).toBe(cacheKeysFor({ ...base, tenantId: 't2' }).shared);
+    expect(cacheKeysFor(base).own).not.toBe(cacheKeysFor({ ...base, tenantId: 't2' }).own);
+    expect(cacheKeysFor(base).shared).not.toBe(cacheKeysFor({ ...base, parameters: { ...base.parameters, n: 6 } }).shared);
+    expect(cacheKeysFor(base)).toEqual(cacheKeysFor({ ...base, parameters: { language: 'en', n: 5, symbols: ['AAPL', 'MSFT'] } }));
+    const withData = cacheKeysFor({ ...base, data: { eps: 1, q: 'Q3' } });
+    expect(withData.shared).toBeUndefined();
+    expect(withData.own).toContain(':t:t1:d:');
+    expect(withData).toEqual(cacheKeysFor({ ...base, data: { q: 'Q3', eps: 1 } }));
+    expect(withData.own).not.toBe(cacheKeysFor({ ...base, tenantId: 't2', data: { eps: 1, q: 'Q3' } }).own);
+  });
+
+  it('reads back whose entry a key is and which tool set made it', () => {
+    const keys = cacheKeysFor({ jobType: 'news', parameters: { n: 5 }, tenantId: 't1' });
+    expect(describeCacheKey(keys.shared!)).toEqual({ tenantScoped: false, toolSet: null });
+    expect(describeCacheKey(keys.own)).toEqual({ tenantScoped: true, toolSet: null });
+    expect(describeCacheKey(withToolSet(keys.own, 'abc123'))).toEqual({ tenantScoped: true, toolSet: 'abc123' });
   });
 });

@@ -102,7 +102,7 @@ describe('job worker', () => {
   }
 
   async function request(jobId: string, attempt = 1): Promise<void> {
-    await createPublisher(bus).publish(jobRequestTopics.news, jobId, { job_id: jobId, job_type: 'news', tenant_id: tenantId, request: { symbols: ['AAPL'] }, attempt });
+    await createPublisher(bus).publish(jobRequestTopics.news, jobId, { job_id: jobId, job_type: 'news', tenant_id: tenantId, attempt });
   }
 
   const events = (jobId: string) => jobEvents(pool, jobId);
@@ -172,6 +172,30 @@ describe('job worker', () => {
       ['completed', 'Completed'],
     ]);
   });
+
+  it('never numbers an event into the next attempt\'s range, however many steps an attempt reports', async () => {
+    await startWorker({
+      timeLimitMs: 60_000,
+      leaseMs: 10_000,
+      heartbeatMs: 1_000,
+      run: async (_job, ctx) => {
+        for (let step = 1; step <= 1_200; step++) ctx.progress(Math.min(99, step / 12), `Step ${step}`);
+        return { result: { news: [] }, customerToolSet: null };
+      },
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    const list = await waitFor(async () => {
+      const found = await events(jobId);
+      return found.some((event) => event.status === 'completed') && found;
+    }, { timeoutMs: 60_000, what: 'the job to complete' });
+    const seqs = list.map((event) => event.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(Math.max(...seqs)).toBe(1999);
+    expect(list.at(-1)).toMatchObject({ seq: 1999, status: 'completed', customer_tool_set: null });
+    // Steps past the range are dropped; the status keeps the last one recorded.
+    expect(list.at(-2)).toMatchObject({ seq: 1998, status: 'running', currently_working_on: 'Step 997' });
+  }, 90_000);
 
   it('discards a completion after its lease was taken over (a stale worker)', async () => {
     let release: (() => void) | undefined;

@@ -1,7 +1,7 @@
 import type { AiEngine } from '@fin/ai';
 import { AnalysisRequest, AnalysisResponse, AnalysisResult, analysisText, jobUrls } from '@fin/contracts';
 import type { Pool } from '@fin/db';
-import { AppError, callerOf, createServiceApp, route, serviceUnavailable, toAppError, verifyIdentity, type Lifecycle } from '@fin/http';
+import { AppError, callerOf, createServiceApp, identityKey, route, serviceUnavailable, toAppError, verifyIdentity, type Lifecycle } from '@fin/http';
 import { createInlineRunner, idempotencyKeyOf, submitJob } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import type express from 'express';
@@ -167,7 +167,7 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
     routes: (app) => {
       app.post(
         '/api/analysis',
-        verifyIdentity(signingSecret, { logger }),
+        verifyIdentity(identityKey(signingSecret, 'analysis'), { logger }),
         route({ body: AnalysisRequest }, async ({ body }, { req, res, logger: requestLogger }) => {
           const caller = { tenantId: callerOf(res).tenantId, idempotencyKey: idempotencyKeyOf(req) };
           if (!body.output_format.stream) return answerWhenDone(body, caller, res);

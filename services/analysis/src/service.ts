@@ -4,7 +4,7 @@ import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
-import type { Closer, Lifecycle } from '@fin/http';
+import { closeStarted, listen, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { AnalysisConfig } from './config';
@@ -43,55 +43,61 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
   const closers: Closer[] = [];
   const openRequests = createOpenRequests({ streamGraceMs: config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS });
   const lifecycle = lifecycleStopping(openRequests);
-
-  if (role !== 'api') {
-    const worker = createAnalysisWorker({
-      pool,
-      bus,
-      engine,
-      logger,
-      timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
-      concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
-      leaseMs: config.ANALYSIS_LEASE_MS,
-    });
-    await worker.start();
-    closers.push({ name: 'analysis worker', close: () => worker.stop() });
-  }
-
-  let server: Server | undefined;
-  if (role !== 'worker') {
-    const watcher = createJobWatcher({ pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
-    closers.push({ name: 'job watcher', close: () => watcher.close() });
-    const app = createApp({
-      pool,
-      logger,
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      engine,
-      watcher,
-      openRequests,
-      lifecycle,
-      settings: {
-        inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
-        timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
-        leaseMs: config.ANALYSIS_LEASE_MS,
-        maxAttempts: config.ANALYSIS_MAX_ATTEMPTS,
-        heartbeatMs: config.ANALYSIS_STREAM_HEARTBEAT_MS,
-        doneWaitMs: config.ANALYSIS_STREAM_DONE_WAIT_MS,
-      },
-    });
-    server = await new Promise<Server>((resolve) => {
-      const listening = app.listen(config.PORT, config.HOST, () => resolve(listening));
-    });
-    const { port } = server.address() as AddressInfo;
-    logger.info({ url: `http://${config.HOST}:${port}`, role }, 'analysis service listening');
-  }
-
-  // After the worker and the streams have stopped: their last events are in the outbox by then.
-  if (!shared.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
   const relay = createOutboxRelay({ pool, bus, logger });
   relay.start();
-  closers.push({ name: 'outbox relay', close: () => relay.stop() });
-  if (!shared.bus) closers.push({ name: 'event bus', close: () => bus.close() });
-  if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
+  // Closed after the worker and the streams have stopped (their last events are in the outbox by then).
+  const last: Closer[] = [
+    ...(shared.engine ? [] : [{ name: 'AI engine', close: () => engine.close() }]),
+    { name: 'outbox relay', close: () => relay.stop() },
+    ...(shared.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(shared.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
+  ];
+
+  let server: Server | undefined;
+  try {
+    if (role !== 'api') {
+      const worker = createAnalysisWorker({
+        pool,
+        bus,
+        engine,
+        logger,
+        timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
+        concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
+        leaseMs: config.ANALYSIS_LEASE_MS,
+      });
+      await worker.start();
+      closers.push({ name: 'analysis worker', close: () => worker.stop() });
+    }
+
+    if (role !== 'worker') {
+      const watcher = createJobWatcher({ pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
+      closers.push({ name: 'job watcher', close: () => watcher.close() });
+      const app = createApp({
+        pool,
+        logger,
+        signingSecret: config.INTERNAL_SIGNING_SECRET,
+        engine,
+        watcher,
+        openRequests,
+        lifecycle,
+        settings: {
+          inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
+          timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
+          leaseMs: config.ANALYSIS_LEASE_MS,
+          maxAttempts: config.ANALYSIS_MAX_ATTEMPTS,
+          heartbeatMs: config.ANALYSIS_STREAM_HEARTBEAT_MS,
+          doneWaitMs: config.ANALYSIS_STREAM_DONE_WAIT_MS,
+        },
+      });
+      server = await listen(app, config.PORT, config.HOST);
+      const { port } = server.address() as AddressInfo;
+      logger.info({ url: `http://${config.HOST}:${port}`, role }, 'analysis service listening');
+    }
+  } catch (error) {
+    // A failed start (the port in use, say) stops what already runs, in shutdown order, and reports the cause.
+    await closeStarted([...closers, ...last]);
+    throw error;
+  }
+  closers.push(...last);
   return { lifecycle, server, closers };
 }

@@ -40,7 +40,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   }
 
   function post(app: ReturnType<typeof createApp>, body: unknown, tenantId = bed.tenantA, headers: Record<string, string> = {}) {
-    return request(app).post(PATH).set(signed(tenantId)).set(headers).send(body as object);
+    return request(app).post(PATH).set(signed(tenantId, body)).set(headers).send(body as object);
   }
 
   /** The id of the job the next POST of `prompt` creates, once it is in the database. */

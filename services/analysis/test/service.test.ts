@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { parseConfig } from '@fin/config';
 import { ErrorBody } from '@fin/contracts';
 import { createMemoryBus, type MemoryEventBus } from '@fin/events';
@@ -55,7 +55,7 @@ describe('analysis service shutdown with open streams', () => {
   async function openStream(url: string): Promise<{ jobId: string; rest: Promise<SseFrame[]> }> {
     const res = await fetch(`${url}${PATH}`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...signed(bed.tenantA) },
+      headers: { 'Content-Type': 'application/json', ...signed(bed.tenantA, { prompt: 'A long one.', output_format: { stream: true } }) },
       body: JSON.stringify({ prompt: 'A long one.', output_format: { stream: true } }),
     });
     const jobId = /([0-9a-f-]{36})\/status$/.exec(res.headers.get('location') ?? '')![1]!;
@@ -110,11 +110,23 @@ describe('analysis service shutdown with open streams', () => {
     service.lifecycle.beginShutdown();
     const res = await fetch(`${url}${PATH}`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Connection: 'close', ...signed(bed.tenantA) },
+      headers: { 'Content-Type': 'application/json', Connection: 'close', ...signed(bed.tenantA, { prompt: 'Too late.', output_format: { stream: true } }) },
       body: JSON.stringify({ prompt: 'Too late.', output_format: { stream: true } }),
     });
     expect(res.status).toBe(503);
     expect(ErrorBody.parse(await res.json()).type).toBe('service_unavailable');
     expect(await shutdown()).toEqual([0]);
+  });
+  it('fails start-up with the cause when its port is in use, instead of crashing later', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      await expect(start({ PORT: String(port), ANALYSIS_ROLE: 'all' })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      // What it had started is stopped: the shared pool holds no connection for a relay or a worker.
+      expect(bed.pool.totalCount - bed.pool.idleCount).toBe(0);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });

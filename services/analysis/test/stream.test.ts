@@ -66,7 +66,7 @@ describe('POST /api/analysis, streamed', () => {
   function post(url: string, body: unknown, { headers = {}, signal }: { headers?: Record<string, string>; signal?: AbortSignal } = {}) {
     return fetch(`${url}${PATH}`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...signed(bed.tenantA), ...headers },
+      headers: { 'Content-Type': 'application/json', ...signed(bed.tenantA, body), ...headers },
       body: JSON.stringify(body),
       signal,
     });

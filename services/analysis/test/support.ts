@@ -3,7 +3,7 @@ import { aiConfigShape, createAiEngine, SampleMarketDataProvider, type AiEngine 
 import { parseConfig } from '@fin/config';
 import { startFakeAnthropic, type FakeAnthropic, type ReplyHandler } from '@fin/fakes';
 import { createPool, type Pool } from '@fin/db';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 
@@ -51,9 +51,10 @@ export async function createTestBed(options: { handler?: ReplyHandler } = {}): P
   };
 }
 
-/** The identity headers the gateway would add for `tenantId`. */
-export function signed(tenantId: string, path = PATH): Record<string, string> {
-  return { ...signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['analysis'] } }, SECRET, { method: 'POST', path }) };
+/** The identity headers the gateway would add for `tenantId` posting `body` (sent as JSON, or as the string given). */
+export function signed(tenantId: string, body?: unknown, path = PATH): Record<string, string> {
+  const bytes = body === undefined || typeof body === 'string' ? body : JSON.stringify(body);
+  return { ...signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['analysis'] } }, identityKey(SECRET, 'analysis'), { method: 'POST', path, body: bytes }) };
 }
 
 export interface OutboxEvent {

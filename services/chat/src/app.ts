@@ -1,6 +1,6 @@
 import { ChatRequest, ChatStreamQuery, parseChatEventId, type ChatResponse } from '@fin/contracts';
 import type { Pool } from '@fin/db';
-import { badRequest, callerOf, createServiceApp, route, serviceUnavailable, verifyIdentity, type Lifecycle } from '@fin/http';
+import { badRequest, callerOf, createServiceApp, identityKey, route, serviceUnavailable, verifyIdentity, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import type { Chat } from './chat';
@@ -61,6 +61,7 @@ function answer(res: express.Response, reply: LiveReply): Promise<ChatResponse |
  */
 export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartbeatMs, retryMs = 1_000 }: ChatAppDeps): express.Express {
   const sse: SseOptions = { heartbeatMs, retryMs };
+  const gatewayOnly = verifyIdentity(identityKey(signingSecret, 'chat'), { logger });
   const refuseWhileClosing = () => {
     if (chat.closing || lifecycle?.shuttingDown === true) throw serviceUnavailable('The chat service is shutting down; retry.');
   };
@@ -74,7 +75,7 @@ export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartb
     routes: (app) => {
       app.post(
         '/api/chat',
-        verifyIdentity(signingSecret, { logger }),
+        gatewayOnly,
         route({ body: ChatRequest }, async ({ body }, { req, res }) => {
           const { tenantId } = callerOf(res);
           refuseWhileClosing();
@@ -87,7 +88,7 @@ export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartb
 
       app.get(
         '/api/chat/stream',
-        verifyIdentity(signingSecret, { logger }),
+        gatewayOnly,
         route({ query: ChatStreamQuery }, async ({ query }, { req, res }) => {
           const { tenantId } = callerOf(res);
           refuseWhileClosing();

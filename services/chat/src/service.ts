@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import { closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createChat } from './chat';
@@ -51,9 +51,14 @@ export async function startChatService({ config, logger, ...shared }: ChatServic
   if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
 
   const app = createApp({ chat, pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, heartbeatMs: config.CHAT_HEARTBEAT_MS });
-  const server = await new Promise<Server>((resolve) => {
-    const listening = app.listen(config.PORT, config.HOST, () => resolve(listening));
-  });
+  let server: Server;
+  try {
+    server = await listen(app, config.PORT, config.HOST);
+  } catch (error) {
+    // The port in use, say: what started closes, and the cause is reported.
+    await closeStarted(closers);
+    throw error;
+  }
   logger.info({ url: `http://${config.HOST}:${config.PORT}` }, 'chat service listening');
   return { lifecycle, server, closers };
 }

@@ -8,13 +8,14 @@ import { parseConfig } from '@fin/config';
 import { ChatStreamEvents, type ChatStreamEventName } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { startFakeAnthropic, type FakeAnthropic, type MessagesRequestBody } from '@fin/fakes';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import { createTestDatabase, openEventStream, testCustomerToolsKey, type EventStreamClient, type SseFrame, type TestDatabase } from '@fin/testing';
 import { chatConfigShape } from '../src/config';
 import { startChatService, type ChatService } from '../src/service';
 
 export const SECRET = 'chat-test-secret-0123456789abcdef0123';
+const KEY = identityKey(SECRET, 'chat');
 export const logger: Logger = createLogger({ service: 'chat-test', level: 'silent' });
 
 export interface Shared {
@@ -79,7 +80,7 @@ export async function startChat(shared: Shared, env: Record<string, string> = {}
   const url = `http://127.0.0.1:${(service.server.address() as AddressInfo).port}`;
   const send: ChatInstance['send'] = (method, path, options = {}) => {
     const caller = { tenantId: options.tenant ?? shared.tenantA, keyId: randomUUID(), scopes: ['chat'] };
-    const signed = signIdentity({ requestId: randomUUID(), caller }, SECRET, { method, path });
+    const signed = signIdentity({ requestId: randomUUID(), caller }, KEY, { method, path, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
     return openEventStream(`${url}${path}`, { method, body: options.body, headers: { ...signed, ...options.headers } });
   };
   return {

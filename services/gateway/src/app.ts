@@ -3,11 +3,11 @@ import { badRequest, createServiceApp, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import type { RequestHandler } from 'express';
-import { authenticate, callerFrom, checkScope, holdChatSlot, principalOf } from './access';
+import { authenticate, callerFrom, checkScope, endStreamOnRevocation, holdChatSlot, principalOf } from './access';
 import type { Authenticator } from './auth/types';
 import { renderDocsPage } from './openapi/docs-page';
 import { readBody } from './proxy/body';
-import { forwardTo, type ProxyOptions } from './proxy/forward';
+import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
 import type { Upstreams } from './proxy/upstreams';
 import type { RateLimits } from './rate-limit/types';
 import { GATEWAY_ROUTES, PASS_THROUGH_PREFIXES, type GatewayRoute } from './routes';
@@ -29,12 +29,14 @@ export interface GatewayDeps {
   rateLimits: RateLimits;
   /** Connection pools to the services, one per service. */
   upstreams: Upstreams;
-  /** INTERNAL_SIGNING_SECRET: signs the identity headers the services verify. */
+  /** INTERNAL_SIGNING_SECRET: each service's key is derived from it, once, to sign the identity headers it verifies. */
   signingSecret: string;
   /** Whether the gateway's own dependencies (its database) are reachable. */
   readiness: () => Promise<void>;
   lifecycle?: Lifecycle;
   limits?: Partial<ProxyLimits>;
+  /** Proxies in front of the gateway that append to X-Forwarded-For (CLIENT_ADDRESS_HOPS). Default 0. */
+  trustedProxyHops?: number;
 }
 
 /**
@@ -61,7 +63,7 @@ const refuseDotSegments: RequestHandler = (req, _res, next) => {
 export function createApp(deps: GatewayDeps): express.Express {
   const { logger, authenticator, rateLimits, upstreams, signingSecret, readiness, lifecycle } = deps;
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...deps.limits };
-  const proxy: ProxyOptions = { logger, signingSecret, responseTimeoutMs: limits.responseTimeoutMs, idleTimeoutMs: limits.idleTimeoutMs };
+  const proxy: ProxyOptions = { logger, signingKeys: signingKeysFor(signingSecret), responseTimeoutMs: limits.responseTimeoutMs, idleTimeoutMs: limits.idleTimeoutMs };
 
   const documentJson = JSON.stringify(createOpenApiDocument());
   const docsPage = renderDocsPage(JSON.parse(documentJson));
@@ -81,9 +83,10 @@ export function createApp(deps: GatewayDeps): express.Express {
       if (handler === undefined) throw new Error(`no local handler for route ${route.id}`);
       return [handler];
     }
-    const handlers: RequestHandler[] = [authenticate(authenticator), checkScope(route)];
+    const handlers: RequestHandler[] = [authenticate(authenticator, deps.trustedProxyHops), checkScope(route)];
     if (target.limit !== null) handlers.push(rateLimits.forProduct(target.limit));
     if (route.limit === 'concurrent_streams') handlers.push(holdChatSlot(rateLimits, logger));
+    if (Object.values(route.responses).some((response) => response.events !== undefined)) handlers.push(endStreamOnRevocation(authenticator));
     handlers.push(...readBody({ limit: limits.maxBodyBytes, json: true }));
     handlers.push(forwardTo(upstreams[target.upstream], proxy, (res) => callerFrom(principalOf(res))));
     return handlers;

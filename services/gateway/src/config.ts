@@ -34,6 +34,19 @@ export const gatewayConfigShape = {
   /** Largest request body accepted (400 `validation_error` naming `body` beyond). */
   MAX_BODY_BYTES: int(1, 10 * 1024 * 1024).default(256 * 1024),
 
+  /**
+   * The chat service's CHAT_DETACH_GRACE_MS (how long a reply runs on after its client left); set it to the same
+   * value. A chat slot whose client left stays taken that long (plus 1 s), until the reply has surely stopped.
+   */
+  CHAT_DETACH_GRACE_MS: int(0, 60_000).default(5_000),
+  /** Failed authentications one client address may have per minute (per replica) before it gets 429 instead of lookups. */
+  AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(30),
+  /**
+   * Proxies in front of the gateway that append the client's address to X-Forwarded-For (an ingress: 1). 0 uses
+   * the connection's peer address. Only used to throttle failed authentications per client.
+   */
+  CLIENT_ADDRESS_HOPS: int(0, 10).default(0),
+
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests and event streams may take to finish before they are cut. */

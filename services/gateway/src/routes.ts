@@ -11,7 +11,7 @@ export const UPSTREAM_NAMES = ['news', 'stock-report', 'analysis', 'chat', 'jobs
 export type UpstreamName = (typeof UPSTREAM_NAMES)[number];
 
 export type RouteTarget =
-  /** Forwarded to `upstream`; counted per key and minute as `limit` (null: not counted per minute). */
+  /** Forwarded to `upstream`; counted per account and minute as `limit` (null: not counted per minute). */
   | { readonly kind: 'proxy'; readonly upstream: UpstreamName; readonly limit: LimitedProduct | null }
   /** Answered by the gateway itself. */
   | { readonly kind: 'local' };
@@ -20,9 +20,9 @@ const ROUTE_TARGETS = {
   createNews: { kind: 'proxy', upstream: 'news', limit: 'news' },
   createStockReport: { kind: 'proxy', upstream: 'stock-report', limit: 'stock-report' },
   createAnalysis: { kind: 'proxy', upstream: 'analysis', limit: 'analysis' },
-  // Chat is limited by concurrency (a slot per request in flight), not per minute.
-  chat: { kind: 'proxy', upstream: 'chat', limit: null },
-  chatStream: { kind: 'proxy', upstream: 'chat', limit: null },
+  // Chat is limited by concurrency (a slot per request in flight) and in turns per minute.
+  chat: { kind: 'proxy', upstream: 'chat', limit: 'chat-turns' },
+  chatStream: { kind: 'proxy', upstream: 'chat', limit: 'chat-turns' },
   getJobStatus: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
   getJobResult: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
   listCustomerTools: { kind: 'proxy', upstream: 'portal', limit: 'tools' },

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
-import { answerClientErrors, createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import { answerClientErrors, closeStarted, createLifecycle, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
@@ -43,8 +43,8 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       // what every replica sees are unchanged.
       sessionSettings: { synchronous_commit: 'off' },
     });
-  const authenticator = createAuthenticator({ pool, logger });
-  const rateLimits = createRateLimits({ pool, logger });
+  const authenticator = createAuthenticator({ pool, logger, failuresPerClient: config.AUTH_FAILURES_PER_MINUTE });
+  const rateLimits = createRateLimits({ pool, logger, chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS });
   const upstreams = createUpstreams(
     {
       news: config.NEWS_URL,
@@ -75,6 +75,7 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       await pool.query('SELECT 1');
     },
     lifecycle,
+    trustedProxyHops: config.CLIENT_ADDRESS_HOPS,
     limits: {
       maxBodyBytes: config.MAX_BODY_BYTES,
       responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
@@ -85,7 +86,7 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
   try {
     await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
   } catch (error) {
-    for (const closer of closers) await closer.close().catch(() => undefined);
+    await closeStarted(closers);
     throw error;
   }
   // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.

@@ -166,12 +166,13 @@ describe('admin CLI (a real child process against a real database)', () => {
     expect((await auth.authenticate(apiKey)).limitOverrides).toEqual({});
     await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'news', '--per-minute', '500']);
     await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'chat', '--concurrent', '25']);
+    expect(await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'chat-turns', '--per-minute', '120'])).toContain('chat-turns limited to 120 requests per minute for the account');
     const shown = JSON.parse(await ok(['limits', 'show', '--json'])) as { tenants: unknown[] };
-    expect(shown.tenants).toEqual([{ name: 'bigcorp', overrides: { news: 500, chat: 25 } }]);
+    expect(shown.tenants).toEqual([{ name: 'bigcorp', overrides: { news: 500, chat: 25, 'chat-turns': 120 } }]);
     await waitFor(async () => (await auth.authenticate(apiKey)).limitOverrides.news === 500, { timeoutMs: 5_000, what: 'the override to arrive' });
     await ok(['limits', 'clear', '--tenant', 'bigcorp', '--product', 'news']);
     expect(JSON.parse(await ok(['limits', 'show', '--tenant', 'bigcorp', '--json']))).toMatchObject({
-      tenants: [{ name: 'bigcorp', overrides: { chat: 25 } }],
+      tenants: [{ name: 'bigcorp', overrides: { chat: 25, 'chat-turns': 120 } }],
     });
     const tenants = JSON.parse(await ok(['tenants', 'list', '--json'])) as { name: string; active_keys: number }[];
     expect(tenants.find((tenant) => tenant.name === 'bigcorp')).toMatchObject({ active_keys: 1 });

@@ -121,11 +121,11 @@ describe('admin functions', () => {
     await expect(setLimitOverride(pool, 'limited', 'weather', 5)).rejects.toThrow('Unknown product "weather"');
     await expect(setLimitOverride(pool, 'limited', 'news', 0)).rejects.toThrow('whole number from 1');
     await expect(setLimitOverride(pool, 'limited', 'news', 2.5)).rejects.toThrow('whole number from 1');
-    await expect(setLimitOverride(pool, 'limited', 'chat', 5_000)).rejects.toThrow('from 1 to 1,000');
+    await expect(setLimitOverride(pool, 'limited', 'chat', 50_000)).rejects.toThrow('from 1 to 10,000');
     await expect(setLimitOverride(pool, 'ghost', 'news', 5)).rejects.toThrow('No tenant named "ghost".');
 
     const report = await showLimits(pool);
-    expect(report.defaults).toEqual({ news: 100, 'stock-report': 20, analysis: 20, jobs: 600, tools: 60, chat: 10 });
+    expect(report.defaults).toEqual({ news: 100, 'stock-report': 20, analysis: 20, jobs: 600, tools: 60, 'chat-turns': 60, chat: 10 });
     expect(report.tenants).toEqual([{ name: 'limited', overrides: { news: 400, chat: 25 } }]);
 
     expect(await setLimitOverride(pool, 'limited', 'news', null)).toEqual({ chat: 25 });

@@ -134,6 +134,101 @@ describe('API-key authentication', () => {
     }
   });
 
+  it('throttles an address that keeps failing before any lookup, while verified keys still pass', async () => {
+    const tenant = await newTenant();
+    const { apiKey } = await createKey(pool, { tenant });
+    const { pool: countingPool, queries } = counted(pool);
+    const auth = await replica({ failuresPerClient: 5 }, countingPool);
+    const attacker = '203.0.113.9';
+    await auth.authenticate(apiKey, attacker); // verified (and cached) before the flood
+    const lookups = () => queries.filter((text) => text.includes('key_hash')).length;
+    const before = lookups();
+
+    // Five failures (unknown keys and a malformed one) are each answered 401; then the address gets 429 for
+    // every key that is not already verified, without a lookup.
+    for (let attempt = 0; attempt < 4; attempt++) expect((await rejection(auth.authenticate(generateApiKey().key, attacker))).status).toBe(401);
+    expect((await rejection(auth.authenticate('fin_not-a-real-key', attacker))).status).toBe(401);
+    expect(lookups() - before).toBe(4);
+    for (const key of [generateApiKey().key, 'fin_not-a-real-key']) {
+      const throttled = await rejection(auth.authenticate(key, attacker));
+      expect(throttled.toBody()).toEqual({
+        detail: expect.stringMatching(/^Too many failed authentication attempts from this address\. Retry in \d+ s\.$/),
+        status_code: 429,
+        type: 'rate_limit_exceeded',
+      });
+      expect(Number(throttled.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
+    }
+    expect(lookups() - before).toBe(4);
+    // A key already verified costs nothing and still passes; other addresses are not affected.
+    await expect(auth.authenticate(apiKey, attacker)).resolves.toMatchObject({ tenantName: tenant });
+    expect((await rejection(auth.authenticate(generateApiKey().key, '198.51.100.7'))).status).toBe(401);
+
+    // A burst sent at once is bounded too: lookups in flight count until they succeed.
+    const burstFrom = '198.51.100.99';
+    const start = lookups();
+    const outcomes = await Promise.all(Array.from({ length: 40 }, () => rejection(auth.authenticate(generateApiKey().key, burstFrom))));
+    expect(lookups() - start).toBe(5);
+    expect(outcomes.filter((error) => error.status === 401)).toHaveLength(5);
+    expect(outcomes.filter((error) => error.status === 429)).toHaveLength(35);
+  });
+
+  it('does not count a successful lookup as a failure, nor a burst of one valid key not yet verified', async () => {
+    const tenant = await newTenant();
+    const auth = await replica({ failuresPerClient: 2 });
+    for (let key = 0; key < 5; key++) {
+      const { apiKey } = await createKey(pool, { tenant });
+      await expect(auth.authenticate(apiKey, '203.0.113.20')).resolves.toMatchObject({ tenantName: tenant });
+    }
+    // Many requests of one key at once, before it is verified, share one lookup: none is throttled.
+    const { apiKey } = await createKey(pool, { tenant });
+    const principals = await Promise.all(Array.from({ length: 50 }, () => auth.authenticate(apiKey, '203.0.113.21')));
+    expect(principals.every((principal) => principal.tenantName === tenant)).toBe(true);
+  });
+
+  it('tells the watchers of a key when it is revoked or its tenant disabled, on every replica, within seconds', async () => {
+    const tenant = await newTenant();
+    const first = await createKey(pool, { tenant });
+    const second = await createKey(pool, { tenant });
+    const a = await replica();
+    const b = await replica({}, poolB);
+    const firstPrincipal = await a.authenticate(first.apiKey);
+    const secondPrincipal = await b.authenticate(second.apiKey);
+    const ended: string[] = [];
+    a.watch(firstPrincipal, () => ended.push('first on a'));
+    b.watch(firstPrincipal, () => ended.push('first on b'));
+    b.watch(secondPrincipal, () => ended.push('second on b'));
+    const stopped = a.watch(secondPrincipal, () => ended.push('second on a, unwatched'));
+    stopped();
+
+    // Other changes to a key or its tenant end nothing.
+    await setLimitOverride(pool, tenant, 'news', 250);
+    await revokeKey(pool, first.key.id);
+    await waitFor(() => ended.length === 2, { timeoutMs: 5_000, what: 'the revocation to reach both replicas' });
+    expect(ended.sort()).toEqual(['first on a', 'first on b']);
+
+    await disableTenant(pool, tenant);
+    await waitFor(() => ended.length === 3, { timeoutMs: 5_000, what: 'the tenant change to reach the watcher' });
+    expect(ended[2]).toBe('second on b');
+  });
+
+  it('tells a watcher when its key expires, and one that starts watching just after a revocation at once', async () => {
+    const tenant = await newTenant();
+    const auth = await replica();
+    const expiring = await createKey(pool, { tenant, expiresAt: new Date(Date.now() + 1_500) });
+    let expired = false;
+    auth.watch(await auth.authenticate(expiring.apiKey), () => (expired = true));
+    await waitFor(() => expired, { timeoutMs: 5_000, what: 'the watcher to be told of the expiry' });
+
+    // A stream authenticated before a revocation whose watch begins after the notification arrived.
+    const revoked = await createKey(pool, { tenant });
+    const principal = await auth.authenticate(revoked.apiKey);
+    await revokeKey(pool, revoked.key.id);
+    await waitFor(async () => (await auth.authenticate(revoked.apiKey).then(() => false, () => true)), { timeoutMs: 5_000, what: 'the revocation to arrive' });
+    let ended = false;
+    auth.watch(principal, () => (ended = true));
+    await waitFor(() => ended, { timeoutMs: 5_000, what: 'the late watcher to be told' });
+  });
+
   it('gives unknown, revoked and expired keys and disabled tenants the same 401', async () => {
     const tenant = await newTenant();
     const revoked = await createKey(pool, { tenant });

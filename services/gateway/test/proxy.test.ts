@@ -1,6 +1,7 @@
 // What crosses the gateway: each route reaches its service with the method, path, query and body it came
 // with, and an identity the service verifies; the API key and forged identity headers never do; the answer
 // comes back with its status, headers and body — error bodies unchanged when they are the spec's.
+import { createHash } from 'node:crypto';
 import { AsyncJobResponse, ErrorBody } from '@fin/contracts';
 import request from 'supertest';
 import { createApp } from '../src/app';
@@ -168,5 +169,40 @@ describe('forwarding', () => {
     const app = createApp({ logger, authenticator: h.auth, rateLimits: h.rateLimits, upstreams: h.upstreams, signingSecret: 'a-different-secret-of-32-characters!!', readiness: async () => {} });
     const res = await request(app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(502);
     expect(res.body).toEqual({ detail: 'The news service failed.', status_code: 502, type: 'bad_gateway' });
+  });
+
+  it('signs the SHA-256 of the exact bytes it forwards, which the service checks before acting', async () => {
+    const bytes = '{ "symbols":["AAPL"],  "n": 2 }';
+    await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).type('json').send(bytes).expect(202);
+    const received = h.services.news.received.at(-1)!;
+    expect(received.body).toBe(bytes);
+    expect(received.headers['x-fin-body-sha256']).toBe(createHash('sha256').update(bytes).digest('hex'));
+    await request(h.app).get(`/api/jobs/news/${UUID}/status`).set('X-API-Key', KEYS.all);
+    expect(h.services.jobs.received.at(-1)!.headers['x-fin-body-sha256']).toBe(createHash('sha256').digest('hex'));
+  });
+
+  it('signs every request it forwards anew: the same request twice, even with the same request id, carries two nonces', async () => {
+    const send = () => request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('X-Request-Id', 'client-chosen-id').send({ symbols: ['AAPL'] }).expect(202);
+    await send();
+    await send();
+    const [first, second] = h.services.news.received.slice(-2);
+    expect(first?.identity.requestId).toBe('client-chosen-id');
+    expect(second?.identity.requestId).toBe('client-chosen-id');
+    expect(first?.headers['x-fin-nonce']).not.toBe(second?.headers['x-fin-nonce']);
+  });
+
+  it('signs for each service with that service\'s own key: a service reached in another\'s place refuses (502)', async () => {
+    const upstreams = createUpstreams(
+      { ...(Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, h.services[name].url])) as Record<(typeof UPSTREAM_NAMES)[number], string>), news: h.services.chat.url },
+      { connectTimeoutMs: 2_000 },
+    );
+    try {
+      const before = h.services.chat.received.length;
+      const app = createApp({ logger, authenticator: h.auth, rateLimits: h.rateLimits, upstreams, signingSecret: SECRET, readiness: async () => {} });
+      await request(app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(502);
+      expect(h.services.chat.received.length).toBe(before);
+    } finally {
+      await destroyUpstreams(upstreams);
+    }
   });
 });

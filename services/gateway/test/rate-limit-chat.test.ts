@@ -1,7 +1,7 @@
 import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
 import { createLogger } from '@fin/log';
-import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import { createKey, createTenant } from '../src/admin/admin';
 import type { Principal } from '../src/auth/types';
 import { createRateLimits, type PostgresRateLimits, type RateLimitsOptions } from '../src/rate-limit/rate-limits';
@@ -14,7 +14,6 @@ describe('concurrent chat streams', () => {
   let pool: Pool;
   let poolB: Pool;
   const instances: PostgresRateLimits[] = [];
-  let tenantId: string;
 
   function replica(options: Partial<RateLimitsOptions> = {}, on: Pool = pool): PostgresRateLimits {
     const limits = createRateLimits({ pool: on, logger, ...options });
@@ -22,10 +21,26 @@ describe('concurrent chat streams', () => {
     return limits;
   }
 
-  /** A principal for a real key (slots reference api_keys). */
-  async function principal(limitOverrides: Record<string, number> = {}): Promise<Principal> {
-    const { key } = await createKey(pool, { tenant: 'acme', scopes: ['chat'] });
-    return { tenantId, tenantName: 'acme', keyId: key.id, scopes: ['chat'], limitOverrides };
+  let accounts = 0;
+  /** A principal for a real key (slots reference api_keys) of a new account, or of `sameAccountAs`'s account. */
+  async function principal(limitOverrides: Record<string, number> = {}, sameAccountAs?: Principal): Promise<Principal> {
+    let tenant = sameAccountAs?.tenantName;
+    let id = sameAccountAs?.tenantId;
+    if (tenant === undefined || id === undefined) {
+      tenant = `account-${++accounts}`;
+      id = (await createTenant(pool, tenant)).id;
+    }
+    const { key } = await createKey(pool, { tenant, scopes: ['chat'] });
+    return { tenantId: id, tenantName: tenant, keyId: key.id, scopes: ['chat'], limitOverrides };
+  }
+
+  async function liveSlotsOfAccount(account: Principal): Promise<number> {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM chat_stream_slots s JOIN api_keys k ON k.id = s.key_id
+        WHERE k.tenant_id = $1 AND s.lease_expires_at > now()`,
+      [account.tenantId],
+    );
+    return rows[0]?.n ?? 0;
   }
 
   async function liveSlots(keyId: string): Promise<number> {
@@ -49,7 +64,6 @@ describe('concurrent chat streams', () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'chat-slot-test', max: 12 });
     poolB = createPool({ connectionString: db.url, applicationName: 'chat-slot-test-b', max: 12 });
-    tenantId = (await createTenant(pool, 'acme')).id;
   });
   afterEach(async () => {
     await Promise.all(instances.splice(0).map((limits) => limits.close()));
@@ -60,7 +74,7 @@ describe('concurrent chat streams', () => {
     await db.drop();
   });
 
-  it('refuses the 11th concurrent stream with 429, and a release frees a slot', async () => {
+  it('refuses the 11th concurrent chat request of an account with 429, and a release frees a slot', async () => {
     const limits = replica();
     const who = await principal();
     const releases = [];
@@ -69,21 +83,56 @@ describe('concurrent chat streams', () => {
 
     const error = await refusal(limits.acquireChatSlot(who));
     expect(error.toBody()).toEqual({
-      detail: 'Too many concurrent chat streams: this API key may have 10 open at once. Close one and retry.',
+      detail: expect.stringMatching(/^Too many concurrent chat requests: this account may have 10 in flight at once, all of its API keys together/),
       status_code: 429,
       type: 'rate_limit_exceeded',
     });
     expect(error.headers).toEqual({ 'X-RateLimit-Limit': '10', 'X-RateLimit-Remaining': '0', 'Retry-After': '5' });
 
-    await releases[0]?.();
-    await releases[0]?.(); // releasing twice frees one slot, not two
+    await releases[0]?.('ended');
+    await releases[0]?.('ended'); // releasing twice frees one slot, not two
     expect(await liveSlots(who.keyId)).toBe(9);
     releases[0] = await limits.acquireChatSlot(who);
     await refusal(limits.acquireChatSlot(who));
 
-    // Another key has its own ten.
+    // Another account has its own ten.
     const other = await principal();
     await expect(limits.acquireChatSlot(other)).resolves.toEqual(expect.any(Function));
+  });
+
+  it('counts the chat requests of all of an account\'s keys together, across replicas', async () => {
+    const a = replica();
+    const b = replica({}, poolB);
+    const first = await principal();
+    const keys = [first, await principal({}, first), await principal({}, first), await principal({}, first)];
+    const outcomes = await Promise.all(
+      Array.from({ length: 24 }, (_, index) =>
+        (index % 2 === 0 ? a : b).acquireChatSlot(keys[index % keys.length] as Principal).then(
+          () => 'taken',
+          (error: AppError) => error.status,
+        ),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome === 'taken')).toHaveLength(10);
+    expect(outcomes.filter((outcome) => outcome === 429)).toHaveLength(14);
+    expect(await liveSlotsOfAccount(first)).toBe(10);
+    // A key minted now gets nothing more.
+    await refusal(a.acquireChatSlot(await principal({}, first)));
+  });
+
+  it('keeps a slot whose client left taken for the chat service\'s detach grace, then frees it', async () => {
+    // The chat service runs a reply on for its grace after the client left: the slot stands for that reply.
+    const limits = replica({ chatDetachGraceMs: 200 });
+    const who = await principal({ chat: 1 });
+    const release = await limits.acquireChatSlot(who);
+    await release('detached');
+    await refusal(limits.acquireChatSlot(who));
+    expect(await liveSlots(who.keyId)).toBe(1);
+    // Not renewed any more: it expires on its own (grace + margin), and the next request takes it over.
+    const next = await waitFor(() => limits.acquireChatSlot(who).catch(() => undefined), { timeoutMs: 10_000, what: 'the detached slot to free itself' });
+    await next('ended');
+    // A reply that ended (the service ended the response) frees its slot at once.
+    await expect(limits.acquireChatSlot(who)).resolves.toEqual(expect.any(Function));
   });
 
   it('holds across replicas: concurrent acquisitions from two processes take exactly 10 slots', async () => {
@@ -109,7 +158,7 @@ describe('concurrent chat streams', () => {
     await limits.acquireChatSlot(who);
     await limits.acquireChatSlot(who);
     const error = await refusal(limits.acquireChatSlot(who));
-    expect(error.detail).toContain('may have 2 open at once');
+    expect(error.detail).toContain('may have 2 in flight at once');
   });
 
   it('reclaims the slot of a holder that stopped renewing (a crashed replica)', async () => {
@@ -147,7 +196,7 @@ describe('concurrent chat streams', () => {
     await sleep(2_000); // twice the lease
     await refusal(other.acquireChatSlot(who));
     expect(await liveSlots(who.keyId)).toBe(1);
-    await release();
+    await release('ended');
     await expect(other.acquireChatSlot(who)).resolves.toEqual(expect.any(Function));
   });
 

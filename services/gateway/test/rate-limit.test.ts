@@ -16,8 +16,8 @@ import type { LimitedProduct } from '../src/rate-limit/types';
 
 const logger = createLogger({ service: 'rate-limit-test', level: 'silent' });
 
-function principal(limitOverrides: Record<string, number> = {}): Principal {
-  return { tenantId: randomUUID(), tenantName: 'acme', keyId: randomUUID(), scopes: ['news'], limitOverrides };
+function principal(limitOverrides: Record<string, number> = {}, tenantId: string = randomUUID()): Principal {
+  return { tenantId, tenantName: 'acme', keyId: randomUUID(), scopes: ['news'], limitOverrides };
 }
 
 /** A tiny gateway: the principal comes from a test header lookup, then the limiter, then a 200. */
@@ -28,7 +28,7 @@ function appFor(limits: PostgresRateLimits, principals: Map<string, Principal>):
     if (who) res.locals.principal = who;
     next();
   });
-  for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools'] as LimitedProduct[]) {
+  for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'] as LimitedProduct[]) {
     app.get(`/${product}`, limits.forProduct(product), (_req, res) => {
       res.json({ ok: true });
     });
@@ -67,8 +67,9 @@ describe('per-minute rate limits', () => {
     instances.push(limits);
     return limits;
   }
-  function caller(limitOverrides: Record<string, number> = {}): { header: string; principal: Principal } {
-    const who = principal(limitOverrides);
+  /** A key of a new account, or another key of `sameAccountAs`'s account. */
+  function caller(limitOverrides: Record<string, number> = {}, sameAccountAs?: Principal): { header: string; principal: Principal } {
+    const who = principal(limitOverrides, sameAccountAs?.tenantId);
     principals.set(who.keyId, who);
     return { header: who.keyId, principal: who };
   }
@@ -92,11 +93,11 @@ describe('per-minute rate limits', () => {
     await db.drop();
   });
 
-  it('admits 100 news requests per key and minute; the 101st gets 429 with the spec body and headers', async () => {
+  it('admits 100 news requests per account and minute; the 101st gets 429 with the spec body and headers', async () => {
     const app = appFor(limitsWith(), principals);
     const { header, principal: who } = caller();
     const first = await request(app).get('/news').set('x-test-key', header).expect(200);
-    const window = await counter(`news:${who.keyId}`);
+    const window = await counter(`news:tenant:${who.tenantId}`);
     expect(window?.hits).toBe(1);
     const reset = String(Math.ceil((window?.reset_at as Date).getTime() / 1000));
     expect(first.headers['x-ratelimit-limit']).toBe('100');
@@ -112,7 +113,7 @@ describe('per-minute rate limits', () => {
     }
     const refused = await request(app).get('/news').set('x-test-key', header).expect(429);
     expect(refused.body).toEqual({
-      detail: expect.stringMatching(/^Rate limit exceeded: this API key may make 100 news requests per minute\. Retry in \d+ s\.$/),
+      detail: expect.stringMatching(/^Rate limit exceeded: this account may make 100 news requests per minute, all of its API keys together\. Retry in \d+ s\.$/),
       status_code: 429,
       type: 'rate_limit_exceeded',
     });
@@ -128,7 +129,7 @@ describe('per-minute rate limits', () => {
     const limits = limitsWith();
     const app = appFor(limits, principals);
     const { header } = caller();
-    const expected: Record<LimitedProduct, number> = { news: 100, 'stock-report': 20, analysis: 20, jobs: 600, tools: 60 };
+    const expected: Record<LimitedProduct, number> = { news: 100, 'stock-report': 20, analysis: 20, jobs: 600, tools: 60, 'chat-turns': 60 };
     expect(limits.limits).toEqual(expected);
     for (const [product, limit] of Object.entries(expected)) {
       for (let hit = 1; hit <= 3; hit++) {
@@ -140,7 +141,50 @@ describe('per-minute rate limits', () => {
     }
   });
 
-  it('counts keys and products apart', async () => {
+  it('counts the keys of one account together: a second key does not add to the limit', async () => {
+    const app = appFor(limitsWith(), principals);
+    const first = caller();
+    const second = caller({}, first.principal);
+    for (let hit = 0; hit < 10; hit++) {
+      await request(app).get('/stock-report').set('x-test-key', first.header).expect(200);
+      const res = await request(app).get('/stock-report').set('x-test-key', second.header).expect(200);
+      // The headers describe the account's window, whichever key asked.
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(20 - 2 * (hit + 1)));
+    }
+    for (const { header } of [first, second]) {
+      const refused = await request(app).get('/stock-report').set('x-test-key', header).expect(429);
+      expect(refused.headers['x-ratelimit-limit']).toBe('20');
+      expect(refused.body.detail).toContain('this account may make 20 stock-report requests per minute');
+    }
+    // A key minted afterwards starts with nothing either.
+    await request(app).get('/stock-report').set('x-test-key', caller({}, first.principal).header).expect(429);
+    expect((await counter(`stock-report:tenant:${first.principal.tenantId}`))?.hits).toBe(23);
+  });
+
+  it('counts chat turns per account and minute: 60 by default, then 429 with the same headers and body', async () => {
+    const app = appFor(limitsWith(), principals);
+    const first = caller();
+    const second = caller({}, first.principal);
+    for (let hit = 1; hit <= 60; hit++) {
+      const res = await request(app).get('/chat-turns').set('x-test-key', (hit % 2 === 0 ? first : second).header).expect(200);
+      expect(res.headers['x-ratelimit-limit']).toBe('60');
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(60 - hit));
+    }
+    const refused = await request(app).get('/chat-turns').set('x-test-key', first.header).expect(429);
+    expect(refused.body).toEqual({
+      detail: expect.stringMatching(/^Rate limit exceeded: this account may make 60 chat requests per minute, all of its API keys together\. Retry in \d+ s\.$/),
+      status_code: 429,
+      type: 'rate_limit_exceeded',
+    });
+    expect(refused.headers['x-ratelimit-reset']).toMatch(/^\d{10}$/);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // An operator override raises it for the account.
+    const raised = caller({ 'chat-turns': 120 });
+    const res = await request(app).get('/chat-turns').set('x-test-key', raised.header).expect(200);
+    expect(res.headers['x-ratelimit-limit']).toBe('120');
+  });
+
+  it('counts accounts and products apart', async () => {
     const app = appFor(limitsWith(), principals);
     const a = caller();
     const b = caller();
@@ -170,24 +214,25 @@ describe('per-minute rate limits', () => {
     const full = await request(app).get('/analysis').set('x-test-key', header).expect(429);
     // Instead of waiting a minute: the window ended a moment ago.
     await pool.query("UPDATE rate_limit_counters SET reset_at = now() - interval '1 millisecond' WHERE counter_key = $1", [
-      `analysis:${who.keyId}`,
+      `analysis:tenant:${who.tenantId}`,
     ]);
     const fresh = await request(app).get('/analysis').set('x-test-key', header).expect(200);
     expect(fresh.headers['x-ratelimit-remaining']).toBe('19');
     expect(Number(fresh.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(Number(full.headers['x-ratelimit-reset']));
-    expect((await counter(`analysis:${who.keyId}`))?.hits).toBe(1);
+    expect((await counter(`analysis:tenant:${who.tenantId}`))?.hits).toBe(1);
   });
 
-  it('admits exactly the limit in total across two gateway processes hitting one key at once', async () => {
+  it('admits exactly the limit in total across two gateway processes hitting two keys of one account at once', async () => {
     const poolB = createPool({ connectionString: db.url, applicationName: 'rate-limit-test-b', max: 10 });
     const agent = new Agent({ connections: 25 });
     const servers = await Promise.all([serve(appFor(limitsWith(), principals)), serve(appFor(limitsWith({}, poolB), principals))]);
     try {
       const { header, principal: who } = caller();
+      const { header: otherKey } = caller({}, who);
       const statuses = await Promise.all(
         Array.from({ length: 300 }, async (_, index) => {
           const server = servers[index % 2] as { url: string };
-          const res = await send(`${server.url}/news`, { dispatcher: agent, headers: { 'x-test-key': header } });
+          const res = await send(`${server.url}/news`, { dispatcher: agent, headers: { 'x-test-key': index % 3 === 0 ? otherKey : header } });
           await res.body.dump();
           return { status: res.statusCode, via: index % 2 };
         }),
@@ -197,7 +242,7 @@ describe('per-minute rate limits', () => {
       expect(statuses.filter((s) => s.status === 429)).toHaveLength(200);
       // Both processes admitted some: they really shared one counter.
       expect(new Set(admitted.map((s) => s.via)).size).toBe(2);
-      expect((await counter(`news:${who.keyId}`))?.hits).toBe(300);
+      expect((await counter(`news:tenant:${who.tenantId}`))?.hits).toBe(300);
     } finally {
       await Promise.all(servers.map((server) => server.close()));
       await agent.close();

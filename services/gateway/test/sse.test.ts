@@ -119,9 +119,14 @@ describe('event streams', () => {
           app.get('/api/chat/stream', (_req, res) => void chatService(res));
         },
         analysis: (app) =>
-          app.post('/api/analysis', (_req, res) => {
+          app.post('/api/analysis', (req, res) => {
             res.writeHead(200, { 'content-type': 'text/event-stream' });
             res.write(formatSse('synthesis_chunk', { chunk: 'Rates ' }));
+            // A prompt of "Hold" keeps the stream open until it is closed from the other side.
+            if (Buffer.isBuffer(req.body) && req.body.toString('utf8').includes('"Hold"')) {
+              res.on('close', () => current.closed.resolve(res.writableFinished));
+              return;
+            }
             res.end(formatSse('done', { job_id: UUID, status: 'completed' }));
           }),
         news: (app) =>
@@ -180,10 +185,53 @@ describe('event streams', () => {
     await client.next();
     expect(h.rateLimits.heldBy()).toBe(1);
 
+    const slots = h.rateLimits.slotEvents.length;
     client.leave();
     // The service's response is closed without having finished: the gateway aborted its request.
     expect(await current.closed.promise).toBe(false);
     await waitFor(() => h.rateLimits.heldBy() === 0, { what: 'the chat slot to be released' });
+    // The chat service runs a reply on for a while after its client left: the slot is given back as detached, so
+    // that it stays taken for that while.
+    expect(h.rateLimits.slotEvents.slice(slots)).toEqual(['release detached']);
+  });
+
+  it('ends an open chat stream with an error event when its key is revoked, and closes the service\'s side', async () => {
+    current = scenario('hold');
+    const client = await openStream(gateway.url, '/api/chat');
+    expect(await client.next()).toEqual({ event: 'token', data: { type: 'token', content: 'Apple ' } });
+    expect(h.auth.watching()).toBe(1);
+    const slots = h.rateLimits.slotEvents.length;
+
+    h.auth.revoke();
+    const last = await client.next();
+    expect(last).toEqual({ event: 'error', data: { detail: 'Invalid API key: it was revoked while this stream was open.', status_code: 401, type: 'unauthorized' } });
+    expect(ChatStreamEvents.error.parse((last as SseEvent).data)).toBeTruthy();
+    expect(await client.next()).toBe('end');
+    expect(await current.closed.promise).toBe(false);
+    // The reply behind it may run on for the detach grace: its slot is given back as detached.
+    await waitFor(() => h.rateLimits.heldBy() === 0, { what: 'the chat slot to be released' });
+    expect(h.rateLimits.slotEvents.slice(slots)).toEqual(['release detached']);
+    expect(h.auth.watching()).toBe(0);
+  });
+
+  it('ends an open analysis stream the same way when its key is revoked', async () => {
+    current = scenario('hold');
+    const client = await openStream(gateway.url, '/api/analysis', { body: { prompt: 'Hold', output_format: { type: 'markdown', stream: true } } });
+    expect(await client.next()).toEqual({ event: 'synthesis_chunk', data: { chunk: 'Rates ' } });
+    h.auth.revoke();
+    expect(await client.next()).toEqual({ event: 'error', data: expect.objectContaining({ status_code: 401, type: 'unauthorized' }) });
+    expect(await client.next()).toBe('end');
+    expect(await current.closed.promise).toBe(false);
+  });
+
+  it('watches only while the stream is open: a stream that ended is not cut later', async () => {
+    current = scenario('complete');
+    const client = await openStream(gateway.url, '/api/chat');
+    await client.next();
+    current.finish.resolve();
+    expect(await client.next()).toEqual({ event: 'done', data: { type: 'done', conversation_id: UUID } });
+    expect(await client.next()).toBe('end');
+    await waitFor(() => h.auth.watching() === 0, { what: 'the ended stream to stop being watched' });
   });
 
   it('refuses a chat request beyond the key\'s concurrent streams with 429', async () => {
@@ -211,6 +259,8 @@ describe('event streams', () => {
     expect(ChatStreamEvents.error.parse((failure as SseEvent).data)).toBeTruthy();
     expect(await client.next()).toBe('end');
     await waitFor(() => h.rateLimits.heldBy() === 0, { what: 'the chat slot to be released' });
+    // The service's side failed, not necessarily the reply (a lost connection): the slot is held as detached.
+    expect(h.rateLimits.slotEvents.at(-1)).toBe('release detached');
   });
 
   it('does not cut a stream that stays quiet longer than the idle limit of other responses', async () => {

@@ -1,5 +1,5 @@
 import { JobPathParams } from '@fin/contracts';
-import { callerOf, createServiceApp, route, verifyIdentity, type Lifecycle } from '@fin/http';
+import { callerOf, createServiceApp, identityKey, route, verifyIdentity, type Lifecycle } from '@fin/http';
 import { type Logger } from '@fin/log';
 import type express from 'express';
 import { type JobQueries, type JobRef } from './job-queries';
@@ -27,7 +27,7 @@ export function createApp({ logger, queries, signingSecret, readiness, lifecycle
     ...(lifecycle === undefined ? {} : { lifecycle }),
     routes: (app) => {
       // Before the routes' own validation: a request the gateway did not sign learns nothing, not even a 400.
-      app.use('/api/jobs', verifyIdentity(signingSecret, { logger }));
+      app.use('/api/jobs', verifyIdentity(identityKey(signingSecret, 'jobs'), { logger }));
 
       const refOf = (params: JobPathParams, res: express.Response): JobRef => ({
         tenantId: callerOf(res).tenantId,

@@ -4,7 +4,8 @@
 // event never moves a job backwards.
 import { ErrorType, type JobError } from '@fin/contracts';
 import { type Pool, type PoolClient } from '@fin/db';
-import { type EnvelopeOf, type JobStateEventPayload, type JobStatus, type jobsEventsTopic, processOnce } from '@fin/events';
+import { SEQ_PER_ATTEMPT, type EnvelopeOf, type JobStateEventPayload, type JobStatus, type jobsEventsTopic, processOnce } from '@fin/events';
+import { describeCacheKey } from '@fin/job-kit';
 import { type Logger } from '@fin/log';
 import { jobDuration, jobsFinished } from '@fin/metrics';
 
@@ -12,12 +13,6 @@ import { jobDuration, jobsFinished } from '@fin/metrics';
 export const JOBS_CONSUMER = 'jobs-service';
 
 export type JobEventEnvelope = EnvelopeOf<typeof jobsEventsTopic>;
-
-/**
- * A job event's `seq` is `attempt * SEQ_PER_ATTEMPT + n` (n = 1, 2, … within the attempt), so every event of a
- * later attempt sorts after every event of an earlier one.
- */
-export const SEQ_PER_ATTEMPT = 1000;
 
 function attemptOfSeq(seq: number): number {
   return Math.floor(seq / SEQ_PER_ATTEMPT);
@@ -54,7 +49,6 @@ interface JobRow {
   attempts: number;
   tenant_id: string;
   cache_key: string | null;
-  has_custom_data: boolean;
   age_seconds: number;
 }
 
@@ -103,6 +97,26 @@ function changeOf(event: JobStateEventPayload, logger: Logger | undefined): Chan
   }
 }
 
+/**
+ * Where a completed job's result is cached, if anywhere. The key was chosen when the job was submitted, for the
+ * customer tool set the tenant had then; the worker reports the set it actually offered. Only when the two agree
+ * is the result cached under that key: a tool added, changed or removed in between would otherwise file a result
+ * under a key that does not describe it (in the worst case, a shared key for a result that saw the tenant's tools).
+ * The entry belongs to the tenant when the key does (custom data, a tool set, or a no-cache refresh).
+ */
+function cacheEntryOf(job: JobRow, event: JobStateEventPayload, logger: Logger | undefined): { key: string; tenantId: string | null } | undefined {
+  if (job.cache_key === null) return undefined;
+  const key = describeCacheKey(job.cache_key);
+  if (event.customer_tool_set === undefined || event.customer_tool_set !== key.toolSet) {
+    logger?.info(
+      { jobId: event.job_id, reported: event.customer_tool_set ?? 'not reported', expected: key.toolSet },
+      'the run offered another customer tool set than its cache key was made for: its result is not cached',
+    );
+    return undefined;
+  }
+  return { key: job.cache_key, tenantId: key.tenantScoped ? job.tenant_id : null };
+}
+
 /** Why `event` must not change `job`, or undefined when it may. */
 function rejection(job: JobRow, event: JobStateEventPayload): ApplyOutcome | undefined {
   if (job.type !== event.job_type) return 'wrong_job_type';
@@ -127,7 +141,6 @@ async function apply(client: PoolClient, event: JobStateEventPayload, logger: Lo
   // The row lock serialises events of one job that reach different consumers (e.g. during a rebalance).
   const { rows } = await client.query<JobRow>(
     `SELECT type, status, event_seq, attempts, tenant_id::text AS tenant_id, cache_key,
-            (jsonb_typeof(request) = 'object' AND request ? 'data') AS has_custom_data,
             EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds
      FROM jobs WHERE id = $1 FOR UPDATE`,
     [event.job_id],
@@ -169,15 +182,15 @@ async function apply(client: PoolClient, event: JobStateEventPayload, logger: Lo
     ],
   );
 
-  if (change.status === 'completed' && job.cache_key !== null) {
-    // A result computed from a caller's own `data` is that tenant's alone; any other result is shared.
+  const cache = change.status === 'completed' ? cacheEntryOf(job, event, logger) : undefined;
+  if (cache) {
     await client.query(
       `INSERT INTO result_cache (cache_key, job_type, tenant_id, job_id, result, created_at, expires_at)
        VALUES ($1, $2, $3::uuid, $4, $5::jsonb, now(), now() + $6::interval)
        ON CONFLICT (cache_key) DO UPDATE SET
          job_type = EXCLUDED.job_type, tenant_id = EXCLUDED.tenant_id, job_id = EXCLUDED.job_id,
          result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
-      [job.cache_key, job.type, job.has_custom_data ? job.tenant_id : null, event.job_id, JSON.stringify(change.result), RESULT_CACHE_TTL],
+      [cache.key, job.type, cache.tenantId, event.job_id, JSON.stringify(change.result), RESULT_CACHE_TTL],
     );
   }
   if (change.status === 'completed' || change.status === 'failed') finished({ type: job.type, outcome: change.status, seconds: job.age_seconds });

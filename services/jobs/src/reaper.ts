@@ -3,9 +3,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { type JobError } from '@fin/contracts';
 import { type Pool, type PoolClient, withTransaction } from '@fin/db';
-import { JobRequestedPayload, JobType, appendToOutbox, jobRequestTopics } from '@fin/events';
+import { JobRequestedPayload, JobType, SEQ_PER_ATTEMPT, appendToOutbox, decodeEnvelope, jobRequestTopics, jobsEventsTopic } from '@fin/events';
 import { type Logger } from '@fin/log';
-import { SEQ_PER_ATTEMPT } from './apply';
+import { applyJobEvent } from './apply';
 
 /** Advisory-lock namespace of the reaper (two-integer form): one replica sweeps at a time. */
 export const REAPER_LOCK_CLASS = 0x6a726561; // "jrea"
@@ -22,6 +22,12 @@ export interface LeaseReaperOptions {
    * dead-lettered) is failed with a reason rather than left pending forever (default 5 minutes).
    */
   unclaimedTimeoutMs?: number;
+  /**
+   * A job whose worker committed its terminal event this long ago while the job is still pending or running never
+   * had that event applied (it was dead-lettered): the reaper applies it from the outbox, or retries or fails the
+   * job (default 2 minutes; applying is idempotent, so the consumer applying it meanwhile does no harm).
+   */
+  unappliedTimeoutMs?: number;
 }
 
 export interface SweepResult {
@@ -31,6 +37,8 @@ export interface SweepResult {
   requeued: number;
   /** Jobs failed because their last attempt's worker stopped responding, or no worker ever claimed them. */
   failed: number;
+  /** Jobs whose terminal event was committed but never applied, settled by applying it from the outbox. */
+  recovered: number;
 }
 
 export interface LeaseReaper {
@@ -46,7 +54,6 @@ interface ExpiredJob {
   id: string;
   tenant_id: string;
   type: string;
-  request: unknown;
   attempts: number;
   max_attempts: number;
 }
@@ -76,16 +83,16 @@ async function fail(client: PoolClient, job: ExpiredJob, error: JobError): Promi
   );
 }
 
-/** Requests the job's next attempt, or fails it after the last one. Returns which. */
-async function reap(client: PoolClient, job: ExpiredJob, logger: Logger): Promise<'requeued' | 'failed'> {
+/** Requests the job's next attempt, or fails it with `lastError` after the last one. Returns which. */
+async function reap(client: PoolClient, job: ExpiredJob, logger: Logger, lastError: JobError = abandonedError(job.attempts)): Promise<'requeued' | 'failed'> {
   const nextAttempt = job.attempts + 1;
   if (job.attempts >= job.max_attempts) {
     logger.warn({ jobId: job.id, attempts: job.attempts }, 'lease expired on the last attempt: job failed');
-    await fail(client, job, abandonedError(job.attempts));
+    await fail(client, job, lastError);
     return 'failed';
   }
   const type = JobType.safeParse(job.type);
-  const payload = JobRequestedPayload.safeParse({ job_id: job.id, job_type: job.type, tenant_id: job.tenant_id, request: job.request, attempt: nextAttempt });
+  const payload = JobRequestedPayload.safeParse({ job_id: job.id, job_type: job.type, tenant_id: job.tenant_id, attempt: nextAttempt });
   if (!type.success || !payload.success) {
     // Cannot happen for a row the product services wrote; failing beats retrying a broken sweep forever.
     logger.error({ jobId: job.id, type: job.type }, 'lease expired on a job that cannot be requested again: job failed');
@@ -105,6 +112,46 @@ async function reap(client: PoolClient, job: ExpiredJob, logger: Logger): Promis
   return 'requeued';
 }
 
+const UNRECORDED_ERROR: JobError = {
+  type: 'internal_error',
+  detail: 'The job finished, but its outcome could not be recorded. Please submit the request again.',
+};
+
+/**
+ * A job whose worker committed its terminal event (and released the lease for good) while the event was never
+ * applied — the job-event consumer dead-lettered it — would stay running forever. The event is still in the
+ * outbox (kept a day after publishing): applying it from there settles the job as the consumer would have.
+ * Without it, or when it cannot be applied, the job gets its next attempt, or fails with a reason after the last.
+ */
+async function settleUnapplied(client: PoolClient, job: ExpiredJob, logger: Logger): Promise<'recovered' | 'requeued' | 'failed'> {
+  const { rows } = await client.query<{ envelope: string }>(
+    `SELECT envelope::text AS envelope FROM outbox
+      WHERE topic = $1 AND message_key = $2 AND envelope->'payload'->>'status' IN ('completed', 'failed')
+      ORDER BY id DESC LIMIT 1`,
+    [jobsEventsTopic.name, job.id],
+  );
+  const stored = rows[0]?.envelope;
+  if (stored !== undefined) {
+    try {
+      const outcome = await applyJobEvent(client, decodeEnvelope(jobsEventsTopic, stored), { logger });
+      if (outcome === 'applied') {
+        logger.warn({ jobId: job.id }, 'a job\'s terminal event was never applied: applied it from the outbox');
+        return 'recovered';
+      }
+      logger.error({ jobId: job.id, outcome }, 'a job\'s unapplied terminal event cannot be applied');
+    } catch (error) {
+      // A stored event that does not parse is settled below. Anything else is a database error: the batch's
+      // transaction is rolled back and the next sweep tries again.
+      if (!(error instanceof Error && error.name === 'PoisonMessageError')) throw error;
+      logger.error({ jobId: job.id, err: error }, 'a job\'s unapplied terminal event is malformed');
+    }
+  } else {
+    logger.error({ jobId: job.id }, 'a job\'s terminal event was never applied and is no longer in the outbox');
+  }
+  // reap() ends the lease that the terminal commit made endless, so the retry can be claimed.
+  return reap(client, job, logger, UNRECORDED_ERROR);
+}
+
 /**
  * Every `intervalMs`, finds pending or running jobs whose lease has expired (their worker died or hung) and
  * requests them again, or fails them after `max_attempts`. One replica sweeps at a time: each batch runs in a
@@ -118,7 +165,14 @@ function unclaimedError(timeoutMs: number): JobError {
   };
 }
 
-export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize = 100, unclaimedTimeoutMs = 300_000 }: LeaseReaperOptions): LeaseReaper {
+export function createLeaseReaper({
+  pool,
+  logger,
+  intervalMs = 2_000,
+  batchSize = 100,
+  unclaimedTimeoutMs = 300_000,
+  unappliedTimeoutMs = 120_000,
+}: LeaseReaperOptions): LeaseReaper {
   const log = logger.child({ component: 'lease-reaper' });
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
@@ -126,9 +180,9 @@ export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize 
   const batch = (): Promise<SweepResult> =>
     withTransaction(pool, async (client) => {
       const { rows: lock } = await client.query<{ acquired: boolean }>('SELECT pg_try_advisory_xact_lock($1::int, 0) AS acquired', [REAPER_LOCK_CLASS]);
-      if (lock[0]?.acquired !== true) return { ran: false, requeued: 0, failed: 0 };
+      if (lock[0]?.acquired !== true) return { ran: false, requeued: 0, failed: 0, recovered: 0 };
       const { rows } = await client.query<ExpiredJob>(
-        `SELECT id::text AS id, tenant_id::text AS tenant_id, type, request, attempts, max_attempts
+        `SELECT id::text AS id, tenant_id::text AS tenant_id, type, attempts, max_attempts
          FROM jobs
          WHERE status IN ('pending', 'running') AND lease_expires_at < now()
          ORDER BY lease_expires_at
@@ -136,10 +190,10 @@ export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize 
          FOR UPDATE SKIP LOCKED`,
         [batchSize],
       );
-      const result: SweepResult = { ran: true, requeued: 0, failed: 0 };
+      const result: SweepResult = { ran: true, requeued: 0, failed: 0, recovered: 0 };
       for (const job of rows) result[await reap(client, job, log)] += 1;
       const { rows: unclaimed } = await client.query<ExpiredJob>(
-        `SELECT id::text AS id, tenant_id::text AS tenant_id, type, request, attempts, max_attempts
+        `SELECT id::text AS id, tenant_id::text AS tenant_id, type, attempts, max_attempts
          FROM jobs
          WHERE status IN ('pending', 'running') AND lease_expires_at IS NULL
            AND updated_at < now() - $2::int * interval '1 millisecond'
@@ -152,6 +206,16 @@ export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize 
         await fail(client, job, unclaimedError(unclaimedTimeoutMs));
         result.failed += 1;
       }
+      const { rows: unapplied } = await client.query<ExpiredJob>(
+        `SELECT id::text AS id, tenant_id::text AS tenant_id, type, attempts, max_attempts
+         FROM jobs
+         WHERE status IN ('pending', 'running') AND lease_expires_at = 'infinity'
+           AND updated_at < now() - $2::int * interval '1 millisecond'
+         LIMIT $1
+         FOR UPDATE SKIP LOCKED`,
+        [batchSize, unappliedTimeoutMs],
+      );
+      for (const job of unapplied) result[await settleUnapplied(client, job, log)] += 1;
       // Duplicate deliveries arrive within minutes; a week of handled event ids is ample.
       await client.query(
         `DELETE FROM processed_events WHERE ctid IN (
@@ -161,14 +225,15 @@ export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize 
     });
 
   async function sweep(): Promise<SweepResult> {
-    const total: SweepResult = { ran: false, requeued: 0, failed: 0 };
+    const total: SweepResult = { ran: false, requeued: 0, failed: 0, recovered: 0 };
     for (;;) {
       const result = await batch();
       if (!result.ran) return total;
       total.ran = true;
       total.requeued += result.requeued;
       total.failed += result.failed;
-      if (result.requeued + result.failed < batchSize || stopping.signal.aborted) return total;
+      total.recovered += result.recovered;
+      if (result.requeued + result.failed + result.recovered < batchSize || stopping.signal.aborted) return total;
     }
   }
 

@@ -1,11 +1,10 @@
 // The job-status service as a unit: HTTP endpoints, the job-event consumer, the lease reaper and an outbox relay.
 // main.ts runs it on Kafka; a single-process setup can run it on the in-process bus with a shared pool.
-import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Pool } from '@fin/db';
 import { type EventBus, type OutboxRelayOptions, createOutboxRelay } from '@fin/events';
-import { type Closer, type Lifecycle, createLifecycle } from '@fin/http';
+import { type Closer, type Lifecycle, closeStarted, createLifecycle, listen } from '@fin/http';
 import { type Logger } from '@fin/log';
 import { createApp } from './app';
 import { type JobsConfig } from './config';
@@ -14,7 +13,7 @@ import { createJobQueries } from './job-queries';
 import { createLeaseReaper } from './reaper';
 
 export interface JobsServiceOptions {
-  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'>;
+  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS' | 'JOB_UNAPPLIED_TIMEOUT_MS'>;
   logger: Logger;
   bus: EventBus;
   pool: Pool;
@@ -53,9 +52,6 @@ export async function startJobsService({
   groupId,
 }: JobsServiceOptions): Promise<JobsService> {
   const closers: Closer[] = [];
-  const closeStarted = async () => {
-    for (const closer of [...closers].reverse()) await closer.close().catch(() => undefined);
-  };
   try {
     const consumer = await startJobEventConsumer({
       bus,
@@ -66,7 +62,13 @@ export async function startJobsService({
     });
     closers.push({ name: 'job event consumer', close: () => consumer.stop() });
 
-    const reaper = createLeaseReaper({ pool, logger, intervalMs: config.JOB_REAPER_INTERVAL_MS, unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS });
+    const reaper = createLeaseReaper({
+      pool,
+      logger,
+      intervalMs: config.JOB_REAPER_INTERVAL_MS,
+      unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS,
+      unappliedTimeoutMs: config.JOB_UNAPPLIED_TIMEOUT_MS,
+    });
     reaper.start();
     closers.push({ name: 'lease reaper', close: () => reaper.stop() });
 
@@ -85,14 +87,13 @@ export async function startJobsService({
       },
       lifecycle,
     });
-    const server = app.listen(config.PORT, config.HOST);
-    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+    const server = await listen(app, config.PORT, config.HOST);
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.HOST}:${port}`;
     logger.info({ url }, 'listening');
     return { server, url, lifecycle, closers };
   } catch (error) {
-    await closeStarted();
+    await closeStarted([...closers].reverse());
     throw error;
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Pool, createPool } from '@fin/db';
+import { cacheKeysFor, withToolSet } from '@fin/job-kit';
 import { jobsFinished } from '@fin/metrics';
 import { type TestDatabase, createTestDatabase } from '@fin/testing';
 import { JOBS_CONSUMER, applyJobEvent } from '../src/apply';
@@ -125,16 +126,17 @@ describe('applyJobEvent', () => {
     expect(await jobRow(pool, id)).toMatchObject({ status: 'completed', progress: 100, result: NEWS_RESULT, event_seq: 2002 });
   });
 
-  it('writes the result cache for 7 days, scoped to the tenant only when the request carried custom data', async () => {
-    const sharedKey = `news:${randomUUID()}`;
+  it('writes the result cache for 7 days, scoped to the tenant when its key is the tenant\'s', async () => {
+    const keys = cacheKeysFor({ jobType: 'news', parameters: { symbols: ['AAPL'], n: randomUUID() }, tenantId });
+    const sharedKey = keys.shared!;
     const shared = await insertJob(pool, { tenantId, attempts: 1, cacheKey: sharedKey, request: { symbols: ['AAPL'], n: 5 } });
-    const privateKey = `news:${randomUUID()}`;
+    const privateKey = cacheKeysFor({ jobType: 'news', parameters: { symbols: ['AAPL'], n: 5 }, tenantId, data: { eps: randomUUID() } }).own;
     const custom = await insertJob(pool, { tenantId, attempts: 1, cacheKey: privateKey, request: { symbols: ['AAPL'], n: 5, data: { eps: 1.64 } } });
     const uncached = await insertJob(pool, { tenantId, attempts: 1, type: 'analysis', request: { prompt: 'Compare' } });
 
-    await apply(jobEvent(shared, { seq: 1001, status: 'completed', progress: 100, result: NEWS_RESULT }));
-    await apply(jobEvent(custom, { seq: 1001, status: 'completed', progress: 100, result: { news: [] } }));
-    await apply(jobEvent(uncached, { seq: 1001, job_type: 'analysis', status: 'completed', progress: 100, result: { content: 'x' } }));
+    await apply(jobEvent(shared, { seq: 1001, status: 'completed', progress: 100, result: NEWS_RESULT, customer_tool_set: null }));
+    await apply(jobEvent(custom, { seq: 1001, status: 'completed', progress: 100, result: { news: [] }, customer_tool_set: null }));
+    await apply(jobEvent(uncached, { seq: 1001, job_type: 'analysis', status: 'completed', progress: 100, result: { content: 'x' }, customer_tool_set: null }));
 
     const { rows } = await pool.query<{ cache_key: string; job_type: string; tenant_id: string | null; job_id: string; result: unknown; ttl: string }>(
       `SELECT cache_key, job_type, tenant_id::text AS tenant_id, job_id::text AS job_id, result, (expires_at - created_at)::text AS ttl
@@ -149,12 +151,40 @@ describe('applyJobEvent', () => {
     // A later run under the same key (the earlier entry expired) replaces the entry.
     await pool.query("UPDATE result_cache SET expires_at = now() - interval '1 minute' WHERE cache_key = $1", [sharedKey]);
     const rerun = await insertJob(pool, { tenantId, attempts: 1, cacheKey: sharedKey });
-    await apply(jobEvent(rerun, { seq: 1001, status: 'completed', progress: 100, result: { news: [] } }));
+    await apply(jobEvent(rerun, { seq: 1001, status: 'completed', progress: 100, result: { news: [] }, customer_tool_set: null }));
     const { rows: replaced } = await pool.query<{ job_id: string; fresh: boolean }>(
       'SELECT job_id::text AS job_id, expires_at > now() AS fresh FROM result_cache WHERE cache_key = $1',
       [sharedKey],
     );
     expect(replaced).toEqual([{ job_id: rerun, fresh: true }]);
+  });
+
+  it('caches a result only under a key made for the customer tool set its run offered', async () => {
+    const keys = cacheKeysFor({ jobType: 'news', parameters: { symbols: ['MSFT'], n: randomUUID() }, tenantId });
+    const cached = async (key: string) => (await pool.query('SELECT tenant_id::text AS tenant_id FROM result_cache WHERE cache_key = $1', [key])).rows;
+    const run = async (key: string, customerToolSet: string | null | undefined) => {
+      const id = await insertJob(pool, { tenantId, attempts: 1, cacheKey: key });
+      const reported = customerToolSet === undefined ? {} : { customer_tool_set: customerToolSet };
+      expect(await apply(jobEvent(id, { seq: 1001, status: 'completed', progress: 100, result: NEWS_RESULT, ...reported }))).toBe('applied');
+      expect(await jobRow(pool, id)).toMatchObject({ status: 'completed', result: NEWS_RESULT });
+    };
+    // Submitted as shared, but the run offered the tenant's tools (one was added in between): not cached at all.
+    await run(keys.shared!, 'a1b2c3');
+    expect(await cached(keys.shared!)).toEqual([]);
+    // A runner that does not say which tools it offered: not cached.
+    await run(keys.shared!, undefined);
+    expect(await cached(keys.shared!)).toEqual([]);
+    // Submitted for one tool set, run with another (a tool changed in between): not cached.
+    await run(withToolSet(keys.own, 'a1b2c3'), 'd4e5f6');
+    expect(await cached(withToolSet(keys.own, 'a1b2c3'))).toEqual([]);
+    // Submitted for a tool set and run with it, or with one but run without (all removed): never cached shared.
+    await run(withToolSet(keys.own, 'a1b2c3'), 'a1b2c3');
+    expect(await cached(withToolSet(keys.own, 'a1b2c3'))).toEqual([{ tenant_id: tenantId }]);
+    await run(withToolSet(keys.own, 'ffffff'), null);
+    expect(await cached(withToolSet(keys.own, 'ffffff'))).toEqual([]);
+    // A no-cache refresh without tools: the tenant's own entry.
+    await run(keys.own, null);
+    expect(await cached(keys.own)).toEqual([{ tenant_id: tenantId }]);
   });
 
   it('does not cache a failed job', async () => {

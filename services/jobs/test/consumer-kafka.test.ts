@@ -41,7 +41,7 @@ describe('job event consumer on Kafka', () => {
     // A redelivery of the same envelope, and a late event from earlier in the attempt.
     await bus.publish([{ topic: topic.name, key: id, envelope: progress }]);
     await publisher.publish(topic, id, event(1001, { progress: 10, currently_working_on: 'Late' }));
-    await publisher.publish(topic, id, event(1003, { status: 'completed', progress: 100, result: NEWS_RESULT, usage: { input_tokens: 10, output_tokens: 4 } }));
+    await publisher.publish(topic, id, event(1003, { status: 'completed', progress: 100, result: NEWS_RESULT, customer_tool_set: null, usage: { input_tokens: 10, output_tokens: 4 } }));
     // After the terminal event: must not reopen the job.
     await publisher.publish(topic, id, event(1004, { progress: 5, currently_working_on: 'After the end' }));
 

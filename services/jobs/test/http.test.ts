@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorBody, JobResultResponse, JobResultResponseByType, JobStatusResponse } from '@fin/contracts';
 import { type Pool, createPool } from '@fin/db';
-import { GATEWAY_ONLY_DETAIL, signIdentity } from '@fin/http';
+import { GATEWAY_ONLY_DETAIL, identityKey, signIdentity } from '@fin/http';
 import { type TestDatabase, createTestDatabase } from '@fin/testing';
 import type express from 'express';
 import request from 'supertest';
@@ -165,7 +165,7 @@ describe('job status and result endpoints', () => {
 
     it('refuses a signed request without a caller', async () => {
       const path = statusPath('news', randomUUID());
-      const anonymous = signIdentity({ requestId: 'req-anonymous', caller: null }, SECRET, { method: 'GET', path });
+      const anonymous = signIdentity({ requestId: 'req-anonymous', caller: null }, identityKey(SECRET, 'jobs'), { method: 'GET', path });
       const res = await request(app).get(path).set(anonymous).expect(401);
       expect(ErrorBody.parse(res.body).type).toBe('unauthorized');
     });

@@ -1,9 +1,9 @@
 import { type Pool, createPool } from '@fin/db';
-import { JobRequestedPayload, jobRequestTopics } from '@fin/events';
+import { JobRequestedPayload, appendToOutbox, jobRequestTopics, jobsEventsTopic } from '@fin/events';
 import { type TestDatabase, createTestDatabase, waitFor } from '@fin/testing';
 import { applyJobEvent } from '../src/apply';
 import { REAPER_LOCK_CLASS, createLeaseReaper } from '../src/reaper';
-import { createTenant, insertJob, jobEvent, jobRow, testLogger } from './support';
+import { NEWS_RESULT, createTenant, insertJob, jobEvent, jobRow, testLogger } from './support';
 
 interface OutboxRow {
   topic: string;
@@ -55,7 +55,7 @@ describe('lease reaper', () => {
       leaseSeconds: -5,
     });
 
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0, recovered: 0 });
     const row = await jobRow(pool, id);
     expect(row).toMatchObject({
       status: 'running',
@@ -67,12 +67,12 @@ describe('lease reaper', () => {
     });
     const outbox = await outboxFor(id);
     expect(outbox).toEqual([
-      { topic: jobRequestTopics['stock-report'].name, message_key: id, payload: { job_id: id, job_type: 'stock-report', tenant_id: tenantId, request, attempt: 2 } },
+      { topic: jobRequestTopics['stock-report'].name, message_key: id, payload: { job_id: id, job_type: 'stock-report', tenant_id: tenantId, attempt: 2 } },
     ]);
     expect(JobRequestedPayload.safeParse(outbox[0]?.payload).success).toBe(true);
 
     // The cleared lease is not expired: a later sweep leaves the job to the worker that claims it.
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 0 });
     expect(await outboxFor(id)).toHaveLength(1);
 
     // The lost worker's late report does not overwrite the retry; the next attempt's reports apply.
@@ -84,7 +84,7 @@ describe('lease reaper', () => {
 
   it('fails a job whose last attempt lost its lease, with the reason', async () => {
     const id = await insertJob(pool, { tenantId, status: 'running', progress: 70, attempts: 3, maxAttempts: 3, eventSeq: 3002, leaseOwner: 'worker-3', leaseSeconds: -1 });
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1, recovered: 0 });
     const row = await jobRow(pool, id);
     expect(row).toMatchObject({
       status: 'failed',
@@ -111,7 +111,7 @@ describe('lease reaper', () => {
     const live = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: 30, currentlyWorkingOn: 'Ranking news by relevance' });
     const unclaimed = await insertJob(pool, { tenantId });
     const done = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: { news: [] }, attempts: 1, leaseOwner: 'worker-1', leaseSeconds: -60 });
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 0 });
     expect(await jobRow(pool, live)).toMatchObject({ lease_owner: 'worker-1', currently_working_on: 'Ranking news by relevance' });
     expect(await jobRow(pool, unclaimed)).toMatchObject({ status: 'pending', currently_working_on: null });
     expect(await jobRow(pool, done)).toMatchObject({ status: 'completed' });
@@ -123,12 +123,46 @@ describe('lease reaper', () => {
     const stale = await insertJob(pool, { tenantId });
     const recent = await insertJob(pool, { tenantId });
     await pool.query("UPDATE jobs SET updated_at = now() - interval '10 minutes' WHERE id = $1", [stale]);
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1, recovered: 0 });
     expect(await jobRow(pool, stale)).toMatchObject({
       status: 'failed',
       error: { type: 'service_unavailable', detail: 'The job could not be started: no worker picked it up within 5 minute(s). Please submit the request again.' },
     });
     expect(await jobRow(pool, recent)).toMatchObject({ status: 'pending' });
+  });
+
+  it('settles a job whose terminal event was committed but never applied, from the outbox', async () => {
+    const id = await insertJob(pool, { tenantId, status: 'running', progress: 60, attempts: 1, eventSeq: 1002 });
+    // What a worker's final commit leaves: an endless lease and the completion in the outbox; the jobs service
+    // dead-lettered the event, so it never applied it.
+    await pool.query("UPDATE jobs SET lease_expires_at = 'infinity', updated_at = now() - interval '10 minutes' WHERE id = $1", [id]);
+    await appendToOutbox(pool, jobsEventsTopic, id, { job_id: id, job_type: 'news', seq: 1003, status: 'completed', progress: 100, result: NEWS_RESULT, customer_tool_set: null });
+    // A recent final commit is left for the consumer.
+    const recent = await insertJob(pool, { tenantId, status: 'running', attempts: 1 });
+    await pool.query("UPDATE jobs SET lease_expires_at = 'infinity', updated_at = now() WHERE id = $1", [recent]);
+
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 1 });
+    expect(await jobRow(pool, id)).toMatchObject({ status: 'completed', result: NEWS_RESULT, event_seq: 1003 });
+    expect(await jobRow(pool, recent)).toMatchObject({ status: 'running' });
+    // Applied once: the consumer getting the event later changes nothing.
+    const { rows } = await pool.query<{ envelope: string }>('SELECT envelope::text AS envelope FROM outbox WHERE message_key = $1', [id]);
+    expect(await applyJobEvent(pool, JSON.parse(rows[0]!.envelope))).toBe('duplicate');
+  });
+
+  it('retries, or after the last attempt fails with a reason, a job whose unapplied terminal event is gone', async () => {
+    const retried = await insertJob(pool, { tenantId, status: 'running', attempts: 1, eventSeq: 1001 });
+    const last = await insertJob(pool, { tenantId, status: 'running', attempts: 3, maxAttempts: 3, eventSeq: 3001 });
+    await pool.query("UPDATE jobs SET lease_expires_at = 'infinity', updated_at = now() - interval '10 minutes' WHERE id = ANY($1::uuid[])", [[retried, last]]);
+
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 1, recovered: 0 });
+    expect(await jobRow(pool, retried)).toMatchObject({ status: 'running', lease_expires_at: null });
+    expect((await outboxFor(retried)).map((row) => row.payload)).toEqual([{ job_id: retried, job_type: 'news', tenant_id: tenantId, attempt: 2 }]);
+    expect(await jobRow(pool, last)).toMatchObject({
+      status: 'failed',
+      error: { type: 'internal_error', detail: 'The job finished, but its outcome could not be recorded. Please submit the request again.' },
+    });
+    // Nothing is left running forever: a second sweep has nothing to do.
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 0 });
   });
 
   it('prunes handled-event records older than a week', async () => {
@@ -162,13 +196,13 @@ describe('lease reaper', () => {
     try {
       await other.query('BEGIN');
       await other.query('SELECT pg_advisory_xact_lock($1::int, 0)', [REAPER_LOCK_CLASS]);
-      expect(await reaper().sweep()).toEqual({ ran: false, requeued: 0, failed: 0 });
+      expect(await reaper().sweep()).toEqual({ ran: false, requeued: 0, failed: 0, recovered: 0 });
       expect(await jobRow(pool, id)).toMatchObject({ lease_owner: 'worker-1' });
       await other.query('COMMIT');
     } finally {
       other.release();
     }
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0, recovered: 0 });
   });
 
   it('sweeps on its interval once started, until stopped', async () => {

@@ -24,7 +24,7 @@ describe('startJobsService', () => {
     pool = createPool({ connectionString: db.url, applicationName: 'jobs-service-test' });
     bus = createMemoryBus({ logger });
     service = await startJobsService({
-      config: { PORT: 0, HOST: '127.0.0.1', INTERNAL_SIGNING_SECRET: SECRET, JOB_REAPER_INTERVAL_MS: 50, JOB_UNCLAIMED_TIMEOUT_MS: 300_000 },
+      config: { PORT: 0, HOST: '127.0.0.1', INTERNAL_SIGNING_SECRET: SECRET, JOB_REAPER_INTERVAL_MS: 50, JOB_UNCLAIMED_TIMEOUT_MS: 300_000, JOB_UNAPPLIED_TIMEOUT_MS: 120_000 },
       logger,
       bus,
       pool,

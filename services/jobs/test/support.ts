@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Queryable } from '@fin/db';
 import { type JobStateEventPayload, createEnvelope, jobsEventsTopic } from '@fin/events';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import { type JobEventEnvelope } from '../src/apply';
 
@@ -114,5 +114,5 @@ export function jobEvent(jobId: string, fields: EventFields): JobEventEnvelope {
 
 /** Identity headers for a GET of `path` by `tenantId`, signed as the gateway signs them. */
 export function signedGet(path: string, tenantId: string, secret = SECRET): Record<string, string> {
-  return signIdentity({ requestId: `req-${randomUUID()}`, caller: { tenantId, keyId: `key-${tenantId}`, scopes: ['news', 'stock-report', 'analysis'] } }, secret, { method: 'GET', path });
+  return signIdentity({ requestId: `req-${randomUUID()}`, caller: { tenantId, keyId: `key-${tenantId}`, scopes: ['news', 'stock-report', 'analysis'] } }, identityKey(secret, 'jobs'), { method: 'GET', path });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AsyncJobResponse, ErrorBody, NewsResponse } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import request from 'supertest';
@@ -30,7 +30,7 @@ describe('POST /api/products/news (API role)', () => {
   });
 
   function post(body: unknown, tenantId = tenantA, headers: Record<string, string> = {}) {
-    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['news'] } }, SECRET, { method: 'POST', path: PATH });
+    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['news'] } }, identityKey(SECRET, 'news'), { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) });
     return request(app).post(PATH).set(signed).set(headers).send(body as object);
   }
 

@@ -1,6 +1,6 @@
 // The portal's HTTP app: the customer-tools API (JSON, signed caller required) and the web portal under
 // /portal (HTML forms, anonymous through the gateway, its own cookie sessions). createApp never listens.
-import { createServiceApp, jsonBody, verifyIdentity, type Lifecycle } from '@fin/http';
+import { createServiceApp, identityKey, jsonBody, verifyIdentity, type Lifecycle } from '@fin/http';
 import type express from 'express';
 import { mountCustomerToolsApi } from './api';
 import { portalRoutes, type PortalDeps } from './web/routes';
@@ -20,7 +20,7 @@ export function createApp(deps: PortalAppDeps): express.Express {
     jsonBodyLimit: false,
     routes: (app) => {
       app.use('/portal', portalRoutes(deps));
-      app.use('/api', verifyIdentity(signingSecret, { logger }), ...jsonBody());
+      app.use('/api', verifyIdentity(identityKey(signingSecret, 'portal'), { logger }), ...jsonBody());
       mountCustomerToolsApi(app, deps);
     },
   });

@@ -5,11 +5,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import { closeStarted, createLifecycle, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { PortalConfig } from './config';
 import { createSessions } from './session';
+import { createPortalThrottle } from './throttle';
 
 export interface PortalOptions {
   config: PortalConfig;
@@ -37,17 +38,35 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     });
   const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });
   const runtime = createCustomerToolsFromConfig(config, { pool, logger });
-  const sessions = createSessions({ secret: config.INTERNAL_SIGNING_SECRET, secureCookies: config.PORTAL_COOKIE_SECURE, ttlMs: config.PORTAL_SESSION_TTL_MS });
+  const sessions = createSessions({ secret: config.PORTAL_SESSION_SECRET, secureCookies: config.PORTAL_COOKIE_SECURE, ttlMs: config.PORTAL_SESSION_TTL_MS });
   const lifecycle = createLifecycle();
   const closers: Closer[] = [{ name: 'customer tool connections', close: () => runtime.close() }];
   if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
 
-  const app = createApp({ pool, store, runtime, sessions, signingSecret: config.INTERNAL_SIGNING_SECRET, logger, lifecycle });
+  const throttle = createPortalThrottle({
+    pool,
+    limits: {
+      sign_in: { perClient: config.PORTAL_SIGN_IN_LIMIT_PER_CLIENT, perTenant: config.PORTAL_SIGN_IN_LIMIT_PER_TENANT },
+      test_call: { perClient: config.PORTAL_TEST_CALL_LIMIT_PER_CLIENT, perTenant: config.PORTAL_TEST_CALL_LIMIT_PER_TENANT },
+    },
+  });
+  const app = createApp({
+    pool,
+    store,
+    runtime,
+    sessions,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    logger,
+    lifecycle,
+    throttle,
+    clientAddressHops: config.PORTAL_CLIENT_ADDRESS_HOPS,
+    keyTtlDays: config.PORTAL_KEY_TTL_DAYS,
+  });
   const server = app.listen(config.PORT, config.HOST);
   try {
     await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
   } catch (error) {
-    for (const closer of closers) await closer.close().catch(() => undefined);
+    await closeStarted(closers);
     throw error;
   }
   const { port } = server.address() as AddressInfo;

@@ -1,7 +1,8 @@
 // Portal sessions: a customer signs in with an API key, and gets a signed cookie naming that key. The cookie holds
 // no secret (the key id, the tenant id, a random nonce and an expiry) and is signed with HMAC-SHA256 under a key
-// derived from INTERNAL_SIGNING_SECRET. Every request re-checks in the database that the key is still active, so
-// revoking the key (or disabling the tenant) ends its sessions at once.
+// derived from PORTAL_SESSION_SECRET, the portal's own secret: the secret every service holds to verify the
+// gateway's signatures (INTERNAL_SIGNING_SECRET) cannot make a session. Every request re-checks in the database
+// that the key is still active, so revoking the key (or disabling the tenant) ends its sessions at once.
 //
 // CSRF: the cookie is SameSite=Strict, and every form that changes something carries a synchronizer token
 // (HMAC of the session's nonce), checked in constant time. The sign-in form, before any session exists, uses a
@@ -22,7 +23,7 @@ export interface Session {
 }
 
 export interface SessionOptions {
-  /** INTERNAL_SIGNING_SECRET; the session key is derived from it, so it never signs anything else. */
+  /** PORTAL_SESSION_SECRET; the session key is derived from it, so it never signs anything else. */
   secret: string;
   /** Secure cookies (HTTPS only). Off only for local plain-http use. */
   secureCookies: boolean;
@@ -62,7 +63,8 @@ export interface Sessions {
 }
 
 export function createSessions({ secret, secureCookies, ttlMs, now = Date.now }: SessionOptions): Sessions {
-  const key = createHmac('sha256', secret).update('fin-portal-session-v1').digest();
+  // v2: sessions signed before the portal had a secret of its own (v1, under INTERNAL_SIGNING_SECRET) are void.
+  const key = createHmac('sha256', secret).update('fin-portal-session-v2').digest();
   const sign = (text: string) => b64(createHmac('sha256', key).update(text).digest());
   const cookieOptions = { httpOnly: true, secure: secureCookies, sameSite: 'strict' as const, path: COOKIE_PATH };
 

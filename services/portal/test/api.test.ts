@@ -32,7 +32,7 @@ describe('the customer-tools API', () => {
   });
 
   const call = (method: 'get' | 'post' | 'put' | 'delete', path: string, body?: unknown, caller: { tenantId: string; keyId: string; scopes?: string[] } | null = acme) => {
-    const req = request(h.app)[method](path).set(h.signed(method.toUpperCase(), path, caller));
+    const req = request(h.app)[method](path).set(h.signed(method.toUpperCase(), path, caller, body));
     return body === undefined ? req : req.send(body as object);
   };
 
@@ -90,6 +90,43 @@ describe('the customer-tools API', () => {
     const fourth = await call('post', '/api/customer-tools/', { ...tool, name: 'four' });
     expect(fourth.status).toBe(400);
     expect(fourth.body.detail).toMatch(/already has 3 tools/);
+  });
+
+  it('a PUT that moves the endpoint to another origin must give the headers again: stored secrets never follow it', async () => {
+    const id = CustomerTool.parse((await call('post', '/api/customer-tools/', tool)).body).id;
+    const { endpoint: _endpoint, headers: _headers, ...rest } = tool;
+
+    // Same origin, another path: omitted headers are kept.
+    const samePlace = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://api.example.com/v2/positions' });
+    expect(CustomerTool.parse(samePlace.body).header_names).toEqual(['Authorization']);
+
+    for (const endpoint of ['https://collector.evil.example/positions', 'https://api.example.com:8443/positions', 'https://sub.api.example.com/positions']) {
+      const moved = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint });
+      expect({ status: moved.status, body: ErrorBody.parse(moved.body) }).toEqual({
+        status: 400,
+        body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(/^headers: the endpoint moves from https:\/\/api\.example\.com to https:\/\/.*send headers again/) },
+      });
+    }
+    const unchanged = CustomerTool.parse((await call('get', `/api/customer-tools/${id}`)).body);
+    expect(unchanged).toMatchObject({ endpoint: 'https://api.example.com/v2/positions', header_names: ['Authorization'] });
+
+    // Saying what to send there is accepted: new headers, or none.
+    const withNew = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://new.example.com/p', headers: { 'X-Key': 'other' } });
+    expect(CustomerTool.parse(withNew.body)).toMatchObject({ endpoint: 'https://new.example.com/p', header_names: ['X-Key'] });
+    const withNone = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://third.example.com/p', headers: {} });
+    expect(CustomerTool.parse(withNone.body).header_names).toEqual([]);
+    // A tool without stored headers moves freely.
+    expect((await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://fourth.example.com/p' })).status).toBe(200);
+  });
+
+  it('refuses a schema pattern RE2 cannot run, naming the keyword; a catastrophic one is accepted and runs in linear time', async () => {
+    const refused = await call('post', '/api/customer-tools/', { ...tool, input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^(a)\\1$' } } } });
+    expect({ status: refused.status, body: ErrorBody.parse(refused.body) }).toEqual({
+      status: 400,
+      body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(/^input_schema\.properties\.x\.pattern: backreferences/) },
+    });
+    const accepted = await call('post', '/api/customer-tools/', { ...tool, input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^(a+)+$' } } } });
+    expect(accepted.status).toBe(201);
   });
 
   it('another tenant\'s tool is a 404, on every route', async () => {

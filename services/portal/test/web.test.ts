@@ -1,34 +1,8 @@
 import { hashApiKey } from '@fin/api-keys';
 import request from 'supertest';
 import { CONTENT_SECURITY_POLICY } from '../src/web/routes';
+import { Browser, csrfOf } from './support/browser';
 import { startHarness, type Harness } from './support/harness';
-
-/** A browser's view: cookies kept between requests, every request signed as the gateway's anonymous pass-through. */
-class Browser {
-  private readonly cookies = new Map<string, string>();
-  constructor(private readonly h: Harness) {}
-
-  cookieHeader(): string {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-  }
-
-  async go(method: 'get' | 'post', path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}) {
-    let req = request(this.h.app)[method](path).set(this.h.signed(method.toUpperCase(), path, null)).set(headers);
-    if (this.cookies.size > 0) req = req.set('Cookie', this.cookieHeader());
-    if (form !== undefined) req = req.type('form').send(new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v.map((item): [string, string] => [k, item]) : [[k, v] as [string, string]]))).toString());
-    const res = await req;
-    for (const line of (res.headers['set-cookie'] as unknown as string[] | undefined) ?? []) {
-      const [pair] = line.split(';');
-      const [name, value] = (pair ?? '').split('=');
-      if (name === undefined) continue;
-      if (value === '' || /Expires=Thu, 01 Jan 1970/.test(line)) this.cookies.delete(name);
-      else this.cookies.set(name, value ?? '');
-    }
-    return res;
-  }
-}
-
-const csrfOf = (html: string): string => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
 
 describe('the web portal', () => {
   let h: Harness;
@@ -129,6 +103,38 @@ describe('the web portal', () => {
     expect(list.text).not.toContain('portal-secret-1');
     const { rows } = await h.pool.query<{ products: string[]; timeout_ms: number }>("SELECT products, timeout_ms FROM customer_tools WHERE name = 'get_positions'");
     expect(rows[0]).toEqual({ products: ['news', 'analysis'], timeout_ms: 5000 });
+  });
+
+  it('an edit that moves the endpoint to another origin with the headers box empty asks for the headers again', async () => {
+    const { browser, csrf } = await signedIn();
+    const form = {
+      csrf,
+      name: 'moving_tool',
+      description: 'Moves.',
+      endpoint: 'https://api.example.com/positions',
+      method: 'POST',
+      input_schema: '{"type": "object"}',
+      headers: 'Authorization: Bearer moving-secret',
+      timeout_ms: '5000',
+      products: ['news'],
+      enabled: 'on',
+    };
+    expect((await browser.go('post', '/portal/tools', form)).status).toBe(303);
+    const { rows } = await h.pool.query<{ id: string }>("SELECT id FROM customer_tools WHERE name = 'moving_tool'");
+    const action = `/portal/tools/${rows[0]?.id ?? ''}`;
+
+    const moved = await browser.go('post', action, { ...form, endpoint: 'https://collector.evil.example/positions', headers: '' });
+    expect(moved.status).toBe(200);
+    expect(moved.text).toContain('headers: the endpoint moves to another origin, and stored header values are never sent there');
+    expect(moved.text).toContain('aria-invalid="true" aria-describedby="headers-error"');
+    const stored = await h.pool.query("SELECT endpoint, header_names FROM customer_tools WHERE name = 'moving_tool'");
+    expect(stored.rows[0]).toEqual({ endpoint: 'https://api.example.com/positions', header_names: ['Authorization'] });
+
+    // Ticking "remove all stored headers", or typing new ones, moves it; the same origin keeps them without asking.
+    expect((await browser.go('post', action, { ...form, endpoint: 'https://api.example.com/v2', headers: '' })).status).toBe(303);
+    expect((await browser.go('post', action, { ...form, endpoint: 'https://other.example.com/p', headers: '', clear_headers: 'on' })).status).toBe(303);
+    const moved2 = await h.pool.query("SELECT endpoint, header_names FROM customer_tools WHERE name = 'moving_tool'");
+    expect(moved2.rows[0]).toEqual({ endpoint: 'https://other.example.com/p', header_names: [] });
   });
 
   it('refuses form posts without the session\'s CSRF token, or from another site', async () => {

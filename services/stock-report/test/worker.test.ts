@@ -4,7 +4,7 @@ import { parseConfig } from '@fin/config';
 import { AsyncJobResponse, StockReportResult } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { errorReply, startFakeAnthropic, startFakeFinnhub, systemText, toolResults, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { classifyFailure, type ProductService } from '@fin/job-kit';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, TEST_KAFKA_BROKERS, testCustomerToolsKey, uniqueName, waitFor, type TestDatabase } from '@fin/testing';
@@ -68,7 +68,7 @@ describe('stock-report service: API and worker over Kafka', () => {
   });
 
   function post(body: unknown) {
-    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } }, SECRET, { method: 'POST', path: PATH });
+    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } }, identityKey(SECRET, 'stock-report'), { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) });
     return request(service.server!).post(PATH).set(signed).send(body as object);
   }
 

@@ -63,7 +63,8 @@ export interface CreatedKey {
 const TENANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_PER_MINUTE = 1_000_000;
-const MAX_CHAT_STREAMS = 1_000;
+/** An account's concurrent chat requests at most (all of its keys together). */
+const MAX_CHAT_STREAMS = 10_000;
 
 interface TenantRow {
   id: string;
@@ -248,8 +249,8 @@ function checkLimit(product: string): asserts product is OverridableLimit {
 }
 
 /**
- * Sets (or with null, removes) a tenant's limit for one product: requests per minute per key, or for `chat`
- * concurrent streams per key. Gateways apply it within moments (the change evicts the tenant's cached keys).
+ * Sets (or with null, removes) a tenant's limit for one product: requests per minute for the account (all of its
+ * keys together), or for `chat` concurrent chat requests for the account. Gateways apply it within moments (the change evicts the tenant's cached keys).
  */
 export async function setLimitOverride(
   db: Queryable,
@@ -279,7 +280,7 @@ export async function clearLimitOverrides(db: Queryable, tenant: string): Promis
 }
 
 export interface LimitsReport {
-  /** Built-in defaults: requests per key per minute, and `chat` concurrent streams per key. */
+  /** Built-in defaults: requests per account per minute, and `chat` concurrent chat requests per account. */
   defaults: Record<OverridableLimit, number>;
   /** Tenants with at least one override (or the one asked for). */
   tenants: { name: string; overrides: Record<string, number> }[];

@@ -43,8 +43,8 @@ API keys (the key is shown once, at creation; only its SHA-256 is stored)
   keys list [--tenant NAME] [--json]
   keys revoke ID|PREFIX|KEY       by key id, by display prefix (fin_xxxxxx) or by the key itself
 
-Limits (per API key; overrides apply to every key of the tenant)
-  limits set --tenant NAME --product news|stock-report|analysis|jobs|tools --per-minute N
+Limits (per account: all of a tenant's keys count together)
+  limits set --tenant NAME --product news|stock-report|analysis|jobs|tools|chat-turns --per-minute N
   limits set --tenant NAME --product chat --concurrent N
   limits clear --tenant NAME [--product PRODUCT]     without --product: all of the tenant's overrides
   limits show [--tenant NAME] [--json]
@@ -289,7 +289,7 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
       }
       const value = positiveInt(required(values, flag), flag);
       const overrides = await setLimitOverride(pool, tenant, product, value);
-      io.out(`Tenant ${tenant}: ${product} limited to ${value}${product === 'chat' ? ' concurrent streams' : ' requests per minute'} per key. Overrides now: ${overridesText(overrides)}.`);
+      io.out(`Tenant ${tenant}: ${product} limited to ${value}${product === 'chat' ? ' concurrent streams' : ' requests per minute'} for the account. Overrides now: ${overridesText(overrides)}.`);
       return;
     }
     case 'clear': {
@@ -309,7 +309,7 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
       const { values } = parse(rest, { tenant: { type: 'string' }, json: { type: 'boolean' } }, 0);
       const report = await showLimits(pool, optional(values, 'tenant'));
       if (values.json) return io.out(JSON.stringify(report, null, 2));
-      io.out('Defaults per API key:');
+      io.out('Defaults per account (all of its API keys together):');
       for (const product of Object.keys(DEFAULT_LIMITS)) {
         io.out(`  ${product.padEnd(13)} ${report.defaults[product as keyof typeof DEFAULT_LIMITS]} requests per minute`);
       }

@@ -1,5 +1,5 @@
 import type { Pool } from '@fin/db';
-import { AppError, unauthorized } from '@fin/http';
+import { AppError, tooManyRequests, unauthorized } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { hashApiKey, isWellFormedApiKey } from '@fin/api-keys';
 import { parseLimitOverrides } from '../rate-limit/defaults';
@@ -24,6 +24,13 @@ export interface AuthenticatorOptions {
   reconnectDelayMs?: number;
   /** Probe interval of the LISTEN connection. Default 10 s. */
   pingIntervalMs?: number;
+  /**
+   * Failed authentications (malformed, unknown, revoked keys; lookups in flight count until they succeed) one
+   * client address may have per window before its keys are refused with 429 unless already verified. Default 30.
+   */
+  failuresPerClient?: number;
+  /** The window of `failuresPerClient`. Default 60 s. */
+  failureWindowMs?: number;
 }
 
 /** The Postgres-backed authenticator, with what operators and tests need to see of its state. */
@@ -55,6 +62,36 @@ interface KeyRow {
   expires_at: Date | null;
   rate_limit_overrides: unknown;
 }
+
+/** Which of the watched keys ($1) are still valid: the lookup's conditions, by id. */
+const STILL_VALID = `
+  SELECT k.id
+    FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+   WHERE k.id = ANY($1::uuid[])
+     AND k.revoked_at IS NULL
+     AND (k.expires_at IS NULL OR k.expires_at > now())
+     AND t.disabled_at IS NULL`;
+
+/** Client addresses whose failures are tracked at most; beyond, ended windows are pruned, then the oldest. */
+const MAX_TRACKED_CLIENTS = 10_000;
+
+interface Failures {
+  count: number;
+  resetAt: number;
+}
+
+interface Watched {
+  tenantId: string;
+  callbacks: Set<() => void>;
+}
+
+/**
+ * How long a change notification is remembered: a stream that starts watching its key this soon after a change
+ * of the key or its tenant has it checked once, since its authentication may have read the row before the change.
+ */
+const RECENT_CHANGE_MS = 10_000;
+/** Timers cannot wait longer (about 24.8 days); a stream's key expiring later than that is not timed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const LOOKUP = `
   SELECT k.id AS key_id, k.tenant_id, t.name AS tenant_name, k.scopes, k.expires_at, t.rate_limit_overrides
@@ -95,6 +132,8 @@ export function createAuthenticator({
   lastUsedFlushMs = 60_000,
   reconnectDelayMs = 500,
   pingIntervalMs = 10_000,
+  failuresPerClient = 30,
+  failureWindowMs = 60_000,
 }: AuthenticatorOptions): PostgresAuthenticator {
   // Keyed by the base64 of the key's hash; Map order is recency (an entry is re-inserted on every hit).
   const cache = new Map<string, CacheEntry>();
@@ -105,14 +144,84 @@ export function createAuthenticator({
   const touched = new Set<string>();
   let flushing: Promise<void> = Promise.resolve();
 
+  // Failed authentications per client address, in fixed windows. Counted in this process only: a shared counter
+  // would itself cost the database round trip it is there to save. With n replicas a client gets at most n times
+  // the allowance of lookups that fail.
+  const failures = new Map<string, Failures>();
+  const failuresOf = (client: string, now: number): Failures => {
+    let entry = failures.get(client);
+    if (entry === undefined || entry.resetAt <= now) {
+      if (failures.size >= MAX_TRACKED_CLIENTS) {
+        for (const [address, old] of failures) if (old.resetAt <= now) failures.delete(address);
+        if (failures.size >= MAX_TRACKED_CLIENTS) failures.delete(failures.keys().next().value as string);
+      }
+      entry = { count: 0, resetAt: now + failureWindowMs };
+      failures.delete(client);
+      failures.set(client, entry);
+    }
+    return entry;
+  };
+  const refuseIfThrottled = (client: string | undefined, now: number) => {
+    if (client === undefined) return;
+    const entry = failures.get(client);
+    if (entry === undefined || entry.resetAt <= now || entry.count < failuresPerClient) return;
+    const retryAfter = Math.max(1, Math.ceil((entry.resetAt - now) / 1000));
+    throw tooManyRequests(`Too many failed authentication attempts from this address. Retry in ${retryAfter} s.`, retryAfter);
+  };
+
+  // Open event streams by key: their callbacks run when a change notification shows the key is no longer valid.
+  const watched = new Map<string, Watched>();
+  // Key and tenant ids of recent change notifications → when they arrived.
+  const recentChanges = new Map<string, number>();
+  // Expiry (epoch ms) of looked-up keys that have one, so that a watched key's streams end when it expires.
+  const expiries = new Map<string, number>();
+  const toCheck = new Set<string>();
+  let checking: Promise<void> | undefined;
+  const checkWatched = async () => {
+    while (toCheck.size > 0) {
+      const ids = [...toCheck].filter((id) => watched.has(id));
+      toCheck.clear();
+      if (ids.length === 0) continue;
+      try {
+        const { rows } = await pool.query<{ id: string }>(STILL_VALID, [ids]);
+        const valid = new Set(rows.map((row) => row.id));
+        for (const id of ids) {
+          const entry = watched.get(id);
+          if (valid.has(id) || entry === undefined) continue;
+          watched.delete(id);
+          for (const callback of entry.callbacks) callback();
+        }
+      } catch (error) {
+        // The listener reconnects when the database is back, and then checks every watched key again.
+        logger.warn({ err: error, keys: ids.length }, 'could not check whether the keys of open streams are still valid');
+      }
+    }
+  };
+  const recheck = (ids: Iterable<string>) => {
+    for (const id of ids) if (watched.has(id)) toCheck.add(id);
+    if (toCheck.size === 0 || checking !== undefined) return;
+    checking = checkWatched().finally(() => {
+      checking = undefined;
+    });
+  };
+
   const evict = (change: KeyChange) => {
     epoch++;
+    const now = Date.now();
+    if (recentChanges.size >= MAX_TRACKED_CLIENTS) {
+      for (const [id, at] of recentChanges) if (now - at >= RECENT_CHANGE_MS) recentChanges.delete(id);
+      // A storm of changes: forgetting them only costs the late-watch check of streams starting meanwhile.
+      if (recentChanges.size >= MAX_TRACKED_CLIENTS) recentChanges.clear();
+    }
+    recentChanges.set(change.id, now);
     // A request arriving from now on must not join a lookup that may have read the row before the change.
     inFlight.clear();
     for (const [hash, entry] of cache) {
       const id = change.kind === 'key' ? entry.principal.keyId : entry.principal.tenantId;
       if (id === change.id) cache.delete(hash);
     }
+    if (change.kind === 'key') recheck([change.id]);
+    else recheck([...watched].filter(([, entry]) => entry.tenantId === change.id).map(([keyId]) => keyId));
   };
 
   const listener = listenForKeyChanges({
@@ -125,6 +234,8 @@ export function createAuthenticator({
       epoch++;
       inFlight.clear();
       cache.clear();
+      // Notifications sent while the connection was down are lost: every open stream's key is checked again.
+      recheck(watched.keys());
     },
     onDisconnected: () => {
       epoch++;
@@ -156,6 +267,10 @@ export function createAuthenticator({
       .then(({ rows: [row] }) => {
         if (!row) return null;
         const entry: CacheEntry = { principal: toPrincipal(row), verifiedAt, expiresAt: row.expires_at?.getTime() ?? null };
+        if (entry.expiresAt !== null) {
+          if (expiries.size >= maxCacheEntries && !expiries.has(row.key_id)) expiries.clear();
+          expiries.set(row.key_id, entry.expiresAt);
+        }
         if (epoch === startedAt) remember(hashKey, entry);
         return entry;
       })
@@ -182,30 +297,78 @@ export function createAuthenticator({
   flushTimer.unref();
 
   return {
-    async authenticate(apiKey) {
+    async authenticate(apiKey, client) {
       if (apiKey === undefined || apiKey === '') throw unauthorized(MISSING_KEY);
+      const now = Date.now();
       // Shape and checksum first: a malformed or mistyped key costs no cache or database work.
-      if (!isWellFormedApiKey(apiKey)) throw unauthorized(INVALID_KEY);
+      if (!isWellFormedApiKey(apiKey)) {
+        refuseIfThrottled(client, now);
+        if (client !== undefined) failuresOf(client, now).count++;
+        throw unauthorized(INVALID_KEY);
+      }
       const hash = hashApiKey(apiKey);
       const hashKey = hash.toString('base64');
-      const now = Date.now();
       const cached = cache.get(hashKey);
       let entry: CacheEntry | null;
       if (cached && isFresh(cached, now)) {
+        // A verified key costs nothing to accept: it passes even from an address that is being throttled.
         remember(hashKey, cached);
         entry = cached;
       } else {
         if (cached) cache.delete(hashKey);
+        // Before any lookup: an address that keeps failing gets no more round trips this window. A lookup this
+        // request starts counts as a failure until it succeeds, so a burst of unknown keys sent at once is bounded
+        // too; joining a lookup of the same key already in flight costs nothing and is counted only if it fails.
+        refuseIfThrottled(client, now);
+        const joining = inFlight.has(hashKey);
+        const charged = client === undefined || joining ? undefined : failuresOf(client, now);
+        if (charged !== undefined) charged.count++;
         try {
           entry = await lookup(hashKey, hash);
         } catch (error) {
+          if (charged !== undefined) charged.count--;
           logger.error({ err: error }, 'API-key lookup failed');
           throw new AppError('service_unavailable', 'Authentication is temporarily unavailable; retry shortly.', { cause: error });
         }
+        if (entry !== null && charged !== undefined) charged.count--;
+        if (entry === null && joining && client !== undefined) failuresOf(client, Date.now()).count++;
       }
       if (!entry || (entry.expiresAt !== null && entry.expiresAt <= Date.now())) throw unauthorized(INVALID_KEY);
       touched.add(entry.principal.keyId);
       return entry.principal;
+    },
+    watch(principal, onInvalid) {
+      let entry = watched.get(principal.keyId);
+      if (entry === undefined) {
+        entry = { tenantId: principal.tenantId, callbacks: new Set() };
+        watched.set(principal.keyId, entry);
+      }
+      // Its own function, so that one stream's unwatch never removes another's identical callback.
+      let expiryTimer: NodeJS.Timeout | undefined;
+      const callback = () => {
+        clearTimeout(expiryTimer);
+        onInvalid();
+      };
+      const callbacks = entry.callbacks;
+      callbacks.add(callback);
+      // Expiry sends no notification: the key's streams end when it comes.
+      const expiresAt = expiries.get(principal.keyId);
+      if (expiresAt !== undefined && expiresAt - Date.now() < MAX_TIMER_MS) {
+        expiryTimer = setTimeout(() => {
+          callbacks.delete(callback);
+          onInvalid();
+        }, Math.max(0, expiresAt - Date.now()));
+        expiryTimer.unref();
+      }
+      // Authenticated just before a change of its key or tenant arrived: the principal may predate it.
+      const now = Date.now();
+      const changedAt = Math.max(recentChanges.get(principal.keyId) ?? 0, recentChanges.get(principal.tenantId) ?? 0);
+      if (now - changedAt < RECENT_CHANGE_MS) recheck([principal.keyId]);
+      return () => {
+        clearTimeout(expiryTimer);
+        callbacks.delete(callback);
+        if (callbacks.size === 0 && watched.get(principal.keyId)?.callbacks === callbacks) watched.delete(principal.keyId);
+      };
     },
     get listening() {
       return listener.connected;
@@ -218,7 +381,9 @@ export function createAuthenticator({
       clearInterval(flushTimer);
       await flushLastUsed();
       await listener.close();
+      await checking;
       cache.clear();
+      watched.clear();
     },
   };
 }

@@ -16,8 +16,14 @@ export interface Principal {
 export interface Authenticator {
   /**
    * Resolves an X-API-Key value to its principal. Throws AppError `unauthorized` (401) for a missing,
-   * malformed (checked before any database lookup), unknown, revoked or expired key.
+   * malformed (checked before any database lookup), unknown, revoked or expired key, and `rate_limit_exceeded`
+   * (429) when `client` (the caller's address) has failed too often lately and the key is not already verified.
    */
-  authenticate(apiKey: string | undefined): Promise<Principal>;
+  authenticate(apiKey: string | undefined, client?: string): Promise<Principal>;
+  /**
+   * Calls `onInvalid` (once) when the principal's key stops being valid while watched: revoked, its tenant
+   * disabled, or expired. Returns the function that stops watching. How the event streams of a revoked key end.
+   */
+  watch(principal: Principal, onInvalid: () => void): () => void;
   close(): Promise<void>;
 }

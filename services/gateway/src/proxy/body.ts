@@ -1,6 +1,7 @@
 // Request bodies at the gateway: read up to the size limit (400 naming `body` beyond, before reading when Content-Length
 // says so), decompressed, checked to be JSON on API routes (415 for another type, 400 when malformed), and
 // forwarded as the bytes that arrived. Nothing product-specific is validated here: the services own that.
+// Always read whole before forwarding, never streamed: the identity signature covers the SHA-256 of these bytes.
 import { NOT_JSON_DETAIL, badRequest, requireJsonContentType } from '@fin/http';
 import express, { type RequestHandler } from 'express';
 

@@ -1,9 +1,11 @@
-// Forwarding a request to a service and its response back: the identity signed for the service, event
+// Forwarding a request to a service and its response back: the identity signed for the service (with that
+// service's own key, over the body's bytes, with a nonce of its own: every request sent is signed anew), event
 // streams passed through unbuffered and without a time limit, client disconnects propagated upstream,
-// failures reported in the spec's error body (or, mid-stream, as an SSE `error` event).
+// failures reported in the spec's error body (or, mid-stream, as an SSE `error` event). The gateway never
+// resends a request: undici does not retry one that reached the service, and nothing here does.
 import { randomUUID } from 'node:crypto';
 import { formatSse } from '@fin/contracts';
-import { loggerOf, requestIdOf, signIdentity, trackEventStream, type Caller } from '@fin/http';
+import { identityKey, loggerOf, requestIdOf, signIdentity, trackEventStream, type Caller, type IdentityKey } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
@@ -11,14 +13,23 @@ import { bodyOf } from './body';
 import { isPassableErrorBody, midStreamFailure, normalisedError, upstreamFailure } from './errors';
 import { requestHeaders, responseHeaders } from './headers';
 import { copyBody, copyEventStream, readBounded } from './stream';
+import { UPSTREAM_NAMES, type UpstreamName } from '../routes';
 import type { Upstream } from './upstreams';
 
 /** Successful answers up to this size (with a Content-Length) are relayed in one piece rather than streamed. */
 const WHOLE_BODY_BYTES = 64 * 1024;
 
+export type SigningKeys = Readonly<Record<UpstreamName, IdentityKey>>;
+
+/** One key per service, derived from INTERNAL_SIGNING_SECRET once, at start (see identityKey in @fin/http). */
+export function signingKeysFor(secret: string): SigningKeys {
+  return Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, identityKey(secret, name)])) as Record<UpstreamName, IdentityKey>;
+}
+
 export interface ProxyOptions {
   logger: Logger;
-  signingSecret: string;
+  /** The key of each service the gateway signs identities for. */
+  signingKeys: SigningKeys;
   /** Until the service's response headers arrive. */
   responseTimeoutMs: number;
   /** Longest silence inside a non-event-stream response body. */
@@ -127,15 +138,17 @@ function send(
 ): Promise<Dispatcher.ResponseData> {
   const requestId = requestIdOf(res) ?? randomUUID();
   const path = `${upstream.basePath}${req.originalUrl}`;
+  // The bytes sent are the bytes signed: the body was read whole before (readBody), never streamed.
+  const body = bodyOf(req.body);
   const headers = {
     ...requestHeaders(req, { requestId, browserCredentials: browserPage }),
-    ...signIdentity({ requestId, caller }, options.signingSecret, { method: req.method, path }),
+    ...signIdentity({ requestId, caller }, options.signingKeys[upstream.name], { method: req.method, path, body }),
   };
   return upstream.pool.request({
     method: req.method,
     path,
     headers,
-    body: bodyOf(req.body),
+    body,
     signal,
     headersTimeout: options.responseTimeoutMs,
     // Bodies have no undici time limit: event streams may stay quiet for long; copyBody limits the rest.
@@ -190,7 +203,7 @@ async function relayError(
   const level = statusCode === 401 || statusCode >= 500 ? 'error' : 'warn';
   log(res, options, upstream)[level](
     { status: statusCode, sent: replacement.status_code, body: bytes?.subarray(0, 2048).toString('utf8') },
-    statusCode === 401 ? 'the service refused the gateway\'s identity signature: is INTERNAL_SIGNING_SECRET the same everywhere?' : 'the service answered an error without the spec\'s error body; replaced',
+    statusCode === 401 ? 'the service refused the gateway\'s identity signature: is INTERNAL_SIGNING_SECRET the same everywhere, and do the clocks agree?' : 'the service answered an error without the spec\'s error body; replaced',
   );
   res.status(replacement.status_code);
   setHeaders(res, responseHeaders(headers, ['content-length', 'content-type', 'content-encoding', 'etag', 'last-modified']));

@@ -2,12 +2,40 @@
 // anything else chunk by chunk with an idle limit. Both respect the client's pace (backpressure).
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
+import { formatSse, type ErrorBody } from '@fin/contracts';
 import type { Response } from 'express';
 
 const NOTHING = Buffer.alloc(0);
 
 /** Longest run of bytes held back while waiting for the end of an event (a stream that never ends one). */
 const MAX_PENDING_FRAME_BYTES = 64 * 1024;
+
+/** The event stream being copied to each response, so that it can be cut (see cutEventStream). */
+const copies = new WeakMap<Response, EventStreamCopy>();
+/** Cuts asked for before the service's stream began: it is cut as soon as it does. */
+const cutsBeforeStart = new WeakMap<Response, ErrorBody>();
+/** Responses whose event stream ended other than by the service ending it: it failed, or it was cut. */
+const unfinished = new WeakSet<Response>();
+
+/**
+ * Ends the event stream being relayed on `res` with a last `error` event carrying `error` (the same ending as a
+ * service failing mid-stream), and closes the service's side so it stops its work. Used when the caller's key
+ * is revoked. A response whose event stream has not begun yet is cut when it begins; one that is not an event
+ * stream is left alone.
+ */
+export function cutEventStream(res: Response, error: ErrorBody): void {
+  const copy = copies.get(res);
+  if (copy !== undefined) copy.cut(error);
+  else if (!res.headersSent) cutsBeforeStart.set(res, error);
+}
+
+/**
+ * Whether the event stream relayed on `res` ended before the service ended it (failed mid-stream, or cut): the
+ * work behind it may still be running. False for a response that was not an event stream.
+ */
+export function eventStreamUnfinished(res: Response): boolean {
+  return unfinished.has(res);
+}
 
 /** Where the last complete SSE event in `buffer` ends (after its blank line); 0 when there is none. */
 export function lastEventEnd(buffer: Buffer): number {
@@ -45,7 +73,10 @@ export function copyEventStream(body: Readable, res: Response, signal: AbortSign
       reject(signal.reason ?? new Error('aborted'));
       return;
     }
-    new EventStreamCopy(body, res, signal, resolve, reject);
+    const copy = new EventStreamCopy(body, res, signal, resolve, reject);
+    const early = cutsBeforeStart.get(res);
+    if (early !== undefined) copy.cut(early);
+    else copies.set(res, copy);
   });
 }
 
@@ -111,9 +142,21 @@ class EventStreamCopy {
     }
   }
 
+  /** Ends the client's stream here with an `error` event, after the last complete event, and drops the service's. */
+  cut(error: ErrorBody): void {
+    if (this.#settled) return;
+    this.#pending = NOTHING;
+    unfinished.add(this.#res);
+    this.#res.write(formatSse('error', error));
+    this.#finish();
+    this.#body.destroy();
+  }
+
   #finish(error?: unknown): void {
     if (this.#settled) return;
     this.#settled = true;
+    copies.delete(this.#res);
+    if (error !== undefined) unfinished.add(this.#res);
     // The error listener stays: an error after the end (the body destroyed on abort) must not go unhandled.
     this.#body.off('data', this.#onData);
     this.#body.off('end', this.#onEnd);

@@ -1,10 +1,14 @@
+import { CHAT_TURNS_PER_MINUTE } from '@fin/contracts';
 import { LIMITED_PRODUCTS, type LimitedProduct } from './types';
 
 /**
- * Requests per API key per minute. news, stock-report and analysis are the spec's table; job polling allows a
- * client to poll ten jobs at the suggested 2-second pace (30/min each) with room to spare; customer-tool calls
- * are management operations that nobody needs more than once a second. A tenant's `rate_limit_overrides`
- * replace these per product (see docs/operations.md).
+ * Requests per account (tenant, all of its API keys together) per minute. news, stock-report and analysis are
+ * the spec's table, whose limits are the account's ("higher limits are arranged with the account manager"): a
+ * second key must not double them. Job polling allows a client to poll ten jobs at the suggested 2-second pace
+ * (30/min each) with room to spare; customer-tool calls are management operations that nobody needs more than
+ * once a second; chat turns (each starts a model call, or re-attaches to one) are a turn a second, which a person
+ * typing never reaches and which bounds what a client churning connections can start. A tenant's
+ * `rate_limit_overrides` replace these per product (see docs/operations.md).
  */
 export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.freeze({
   news: 100,
@@ -12,9 +16,10 @@ export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.f
   analysis: 20,
   jobs: 600,
   tools: 60,
+  'chat-turns': CHAT_TURNS_PER_MINUTE,
 });
 
-/** Concurrent chat streams per API key (spec). A tenant override under `chat` replaces it. */
+/** Concurrent chat requests per account (spec: 10 concurrent streams). A tenant override under `chat` replaces it. */
 export const DEFAULT_CHAT_CONCURRENCY = 10;
 
 /** Names an override may use: the per-minute products plus `chat` (concurrent streams). */

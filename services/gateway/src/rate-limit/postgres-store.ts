@@ -1,29 +1,5 @@
-import type { Pool } from '@fin/db';
+import { addCounterHits, type CounterRow as AddedHits, type Pool } from '@fin/db';
 import type { ClientRateLimitInfo, IncrementResponse, Store } from 'express-rate-limit';
-
-// One statement adds hits to any number of counters ($1 the keys, $2 each key's hits), atomic under concurrency:
-// the row lock taken by ON CONFLICT DO UPDATE orders the increments of one counter, and each sees the latest
-// committed hits. The keys go in sorted, so two statements lock shared rows in the same order and cannot
-// deadlock. A window that has ended is restarted by the same statement (fixed windows, starting at the first
-// hit after the previous one ended).
-const INCREMENT_MANY = `
-  INSERT INTO rate_limit_counters AS c (counter_key, hits, reset_at)
-  SELECT key, hits, now() + $3::int * interval '1 millisecond'
-    FROM unnest($1::text[], $2::int[]) AS t(key, hits)
-   ORDER BY key
-  ON CONFLICT (counter_key) DO UPDATE SET
-    hits     = CASE WHEN c.reset_at <= now() THEN excluded.hits ELSE c.hits + excluded.hits END,
-    reset_at = CASE WHEN c.reset_at <= now() THEN excluded.reset_at ELSE c.reset_at END
-  RETURNING counter_key, hits, reset_at`;
-
-/** The same for one counter (the usual case on a gateway that is not busy): a simpler plan, measurably faster. */
-const INCREMENT_ONE = `
-  INSERT INTO rate_limit_counters AS c (counter_key, hits, reset_at)
-  VALUES ($1, $2::int, now() + $3::int * interval '1 millisecond')
-  ON CONFLICT (counter_key) DO UPDATE SET
-    hits     = CASE WHEN c.reset_at <= now() THEN excluded.hits ELSE c.hits + excluded.hits END,
-    reset_at = CASE WHEN c.reset_at <= now() THEN excluded.reset_at ELSE c.reset_at END
-  RETURNING counter_key, hits, reset_at`;
 
 interface Waiter {
   resolve(response: IncrementResponse): void;
@@ -207,14 +183,8 @@ export class PostgresRateLimitStore implements Store {
 
   private async send(counterKeys: string[], hits: number[]): Promise<Map<string, CounterRow>> {
     try {
-      const one = counterKeys.length === 1;
-      const query: TimedQuery = {
-        name: one ? 'gateway-rate-limit-increment' : 'gateway-rate-limit-increment-many',
-        text: one ? INCREMENT_ONE : INCREMENT_MANY,
-        values: one ? [counterKeys[0], hits[0], this.windowMs] : [counterKeys, hits, this.windowMs],
-        query_timeout: this.timeoutMs,
-      };
-      const { rows } = await this.pool.query<CounterRow & { counter_key: string }>(query);
+      const query: TimedQuery = { ...addCounterHits(counterKeys, hits, this.windowMs), query_timeout: this.timeoutMs };
+      const { rows } = await this.pool.query<AddedHits>(query);
       return new Map(rows.map(({ counter_key: key, hits: total, reset_at: resetAt }) => [key, { hits: total, reset_at: resetAt }]));
     } catch (error) {
       this.breaker.failed();

@@ -12,12 +12,17 @@ import type { LimitedProduct, RateLimits } from './types';
 export interface RateLimitsOptions {
   pool: Pool;
   logger: Logger;
-  /** Per-key requests per window, by product; unspecified products keep DEFAULT_LIMITS. */
+  /** Per-account requests per window, by product; unspecified products keep DEFAULT_LIMITS. */
   limits?: Partial<Record<LimitedProduct, number>>;
   /** Fixed window length. Default 60 s (the limits are per minute). */
   windowMs?: number;
-  /** Concurrent chat streams per key. Default 10. */
+  /** Concurrent chat requests per account. Default 10. */
   chatConcurrency?: number;
+  /**
+   * The chat service's CHAT_DETACH_GRACE_MS: how long a reply runs on after its client left. A slot given back
+   * as `detached` stays taken this long plus a margin. Default 5 s (the chat service's default).
+   */
+  chatDetachGraceMs?: number;
   /** A chat slot not renewed for this long is reclaimed. Default 30 s. */
   chatLeaseMs?: number;
   /** How often held chat slots are renewed. Default 10 s. */
@@ -43,8 +48,14 @@ const DESCRIBED: Record<LimitedProduct, string> = {
   analysis: 'analysis requests',
   jobs: 'job status or result requests',
   tools: 'customer-tool requests',
+  'chat-turns': 'chat requests',
 };
 const LOG_EVERY_MS = 10_000;
+/**
+ * Added to the chat service's detach grace before a detached slot frees: the service starts its grace when it
+ * sees the connection close, a moment after the gateway did, and the model call stops a moment after the grace.
+ */
+const DETACH_MARGIN_MS = 1_000;
 // Handed by express-rate-limit's handler to our own `next`, which turns it into the 429 with its headers.
 const LIMITED = Symbol('rate limited');
 
@@ -68,16 +79,20 @@ function headersFor(info: RateLimitInfo): Record<string, string> {
 function limitExceeded(product: LimitedProduct, info: RateLimitInfo, headers: Record<string, string>): AppError {
   const retryAfter = Math.max(1, Math.ceil(((info.resetTime?.getTime() ?? Date.now() + 1000) - Date.now()) / 1000));
   return tooManyRequests(
-    `Rate limit exceeded: this API key may make ${info.limit} ${DESCRIBED[product]} per minute. Retry in ${retryAfter} s.`,
+    `Rate limit exceeded: this account may make ${info.limit} ${DESCRIBED[product]} per minute, all of its API keys together. Retry in ${retryAfter} s.`,
     retryAfter,
     headers,
   );
 }
 
+/** The counter of an account: every key of the tenant counts against it. */
+const accountCounter = (principal: Principal) => `tenant:${principal.tenantId}`;
+
 /**
- * Rate limits shared by every gateway replica: per-minute counters per key and product in Postgres (atomic
- * upserts through express-rate-limit with our store, which counts every admitted request in the database
- * first; see CounterBatcher) and leased chat-stream slots.
+ * Rate limits shared by every gateway replica: per-minute counters per account (tenant) and product in Postgres
+ * (atomic upserts through express-rate-limit with our store, which counts every admitted request in the
+ * database first; see CounterBatcher) and leased chat slots per account. The spec's limits are the account's:
+ * keys are free to mint, so a per-key count would give a tenant as many limits as it makes keys.
  *
  * When the database cannot be reached, requests pass uncounted (fail open) and a warning is logged at most
  * every 10 s: limiting protects capacity, and refusing all traffic because the counter store is down would be
@@ -89,6 +104,7 @@ export function createRateLimits({
   limits: overrides = {},
   windowMs = 60_000,
   chatConcurrency = DEFAULT_CHAT_CONCURRENCY,
+  chatDetachGraceMs = 5_000,
   chatLeaseMs = 30_000,
   chatHeartbeatMs = 10_000,
   sweepIntervalMs = 60_000,
@@ -97,7 +113,14 @@ export function createRateLimits({
 }: RateLimitsOptions): PostgresRateLimits {
   const limits: Readonly<Record<LimitedProduct, number>> = Object.freeze({ ...DEFAULT_LIMITS, ...overrides });
   const breaker = new FailOpenBreaker(failOpenCooldownMs);
-  const chat = createChatSlots({ pool, logger, maxConcurrent: chatConcurrency, leaseMs: chatLeaseMs, heartbeatMs: chatHeartbeatMs });
+  const chat = createChatSlots({
+    pool,
+    logger,
+    maxConcurrent: chatConcurrency,
+    leaseMs: chatLeaseMs,
+    heartbeatMs: chatHeartbeatMs,
+    detachedHoldMs: chatDetachGraceMs + DETACH_MARGIN_MS,
+  });
   const middlewares = new Map<LimitedProduct, RequestHandler>();
 
   let lastLoggedAt = 0;
@@ -124,9 +147,9 @@ export function createRateLimits({
       windowMs,
       limit: (_req, res) => limitOf(res),
       keyGenerator: (_req, res) => {
-        const { keyId } = principalOf(res);
-        store.limitFor(keyId, limitOf(res));
-        return keyId;
+        const counter = accountCounter(principalOf(res));
+        store.limitFor(counter, limitOf(res));
+        return counter;
       },
       store,
       requestPropertyName: property,

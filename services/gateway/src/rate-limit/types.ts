@@ -2,8 +2,11 @@
 import type { RequestHandler } from 'express';
 import type { Principal } from '../auth/types';
 
-/** What is counted per key and minute: the spec's three products plus job polling and customer-tool calls. */
-export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools'] as const;
+/**
+ * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
+ * polling, customer-tool calls, and chat turns (every POST /api/chat and GET /api/chat/stream).
+ */
+export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'] as const;
 export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
 
 export interface RateLimits {
@@ -14,10 +17,17 @@ export interface RateLimits {
    */
   forProduct(product: LimitedProduct): RequestHandler;
   /**
-   * Takes one of the principal's key's concurrent chat-stream slots (10 per key across all replicas) and
-   * returns its release function. Throws AppError 429 when all are taken. A slot whose holder died is
-   * reclaimed (slots are leased, and the lease is renewed while the stream lives).
+   * Takes one of the principal's account's concurrent chat slots (10 per tenant across all its keys and all
+   * replicas) and returns its release function. Throws AppError 429 when all are taken. A slot whose holder
+   * died is reclaimed (slots are leased, and the lease is renewed while the stream lives).
    */
-  acquireChatSlot(principal: Principal): Promise<() => Promise<void>>;
+  acquireChatSlot(principal: Principal): Promise<ReleaseChatSlot>;
   close(): Promise<void>;
 }
+
+/**
+ * Gives a chat slot back. `ended`: the reply is over (the service ended its response), the slot is free at once.
+ * `detached`: the client left, or the stream was cut, before the service ended its response; the chat service
+ * keeps such a reply running for its detach grace (CHAT_DETACH_GRACE_MS), so the slot stays taken that long.
+ */
+export type ReleaseChatSlot = (how: 'ended' | 'detached') => Promise<void>;

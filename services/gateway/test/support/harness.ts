@@ -4,13 +4,13 @@
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createServiceApp, identityOf, tooManyRequests, unauthorized, verifyIdentity, type InternalIdentity } from '@fin/http';
+import { checkBodyDigest, createServiceApp, identityKey, identityOf, tooManyRequests, unauthorized, verifyIdentity, type InternalIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import express, { type RequestHandler } from 'express';
 import { createApp, type ProxyLimits } from '../../src/app';
 import type { Authenticator, Principal, Scope } from '../../src/auth/types';
 import { createUpstreams, destroyUpstreams, type Upstreams } from '../../src/proxy/upstreams';
-import type { LimitedProduct, RateLimits } from '../../src/rate-limit/types';
+import type { LimitedProduct, RateLimits, ReleaseChatSlot } from '../../src/rate-limit/types';
 import { UPSTREAM_NAMES, type UpstreamName } from '../../src/routes';
 
 export const SECRET = 'gateway-test-secret-0123456789abcdef';
@@ -38,6 +38,29 @@ export class TestAuthenticator implements Authenticator {
   ]);
   /** Makes authenticate() fail as a broken dependency would (not with an AppError). */
   failWith: Error | undefined;
+
+  /** Callbacks of watch(), by key id: revoke() runs them, as a key-change notification would. */
+  private readonly watchers = new Map<string, Set<() => void>>();
+
+  watch(principal: Principal, onInvalid: () => void): () => void {
+    const callbacks = this.watchers.get(principal.keyId) ?? new Set<() => void>();
+    this.watchers.set(principal.keyId, callbacks);
+    const callback = () => onInvalid();
+    callbacks.add(callback);
+    return () => callbacks.delete(callback);
+  }
+
+  /** How many open requests of `keyId` are watched. */
+  watching(keyId = 'key-all'): number {
+    return this.watchers.get(keyId)?.size ?? 0;
+  }
+
+  /** The key stops being valid for the requests already authenticated with it (as after a revocation). */
+  revoke(keyId = 'key-all'): void {
+    const callbacks = [...(this.watchers.get(keyId) ?? [])];
+    this.watchers.delete(keyId);
+    for (const callback of callbacks) callback();
+  }
 
   async authenticate(apiKey: string | undefined): Promise<Principal> {
     this.seen.push(apiKey);
@@ -74,14 +97,14 @@ export class TestRateLimits implements RateLimits {
     };
   }
 
-  async acquireChatSlot(caller: Principal): Promise<() => Promise<void>> {
+  async acquireChatSlot(caller: Principal): Promise<ReleaseChatSlot> {
     const count = this.held.get(caller.keyId) ?? 0;
     if (count >= this.chatSlotsPerKey) throw tooManyRequests(`Already ${this.chatSlotsPerKey} chat requests in flight for this API key.`, 1);
     this.held.set(caller.keyId, count + 1);
     this.slotEvents.push('acquire');
-    return async () => {
+    return async (how) => {
       this.held.set(caller.keyId, (this.held.get(caller.keyId) ?? 1) - 1);
-      this.slotEvents.push('release');
+      this.slotEvents.push(how === 'ended' ? 'release' : 'release detached');
     };
   }
 
@@ -147,8 +170,8 @@ export async function startFakeService(name: UpstreamName, mount?: (app: express
     readiness: async () => {},
     jsonBodyLimit: false,
     routes: (a) => {
-      a.use(verifyIdentity(SECRET, { allowAnonymous: name === 'portal', logger }));
-      a.use(express.raw({ type: () => true }));
+      a.use(verifyIdentity(identityKey(SECRET, name), { allowAnonymous: name === 'portal', logger }));
+      a.use(express.raw({ type: () => true, verify: checkBodyDigest }));
       a.use((req, res, next) => {
         const body: unknown = req.body;
         received.push({ method: req.method, path: req.originalUrl, identity: identityOf(res), headers: req.headers, body: Buffer.isBuffer(body) ? body.toString('utf8') : '' });

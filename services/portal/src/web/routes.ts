@@ -10,13 +10,14 @@ import path from 'node:path';
 import { API_SCOPES } from '@fin/contracts';
 import { CustomerToolError, listCalls, type CustomerToolRuntime, type ToolStore } from '@fin/customer-tools';
 import type { Pool } from '@fin/db';
-import { loggerOf, verifyIdentity } from '@fin/http';
+import { checkBodyDigest, identityKey, loggerOf, tooManyRequests, verifyIdentity } from '@fin/http';
 import type { Logger } from '@fin/log';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { accountOf, createTenantKey, listKeys, revokeTenantKey, signIn, type Account } from '../accounts';
+import { MAX_ACTIVE_KEYS_PER_TENANT, accountOf, createTenantKey, listKeys, revokeTenantKey, signIn, type Account } from '../accounts';
 import { isCrossSite, type Session, type Sessions } from '../session';
+import { clientAddressOf, type PortalThrottle, type Refusal, type ThrottledAction } from '../throttle';
 import { html, layout, problemList, type Html } from './html';
-import { EMPTY_VALUES, addDetail, parseToolForm, toolForm, valuesOf, type FieldProblems } from './tool-form';
+import { EMPTY_VALUES, addDetail, addProblem, parseToolForm, toolForm, valuesOf, type FieldProblems } from './tool-form';
 
 const STATIC_DIR = path.resolve(__dirname, '../../static');
 const STATIC_FILES: Record<string, string> = { 'portal.js': 'text/javascript; charset=utf-8', 'portal.css': 'text/css; charset=utf-8' };
@@ -33,6 +34,12 @@ export interface PortalDeps {
   sessions: Sessions;
   signingSecret: string;
   logger: Logger;
+  /** Sign-in and test-call limits per client address and per tenant. */
+  throttle: PortalThrottle;
+  /** Proxies in front of the portal that append to X-Forwarded-For (PORTAL_CLIENT_ADDRESS_HOPS). */
+  clientAddressHops: number;
+  /** Lifetime of keys generated here (PORTAL_KEY_TTL_DAYS). */
+  keyTtlDays: number;
 }
 
 interface Signed {
@@ -77,7 +84,7 @@ const formText = (req: Request, name: string): string => {
 };
 
 export function portalRoutes(deps: PortalDeps): express.Router {
-  const { pool, store, runtime, sessions, logger } = deps;
+  const { pool, store, runtime, sessions, logger, throttle } = deps;
   const router = express.Router();
   const statics = Object.fromEntries(Object.keys(STATIC_FILES).map((name) => [name, readFileSync(path.join(STATIC_DIR, name))]));
 
@@ -90,8 +97,9 @@ export function portalRoutes(deps: PortalDeps): express.Router {
   });
 
   // Everything else came through the gateway (anonymous, signed): direct requests are refused.
-  router.use(verifyIdentity(deps.signingSecret, { allowAnonymous: true, logger }));
-  router.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
+  router.use(verifyIdentity(identityKey(deps.signingSecret, 'portal'), { allowAnonymous: true, logger }));
+  // The form's bytes are the ones the gateway signed (checkBodyDigest), or the request is refused.
+  router.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100, verify: checkBodyDigest }));
   router.post(/.*/, (req, res, next) => {
     if (isCrossSite(req)) {
       loggerOf(res, logger).warn({ origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'refused a cross-site portal form post');
@@ -121,6 +129,23 @@ export function portalRoutes(deps: PortalDeps): express.Router {
 
   const handle = (work: (req: Request, res: Response) => Promise<void> | void): RequestHandler => (req, res, next: NextFunction) => {
     Promise.resolve(work(req, res)).catch(next);
+  };
+
+  /**
+   * Counts an attempt; over a limit, a 429 with Retry-After: a browser gets a page saying so (and false), any other
+   * client the error body every API answers with (thrown, for the service's error translator).
+   */
+  const admitted = async (req: Request, res: Response, action: ThrottledAction, who: { client?: boolean; tenantId?: string }): Promise<boolean> => {
+    const refusal: Refusal | null = await throttle.hit(action, {
+      ...(who.client === true ? { client: clientAddressOf(req, deps.clientAddressHops) } : {}),
+      ...(who.tenantId === undefined ? {} : { tenantId: who.tenantId }),
+    });
+    if (refusal === null) return true;
+    loggerOf(res, logger).warn({ action, tenantId: who.tenantId }, 'portal attempt refused: over its limit');
+    if (req.accepts(['json', 'html']) !== 'html') throw tooManyRequests(refusal.detail, refusal.retryAfterSeconds);
+    res.set('Retry-After', String(refusal.retryAfterSeconds));
+    page(res, 429, { title: 'Too many attempts', body: html`<p>${refusal.detail}</p><p><a href="/portal/tools">Back to the portal</a></p>` });
+    return false;
   };
 
   const shell = (res: Response, title: string, body: Html, current: 'tools' | 'keys' = 'tools', status = 200) => {
@@ -160,11 +185,14 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     '/login',
     handle(async (req, res) => {
       if (!sessions.checkLoginToken(req, formText(req, 'csrf'))) return loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403);
+      // Counted before the key is looked up, so a flood of attempts costs no database lookups once over the limit.
+      if (!(await admitted(req, res, 'sign_in', { client: true }))) return;
       const result = await signIn(pool, formText(req, 'api_key'));
       if (!result.ok) {
         loggerOf(res, logger).warn({ reason: result.reason }, 'portal sign-in refused');
         return loginPage(req, res, [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'], 200);
       }
+      if (!(await admitted(req, res, 'sign_in', { tenantId: result.account.tenantId }))) return;
       sessions.issue(res, result.account.keyId, result.account.tenantId);
       loggerOf(res, logger).info({ tenantId: result.account.tenantId, keyId: result.account.keyId }, 'portal sign-in');
       noStore(res);
@@ -219,7 +247,12 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
 
   const storeProblem = (error: unknown, problems: FieldProblems): boolean => {
     if (!(error instanceof CustomerToolError)) return false;
-    addDetail(problems, error.detail);
+    // The API's wording asks for `headers` in JSON; the form has a box and a checkbox for it.
+    if (error.reason === 'origin_changed') {
+      addProblem(problems, 'headers', 'headers: the endpoint moves to another origin, and stored header values are never sent there: type the headers again, or tick "Remove all stored headers"');
+    } else {
+      addDetail(problems, error.detail);
+    }
     return true;
   };
 
@@ -313,6 +346,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
       }
       if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) problems.push('input: must be a JSON object');
       if (problems.length === 0) {
+        if (!(await admitted(req, res, 'test_call', { client: true, tenantId }))) return;
         const tested = await runtime.testCall(tenantId, tool.id, input as Record<string, unknown>);
         if (tested === null) return notFound(res);
         problems.push(...tested.inputProblems);
@@ -380,7 +414,7 @@ ${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><t
 
   // ---- API keys ----
 
-  const keysPage = async (res: Response, extra: { created?: string; problems?: string[] } = {}) => {
+  const keysPage = async (res: Response, extra: { created?: { apiKey: string; expiresAt: Date }; problems?: string[] } = {}) => {
     const { account, csrf } = signedOf(res);
     const keys = await listKeys(pool, account.tenantId);
     const rows = keys.map(
@@ -388,7 +422,7 @@ ${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><t
   <td><code>${key.displayPrefix}…</code>${key.id === account.keyId ? html` <span class="badge">this session</span>` : ''}</td>
   <td>${key.name ?? ''}</td><td>${key.scopes.join(', ')}</td>
   <td><span class="badge ${key.status === 'active' ? 'on' : 'off'}">${key.status}</span></td>
-  <td>${key.createdAt.toISOString().slice(0, 10)}</td><td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
+  <td>${key.createdAt.toISOString().slice(0, 10)}</td><td>${key.expiresAt?.toISOString().slice(0, 10) ?? 'never'}</td><td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
   <td>${key.status === 'active' ? html`<form method="post" action="/portal/keys/${key.id}/revoke" class="inline" data-confirm="Revoke ${key.displayPrefix}…? Requests with it fail from now on."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Revoke</button></form>` : ''}</td>
 </tr>`,
     );
@@ -396,7 +430,7 @@ ${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><t
     shell(
       res,
       'API keys',
-      html`${created === undefined ? '' : html`<section class="new-key" role="status"><h2>Your new API key</h2><p>Copy it now: it is shown only this once, and only its hash is stored.</p><p><code id="new-key">${created}</code> <button type="button" data-copy="new-key">Copy</button></p></section>`}
+      html`${created === undefined ? '' : html`<section class="new-key" role="status"><h2>Your new API key</h2><p>Copy it now: it is shown only this once, and only its hash is stored. It expires on <time id="new-key-expires" datetime="${created.expiresAt.toISOString()}">${created.expiresAt.toISOString().slice(0, 10)}</time>.</p><p><code id="new-key">${created.apiKey}</code> <button type="button" data-copy="new-key">Copy</button></p></section>`}
 ${problemList(extra.problems ?? [])}
 <form method="post" action="/portal/keys" class="narrow">
   <input type="hidden" name="csrf" value="${csrf}">
@@ -405,9 +439,9 @@ ${problemList(extra.problems ?? [])}
   <fieldset><legend>Scopes</legend>
   ${API_SCOPES.map((scope) => html`<label class="check"><input type="checkbox" name="scopes" value="${scope}" ${account.scopes.includes(scope) ? html`checked` : html`disabled`}> ${scope}</label>`)}
   </fieldset>
-  <p><button type="submit">Generate key</button></p>
+  <p><button type="submit">Generate key</button> <small>Keys generated here expire after ${String(deps.keyTtlDays)} days; an account holds at most ${String(MAX_ACTIVE_KEYS_PER_TENANT)} keys that are neither revoked nor expired.</small></p>
 </form>
-<table><thead><tr><th>Key</th><th>Name</th><th>Scopes</th><th>Status</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`,
+<table><thead><tr><th>Key</th><th>Name</th><th>Scopes</th><th>Status</th><th>Created</th><th>Expires</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`,
       'keys',
     );
   };
@@ -419,10 +453,10 @@ ${problemList(extra.problems ?? [])}
     handle(async (req, res) => {
       const raw: unknown = (req.body as Record<string, unknown>).scopes;
       const scopes = Array.isArray(raw) ? raw.filter((item): item is string => typeof item === 'string') : typeof raw === 'string' ? [raw] : [];
-      const result = await createTenantKey(pool, signedOf(res).account, { name: formText(req, 'name'), scopes });
+      const result = await createTenantKey(pool, signedOf(res).account, { name: formText(req, 'name'), scopes }, { ttlDays: deps.keyTtlDays });
       if (!result.ok) return keysPage(res, { problems: [`${result.field}: ${result.message}`] });
-      loggerOf(res, logger).info({ tenantId: signedOf(res).account.tenantId, keyId: result.id }, 'API key generated in the portal');
-      await keysPage(res, { created: result.apiKey });
+      loggerOf(res, logger).info({ tenantId: signedOf(res).account.tenantId, keyId: result.id, expiresAt: result.expiresAt }, 'API key generated in the portal');
+      await keysPage(res, { created: { apiKey: result.apiKey, expiresAt: result.expiresAt } });
     }),
   );
   router.post(

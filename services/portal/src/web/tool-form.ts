@@ -155,7 +155,7 @@ export function toolForm({ action, values, problems, csrf, editing }: { action: 
   <label for="input_schema">Input schema <small>JSON Schema (draft 2020-12) of the arguments, with "type": "object"</small></label>
   <textarea id="input_schema" name="input_schema" rows="10" class="code" spellcheck="false" data-json ${invalid(problems, 'input_schema')}>${values.input_schema}</textarea>
   ${fieldProblems(problems, 'input_schema')}
-  <label for="headers">Headers <small>one "Name: value" per line, e.g. Authorization: Bearer …; values are stored encrypted and never shown again${editing ? '. Leave empty to keep the stored headers' : ''}</small></label>
+  <label for="headers">Headers <small>one "Name: value" per line, e.g. Authorization: Bearer …; values are stored encrypted and never shown again${editing ? '. Leave empty to keep the stored headers (only while the endpoint stays on the same origin)' : ''}</small></label>
   ${values.headerNames.length > 0 && editing ? html`<p class="note">Stored headers: ${values.headerNames.join(', ')}</p>` : ''}
   <textarea id="headers" name="headers" rows="3" class="code" spellcheck="false" autocomplete="off" ${invalid(problems, 'headers')}></textarea>
   ${editing ? html`<label class="check"><input type="checkbox" name="clear_headers"> Remove all stored headers</label>` : ''}

@@ -5,14 +5,18 @@ import { generateApiKey } from '@fin/api-keys';
 import { createCustomerToolRuntime, createKeyring, createToolExecutor, createToolStore } from '@fin/customer-tools';
 import { testCertificate } from '@fin/customer-tools/testing';
 import { createPool, type Pool } from '@fin/db';
-import { signIdentity } from '@fin/http';
+import { identityKey, signIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import type express from 'express';
 import { createApp } from '../../src/app';
 import { createSessions } from '../../src/session';
+import { createPortalThrottle, type ThrottleLimits, type ThrottledAction } from '../../src/throttle';
 
 export const SECRET = randomBytes(32).toString('hex');
+/** PORTAL_SESSION_SECRET: the portal's own, never the internal signing secret. */
+export const SESSION_SECRET = randomBytes(32).toString('hex');
+const KEY = identityKey(SECRET, 'portal');
 export const logger = createLogger({ service: 'portal-test', level: 'silent' });
 
 export interface Harness {
@@ -21,18 +25,22 @@ export interface Harness {
   close(): Promise<void>;
   tenant(name: string): Promise<string>;
   key(tenantId: string, scopes?: string[]): Promise<{ apiKey: string; keyId: string }>;
-  /** Identity headers as the gateway sends them for this method and path. */
-  signed(method: string, path: string, caller: { tenantId: string; keyId: string; scopes?: string[] } | null): Record<string, string>;
+  /** Identity headers as the gateway sends them for this method, path and body (sent as JSON, or the string given). */
+  signed(method: string, path: string, caller: { tenantId: string; keyId: string; scopes?: string[] } | null, body?: unknown): Record<string, string>;
 }
 
-export async function startHarness({ maxTools = 50 }: { maxTools?: number } = {}): Promise<Harness> {
+/** Generous enough that no test but the throttle's own meets them. */
+const ROOMY: Record<ThrottledAction, ThrottleLimits> = { sign_in: { perClient: 1_000, perTenant: 1_000 }, test_call: { perClient: 1_000, perTenant: 1_000 } };
+
+export async function startHarness({ maxTools = 50, limits = ROOMY }: { maxTools?: number; limits?: Record<ThrottledAction, ThrottleLimits> } = {}): Promise<Harness> {
   const db: TestDatabase = await createTestDatabase();
   const pool = createPool({ connectionString: db.url, applicationName: 'portal-test' });
   const keyring = createKeyring({ id: 'k1', key: randomBytes(32) });
   const runtime = createCustomerToolRuntime({ pool, keyring, logger, executor: createToolExecutor({ allowLoopback: true, ca: (await testCertificate()).cert }) });
   const store = createToolStore({ pool, keyring, maxToolsPerTenant: maxTools });
-  const sessions = createSessions({ secret: SECRET, secureCookies: true, ttlMs: 3_600_000 });
-  const app = createApp({ pool, store, runtime, sessions, signingSecret: SECRET, logger });
+  const sessions = createSessions({ secret: SESSION_SECRET, secureCookies: true, ttlMs: 3_600_000 });
+  const throttle = createPortalThrottle({ pool, limits });
+  const app = createApp({ pool, store, runtime, sessions, signingSecret: SECRET, logger, throttle, clientAddressHops: 1, keyTtlDays: 90 });
   return {
     app,
     pool,
@@ -53,11 +61,11 @@ export async function startHarness({ maxTools = 50 }: { maxTools?: number } = {}
       );
       return { apiKey: generated.key, keyId: (rows[0] as { id: string }).id };
     },
-    signed(method, path, caller) {
+    signed(method, path, caller, body) {
       return signIdentity(
         { requestId: randomBytes(8).toString('hex'), caller: caller === null ? null : { tenantId: caller.tenantId, keyId: caller.keyId, scopes: caller.scopes ?? ['tools'] } },
-        SECRET,
-        { method, path },
+        KEY,
+        { method, path, body: body === undefined || typeof body === 'string' ? body : JSON.stringify(body) },
       );
     },
   };
