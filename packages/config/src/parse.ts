@@ -110,7 +110,7 @@ export function redactConfig<S extends Shape>(shape: S, config: Record<string, u
 }
 
 /** postgres://user:pw@host → postgres://user:***@host; anything that is not such a URL is returned as is. */
-function hideUrlPassword(value: string): string {
+export function hideUrlPassword(value: string): string {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
   try {
     const parsed = new URL(value);

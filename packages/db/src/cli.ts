@@ -2,9 +2,11 @@
 /**
  * Database command line for operators and for the Kubernetes migration Job:
  *   fin-db migrate [--create-database]
- * Reads DATABASE_URL. Exits non-zero on any failure.
+ * Reads DATABASE_URL; in a checkout without it, the database of the running `npm start` (local-database.ts).
+ * Says which database it works on. Exits non-zero on any failure.
  */
 import { loadConfig, url } from '@fin/config';
+import { NoDatabaseError, resolveToolDatabase } from './local-database';
 import { ensureDatabase, migrate } from './migrate';
 
 const USAGE = 'usage: fin-db migrate [--create-database]';
@@ -15,8 +17,17 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 64;
   }
-  const config = loadConfig({ DATABASE_URL: url(['postgres', 'postgresql']) });
   const say = (message: string) => process.stderr.write(`[migrate] ${message}\n`);
+  let database;
+  try {
+    database = resolveToolDatabase();
+  } catch (error) {
+    if (!(error instanceof NoDatabaseError)) throw error;
+    say(error.message);
+    return 1;
+  }
+  const config = loadConfig({ DATABASE_URL: url(['postgres', 'postgresql']) }, { DATABASE_URL: database.url });
+  say(`database: ${database.description}`);
   if (flags.includes('--create-database') && (await ensureDatabase(config.DATABASE_URL))) say('created the database');
   const ran = await migrate({ databaseUrl: config.DATABASE_URL });
   say(ran.length === 0 ? 'already up to date' : `applied ${ran.join(', ')}`);

@@ -2,3 +2,14 @@ export { createPool, withTransaction, type Pool, type PoolClient, type PoolOptio
 export { createPrismaClient, PrismaClient, type Prisma } from './prisma';
 export { DatabaseNewerError, MIGRATIONS_DIR, ensureDatabase, knownMigrations, migrate } from './migrate';
 export { addCounterHits, type CounterRow } from './counters';
+export {
+  LOCAL_DATABASE_FILE,
+  NoDatabaseError,
+  localDataDir,
+  readLocalDatabase,
+  recordLocalDatabase,
+  repositoryRoot,
+  resolveToolDatabase,
+  type LocalDatabaseRecord,
+  type ResolvedDatabase,
+} from './local-database';

@@ -2,6 +2,7 @@
 // curl line; Ctrl-C (or SIGTERM) stops everything in order. See services/standalone/README.md.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { recordLocalDatabase } from '@fin/db';
 import { createKey, createTenant } from '@fin/gateway/admin';
 import { onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
@@ -27,6 +28,8 @@ async function developmentKey(system: Standalone, dataDir: string): Promise<stri
 
 function banner(system: Standalone, key: string): string {
   const { url } = system;
+  // The admin CLI finds this system's database through DATA_DIR/database.json; a moved DATA_DIR must be named.
+  const admin = `${process.env.DATA_DIR ? `DATA_DIR=${path.resolve(process.env.DATA_DIR)} ` : ''}npm run admin --`;
   const lines = [
     '',
     `  Financial Intelligence API   ${url}   (API reference: ${url}/docs)`,
@@ -37,6 +40,10 @@ function banner(system: Standalone, key: string): string {
     `    curl -s -X POST ${url}/api/products/news -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' -d '{"symbols":["AAPL"],"n":3}'`,
     '  then poll the status_url it returns:',
     `    curl -s ${url}/api/jobs/news/<job_id>/status -H 'X-API-Key: ${key}'`,
+    '',
+    '  Operate it (tenants, keys, limits) from the repository while it runs:',
+    `    ${admin} keys list`,
+    `    ${admin} keys create --tenant ${DEV_TENANT} --name second --json`,
     '',
     `  Metrics (Prometheus): ${system.metricsUrl}`,
     `  Database: ${system.embedded ? 'embedded PostgreSQL in .data/postgres' : 'DATABASE_URL'} · events: ${system.bus === 'kafka' ? 'Kafka (KAFKA_BROKERS)' : 'in-process bus'} · AI: ${system.offline ? 'OFFLINE mode (no ANTHROPIC_API_KEY; sample data, results marked offline)' : 'Anthropic API'}`,
@@ -51,6 +58,8 @@ async function main(): Promise<void> {
   const dataDir = process.env.DATA_DIR || path.join(REPOSITORY_ROOT, '.data');
   const system = await startStandalone({ dataDir });
   onShutdownSignals(createStandaloneShutdown(system, logger, (code) => process.exit(code)));
+  // The admin CLI and `npm run migrate` find this database through the record (@fin/db local-database.ts).
+  recordLocalDatabase(dataDir, { url: system.databaseUrl, pid: process.pid, embedded: system.embedded, startedAt: new Date().toISOString() });
   const key = await developmentKey(system, dataDir);
   process.stdout.write(`${banner(system, key)}\n`);
 }

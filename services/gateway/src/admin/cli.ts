@@ -5,8 +5,8 @@
  * In a container: node services/gateway/dist/admin/cli.js <command>. See docs/operations.md.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig, redactConfig, url } from '@fin/config';
-import { createPool, type Pool } from '@fin/db';
+import { loadConfig, url } from '@fin/config';
+import { createPool, NoDatabaseError, resolveToolDatabase, type Pool } from '@fin/db';
 import type { Scope } from '../auth/types';
 import { DEFAULT_LIMITS } from '../rate-limit/defaults';
 import {
@@ -49,7 +49,8 @@ Limits (per account: all of a tenant's keys count together)
   limits clear --tenant NAME [--product PRODUCT]     without --product: all of the tenant's overrides
   limits show [--tenant NAME] [--json]
 
-Environment: DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/fin_api, the database npm start uses)
+Database: DATABASE_URL; when it is not set, the database of the npm start running from this checkout
+(recorded in .data/database.json, or DATA_DIR/database.json), named on stderr.
 Exit status: 0 done, 1 the operation failed, 64 usage error, 78 bad configuration.`;
 
 class UsageError extends Error {}
@@ -331,7 +332,7 @@ function explain(error: unknown): string {
   return error.message || code || error.name;
 }
 
-const CONFIG = { DATABASE_URL: url(['postgres', 'postgresql']).default('postgresql://postgres@127.0.0.1:5432/fin_api') };
+const CONFIG = { DATABASE_URL: url(['postgres', 'postgresql']) };
 
 async function main(argv: string[], io: Io): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
@@ -344,7 +345,17 @@ async function main(argv: string[], io: Io): Promise<number> {
     io.err(group === undefined ? USAGE : `admin: unknown command "${group}".\n\n${USAGE}`);
     return EXIT_USAGE;
   }
-  const config = loadConfig(CONFIG);
+  let database;
+  try {
+    database = resolveToolDatabase();
+  } catch (error) {
+    if (!(error instanceof NoDatabaseError)) throw error;
+    io.err(`admin: ${error.message}`);
+    return EXIT_FAILURE;
+  }
+  // Without DATABASE_URL the user did not name the database: say which one this is.
+  if (database.source !== 'DATABASE_URL') io.err(`admin: database ${database.description}`);
+  const config = loadConfig(CONFIG, { DATABASE_URL: database.url });
   const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'fin-admin', max: 1 });
   try {
     await commands[group as keyof typeof commands](pool, args, io);
@@ -359,7 +370,7 @@ async function main(argv: string[], io: Io): Promise<number> {
       return EXIT_FAILURE;
     }
     const code = (error as { code?: string }).code;
-    const where = String(redactConfig(CONFIG, config).DATABASE_URL);
+    const where = database.description;
     if (code === '42P01') io.err(`admin: the database at ${where} has not been migrated; run "npm run migrate" first.`);
     else io.err(`admin: failed against ${where}: ${explain(error)}`);
     return EXIT_FAILURE;
