@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { parseConfig } from '@fin/config';
 import { AnalysisRequest, NewsRequest, NewsResult, StockReportRequest, StockReportResult, AnalysisResult } from '@fin/contracts';
 import { createLogger } from '@fin/log';
-import { aiConfigShape, createAiEngine, OfflineModeConflictError, type AiEngine } from '../src';
+import { aiConfigShape, createAiEngine, OFFLINE_NOTICE, OfflineModeConflictError, type AiEngine } from '../src';
 import { drain, silentLogger } from './helpers';
 
 describe('offline mode', () => {
@@ -52,9 +52,69 @@ describe('offline mode', () => {
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
   });
 
-  it('gives valid, empty-but-well-formed news for a symbol it has no data on', async () => {
-    const { result } = await engine.news(NewsRequest.parse({ symbols: ['ZZZZ'] }));
-    expect(result.news).toEqual([]);
+  const newsOf = async (symbols: string[], n?: number) => {
+    const { result } = await engine.news(NewsRequest.parse({ symbols, n }));
+    expect(NewsResult.parse(result)).toEqual(result);
+    return result.news;
+  };
+
+  it('answers exactly n news items for a sample symbol, more than the snapshot holds included', async () => {
+    for (const [n, expected] of [
+      [undefined, 5],
+      [4, 4],
+      [1, 1],
+      // Above the tool's page of ten articles for one symbol: further angles on the same articles.
+      [20, 20],
+    ] as const) {
+      const news = await newsOf(['NVDA'], n);
+      expect(news).toHaveLength(expected);
+      expect(new Set(news.map((item) => item.title)).size).toBe(expected);
+      for (const item of news) {
+        expect(item.sources.length).toBeGreaterThan(0);
+        for (const url of [...item.sources, ...item.further_reading]) expect(url).toMatch(/^https:\/\/news\.example\.com\//);
+        expect(item.content).toContain(OFFLINE_NOTICE);
+      }
+    }
+  });
+
+  it('answers exactly n news items for symbols outside the sample, different for each symbol and the same on every run', async () => {
+    const meta = await newsOf(['META']);
+    const zzzz = await newsOf(['ZZZZ'], 3);
+    expect(meta).toHaveLength(5);
+    expect(zzzz).toHaveLength(3);
+    expect(meta.every((item) => item.title.includes('META') || item.content.includes('META'))).toBe(true);
+    expect(zzzz.every((item) => item.title.includes('ZZZZ') || item.content.includes('ZZZZ'))).toBe(true);
+    expect(meta.map((item) => item.sources[0])).not.toEqual(zzzz.map((item) => item.sources[0]));
+    expect(await newsOf(['META'])).toEqual(meta);
+    expect(await newsOf(['7203.T', 'ABCDEFGHIJ'], 4)).toHaveLength(4);
+    // n is per request: spread over the symbols, each of them represented.
+    const mixed = await newsOf(['AAPL', 'META', 'ZZZZ'], 7);
+    expect(mixed).toHaveLength(7);
+    for (const symbol of ['AAPL', 'META', 'ZZZZ']) expect(mixed.some((item) => item.content.includes(symbol))).toBe(true);
+  });
+
+  it('writes a stock report and a comparison for symbols outside the sample, on figures rather than gaps', async () => {
+    for (const symbols of [['ZZZZ'], ['META', 'ZZZZ'], ['NVDA', '7203.T']]) {
+      const { result } = await engine.stockReport(StockReportRequest.parse({ symbols }));
+      expect(StockReportResult.parse(result)).toEqual(result);
+      expect(result.detailed_analysis.length).toBeGreaterThanOrEqual(3);
+      expect(result.quick_insights.length).toBeGreaterThanOrEqual(2);
+      const text = JSON.stringify(result);
+      expect(text).not.toMatch(/n\/a|cannot rank|no sample data/);
+      for (const symbol of symbols) expect(text).toContain(symbol);
+      expect(text).toContain(OFFLINE_NOTICE);
+    }
+  });
+
+  it('analyses symbols outside the sample with their figures', async () => {
+    const request = AnalysisRequest.parse({ prompt: 'Is ZZZZ a better buy than META?', symbols: ['ZZZZ', 'META'], output_format: { type: 'markdown' } });
+    const { result } = await engine.analysis(request);
+    expect(AnalysisResult.parse(result)).toEqual(result);
+    const content = String(result.content);
+    expect(content).toMatch(/\(ZZZZ\): revenue growth -?\d+\.\d%/);
+    expect(content).toMatch(/\(META\): revenue growth -?\d+\.\d%/);
+    expect(content).not.toContain('no sample data');
+    expect(content).toContain(OFFLINE_NOTICE);
   });
 
   it('writes a comparison for two symbols in which every insight and quick insight weighs one against the other', async () => {
@@ -144,9 +204,13 @@ describe('offline mode', () => {
   });
 
   it('is deterministic', async () => {
-    const request = StockReportRequest.parse({ symbols: ['AAPL'] });
-    const first = await engine.stockReport(request);
-    const second = await engine.stockReport(request);
-    expect({ ...second.result, meta: undefined }).toEqual({ ...first.result, meta: undefined });
+    for (const symbols of [['AAPL'], ['ZZZZ']]) {
+      const request = StockReportRequest.parse({ symbols });
+      const first = await engine.stockReport(request);
+      const second = await engine.stockReport(request);
+      expect({ ...second.result, meta: undefined }).toEqual({ ...first.result, meta: undefined });
+    }
+    const news = NewsRequest.parse({ symbols: ['NVDA', 'ZZZZ'], n: 6 });
+    expect((await engine.news(news)).result.news).toEqual((await engine.news(news)).result.news);
   });
 });

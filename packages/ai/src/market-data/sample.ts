@@ -3,15 +3,17 @@
 import { SAMPLE_MARKET_DATA, type SampleMarketData, type SampleSymbolData } from '@fin/fakes';
 import { UnknownSymbolError } from './errors';
 import { normaliseNewsQuery, normaliseSymbol, toCompanyNews, toMetrics, toProfile, toQuote } from './finnhub-format';
+import { synthesiseCompany, synthesiseNews } from './sample-synthesis';
 import { type CompanyNews, type CompanyProfile, type KeyMetrics, type MarketDataCallOptions, type MarketDataProvider, type NewsQuery, type Quote } from './types';
 
 const PROVIDER = 'sample';
 
 /**
- * The sample is a snapshot taken on `asOf`. companyNews therefore ignores the requested window and returns the
- * snapshot's newest items (up to `limit`): offline mode must produce plausible output on any day, and each item's
- * `publishedAt` still tells the truth about its date. Symbols outside the dataset reject with UnknownSymbolError
- * (news: an empty list), exactly like the live provider.
+ * Offline mode answers for any well-formed symbol, so unlike the live provider this one never reports an unknown
+ * symbol: a symbol outside the dataset gets a company invented from its hash and the bundled figures
+ * (sample-synthesis.ts), the same on every call. The sample is a snapshot taken on `asOf`. companyNews therefore
+ * ignores the requested window and returns the snapshot's newest items, followed by invented older ones, so that
+ * it returns exactly `limit` items; each item's `publishedAt` still tells the truth about its date.
  */
 export class SampleMarketDataProvider implements MarketDataProvider {
   readonly name = 'sample' as const;
@@ -22,14 +24,19 @@ export class SampleMarketDataProvider implements MarketDataProvider {
     this.asOf = data.as_of;
   }
 
-  /** The symbols the dataset covers, e.g. for the offline analyst to tell known from unknown. */
+  /** The symbols the bundled dataset covers; others get invented sample data. */
   get symbols(): string[] {
     return Object.keys(this.data.symbols);
   }
 
+  /** The bundled entry, or an invented one; undefined only for a dataset with no company to invent from. */
+  #company(normalised: string): SampleSymbolData | undefined {
+    return Object.hasOwn(this.data.symbols, normalised) ? this.data.symbols[normalised] : synthesiseCompany(normalised, this.data);
+  }
+
   #entry(symbol: string, what: string): [string, SampleSymbolData] {
     const normalised = normaliseSymbol(symbol, PROVIDER);
-    const entry = Object.hasOwn(this.data.symbols, normalised) ? this.data.symbols[normalised] : undefined;
+    const entry = this.#company(normalised);
     if (!entry) throw new UnknownSymbolError(normalised, PROVIDER, what);
     return [normalised, entry];
   }
@@ -52,7 +59,12 @@ export class SampleMarketDataProvider implements MarketDataProvider {
   async companyNews(symbol: string, query: NewsQuery): Promise<CompanyNews> {
     const normalised = normaliseSymbol(symbol, PROVIDER);
     const window = normaliseNewsQuery(query, PROVIDER);
-    const entry = Object.hasOwn(this.data.symbols, normalised) ? this.data.symbols[normalised] : undefined;
-    return toCompanyNews(entry?.news ?? [], normalised, window, PROVIDER);
+    const entry = this.#company(normalised);
+    const bundled = entry?.news ?? [];
+    const missing = window.limit - bundled.length;
+    // Invented items are older than the snapshot's, so the snapshot's own news always comes first.
+    const before = Math.min(Date.parse(`${this.asOf}T23:00:00Z`) / 1000, ...bundled.map((item) => item.datetime));
+    const items = entry && missing > 0 ? [...bundled, ...synthesiseNews(normalised, entry, missing, before)] : bundled;
+    return toCompanyNews(items, normalised, window, PROVIDER);
   }
 }

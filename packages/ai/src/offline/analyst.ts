@@ -2,6 +2,7 @@
 // same turns a model would (it asks for market data with tool calls, then answers from the tool results), so
 // the engine's real code path — tool loop, structured output, grounding — runs unchanged. Its answers are
 // plausible and contract-valid, built from the bundled sample data, and always say they are sample output.
+import { STOCK_SYMBOL_PATTERN } from '@fin/contracts';
 import {
   jsonReply,
   lastUserText,
@@ -42,8 +43,6 @@ interface ToolData {
 
 export const OFFLINE_NOTICE = 'Offline mode: generated from bundled sample data, not live research.';
 
-const TICKER = /\b[A-Z][A-Z0-9]{0,5}(?:[.-][A-Z0-9]{1,3})?\b/g;
-
 function detectProduct(body: MessagesRequestBody, system: string): Product {
   const schema = outputSchema(body);
   const properties = (schema?.properties ?? {}) as Record<string, unknown>;
@@ -53,9 +52,17 @@ function detectProduct(body: MessagesRequestBody, system: string): Product {
   return 'analysis';
 }
 
-function listAfter(text: string, pattern: RegExp): string[] {
-  const match = pattern.exec(text);
-  return match?.[1] ? [...match[1].matchAll(TICKER)].map((m) => m[0]) : [];
+/**
+ * The symbols of a list the engine wrote into a prompt (`pattern` captures it; `separator` splits it), each
+ * entry's first word: every well-formed symbol counts, digits first (7203.T) or ten characters long included.
+ */
+function listAfter(text: string, pattern: RegExp, separator: string | RegExp = ', '): string[] {
+  const list = pattern.exec(text)?.[1];
+  if (!list) return [];
+  return list
+    .split(separator)
+    .map((entry) => entry.trim().split(' ')[0] ?? '')
+    .filter((symbol) => STOCK_SYMBOL_PATTERN.test(symbol));
 }
 
 // ---- chat: which companies a question is about, and whether it needs figures ----
@@ -69,8 +76,15 @@ const SAMPLE_COMPANIES: readonly [RegExp, string][] = [
   [/\bamazon\b/i, 'AMZN'],
   [/\btesla\b/i, 'TSLA'],
 ];
-/** Upper-case words that are not tickers. */
-const NOT_TICKERS = new Set(['AI', 'CEO', 'CFO', 'ETF', 'EPS', 'GDP', 'IPO', 'PE', 'USA', 'US', 'USD', 'EUR', 'TTM', 'YOY', 'FAQ', 'OK']);
+/**
+ * Upper-case words that are not tickers. The sample provider invents figures for any symbol, so a word taken
+ * for a ticker here would come back as a made-up company.
+ */
+const NOT_TICKERS = new Set([
+  ...['AI', 'CEO', 'CFO', 'ETF', 'EPS', 'GDP', 'IPO', 'PE', 'USA', 'US', 'USD', 'EUR', 'GBP', 'JPY', 'UK', 'EU', 'TTM', 'YOY', 'FAQ', 'OK'],
+  ...['SEC', 'FED', 'FOMC', 'CPI', 'PPI', 'ROI', 'ROE', 'ROA', 'DCF', 'FCF', 'EBIT', 'CAGR', 'GAAP', 'IFRS', 'NAV', 'APR', 'APY'],
+  ...['ESG', 'REIT', 'IRR', 'NYSE', 'IT', 'API', 'FX', 'LLC', 'INC', 'WHAT', 'HOW', 'WHY', 'IS', 'THE', 'AND', 'OR', 'OF', 'IN'],
+]);
 /** Words of a question that is answered with figures: prices, multiples, margins, growth, size. */
 const NEEDS_FIGURES =
   /\b(?:price|prices|trad(?:e|es|ing)|quote|worth|valu(?:e|ed|ation)|p\/e|pe ratio|multiple|margins?|revenue|sales|growth|grow(?:s|ing)?|earnings|eps|profit(?:s|able|ability)?|beta|debt|market cap|how much|how many|numbers?|figures?|metrics?|doing|performing|performance)\b|\d/i;
@@ -109,7 +123,7 @@ function chatSymbols(body: MessagesRequestBody, user: string): string[] {
 function symbolsFor(product: Product, system: string, user: string, body: MessagesRequestBody): string[] {
   let symbols: string[];
   if (product === 'news') symbols = listAfter(user, /news items for (.+?)\.?$/m);
-  else if (product === 'stock-report') symbols = listAfter(user, /^(?:Analyse|Compare) (.+?)\.?$/m).filter((s) => s !== 'WITH');
+  else if (product === 'stock-report') symbols = listAfter(user, /^(?:Analyse|Compare) (.+?)\.?$/m, ' with ');
   else if (product === 'analysis') {
     symbols = [...listAfter(system, /Symbols in scope: (.+?)\.$/m), ...listAfter(system, /portfolio: (.+?)\.$/m)];
   } else symbols = chatSymbols(body, user);
@@ -138,22 +152,55 @@ const pct = (value: number | null | undefined) => (value === null || value === u
 const num = (value: number | null | undefined, digits = 1) => (value === null || value === undefined ? 'n/a' : value.toFixed(digits));
 const name = (o: Overview | undefined, symbol: string) => o?.profile?.name ?? symbol;
 
+/**
+ * Further angles on an article, for when the tool returned fewer articles than the request asks items (one
+ * symbol and more items than the tool's page of articles): each is still grounded in its article.
+ */
+const NEWS_ANGLES: readonly ((symbol: string, article: Article) => { title: string; content: string })[] = [
+  (symbol, article) => ({
+    title: `What it means for ${symbol}: ${article.headline}`,
+    content: `${article.summary} For ${symbol} the question is whether this moves the earnings outlook for the next few quarters; the next reported figures will show it.`,
+  }),
+  (symbol, article) => ({
+    title: `Risk check for ${symbol}: ${article.headline}`,
+    content: `${article.summary} Should the trend behind this story reverse, estimates for ${symbol} would move with it, so it belongs on the list of risks to watch.`,
+  }),
+  (symbol, article) => ({
+    title: `${symbol} in context: ${article.headline}`,
+    content: `${article.summary} Read alongside ${symbol}'s other recent news, it shows where management is putting its attention.`,
+  }),
+];
+
+/**
+ * Exactly `n` items whenever the tool returned any article: one per article, round-robin over the symbols so
+ * that every symbol is represented, then further angles on the same articles (NEWS_ANGLES) if still short.
+ */
 function newsAnswer(symbols: string[], user: string, data: ToolData): Reply {
   const n = Number(/the (\d+) most relevant/.exec(user)?.[1] ?? 5);
-  const queues = symbols.map((symbol) => [...(data.articles.get(symbol) ?? [])]);
-  const picked: { symbol: string; article: Article; rest: Article[] }[] = [];
-  // Round-robin over the symbols so every symbol is represented.
-  while (picked.length < n && queues.some((queue) => queue.length > 0)) {
-    queues.forEach((queue, index) => {
-      const article = queue.shift();
-      if (article && picked.length < n) picked.push({ symbol: symbols[index]!, article, rest: queue });
-    });
+  const lists = symbols.map((symbol) => ({ symbol, articles: data.articles.get(symbol) ?? [] }));
+  const picked: { symbol: string; article: Article; next: Article | undefined }[] = [];
+  const longest = Math.max(0, ...lists.map(({ articles }) => articles.length));
+  for (let round = 0; round < longest && picked.length < n; round++) {
+    for (const { symbol, articles } of lists) {
+      const article = articles[round];
+      if (article && picked.length < n) picked.push({ symbol, article, next: articles[round + 1] });
+    }
   }
-  const news = picked.map(({ symbol, article, rest }, index) => ({
+  const items = picked.map(({ symbol, article, next }) => ({
     title: article.headline,
-    content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook. (${OFFLINE_NOTICE})`,
+    content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook.`,
     sources: [article.url],
-    further_reading: rest.slice(0, 1).map((other) => other.url),
+    further_reading: next ? [next.url] : [],
+  }));
+  const first = picked.length;
+  for (let index = 0; items.length < n && index < first * NEWS_ANGLES.length; index++) {
+    const { symbol, article, next } = picked[index % first]!;
+    const angle = NEWS_ANGLES[Math.floor(index / first)]!(symbol, article);
+    items.push({ ...angle, sources: [article.url], further_reading: next ? [next.url] : [] });
+  }
+  const news = items.map((item, index) => ({
+    ...item,
+    content: `${item.content} (${OFFLINE_NOTICE})`,
     relevance_score: Math.max(0.3, 0.95 - index * 0.05),
   }));
   return jsonReply({ news });
@@ -408,7 +455,7 @@ function chatAnswer(symbols: string[], user: string, data: ToolData): Reply {
   const text =
     lines.length > 0
       ? `${lines.join(' ')} ${OFFLINE_NOTICE}`
-      : `You asked: "${user.slice(0, 160)}". In offline mode I answer from a small sample dataset (AAPL, MSFT, NVDA, GOOGL, AMZN, TSLA); ask about one of those for figures. ${OFFLINE_NOTICE}`;
+      : `You asked: "${user.slice(0, 160)}". In offline mode I answer from a sample dataset (AAPL, MSFT, NVDA, GOOGL, AMZN, TSLA, and invented figures for any other ticker); name a ticker for figures. ${OFFLINE_NOTICE}`;
   return textReply(text);
 }
 
