@@ -93,6 +93,9 @@ describe('POST /api/products/news (API role)', () => {
   it.each([
     [{ symbols: [] }, 'symbols'],
     [{ symbols: Array.from({ length: 11 }, (_, i) => `S${i}`) }, 'symbols'],
+    [{ symbols: ['^GSPC'] }, 'symbols'],
+    [{ symbols: ['A..B'] }, 'symbols'],
+    [{ symbols: ['AAPL', 'no spaces'] }, 'symbols'],
     [{ symbols: ['AAPL'], n: 0 }, 'n'],
     [{ symbols: ['AAPL'], n: 21 }, 'n'],
     [{ symbols: ['AAPL'], language: 'xx' }, 'language'],

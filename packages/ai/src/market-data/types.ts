@@ -121,9 +121,10 @@ export interface NewsQuery extends MarketDataCallOptions {
  * Market data for one symbol at a time. Symbols are trimmed and upper-cased first; a malformed one rejects with
  * MarketDataError 'invalid_request' before any request is made.
  *
- * Unknown symbols: quote, profile and metrics reject with UnknownSymbolError (not retryable), because the
- * providers answer them with zeros or empty objects that must not reach the model as real figures. companyNews
- * returns an empty list instead: "no news" and "unknown symbol" look the same to every news API.
+ * Unknown symbols (live providers): quote, profile and metrics reject with UnknownSymbolError (not retryable),
+ * because the providers answer them with zeros or empty objects that must not reach the model as real figures.
+ * companyNews returns an empty list instead: "no news" and "unknown symbol" look the same to every news API.
+ * The offline sample provider has no unknown symbols: it makes up labelled sample data for any well-formed one.
  */
 export interface MarketDataProvider {
   readonly name: 'finnhub' | 'sample';
