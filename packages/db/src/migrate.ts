@@ -30,8 +30,9 @@ export class DatabaseNewerError extends Error {
 
 /**
  * Brings the database up to date. All pending migrations run in one transaction (all or nothing) under
- * node-pg-migrate's advisory lock, so concurrent runs (several pods starting) are safe, and a second run
- * finds nothing to do. A database that has migrations this build does not know is refused.
+ * node-pg-migrate's advisory lock: a concurrent run (several pods, or `npm run dev` in several terminals, starting
+ * at once) waits for it and then finds nothing to do, as a later run does. A database that has migrations this
+ * build does not know is refused.
  */
 export async function migrate({ databaseUrl, log = () => undefined }: MigrateOptions): Promise<string[]> {
   const known = new Set(knownMigrations());
@@ -56,6 +57,7 @@ export async function migrate({ databaseUrl, log = () => undefined }: MigrateOpt
       migrationsTable: MIGRATIONS_TABLE,
       checkOrder: true,
       singleTransaction: true,
+      advisoryLockMode: 'wait',
       verbose: false,
       log,
       logger: { debug: () => undefined, info: log, warn: log, error: log },
@@ -81,8 +83,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
     await client.query(`CREATE DATABASE "${name}"`);
     return true;
   } catch (error) {
-    // Another process created it between the check and the CREATE.
-    if ((error as { code?: string }).code === '42P04') return false;
+    // Another process created it between the check and the CREATE: 42P04 when it had committed, 23505 (the
+    // catalog's unique index) when both CREATEs ran at once.
+    const code = (error as { code?: string }).code;
+    if (code === '42P04' || code === '23505') return false;
     throw error;
   } finally {
     await client.end();

@@ -1,6 +1,6 @@
 import { createEmptyDatabase, runMigrationCommand, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
-import { createPool, createPrismaClient, knownMigrations } from '../src';
+import { createPool, createPrismaClient, ensureDatabase, knownMigrations } from '../src';
 
 describe('migrations', () => {
   let db: TestDatabase;
@@ -40,6 +40,30 @@ describe('migrations', () => {
       expect(run.output).toContain('migrated by a newer version');
     } finally {
       await query("DELETE FROM pgmigrations WHERE name = '9999999999999_from-the-future'");
+    }
+  });
+
+  it('create a missing database once, however many processes ask at the same time', async () => {
+    // As `npm run dev` does for each service started in its own terminal.
+    const url = new URL(db.url);
+    url.pathname = `/${db.name}_new`;
+    try {
+      const created = await Promise.all(Array.from({ length: 4 }, () => ensureDatabase(url.toString())));
+      expect(created.filter(Boolean)).toHaveLength(1);
+      expect(await ensureDatabase(url.toString())).toBe(false);
+    } finally {
+      await query(`DROP DATABASE IF EXISTS "${db.name}_new" WITH (FORCE)`);
+    }
+  });
+
+  it('migrate once when several processes start at the same time, the others waiting for it', async () => {
+    const fresh = await createEmptyDatabase();
+    try {
+      const runs = await Promise.all(Array.from({ length: 3 }, () => runMigrationCommand(fresh.url)));
+      expect(runs.map((run) => run.code)).toEqual([0, 0, 0]);
+      expect(runs.filter((run) => run.output.includes('already up to date'))).toHaveLength(2);
+    } finally {
+      await fresh.drop();
     }
   });
 
