@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createEmptyDatabase, runMigrationCommand, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { createPool, createPrismaClient, ensureDatabase, knownMigrations } from '../src';
@@ -67,10 +70,25 @@ describe('migrations', () => {
     }
   });
 
-  it('fail clearly without DATABASE_URL', async () => {
-    const run = await runMigrationCommand('');
+  it('fail clearly without DATABASE_URL when npm start has not run (no database record in DATA_DIR)', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-migrate-'));
+    const before = process.env.DATA_DIR;
+    process.env.DATA_DIR = dataDir;
+    try {
+      const run = await runMigrationCommand('');
+      expect(run.code).toBe(1);
+      expect(run.output).toContain('[migrate] no database: DATABASE_URL is not set and npm start has not run here.');
+    } finally {
+      if (before === undefined) delete process.env.DATA_DIR;
+      else process.env.DATA_DIR = before;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fail with the configuration error for a malformed DATABASE_URL', async () => {
+    const run = await runMigrationCommand('mysql://root@127.0.0.1/fin');
     expect(run.code).toBe(78);
-    expect(run.output).toContain('DATABASE_URL: is required but not set');
+    expect(run.output).toContain('DATABASE_URL: expected a postgres or postgresql URL');
   });
 
   it('enforce the invariants the application relies on', async () => {
