@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
@@ -59,6 +60,6 @@ export async function startChatService({ config, logger, ...shared }: ChatServic
     await closeStarted(closers);
     throw error;
   }
-  logger.info({ url: `http://${config.HOST}:${config.PORT}` }, 'chat service listening');
+  logger.info({ url: `http://${config.HOST}:${(server.address() as AddressInfo).port}` }, 'chat service listening');
   return { lifecycle, server, closers };
 }

@@ -26,6 +26,12 @@ async function developmentKey(system: Standalone, dataDir: string): Promise<stri
   return apiKey;
 }
 
+/** A path inside the checkout relative to it (.data/postgres), any other in full. */
+function shortPath(where: string): string {
+  const relative = path.relative(REPOSITORY_ROOT, where);
+  return relative.startsWith('..') || path.isAbsolute(relative) ? where : relative;
+}
+
 function banner(system: Standalone, key: string): string {
   const { url } = system;
   // The admin CLI finds this system's database through DATA_DIR/database.json; a moved DATA_DIR must be named.
@@ -46,7 +52,7 @@ function banner(system: Standalone, key: string): string {
     `    ${admin} keys create --tenant ${DEV_TENANT} --name second --json`,
     '',
     `  Metrics (Prometheus): ${system.metricsUrl}`,
-    `  Database: ${system.embedded ? 'embedded PostgreSQL in .data/postgres' : 'DATABASE_URL'} · events: ${system.bus === 'kafka' ? 'Kafka (KAFKA_BROKERS)' : 'in-process bus'} · AI: ${system.offline ? 'OFFLINE mode (no ANTHROPIC_API_KEY; sample data, results marked offline)' : 'Anthropic API'}`,
+    `  Database: ${system.embeddedDataDir ? `embedded PostgreSQL in ${shortPath(system.embeddedDataDir)}` : 'DATABASE_URL'} · events: ${system.bus === 'kafka' ? 'Kafka (KAFKA_BROKERS)' : 'in-process bus'} · AI: ${system.offline ? 'OFFLINE mode (no ANTHROPIC_API_KEY; sample data, results marked offline)' : 'Anthropic API'}`,
     '  Ctrl-C stops everything.',
     '',
   ];

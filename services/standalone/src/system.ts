@@ -65,6 +65,8 @@ export interface Standalone {
   services: Record<string, string>;
   databaseUrl: string;
   embedded: boolean;
+  /** Where the embedded database keeps its files (under DATA_DIR, or /var/lib/fin-api when run as root). */
+  embeddedDataDir?: string;
   bus: 'kafka' | 'in-process';
   offline: boolean;
   pool: Pool;
@@ -240,6 +242,7 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
       services,
       databaseUrl,
       embedded: database !== undefined,
+      ...(database ? { embeddedDataDir: database.dataDir } : {}),
       bus: kafka.KAFKA_BROKERS.length > 0 ? 'kafka' : 'in-process',
       offline: engine.offline,
       pool,
