@@ -2,22 +2,12 @@
 // test Kafka broker under a topic prefix of the test's own, and fakes of what we do not own (Claude, Finnhub).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import path from 'node:path';
-import { TEST_KAFKA_BROKERS, uniqueName } from '@fin/testing';
+import { TEST_KAFKA_BROKERS, freePort, uniqueName } from '@fin/testing';
+
+export { freePort };
 
 const ROOT = path.resolve(__dirname, '../..');
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface ServiceProcess {
   name: string;

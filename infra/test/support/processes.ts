@@ -1,41 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
+import { runCommand as run } from '@fin/testing';
 
-export interface Finished {
-  code: number;
-  output: string;
-}
-
-/** Runs a command to completion, collecting stdout and stderr together. */
-export function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, output }));
-  });
-}
+/** run: a command to completion, its `output` being stdout and stderr together. */
+export { freePort } from '@fin/testing';
+export { run };
 
 /** Like run, but a non-zero exit is an error that carries the output. */
 export async function runOk(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
   const { code, output } = await run(command, args, options);
   if (code !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${code}:\n${output}`);
   return output;
-}
-
-/** A TCP port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 /** A long-running process whose output is kept for failure messages. */

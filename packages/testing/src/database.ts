@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { runCommand } from './processes';
 
 /**
  * A database per test file, cloned from a migrated template.
@@ -51,17 +51,9 @@ async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T>
 /** Runs the real migration command (as deployments do) against `url`. */
 export function runMigrationCommand(url: string, extraArgs: string[] = []): Promise<{ code: number; output: string }> {
   const dbPackage = path.dirname(MIGRATIONS_DIR);
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=development', '--import', 'tsx', path.join(dbPackage, 'src/cli.ts'), 'migrate', ...extraArgs],
-      { cwd: dbPackage, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, output }));
+  return runCommand(process.execPath, ['--conditions=development', '--import', 'tsx', path.join(dbPackage, 'src/cli.ts'), 'migrate', ...extraArgs], {
+    cwd: dbPackage,
+    env: { ...process.env, DATABASE_URL: url },
   });
 }
 

@@ -4,3 +4,4 @@ export { leakedSince, openHandles, waitForNoLeaks } from './leak-environment';
 export { waitFor } from './wait';
 export { openEventStream, type EventStreamClient, type EventStreamRequest, type SseFrame } from './event-stream';
 export { testCustomerToolsKey } from './secrets';
+export { freePort, runCommand, type Finished } from './processes';

@@ -1,38 +1,22 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createPool, type Pool } from '@fin/db';
 import type { AppError } from '@fin/http';
 import { createLogger } from '@fin/log';
-import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
+import { createTestDatabase, runCommand, waitFor, type Finished, type TestDatabase } from '@fin/testing';
 import { createAuthenticator, type PostgresAuthenticator } from '../src/auth/authenticator';
 
 const GATEWAY = path.join(__dirname, '..');
 const CLI = path.join(GATEWAY, 'src/admin/cli.ts');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('admin CLI (a real child process against a real database)', () => {
   let db: TestDatabase;
   let pool: Pool;
   let auth: PostgresAuthenticator;
 
-  function admin(args: string[], env: Record<string, string> = {}): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', CLI, ...args], {
-        cwd: GATEWAY,
-        env: { ...process.env, DATABASE_URL: db.url, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  function admin(args: string[], env: Record<string, string> = {}): Promise<Finished> {
+    return runCommand(process.execPath, ['--conditions=development', '--import', 'tsx', CLI, ...args], {
+      cwd: GATEWAY,
+      env: { ...process.env, DATABASE_URL: db.url, ...env },
     });
   }
 

@@ -4,41 +4,17 @@
 // is stopped.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { waitFor } from '@fin/testing';
+import { freePort, runCommand, waitFor, type Finished } from '@fin/testing';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `npm run <script> -- args` at the repository root, as a shell would run it (DATABASE_URL unset). */
-function npmRun(script: string, args: string[], dataDir: string): Promise<Run> {
+function npmRun(script: string, args: string[], dataDir: string): Promise<Finished> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, npm_config_loglevel: 'error' };
   delete env.DATABASE_URL;
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+  return runCommand('npm', ['run', '--silent', script, '--', ...args], { cwd: ROOT, env });
 }
 
 describe('the admin CLI and migrate against npm start', () => {

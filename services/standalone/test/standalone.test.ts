@@ -2,21 +2,11 @@
 // the launcher in a process of its own, the banner's key and curl line used as printed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AsyncJobResponse, JobStatusResponse, NewsResult } from '@fin/contracts';
-import { waitFor } from '@fin/testing';
+import { freePort, waitFor } from '@fin/testing';
 import { postgresPidOf } from '../src/embedded-postgres';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface Launched {
   child: ChildProcess;

@@ -5,20 +5,26 @@ import { CompanyNews, CompanyProfile, FinnhubProvider, KeyMetrics, Quote, Sample
 const sample = new SampleMarketDataProvider();
 const window = { from: '2020-01-01', to: '2020-01-31' };
 
+/** Quote, profile, metrics and news of `symbol`, each checked against its contract and marked as sample. */
+async function everythingAbout(symbol: string) {
+  const [quote, profile, metrics, news] = await Promise.all([
+    sample.quote(symbol),
+    sample.profile(symbol),
+    sample.metrics(symbol),
+    sample.companyNews(symbol, window),
+  ]);
+  for (const result of [Quote.parse(quote), CompanyProfile.parse(profile), KeyMetrics.parse(metrics), CompanyNews.parse(news)]) {
+    expect(result).toMatchObject({ symbol, provider: 'sample', sample: true });
+  }
+  return { quote, profile, metrics, news };
+}
+
 describe('SampleMarketDataProvider', () => {
   it('covers the six sample symbols with contract-valid results marked as sample', async () => {
     expect(sample.symbols.sort()).toEqual(['AAPL', 'AMZN', 'GOOGL', 'MSFT', 'NVDA', 'TSLA']);
     expect(sample.asOf).toBe(SAMPLE_MARKET_DATA.as_of);
     for (const symbol of sample.symbols) {
-      const [quote, profile, metrics, news] = await Promise.all([
-        sample.quote(symbol),
-        sample.profile(symbol),
-        sample.metrics(symbol),
-        sample.companyNews(symbol, window),
-      ]);
-      for (const result of [Quote.parse(quote), CompanyProfile.parse(profile), KeyMetrics.parse(metrics), CompanyNews.parse(news)]) {
-        expect(result).toMatchObject({ symbol, provider: 'sample', sample: true });
-      }
+      const { news } = await everythingAbout(symbol);
       expect(news.items.length).toBeGreaterThan(0);
     }
   });
@@ -32,15 +38,7 @@ describe('SampleMarketDataProvider', () => {
   it('invents contract-valid sample data for any well-formed symbol outside the dataset, the same on every call', async () => {
     const other = new SampleMarketDataProvider();
     for (const symbol of ['META', 'ZZZZ', '7203.T', 'BRK.B']) {
-      const [quote, profile, metrics, news] = await Promise.all([
-        sample.quote(symbol),
-        sample.profile(symbol),
-        sample.metrics(symbol),
-        sample.companyNews(symbol, window),
-      ]);
-      for (const result of [Quote.parse(quote), CompanyProfile.parse(profile), KeyMetrics.parse(metrics), CompanyNews.parse(news)]) {
-        expect(result).toMatchObject({ symbol, provider: 'sample', sample: true });
-      }
+      const { quote, profile, metrics, news } = await everythingAbout(symbol);
       // Nothing that passes for a real company's site or a real article.
       expect(profile.name).toMatch(new RegExp(`^${symbol.replace('.', '\\.')} `));
       expect(profile.website).toBeNull();
