@@ -15,7 +15,9 @@ node scripts/sync-build-references.mjs --check
 tsc -p tsconfig.json
 
 step "build"
-pnpm -r --reporter=append-only build >/dev/null
+# Every package and service to dist/ in one tsc -b (scripts/build.mjs): the standalone tests start `npm start`,
+# which runs the compiled system.
+node scripts/build.mjs
 
 step "postgres"
 admin_url="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"

@@ -2,13 +2,11 @@
 // repository root (`npm run admin -- …`, `npm run migrate`) with no DATABASE_URL: they reach the embedded
 // database through DATA_DIR/database.json, say which database that is, and say how to start the system when it
 // is stopped.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, runCommand, waitFor, type Finished } from '@fin/testing';
-
-const ROOT = path.resolve(__dirname, '..', '..', '..');
+import { REPOSITORY_ROOT as ROOT, buildOnce, launchNpmStart, type Launched } from './npm-start';
 
 /** `npm run <script> -- args` at the repository root, as a shell would run it (DATABASE_URL unset). */
 function npmRun(script: string, args: string[], dataDir: string): Promise<Finished> {
@@ -20,13 +18,10 @@ function npmRun(script: string, args: string[], dataDir: string): Promise<Finish
 describe('the admin CLI and migrate against npm start', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-admin-start-'));
   chmodSync(dataDir, 0o755);
-  let child: ChildProcess | undefined;
-  let exited: Promise<number | null> | undefined;
+  let running: Launched | undefined;
+  beforeAll(buildOnce, 300_000);
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await running?.forceStop();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -37,17 +32,10 @@ describe('the admin CLI and migrate against npm start', () => {
     expect(never.stderr).toContain('Start it with "npm start"');
 
     const port = await freePort();
-    let output = '';
-    child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], {
-      cwd: path.join(ROOT, 'services/standalone'),
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', DATA_DIR: dataDir, PORT: String(port) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const started = child;
-    exited = new Promise((resolve) => started.once('exit', (code) => resolve(code)));
-    started.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    started.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor(() => output.includes('Ctrl-C stops everything') || started.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    const started = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
+    running = started;
+    await waitFor(() => started.output().includes('Ctrl-C stops everything') || started.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    const output = started.output();
     const devKey = /Development API key\s+(\S+)/.exec(output)?.[1];
     expect(devKey).toMatch(/^fin_/);
     // The banner names the admin commands that work against this system.
@@ -80,8 +68,8 @@ describe('the admin CLI and migrate against npm start', () => {
     expect(migrated.stderr).toContain('(the database of npm start');
     expect(migrated.stderr).toContain('already up to date');
 
-    started.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    started.child.kill('SIGTERM');
+    expect(await started.exited).toBe(0);
     const stopped = await npmRun('admin', ['keys', 'list'], dataDir);
     expect(stopped.code).toBe(1);
     expect(stopped.stderr).toMatch(/admin: npm start is not running \(process \d+ has ended; its embedded database is stopped with it\)\. Start it with "npm start"/);

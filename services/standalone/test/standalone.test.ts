@@ -1,30 +1,13 @@
 // `npm start` as a newcomer runs it: nothing configured (no DATABASE_URL, KAFKA_BROKERS or ANTHROPIC_API_KEY),
-// the launcher in a process of its own, the banner's key and curl line used as printed.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+// the launcher in a process of its own, the banner's key and curl line used as printed. The system it starts is the
+// compiled one, as in the images: dist/, no development condition, the image's NODE_OPTIONS.
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AsyncJobResponse, JobStatusResponse, NewsResult } from '@fin/contracts';
 import { freePort, waitFor } from '@fin/testing';
 import { postgresPidOf } from '../src/embedded-postgres';
-
-interface Launched {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-function launch(env: Record<string, string>): Launched {
-  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], {
-    cwd: path.join(__dirname, '..'),
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return { child, output: () => output, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
-}
+import { REPOSITORY_ROOT, buildOnce, launchNpmStart, recordedProcess, type Launched } from './npm-start';
 
 /** The banner's curl line, run as a shell would: its URL, headers and body. */
 function curlLine(output: string): { url: string; key: string; body: string } {
@@ -39,17 +22,15 @@ describe('npm start on embedded defaults', () => {
   // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder (mkdtemp makes it 700).
   chmodSync(dataDir, 0o755);
   let running: Launched | undefined;
+  beforeAll(buildOnce, 300_000);
   afterEach(async () => {
-    if (running && running.child.exitCode === null) {
-      running.child.kill('SIGKILL');
-      await running.exited;
-    }
+    await running?.forceStop();
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('prints a working key and curl line, stops cleanly on SIGTERM, and keeps jobs and keys across a restart', async () => {
     const port = await freePort();
-    running = launch({ DATA_DIR: dataDir, PORT: String(port) });
+    running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
     await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
     const output = running.output();
     expect(output).toContain(`http://127.0.0.1:${port}`);
@@ -57,6 +38,13 @@ describe('npm start on embedded defaults', () => {
     expect(output).toContain('embedded PostgreSQL');
     expect(output).toContain('in-process bus');
     expect(output).toContain('OFFLINE');
+    // What runs is the compiled system with the production image's NODE_OPTIONS.
+    const system = recordedProcess(dataDir);
+    expect(system.cwd).toBe(path.join(REPOSITORY_ROOT, 'services/standalone'));
+    expect(system.argv.slice(1)).toEqual(['dist/main.js']);
+    const imageOptions = /NODE_OPTIONS="([^"]+)"/.exec(readFileSync(path.join(REPOSITORY_ROOT, 'Dockerfile'), 'utf8'))?.[1];
+    expect(imageOptions).toContain('--enable-source-maps');
+    expect(system.env.NODE_OPTIONS).toBe(imageOptions);
     const metricsUrl = /Metrics \(Prometheus\): (\S+)/.exec(output)?.[1];
     expect(metricsUrl).toBeDefined();
 
@@ -93,7 +81,7 @@ describe('npm start on embedded defaults', () => {
     // The embedded server stopped with the system rather than lingering.
     expect(postgresPidOf(path.join(dataDir, 'postgres'))).toBeUndefined();
 
-    running = launch({ DATA_DIR: dataDir, PORT: String(port) });
+    running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
     await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
     // The same key again (still valid), and the job and its result are still there.
     expect(curlLine(running.output()).key).toBe(key);

@@ -1,0 +1,62 @@
+// `npm start` as the tests run it: the launcher (scripts/start.mjs, what `npm start` runs under the bootstrap's
+// Node) in a process of its own, with only PATH and the given environment, its output collected.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { runCommand } from '@fin/testing';
+
+export const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+export interface Launched {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+  /** Asks the launcher to stop the system; after 10 s a second signal makes it kill the system at once. */
+  forceStop: () => Promise<void>;
+}
+
+/**
+ * Compiles the workspace (`npm run build`'s script) once before the launches, so that a launch's own build is the
+ * up-to-date check and the banner comes within the tests' waits also on a fresh clone.
+ */
+export async function buildOnce(): Promise<void> {
+  const built = await runCommand(process.execPath, [path.join(REPOSITORY_ROOT, 'scripts/build.mjs')], { cwd: REPOSITORY_ROOT });
+  if (built.code !== 0) throw new Error(`the build failed:\n${built.output}`);
+}
+
+export function launchNpmStart(env: Record<string, string>): Launched {
+  const child = spawn(process.execPath, [path.join(REPOSITORY_ROOT, 'scripts/start.mjs')], {
+    cwd: REPOSITORY_ROOT,
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => output,
+    exited,
+    async forceStop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const again = setTimeout(() => child.kill('SIGTERM'), 10_000);
+      await exited;
+      clearTimeout(again);
+    },
+  };
+}
+
+/** The command line and environment of the system process npm start recorded in DATA_DIR/database.json (Linux). */
+export function recordedProcess(dataDir: string): { argv: string[]; cwd: string; env: Record<string, string> } {
+  const { pid } = JSON.parse(readFileSync(path.join(dataDir, 'database.json'), 'utf8')) as { pid: number };
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '');
+  const env = Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter((entry) => entry.includes('='))
+      .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  );
+  return { argv, cwd: readlinkSync(`/proc/${pid}/cwd`), env };
+}
