@@ -6,114 +6,186 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/**
- * Hits a process has added to a counter ahead of the requests that will use them: the counts `next` … `last`
- * of the window ending at `resetAt`. `size` is how many the last statement reserved, `reservedAt` when.
- */
-interface Credits {
-  next: number;
-  last: number;
+/** What this process knows of one counter's current window. */
+interface CounterView {
+  /** The shared total as last read back from the database: every replica's synchronised hits, ours included. */
+  synced: number;
+  /** Hits admitted here that the statement in flight is adding. */
+  sending: number;
+  /** Hits admitted here and not sent yet. */
+  pending: number;
   resetAt: Date;
-  size: number;
-  reservedAt: number;
+  resetMs: number;
+  /** When `synced` was read (the time its statement was sent). */
+  readAt: number;
 }
 
-/** The most hits one statement reserves ahead. */
-export const MAX_CREDITS = 64;
 /**
- * Reserved hits are at most this fraction of what is left of the limit: a process can hold back no more than
- * 1/256 of a key's remaining requests, so keys with small limits (the defaults: 20 to 600) are counted exactly.
+ * What this process may admit on its own, unsent, is at most 1/LOCAL_SHARE of the headroom it last saw
+ * (limit − synced). With R replicas the shared count can therefore overshoot the limit by at most R/LOCAL_SHARE
+ * of it: under 1 % with two replicas (see docs/gateway.md). Keys with small limits (the defaults: 20 to 600) have
+ * no local budget and are counted exactly, hit by hit.
  */
-export const CREDIT_SHARE = 256;
-/** Credits keep growing only while a key uses them up within this long; a quieter key is counted hit by hit. */
-const BUSY_MS = 1_000;
+export const LOCAL_SHARE = 256;
+/** How often hits counted locally are sent, with every counter's delta in one statement. */
+export const DEFAULT_SYNC_MS = 100;
+/** A view older than this is not trusted for local admission: the next hit is counted in the database first. */
+const FRESH_MS = 1_000;
 /** Per-counter state beyond this many entries is pruned of ended windows. */
 const PRUNE_ABOVE = 10_000;
 
 /**
- * Counts hits on the shared counters with as few statements as exactness allows.
+ * Counts hits on the shared counters, locally where the limit is far and exactly where it is near (the cluster
+ * strategy of Kong's rate limiting, bounded).
  *
- * - At most one statement is in flight per store (product) and process. The hits that arrive meanwhile, on any
- *   number of keys, go into the next single statement: under load one round trip serves every key in flight.
- *   Each key's n hits are added atomically and its total returned, and its n waiting requests are given the
- *   consecutive counts (total − n + 1 … total), as if they had been applied one by one. A lone hit goes out at
- *   once.
- * - A key that keeps its counter busy gets hits reserved ahead (credits): the statement adds n + k hits and the
- *   next k requests are counted locally with the counts that follow. k doubles while the key uses its credits
- *   up within BUSY_MS, up to MAX_CREDITS, and never exceeds 1/CREDIT_SHARE of the limit's remaining headroom;
- *   credits end with their window. Every admitted request was counted in the database first, so no process ever
- *   admits beyond the limit; a credit left unused when its window ends was counted without a request, so a key
- *   can at worst be refused that many requests early (with two replicas, under 1 % of the limit).
+ * - A hit on a counter whose view is fresh (read back within FRESH_MS, same window) and whose unsent hits are
+ *   within the local budget (1/LOCAL_SHARE of the headroom last seen) is admitted at once, with no statement:
+ *   its count is the view plus this process's unsent hits. The deltas of every counter are sent together every
+ *   `syncMs`, or as soon as a counter has used half its budget, and the statement reads back each counter's
+ *   shared total (hits of other replicas included), which becomes the new view.
+ * - Any other hit (first of a window, stale view, budget used up, near the limit) waits for a statement: the
+ *   hits waiting meanwhile, on any number of keys, go into one statement, at most one in flight per store; each
+ *   key's n waiting hits get the consecutive counts the database assigned them (total − n + 1 … total), exact.
+ *
+ * Unsent hits of an ended window are dropped (they belonged to it); a process that dies loses at most its unsent
+ * hits (at most one sync's worth: a few more requests admitted in that window).
  */
-class CounterBatcher {
-  private queued = new Map<string, { waiters: Waiter[]; limit: number }>();
+export class CounterSync {
+  private readonly views = new Map<string, CounterView>();
+  private waiting = new Map<string, Waiter[]>();
   private inFlight = false;
-  private readonly credits = new Map<string, Credits>();
+  /** The statement in flight, settled (never rejected) when it is done. */
+  private running: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
 
-  constructor(private readonly send: (counterKeys: string[], hits: number[]) => Promise<Map<string, CounterRow>>) {}
+  constructor(
+    private readonly send: (counterKeys: string[], hits: number[]) => Promise<Map<string, CounterRow>>,
+    private readonly syncMs: number = DEFAULT_SYNC_MS,
+  ) {}
 
-  add(counterKey: string, limit: number): Promise<IncrementResponse> {
-    const credits = this.credits.get(counterKey);
-    if (credits !== undefined && credits.next <= credits.last && credits.resetAt.getTime() > Date.now()) {
-      return Promise.resolve({ totalHits: credits.next++, resetTime: credits.resetAt });
+  add(counterKey: string, limit: number): Promise<IncrementResponse> | IncrementResponse {
+    const view = this.views.get(counterKey);
+    if (view !== undefined && !this.closed) {
+      const now = Date.now();
+      const unsent = view.sending + view.pending;
+      const budget = Math.floor((limit - view.synced) / LOCAL_SHARE);
+      if (unsent < budget && view.resetMs > now && now - view.readAt < FRESH_MS) {
+        view.pending++;
+        if (2 * (unsent + 1) >= budget) this.syncSoon(0);
+        else this.syncSoon(this.syncMs);
+        return { totalHits: view.synced + unsent + 1, resetTime: view.resetAt };
+      }
     }
     return new Promise((resolve, reject) => {
-      const queue = this.queued.get(counterKey);
-      if (queue) {
-        queue.waiters.push({ resolve, reject });
-        queue.limit = limit;
-      } else {
-        this.queued.set(counterKey, { waiters: [{ resolve, reject }], limit });
-      }
+      const queue = this.waiting.get(counterKey);
+      if (queue) queue.push({ resolve, reject });
+      else this.waiting.set(counterKey, [{ resolve, reject }]);
       if (!this.inFlight) void this.flush();
     });
   }
 
-  /** How many hits to reserve ahead with the next statement for `counterKey`. */
-  private reservation(counterKey: string, hits: number, limit: number, now: number): number {
-    const previous = this.credits.get(counterKey);
-    if (previous === undefined || previous.resetAt.getTime() <= now || now - previous.reservedAt >= BUSY_MS) return 0;
-    const grown = Math.min(MAX_CREDITS, Math.max(1, previous.size * 2));
-    return Math.max(0, Math.min(grown, Math.floor((limit - previous.last - hits) / CREDIT_SHARE)));
+  /** Sends what is unsent now, and waits for it (after a statement in flight). */
+  async drain(): Promise<void> {
+    await this.running;
+    await this.flush();
   }
 
-  private async flush(): Promise<void> {
-    if (this.queued.size === 0) return;
-    const batch = [...this.queued].map(([key, { waiters, limit }]) => ({ key, waiters, ahead: 0, limit }));
-    this.queued = new Map();
-    this.inFlight = true;
+  /** Sends what is unsent, then counts every later hit in the database first. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.drain();
+  }
+
+  private syncSoon(delayMs: number): void {
+    if (this.inFlight) return; // the statement's completion sends what accumulated meanwhile
+    if (delayMs === 0) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      queueMicrotask(() => void this.flush());
+      return;
+    }
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private flush(): Promise<void> {
+    if (this.inFlight) return this.running;
     const now = Date.now();
-    for (const entry of batch) entry.ahead = this.reservation(entry.key, entry.waiters.length, entry.limit, now);
+    const waiting = this.waiting;
+    this.waiting = new Map();
+    const batch: { key: string; waiters: Waiter[]; view: CounterView | undefined }[] = [];
+    for (const [key, view] of this.views) {
+      if (view.resetMs <= now) {
+        // The window ended: its unsent hits belong to it, and a hit waiting starts the next one.
+        this.views.delete(key);
+        continue;
+      }
+      const waiters = waiting.get(key);
+      if (view.pending === 0 && waiters === undefined) continue;
+      waiting.delete(key);
+      view.sending = view.pending;
+      view.pending = 0;
+      batch.push({ key, waiters: waiters ?? [], view });
+    }
+    for (const [key, waiters] of waiting) batch.push({ key, waiters, view: undefined });
+    if (batch.length === 0) return Promise.resolve();
+    this.inFlight = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.running = this.apply(batch, now);
+    return this.running;
+  }
+
+  /** Sends one batch and hands out what the database answered. */
+  private async apply(batch: { key: string; waiters: Waiter[]; view: CounterView | undefined }[], now: number): Promise<void> {
     try {
       const rows = await this.send(
         batch.map(({ key }) => key),
-        batch.map(({ waiters, ahead }) => waiters.length + ahead),
+        batch.map(({ waiters, view }) => (view?.sending ?? 0) + waiters.length),
       );
-      for (const { key, waiters, ahead } of batch) {
+      for (const { key, waiters, view } of batch) {
         const row = rows.get(key);
         if (row === undefined) {
-          this.credits.delete(key);
+          this.views.delete(key);
           for (const waiter of waiters) waiter.reject(new Error(`the rate-limit statement returned no row for ${key}`));
           continue;
         }
-        const first = row.hits - waiters.length - ahead + 1;
+        // The hits waiting were added after this process's local ones: theirs are the last counts.
+        const first = row.hits - waiters.length + 1;
         waiters.forEach((waiter, position) => waiter.resolve({ totalHits: first + position, resetTime: row.reset_at }));
-        this.credits.set(key, { next: first + waiters.length, last: row.hits, resetAt: row.reset_at, size: ahead, reservedAt: now });
+        const current = this.views.get(key);
+        const pending = current === view && view !== undefined ? view.pending : 0;
+        // Hits admitted while the statement was in flight stay pending; a window the database restarted is the view's.
+        this.views.set(key, { synced: row.hits, sending: 0, pending, resetAt: row.reset_at, resetMs: row.reset_at.getTime(), readAt: now });
       }
-      if (this.credits.size > PRUNE_ABOVE) this.prune(now);
+      if (this.views.size > PRUNE_ABOVE) this.prune(Date.now());
     } catch (error) {
       for (const { key, waiters } of batch) {
-        this.credits.delete(key);
+        // Whether the statement was applied is unknown: the view is dropped, the next hit reads the counter again.
+        this.views.delete(key);
         for (const waiter of waiters) waiter.reject(error);
       }
     } finally {
       this.inFlight = false;
-      if (this.queued.size > 0) void this.flush();
+      if (this.waiting.size > 0) void this.flush();
+      else if (this.hasPending()) this.syncSoon(this.syncMs);
     }
   }
 
+  private hasPending(): boolean {
+    for (const view of this.views.values()) if (view.pending > 0) return true;
+    return false;
+  }
+
   private prune(now: number): void {
-    for (const [counterKey, credits] of this.credits) if (credits.resetAt.getTime() <= now) this.credits.delete(counterKey);
+    for (const [counterKey, view] of this.views) if (view.resetMs <= now) this.views.delete(counterKey);
   }
 }
 
@@ -155,8 +227,8 @@ export class FailOpenBreaker {
  */
 export class PostgresRateLimitStore implements Store {
   readonly localKeys = false;
-  private readonly batcher = new CounterBatcher((counterKeys, hits) => this.send(counterKeys, hits));
-  /** The limit of each key, as last told by limitFor(): how many hits may be reserved ahead (see CounterBatcher). */
+  private readonly counters: CounterSync;
+  /** The limit of each key, as last told by limitFor(): how many hits may be counted locally (see CounterSync). */
   private readonly limits = new Map<string, number>();
 
   constructor(
@@ -165,16 +237,29 @@ export class PostgresRateLimitStore implements Store {
     private readonly windowMs: number,
     private readonly breaker: FailOpenBreaker,
     private readonly timeoutMs: number,
-  ) {}
+    syncMs: number = DEFAULT_SYNC_MS,
+  ) {
+    this.counters = new CounterSync((counterKeys, hits) => this.send(counterKeys, hits), syncMs);
+  }
 
-  async increment(key: string): Promise<IncrementResponse> {
+  increment(key: string): Promise<IncrementResponse> | IncrementResponse {
     this.breaker.check();
-    return this.batcher.add(this.prefix + key, this.limits.get(key) ?? 0);
+    return this.counters.add(this.prefix + key, this.limits.get(key) ?? 0);
+  }
+
+  /** Sends the hits counted locally now (tests, benchmarks; otherwise every sync interval). */
+  sync(): Promise<void> {
+    return this.counters.drain();
+  }
+
+  /** Sends the hits counted locally; later hits are counted in the database first. */
+  close(): Promise<void> {
+    return this.counters.close();
   }
 
   /**
-   * Tells the store the limit that applies to `key`, before its increment. Without it a key is counted hit by
-   * hit (no hits reserved ahead), which is always exact.
+   * Tells the store the limit that applies to `key`, before its increment. Without it a key has no local
+   * budget and is counted hit by hit, which is always exact.
    */
   limitFor(key: string, limit: number): void {
     if (this.limits.size >= PRUNE_ABOVE && !this.limits.has(key)) this.limits.clear();

@@ -6,7 +6,7 @@ import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import type { Principal } from '../auth/types';
 import { createChatSlots } from './chat-slots';
 import { DEFAULT_CHAT_CONCURRENCY, DEFAULT_LIMITS } from './defaults';
-import { FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
+import { DEFAULT_SYNC_MS, FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
 import type { LimitedProduct, RateLimits } from './types';
 
 export interface RateLimitsOptions {
@@ -33,6 +33,8 @@ export interface RateLimitsOptions {
   storeTimeoutMs?: number;
   /** After a store failure, requests pass uncounted for this long without trying the database. Default 5 s. */
   failOpenCooldownMs?: number;
+  /** How often hits counted locally are sent to the shared counters (see CounterSync). Default 100 ms. */
+  syncMs?: number;
 }
 
 export interface PostgresRateLimits extends RateLimits {
@@ -40,6 +42,8 @@ export interface PostgresRateLimits extends RateLimits {
   readonly limits: Readonly<Record<LimitedProduct, number>>;
   /** Deletes counter rows whose window ended and chat slots whose lease expired (also run on an interval). */
   sweep(): Promise<{ counters: number; chatSlots: number }>;
+  /** Sends the hits counted locally to the shared counters now (otherwise done every `syncMs`). */
+  sync(): Promise<void>;
 }
 
 const DESCRIBED: Record<LimitedProduct, string> = {
@@ -90,8 +94,9 @@ const accountCounter = (principal: Principal) => `tenant:${principal.tenantId}`;
 
 /**
  * Rate limits shared by every gateway replica: per-minute counters per account (tenant) and product in Postgres
- * (atomic upserts through express-rate-limit with our store, which counts every admitted request in the
- * database first; see CounterBatcher) and leased chat slots per account. The spec's limits are the account's:
+ * (atomic upserts through express-rate-limit with our store, which counts locally while the limit is far and
+ * synchronises every replica's counts in batches; see CounterSync and docs/gateway.md) and leased chat slots per
+ * account. The spec's limits are the account's:
  * keys are free to mint, so a per-key count would give a tenant as many limits as it makes keys.
  *
  * When the database cannot be reached, requests pass uncounted (fail open) and a warning is logged at most
@@ -110,6 +115,7 @@ export function createRateLimits({
   sweepIntervalMs = 60_000,
   storeTimeoutMs = 2_000,
   failOpenCooldownMs = 5_000,
+  syncMs = DEFAULT_SYNC_MS,
 }: RateLimitsOptions): PostgresRateLimits {
   const limits: Readonly<Record<LimitedProduct, number>> = Object.freeze({ ...DEFAULT_LIMITS, ...overrides });
   const breaker = new FailOpenBreaker(failOpenCooldownMs);
@@ -122,6 +128,7 @@ export function createRateLimits({
     detachedHoldMs: chatDetachGraceMs + DETACH_MARGIN_MS,
   });
   const middlewares = new Map<LimitedProduct, RequestHandler>();
+  const stores: PostgresRateLimitStore[] = [];
 
   let lastLoggedAt = 0;
   let suppressed = 0;
@@ -141,7 +148,8 @@ export function createRateLimits({
 
   const build = (product: LimitedProduct): RequestHandler => {
     const property = `rateLimit:${product}`;
-    const store = new PostgresRateLimitStore(pool, `${product}:`, windowMs, breaker, storeTimeoutMs);
+    const store = new PostgresRateLimitStore(pool, `${product}:`, windowMs, breaker, storeTimeoutMs, syncMs);
+    stores.push(store);
     const limitOf = (res: Response) => principalOf(res).limitOverrides[product] ?? limits[product];
     const limiter = rateLimit({
       windowMs,
@@ -194,9 +202,14 @@ export function createRateLimits({
     },
     acquireChatSlot: (principal) => chat.acquire(principal),
     sweep,
+    async sync() {
+      await Promise.all(stores.map((store) => store.sync()));
+    },
     async close() {
       clearInterval(sweepTimer);
       await sweeping;
+      // Hits counted locally go to the shared counters before the pool closes.
+      await Promise.all(stores.map((store) => store.close().catch((error: unknown) => logger.warn({ err: error }, 'could not send the last rate-limit counts'))));
       await chat.close();
     },
   };
