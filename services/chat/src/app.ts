@@ -6,7 +6,7 @@ import type express from 'express';
 import type { Chat } from './chat';
 import { toAppError } from './errors';
 import type { LiveReply, ReplySource } from './live-reply';
-import { openSse, type SseOptions } from './sse';
+import { Heartbeat, openSse, type SseOptions } from './sse';
 
 export interface ChatAppDeps {
   chat: Chat;
@@ -24,15 +24,22 @@ const LAST_EVENT_ID_DETAIL = 'Last-Event-ID: must be the id of an event of this 
 /**
  * Streams `source` to the client from after `after`; the client leaving detaches it. The request has been read by
  * then (identity, body, Last-Event-ID) and nothing reads it again, but an event stream may stay open for minutes:
- * its headers and body are let go rather than kept all that time (node:http keeps them twice, as parsed and raw).
+ * its headers and body are let go rather than kept all that time (node:http keeps them twice, as parsed and raw),
+ * and so is the router's continuation (the handler never calls it once the stream has begun).
  */
 function follow(req: express.Request, res: express.Response, source: ReplySource, after: number, options: SseOptions): void {
-  const detach = source.attach(openSse(res, source.id, options), after);
-  if (res.destroyed) detach();
-  else res.once('close', detach);
+  const writer = openSse(res, source.id, options);
+  const detach = source.attach(writer, after);
+  const close = () => {
+    detach();
+    writer.close();
+  };
+  if (res.destroyed) close();
+  else res.once('close', close);
   req.headers = {};
   req.rawHeaders = [];
   req.body = undefined;
+  req.next = undefined;
 }
 
 /** The non-streamed answer, once the reply has ended; undefined when the client left first. */
@@ -60,7 +67,7 @@ function answer(res: express.Response, reply: LiveReply): Promise<ChatResponse |
  * EventSource). Tenant identity comes from the gateway's signed headers. See docs/products.md (Chat).
  */
 export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartbeatMs, retryMs = 1_000 }: ChatAppDeps): express.Express {
-  const sse: SseOptions = { heartbeatMs, retryMs };
+  const sse: SseOptions = { heartbeat: new Heartbeat(heartbeatMs), retryMs };
   const gatewayOnly = verifyIdentity(identityKey(signingSecret, 'chat'), { logger });
   const refuseWhileClosing = () => {
     if (chat.closing || lifecycle?.shuttingDown === true) throw serviceUnavailable('The chat service is shutting down; retry.');

@@ -5,8 +5,48 @@ import { trackEventStream } from '@fin/http';
 import type { Response } from 'express';
 import type { ReplyEvent, ReplyListener } from './live-reply';
 
+const KEEP_ALIVE = ': keep-alive\n\n';
+
+/** An open stream, as the heartbeat sees it. */
+export interface KeptAlive {
+  keepAlive(): void;
+}
+
+/**
+ * One timer for every open stream of an app: each open stream gets a keep-alive comment at least every
+ * `intervalMs` (the first within `intervalMs` of opening). A timer per stream, with its closure and close
+ * listener, was about half a kilobyte for each of thousands of quiet streams. The timer runs only while a stream
+ * is open, so an app that streams nothing holds none.
+ */
+export class Heartbeat {
+  readonly #writers = new Set<KeptAlive>();
+  readonly #intervalMs: number;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(intervalMs: number) {
+    this.#intervalMs = intervalMs;
+  }
+
+  add(writer: KeptAlive): void {
+    this.#writers.add(writer);
+    // The stream is quiet while the model thinks or a tool runs: a comment keeps proxies and load balancers
+    // from taking it for a dead connection.
+    this.#timer ??= setInterval(() => this.#beat(), this.#intervalMs).unref();
+  }
+
+  delete(writer: KeptAlive): void {
+    if (!this.#writers.delete(writer) || this.#writers.size > 0) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #beat(): void {
+    for (const writer of this.#writers) writer.keepAlive();
+  }
+}
+
 export interface SseOptions {
-  heartbeatMs: number;
+  heartbeat: Heartbeat;
   /** Told to EventSource clients as `retry:`: how soon to reconnect after a dropped connection. */
   retryMs: number;
 }
@@ -16,18 +56,16 @@ export interface SseOptions {
  * methods are the class's, not closures made per stream (under tsx, keepNames gives each named closure a
  * property dictionary of its own).
  */
-class SseWriter implements ReplyListener {
+class SseWriter implements ReplyListener, KeptAlive {
   readonly #res: Response;
   readonly #replyId: string;
-  readonly #heartbeat: NodeJS.Timeout;
+  readonly #heartbeat: Heartbeat;
 
-  constructor(res: Response, replyId: string, heartbeatMs: number) {
+  constructor(res: Response, replyId: string, heartbeat: Heartbeat) {
     this.#res = res;
     this.#replyId = replyId;
-    // The stream is quiet while the model thinks or a tool runs: a comment keeps proxies and load balancers
-    // from taking it for a dead connection.
-    this.#heartbeat = setInterval(() => this.#write(': keep-alive\n\n'), heartbeatMs).unref();
-    res.once('close', () => clearInterval(this.#heartbeat));
+    this.#heartbeat = heartbeat;
+    heartbeat.add(this);
   }
 
   event({ position, name, data }: ReplyEvent): void {
@@ -35,8 +73,17 @@ class SseWriter implements ReplyListener {
   }
 
   end(): void {
-    clearInterval(this.#heartbeat);
+    this.close();
     if (!this.#res.writableEnded) this.#res.end();
+  }
+
+  /** The client's connection closed: no more keep-alives. */
+  close(): void {
+    this.#heartbeat.delete(this);
+  }
+
+  keepAlive(): void {
+    this.#write(KEEP_ALIVE);
   }
 
   #write(text: string): void {
@@ -44,8 +91,8 @@ class SseWriter implements ReplyListener {
   }
 }
 
-/** Opens the event stream on `res`; returns the listener that writes a reply's events to it and ends it. */
-export function openSse(res: Response, replyId: string, { heartbeatMs, retryMs }: SseOptions): ReplyListener {
+/** Opens the event stream on `res`; returns the writer of a reply's events to it (close() it when `res` closes). */
+export function openSse(res: Response, replyId: string, { heartbeat, retryMs }: SseOptions): ReplyListener & { close(): void } {
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache');
@@ -55,5 +102,5 @@ export function openSse(res: Response, replyId: string, { heartbeatMs, retryMs }
   trackEventStream('chat', res);
   // A reconnect within the reply's detach grace finds it still running.
   res.write(`retry: ${retryMs}\n\n`);
-  return new SseWriter(res, replyId, heartbeatMs);
+  return new SseWriter(res, replyId, heartbeat);
 }
