@@ -49,7 +49,7 @@ export {
 export { DLQ_HEADERS, type RawMessage, type RawOutgoingMessage } from './delivery';
 export { type KafkaBusOptions, createKafka, createKafkaBus, ensureTopics } from './kafka-bus';
 export { type MemoryBusOptions, type MemoryEventBus, createMemoryBus } from './memory-bus';
-export { type AppendOptions, appendToOutbox } from './outbox';
+export { type AppendOptions, OUTBOX_KEY_LOCK_CLASS, appendToOutbox } from './outbox';
 export { type OutboxRelay, type OutboxRelayOptions, createOutboxRelay } from './relay';
 export { type ProcessOnceResult, processOnce } from './idempotency';
 export { connectKafkaBus, kafkaConfigShape, type KafkaConfig } from './kafka-config';

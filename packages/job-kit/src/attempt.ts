@@ -1,21 +1,17 @@
 // One attempt at a job, whoever runs it: a worker that consumed the job's request (worker.ts) or a process that
-// runs the job in-process for its caller (inline.ts). Both hold the job's lease, report through the outbox with
-// the same seq numbering, and commit the terminal event together with releasing the lease.
+// runs the job in-process for its caller (inline.ts). Both hold the job's lease and write the job's state through
+// job-store while holding it: each step and its job.state event in one statement, the terminal state with the
+// lease release, its event and the cache entry in one transaction.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { ErrorType } from '@fin/contracts';
-import { withTransaction, type Pool, type Queryable } from '@fin/db';
-import { SEQ_PER_ATTEMPT, appendToOutbox, jobsEventsTopic, type JobStateEventPayload, type JobType } from '@fin/events';
+import type { Pool } from '@fin/db';
+import { SEQ_PER_ATTEMPT, type JobType } from '@fin/events';
+import { attemptRecorder, type LeasedJob } from '@fin/job-store';
 import type { Logger } from '@fin/log';
 
-export interface JobToRun {
-  id: string;
-  type: JobType;
-  tenantId: string;
-  request: Record<string, unknown>;
-  attempt: number;
-  maxAttempts: number;
-}
+/** A job whose lease the runner holds for this attempt. */
+export type JobToRun = LeasedJob;
 
 export interface RunContext {
   /** Aborted when the time limit passes, the lease is lost or the runner is told to stop. */
@@ -98,76 +94,11 @@ class Aborted extends Error {
   }
 }
 
-type StateEvent = Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id'>;
-
 /**
- * Writes the attempt's job.state events through the outbox: seq = attempt × SEQ_PER_ATTEMPT + n, progress never
- * lower. n stays inside the attempt's range however long the attempt runs: a progress event that would take the
- * range's last number is not written (it returns false; the status keeps the step before it), and the last number
- * is kept for the terminal event, so an attempt can never number an event as if it were the next attempt's.
- */
-function eventWriter(settings: AttemptSettings, job: JobToRun) {
-  let n = 0;
-  let lastProgress = 0;
-  const last = SEQ_PER_ATTEMPT - 1;
-  const write = (db: Queryable, event: StateEvent, number: number) => {
-    lastProgress = Math.max(lastProgress, event.progress);
-    return appendToOutbox(db, jobsEventsTopic, job.id, {
-      ...event,
-      progress: lastProgress,
-      job_id: job.id,
-      job_type: settings.jobType,
-      seq: job.attempt * SEQ_PER_ATTEMPT + number,
-      worker_id: settings.workerId,
-    });
-  };
-  return {
-    async progress(db: Queryable, event: StateEvent): Promise<boolean> {
-      if (n + 1 >= last) return false;
-      n += 1;
-      await write(db, event, n);
-      return true;
-    },
-    /** The attempt's last event (completed, failed, or the running event of a retry). */
-    async final(db: Queryable, event: StateEvent): Promise<void> {
-      n = Math.min(n + 1, last);
-      await write(db, event, n);
-    },
-  };
-}
-
-/**
- * Runs `work` only while this runner still holds the job's lease for this attempt (false when it does not), and
- * releases the lease in the same transaction: `final` (the terminal event is written) keeps the job unclaimable
- * until the jobs service applies that event; `retry` lets the reaper re-request it after the retry delay;
- * `handback` lets it re-request at once.
- */
-function whileHoldingLease(
-  settings: AttemptSettings,
-  job: JobToRun,
-  release: 'final' | 'retry' | 'handback',
-  work: (db: Queryable) => Promise<void>,
-): Promise<boolean> {
-  const until = { final: "'infinity'::timestamptz", retry: "now() + $4 * interval '1 millisecond'", handback: 'now()' }[release];
-  return withTransaction(settings.pool, async (client) => {
-    // updated_at marks when the terminal event was committed: the reaper settles a job whose event never got
-    // applied (dead-lettered) once it has waited long enough after this.
-    const { rowCount } = await client.query(
-      `UPDATE jobs SET lease_owner = NULL, lease_expires_at = ${until}, updated_at = now()
-        WHERE id = $1 AND lease_owner = $2 AND attempts = $3`,
-      release === 'retry' ? [job.id, settings.workerId, job.attempt, settings.retryDelayMs] : [job.id, settings.workerId, job.attempt],
-    );
-    if (rowCount !== 1) return false;
-    await work(client);
-    return true;
-  });
-}
-
-/**
- * One attempt at a job whose lease this runner has just claimed: reports `running`, renews the lease while
- * `run` works, passes its progress on (at most one event per progress interval), and commits the terminal event
- * with the lease release — only while it still holds the lease, so a runner that was paused or lost its lease
- * cannot overwrite a newer attempt.
+ * One attempt at a job whose lease this runner has just claimed: writes `running`, renews the lease while `run`
+ * works, writes its progress (at most one step per progress interval), and commits the terminal state with the
+ * lease release — only while it still holds the lease, so a runner that was paused or lost its lease cannot
+ * overwrite a newer attempt.
  */
 export async function runAttempt(
   settings: AttemptSettings,
@@ -177,12 +108,8 @@ export async function runAttempt(
 ): Promise<AttemptOutcome> {
   const { pool, timeLimitMs, leaseMs, heartbeatMs, progressIntervalMs, workerId } = settings;
   const jobLog = settings.logger.child({ jobId: job.id, tenantId: job.tenantId, attempt: job.attempt });
-  const events = eventWriter(settings, job);
-  await events.progress(pool, {
-    status: 'running',
-    progress: 5,
-    currently_working_on: job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting',
-  });
+  const store = attemptRecorder({ pool, workerId, retryDelayMs: settings.retryDelayMs, logger: jobLog }, job);
+  await store.progress(5, job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting');
 
   const controller = new AbortController();
   const abort = (why: Aborted['why']) => !controller.signal.aborted && controller.abort(new Aborted(why));
@@ -192,20 +119,16 @@ export async function runAttempt(
   if (stop.signal.aborted) onStop();
   const limit = setTimeout(() => abort('time_limit'), timeLimitMs);
   const heartbeat = setInterval(() => {
-    pool
-      .query(
-        `UPDATE jobs SET lease_expires_at = now() + $4 * interval '1 millisecond'
-          WHERE id = $1 AND lease_owner = $2 AND attempts = $3`,
-        [job.id, workerId, job.attempt, leaseMs],
-      )
+    store
+      .renew(leaseMs)
       .then(
-        ({ rowCount }) => rowCount !== 1 && abort('lease_lost'),
+        (renewed) => !renewed && abort('lease_lost'),
         (error: unknown) => jobLog.warn({ err: error }, 'Renewing the lease failed'),
       );
   }, heartbeatMs);
-  // Progress events are written in order, one at a time, so they never overtake each other, and at most one per
+  // Progress is written in order, one step at a time, so steps never overtake each other, and at most one per
   // progressIntervalMs: a step reported sooner waits, and is replaced by a later one that arrives meanwhile. A
-  // quick job thus reports just `running` and `completed`, and its events reach the jobs service sooner.
+  // quick job thus writes just `running` and `completed`.
   let progressChain: Promise<unknown> = Promise.resolve();
   let lastProgressAt = Date.now();
   let waiting: { percent: number; text: string } | undefined;
@@ -219,8 +142,8 @@ export async function runAttempt(
     lastProgressAt = Date.now();
     progressChain = progressChain
       .then(async () => {
-        const written = await events.progress(pool, { status: 'running', progress: Math.min(99, Math.max(0, Math.round(step.percent))), currently_working_on: step.text });
-        if (!written && !progressCapped) {
+        const { numbersLeft } = await store.progress(Math.min(99, Math.max(0, Math.round(step.percent))), step.text);
+        if (!numbersLeft && !progressCapped) {
           progressCapped = true;
           jobLog.warn({ maxEvents: SEQ_PER_ATTEMPT - 2 }, 'This attempt reported more progress steps than one attempt can number; later steps are not recorded');
         }
@@ -245,16 +168,7 @@ export async function runAttempt(
     if (controller.signal.aborted) throw controller.signal.reason;
     dropWaitingProgress();
     await progressChain;
-    const committed = await whileHoldingLease(settings, job, 'final', (db) =>
-      events.final(db, {
-        status: 'completed',
-        progress: 100,
-        currently_working_on: 'Completed',
-        result: outcome.result,
-        ...(outcome.customerToolSet !== undefined ? { customer_tool_set: outcome.customerToolSet } : {}),
-        ...(outcome.usage ? { usage: { input_tokens: outcome.usage.inputTokens, output_tokens: outcome.usage.outputTokens } } : {}),
-      }),
-    );
+    const committed = await store.complete(outcome);
     if (!committed) {
       jobLog.warn('Lease lost before the result was committed; the result is discarded (another attempt owns the job)');
       return { kind: 'lease_lost' };
@@ -268,7 +182,7 @@ export async function runAttempt(
     const stopped = reason instanceof Aborted && reason.why === 'stopped';
     if (stopped && stop.onStop === 'handback') {
       // Hand the job back at once: the reaper re-requests it for another worker.
-      await whileHoldingLease(settings, job, 'handback', async () => undefined);
+      await store.handBack();
       jobLog.info('Worker stopping: job handed back');
       return { kind: 'handed_back' };
     }
@@ -283,12 +197,9 @@ export async function runAttempt(
     const retry = verdict.retry && job.attempt < job.maxAttempts;
     const error = { type: verdict.type, detail: verdict.detail };
     jobLog.warn({ err: stopped ? stop.signal.reason : reason, retry }, 'Job attempt failed');
-    const committed = await whileHoldingLease(settings, job, retry ? 'retry' : 'final', (db) =>
-      events.final(db, retry
-        ? { status: 'running', progress: 0, currently_working_on: `A temporary problem interrupted the work; retrying shortly (attempt ${job.attempt} of ${job.maxAttempts})` }
-        : { status: 'failed', progress: 0, currently_working_on: 'Failed', error },
-      ),
-    );
+    const committed = retry
+      ? await store.retryLater(`A temporary problem interrupted the work; retrying shortly (attempt ${job.attempt} of ${job.maxAttempts})`)
+      : await store.fail(error);
     if (!committed) return { kind: 'lease_lost' };
     return retry ? { kind: 'retrying', error } : { kind: 'failed', error };
   } finally {

@@ -1,5 +1,19 @@
-export { cacheKeysFor, canonicalJson, describeCacheKey, sha256, withToolSet, type CacheKeyParts, type CacheKeys } from './cache-key';
-export { submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
+// Cache keys and submission are job-store's (they are statements on jobs and the cache); the product services
+// reach them through job-kit, with the worker runtime.
+export {
+  cacheKeysFor,
+  canonicalJson,
+  describeCacheKey,
+  sha256,
+  submitJob,
+  withToolSet,
+  type CacheKeyParts,
+  type CacheKeys,
+  type CachedOutcome,
+  type JobOutcome,
+  type SubmitOutcome,
+  type SubmitParams,
+} from '@fin/job-store';
 export {
   createJobWorker,
   type FailureVerdict,

@@ -1,10 +1,10 @@
 // Running one job in the process that received its request, for a caller that needs the work to happen right
-// there (a streamed answer). It is still a real job: its row is created already claimed, it reports the same
-// job.state events through the outbox (seq, lease, terminal event committed with the lease release) as a worker,
-// so the jobs service and pollers see pending → running → completed or failed, and the result is stored.
+// there (a streamed answer). It is still a real job: its row is created already claimed, and it writes its state
+// (with the same job.state events, seq and lease checks) exactly as a worker does, so pollers and observers see
+// pending → running → completed or failed, and the result is stored.
 import type { ErrorType } from '@fin/contracts';
 import { attemptSettings, runAttempt, type AttemptOptions, type JobToRun, type RunContext, type RunOutcome } from './attempt';
-import { submitJob, type JobOutcome } from './submit';
+import { submitJob, type JobOutcome } from '@fin/job-store';
 
 export type InlineRunnerOptions = AttemptOptions;
 
@@ -56,7 +56,7 @@ export function createInlineRunner(options: InlineRunnerOptions): InlineRunner {
       });
       if (submitted.kind === 'replayed') return { ...submitted, kind: 'replayed' };
       if (submitted.kind !== 'created') throw new Error(`An inline job cannot be ${submitted.kind}: inline jobs have no cache key`);
-      const job: JobToRun = { id: submitted.jobId, type: settings.jobType, tenantId: params.tenantId, request: params.request, attempt: 1, maxAttempts: 1 };
+      const job: JobToRun = { id: submitted.jobId, type: settings.jobType, tenantId: params.tenantId, request: params.request, attempt: 1, maxAttempts: 1, cacheKey: null };
       const outcome = await runAttempt(
         logged,
         job,

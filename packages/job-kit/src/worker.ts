@@ -1,3 +1,4 @@
+import { claimJob } from '@fin/job-store';
 import { jobRequestTopics, type EventBus, type JobRequestedPayload, type Subscription } from '@fin/events';
 import { attemptSettings, runAttempt, type AttemptOptions, type JobToRun, type RunContext, type RunOutcome } from './attempt';
 
@@ -30,9 +31,9 @@ export interface JobWorker {
 /**
  * The worker role of a product service. It consumes its product's job requests at least once and, per job:
  * claims a lease (a second delivery, or a job another live worker holds, is skipped), then runs one attempt
- * (attempt.ts): `running` and progress through the outbox, the lease renewed while working, and the terminal
- * event committed in the same transaction as releasing the lease — only while it still holds it, so a worker
- * that was paused or lost its lease cannot overwrite a newer attempt. Event `seq` is `attempt * 1000 + n`.
+ * (attempt.ts): `running` and progress written to the job with their events, the lease renewed while working,
+ * and the terminal state committed in the same transaction as releasing the lease — only while it still holds
+ * it, so a worker that was paused or lost its lease cannot overwrite a newer attempt.
  */
 export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const settings = attemptSettings(options);
@@ -42,20 +43,8 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const stopping = new AbortController();
   let subscription: Subscription | undefined;
 
-  async function claim(jobId: string): Promise<JobToRun | undefined> {
-    const { rows } = await pool.query<{ attempts: number; max_attempts: number; tenant_id: string; request: Record<string, unknown> }>(
-      `UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
-        WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
-          AND (lease_expires_at IS NULL OR lease_expires_at < now())
-        RETURNING attempts, max_attempts, tenant_id, request`,
-      [jobId, workerId, leaseMs, jobType],
-    );
-    const row = rows[0];
-    return row && { id: jobId, type: jobType, tenantId: row.tenant_id, request: row.request, attempt: row.attempts, maxAttempts: row.max_attempts };
-  }
-
   async function handle(payload: JobRequestedPayload): Promise<void> {
-    const job = await claim(payload.job_id);
+    const job = await claimJob(pool, { jobId: payload.job_id, jobType, workerId, leaseMs });
     if (!job) {
       log.debug({ jobId: payload.job_id }, 'Job not claimable (finished, or leased by a live worker); skipped');
       return;

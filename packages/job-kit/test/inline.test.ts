@@ -46,8 +46,8 @@ describe('inline job runner', () => {
   const outbox = (jobId: string) => outboxOf(pool, jobId);
 
   async function jobRow(jobId: string) {
-    const { rows } = await pool.query<{ status: string; attempts: number; max_attempts: number; lease_owner: string | null; infinite: boolean; request: unknown }>(
-      "SELECT status, attempts, max_attempts, lease_owner, lease_expires_at = 'infinity' AS infinite, request FROM jobs WHERE id = $1",
+    const { rows } = await pool.query<{ status: string; attempts: number; max_attempts: number; lease_owner: string | null; released: boolean; request: unknown; result: unknown }>(
+      'SELECT status, attempts, max_attempts, lease_owner, lease_expires_at IS NULL AS released, request, result FROM jobs WHERE id = $1',
       [jobId],
     );
     return rows[0]!;
@@ -66,7 +66,8 @@ describe('inline job runner', () => {
       },
     );
     expect(outcome).toEqual({ kind: 'completed', jobId: startedWith, result: { format: 'markdown', content: 'done' } });
-    expect(rowWhileRunning).toMatchObject({ status: 'pending', attempts: 1, max_attempts: 1, lease_owner: inline.workerId, request: { prompt: 'p' } });
+    // `running` is written by the runner before the work starts, under its lease.
+    expect(rowWhileRunning).toMatchObject({ status: 'running', attempts: 1, max_attempts: 1, lease_owner: inline.workerId, request: { prompt: 'p' } });
 
     const events = await outbox(outcome.jobId);
     // Only job.state events: no job.requested, so no worker ever runs this job.
@@ -77,7 +78,8 @@ describe('inline job runner', () => {
       [1003, 'completed', 100, 'Completed'],
     ]);
     expect(events[2]!.payload).toMatchObject({ result: { format: 'markdown', content: 'done' }, usage: { input_tokens: 3, output_tokens: 4 } });
-    expect(await jobRow(outcome.jobId)).toMatchObject({ lease_owner: null, infinite: true });
+    // The result is in the job too, committed with the completion and its event.
+    expect(await jobRow(outcome.jobId)).toMatchObject({ status: 'completed', result: { format: 'markdown', content: 'done' }, lease_owner: null, released: true });
   });
 
   it('aborts the work when the caller stops it, and fails the job with the reason the caller gave', async () => {
@@ -98,7 +100,7 @@ describe('inline job runner', () => {
     const events = await outbox(outcome.jobId);
     expect(events.at(-1)!.payload).toMatchObject({ status: 'failed', seq: 1002, error: { type: 'service_unavailable', detail: 'The client left.' } });
     // The job is finished for good: not handed back for a retry.
-    expect(await jobRow(outcome.jobId)).toMatchObject({ lease_owner: null, infinite: true });
+    expect(await jobRow(outcome.jobId)).toMatchObject({ status: 'failed', lease_owner: null, released: true });
   });
 
   it('fails at once on an error that a worker would retry: the job has one attempt', async () => {

@@ -108,8 +108,8 @@ describe('job worker', () => {
   const events = (jobId: string) => jobEvents(pool, jobId);
 
   async function lease(jobId: string) {
-    const { rows } = await pool.query<{ lease_owner: string | null; lease_expires_at: Date | null; attempts: number; infinite: boolean }>(
-      "SELECT lease_owner, lease_expires_at, attempts, lease_expires_at = 'infinity' AS infinite FROM jobs WHERE id = $1",
+    const { rows } = await pool.query<{ status: string; result: unknown; lease_owner: string | null; lease_expires_at: Date | null; attempts: number }>(
+      'SELECT status, result, lease_owner, lease_expires_at, attempts FROM jobs WHERE id = $1',
       [jobId],
     );
     return rows[0]!;
@@ -140,7 +140,9 @@ describe('job worker', () => {
       [1005, 'completed', 100],
     ]);
     expect(list.at(-1)).toMatchObject({ result: { news: [] }, usage: { input_tokens: 10, output_tokens: 5 } });
-    expect(await lease(jobId)).toMatchObject({ lease_owner: null, infinite: true, attempts: 1 });
+    // The state is the job row's, committed with the event: completed with its result, the lease released, and
+    // not claimable again.
+    expect(await lease(jobId)).toMatchObject({ status: 'completed', result: { news: [] }, lease_owner: null, lease_expires_at: null, attempts: 1 });
 
     // A duplicate delivery of the same request does not run the job again.
     await request(jobId);
@@ -259,7 +261,7 @@ describe('job worker', () => {
     await waitFor(async () => (await events(jobId)).some((event) => event.currently_working_on.startsWith('A temporary problem')));
     const afterFirst = await lease(jobId);
     expect(afterFirst.lease_owner).toBeNull();
-    expect(afterFirst.infinite).toBe(false);
+    expect(afterFirst.status).toBe('running');
     expect(afterFirst.lease_expires_at!.getTime()).toBeGreaterThan(Date.now() - 1_000);
     // The reaper re-requests it once the retry delay has passed; here the test does.
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -6,7 +6,7 @@ import { createInlineRunner, idempotencyKeyOf, submitJob } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import { openEventStream, type AnalysisEventStream } from './event-stream';
-import type { FinishedJob, JobWatcher } from './job-watcher';
+import type { FinishedJob, JobWatcher } from '@fin/job-store';
 import { clientLeft, RequestStopped, type OpenRequests } from './open-requests';
 import { classifyAnalysisFailure } from './worker';
 

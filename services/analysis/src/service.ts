@@ -8,7 +8,7 @@ import { closeStarted, listen, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { AnalysisConfig } from './config';
-import { createJobWatcher } from './job-watcher';
+import { createJobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from './open-requests';
 import { createAnalysisWorker } from './worker';
 

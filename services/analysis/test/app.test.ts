@@ -3,7 +3,7 @@ import { AnalysisResponse, ErrorBody } from '@fin/contracts';
 import { waitFor } from '@fin/testing';
 import request from 'supertest';
 import { createApp, type AnalysisSettings } from '../src/app';
-import { createJobWatcher, type JobWatcher } from '../src/job-watcher';
+import { createJobWatcher, type JobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from '../src/open-requests';
 import { createTestBed, finishJob, logger, outboxOf, PATH, SECRET, signed, type TestBed } from './support';
 

@@ -86,10 +86,10 @@ describe('analysis service shutdown with open streams', () => {
       detail: 'The analysis service is restarting and stopped this analysis before it finished. Send the request again.',
     });
     expect(exits).toEqual([0]);
-    // The job is not left running: its failure is in the outbox and its lease is released for good.
+    // The job is not left running: it is failed, with its event in the outbox, and its lease is released.
     expect((await outboxOf(bed.pool, jobId)).at(-1)?.payload).toMatchObject({ status: 'failed', error: { type: 'service_unavailable' } });
-    const { rows } = await bed.pool.query("SELECT lease_owner, lease_expires_at = 'infinity' AS final FROM jobs WHERE id = $1", [jobId]);
-    expect(rows[0]).toEqual({ lease_owner: null, final: true });
+    const { rows } = await bed.pool.query("SELECT status, lease_owner, lease_expires_at FROM jobs WHERE id = $1", [jobId]);
+    expect(rows[0]).toEqual({ status: 'failed', lease_owner: null, lease_expires_at: null });
     await waitFor(() => bed.fake.requests[0]?.cancelled === true, { what: 'the model call to be cancelled' });
   });
 

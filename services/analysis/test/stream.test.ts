@@ -4,7 +4,7 @@ import { AnalysisDoneEvent, AnalysisSynthesisChunkEvent, ErrorBody, analysisText
 import { jsonReply, textReply } from '@fin/fakes';
 import { waitFor } from '@fin/testing';
 import { createApp, type AnalysisSettings } from '../src/app';
-import { createJobWatcher, type JobWatcher } from '../src/job-watcher';
+import { createJobWatcher, type JobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from '../src/open-requests';
 import { createTestBed, finishJob, logger, outboxOf, PATH, signed, sseFrames, type SseFrame, type TestBed } from './support';
 
@@ -99,9 +99,17 @@ describe('POST /api/analysis, streamed', () => {
     expect(events.at(-1)).toEqual({ event: 'done', data: AnalysisDoneEvent.parse({ job_id: jobId, status: 'completed' }) });
     expect(events.slice(0, -1).every((frame) => frame.event === 'synthesis_chunk')).toBe(true);
 
-    // A real job: its row, and job.state events through the outbox that end with the result (no worker is asked).
-    const { rows } = await bed.pool.query("SELECT type, tenant_id, max_attempts, request, lease_expires_at = 'infinity' AS finished FROM jobs WHERE id = $1", [jobId]);
-    expect(rows[0]).toMatchObject({ type: 'analysis', tenant_id: bed.tenantA, max_attempts: 1, finished: true, request: { output_format: { type: 'markdown', stream: true } } });
+    // A real job: its row with the result, and job.state events through the outbox that end with `completed` (no
+    // worker is asked).
+    const { rows } = await bed.pool.query("SELECT type, tenant_id, max_attempts, request, result, status = 'completed' AND lease_owner IS NULL AS finished FROM jobs WHERE id = $1", [jobId]);
+    expect(rows[0]).toMatchObject({
+      type: 'analysis',
+      tenant_id: bed.tenantA,
+      max_attempts: 1,
+      finished: true,
+      request: { output_format: { type: 'markdown', stream: true } },
+      result: { format: 'markdown', content: MARKDOWN },
+    });
     const outbox = await outboxOf(bed.pool, jobId!);
     expect(outbox.every((event) => event.topic === 'jobs.events')).toBe(true);
     expect(outbox.map((event) => event.payload.status)).toEqual(expect.arrayContaining(['running', 'completed']));
@@ -165,21 +173,17 @@ describe('POST /api/analysis, streamed', () => {
     expect(named(frames).at(-1)?.event).toBe('done');
   });
 
-  it('sends done once the job-status service has recorded the result, so the result URL serves it', async () => {
+  it('sends done once the result is recorded, so the result URL serves it', async () => {
     bed.fake.reply(textReply('Recorded answer.'));
     const url = await serve({ doneWaitMs: 30_000 });
     const res = await post(url, { prompt: 'Wait for the record.', output_format: { stream: true } });
     const jobId = jobIdOf(res)!;
-    const frames: SseFrame[] = [];
-    const reading = (async () => {
-      for await (const frame of sseFrames(res.body!)) frames.push(frame);
-    })();
-    const completed = await waitFor(async () => (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'completed'));
+    const frames = await readAll(res);
     expect(chunksOf(frames).join('')).toBe('Recorded answer.');
-    expect(named(frames).some((frame) => frame.event === 'done')).toBe(false);
-    await finishJob(bed.pool, jobId, { result: completed.payload.result! });
-    await reading;
     expect(named(frames).at(-1)).toEqual({ event: 'done', data: { job_id: jobId, status: 'completed' } });
+    // The runner committed the result with its completion, before done was sent.
+    const { rows } = await bed.pool.query<{ status: string; result: { content: string } | null }>('SELECT status, result FROM jobs WHERE id = $1', [jobId]);
+    expect(rows[0]).toMatchObject({ status: 'completed', result: { content: 'Recorded answer.' } });
   });
 
   it('replays an Idempotency-Key of a finished stream as its whole text and done, without running it again', async () => {

@@ -19,11 +19,6 @@ export const jobsConfigShape = {
   JOB_REAPER_INTERVAL_MS: int(50, 3_600_000).default(2_000),
   /** A job no worker has claimed for this long is failed with a reason instead of staying pending forever. */
   JOB_UNCLAIMED_TIMEOUT_MS: int(1_000, 86_400_000).default(300_000),
-  /**
-   * A job whose terminal event was committed this long ago but never applied (dead-lettered) is settled by the
-   * reaper from the outbox, or retried, or failed with a reason.
-   */
-  JOB_UNAPPLIED_TIMEOUT_MS: int(1_000, 86_400_000).default(120_000),
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests may take to finish before they are cut. */

@@ -1,37 +1,40 @@
-import { type Pool } from '@fin/db';
-import { type EventBus, type Subscription, type TopicDefinition, jobsEventsTopic } from '@fin/events';
+import { type EventBus, type JobStateEventPayload, type Subscription, type TopicDefinition, jobsEventsTopic } from '@fin/events';
 import { type Logger } from '@fin/log';
-import { JOBS_CONSUMER, applyJobEvent } from './apply';
+
+/** The Kafka consumer group of the jobs service's observer. */
+export const JOBS_CONSUMER = 'jobs-service';
 
 /** jobs.events, or a topic of the same event type (tests use their own). */
 export type JobEventsTopic = TopicDefinition<string, (typeof jobsEventsTopic)['eventType'], (typeof jobsEventsTopic)['schema']>;
 
-export interface JobEventConsumerOptions {
+export interface JobEventObserverOptions {
   bus: Pick<EventBus, 'subscribe'>;
-  pool: Pool;
   logger: Logger;
   topic?: JobEventsTopic;
   groupId?: string;
+  /**
+   * Called with every job.state event, in order per job (one partition per job id), at least once: what hangs off
+   * the stream (an event stream to clients, webhooks) goes here. It must not write job state: the runner that
+   * holds a job's lease already committed the state this event describes.
+   */
+  onEvent?(event: JobStateEventPayload): void | Promise<void>;
 }
 
 /**
- * Handler attempts before an event is dead-lettered. Malformed events never reach the handler (the bus
- * dead-letters them at once), so a failing handler means the database is unreachable. A dead-lettered terminal
- * event would leave its job running with no lease for the reaper to notice, so the consumer keeps retrying
- * (backoff up to 10 s: several minutes) rather than give up quickly.
+ * Observes job state events. The state itself is written by the runner holding the job's lease (job-store), in
+ * the same transaction as the event, so nothing here applies anything: the consumer logs each event and hands it
+ * to `onEvent`, and the bus counts it (fin_events_handled_total{group="jobs-service"}). Thin on purpose.
  */
-const JOB_EVENT_MAX_ATTEMPTS = 50;
-
-/** Subscribes to job state events and applies each one (see applyJobEvent). Thin on purpose. */
-export function startJobEventConsumer({ bus, pool, logger, topic = jobsEventsTopic, groupId = JOBS_CONSUMER }: JobEventConsumerOptions): Promise<Subscription> {
+export function startJobEventObserver({ bus, logger, topic = jobsEventsTopic, groupId = JOBS_CONSUMER, onEvent }: JobEventObserverOptions): Promise<Subscription> {
   const log = logger.child({ component: 'job-events' });
   return bus.subscribe({
     topic,
     groupId,
-    maxAttempts: JOB_EVENT_MAX_ATTEMPTS,
     backoff: { initialMs: 200, maxMs: 10_000 },
     handler: async (envelope) => {
-      await applyJobEvent(pool, envelope, { logger: log });
+      const event = envelope.payload;
+      log.debug({ jobId: event.job_id, seq: event.seq, status: event.status, eventId: envelope.id }, 'job event');
+      await onEvent?.(event);
     },
   });
 }

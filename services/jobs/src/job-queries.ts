@@ -1,15 +1,11 @@
-// What the status and result endpoints answer. Each answer is one primary-key read of only the columns it needs,
-// as a prepared statement: the status endpoint is polled by every client of every job.
-import { JobError, type JobResultResponse, type JobStatus, type JobStatusResponse, type JobType } from '@fin/contracts';
+// What the status and result endpoints answer. Each answer is one read of job-store (a prepared primary-key read
+// of only the columns it needs); here are the answers' rules: 404 alike for missing and foreign jobs, 409 until done.
+import { JobError, type JobResultResponse, type JobStatus, type JobStatusResponse } from '@fin/contracts';
 import { type Queryable } from '@fin/db';
 import { AppError, notFound } from '@fin/http';
+import { readJobResult, readJobStatus, type JobRef, type JobStatusRow } from '@fin/job-store';
 
-/** The job a caller asks about: the tenant it authenticated as and the two path parameters. */
-export interface JobRef {
-  tenantId: string;
-  jobType: JobType;
-  jobId: string;
-}
+export type { JobRef } from '@fin/job-store';
 
 export interface JobQueries {
   status(ref: JobRef): Promise<JobStatusResponse>;
@@ -36,22 +32,7 @@ const DEFAULT_STEP: Record<JobStatus, string> = {
 
 const UNKNOWN_FAILURE: JobError = { type: 'internal_error', detail: 'The job failed.' };
 
-interface StatusRow {
-  status: JobStatus;
-  progress: number;
-  currently_working_on: string | null;
-  error: unknown;
-}
-
-interface ResultRow extends StatusRow {
-  result: Record<string, unknown> | null;
-}
-
-// Tenant and type are part of the lookup, so a mismatch is simply no row. tenant_id is compared as text: the
-// identity's tenant is any token the gateway signed, and a non-UUID must not turn into a database error.
-const WHERE = 'WHERE id = $1 AND tenant_id::text = $2 AND type = $3';
-const STATUS_SQL = `SELECT status, progress, currently_working_on, error FROM jobs ${WHERE}`;
-const RESULT_SQL = `SELECT status, progress, currently_working_on, error, result FROM jobs ${WHERE}`;
+type StatusRow = JobStatusRow;
 
 function failureOf(row: StatusRow): JobError {
   const parsed = JobError.safeParse(row.error);
@@ -79,22 +60,17 @@ function failed(row: StatusRow): AppError {
 }
 
 export function createJobQueries(db: Queryable): JobQueries {
-  async function find<R extends StatusRow>(name: string, text: string, { tenantId, jobType, jobId }: JobRef): Promise<R> {
-    const { rows } = await db.query<R>({ name, text, values: [jobId, tenantId.toLowerCase(), jobType] });
-    const row = rows[0];
-    if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
-    return row;
-  }
-
   return {
     async status(ref) {
-      const row = await find<StatusRow>('jobs-status', STATUS_SQL, ref);
+      const row = await readJobStatus(db, ref);
+      if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
       const fields = { job_id: ref.jobId, progress: row.progress, currently_working_on: stepOf(row) };
       return row.status === 'failed' ? { ...fields, status: 'failed', error: failureOf(row) } : { ...fields, status: row.status };
     },
 
     async result(ref) {
-      const row = await find<ResultRow>('jobs-result', RESULT_SQL, ref);
+      const row = await readJobResult(db, ref);
+      if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
       if (row.status === 'failed') throw failed(row);
       if (row.status !== 'completed' || row.result === null) throw notFinished(ref, row);
       return { job_id: ref.jobId, status: 'completed', result: row.result };

@@ -1,4 +1,5 @@
-// The job-status service as a unit: HTTP endpoints, the job-event consumer, the lease reaper and an outbox relay.
+// The job-status service as a unit: HTTP endpoints (status and result, read from job-store), the observer of job
+// state events, the lease reaper and an outbox relay.
 // main.ts runs it on Kafka; a single-process setup can run it on the in-process bus with a shared pool.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,12 +9,12 @@ import { type Closer, type Lifecycle, closeStarted, createLifecycle, listen } fr
 import { type Logger } from '@fin/log';
 import { createApp } from './app';
 import { type JobsConfig } from './config';
-import { type JobEventsTopic, startJobEventConsumer } from './consumer';
+import { type JobEventObserverOptions, type JobEventsTopic, startJobEventObserver } from './consumer';
 import { createJobQueries } from './job-queries';
 import { createLeaseReaper } from './reaper';
 
 export interface JobsServiceOptions {
-  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS' | 'JOB_UNAPPLIED_TIMEOUT_MS'>;
+  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'>;
   logger: Logger;
   bus: EventBus;
   pool: Pool;
@@ -25,8 +26,10 @@ export interface JobsServiceOptions {
   outboxRelay?: boolean | Omit<OutboxRelayOptions, 'pool' | 'bus' | 'logger'>;
   /** Where job events are read (default jobs.events). */
   eventsTopic?: JobEventsTopic;
-  /** Consumer group of the event consumer (default jobs-service). */
+  /** Consumer group of the event observer (default jobs-service). */
   groupId?: string;
+  /** Handed every job.state event the observer receives (see startJobEventObserver). */
+  onJobEvent?: JobEventObserverOptions['onEvent'];
 }
 
 export interface JobsService {
@@ -35,7 +38,7 @@ export interface JobsService {
   url: string;
   lifecycle: Lifecycle;
   /**
-   * In shutdown order, after the HTTP server stopped: event consumer, lease reaper, outbox relay. The caller
+   * In shutdown order, after the HTTP server stopped: event observer, lease reaper, outbox relay. The caller
    * then closes the bus and the pool it passed in (createShutdown in main.ts).
    */
   closers: Closer[];
@@ -50,24 +53,24 @@ export async function startJobsService({
   outboxRelay = true,
   eventsTopic,
   groupId,
+  onJobEvent,
 }: JobsServiceOptions): Promise<JobsService> {
   const closers: Closer[] = [];
   try {
-    const consumer = await startJobEventConsumer({
+    const consumer = await startJobEventObserver({
       bus,
-      pool,
       logger,
       ...(eventsTopic === undefined ? {} : { topic: eventsTopic }),
       ...(groupId === undefined ? {} : { groupId }),
+      ...(onJobEvent === undefined ? {} : { onEvent: onJobEvent }),
     });
-    closers.push({ name: 'job event consumer', close: () => consumer.stop() });
+    closers.push({ name: 'job event observer', close: () => consumer.stop() });
 
     const reaper = createLeaseReaper({
       pool,
       logger,
       intervalMs: config.JOB_REAPER_INTERVAL_MS,
       unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS,
-      unappliedTimeoutMs: config.JOB_UNAPPLIED_TIMEOUT_MS,
     });
     reaper.start();
     closers.push({ name: 'lease reaper', close: () => reaper.stop() });

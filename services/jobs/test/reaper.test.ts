@@ -1,9 +1,9 @@
 import { type Pool, createPool } from '@fin/db';
-import { JobRequestedPayload, appendToOutbox, jobRequestTopics, jobsEventsTopic } from '@fin/events';
+import { JobRequestedPayload, jobRequestTopics, jobsEventsTopic } from '@fin/events';
+import { REAPER_LOCK_CLASS, attemptRecorder, type LeasedJob } from '@fin/job-store';
 import { type TestDatabase, createTestDatabase, waitFor } from '@fin/testing';
-import { applyJobEvent } from '../src/apply';
-import { REAPER_LOCK_CLASS, createLeaseReaper } from '../src/reaper';
-import { NEWS_RESULT, createTenant, insertJob, jobEvent, jobRow, testLogger } from './support';
+import { createLeaseReaper } from '../src/reaper';
+import { createTenant, insertJob, jobRow, testLogger } from './support';
 
 interface OutboxRow {
   topic: string;
@@ -17,6 +17,10 @@ describe('lease reaper', () => {
   let tenantId: string;
   const logger = testLogger();
   const reaper = () => createLeaseReaper({ pool, logger, batchSize: 5 });
+
+  /** What a runner holding (or believing it holds) the job's lease for `attempt` writes through. */
+  const runner = (id: string, workerId: string, attempt: number, type: LeasedJob['type'] = 'news') =>
+    attemptRecorder({ pool, workerId, retryDelayMs: 1_000 }, { id, type, tenantId, request: {}, attempt, maxAttempts: 3, cacheKey: null });
 
   async function outboxFor(jobId: string): Promise<OutboxRow[]> {
     const { rows } = await pool.query<OutboxRow>(
@@ -55,7 +59,7 @@ describe('lease reaper', () => {
       leaseSeconds: -5,
     });
 
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0, recovered: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0 });
     const row = await jobRow(pool, id);
     expect(row).toMatchObject({
       status: 'running',
@@ -72,19 +76,21 @@ describe('lease reaper', () => {
     expect(JobRequestedPayload.safeParse(outbox[0]?.payload).success).toBe(true);
 
     // The cleared lease is not expired: a later sweep leaves the job to the worker that claims it.
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0 });
     expect(await outboxFor(id)).toHaveLength(1);
 
-    // The lost worker's late report does not overwrite the retry; the next attempt's reports apply.
-    expect(await applyJobEvent(pool, jobEvent(id, { seq: 1004, job_type: 'stock-report', progress: 60, currently_working_on: 'Zombie step' }))).not.toBe('applied');
+    // The lost worker's late writes do not overwrite the retry; the next attempt's do.
+    const lost = runner(id, 'worker-1', 1, 'stock-report');
+    expect(await lost.progress(60, 'Zombie step')).toMatchObject({ written: false });
+    expect(await lost.complete({ result: { news: [] }, customerToolSet: null })).toBe(false);
     await pool.query("UPDATE jobs SET attempts = 2, lease_owner = 'worker-2', lease_expires_at = now() + interval '30 seconds' WHERE id = $1", [id]);
-    expect(await applyJobEvent(pool, jobEvent(id, { seq: 2001, job_type: 'stock-report', progress: 5, currently_working_on: 'Looking up market data' }))).toBe('applied');
-    expect(await jobRow(pool, id)).toMatchObject({ progress: 40, currently_working_on: 'Looking up market data', event_seq: 2001 });
+    expect(await runner(id, 'worker-2', 2, 'stock-report').progress(5, 'Looking up market data')).toMatchObject({ written: true });
+    expect(await jobRow(pool, id)).toMatchObject({ status: 'running', progress: 40, currently_working_on: 'Looking up market data', event_seq: 2001 });
   });
 
   it('fails a job whose last attempt lost its lease, with the reason', async () => {
     const id = await insertJob(pool, { tenantId, status: 'running', progress: 70, attempts: 3, maxAttempts: 3, eventSeq: 3002, leaseOwner: 'worker-3', leaseSeconds: -1 });
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1, recovered: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
     const row = await jobRow(pool, id);
     expect(row).toMatchObject({
       status: 'failed',
@@ -95,9 +101,16 @@ describe('lease reaper', () => {
     });
     expect(row.finished_at).toBeInstanceOf(Date);
     expect(row.event_seq).toBeGreaterThanOrEqual(4000);
-    expect(await outboxFor(id)).toEqual([]);
-    // A dead worker's completion arriving afterwards changes nothing.
-    expect(await applyJobEvent(pool, jobEvent(id, { seq: 3003, status: 'completed', progress: 100, result: { news: [] } }))).toBe('job_finished');
+    // Observers are told, with an event numbered past every attempt's.
+    expect(await outboxFor(id)).toEqual([
+      {
+        topic: jobsEventsTopic.name,
+        message_key: id,
+        payload: { job_id: id, job_type: 'news', seq: 4000, status: 'failed', progress: 70, currently_working_on: 'Failed', error: row.error },
+      },
+    ]);
+    // A dead worker's completion attempted afterwards changes nothing.
+    expect(await runner(id, 'worker-3', 3).complete({ result: { news: [] }, customerToolSet: null })).toBe(false);
     expect((await jobRow(pool, id)).status).toBe('failed');
   });
 
@@ -111,7 +124,7 @@ describe('lease reaper', () => {
     const live = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: 30, currentlyWorkingOn: 'Ranking news by relevance' });
     const unclaimed = await insertJob(pool, { tenantId });
     const done = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: { news: [] }, attempts: 1, leaseOwner: 'worker-1', leaseSeconds: -60 });
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0 });
     expect(await jobRow(pool, live)).toMatchObject({ lease_owner: 'worker-1', currently_working_on: 'Ranking news by relevance' });
     expect(await jobRow(pool, unclaimed)).toMatchObject({ status: 'pending', currently_working_on: null });
     expect(await jobRow(pool, done)).toMatchObject({ status: 'completed' });
@@ -123,46 +136,13 @@ describe('lease reaper', () => {
     const stale = await insertJob(pool, { tenantId });
     const recent = await insertJob(pool, { tenantId });
     await pool.query("UPDATE jobs SET updated_at = now() - interval '10 minutes' WHERE id = $1", [stale]);
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1, recovered: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
     expect(await jobRow(pool, stale)).toMatchObject({
       status: 'failed',
       error: { type: 'service_unavailable', detail: 'The job could not be started: no worker picked it up within 5 minute(s). Please submit the request again.' },
     });
     expect(await jobRow(pool, recent)).toMatchObject({ status: 'pending' });
-  });
-
-  it('settles a job whose terminal event was committed but never applied, from the outbox', async () => {
-    const id = await insertJob(pool, { tenantId, status: 'running', progress: 60, attempts: 1, eventSeq: 1002 });
-    // What a worker's final commit leaves: an endless lease and the completion in the outbox; the jobs service
-    // dead-lettered the event, so it never applied it.
-    await pool.query("UPDATE jobs SET lease_expires_at = 'infinity', updated_at = now() - interval '10 minutes' WHERE id = $1", [id]);
-    await appendToOutbox(pool, jobsEventsTopic, id, { job_id: id, job_type: 'news', seq: 1003, status: 'completed', progress: 100, result: NEWS_RESULT, customer_tool_set: null });
-    // A recent final commit is left for the consumer.
-    const recent = await insertJob(pool, { tenantId, status: 'running', attempts: 1 });
-    await pool.query("UPDATE jobs SET lease_expires_at = 'infinity', updated_at = now() WHERE id = $1", [recent]);
-
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 1 });
-    expect(await jobRow(pool, id)).toMatchObject({ status: 'completed', result: NEWS_RESULT, event_seq: 1003 });
-    expect(await jobRow(pool, recent)).toMatchObject({ status: 'running' });
-    // Applied once: the consumer getting the event later changes nothing.
-    const { rows } = await pool.query<{ envelope: string }>('SELECT envelope::text AS envelope FROM outbox WHERE message_key = $1', [id]);
-    expect(await applyJobEvent(pool, JSON.parse(rows[0]!.envelope))).toBe('duplicate');
-  });
-
-  it('retries, or after the last attempt fails with a reason, a job whose unapplied terminal event is gone', async () => {
-    const retried = await insertJob(pool, { tenantId, status: 'running', attempts: 1, eventSeq: 1001 });
-    const last = await insertJob(pool, { tenantId, status: 'running', attempts: 3, maxAttempts: 3, eventSeq: 3001 });
-    await pool.query("UPDATE jobs SET lease_expires_at = 'infinity', updated_at = now() - interval '10 minutes' WHERE id = ANY($1::uuid[])", [[retried, last]]);
-
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 1, recovered: 0 });
-    expect(await jobRow(pool, retried)).toMatchObject({ status: 'running', lease_expires_at: null });
-    expect((await outboxFor(retried)).map((row) => row.payload)).toEqual([{ job_id: retried, job_type: 'news', tenant_id: tenantId, attempt: 2 }]);
-    expect(await jobRow(pool, last)).toMatchObject({
-      status: 'failed',
-      error: { type: 'internal_error', detail: 'The job finished, but its outcome could not be recorded. Please submit the request again.' },
-    });
-    // Nothing is left running forever: a second sweep has nothing to do.
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0, recovered: 0 });
+    expect((await outboxFor(stale)).map((event) => event.topic)).toEqual([jobsEventsTopic.name]);
   });
 
   it('prunes handled-event records older than a week', async () => {
@@ -196,13 +176,13 @@ describe('lease reaper', () => {
     try {
       await other.query('BEGIN');
       await other.query('SELECT pg_advisory_xact_lock($1::int, 0)', [REAPER_LOCK_CLASS]);
-      expect(await reaper().sweep()).toEqual({ ran: false, requeued: 0, failed: 0, recovered: 0 });
+      expect(await reaper().sweep()).toEqual({ ran: false, requeued: 0, failed: 0 });
       expect(await jobRow(pool, id)).toMatchObject({ lease_owner: 'worker-1' });
       await other.query('COMMIT');
     } finally {
       other.release();
     }
-    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0, recovered: 0 });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 1, failed: 0 });
   });
 
   it('sweeps on its interval once started, until stopped', async () => {

@@ -1,9 +1,10 @@
-// The service as main.ts runs it (here on the in-process bus): events in, status out, reaper requests published
+// The service as main.ts runs it (here on the in-process bus): status out, events observed, reaper requests published
 // by the relay, and the fixed shutdown order.
 import { ConfigError, parseConfig } from '@fin/config';
 import { JobStatusResponse } from '@fin/contracts';
 import { type Pool, createPool } from '@fin/db';
-import { type JobRequestedPayload, type MemoryEventBus, createMemoryBus, createPublisher, jobRequestTopics, jobsEventsTopic } from '@fin/events';
+import { type JobRequestedPayload, type JobStateEventPayload, type MemoryEventBus, createMemoryBus, jobRequestTopics } from '@fin/events';
+import { attemptRecorder, claimJob } from '@fin/job-store';
 import { createShutdown } from '@fin/http';
 import { type TestDatabase, createTestDatabase, uniqueName, waitFor } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
@@ -18,17 +19,19 @@ describe('startJobsService', () => {
   const exits: number[] = [];
   const closed: string[] = [];
   const logger = testLogger();
+  const observed: JobStateEventPayload[] = [];
 
   beforeAll(async () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'jobs-service-test' });
     bus = createMemoryBus({ logger });
     service = await startJobsService({
-      config: { PORT: 0, HOST: '127.0.0.1', INTERNAL_SIGNING_SECRET: SECRET, JOB_REAPER_INTERVAL_MS: 50, JOB_UNCLAIMED_TIMEOUT_MS: 300_000, JOB_UNAPPLIED_TIMEOUT_MS: 120_000 },
+      config: { PORT: 0, HOST: '127.0.0.1', INTERNAL_SIGNING_SECRET: SECRET, JOB_REAPER_INTERVAL_MS: 50, JOB_UNCLAIMED_TIMEOUT_MS: 300_000 },
       logger,
       bus,
       pool,
       outboxRelay: { pollIntervalMs: 50, standbyIntervalMs: 50 },
+      onJobEvent: (event) => void observed.push(event),
     });
   });
   afterAll(async () => {
@@ -46,20 +49,25 @@ describe('startJobsService', () => {
     return { code: res.status, body: (await res.json()) as unknown };
   };
 
-  it('applies job events from the bus and answers the status endpoint', async () => {
+  it('answers the status endpoint with what the runner wrote, and observes the events the relay publishes', async () => {
     const tenantId = await createTenant(pool);
-    const id = await insertJob(pool, { tenantId, attempts: 1 });
-    const publisher = createPublisher(bus);
-    await publisher.publish(jobsEventsTopic, id, { job_id: id, job_type: 'news', seq: 1001, status: 'running', progress: 40, currently_working_on: 'Ranking news by relevance' });
-    const running = await waitFor(async () => {
-      const { body } = await getStatus(id, tenantId);
-      const parsed = JobStatusResponse.parse(body);
-      return parsed.status === 'running' && parsed;
-    }, { what: 'the running event to be applied' });
-    expect(running).toEqual({ job_id: id, status: 'running', progress: 40, currently_working_on: 'Ranking news by relevance' });
-
-    await publisher.publish(jobsEventsTopic, id, { job_id: id, job_type: 'news', seq: 1002, status: 'completed', progress: 100, result: NEWS_RESULT });
-    await waitFor(async () => JobStatusResponse.parse((await getStatus(id, tenantId)).body).status === 'completed', { what: 'completion' });
+    const id = await insertJob(pool, { tenantId });
+    const job = (await claimJob(pool, { jobId: id, jobType: 'news', workerId: 'worker-1', leaseMs: 30_000 }))!;
+    const runner = attemptRecorder({ pool, workerId: 'worker-1', retryDelayMs: 1_000 }, job);
+    await runner.progress(40, 'Ranking news by relevance');
+    // Written by the runner itself: the status endpoint answers it at once, whatever the relay and bus are doing.
+    expect((await getStatus(id, tenantId)).body).toEqual({ job_id: id, status: 'running', progress: 40, currently_working_on: 'Ranking news by relevance' });
+    await runner.complete({ result: NEWS_RESULT, customerToolSet: null });
+    expect(JobStatusResponse.parse((await getStatus(id, tenantId)).body).status).toBe('completed');
+    // The relay publishes both events and the observer receives them, in order.
+    const seen = await waitFor(() => {
+      const mine = observed.filter((event) => event.job_id === id);
+      return mine.length === 2 && mine;
+    }, { what: 'the observer to receive both events' });
+    expect(seen.map((event) => [event.seq, event.status])).toEqual([
+      [1001, 'running'],
+      [1002, 'completed'],
+    ]);
   });
 
   it('publishes the reaper requests of an expired lease through the outbox relay', async () => {
@@ -81,7 +89,7 @@ describe('startJobsService', () => {
     }
   });
 
-  it('shuts down in order: readiness off, HTTP stopped, then consumer, reaper and relay', async () => {
+  it('shuts down in order: readiness off, HTTP stopped, then observer, reaper and relay', async () => {
     await expect(fetch(`${service.url}/readyz`).then((res) => res.status)).resolves.toBe(200);
     const shutdown = createShutdown({
       logger,
@@ -101,7 +109,7 @@ describe('startJobsService', () => {
     expect(exits).toEqual([0]);
     expect(service.lifecycle.shuttingDown).toBe(true);
     expect(service.server.listening).toBe(false);
-    expect(closed).toEqual(['job event consumer', 'lease reaper', 'outbox relay']);
+    expect(closed).toEqual(['job event observer', 'lease reaper', 'outbox relay']);
   });
 });
 

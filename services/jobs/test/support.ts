@@ -1,11 +1,9 @@
 // What the jobs service's tests share: a quiet logger, tenants and jobs written the way the product services
-// write them, job events as workers send them, and signed identity headers as the gateway sends them.
+// write them, and signed identity headers as the gateway sends them.
 import { randomUUID } from 'node:crypto';
 import { type Queryable } from '@fin/db';
-import { type JobStateEventPayload, createEnvelope, jobsEventsTopic } from '@fin/events';
 import { identityKey, signIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
-import { type JobEventEnvelope } from '../src/apply';
 
 export const SECRET = 'jobs-test-secret-0123456789abcdef0123';
 
@@ -104,13 +102,6 @@ export const NEWS_RESULT = {
     },
   ],
 };
-
-type EventFields = Partial<Omit<JobStateEventPayload, 'job_id'>> & Pick<JobStateEventPayload, 'seq'>;
-
-/** A job state event as a worker publishes it (running at 0% unless told otherwise). */
-export function jobEvent(jobId: string, fields: EventFields): JobEventEnvelope {
-  return createEnvelope(jobsEventsTopic, { job_id: jobId, job_type: 'news', status: 'running', progress: 0, worker_id: 'worker-1', ...fields });
-}
 
 /** Identity headers for a GET of `path` by `tenantId`, signed as the gateway signs them. */
 export function signedGet(path: string, tenantId: string, secret = SECRET): Record<string, string> {

@@ -119,7 +119,7 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
 
   async function read(jobId: string): Promise<FinishedJob | undefined> {
     const { rows } = await pool.query<JobRow>({
-      name: 'analysis-watch-job',
+      name: 'job-store-watch-job',
       text: 'SELECT status, result, error FROM jobs WHERE id = $1',
       values: [jobId],
     });

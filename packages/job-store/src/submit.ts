@@ -26,7 +26,11 @@ export interface SubmitParams {
 export interface CachedOutcome {
   kind: 'cached';
   jobId: string;
-  result: Record<string, unknown>;
+  /**
+   * The cached result as the database serialises it (jsonb text): a hit is answered without parsing it, from the
+   * response already built for its source job (see the product API's cachedResponder).
+   */
+  resultJson: string;
   /** The job that produced the cached result: the result's identity (a completed job's result never changes). */
   sourceJobId: string;
   /** When the cached result was produced (for the Age header). */
@@ -45,77 +49,67 @@ export interface JobOutcome {
 
 export type SubmitOutcome = CachedOutcome | JobOutcome;
 
-interface CacheHit {
-  source_job: string;
-  result: Record<string, unknown>;
-  created_at: Date;
-  expires_at: Date;
-  hit_key: string;
-  own_job: string | null;
-}
-
 /** What the cache holds for a request, and the key a new job for it is filed under. */
 interface CacheLookup {
   /** The key a fresh run of this request fills (and identical jobs in flight share). */
   jobKey: string;
-  hit?: CacheHit;
+  /** A hit, already served under a job of the caller's own. */
+  hit?: CachedOutcome;
 }
 
 /** One row whatever is found: the hit's columns are all null on a miss. */
-type LookupRow = { tool_set: string | null } & { [K in keyof CacheHit]: CacheHit[K] | null };
+interface LookupRow {
+  tool_set: string | null;
+  source_job: string | null;
+  result: string | null;
+  created_at: Date | null;
+  expires_at: Date | null;
+  job_id: string | null;
+}
 
 /**
- * Finds the key of a request and, unless `bypass`, its freshest cached result, in one statement. The tenant's
- * customer tool set for the product decides the key: with tools, only the tenant's entry for exactly that set;
- * without, a shared entry or the tenant's own (the newer wins). The tenant's earlier job for the hit is returned
- * with it, so a repeated hit reuses that job instead of creating another.
+ * Finds the key of a request and, unless `bypass`, its freshest cached result, and serves a hit, in one statement.
+ * The tenant's customer tool set for the product decides the key: with tools, only the tenant's entry for exactly
+ * that set; without, a shared entry or the tenant's own (the newer wins). A hit is answered with a job of the
+ * caller's own, so the job id it returns is pollable by this tenant only: the tenant's earlier job for the entry
+ * is reused, or (the first hit of a tenant) a completed job is created from it by the statement's INSERT, with no
+ * event (there is no transition to report).
  */
 async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypass: boolean): Promise<CacheLookup> {
   const { rows } = await db.query<LookupRow>({
     // Prepared once per connection: this is the hot path of every cache hit.
-    name: 'job-kit-cache-lookup',
-    text: `WITH offered AS (SELECT customer_tool_set_digest($1::uuid, $2::text) AS tool_set)
-      SELECT o.tool_set, hit.source_job, hit.result, hit.created_at, hit.expires_at, hit.hit_key, own.id AS own_job
-        FROM offered o
-        LEFT JOIN LATERAL (
-          SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, c.cache_key AS hit_key
-            FROM result_cache c
-           WHERE NOT $6::boolean
-             AND c.cache_key = ANY (CASE WHEN o.tool_set IS NULL THEN ARRAY[$3::text, $4::text] ELSE ARRAY[$5::text || o.tool_set] END)
-             AND c.expires_at > now() AND (c.tenant_id IS NULL OR c.tenant_id = $1::uuid)
-           ORDER BY c.created_at DESC LIMIT 1) hit ON true
-        LEFT JOIN LATERAL (
-          SELECT id FROM jobs
-           WHERE tenant_id = $1::uuid AND cache_key = hit.hit_key AND status = 'completed' AND finished_at >= hit.created_at
-           ORDER BY finished_at DESC LIMIT 1) own ON true`,
-    values: [params.tenantId, params.jobType, keys.shared ?? null, keys.own, withToolSet(keys.own, ''), bypass],
+    name: 'job-store-cache-lookup',
+    text: `WITH offered AS (SELECT customer_tool_set_digest($1::uuid, $2::text) AS tool_set),
+      hit AS (
+        SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, c.cache_key AS hit_key
+          FROM offered o, result_cache c
+         WHERE NOT $6::boolean
+           AND c.cache_key = ANY (CASE WHEN o.tool_set IS NULL THEN ARRAY[$3::text, $4::text] ELSE ARRAY[$5::text || o.tool_set] END)
+           AND c.expires_at > now() AND (c.tenant_id IS NULL OR c.tenant_id = $1::uuid)
+         ORDER BY c.created_at DESC LIMIT 1),
+      own AS (
+        SELECT j.id FROM hit, jobs j
+         WHERE j.tenant_id = $1::uuid AND j.cache_key = hit.hit_key AND j.status = 'completed' AND j.finished_at >= hit.created_at
+         ORDER BY j.finished_at DESC LIMIT 1),
+      served AS (
+        INSERT INTO jobs (id, tenant_id, type, status, progress, currently_working_on, request, result, cache_key,
+                          cached_from, attempts, started_at, finished_at)
+        SELECT gen_random_uuid(), $1::uuid, $2::text, 'completed', 100, 'Served from the cache', $7::jsonb, hit.result,
+               hit.hit_key, hit.source_job, 0, now(), now()
+          FROM hit WHERE NOT EXISTS (SELECT 1 FROM own)
+        RETURNING id)
+      SELECT o.tool_set, hit.source_job, hit.result::text AS result, hit.created_at, hit.expires_at,
+             COALESCE((SELECT id FROM own), (SELECT id FROM served)) AS job_id
+        FROM offered o LEFT JOIN hit ON true`,
+    values: [params.tenantId, params.jobType, keys.shared ?? null, keys.own, withToolSet(keys.own, ''), bypass, JSON.stringify(params.request)],
   });
   const row = rows[0];
   if (row === undefined) throw new Error('the cache lookup returned no row');
   const toolSet = row.tool_set;
   const jobKey = toolSet !== null ? withToolSet(keys.own, toolSet) : bypass || keys.shared === undefined ? keys.own : keys.shared;
-  const { source_job, result, created_at, expires_at, hit_key, own_job } = row;
-  if (source_job === null || result === null || created_at === null || expires_at === null || hit_key === null) return { jobKey };
-  return { jobKey, hit: { source_job, result, created_at, expires_at, hit_key, own_job } };
-}
-
-/**
- * A hit is answered with a job of the caller's own, so the job id it returns is pollable by this tenant only: the
- * tenant's earlier job for the entry is reused, or a completed job is created from it.
- */
-async function serveHit(db: Queryable, params: SubmitParams, hit: CacheHit): Promise<CachedOutcome> {
-  let jobId = hit.own_job;
-  if (!jobId) {
-    jobId = randomUUID();
-    // Created already completed: there is no transition to report, so no event; the result is the cache's.
-    await db.query(
-      `INSERT INTO jobs (id, tenant_id, type, status, progress, currently_working_on, request, result, cache_key,
-                         cached_from, attempts, started_at, finished_at)
-       VALUES ($1, $2, $3, 'completed', 100, 'Served from the cache', $4, $5, $6, $7, 0, now(), now())`,
-      [jobId, params.tenantId, params.jobType, JSON.stringify(params.request), JSON.stringify(hit.result), hit.hit_key, hit.source_job],
-    );
-  }
-  return { kind: 'cached', jobId, result: hit.result, sourceJobId: hit.source_job, producedAt: hit.created_at, expiresAt: hit.expires_at };
+  const { source_job, result, created_at, expires_at, job_id } = row;
+  if (source_job === null || result === null || created_at === null || expires_at === null || job_id === null) return { jobKey };
+  return { jobKey, hit: { kind: 'cached', jobId: job_id, resultJson: result, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at } };
 }
 
 function requestHash(jobType: string, request: Record<string, unknown>): Buffer {
@@ -154,7 +148,7 @@ async function createOrJoin(client: PoolClient, params: SubmitParams, missed?: C
     let cacheKey: string | undefined;
     if (params.cacheKeys) {
       const found = tries === 0 && missed ? missed : await lookUp(client, params, params.cacheKeys, bypass);
-      if (found.hit) return serveHit(client, params, found.hit);
+      if (found.hit) return found.hit;
       cacheKey = found.jobKey;
       // An identical job of this tenant in flight is shared. FOR SHARE waits for a concurrent completion of that
       // job to commit (its status and its cache entry commit together), so the job is either still running
@@ -166,7 +160,7 @@ async function createOrJoin(client: PoolClient, params: SubmitParams, missed?: C
       if (rows[0]) return { kind: 'joined', jobId: rows[0].id, status: rows[0].status };
       if (!bypass) {
         const finished = await lookUp(client, params, params.cacheKeys, false);
-        if (finished.hit) return serveHit(client, params, finished.hit);
+        if (finished.hit) return finished.hit;
       }
     }
     const jobId = randomUUID();
@@ -216,9 +210,9 @@ export async function submitJob(pool: Pool, params: SubmitParams): Promise<Submi
 async function submit(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
   let missed: CacheLookup | undefined;
   if (params.cacheKeys && !params.bypassCache && !params.idempotencyKey) {
-    // The common case, a hit, takes one statement outside any transaction (two the first time a tenant gets it).
+    // The common case, a hit, takes one statement outside any transaction.
     const found = await lookUp(pool, params, params.cacheKeys, false);
-    if (found.hit) return serveHit(pool, params, found.hit);
+    if (found.hit) return found.hit;
     missed = found;
   }
   return withTransaction(pool, async (client) => {

@@ -3,7 +3,7 @@ import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
 import { jobSubmissions } from '@fin/metrics';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { cacheKeysFor, describeCacheKey, submitJob, withToolSet, type SubmitParams } from '../src';
+import { cacheKeysFor, describeCacheKey, submitJob, withToolSet, type SubmitOutcome, type SubmitParams } from '../src';
 
 describe('submitJob', () => {
   let db: TestDatabase;
@@ -34,6 +34,9 @@ describe('submitJob', () => {
       ...over,
     };
   };
+
+  /** An outcome with a cached result parsed (a hit carries it as the database's JSON text). */
+  const served = (outcome: SubmitOutcome) => (outcome.kind === 'cached' ? { ...outcome, result: JSON.parse(outcome.resultJson) as unknown } : outcome);
 
   async function outboxCount(jobId: string): Promise<number> {
     const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE message_key = $1', [jobId]);
@@ -105,7 +108,7 @@ describe('submitJob', () => {
     const first = await submitJob(pool, params({ key: 'k-cache' }));
     await complete(first.jobId);
     const hitA = await submitJob(pool, params({ key: 'k-cache' }));
-    expect(hitA).toMatchObject({ kind: 'cached', result: { news: [] } });
+    expect(served(hitA)).toMatchObject({ kind: 'cached', result: { news: [] } });
     const hitB = await submitJob(pool, params({ key: 'k-cache', tenantId: tenantB }));
     expect(hitB.kind).toBe('cached');
     expect(hitB.jobId).not.toBe(first.jobId);
@@ -162,9 +165,9 @@ describe('submitJob', () => {
     expect(key).toBe(withToolSet(cacheKeysFor({ jobType: 'news', parameters: { ...request, v: 'k-tools' }, tenantId: tenantC }).own, digest));
     expect(describeCacheKey(key)).toEqual({ tenantScoped: true, toolSet: digest });
     // C gets its own result back; B, and any other tenant, still get the shared one.
-    expect(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC }))).toMatchObject({ kind: 'cached', result: { news: ['with C tools'] } });
-    expect(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantB }))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
-    expect(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantA }))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC })))).toMatchObject({ kind: 'cached', result: { news: ['with C tools'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantB })))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantA })))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
     // A changed tool is another tool set: the entry made with the old one is not served.
     await pool.query("UPDATE customer_tools SET description = 'Now also returns cash.', updated_at = now() WHERE id = $1", [tool]);
     expect((await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC }))).kind).toBe('created');
@@ -184,8 +187,8 @@ describe('submitJob', () => {
     const refresh = await submitJob(pool, params({ key: 'k-refresh', bypassCache: true }));
     expect(refresh.kind).toBe('created');
     expect(describeCacheKey(await complete(refresh.jobId, { news: ['fresh'] }))).toEqual({ tenantScoped: true, toolSet: null });
-    expect(await submitJob(pool, params({ key: 'k-refresh' }))).toMatchObject({ kind: 'cached', result: { news: ['fresh'] } });
-    expect(await submitJob(pool, params({ key: 'k-refresh', tenantId: tenantB }))).toMatchObject({ kind: 'cached', result: { news: ['old'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-refresh' })))).toMatchObject({ kind: 'cached', result: { news: ['fresh'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-refresh', tenantId: tenantB })))).toMatchObject({ kind: 'cached', result: { news: ['old'] } });
   });
 
   it('serves a hit for a request with an Idempotency-Key on the transaction’s own connection', async () => {

@@ -1,8 +1,17 @@
 import { createPool, type Pool } from '@fin/db';
-import { submitJob } from '@fin/job-kit';
+import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
-import { createJobWatcher } from '../src/job-watcher';
-import { finishJob, logger } from './support';
+import { createJobWatcher, submitJob } from '../src';
+
+const logger = createLogger({ service: 'job-store-test', level: 'silent' });
+
+/** Finishes a job as its runner's final commit would (status with result or error). */
+async function finishJob(pool: Pool, jobId: string, outcome: { result: Record<string, unknown> } | { error: { type: string; detail: string } }): Promise<void> {
+  await pool.query(
+    "UPDATE jobs SET status = $2, result = $3, error = $4, progress = 100, finished_at = now() WHERE id = $1",
+    'result' in outcome ? [jobId, 'completed', JSON.stringify(outcome.result), null] : [jobId, 'failed', null, JSON.stringify(outcome.error)],
+  );
+}
 
 describe('job watcher', () => {
   let db: TestDatabase;

@@ -1,0 +1,28 @@
+// @fin/job-store: the one owner of job state. Every statement on jobs, their job.state events (outbox rows),
+// their numbering (seq), idempotency keys and the result cache is in this package; the product APIs, the
+// runners (job-kit), the jobs service and the analysis API call it. See docs/jobs.md.
+export { cacheKeysFor, canonicalJson, describeCacheKey, sha256, withToolSet, type CacheKeyParts, type CacheKeys } from './cache-key';
+export { submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
+export {
+  attemptRecorder,
+  cacheEntryOf,
+  claimJob,
+  clientError,
+  countFinished,
+  type AttemptRecorder,
+  type AttemptRecorderOptions,
+  type Completion,
+  type LeasedJob,
+} from './lease';
+export {
+  REAPER_LOCK_CLASS,
+  expiredLeases,
+  failJob,
+  pruneProcessedEvents,
+  requeueJob,
+  tryReaperLock,
+  unclaimedJobs,
+  type ReapableJob,
+} from './reaper';
+export { readJobResult, readJobStatus, type JobRef, type JobResultRow, type JobStatusRow } from './queries';
+export { createJobWatcher, type FinishedJob, type JobWatcher, type JobWatcherOptions } from './watcher';

@@ -1,0 +1,260 @@
+// The statements of a job's attempt, whoever runs it (a worker that consumed the job's request, or a process
+// running the job for its caller): claiming the lease, renewing it, and writing the job's state while holding it.
+// Every write names the lease in its WHERE clause (lease_owner and attempts), so a runner that was paused or lost
+// its lease to the reaper writes nothing: the lease is checked by the statement that writes, not before it. Each
+// state change and its job.state event commit together, and the terminal change commits with the result cache.
+import { ErrorType, type JobError } from '@fin/contracts';
+import { withTransaction, type Pool, type Queryable } from '@fin/db';
+import { SEQ_PER_ATTEMPT, type JobStateEventPayload, type JobType } from '@fin/events';
+import type { Logger } from '@fin/log';
+import { jobDuration, jobsFinished } from '@fin/metrics';
+import { describeCacheKey } from './cache-key';
+import { outboxInsertFrom, outboxValues } from './events';
+
+/** How long a completed result is served from the cache. */
+const RESULT_CACHE_TTL = '7 days';
+
+/** A job whose lease a runner holds for one attempt. */
+export interface LeasedJob {
+  id: string;
+  type: JobType;
+  tenantId: string;
+  request: Record<string, unknown>;
+  attempt: number;
+  maxAttempts: number;
+  /** The result-cache key chosen at submission (null: the product is not cached). */
+  cacheKey: string | null;
+}
+
+/**
+ * Takes the lease of a job that is pending or running with no live lease and attempts left, starting its next
+ * attempt. Undefined when the job is finished, out of attempts, or leased by a live runner (a second delivery of
+ * its request).
+ */
+export async function claimJob(db: Queryable, claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number }): Promise<LeasedJob | undefined> {
+  const { rows } = await db.query<{ attempts: number; max_attempts: number; tenant_id: string; request: Record<string, unknown>; cache_key: string | null }>({
+    name: 'job-store-claim',
+    text: `UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
+            WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
+              AND (lease_expires_at IS NULL OR lease_expires_at < now())
+            RETURNING attempts, max_attempts, tenant_id, request, cache_key`,
+    values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType],
+  });
+  const row = rows[0];
+  return (
+    row && {
+      id: claim.jobId,
+      type: claim.jobType,
+      tenantId: row.tenant_id,
+      request: row.request,
+      attempt: row.attempts,
+      maxAttempts: row.max_attempts,
+      cacheKey: row.cache_key,
+    }
+  );
+}
+
+/** What a completed attempt reports. */
+export interface Completion {
+  result: Record<string, unknown>;
+  usage?: { inputTokens: number; outputTokens: number };
+  /**
+   * The digest of the customer tools the run offered the model (null: none; undefined: the runner does not say).
+   * The result is cached only under a key made for exactly this set (see cacheEntryOf).
+   */
+  customerToolSet?: string | null;
+}
+
+/**
+ * Where a completed job's result is cached, if anywhere. The key was chosen when the job was submitted, for the
+ * customer tool set the tenant had then; the runner reports the set it actually offered. Only when the two agree
+ * is the result cached under that key: a tool added, changed or removed in between would otherwise file a result
+ * under a key that does not describe it (in the worst case, a shared key for a result that saw the tenant's tools).
+ * The entry belongs to the tenant when the key does (custom data, a tool set, or a no-cache refresh).
+ */
+export function cacheEntryOf(job: Pick<LeasedJob, 'cacheKey' | 'tenantId'>, reportedToolSet: string | null | undefined): { key: string; tenantId: string | null } | undefined {
+  if (job.cacheKey === null) return undefined;
+  const key = describeCacheKey(job.cacheKey);
+  if (reportedToolSet === undefined || reportedToolSet !== key.toolSet) return undefined;
+  return { key: job.cacheKey, tenantId: key.tenantScoped ? job.tenantId : null };
+}
+
+/** A failure reason clients can read: its type is one of the API's error types, or internal_error. */
+export function clientError(error: { type: string; detail: string }): JobError {
+  const type = ErrorType.safeParse(error.type);
+  const detail = error.detail.trim();
+  return { type: type.success ? type.data : 'internal_error', detail: detail === '' ? 'The job failed.' : detail };
+}
+
+/** Counted once the final state has committed, by whoever wrote it (a runner or the reaper). */
+export function countFinished(type: string, outcome: 'completed' | 'failed', seconds: number): void {
+  jobsFinished.inc({ type, outcome });
+  jobDuration.observe({ type, outcome }, seconds);
+}
+
+export interface AttemptRecorderOptions {
+  pool: Pool;
+  workerId: string;
+  /** How long a retryable failure keeps the job before the reaper requests it again. */
+  retryDelayMs: number;
+  logger?: Logger;
+}
+
+const PROGRESS_SQL = `WITH changed AS (
+    UPDATE jobs SET status = 'running', progress = GREATEST(progress, $4::smallint), currently_working_on = $5::text,
+           event_seq = $6, started_at = COALESCE(started_at, now()), updated_at = now()
+     WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running') AND event_seq < $6
+     RETURNING id)
+  ${outboxInsertFrom('changed', 7)}`;
+
+// The terminal commit: status, result or error, the lease released, the event and the cache entry, one statement
+// in the attempt's transaction. (Sent inside BEGIN … COMMIT rather than on its own: a statement committing by
+// itself would still commit after its runner died while it waited for a row lock.)
+const FINISH_SQL = `WITH finished AS (
+    UPDATE jobs SET status = $4::text, progress = CASE WHEN $4::text = 'completed' THEN 100 ELSE progress END,
+           currently_working_on = $5::text, result = $6::jsonb, error = $7::jsonb, event_seq = $8,
+           started_at = COALESCE(started_at, now()), finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+           input_tokens = input_tokens + $9, output_tokens = output_tokens + $10, updated_at = now()
+     WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
+     RETURNING id, type, result, EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds),
+  event AS (${outboxInsertFrom('finished', 13)}),
+  cached AS (
+    INSERT INTO result_cache (cache_key, job_type, tenant_id, job_id, result, created_at, expires_at)
+    SELECT $11::text, f.type, $12::uuid, f.id, f.result, now(), now() + interval '${RESULT_CACHE_TTL}'
+      FROM finished f WHERE $11::text IS NOT NULL AND f.result IS NOT NULL
+    ON CONFLICT (cache_key) DO UPDATE SET
+      job_type = EXCLUDED.job_type, tenant_id = EXCLUDED.tenant_id, job_id = EXCLUDED.job_id,
+      result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at)
+  SELECT age_seconds FROM finished`;
+
+const RETRY_SQL = `WITH released AS (
+    UPDATE jobs SET status = 'running', currently_working_on = $4::text, event_seq = $5,
+           lease_owner = NULL, lease_expires_at = now() + $6 * interval '1 millisecond', updated_at = now()
+     WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
+     RETURNING id)
+  ${outboxInsertFrom('released', 7)}`;
+
+/**
+ * Writes one attempt's state. Events are numbered seq = attempt × SEQ_PER_ATTEMPT + n: n stays inside the attempt's
+ * range however long it runs (a progress step that would take the range's last number is not written, and the
+ * last number is kept for the terminal event), so an attempt never numbers a write as if it were the next one's.
+ * The row keeps the highest seq written (event_seq), and a write never lowers it. Progress never decreases.
+ */
+export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: AttemptRecorderOptions, job: LeasedJob) {
+  let n = 0;
+  let lastProgress = 0;
+  const last = SEQ_PER_ATTEMPT - 1;
+  const lease = [job.id, workerId, job.attempt];
+  const event = (fields: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id'>, number: number): JobStateEventPayload => {
+    lastProgress = Math.max(lastProgress, fields.progress);
+    return { ...fields, progress: lastProgress, job_id: job.id, job_type: job.type, seq: job.attempt * SEQ_PER_ATTEMPT + number, worker_id: workerId };
+  };
+  const finalNumber = () => (n = Math.min(n + 1, last));
+
+  async function finish(status: 'completed' | 'failed', fields: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id' | 'status'>, column: { result: string | null; error: JobError | null; usage?: Completion['usage']; cache?: { key: string; tenantId: string | null } }): Promise<boolean> {
+    const payload = event({ ...fields, status }, finalNumber());
+    const { rows } = await withTransaction(pool, (client) =>
+      client.query<{ age_seconds: number }>({
+        name: 'job-store-finish',
+        text: FINISH_SQL,
+        values: [
+          ...lease,
+          status,
+          fields.currently_working_on ?? null,
+          column.result,
+          column.error === null ? null : JSON.stringify(column.error),
+          payload.seq,
+          column.usage?.inputTokens ?? 0,
+          column.usage?.outputTokens ?? 0,
+          column.cache?.key ?? null,
+          column.cache?.tenantId ?? null,
+          ...outboxValues(payload),
+        ],
+      }),
+    );
+    const row = rows[0];
+    if (row === undefined) return false;
+    countFinished(job.type, status, row.age_seconds);
+    return true;
+  }
+
+  return {
+    /**
+     * `running` with the step the runner is on. False when the step was not written: the lease is no longer this
+     * runner's, or the attempt has used every number of its range.
+     */
+    async progress(percent: number, currentlyWorkingOn: string): Promise<{ written: boolean; numbersLeft: boolean }> {
+      if (n + 1 >= last) return { written: false, numbersLeft: false };
+      n += 1;
+      const payload = event({ status: 'running', progress: percent, currently_working_on: currentlyWorkingOn }, n);
+      const { rowCount } = await pool.query({
+        name: 'job-store-progress',
+        text: PROGRESS_SQL,
+        values: [...lease, payload.progress, currentlyWorkingOn, payload.seq, ...outboxValues(payload)],
+      });
+      return { written: rowCount === 1, numbersLeft: true };
+    },
+
+    /** Keeps the lease for another `leaseMs`; false when it is no longer this runner's. */
+    async renew(leaseMs: number): Promise<boolean> {
+      const { rowCount } = await pool.query({
+        name: 'job-store-renew',
+        text: `UPDATE jobs SET lease_expires_at = now() + $4 * interval '1 millisecond'
+                WHERE id = $1 AND lease_owner = $2 AND attempts = $3`,
+        values: [...lease, leaseMs],
+      });
+      return rowCount === 1;
+    },
+
+    /** The result, committed with the lease release, the event and (by the tool-set rule) the cache entry. */
+    complete(completion: Completion): Promise<boolean> {
+      const cache = cacheEntryOf(job, completion.customerToolSet);
+      if (!cache && job.cacheKey !== null) {
+        logger?.info(
+          { jobId: job.id, reported: completion.customerToolSet ?? 'not reported', expected: describeCacheKey(job.cacheKey).toolSet },
+          'the run offered another customer tool set than its cache key was made for: its result is not cached',
+        );
+      }
+      return finish(
+        'completed',
+        {
+          progress: 100,
+          currently_working_on: 'Completed',
+          // Observers (an event stream, webhooks) get the result with the event, not by reading the job back.
+          result: completion.result,
+          ...(completion.customerToolSet !== undefined ? { customer_tool_set: completion.customerToolSet } : {}),
+          ...(completion.usage ? { usage: { input_tokens: completion.usage.inputTokens, output_tokens: completion.usage.outputTokens } } : {}),
+        },
+        { result: JSON.stringify(completion.result), error: null, ...(completion.usage ? { usage: completion.usage } : {}), ...(cache ? { cache } : {}) },
+      );
+    },
+
+    /** Failed for good, with a reason a client may read. */
+    fail(error: { type: string; detail: string }, usage?: Completion['usage']): Promise<boolean> {
+      const readable = clientError(error);
+      return finish('failed', { progress: 0, currently_working_on: 'Failed', error: readable }, { result: null, error: readable, ...(usage ? { usage } : {}) });
+    },
+
+    /** A retryable failure: the lease is kept `retryDelayMs` with nobody holding it, then the reaper requests the job again. */
+    async retryLater(currentlyWorkingOn: string): Promise<boolean> {
+      const payload = event({ status: 'running', progress: 0, currently_working_on: currentlyWorkingOn }, finalNumber());
+      const { rowCount } = await withTransaction(pool, (client) =>
+        client.query({ name: 'job-store-retry', text: RETRY_SQL, values: [...lease, currentlyWorkingOn, payload.seq, retryDelayMs, ...outboxValues(payload)] }),
+      );
+      return rowCount === 1;
+    },
+
+    /** Gives the job back at once (this runner is stopping): the reaper requests it for another runner. */
+    async handBack(): Promise<boolean> {
+      const { rowCount } = await pool.query({
+        name: 'job-store-hand-back',
+        text: `UPDATE jobs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
+                WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')`,
+        values: lease,
+      });
+      return rowCount === 1;
+    },
+  };
+}
+
+export type AttemptRecorder = ReturnType<typeof attemptRecorder>;

@@ -1,0 +1,43 @@
+// What the status and result endpoints read. Each is one primary-key read of only the columns it needs, as a
+// prepared statement: the status endpoint is polled by every client of every job.
+import type { JobStatus, JobType } from '@fin/contracts';
+import type { Queryable } from '@fin/db';
+
+/** The job a caller asks about: the tenant it authenticated as and the two path parameters. */
+export interface JobRef {
+  tenantId: string;
+  jobType: JobType;
+  jobId: string;
+}
+
+export interface JobStatusRow {
+  status: JobStatus;
+  progress: number;
+  currently_working_on: string | null;
+  error: unknown;
+}
+
+export interface JobResultRow extends JobStatusRow {
+  result: Record<string, unknown> | null;
+}
+
+// Tenant and type are part of the lookup, so a mismatch is simply no row. tenant_id is compared as text: the
+// identity's tenant is any token the gateway signed, and a non-UUID must not turn into a database error.
+const WHERE = 'WHERE id = $1 AND tenant_id::text = $2 AND type = $3';
+const STATUS_SQL = `SELECT status, progress, currently_working_on, error FROM jobs ${WHERE}`;
+const RESULT_SQL = `SELECT status, progress, currently_working_on, error, result FROM jobs ${WHERE}`;
+
+async function read<R>(db: Queryable, name: string, text: string, { tenantId, jobType, jobId }: JobRef): Promise<R | undefined> {
+  const { rows } = await db.query<R & Record<string, unknown>>({ name, text, values: [jobId, tenantId.toLowerCase(), jobType] });
+  return rows[0];
+}
+
+/** The job's status fields, or undefined when the caller has no such job. */
+export function readJobStatus(db: Queryable, ref: JobRef): Promise<JobStatusRow | undefined> {
+  return read<JobStatusRow>(db, 'job-store-status', STATUS_SQL, ref);
+}
+
+/** The job's status fields and result, or undefined when the caller has no such job. */
+export function readJobResult(db: Queryable, ref: JobRef): Promise<JobResultRow | undefined> {
+  return read<JobResultRow>(db, 'job-store-result', RESULT_SQL, ref);
+}

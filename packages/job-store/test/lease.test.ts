@@ -1,0 +1,178 @@
+import { randomUUID } from 'node:crypto';
+import { createPool, type Pool } from '@fin/db';
+import { jobsFinished } from '@fin/metrics';
+import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import { attemptRecorder, cacheKeysFor, claimJob, withToolSet, type LeasedJob } from '../src';
+
+describe('job state written under the lease', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'lease-test', max: 6 });
+    tenantId = (await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('lease') RETURNING id")).rows[0]!.id;
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  /** A pending news job filed under `cacheKey`, as a submission leaves it. */
+  async function newJob(cacheKey: string | null = null, maxAttempts = 3): Promise<string> {
+    const id = randomUUID();
+    await pool.query("INSERT INTO jobs (id, tenant_id, type, request, cache_key, max_attempts) VALUES ($1, $2, 'news', '{}', $3, $4)", [id, tenantId, cacheKey, maxAttempts]);
+    return id;
+  }
+  const claim = (jobId: string, workerId: string) => claimJob(pool, { jobId, jobType: 'news', workerId, leaseMs: 30_000 });
+  const recorder = (job: LeasedJob, workerId: string) => attemptRecorder({ pool, workerId, retryDelayMs: 60_000 }, job);
+  const row = async (id: string) =>
+    (
+      await pool.query<{ status: string; progress: number; currently_working_on: string | null; result: unknown; error: unknown; event_seq: number; lease_owner: string | null; attempts: number }>(
+        'SELECT status, progress, currently_working_on, result, error, event_seq, lease_owner, attempts FROM jobs WHERE id = $1',
+        [id],
+      )
+    ).rows[0]!;
+  const events = async (id: string) =>
+    (
+      await pool.query<{ payload: { seq: number; status: string; progress: number; result?: unknown } }>(
+        "SELECT envelope->'payload' AS payload FROM outbox WHERE topic = 'jobs.events' AND message_key = $1 ORDER BY id",
+        [id],
+      )
+    ).rows.map((r) => r.payload);
+  const cacheEntry = async (key: string) =>
+    (await pool.query<{ job_id: string; tenant_id: string | null; result: unknown }>('SELECT job_id, tenant_id, result FROM result_cache WHERE cache_key = $1', [key])).rows[0];
+
+  it('writes each step and its event together, numbered within the attempt, progress never lower', async () => {
+    const id = await newJob();
+    const job = (await claim(id, 'w1'))!;
+    expect(job).toMatchObject({ id, attempt: 1, maxAttempts: 3, tenantId, cacheKey: null });
+    // A second delivery of the request finds the lease live.
+    expect(await claim(id, 'w2')).toBeUndefined();
+    const w1 = recorder(job, 'w1');
+    expect(await w1.progress(5, 'Starting')).toEqual({ written: true, numbersLeft: true });
+    expect(await w1.progress(40, 'Reading the news')).toMatchObject({ written: true });
+    expect(await w1.progress(20, 'Ranking')).toMatchObject({ written: true });
+    expect(await row(id)).toMatchObject({ status: 'running', progress: 40, currently_working_on: 'Ranking', event_seq: 1003, lease_owner: 'w1' });
+    expect((await events(id)).map((e) => [e.seq, e.status, e.progress])).toEqual([
+      [1001, 'running', 5],
+      [1002, 'running', 40],
+      [1003, 'running', 40],
+    ]);
+  });
+
+  it('rejects every write of a stale attempt: its lease moved on to another worker', async () => {
+    const id = await newJob();
+    const first = (await claim(id, 'w1'))!;
+    const stale = recorder(first, 'w1');
+    await stale.progress(30, 'Working');
+    // The lease ran out (the worker paused) and another worker claimed the job: attempt 2.
+    await pool.query("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [id]);
+    const second = (await claim(id, 'w2'))!;
+    expect(second.attempt).toBe(2);
+    expect(await stale.progress(90, 'Late step')).toMatchObject({ written: false });
+    expect(await stale.renew(30_000)).toBe(false);
+    expect(await stale.complete({ result: { news: ['stale'] }, customerToolSet: null })).toBe(false);
+    expect(await stale.fail({ type: 'internal_error', detail: 'late' })).toBe(false);
+    expect(await stale.retryLater('late retry')).toBe(false);
+    expect(await row(id)).toMatchObject({ status: 'running', progress: 30, lease_owner: 'w2', attempts: 2 });
+    const fresh = recorder(second, 'w2');
+    expect(await fresh.complete({ result: { news: ['fresh'] }, customerToolSet: null })).toBe(true);
+    expect(await row(id)).toMatchObject({ status: 'completed', progress: 100, result: { news: ['fresh'] }, event_seq: 2001, lease_owner: null });
+    // One completion event, the fresh attempt's; the stale attempt's writes left no events.
+    expect((await events(id)).map((e) => [e.seq, e.status])).toEqual([
+      [1001, 'running'],
+      [2001, 'completed'],
+    ]);
+  });
+
+  it('keeps a finished job final: nothing writes after completed or failed', async () => {
+    const id = await newJob();
+    const job = (await claim(id, 'w1'))!;
+    const w1 = recorder(job, 'w1');
+    expect(await w1.fail({ type: 'not_a_type', detail: '  ' })).toBe(true);
+    expect(await row(id)).toMatchObject({ status: 'failed', error: { type: 'internal_error', detail: 'The job failed.' }, lease_owner: null });
+    // Even with its lease given back by hand, the finished job takes no write and no new claim.
+    await pool.query("UPDATE jobs SET lease_owner = 'w1' WHERE id = $1", [id]);
+    expect(await w1.progress(50, 'After the end')).toMatchObject({ written: false });
+    expect(await w1.complete({ result: { news: [] }, customerToolSet: null })).toBe(false);
+    expect(await claim(id, 'w3')).toBeUndefined();
+    expect(await row(id)).toMatchObject({ status: 'failed', result: null });
+  });
+
+  it('never numbers a step as the next attempt: past its range, steps are not written and the terminal takes the last number', async () => {
+    const id = await newJob();
+    const job = (await claim(id, 'w1'))!;
+    const w1 = recorder(job, 'w1');
+    for (let n = 0; n < 998; n++) await w1.progress(1, 'step');
+    expect(await w1.progress(2, 'one too many')).toEqual({ written: false, numbersLeft: false });
+    expect(await w1.complete({ result: { news: [] }, customerToolSet: null })).toBe(true);
+    expect(await row(id)).toMatchObject({ status: 'completed', event_seq: 1999 });
+    expect((await events(id)).at(-2)?.seq).toBe(1998);
+  });
+
+  it('counts a finished job once, after its commit', async () => {
+    const before = (await jobsFinished.get()).values.find((v) => v.labels.type === 'news' && v.labels.outcome === 'completed')?.value ?? 0;
+    const id = await newJob();
+    const w1 = recorder((await claim(id, 'w1'))!, 'w1');
+    await w1.complete({ result: { news: [] }, customerToolSet: null });
+    await w1.complete({ result: { news: [] }, customerToolSet: null });
+    const after = (await jobsFinished.get()).values.find((v) => v.labels.type === 'news' && v.labels.outcome === 'completed')?.value ?? 0;
+    expect(after - before).toBe(1);
+  });
+
+  describe('the result cache', () => {
+    const keys = cacheKeysFor({ jobType: 'news', parameters: { case: randomUUID() }, tenantId: 'unused' });
+
+    it('fills a shared key when the run offered no customer tools, in the completion transaction', async () => {
+      const id = await newJob(keys.shared!);
+      const job = (await claim(id, 'w1'))!;
+      expect(job.cacheKey).toBe(keys.shared);
+      await recorder(job, 'w1').complete({ result: { news: ['shared'] }, customerToolSet: null, usage: { inputTokens: 10, outputTokens: 5 } });
+      expect(await cacheEntry(keys.shared!)).toEqual({ job_id: id, tenant_id: null, result: { news: ['shared'] } });
+      const { rows } = await pool.query('SELECT input_tokens, output_tokens FROM jobs WHERE id = $1', [id]);
+      expect(rows[0]).toEqual({ input_tokens: 10, output_tokens: 5 });
+    });
+
+    it('files a tenant-scoped key under the tenant', async () => {
+      const id = await newJob(keys.own);
+      await recorder((await claim(id, 'w1'))!, 'w1').complete({ result: { news: ['own'] }, customerToolSet: null });
+      expect(await cacheEntry(keys.own)).toEqual({ job_id: id, tenant_id: tenantId, result: { news: ['own'] } });
+    });
+
+    it('caches nothing when the run offered another tool set than the key was made for, or did not say', async () => {
+      const toolKey = withToolSet(keys.own, 'digest-a');
+      const changed = await newJob(toolKey);
+      await recorder((await claim(changed, 'w1'))!, 'w1').complete({ result: { news: ['b'] }, customerToolSet: 'digest-b' });
+      expect(await cacheEntry(toolKey)).toBeUndefined();
+      const sharedKey = cacheKeysFor({ jobType: 'news', parameters: { case: randomUUID() }, tenantId: 'unused' }).shared!;
+      const withTools = await newJob(sharedKey);
+      await recorder((await claim(withTools, 'w1'))!, 'w1').complete({ result: { news: ['tools'] }, customerToolSet: 'digest-a' });
+      const silent = await newJob(sharedKey);
+      await recorder((await claim(silent, 'w1'))!, 'w1').complete({ result: { news: ['silent'] } });
+      expect(await cacheEntry(sharedKey)).toBeUndefined();
+      // The jobs themselves completed with their results.
+      expect(await row(withTools)).toMatchObject({ status: 'completed', result: { news: ['tools'] } });
+      // The matching set is cached.
+      const matching = await newJob(toolKey);
+      await recorder((await claim(matching, 'w1'))!, 'w1').complete({ result: { news: ['a'] }, customerToolSet: 'digest-a' });
+      expect(await cacheEntry(toolKey)).toMatchObject({ job_id: matching, tenant_id: tenantId });
+    });
+  });
+
+  it('hands a job back at once, and a retryable failure keeps it for the retry delay, both with the lease released', async () => {
+    const back = await newJob();
+    const w1 = recorder((await claim(back, 'w1'))!, 'w1');
+    expect(await w1.handBack()).toBe(true);
+    expect(await row(back)).toMatchObject({ status: 'pending', lease_owner: null });
+    const retried = await newJob();
+    const job = (await claim(retried, 'w1'))!;
+    const r1 = recorder(job, 'w1');
+    await r1.progress(5, 'Starting');
+    expect(await r1.retryLater('Retrying shortly')).toBe(true);
+    expect(await row(retried)).toMatchObject({ status: 'running', currently_working_on: 'Retrying shortly', lease_owner: null, event_seq: 1002 });
+    // Not claimable until the reaper requests it (the lease runs for the retry delay).
+    expect(await claim(retried, 'w2')).toBeUndefined();
+  });
+});
