@@ -10,6 +10,7 @@ import { statusPoll } from './status-poll';
 import type { BenchOptions } from './lib/options';
 import { USAGE, parseOptions } from './lib/options';
 import { note, print } from './lib/output';
+import { buildCompiledOutput } from './lib/processes';
 
 interface Scenario {
   description: string;
@@ -67,6 +68,7 @@ async function main(): Promise<number> {
   const chosen = scenarios.length > 0 ? scenarios : Object.keys(SCENARIOS);
   const args = process.argv.slice(2);
   const command = `npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
+  buildCompiledOutput();
   let ok = true;
   for (const name of chosen) {
     const scenario = SCENARIOS[name];

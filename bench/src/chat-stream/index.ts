@@ -310,7 +310,7 @@ async function measureSdkMemory(bench: ChatBench, cleanup: Cleanup): Promise<Sdk
   for (const variant of SDK_VARIANTS) {
     const probe = startNodeProcess({
       name: `sdk-memory-${variant}`,
-      entry: 'bench/src/chat-stream/sdk-memory.ts',
+      entry: 'bench/dist/chat-stream/sdk-memory.js',
       env: { BENCH_ANTHROPIC_URL: bench.anthropicUrl, BENCH_STREAMS: String(HELD_STREAMS / 2), BENCH_SDK_VARIANT: variant },
       nodeFlags: ['--expose-gc'],
     });
@@ -363,7 +363,7 @@ async function measureFloor(bench: ChatBench, cleanup: Cleanup): Promise<FloorMe
     const name = `floor-${role}`;
     const probe = startNodeProcess({
       name,
-      entry: 'bench/src/chat-stream/floor.ts',
+      entry: 'bench/dist/chat-stream/floor.js',
       env: {
         BENCH_ROLE: role,
         PORT: String(port),

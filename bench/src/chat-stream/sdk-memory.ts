@@ -15,8 +15,11 @@ import path from 'node:path';
 import { aiConfigShape, createAiEngine } from '@fin/ai';
 import { parseConfig } from '@fin/config';
 import { createLogger } from '@fin/log';
-import { createHttpFetch } from '../../../packages/ai/src/transport';
-import { REPO_ROOT } from '../lib/processes';
+import type * as Transport from '../../../packages/ai/src/transport';
+import { REPO_ROOT, compiledModule } from '../lib/processes';
+
+// The engine's transport is not exported by @fin/ai: its compiled output, the code the services run.
+const { createHttpFetch } = compiledModule<typeof Transport>('packages/ai', 'transport');
 
 interface MessageStream {
   on(event: 'text', listener: (delta: string) => void): MessageStream;

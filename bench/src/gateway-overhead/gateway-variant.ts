@@ -4,16 +4,24 @@
 //
 //   BENCH_VARIANT=no-rate-limit   rate limiting is a pass-through (no express-rate-limit, no Postgres upsert)
 //
-// It is an analysis tool, not something to deploy: the real gateway always limits.
+// It is an analysis tool, not something to deploy: the real gateway always limits. The gateway's parts are its
+// compiled output (services/gateway/dist), the code the gateway's image runs.
 import { loadConfig } from '@fin/config';
 import { createPool } from '@fin/db';
 import { createLogger } from '@fin/log';
 import type { RequestHandler } from 'express';
-import { createApp } from '../../../services/gateway/src/app';
-import { createAuthenticator } from '../../../services/gateway/src/auth';
-import { gatewayConfigShape } from '../../../services/gateway/src/config';
-import { createUpstreams } from '../../../services/gateway/src/proxy/upstreams';
+import type * as App from '../../../services/gateway/src/app';
+import type * as Auth from '../../../services/gateway/src/auth';
+import type * as Config from '../../../services/gateway/src/config';
+import type * as Upstreams from '../../../services/gateway/src/proxy/upstreams';
 import type { RateLimits } from '../../../services/gateway/src/rate-limit';
+import { compiledModule } from '../lib/processes';
+
+const gateway = 'services/gateway';
+const { createApp } = compiledModule<typeof App>(gateway, 'app');
+const { createAuthenticator } = compiledModule<typeof Auth>(gateway, 'auth');
+const { gatewayConfigShape } = compiledModule<typeof Config>(gateway, 'config');
+const { createUpstreams } = compiledModule<typeof Upstreams>(gateway, 'proxy/upstreams');
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 

@@ -141,7 +141,7 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
   };
 
   note('starting the news stand-in, the bare express app and the gateway, each a process of its own');
-  const serverEntry = 'bench/src/gateway-overhead/servers.ts';
+  const serverEntry = 'bench/dist/gateway-overhead/servers.js';
   const gatewayEnv = (port: number) => ({
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -156,8 +156,8 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
       env: { BENCH_ROLE: 'news', PORT: String(ports.news), INTERNAL_SIGNING_SECRET: secret, BENCH_MAX_SKEW_MS: String(DIRECT_SIGNATURE_VALIDITY_MS), LOG_LEVEL: BENCH_LOG_LEVEL },
     },
     bare: { entry: serverEntry, env: { BENCH_ROLE: 'bare', PORT: String(ports.bare) } },
-    gateway: { entry: 'services/gateway/src/main.ts', env: gatewayEnv(ports.gateway) },
-    gatewayNoLimit: { entry: 'bench/src/gateway-overhead/gateway-variant.ts', env: { ...gatewayEnv(ports.gatewayNoLimit), BENCH_VARIANT: 'no-rate-limit' } },
+    gateway: { entry: 'services/gateway/dist/main.js', env: gatewayEnv(ports.gateway) },
+    gatewayNoLimit: { entry: 'bench/dist/gateway-overhead/gateway-variant.js', env: { ...gatewayEnv(ports.gatewayNoLimit), BENCH_VARIANT: 'no-rate-limit' } },
   };
   const servers: Partial<Record<Server, NodeProcess>> = {};
   for (const server of serverNames) {

@@ -39,7 +39,7 @@ export function describeMachine(): Machine {
 export function formatMachine(machine: Machine): string {
   return [
     `machine: ${machine.cpus} CPUs (nproc), ${machine.cpuModel}, ${machine.memoryGiB} GiB RAM`,
-    `runtime: Node ${machine.node} on ${machine.platform}; the servers run with NODE_OPTIONS="${PRODUCTION_NODE_OPTIONS}" (the production image's)`,
+    `runtime: Node ${machine.node} on ${machine.platform}; the servers run the compiled output (node dist/…) with NODE_OPTIONS="${PRODUCTION_NODE_OPTIONS}", as the production image does`,
     `load average before the run: ${machine.loadAverage.map((value) => value.toFixed(2)).join(' ')} (other work on the machine shows here)`,
   ].join('\n');
 }

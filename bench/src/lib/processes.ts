@@ -1,13 +1,35 @@
 // Child processes of a benchmark (the servers under load) and the clean-up that must run however the benchmark
 // ends: every child is stopped by its pid, every database dropped, also on an error or Ctrl-C.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { note } from './output';
 
+/** The repository root (from bench/src/lib, or bench/dist/lib where the servers of the benchmarks run). */
 export const REPO_ROOT = path.resolve(__dirname, '../../..');
+
+/**
+ * Compiles what changed since the last build (`npm run build`: one `tsc -b` over every package and service, and the
+ * benchmarks' own servers, bench/tsconfig.build.json), so that every server a benchmark starts runs the compiled
+ * output, as the images do. Up to date, it takes a few seconds.
+ */
+export function buildCompiledOutput(): void {
+  note('compiling what changed since the last build (scripts/build.mjs: tsc -b)');
+  const built = spawnSync(process.execPath, [path.join(REPO_ROOT, 'scripts/build.mjs')], { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (built.status !== 0) throw new Error(`the build failed (${built.status ?? built.signal}); the benchmarks measure the compiled output`);
+}
+
+/**
+ * A module of a workspace package's compiled output, typed by its source, for a benchmark server that uses a part
+ * of a package it does not export: `import type * as App from '…/services/gateway/src/app'`, then
+ * `compiledModule<typeof App>('services/gateway', 'app')` loads services/gateway/dist/app.js.
+ */
+export function compiledModule<T>(packageDir: string, modulePath: string): T {
+  return createRequire(path.join(REPO_ROOT, packageDir, 'package.json'))(path.join(REPO_ROOT, packageDir, 'dist', `${modulePath}.js`)) as T;
+}
 
 /** Clean-up steps, run last-registered first. */
 export class Cleanup {
@@ -119,10 +141,10 @@ function tailOf(file: string, bytes: number): string {
 export interface NodeProcessOptions {
   /** Shown in messages. */
   name: string;
-  /** A TypeScript entry point, relative to `cwd`; run with tsx like `npm start` does. */
+  /** A compiled entry point (dist/…/*.js), relative to `cwd`; run with plain node, as the images run it. */
   entry: string;
   env: Record<string, string>;
-  /** Extra node flags (e.g. --cpu-prof). */
+  /** Extra node flags (e.g. --cpu-prof). NODE_OPTIONS in `env` are added after the production ones. */
   nodeFlags?: readonly string[];
   /** The working directory (default: the repository root). */
   cwd?: string;
@@ -154,17 +176,18 @@ export const PRODUCTION_NODE_OPTIONS = ((): string => {
 })();
 
 /**
- * Starts `node --conditions=development --import tsx <entry>` as a process of its own, with the production image's
- * NODE_OPTIONS, its output to a file.
+ * Starts `node <entry>` as a process of its own, with the production image's NODE_OPTIONS (and those of `env`
+ * after them: a preloaded hook), its output to a file.
  */
 export function startNodeProcess({ name, entry, env, nodeFlags = [], cwd = REPO_ROOT, inheritEnv = true }: NodeProcessOptions): NodeProcess {
   const file = logFile(name);
   const fd = openSync(file, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...nodeFlags, '--conditions=development', '--import', 'tsx', path.resolve(cwd, entry)], {
+    const nodeOptions = [PRODUCTION_NODE_OPTIONS, env.NODE_OPTIONS ?? ''].filter((options) => options !== '').join(' ');
+    child = spawn(process.execPath, [...nodeFlags, path.resolve(cwd, entry)], {
       cwd,
-      env: { ...(inheritEnv ? process.env : {}), NODE_OPTIONS: PRODUCTION_NODE_OPTIONS, ...env },
+      env: { ...(inheritEnv ? process.env : {}), ...env, NODE_OPTIONS: nodeOptions },
       stdio: ['ignore', fd, fd],
     });
   } finally {
@@ -197,13 +220,13 @@ export function startNodeProcess({ name, entry, env, nodeFlags = [], cwd = REPO_
 }
 
 /**
- * Starts a service (`services/<dir>/src/main.ts`) the way the system tests do (e2e/src/system.ts: the service's
- * folder, tsx, PATH and the given environment only), at the production log level.
+ * Starts a service as its image does (`node dist/main.js` in the service's folder; buildCompiledOutput has run), with
+ * PATH and the given environment only, at the production log level.
  */
 export function startService(name: string, dir: string, env: Record<string, string>): NodeProcess {
   return startNodeProcess({
     name,
-    entry: 'src/main.ts',
+    entry: 'dist/main.js',
     cwd: path.join(REPO_ROOT, 'services', dir),
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: BENCH_LOG_LEVEL, ...env },
     // For diagnosis: BENCH_NODE_FLAGS="--trace-gc" (with BENCH_KEEP_LOGS=1 to keep what the services print).

@@ -1,7 +1,11 @@
 // Summary of a V8 CPU profile (the .cpuprofile file `node --cpu-prof` writes on exit): self time by function
-// and by where the code comes from (a package, Node itself, our sources), over a chosen time window.
-import { readFileSync } from 'node:fs';
+// and by where the code comes from (a package, Node itself, our sources), over a chosen time window. The services
+// run their compiled output: a frame in our dist/*.js is named by the TypeScript source and line its source map
+// gives (tsconfig.base.json emits the maps beside the files).
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 interface CallFrame {
   functionName: string;
@@ -84,12 +88,28 @@ function nameOf(frame: CallFrame, repoRoot: string): string {
   return `${name} (${short}:${frame.lineNumber + 1})`;
 }
 
+/** The frame at its place in our TypeScript sources, when it is in compiled output of ours with a source map. */
+function sourceFrame(frame: CallFrame, repoRoot: string, maps: Map<string, SourceMap | undefined>): CallFrame {
+  if (frame.url === '' || frame.url.startsWith('node:')) return frame;
+  const file = frame.url.startsWith('file://') ? fileURLToPath(frame.url) : frame.url;
+  if (!file.endsWith('.js') || file.includes('/node_modules/') || path.relative(repoRoot, file).startsWith('..')) return frame;
+  if (!maps.has(file)) {
+    const mapFile = `${file}.map`;
+    maps.set(file, existsSync(mapFile) ? new SourceMap(JSON.parse(readFileSync(mapFile, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]) : undefined);
+  }
+  const entry = maps.get(file)?.findEntry(frame.lineNumber, frame.columnNumber);
+  if (entry === undefined || !('originalSource' in entry)) return frame;
+  return { ...frame, url: path.resolve(path.dirname(file), entry.originalSource), lineNumber: entry.originalLine, columnNumber: entry.originalColumn };
+}
+
 /**
  * Self time per function and per origin over the samples taken in [fromUs, toUs] (monotonic microseconds;
  * the whole profile when the window does not overlap it).
  */
 export function summariseProfile(file: string, repoRoot: string, window?: { fromUs: number; toUs: number }): ProfileSummary & { windowed: boolean } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const maps = new Map<string, SourceMap | undefined>();
+  for (const node of profile.nodes) node.callFrame = sourceFrame(node.callFrame, repoRoot, maps);
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
   const overlaps = window !== undefined && window.fromUs < profile.endTime && window.toUs > profile.startTime;

@@ -3,12 +3,13 @@
 // of infra/kafka under a topic prefix of the run's own, the fake Claude (offline analyst, zero latency) and the
 // fake Finnhub in a process of their own.
 //
-// The services are started the way the system tests start them (e2e/src/system.ts): `node --conditions=development
-// --import tsx src/main.ts` in the service's folder, the same `sharedEnv`, and the composition of `startSystem`,
-// repeated here because that helper does not expose the services' ports (the status-poll scenario also measures
-// the jobs service directly) or their environment per service (--profile). Two things differ, both towards
-// production: LOG_LEVEL=info (the level of k8s/base and docker-compose.yml; the system tests run at warn), and
-// each process writes its log to a file instead of a pipe to the runner (see lib/processes.ts).
+// The services are started as their images start them: `node dist/main.js` in the service's folder, with the
+// image's NODE_OPTIONS (lib/processes.ts). The environment is the system tests' (`sharedEnv` of e2e/src/system.ts)
+// and the composition that of `startSystem`, repeated here because that helper does not expose the services' ports
+// (the status-poll scenario also measures the jobs service directly) or their environment per service (--profile).
+// Where this differs from the system tests, it is towards production: the compiled output (the system tests run the
+// sources), LOG_LEVEL=info (the level of k8s/base and docker-compose.yml; the system tests run at warn), and each
+// process writes its log to a file instead of a pipe to the runner (see lib/processes.ts).
 // JOB_REAPER_INTERVAL_MS=250 for the jobs service, as in the system tests; one news worker with the default
 // configuration.
 //
@@ -85,7 +86,7 @@ function kafkaPid(): number | null {
 
 /** The fakes process (fakes-server.ts), stopped by `cleanup`; resolves with their URLs once they listen. */
 export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess; anthropicUrl: string; finnhubUrl: string }> {
-  const fakes = startNodeProcess({ name: 'fakes (Claude, Finnhub)', entry: 'bench/src/lib/fakes-server.ts', env: { BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN } });
+  const fakes = startNodeProcess({ name: 'fakes (Claude, Finnhub)', entry: 'bench/dist/lib/fakes-server.js', env: { BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN } });
   cleanup.add('stop the fakes', () => fakes.stop());
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
@@ -97,10 +98,10 @@ export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess
   throw new Error(`the fakes did not start:\n${fakes.output()}`);
 }
 
-/** The admin CLI against the system's database, as the system tests run it (e2e/src/system.ts, `admin`). */
+/** The admin CLI against the system's database, as the gateway's image runs it (node dist/admin/cli.js). */
 export async function admin(databaseUrl: string, args: string[]): Promise<string> {
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
+    const { stdout } = await promisify(execFile)(process.execPath, ['dist/admin/cli.js', ...args], {
       cwd: path.join(REPO_ROOT, 'services/gateway'),
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
       encoding: 'utf8',
