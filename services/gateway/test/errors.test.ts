@@ -2,7 +2,7 @@
 // right status, and nothing internal in it.
 import http from 'node:http';
 import { ErrorBody } from '@fin/contracts';
-import { GATEWAY_ONLY_DETAIL } from '@fin/http';
+import { GATEWAY_ONLY_DETAIL, NOT_JSON_DETAIL, badRequest } from '@fin/http';
 import request from 'supertest';
 import { KEYS, UUID, deadUrl, listen, startHarness, type Harness } from './support/harness';
 
@@ -15,7 +15,21 @@ function expectErrorBody(body: unknown, status: number, type: string): ErrorBody
 describe('request errors', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ limits: { maxBodyBytes: 1024 } });
+    h = await startHarness({
+      limits: { maxBodyBytes: 1024 },
+      // The news service parses its body, as every service does (jsonBody in @fin/http): a malformed one is its 400.
+      mount: {
+        news: (app) =>
+          app.post('/api/products/news', (req, _res, next) => {
+            try {
+              JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
+              next();
+            } catch {
+              next(badRequest(NOT_JSON_DETAIL));
+            }
+          }),
+      },
+    });
   });
   afterAll(async () => {
     await h.close();
@@ -45,9 +59,12 @@ describe('request errors', () => {
     expect(h.services.news.received.length).toBe(before);
   });
 
-  it('refuses malformed JSON with 400 validation_error', async () => {
+  it('forwards malformed JSON as it came, once, and relays the service\'s 400 validation_error', async () => {
+    const before = h.services.news.received.length;
     const res = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('Content-Type', 'application/json').send('{"symbols": [').expect(400);
     expect(res.body).toEqual({ detail: 'The request body is not valid JSON.', status_code: 400, type: 'validation_error' });
+    // The gateway does not parse bodies: the service got the exact bytes (signed) and answered.
+    expect(h.services.news.received.slice(before).map((received) => received.body)).toEqual(['{"symbols": [']);
   });
 
   it('refuses a body that is not JSON with 415', async () => {
