@@ -93,3 +93,29 @@ export function csv() {
 export function logLevel() {
   return z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 }
+
+/** A number from 0 to 1 (a share, e.g. a sample rate): "0.05", "1". */
+export function fraction() {
+  return z.string().transform((raw, ctx) => {
+    const trimmed = raw.trim();
+    const value = Number(trimmed);
+    if (trimmed === '' || !Number.isFinite(value) || value < 0 || value > 1) {
+      ctx.addIssue({ code: 'custom', message: `expected a number from 0 to 1, got "${raw}"` });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
+/**
+ * The logging settings every service reads (docs/configuration.md): the level, and which requests get an
+ * access-log line — every one that failed, was aborted or took ACCESS_LOG_SLOW_MS or longer, and this share of
+ * the others.
+ */
+export function logConfigShape() {
+  return {
+    LOG_LEVEL: logLevel().default('info'),
+    ACCESS_LOG_SAMPLE_RATE: fraction().default(1),
+    ACCESS_LOG_SLOW_MS: int(0, 3_600_000).default(1_000),
+  };
+}

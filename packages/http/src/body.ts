@@ -45,7 +45,7 @@ const EXPECTED_DIGEST = Symbol('finExpectedBodyDigest');
 
 interface DigestSlots {
   [RECEIVED_DIGEST]?: Buffer;
-  [EXPECTED_DIGEST]?: { digest: Buffer; refuse: () => AppError };
+  [EXPECTED_DIGEST]?: { digest: Buffer; refuse: (req: Request) => AppError };
 }
 
 /** The digest of the body a parser read before verifyIdentity ran, if one did. */
@@ -53,8 +53,8 @@ export function receivedBodyDigest(req: Request): Buffer | undefined {
   return (req as Request & DigestSlots)[RECEIVED_DIGEST];
 }
 
-/** For verifyIdentity: the parser that reads the body later checks it against `digest`, refusing with `refuse()`. */
-export function expectBodyDigest(req: Request, digest: Buffer, refuse: () => AppError): void {
+/** For verifyIdentity: the parser that reads the body later checks it against `digest`, refusing with `refuse(req)`. */
+export function expectBodyDigest(req: Request, digest: Buffer, refuse: (req: Request) => AppError): void {
   (req as Request & DigestSlots)[EXPECTED_DIGEST] = { digest, refuse };
 }
 
@@ -72,5 +72,5 @@ export function checkBodyDigest(req: Request, _res: unknown, body: Buffer): void
     return;
   }
   slots[EXPECTED_DIGEST] = undefined;
-  if (!received.equals(expected.digest)) throw expected.refuse();
+  if (!received.equals(expected.digest)) throw expected.refuse(req);
 }

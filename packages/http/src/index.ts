@@ -50,6 +50,6 @@ export {
   type SignedRequest,
   type VerifyIdentityOptions,
 } from './identity';
-export { UNMATCHED_ROUTE, httpMetrics, trackEventStream } from './metrics';
+export { UNMATCHED_ROUTE, trackEventStream } from './metrics';
 export { DEFAULT_READINESS_TIMEOUT_MS, createLifecycle, createServiceApp, type Lifecycle, type ServiceAppOptions } from './service-app';
 export { closeStarted, createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

@@ -2,7 +2,7 @@
 // @fin/metrics. Routes are labelled by their template (/api/jobs/:job_type/:job_id/status), never by the raw
 // path, so ids cannot grow the number of series; requests that match no route share one label.
 import { httpRequestDuration, httpRequests, sseStreamsOpen } from '@fin/metrics';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -13,16 +13,30 @@ function routeOf(req: Request): string {
   return req.baseUrl || UNMATCHED_ROUTE;
 }
 
-export function httpMetrics(service: string): RequestHandler {
-  return (req, res, next) => {
-    const stop = httpRequestDuration.startTimer();
-    res.once('close', () => {
-      const route = routeOf(req);
-      stop({ service, method: req.method, route });
-      httpRequests.inc({ service, method: req.method, route, status: String(res.statusCode) });
-    });
-    next();
-  };
+interface Series {
+  count: { inc(): void };
+  duration: { observe(seconds: number): void };
+}
+
+// The labelled series, looked up once per label set: prom-client's own lookup validates and copies the labels
+// on every call. Bounded like the series themselves (services × methods × route templates × statuses).
+const series = new Map<string, Series>();
+
+/** Counts one answered request and observes its duration (called by requestContext when the response closes). */
+export function recordRequest(service: string, req: Request, res: Response, seconds: number): void {
+  const route = routeOf(req);
+  const status = res.statusCode;
+  const key = `${service} ${req.method} ${status} ${route}`;
+  let entry = series.get(key);
+  if (entry === undefined) {
+    entry = {
+      count: httpRequests.labels({ service, method: req.method, route, status: String(status) }),
+      duration: httpRequestDuration.labels({ service, method: req.method, route }),
+    };
+    series.set(key, entry);
+  }
+  entry.count.inc();
+  entry.duration.observe(seconds);
 }
 
 /** Counts an event stream as open until its response closes (finished, or the client went away). */

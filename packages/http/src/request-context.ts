@@ -1,9 +1,14 @@
-// Request ids and the per-request logger. Every log line written while handling a request carries its id,
-// whether the code has the response at hand (loggerOf(res)) or not (currentLogger(), through AsyncLocalStorage).
-import { AsyncLocalStorage } from 'node:async_hooks';
+// Request ids, the per-request logger and the access log. Every log line written while handling a request carries
+// its id, whether the code has the response at hand (loggerOf(res)) or not (currentLogger(), through the one
+// AsyncLocalStorage of @fin/log, which holds the request's context and, through it, its span).
+//
+// Per request this costs one small object and one listener shared by all requests; the span, the child logger and
+// the access-log line are only made when needed (a log line, an outgoing request, a sampled or failed request).
 import { randomUUID } from 'node:crypto';
-import { childSpan, parseTraceparent, runInSpan, TRACEPARENT_HEADER, type Logger } from '@fin/log';
-import type { RequestHandler, Response } from 'express';
+import { performance } from 'node:perf_hooks';
+import { accessLogPolicyOf, currentScope, LazySpanScope, runInScope, TRACEPARENT_HEADER, type AccessLogPolicy, type Logger } from '@fin/log';
+import type { Request, RequestHandler, Response } from 'express';
+import { recordRequest } from './metrics';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
@@ -24,55 +29,86 @@ export interface RequestContext {
   readonly logger: Logger;
 }
 
+/** What every request of one app shares: made once, by requestContext(). */
+interface Pipeline {
+  readonly logger: Logger;
+  readonly quietPaths: readonly string[];
+  readonly policy: AccessLogPolicy;
+  /** The service name of the HTTP metrics, when this middleware also records them (createServiceApp). */
+  readonly metricsService: string | undefined;
+}
+
 /**
- * The child logger is made on first use: most requests log one line, when they end, and an event stream may stay
- * open for minutes holding whatever its context holds.
+ * A request's context, which is also its trace scope: its span (a child of the caller's `traceparent`) is made
+ * when first asked for. The child logger is made on first use too: most requests log one line, when they end,
+ * and that line is written by the service's logger with the request's fields, without a child.
  */
-class Context implements RequestContext {
+class Context extends LazySpanScope implements RequestContext {
   private child: Logger | undefined;
-  private fields: Record<string, string> = {};
+  private fields: Record<string, string> | undefined;
+  readonly startedAt = performance.now();
 
   constructor(
     readonly requestId: string,
-    private readonly base: Logger,
-  ) {}
-
-  get logger(): Logger {
-    return (this.child ??= this.base.child({ requestId: this.requestId, ...this.fields }));
+    traceparent: string | undefined,
+    readonly req: Request,
+    readonly pipeline: Pipeline,
+  ) {
+    super(traceparent);
   }
 
-  /** Fields for every later line (the child logger is made again, with them). */
+  get logger(): Logger {
+    return (this.child ??= this.pipeline.logger.child(this.fields === undefined ? { requestId: this.requestId } : { requestId: this.requestId, ...this.fields }));
+  }
+
+  /** Fields for every later line (the child logger, if one was made, is made again with them). */
   annotate(fields: Record<string, string>): void {
-    this.fields = { ...this.fields, ...fields };
+    this.fields = this.fields === undefined ? { ...fields } : { ...this.fields, ...fields };
     this.child = undefined;
+  }
+
+  /** The fields of the access-log line. */
+  accessFields(res: Response, durationMs: number): Record<string, unknown> {
+    const { req } = this;
+    const url = req.originalUrl;
+    const query = url.indexOf('?');
+    const { traceId, spanId } = this.span;
+    // The trace ids given here rather than by the logger's mixin: 'close' may be emitted outside the request's scope.
+    const line: Record<string, unknown> = { requestId: this.requestId, ...this.fields, trace_id: traceId, span_id: spanId };
+    line.method = req.method;
+    line.path = query === -1 ? url : url.slice(0, query);
+    line.status = res.statusCode;
+    line.durationMs = Math.round(durationMs * 1000) / 1000;
+    // The client went away before the response was complete (e.g. it closed an event stream).
+    if (!res.writableFinished) line.aborted = true;
+    return line;
   }
 }
 
-const storage = new AsyncLocalStorage<RequestContext>();
 const CONTEXT = 'finRequestContext';
 
 /** The context of the request being handled, in code that runs on its behalf (also after awaits). */
 export function currentRequest(): RequestContext | undefined {
-  return storage.getStore();
+  const scope = currentScope();
+  return scope instanceof Context ? scope : undefined;
 }
 
 /** The request's logger where there is one, else `fallback`. */
 export function currentLogger(fallback: Logger): Logger {
-  return storage.getStore()?.logger ?? fallback;
+  return currentRequest()?.logger ?? fallback;
 }
 
-function contextOf(res: Response): RequestContext | undefined {
+function contextOf(res: Response): Context | undefined {
   const value: unknown = res.locals[CONTEXT];
-  return typeof value === 'object' && value !== null ? (value as RequestContext) : undefined;
+  return value instanceof Context ? value : undefined;
 }
 
 /**
  * Adds fields (the caller's `tenantId`, once authenticated) to every later log line of the request, including
- * its "request completed" line, wherever the request's logger is looked up (loggerOf, currentLogger).
+ * its access-log line, wherever the request's logger is looked up (loggerOf, currentLogger).
  */
 export function annotateRequest(res: Response, fields: Record<string, string>): void {
-  const context = contextOf(res);
-  if (context instanceof Context) context.annotate(fields);
+  contextOf(res)?.annotate(fields);
 }
 
 /** The request id of a response that went through requestContext(). */
@@ -85,40 +121,54 @@ export function loggerOf(res: Response, fallback: Logger): Logger {
   return contextOf(res)?.logger ?? fallback;
 }
 
+/**
+ * Whether the request gets its access-log line: always when it failed (4xx, 5xx), was aborted or was slow;
+ * otherwise with the policy's sample rate.
+ */
+function shouldLog(res: Response, durationMs: number, policy: AccessLogPolicy): boolean {
+  if (res.statusCode >= 400 || !res.writableFinished || durationMs >= policy.slowMs) return true;
+  return policy.sampleRate >= 1 || (policy.sampleRate > 0 && Math.random() < policy.sampleRate);
+}
+
+/** The one 'close' listener, shared by every request (no closure per request). */
+function requestClosed(this: Response): void {
+  const context = contextOf(this);
+  if (context === undefined) return;
+  const { pipeline, req } = context;
+  const durationMs = performance.now() - context.startedAt;
+  if (pipeline.metricsService !== undefined) recordRequest(pipeline.metricsService, req, this, durationMs / 1000);
+
+  const quiet = this.statusCode < 400 && pipeline.quietPaths.includes(req.path);
+  const level = quiet ? 'debug' : 'info';
+  if (!pipeline.logger.isLevelEnabled(level) || !shouldLog(this, durationMs, pipeline.policy)) return;
+  pipeline.logger[level](context.accessFields(this, durationMs), 'request completed');
+}
+
 export interface RequestContextOptions {
   logger: Logger;
   /** Paths whose completion is logged at debug rather than info (probes that run every few seconds). */
   quietPaths?: readonly string[];
+  /** Also record the HTTP metrics (metrics.ts) under this service name, from the same listener. */
+  metricsService?: string;
 }
 
 /**
  * The first middleware of every service: takes the caller's X-Request-Id when well-formed (the gateway sends
- * its own, so one id follows a request through every service) or generates one, sets it on the response,
- * binds it to a child logger, and logs one line when the response is done. The request runs in a span of the
- * caller's W3C trace (`traceparent`) or of a new one, so its log lines carry trace_id and whatever it sends
- * on (a forwarded request, an outbox event) continues the trace.
+ * its own, so one id follows a request through every service) or generates one, sets it on the response, and
+ * writes the access-log line (see shouldLog; the policy is the logger's: accessLogPolicyOf) when the response is
+ * done. The request runs in a span of the caller's W3C trace (`traceparent`) or of a new one, so its log lines
+ * carry trace_id and whatever it sends on (a forwarded request, an outbox event) continues the trace.
  */
-export function requestContext({ logger, quietPaths = [] }: RequestContextOptions): RequestHandler {
+export function requestContext({ logger, quietPaths = [], metricsService }: RequestContextOptions): RequestHandler {
+  const pipeline: Pipeline = { logger, quietPaths, policy: accessLogPolicyOf(logger), metricsService };
   return (req, res, next) => {
-    const incoming = req.header(REQUEST_ID_HEADER);
-    const requestId = isWellFormedRequestId(incoming) ? incoming : randomUUID();
-    const context = new Context(requestId, logger);
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+    const traceparent = req.headers[TRACEPARENT_HEADER];
+    const context = new Context(requestId, typeof traceparent === 'string' ? traceparent : undefined, req, pipeline);
     res.locals[CONTEXT] = context;
     res.setHeader(REQUEST_ID_HEADER, requestId);
-
-    const started = process.hrtime.bigint();
-    res.once('close', () => {
-      const fields = {
-        method: req.method,
-        path: req.originalUrl.split('?')[0],
-        status: res.statusCode,
-        durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        // The client went away before the response was complete (e.g. it closed an event stream).
-        ...(res.writableFinished ? {} : { aborted: true }),
-      };
-      const quiet = quietPaths.includes(req.path) && res.statusCode < 400;
-      context.logger[quiet ? 'debug' : 'info'](fields, 'request completed');
-    });
-    runInSpan(childSpan(parseTraceparent(req.header(TRACEPARENT_HEADER))), () => storage.run(context, next));
+    res.on('close', requestClosed);
+    runInScope(context, next);
   };
 }

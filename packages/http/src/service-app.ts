@@ -4,7 +4,6 @@ import type { Logger } from '@fin/log';
 import express from 'express';
 import { jsonBody } from './body';
 import { errorHandler, notFoundHandler } from './error-handler';
-import { httpMetrics } from './metrics';
 import { loggerOf, requestContext } from './request-context';
 
 /** Whether the process is shutting down. Readiness fails from the moment shutdown begins. */
@@ -73,8 +72,7 @@ export function createServiceApp(options: ServiceAppOptions): express.Express {
   // Behind the gateway and the ingress; client addresses come from X-Forwarded-For where they matter.
   app.set('trust proxy', false);
 
-  app.use(requestContext({ logger, quietPaths: ['/healthz', '/readyz'] }));
-  app.use(httpMetrics(name));
+  app.use(requestContext({ logger, quietPaths: ['/healthz', '/readyz'], metricsService: name }));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

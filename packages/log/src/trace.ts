@@ -1,7 +1,8 @@
 // W3C Trace Context (https://www.w3.org/TR/trace-context/): one trace id follows a request from the gateway
 // through every service, into Kafka message headers and on into the workers that handle them. The current
 // span lives in AsyncLocalStorage, so code far from the request (an outbox write, a log line) finds it without
-// passing it along, and every log line written inside a span carries trace_id and span_id.
+// passing it along, and every log line written inside a span carries trace_id and span_id. An HTTP request's
+// span is only made when something needs it (LazySpanScope).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomFillSync } from 'node:crypto';
 
@@ -58,26 +59,58 @@ export function childSpan(parent?: TraceContext): TraceContext {
   return { traceId: parent?.traceId ?? randomId(16), spanId: randomId(8), sampled: parent?.sampled ?? true };
 }
 
-const storage = new AsyncLocalStorage<TraceContext>();
+/**
+ * What the async context holds: a span, or something that makes one when first asked (an HTTP request's context,
+ * see @fin/http request-context.ts, whose span costs nothing until a log line, an outgoing request or an outbox
+ * write needs it). One AsyncLocalStorage per process for both the span and the request.
+ */
+export interface SpanScope {
+  readonly span: TraceContext;
+}
+
+/** A scope whose span is made on first use: a child of the caller's `traceparent`, or the root of a new trace. */
+export class LazySpanScope implements SpanScope {
+  private made: TraceContext | undefined;
+
+  constructor(private readonly traceparent: string | undefined) {}
+
+  get span(): TraceContext {
+    return (this.made ??= childSpan(parseTraceparent(this.traceparent)));
+  }
+}
+
+const storage = new AsyncLocalStorage<SpanScope>();
 
 /** The span the running code belongs to, if any. */
 export function currentTrace(): TraceContext | undefined {
+  return storage.getStore()?.span;
+}
+
+/** The scope the running code belongs to (for @fin/http to find its request context), if any. */
+export function currentScope(): SpanScope | undefined {
   return storage.getStore();
 }
 
 /** Runs `fn` (and everything it awaits or schedules) inside `span`. */
 export function runInSpan<T>(span: TraceContext, fn: () => T): T {
-  return storage.run(span, fn);
+  return storage.run({ span }, fn);
+}
+
+/** Runs `fn` (and everything it awaits or schedules) inside `scope`, whose span may be made later. */
+export function runInScope<T>(scope: SpanScope, fn: () => T): T {
+  return storage.run(scope, fn);
 }
 
 /** `{traceparent}` for the current span, to put on an outgoing request or message; empty outside any span. */
 export function traceHeaders(): Record<string, string> {
-  const span = storage.getStore();
-  return span ? { [TRACEPARENT_HEADER]: formatTraceparent(span) } : {};
+  const scope = storage.getStore();
+  return scope ? { [TRACEPARENT_HEADER]: formatTraceparent(scope.span) } : {};
 }
 
 /** The fields every log line inside a span gets (pino mixin). */
 export function traceLogFields(): { trace_id?: string; span_id?: string } {
-  const span = storage.getStore();
-  return span ? { trace_id: span.traceId, span_id: span.spanId } : {};
+  const scope = storage.getStore();
+  if (scope === undefined) return {};
+  const { traceId, spanId } = scope.span;
+  return { trace_id: traceId, span_id: spanId };
 }
