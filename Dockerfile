@@ -34,7 +34,9 @@ RUN pnpm --filter @fin/db run generate
 ARG SERVICE
 RUN test -n "$SERVICE" && test -f "services/$SERVICE/package.json" \
   || { echo "--build-arg SERVICE=<folder under services/> is required" >&2; exit 1; }
-RUN pnpm --filter-prod "@fin/${SERVICE}..." run build
+# One tsc -b over the service's build config compiles it and every workspace package it references (as the root
+# tsconfig.build.json does for all of them in `npm run build`).
+RUN pnpm exec tsc -b "services/${SERVICE}/tsconfig.build.json"
 RUN node infra/src/image/assemble.mjs "$SERVICE" /out
 
 FROM ${NODE_IMAGE} AS runtime
@@ -47,10 +49,10 @@ LABEL org.opencontainers.image.title="fin-${SERVICE}" \
   org.opencontainers.image.description="Financial Intelligence API: the ${SERVICE} service"
 # HOST, METRICS_HOST: the services default to 127.0.0.1, which no one outside the container could reach. The
 # metrics listener (METRICS_PORT) also answers GET /healthz: the HEALTHCHECK of worker roles, which have no API.
-# NODE_OPTIONS: stack traces name the TypeScript sources; a young generation of at most 4 MB per semi-space
+# NODE_OPTIONS (also what `npm start` and the benchmarks run the compiled services with, read from here): stack
+# traces name the TypeScript sources; a young generation of at most 4 MB per semi-space
 # (by default V8 lets the young generation grow to 64 MB) keeps each minor GC pause near 1 ms instead of 3-15 ms, which is what the tail
-# latency of a busy service is made of (docs/benchmarks.md, "Cache hits"). The benchmarks run the services
-# with this same value, read from here.
+# latency of a busy service is made of (docs/benchmarks.md, "Cache hits").
 ENV NODE_ENV=production \
   HOST=0.0.0.0 \
   METRICS_HOST=0.0.0.0 \

@@ -17,7 +17,7 @@ const build = stages.find((stage) => stage.name === 'build') as Stage;
 const args = (stage: Stage, keyword: string) => stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args);
 
 /** The build stage's commands as the Dockerfile writes them; the test below runs these, with SERVICE filled in. */
-const BUILD = 'pnpm --filter-prod "@fin/${SERVICE}..." run build';
+const BUILD = 'pnpm exec tsc -b "services/${SERVICE}/tsconfig.build.json"';
 const ASSEMBLE = 'node infra/src/image/assemble.mjs "$SERVICE" /out';
 
 describe('the Dockerfile', () => {

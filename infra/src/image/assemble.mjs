@@ -76,7 +76,7 @@ for (const file of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', '.n
   if (existsSync(path.join(root, file))) cpSync(path.join(root, file), path.join(out, file), { recursive: true });
 }
 for (const [name, dir] of closure) {
-  if (!existsSync(path.join(dir, 'dist'))) throw new Error(`${name} has no dist/: build it first (pnpm --filter-prod "@fin/${service}..." run build)`);
+  if (!existsSync(path.join(dir, 'dist'))) throw new Error(`${name} has no dist/: build it first (pnpm exec tsc -b services/${service}/tsconfig.build.json)`);
   const target = path.join(out, path.relative(root, dir));
   cpSync(dir, target, { recursive: true, filter: (source) => !isBuildOnly(dir, source) });
 }
