@@ -17,9 +17,9 @@ export function principalOf(res: Response): Principal {
   return principal as Principal;
 }
 
-/** What the services are told about the caller. */
+/** What the services are told about the caller: the principal is one (its tenant, key and scopes are signed; nothing else is read). */
 export function callerFrom(principal: Principal): Caller {
-  return { tenantId: principal.tenantId, keyId: principal.keyId, scopes: principal.scopes };
+  return principal;
 }
 
 /**

@@ -11,7 +11,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { bodyOf } from './body';
 import { isPassableErrorBody, midStreamFailure, normalisedError, upstreamFailure } from './errors';
-import { requestHeaders, responseHeaders } from './headers';
+import { requestHeaders, responseHeaders, setResponseHeaders } from './headers';
 import { copyBody, copyEventStream, readBounded } from './stream';
 import { UPSTREAM_NAMES, type UpstreamName } from '../routes';
 import type { Upstream } from './upstreams';
@@ -57,8 +57,9 @@ function isEventStream(response: Dispatcher.ResponseData): boolean {
  */
 export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
   return async (req, res, next) => {
+    const who = caller(res);
     // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
-    const browserPage = upstream.name === 'portal' && caller(res) === null;
+    const browserPage = upstream.name === 'portal' && who === null;
 
     // The client going away (closing an event stream, a timeout of its own) aborts the work upstream.
     const controller = new AbortController();
@@ -68,7 +69,7 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
 
     let response: Dispatcher.ResponseData;
     try {
-      response = await send(req, res, upstream, options, caller(res), browserPage, controller.signal);
+      response = await send(req, res, upstream, options, who, browserPage, controller.signal);
     } catch (error) {
       if (controller.signal.aborted) {
         log(res, options, upstream).info('the client left before the service answered; request aborted');
@@ -90,8 +91,8 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
         await relayError(response, res, upstream, options, browserPage);
         return;
       }
-      res.status(statusCode);
-      setHeaders(res, responseHeaders(response.headers));
+      res.statusCode = statusCode;
+      setResponseHeaders(res, response.headers);
       const length = Number(response.headers['content-length']);
       if (Number.isInteger(length) && length <= WHOLE_BODY_BYTES) {
         // A small answer of known length goes out whole: status line, headers and body in one write.
@@ -140,10 +141,10 @@ function send(
   const path = `${upstream.basePath}${req.originalUrl}`;
   // The bytes sent are the bytes signed: the body was read whole before (readBody), never streamed.
   const body = bodyOf(req.body);
-  const headers = {
-    ...requestHeaders(req, { requestId, browserCredentials: browserPage }),
-    ...signIdentity({ requestId, caller }, options.signingKeys[upstream.name], { method: req.method, path, body }),
-  };
+  const headers = Object.assign(
+    requestHeaders(req, { requestId, browserCredentials: browserPage }),
+    signIdentity({ requestId, caller }, options.signingKeys[upstream.name], { method: req.method, path, body }),
+  );
   return upstream.pool.request({
     method: req.method,
     path,

@@ -1,7 +1,7 @@
 // Which headers cross the gateway. Hop-by-hop headers belong to one connection; the API key stops here (the
 // services get the signed identity instead); identity headers a client sends are dropped so that only the
 // gateway's signed ones reach a service.
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { IDENTITY_HEADER_NAMES } from '@fin/http';
 import { TRACEPARENT_HEADER, traceHeaders } from '@fin/log';
 import type { Request } from 'express';
@@ -34,10 +34,13 @@ const BROWSER_CREDENTIALS = new Set(['cookie', 'authorization']);
 
 const DROPPED_FROM_RESPONSES = new Set([...HOP_BY_HOP, 'x-request-id']);
 
-/** Headers named in Connection are hop-by-hop too. */
-function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+const NONE: ReadonlySet<string> = new Set();
+
+/** Headers named in Connection are hop-by-hop too ("keep-alive" and "close", the usual values, name none that are sent). */
+function connectionTokens(headers: IncomingHttpHeaders): ReadonlySet<string> {
   const value = headers.connection;
-  const text = Array.isArray(value) ? value.join(',') : (value ?? '');
+  if (value === undefined || value === 'keep-alive' || value === 'close') return NONE;
+  const text = Array.isArray(value) ? value.join(',') : value;
   return new Set(text.split(',').map((token) => token.trim().toLowerCase()).filter((token) => token !== ''));
 }
 
@@ -47,22 +50,28 @@ export interface ForwardedRequestHeaders {
   browserCredentials: boolean;
 }
 
+/** The headers sent to the service (the identity headers are added to this object by the caller). */
 export function requestHeaders(req: Request, { requestId, browserCredentials }: ForwardedRequestHeaders): Record<string, string | string[]> {
-  const named = connectionTokens(req.headers);
+  const { headers } = req;
+  const named = connectionTokens(headers);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || DROPPED_FROM_REQUESTS.has(name) || named.has(name)) continue;
     if (!browserCredentials && BROWSER_CREDENTIALS.has(name)) continue;
     out[name] = value;
   }
-  const forwardedFor = req.headers['x-forwarded-for'];
+  const forwardedFor = headers['x-forwarded-for'];
   const clientAddress = req.socket.remoteAddress;
   if (clientAddress !== undefined) out['x-forwarded-for'] = typeof forwardedFor === 'string' ? `${forwardedFor}, ${clientAddress}` : clientAddress;
-  out['x-forwarded-proto'] = typeof req.headers['x-forwarded-proto'] === 'string' ? req.headers['x-forwarded-proto'] : req.protocol;
-  const host = req.headers['x-forwarded-host'] ?? req.headers.host;
+  const proto = headers['x-forwarded-proto'];
+  // No proxy is trusted ('trust proxy' is off), so express's req.protocol is the connection's own.
+  out['x-forwarded-proto'] = typeof proto === 'string' ? proto : (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  const host = headers['x-forwarded-host'] ?? headers.host;
   if (typeof host === 'string') out['x-forwarded-host'] = host;
   out['x-request-id'] = requestId;
-  Object.assign(out, traceHeaders());
+  const trace = traceHeaders()[TRACEPARENT_HEADER];
+  if (trace !== undefined) out[TRACEPARENT_HEADER] = trace;
   return out;
 }
 
@@ -70,9 +79,23 @@ export function requestHeaders(req: Request, { requestId, browserCredentials }: 
 export function responseHeaders(headers: IncomingHttpHeaders, also: readonly string[] = []): Record<string, string | string[]> {
   const named = connectionTokens(headers);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || DROPPED_FROM_RESPONSES.has(name) || named.has(name) || also.includes(name)) continue;
     out[name] = value;
   }
   return out;
+}
+
+/**
+ * Sets the upstream response headers the client gets (those of responseHeaders(headers)) on `res`, exactly as
+ * given (express's res.set would add a charset to Content-Type), without an object between.
+ */
+export function setResponseHeaders(res: ServerResponse, headers: IncomingHttpHeaders): void {
+  const named = connectionTokens(headers);
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || DROPPED_FROM_RESPONSES.has(name) || named.has(name)) continue;
+    res.setHeader(name, value);
+  }
 }
