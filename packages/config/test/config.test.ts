@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { z } from 'zod';
-import { ConfigError, bool, csv, int, parseConfig, placeholderSecretProblem, port, redactConfig, secret, url, type ConfigIssue } from '../src';
+import { ConfigError, bool, csv, int, logConfigShape, parseConfig, placeholderSecretProblem, port, redactConfig, secret, url, type ConfigIssue } from '../src';
 
 const shape = {
   PORT: port().default(8080),
@@ -190,5 +190,20 @@ describe('loadConfig in a real process', () => {
     expect(child.stderr).toContain('DATABASE_URL: is required but not set');
     expect(child.stderr).toContain('TOKEN:');
     expect(child.stderr).not.toContain('not-forty-characters-secret');
+  });
+});
+
+describe('logConfigShape', () => {
+  it('defaults to logging every request at info, and parses the sample rate and the slow threshold', () => {
+    expect(parseConfig(logConfigShape(), {})).toEqual({ LOG_LEVEL: 'info', ACCESS_LOG_SAMPLE_RATE: 1, ACCESS_LOG_SLOW_MS: 1_000 });
+    expect(parseConfig(logConfigShape(), { LOG_LEVEL: 'warn', ACCESS_LOG_SAMPLE_RATE: ' 0.05 ', ACCESS_LOG_SLOW_MS: '250' })).toEqual({
+      LOG_LEVEL: 'warn',
+      ACCESS_LOG_SAMPLE_RATE: 0.05,
+      ACCESS_LOG_SLOW_MS: 250,
+    });
+  });
+
+  it.each(['1.5', '-0.1', 'half', '5%'])('refuses ACCESS_LOG_SAMPLE_RATE=%s, naming the variable', (value) => {
+    expect(() => parseConfig(logConfigShape(), { ACCESS_LOG_SAMPLE_RATE: value })).toThrow(/ACCESS_LOG_SAMPLE_RATE/);
   });
 });

@@ -2,6 +2,8 @@ import http from 'node:http';
 import express from 'express';
 import request from 'supertest';
 import { annotateRequest, currentLogger, currentRequest, jsonBody, loggerOf, requestContext, requestIdOf } from '../src';
+import { createLogger, traceHeaders } from '@fin/log';
+import { waitFor } from '@fin/testing';
 import { captureLogger, listen } from './helpers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -122,5 +124,82 @@ describe('requestContext', () => {
     app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
     await request(app).get('/healthz').expect(200);
     expect(lines).toEqual([expect.objectContaining({ msg: 'request completed', level: 'debug', path: '/healthz' })]);
+  });
+
+  it('gives outgoing requests the same span as the request\'s log lines, in the caller\'s trace', async () => {
+    const { logger, lines } = captureLogger();
+    const app = express();
+    app.use(requestContext({ logger }));
+    app.get('/send', async (_req, res) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      res.json(traceHeaders());
+    });
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await request(app).get('/send').set('traceparent', `00-${traceId}-00f067aa0ba902b7-00`).expect(200);
+    const completed = lines.find((line) => line.msg === 'request completed');
+    expect(res.body).toEqual({ traceparent: `00-${traceId}-${String(completed?.span_id)}-00` });
+    expect(completed?.trace_id).toBe(traceId);
+  });
+});
+
+describe('access-log sampling', () => {
+  function sampled(accessLog: { sampleRate?: number; slowMs?: number }) {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ service: 'test', accessLog, destination: { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) } });
+    const app = express();
+    app.use(requestContext({ logger }));
+    app.get('/ok', (_req, res) => void res.json({}));
+    app.get('/missing', (_req, res) => void res.status(404).json({}));
+    app.get('/broken', (_req, res) => void res.status(503).json({}));
+    app.get('/stream', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+    });
+    const completed = () => lines.filter((line) => line.msg === 'request completed').map((line) => [line.path, line.status, line.aborted ?? false]);
+    return { app, completed };
+  }
+
+  it('logs every request at the default rate', async () => {
+    const { app, completed } = sampled({});
+    for (let i = 0; i < 3; i++) await request(app).get('/ok').expect(200);
+    expect(completed()).toHaveLength(3);
+  });
+
+  it('at rate 0 logs only the requests that failed', async () => {
+    const { app, completed } = sampled({ sampleRate: 0 });
+    await request(app).get('/ok').expect(200);
+    await request(app).get('/missing').expect(404);
+    await request(app).get('/broken').expect(503);
+    await request(app).get('/ok').expect(200);
+    expect(completed()).toEqual([
+      ['/missing', 404, false],
+      ['/broken', 503, false],
+    ]);
+  });
+
+  it('at rate 0 still logs a request whose client went away before the end', async () => {
+    const { app, completed } = sampled({ sampleRate: 0 });
+    const server = await listen(app);
+    try {
+      const controller = new AbortController();
+      const res = await fetch(`${server.url}/stream`, { signal: controller.signal });
+      await res.body!.getReader().read();
+      controller.abort();
+      await waitFor(() => completed().length === 1);
+      expect(completed()).toEqual([['/stream', 200, true]]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('at rate 0 still logs a request slower than the threshold', async () => {
+    const { app, completed } = sampled({ sampleRate: 0, slowMs: 0 });
+    await request(app).get('/ok').expect(200);
+    expect(completed()).toEqual([['/ok', 200, false]]);
+  });
+
+  it('refuses a rate outside 0..1', () => {
+    expect(() => createLogger({ service: 'test', accessLog: { sampleRate: 1.5 } })).toThrow(RangeError);
+    expect(() => createLogger({ service: 'test', accessLog: { slowMs: -1 } })).toThrow(RangeError);
   });
 });

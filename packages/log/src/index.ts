@@ -41,6 +41,18 @@ export interface LogOptions {
   destination?: pino.DestinationStream;
 }
 
+/** The logging settings of a service's configuration (logConfigShape in @fin/config). */
+export interface LogSettings {
+  LOG_LEVEL: string;
+  ACCESS_LOG_SAMPLE_RATE: number;
+  ACCESS_LOG_SLOW_MS: number;
+}
+
+/** createLogger's options from a service's settings: `createLogger({ service: 'news', ...logOptionsOf(config) })`. */
+export function logOptionsOf(settings: LogSettings): Pick<LogOptions, 'level' | 'accessLog'> {
+  return { level: settings.LOG_LEVEL, accessLog: { sampleRate: settings.ACCESS_LOG_SAMPLE_RATE, slowMs: settings.ACCESS_LOG_SLOW_MS } };
+}
+
 /** Lines are written once this many bytes are waiting (or at the latest STDOUT_FLUSH_MS after the first). */
 export const STDOUT_BUFFER_BYTES = 16 * 1024;
 /** The longest a line waits in the buffer in a quiet process. */

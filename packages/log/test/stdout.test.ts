@@ -77,4 +77,40 @@ describe('the default stdout destination', () => {
       expect(own.map((record) => record.i)).toEqual(Array.from({ length: 10000 }, (_, i) => i));
     }
   });
+
+  it('delivers the buffered lines and the error when an exception is not caught', async () => {
+    const { status, lines } = await run(`
+      const logger = createLogger({ service: 'crash' });
+      for (let i = 0; i < 5; i++) logger.info({ i }, 'before the crash');
+      setImmediate(() => { throw new Error('boom'); });
+    `);
+    expect(status).toBe(1);
+    expect(parsed(lines).map((record) => record.i)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('writes a line of a quiet process without waiting for more lines or for the exit', async () => {
+    // The process logs one short line (far below the buffer size), then waits until it sees its own line on the
+    // pipe's other end: the parent only answers once the line arrived.
+    const script = `
+      const { createLogger } = require(${JSON.stringify(path.join(__dirname, '../src'))});
+      createLogger({ service: 'quiet' }).info('alone');
+      process.stdin.once('data', () => process.exit(0));
+    `;
+    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', '-e', script], {
+      cwd: path.join(__dirname, '..'),
+      env: { PATH: process.env.PATH },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    const line = await new Promise<string>((resolve) => {
+      child.stdout.on('data', (chunk: string) => {
+        out += chunk;
+        if (out.includes('\n')) resolve(out);
+      });
+    });
+    child.stdin.end('go');
+    await new Promise((resolve) => child.once('close', resolve));
+    expect(parsed(line.split('\n').filter((text) => text !== ''))).toEqual([expect.objectContaining({ service: 'quiet', msg: 'alone' })]);
+  });
 });

@@ -1,5 +1,5 @@
 import { aiConfigShape } from '@fin/ai';
-import { int, logLevel, port, secret, url } from '@fin/config';
+import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { customerToolsConfigShape } from '@fin/customer-tools';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
@@ -18,7 +18,7 @@ export const analysisConfigShape = {
   ANALYSIS_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
-  LOG_LEVEL: logLevel().default('info'),
+  ...logConfigShape(),
   /** An analysis that runs longer fails (the spec's typical time is 30–90 s). */
   ANALYSIS_TIME_LIMIT_MS: int(1_000, 900_000).default(180_000),
   ANALYSIS_WORKER_CONCURRENCY: int(1, 64).default(4),

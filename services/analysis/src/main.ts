@@ -1,12 +1,12 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { runProductProcess } from '@fin/job-kit';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { analysisConfigShape } from './config';
 import { startAnalysisService } from './service';
 
 runProductProcess('analysis', async () => {
   const config = loadConfig(analysisConfigShape);
-  const logger = createLogger({ service: 'analysis', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'analysis', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(analysisConfigShape, config) }, 'starting');
   if (config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS >= config.SHUTDOWN_DRAIN_TIMEOUT_MS) {
     logger.warn('ANALYSIS_STREAM_SHUTDOWN_GRACE_MS is not below SHUTDOWN_DRAIN_TIMEOUT_MS: a stream still open at the drain deadline is cut off without its final event');

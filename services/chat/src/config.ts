@@ -1,5 +1,5 @@
 import { aiConfigShape } from '@fin/ai';
-import { int, logLevel, port, secret, url } from '@fin/config';
+import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { CHAT_CONTEXT_PAIRS } from '@fin/contracts';
 import { customerToolsConfigShape } from '@fin/customer-tools';
 import { metricsConfigShape } from '@fin/metrics';
@@ -14,7 +14,7 @@ export const chatConfigShape = {
   ...metricsConfigShape(9084),
   DATABASE_URL: url(['postgres', 'postgresql']),
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
-  LOG_LEVEL: logLevel().default('info'),
+  ...logConfigShape(),
   /** Completed exchanges (a user message and its reply) of a conversation the model sees; older ones are left out. */
   CHAT_CONTEXT_PAIRS: int(1, 100).default(CHAT_CONTEXT_PAIRS),
   /** A `: keep-alive` comment this often on every open stream, so proxies do not close a quiet one. */

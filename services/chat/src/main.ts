@@ -1,13 +1,13 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { createShutdown, onShutdownSignals } from '@fin/http';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
 import { chatConfigShape } from './config';
 import { startChatService } from './service';
 
 async function main(): Promise<void> {
   const config = loadConfig(chatConfigShape);
-  const logger = createLogger({ service: 'chat', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'chat', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(chatConfigShape, config) }, 'starting');
   const service = await startChatService({ config, logger });
   const metrics = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST, logger });

@@ -1,6 +1,6 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { createShutdown, onShutdownSignals } from '@fin/http';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
 import { gatewayConfigShape } from './config';
 import { startGateway } from './service';
@@ -8,7 +8,7 @@ import { startGateway } from './service';
 /** Wiring: config → the gateway; then a fixed shutdown order on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig(gatewayConfigShape);
-  const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'gateway', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(gatewayConfigShape, config) }, 'starting');
   try {
     const gateway = await startGateway({ config, logger });

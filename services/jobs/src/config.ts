@@ -1,4 +1,4 @@
-import { int, logLevel, port, secret, url } from '@fin/config';
+import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
@@ -12,7 +12,7 @@ export const jobsConfigShape = {
   DATABASE_URL: url(['postgres', 'postgresql']),
   /** Connections to Postgres; the status endpoint is one primary-key read per request. */
   DATABASE_POOL_MAX: int(1, 500).default(10),
-  LOG_LEVEL: logLevel().default('info'),
+  ...logConfigShape(),
   /** Verifies the identity headers the gateway signs; every service holds the same value. */
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   /** How often the lease reaper looks for jobs whose worker stopped renewing its lease. */

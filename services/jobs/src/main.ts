@@ -2,7 +2,7 @@ import { loadConfig, redactConfig } from '@fin/config';
 import { createPool } from '@fin/db';
 import { connectKafkaBus } from '@fin/events';
 import { createShutdown, onShutdownSignals } from '@fin/http';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
 import { jobsConfigShape } from './config';
 import { startJobsService } from './service';
@@ -10,7 +10,7 @@ import { startJobsService } from './service';
 /** Wiring: config → pool and Kafka → the service; then a fixed shutdown order on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig(jobsConfigShape);
-  const logger = createLogger({ service: 'jobs', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'jobs', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(jobsConfigShape, config) }, 'starting');
 
   try {

@@ -1,12 +1,12 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { runProductProcess } from '@fin/job-kit';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { newsConfigShape } from './config';
 import { startNewsService } from './service';
 
 runProductProcess('news', async () => {
   const config = loadConfig(newsConfigShape);
-  const logger = createLogger({ service: 'news', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'news', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(newsConfigShape, config) }, 'starting');
   return {
     logger,

@@ -1,4 +1,4 @@
-import { bool, int, logLevel, port, secret, url } from '@fin/config';
+import { bool, int, logConfigShape, port, secret, url } from '@fin/config';
 import { DEFAULT_MAX_TOOLS_PER_TENANT, customerToolsConfigShape } from '@fin/customer-tools';
 import { metricsConfigShape } from '@fin/metrics';
 import { DEFAULT_KEY_TTL_DAYS } from './accounts';
@@ -14,7 +14,7 @@ export const portalConfigShape = {
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   /** Signs the portal's session cookies: the portal's own, never INTERNAL_SIGNING_SECRET (the services hold that one). */
   PORTAL_SESSION_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
-  LOG_LEVEL: logLevel().default('info'),
+  ...logConfigShape(),
   /** Session cookies only over HTTPS. Turn off only to use the portal over plain http on a host other than localhost. */
   PORTAL_COOKIE_SECURE: bool().default(true),
   /** How long a portal sign-in lasts (the key's revocation ends it earlier). */

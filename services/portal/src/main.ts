@@ -1,6 +1,6 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { createShutdown, onShutdownSignals } from '@fin/http';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
 import { portalConfigShape } from './config';
 import { startPortalService } from './service';
@@ -8,7 +8,7 @@ import { startPortalService } from './service';
 /** Wiring: config → the portal; then a fixed shutdown order on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig(portalConfigShape);
-  const logger = createLogger({ service: 'portal', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'portal', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(portalConfigShape, config) }, 'starting');
   try {
     const portal = await startPortalService({ config, logger });

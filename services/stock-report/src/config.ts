@@ -1,5 +1,5 @@
 import { aiConfigShape } from '@fin/ai';
-import { int, logLevel, port, secret, url } from '@fin/config';
+import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { customerToolsConfigShape } from '@fin/customer-tools';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
@@ -17,7 +17,7 @@ export const stockReportConfigShape = {
   STOCK_REPORT_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
-  LOG_LEVEL: logLevel().default('info'),
+  ...logConfigShape(),
   /** A report that runs longer fails. One symbol takes about 10–20 s and a comparison 30–45 s: twice that, with room. */
   STOCK_REPORT_TIME_LIMIT_MS: int(1_000, 600_000).default(90_000),
   /** Reports are long model runs that mostly wait on the API, so a worker holds several. */

@@ -1,12 +1,12 @@
 import { loadConfig, redactConfig } from '@fin/config';
 import { runProductProcess } from '@fin/job-kit';
-import { createLogger } from '@fin/log';
+import { createLogger, logOptionsOf } from '@fin/log';
 import { stockReportConfigShape } from './config';
 import { startStockReportService } from './service';
 
 runProductProcess('stock-report', async () => {
   const config = loadConfig(stockReportConfigShape);
-  const logger = createLogger({ service: 'stock-report', level: config.LOG_LEVEL });
+  const logger = createLogger({ service: 'stock-report', ...logOptionsOf(config) });
   logger.info({ config: redactConfig(stockReportConfigShape, config) }, 'starting');
   return {
     logger,
