@@ -5,7 +5,7 @@ import type { Logger } from '@fin/log';
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { badRequest } from './errors';
-import { currentRequest } from './request-context';
+import { currentRequest, type RequestContext } from './request-context';
 
 type Output<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -35,11 +35,29 @@ export interface RouteContext {
  */
 export type RouteHandler<P, Q, B> = (input: RouteInput<P, Q, B>, context: RouteContext) => unknown;
 
-function validate(schema: z.ZodType | undefined, value: unknown, issues: z.core.$ZodIssue[]): unknown {
+/** The handler's context. The request's child logger is made only if the handler asks for it. */
+class HandlerContext implements RouteContext {
+  constructor(
+    readonly req: Request,
+    readonly res: Response,
+    private readonly request: RequestContext | undefined,
+  ) {}
+
+  get requestId(): string | undefined {
+    return this.request?.requestId;
+  }
+
+  get logger(): Logger | undefined {
+    return this.request?.logger;
+  }
+}
+
+/** The parsed value, or the issues (added to `issues`, made on the first failure) and undefined. */
+function validate(schema: z.ZodType | undefined, value: unknown, failed: { issues?: z.core.$ZodIssue[] }): unknown {
   if (schema === undefined) return undefined;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  issues.push(...result.error.issues);
+  (failed.issues ??= []).push(...result.error.issues);
   return undefined;
 }
 
@@ -52,25 +70,18 @@ export function route<P extends z.ZodType | undefined = undefined, Q extends z.Z
   schemas: RouteSchemas<P, Q, B>,
   handler: RouteHandler<P, Q, B>,
 ): RequestHandler {
+  const { params: paramsSchema, query: querySchema, body: bodySchema } = schemas;
   return async (req, res, next) => {
     try {
-      const issues: z.core.$ZodIssue[] = [];
-      const params = validate(schemas.params, req.params, issues);
-      const query = validate(schemas.query, req.query, issues);
-      const body = validate(schemas.body, req.body, issues);
-      if (issues.length > 0) throw badRequest(formatZodError(new z.ZodError(issues)));
+      const failed: { issues?: z.core.$ZodIssue[] } = {};
+      const params = validate(paramsSchema, req.params, failed);
+      // express parses the query string when it is first read: not at all for a route without a query schema.
+      const query = querySchema === undefined ? undefined : validate(querySchema, req.query, failed);
+      const body = validate(bodySchema, req.body, failed);
+      if (failed.issues !== undefined) throw badRequest(formatZodError(new z.ZodError(failed.issues)));
 
-      const context = currentRequest();
       const input = { params, query, body } as RouteInput<P, Q, B>;
-      const result: unknown = await handler(input, {
-        req,
-        res,
-        requestId: context?.requestId,
-        // Read on use: the request's child logger is only made when something logs.
-        get logger() {
-          return context?.logger;
-        },
-      });
+      const result: unknown = await handler(input, new HandlerContext(req, res, currentRequest()));
       if (result !== undefined && !res.headersSent) res.json(result);
     } catch (error) {
       next(error);
