@@ -28,7 +28,7 @@ import { admin, loadAverage, printRunHeading, startFakes } from '../lib/system';
 const HELD_STREAMS = 2_000;
 /** Streams timed at each level of open streams (at most; fewer with --streams). */
 const LOADED_STREAMS = 200;
-const TARGET_KB_PER_STREAM = 30;
+const TARGET_KB_PER_STREAM = 20;
 /** Streams per key: the streams are spread over a few keys (the account's limit covers them all together). */
 const STREAMS_PER_KEY = 1_000;
 /** The bench account's arranged limits: room for every held and timed stream, and for every turn they start. */
@@ -279,8 +279,10 @@ async function measureMemory(bench: ChatBench, loadedStreams: number): Promise<M
     for (const client of held) client.close();
     note('memory: streams closed; waiting for the chat service to record every reply as interrupted');
     const deadline = Date.now() + 60_000;
-    while ((await count(bench.pool, STREAMING_REPLIES)) > 0 || (await count(bench.pool, CHAT_SLOTS)) > 0) {
-      if (Date.now() > deadline) throw new Error('replies or chat slots were still open a minute after their clients left');
+    for (;;) {
+      const [replies, slotsLeft] = [await count(bench.pool, STREAMING_REPLIES), await count(bench.pool, CHAT_SLOTS)];
+      if (replies === 0 && slotsLeft === 0) break;
+      if (Date.now() > deadline) throw new Error(`a minute after their clients left, ${replies} replies were still streaming and ${slotsLeft} chat slots still held`);
       await delay(250);
     }
     const interrupted = await count(bench.pool, "SELECT count(*)::int AS n FROM messages WHERE status = 'interrupted'");

@@ -5,12 +5,14 @@ import type {
   Message,
   MessageCreateParamsNonStreaming,
   MessageParam,
+  RawMessageStreamEvent,
   ToolResultBlockParam,
   ToolUnion,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
 import { AiError, toAiError } from './errors';
 import { MessageAssembler } from './message-events';
+import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
 
 /** What happens during a run, as it happens: the chat and analysis services turn these into SSE events. */
@@ -188,21 +190,26 @@ async function streamRound(
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
   try {
-    // The raw events, put together here (message-events.ts): a MessageStream would be held, with all it keeps,
-    // for as long as the round streams, and a chat reply's round can stream for minutes.
-    const stream = await client.messages.create({ ...body, stream: true }, { signal });
+    // The raw events, read from the body and put together here (sse-events.ts, message-events.ts): the SDK's
+    // MessageStream, or even its Stream of raw events, would be held with all it keeps for as long as the round
+    // streams, and a chat reply's round can stream for minutes. Retries, timeouts and the mapping of an error
+    // answer stay the SDK's: asResponse() resolves only with a successful response.
+    const response = await client.messages.create({ ...body, stream: true }, { signal }).asResponse();
+    if (response.body === null) throw new AiError('upstream', 'The model API answered a streamed request without a body.');
+    const reader = new MessageEventReader(response.headers);
     const assembler = new MessageAssembler();
-    for await (const event of stream) {
+    const onStreamEvent = (event: RawMessageStreamEvent) => {
       const text = assembler.add(event);
       if (text) onEvent?.({ type: 'text', text });
-    }
-    // The SDK's stream ends quietly when aborted; the round must not pass for a finished one.
-    if (stream.controller.signal.aborted) throw new AiError('aborted', 'The request to the model was aborted.');
+    };
+    for await (const chunk of response.body) reader.push(chunk, onStreamEvent);
+    reader.end(onStreamEvent);
     const message = assembler.finalMessage();
     countUsage(body.model, message);
     return message;
   } catch (error) {
-    const failure = toAiError(error);
+    // An abort shows as the transport's abort reason, whatever it is: the round ends as aborted.
+    const failure = signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
     modelRequests.inc({ model: body.model, outcome: failure.kind });
     throw failure;
   }
