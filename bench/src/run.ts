@@ -5,6 +5,7 @@ import { cacheHit } from './cache-hit';
 import { chatStream } from './chat-stream';
 import { gatewayOverhead } from './gateway-overhead';
 import { jobPipeline } from './job-pipeline';
+import { npmStart } from './npm-start';
 import { rateLimitStore } from './rate-limit-store';
 import { statusPoll } from './status-poll';
 import type { BenchOptions } from './lib/options';
@@ -33,6 +34,10 @@ const SCENARIOS: Record<string, Scenario> = {
   'chat-stream': {
     description: 'time to the first SSE event of a chat reply through the gateway vs direct, and memory per open stream with 2,000 held open',
     run: chatStream,
+  },
+  'npm-start': {
+    description: 'the whole system in one process as npm start runs it: cache hits and status polls at saturation, cache hits at 1,000 req/s',
+    run: npmStart,
   },
   'rate-limit-store': {
     description: "what counting a request costs the database: the gateway's rate-limit store with many keys at the default limits, and one busy key",
