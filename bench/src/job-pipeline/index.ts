@@ -8,7 +8,6 @@ import { createHttpClient } from '../lib/http';
 import { percentiles, type Percentiles } from '../lib/load';
 import { describeMachine } from '../lib/machine';
 import {
-  eventLags,
   failureReasons,
   jobTraces,
   NewsRequests,
@@ -16,7 +15,6 @@ import {
   submitAndPoll,
   submitNewsJob,
   waitForJobs,
-  type EventLag,
   type Gateway,
   type JobTrace,
   type TimedJob,
@@ -81,7 +79,6 @@ interface Outcome {
   problems: string[];
   timed: TimedJob[];
   traces: JobTrace[];
-  lags: EventLag[];
   submitSeconds: number;
   latencyCpu?: SystemCpuDelta;
   latencyWindow?: Window;
@@ -120,7 +117,7 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     cleanup.add('close the HTTP client', () => Promise.resolve(client.close()));
     const gateway: Gateway = { client, url: system.gatewayUrl, apiKey: system.apiKey };
     const requests = new NewsRequests();
-    const outcome: Outcome = { problems: [], timed: [], traces: [], lags: [], submitSeconds: 0, relayLeader: 'none', profiles: system.profiles, levels: [] };
+    const outcome: Outcome = { problems: [], timed: [], traces: [], submitSeconds: 0, relayLeader: 'none', profiles: system.profiles, levels: [] };
 
     // The first job waits for the worker to join its Kafka consumer group; the warm-up also warms the JIT.
     note(`warm-up: ${settings.warmupJobs} jobs at 10 jobs/s (the first one waits for the worker's consumer group)`);
@@ -137,7 +134,6 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     outcome.timed = latency.timed;
     outcome.submitSeconds = latency.seconds;
     outcome.traces = await jobTraces(system.pool, latency.timed.map((job) => job.jobId));
-    outcome.lags = await eventLags(system.pool, latency.timed.map((job) => job.jobId));
     outcome.relayLeader = await relayLeader(system.pool);
     if (outcome.problems.length > 0) return outcome;
     outcome.levels.push({ rate: settings.rate, timed: latency.timed, submitSeconds: latency.seconds, cpu: outcome.latencyCpu });
@@ -257,10 +253,8 @@ function report(settings: Settings, outcome: Outcome): void {
     ['1. gateway and news API, until the job row transaction began', ({ trace, job }) => trace.created - job.postedAtMs],
     ['2. commit, NOTIFY → the outbox relay picks the request up', ({ trace }) => trace.requestRelayed - trace.created],
     ['3. relay → Kafka → worker consumes it, claims the job, writes `running`', ({ trace }) => trace.running - trace.requestRelayed],
-    ['4. the work: 2 model turns, market data, progress events, result commit', ({ trace }) => trace.completedWritten - trace.running],
-    ['5. commit, NOTIFY → the relay picks `completed` up', ({ trace }) => trace.completedRelayed - trace.completedWritten],
-    ['6. relay → Kafka → jobs service applies it (finished_at)', ({ trace }) => trace.finished - trace.completedRelayed],
-    ['7. commit → the next status poll sees it, answer received', ({ trace, job }) => job.seenAtMs - trace.finished],
+    ['4. the work: 2 model turns, market data, progress, result and status committed (finished_at)', ({ trace }) => trace.finished - trace.running],
+    ['5. commit → the next status poll sees it, answer received', ({ trace, job }) => job.seenAtMs - trace.finished],
   ];
   const stageStats = stages.map(([label, of]) => ({ label, stats: percentiles(joined.map(of)) }));
   const totalMean = stageStats.reduce((sum, { stats }) => sum + stats.mean, 0);
@@ -276,24 +270,6 @@ function report(settings: Settings, outcome: Outcome): void {
       ],
     ),
   );
-
-  const positions = [...new Set(outcome.lags.map((lag) => lag.position))].sort((a, b) => a - b);
-  if (positions.length > 0) {
-    print();
-    print('Stage 6 in detail: every job event from the relay to the jobs service, by its place in its job (one Kafka partition per job, applied one at a time):');
-    print();
-    print(
-      table(
-        ['event of the job', 'events', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms'],
-        positions.map((position) => {
-          const lags = outcome.lags.filter((lag) => lag.position === position);
-          const statuses = [...new Set(lags.map((lag) => lag.status))].join('/');
-          const stats = percentiles(lags.map((lag) => lag.lagMs));
-          return [`${position}. ${statuses}`, thousands(stats.count), ms(stats.p50), ms(stats.p90), ms(stats.p99), ms(stats.max), ms(stats.mean)];
-        }),
-      ),
-    );
-  }
 
   if (outcome.levels.length > 1) {
     print();
@@ -352,7 +328,7 @@ function report(settings: Settings, outcome: Outcome): void {
     const runningSpanMs = Math.max(...burst.traces.map((trace) => trace.completedWritten)) - Math.min(...burst.traces.map((trace) => trace.running));
     const work = percentiles(burst.traces.map((trace) => trace.completedWritten - trace.running));
     const waiting = percentiles(burst.traces.map((trace) => trace.running - trace.requestRelayed));
-    const applied = percentiles(burst.traces.map((trace) => trace.finished - trace.completedRelayed));
+    const observed = percentiles(burst.traces.map((trace) => trace.completedRelayed - trace.finished));
     const worker = burst.cpu.byGroup.newsWorker;
     const workerMsPerJob = (worker.userMs + worker.systemMs) / count;
     print();
@@ -370,7 +346,7 @@ function report(settings: Settings, outcome: Outcome): void {
           ['jobs running at once in the worker (mean)', fixed(busyMs / runningSpanMs, 2)],
           ['stage 4 (the work) per job under the burst: p50 / p99', `${ms(work.p50)} / ${ms(work.p99)} ms`],
           ['stage 3 (waiting for the worker) under the burst: p50 / p99', `${ms(waiting.p50)} / ${ms(waiting.p99)} ms`],
-          ['stage 6 (relay → jobs service) under the burst: p50 / p99', `${ms(applied.p50)} / ${ms(applied.p99)} ms`],
+          ['`completed` committed → its event published to observers (relay batch began), under the burst: p50 / p99', `${ms(observed.p50)} / ${ms(observed.p99)} ms`],
           ['news worker CPU per job; its share of one core', `${fixed(workerMsPerJob, 2)} ms; ${fixed(((worker.userMs + worker.systemMs) / burst.cpu.wallMs) * 100, 0)} %`],
         ],
         ['left', 'right'],

@@ -148,7 +148,8 @@ export async function failureReasons(pool: Pool, ids: readonly string[], limit =
  * created (the news API's transaction: job row and job.requested outbox row) → requestRelayed (the outbox
  * relay's batch that published the request began) → running (the worker claimed the job and wrote its
  * `running` event) → completedWritten (the worker committed its result and the `completed` event) →
- * completedRelayed (the relay's batch that published it began) → finished (the jobs service applied it).
+ * finished (the same commit set the job's status, result and finished_at) → completedRelayed (the relay's batch that
+ * published the `completed` event to the observers began).
  */
 export interface JobTrace {
   jobId: string;
@@ -196,25 +197,4 @@ export async function relayLeader(pool: Pool): Promise<string> {
     [0x6f627265], // RELAY_LEADER_LOCK_CLASS of packages/events/src/outbox.ts
   );
   return rows.map((row) => row.application_name).join(', ') || 'none';
-}
-
-export interface EventLag {
-  /** 1 for a job's first event (`running`), counting up in the order the worker wrote them. */
-  position: number;
-  status: string;
-  /** The relay's batch began → the jobs service's transaction applying it began. */
-  lagMs: number;
-}
-
-/** How long each job event took from the outbox relay to the jobs service, by its position in its job. */
-export async function eventLags(pool: Pool, ids: readonly string[]): Promise<EventLag[]> {
-  const { rows } = await pool.query<EventLag>(
-    `SELECT (row_number() OVER (PARTITION BY o.message_key ORDER BY (o.envelope->'payload'->>'seq')::int))::int AS position,
-            o.envelope->'payload'->>'status' AS status,
-            (extract(epoch FROM p.processed_at - o.published_at) * 1000)::float8 AS "lagMs"
-       FROM outbox o JOIN processed_events p ON p.consumer = 'jobs-service' AND p.event_id = o.event_id
-      WHERE o.topic = 'jobs.events' AND o.message_key = ANY($1::text[])`,
-    [ids],
-  );
-  return rows;
 }
