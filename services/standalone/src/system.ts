@@ -12,7 +12,7 @@ import { startAnalysisService } from '@fin/analysis/service';
 import { aiConfigShape, createAiEngine, type AiEngine } from '@fin/ai';
 import { chatConfigShape } from '@fin/chat/config';
 import { startChatService } from '@fin/chat/service';
-import { csv, parseConfig } from '@fin/config';
+import { csv, logConfigShape, parseConfig } from '@fin/config';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
 import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
@@ -21,7 +21,7 @@ import { startGateway } from '@fin/gateway/service';
 import { closeStarted, createShutdown, type Closer, type Lifecycle } from '@fin/http';
 import { jobsConfigShape } from '@fin/jobs/config';
 import { startJobsService } from '@fin/jobs/service';
-import { createLogger, type Logger } from '@fin/log';
+import { createLogger, logOptionsOf, type Logger } from '@fin/log';
 import { metricsConfigShape, startMetricsServer } from '@fin/metrics';
 import { newsConfigShape } from '@fin/news/config';
 import { startNewsService } from '@fin/news/service';
@@ -43,7 +43,8 @@ export const standaloneConfigShape = {
   KAFKA_BROKERS: csv().optional(),
   /** Where the embedded database, its password and the development API key are kept (git-ignored). */
   DATA_DIR: z.string().optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** LOG_LEVEL, ACCESS_LOG_SAMPLE_RATE, ACCESS_LOG_SLOW_MS: as for every service. */
+  ...logConfigShape(),
   /** One Prometheus listener for the whole process (every service's metrics, one registry). */
   ...metricsConfigShape(9090),
 };
@@ -119,8 +120,8 @@ function runSecret(env: NodeJS.ProcessEnv, name: 'INTERNAL_SIGNING_SECRET' | 'PO
  */
 export async function startStandalone({ env = process.env, dataDir, logger }: StandaloneOptions = {}): Promise<Standalone> {
   const settings = parseConfig(standaloneConfigShape, env);
-  const log = logger ?? createLogger({ service: 'standalone', level: settings.LOG_LEVEL });
-  const loggerFor = (service: string) => (logger ? logger.child({ service }) : createLogger({ service, level: settings.LOG_LEVEL }));
+  const log = logger ?? createLogger({ service: 'standalone', ...logOptionsOf(settings) });
+  const loggerFor = (service: string) => (logger ? logger.child({ service }) : createLogger({ service, ...logOptionsOf(settings) }));
   const started: Closer[] = [];
   const units: Unit[] = [];
   const unwind = async () => {
