@@ -2,12 +2,13 @@
 // with, and an identity the service verifies; the API key and forged identity headers never do; the answer
 // comes back with its status, headers and body — error bodies unchanged when they are the spec's.
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import { AsyncJobResponse, ErrorBody } from '@fin/contracts';
 import request from 'supertest';
 import { createApp } from '../src/app';
 import { createUpstreams, destroyUpstreams } from '../src/proxy/upstreams';
 import { GATEWAY_ROUTES, UPSTREAM_NAMES, type GatewayRoute } from '../src/routes';
-import { ALL_SCOPES, KEYS, SECRET, UUID, logger, sampleRequest, startHarness, type Harness } from './support/harness';
+import { ALL_SCOPES, KEYS, SECRET, UUID, listen, logger, sampleRequest, startHarness, type Harness } from './support/harness';
 
 const proxied = GATEWAY_ROUTES.filter((route): route is GatewayRoute & { target: { kind: 'proxy' } } => route.target.kind === 'proxy');
 
@@ -100,6 +101,39 @@ describe('forwarding', () => {
     const raw = '{"symbols": [" aapl "],\n   "n": 1.0, "data": {"ü": "€"}}';
     await request(h.app).post('/api/customer-tools/').set('X-API-Key', KEYS.all).set('Content-Type', 'application/json').send(raw).expect(200);
     expect(h.services.portal.received.at(-1)?.body).toBe(raw);
+  });
+
+  it('forwards a body that arrives in pieces after the head byte for byte, in the request\'s own context', async () => {
+    const gateway = await listen(h.app);
+    try {
+      const raw = `{"symbols": ["AAPL"], "data": "${'x'.repeat(3000)}"}`;
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(
+          `${gateway.url}/api/customer-tools/`,
+          { method: 'POST', agent: false, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'content-length': Buffer.byteLength(raw), 'x-request-id': 'pieces-1' } },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (body += chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.flushHeaders();
+        req.write(raw.slice(0, 10));
+        // The rest later: the gateway is then waiting for the body rather than finding it whole.
+        setTimeout(() => req.end(raw.slice(10)), 50);
+      });
+      expect(answer.status).toBe(200);
+      const received = h.services.portal.received.at(-1);
+      expect(received?.body).toBe(raw);
+      expect(received?.headers['x-request-id']).toBe('pieces-1');
+      // The gateway's span of the request (its async context) reached the forwarding code.
+      expect(received?.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+      expect(received?.identity.caller?.tenantId).toBeDefined();
+    } finally {
+      await gateway.close();
+    }
   });
 
   it('passes the service\'s answer through: status, headers and body', async () => {

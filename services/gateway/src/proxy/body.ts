@@ -61,9 +61,9 @@ function readDeclared(req: IncomingMessage, length: number, done: (error?: Error
   req.on('error', onError);
 }
 
-/** A body that body-parser reads (chunked, compressed, or too large to accept): copied out of the socket's buffer. */
+/** A body read in one piece (from the request's buffer, or by body-parser): copied out of the socket's buffer. */
 function ownCopy(body: unknown): unknown {
-  if (Buffer.isBuffer(body) && body.length > 0 && body.buffer.byteLength > body.length) {
+  if (Buffer.isBuffer(body) && body.length > 0 && (body.byteOffset !== 0 || body.buffer.byteLength > body.length)) {
     const own = Buffer.allocUnsafeSlow(body.length);
     body.copy(own);
     return own;
@@ -83,8 +83,13 @@ function readWhole(limit: number): RequestHandler {
     if (headers['transfer-encoding'] === undefined && (encoding === undefined || encoding === 'identity') && declared !== undefined) {
       const length = Number(declared);
       if (Number.isSafeInteger(length) && length >= 0 && length <= limit) {
-        // The stream's events run outside the request's async context (its logger, its trace): `next` runs in it.
         if (length === 0) next();
+        else if (req.complete && req.readableLength === length) {
+          // Usually the whole body came with the head and waits in the request's buffer: taken at once.
+          req.body = ownCopy(req.read());
+          next();
+        }
+        // The stream's events run outside the request's async context (its logger, its trace): `next` runs in it.
         else readDeclared(req, length, AsyncResource.bind(next));
         return;
       }
