@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { ErrorType } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import { SEQ_PER_ATTEMPT, type JobType } from '@fin/events';
-import { attemptRecorder, type LeasedJob } from '@fin/job-store';
+import { STARTING_PROGRESS, attemptRecorder, type LeasedJob } from '@fin/job-store';
 import type { Logger } from '@fin/log';
 
 /** A job whose lease the runner holds for this attempt. */
@@ -109,7 +109,8 @@ export async function runAttempt(
   const { pool, timeLimitMs, leaseMs, heartbeatMs, progressIntervalMs, workerId } = settings;
   const jobLog = settings.logger.child({ jobId: job.id, tenantId: job.tenantId, attempt: job.attempt });
   const store = attemptRecorder({ pool, workerId, retryDelayMs: settings.retryDelayMs, logger: jobLog }, job);
-  await store.progress(5, job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting');
+  // A worker's claim has written `running` already (claimAndStart); a job created claimed (inline.ts) has not.
+  if (!job.eventsWritten) await store.progress(STARTING_PROGRESS, job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting');
 
   const controller = new AbortController();
   const abort = (why: Aborted['why']) => !controller.signal.aborted && controller.abort(new Aborted(why));

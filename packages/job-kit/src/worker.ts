@@ -1,4 +1,4 @@
-import { claimJob } from '@fin/job-store';
+import { claimAndStart } from '@fin/job-store';
 import { jobRequestTopics, type EventBus, type JobRequestedPayload, type Subscription } from '@fin/events';
 import { attemptSettings, runAttempt, type AttemptOptions, type JobToRun, type RunContext, type RunOutcome } from './attempt';
 
@@ -44,7 +44,8 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   let subscription: Subscription | undefined;
 
   async function handle(payload: JobRequestedPayload): Promise<void> {
-    const job = await claimJob(pool, { jobId: payload.job_id, jobType, workerId, leaseMs });
+    // The claim writes `running` (with its event) in the same statement.
+    const job = await claimAndStart(pool, { jobId: payload.job_id, jobType, workerId, leaseMs });
     if (!job) {
       log.debug({ jobId: payload.job_id }, 'Job not claimable (finished, or leased by a live worker); skipped');
       return;

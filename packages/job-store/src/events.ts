@@ -7,12 +7,13 @@ import { traceHeaders } from '@fin/log';
 /**
  * `INSERT INTO outbox` for one job.state event, its parameters numbered from `first`, written only when the
  * data-modifying CTE `source` produced a row (the job changed). Parameters: topic, key, event id, event type,
- * envelope, headers, lock class.
+ * envelope, headers, lock class. `envelope` turns the envelope's parameter into the inserted value (to fill in
+ * what only the statement knows).
  */
-export function outboxInsertFrom(source: string, first: number): string {
+export function outboxInsertFrom(source: string, first: number, envelope: (parameter: string) => string = (parameter) => `${parameter}::jsonb`): string {
   const p = (n: number) => `$${first + n}`;
   return `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
-    SELECT ${p(0)}::text, ${p(1)}::text, ${p(2)}::uuid, ${p(3)}::text, ${p(4)}::jsonb, ${p(5)}::jsonb
+    SELECT ${p(0)}::text, ${p(1)}::text, ${p(2)}::uuid, ${p(3)}::text, ${envelope(p(4))}, ${p(5)}::jsonb
       FROM ${source}, (SELECT pg_advisory_xact_lock(${p(6)}::int, hashtext(${p(0)}::text || E'\\n' || ${p(1)}::text))) AS key_lock`;
 }
 

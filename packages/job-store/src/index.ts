@@ -6,9 +6,11 @@ export { submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, typ
 export {
   attemptRecorder,
   cacheEntryOf,
+  claimAndStart,
   claimJob,
   clientError,
   countFinished,
+  STARTING_PROGRESS,
   type AttemptRecorder,
   type AttemptRecorderOptions,
   type Completion,

@@ -13,6 +13,8 @@ import { outboxInsertFrom, outboxValues } from './events';
 
 /** How long a completed result is served from the cache. */
 const RESULT_CACHE_TTL = '7 days';
+/** The progress an attempt starts at (its `running` write). */
+export const STARTING_PROGRESS = 5;
 
 /** A job whose lease a runner holds for one attempt. */
 export interface LeasedJob {
@@ -24,6 +26,13 @@ export interface LeasedJob {
   maxAttempts: number;
   /** The result-cache key chosen at submission (null: the product is not cached). */
   cacheKey: string | null;
+  /**
+   * Events of this attempt already written with the claim (claimAndStart writes `running` as number 1); 0 or
+   * absent when the runner still has to write `running`.
+   */
+  eventsWritten?: number;
+  /** The job's progress when the claim was made (it never decreases). */
+  progress?: number;
 }
 
 /**
@@ -50,6 +59,55 @@ export async function claimJob(db: Queryable, claim: { jobId: string; jobType: J
       attempt: row.attempts,
       maxAttempts: row.max_attempts,
       cacheKey: row.cache_key,
+    }
+  );
+}
+
+// The claim and the attempt's first write in one statement: the lease taken, `running` with the starting step and
+// event number 1 of the attempt, and its job.state event in the outbox. The event is built by the runner with
+// placeholders that only the claim knows (seq, progress, the step's text), which the statement fills in.
+const CLAIM_AND_START_SQL = `WITH claimed AS (
+    UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1,
+           status = 'running', progress = GREATEST(progress, ${STARTING_PROGRESS}),
+           currently_working_on = CASE WHEN attempts = 0 THEN 'Starting'
+                                       ELSE 'Starting again (attempt ' || (attempts + 1) || ' of ' || max_attempts || ')' END,
+           event_seq = (attempts + 1) * ${SEQ_PER_ATTEMPT} + 1, started_at = COALESCE(started_at, now()), updated_at = now()
+     WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
+       AND (lease_expires_at IS NULL OR lease_expires_at < now())
+     RETURNING id, attempts, max_attempts, tenant_id, request, cache_key, progress, currently_working_on, event_seq),
+  event AS (${outboxInsertFrom(
+    'claimed c',
+    5,
+    (envelope) => `jsonb_set(jsonb_set(jsonb_set(${envelope}::jsonb, '{payload,seq}', to_jsonb(c.event_seq)),
+                   '{payload,progress}', to_jsonb(c.progress)), '{payload,currently_working_on}', to_jsonb(c.currently_working_on))`,
+  )})
+  SELECT attempts, max_attempts, tenant_id, request, cache_key, progress FROM claimed`;
+
+/**
+ * claimJob and the attempt's `running` write in one statement (one round trip, one commit): the job is leased to
+ * `workerId` and marked `running` ("Starting", or "Starting again (attempt N of M)") with its event, numbered 1
+ * within the attempt. Undefined, with nothing written, when claimJob would find nothing to claim.
+ */
+export async function claimAndStart(db: Queryable, claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number }): Promise<LeasedJob | undefined> {
+  // seq, progress and the step's text are placeholders that the statement replaces with the claim's own.
+  const values = outboxValues({ job_id: claim.jobId, job_type: claim.jobType, seq: 1, status: 'running', progress: STARTING_PROGRESS, currently_working_on: 'Starting', worker_id: claim.workerId });
+  const { rows } = await db.query<{ attempts: number; max_attempts: number; tenant_id: string; request: Record<string, unknown>; cache_key: string | null; progress: number }>({
+    name: 'job-store-claim-and-start',
+    text: CLAIM_AND_START_SQL,
+    values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType, ...values],
+  });
+  const row = rows[0];
+  return (
+    row && {
+      id: claim.jobId,
+      type: claim.jobType,
+      tenantId: row.tenant_id,
+      request: row.request,
+      attempt: row.attempts,
+      maxAttempts: row.max_attempts,
+      cacheKey: row.cache_key,
+      eventsWritten: 1,
+      progress: row.progress,
     }
   );
 }
@@ -141,8 +199,8 @@ const RETRY_SQL = `WITH released AS (
  * The row keeps the highest seq written (event_seq), and a write never lowers it. Progress never decreases.
  */
 export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: AttemptRecorderOptions, job: LeasedJob) {
-  let n = 0;
-  let lastProgress = 0;
+  let n = job.eventsWritten ?? 0;
+  let lastProgress = job.progress ?? 0;
   const last = SEQ_PER_ATTEMPT - 1;
   const lease = [job.id, workerId, job.attempt];
   const event = (fields: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id'>, number: number): JobStateEventPayload => {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Pool } from '@fin/db';
+import { decodeEnvelope, jobsEventsTopic } from '@fin/events';
 import { jobsFinished } from '@fin/metrics';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { attemptRecorder, cacheKeysFor, claimJob, withToolSet, type LeasedJob } from '../src';
+import { attemptRecorder, cacheKeysFor, claimAndStart, claimJob, withToolSet, type LeasedJob } from '../src';
 
 describe('job state written under the lease', () => {
   let db: TestDatabase;
@@ -60,6 +61,38 @@ describe('job state written under the lease', () => {
       [1002, 'running', 40],
       [1003, 'running', 40],
     ]);
+  });
+
+  it('claims and writes `running` with its event in one statement, numbered 1 within each attempt', async () => {
+    const id = await newJob();
+    const start = (workerId: string) => claimAndStart(pool, { jobId: id, jobType: 'news', workerId, leaseMs: 30_000 });
+    const job = (await start('w1'))!;
+    expect(job).toMatchObject({ id, attempt: 1, maxAttempts: 3, tenantId, cacheKey: null, eventsWritten: 1, progress: 5 });
+    expect(await row(id)).toMatchObject({ status: 'running', progress: 5, currently_working_on: 'Starting', event_seq: 1001, lease_owner: 'w1', attempts: 1 });
+    // A second delivery finds the lease live and writes nothing.
+    expect(await start('w2')).toBeUndefined();
+    expect(await claimJob(pool, { jobId: id, jobType: 'news', workerId: 'w2', leaseMs: 30_000 })).toBeUndefined();
+    const w1 = recorder(job, 'w1');
+    expect(await w1.progress(40, 'Reading the news')).toMatchObject({ written: true });
+    // The lease ran out and another worker claimed the job: its start is the next attempt's first number.
+    await pool.query("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [id]);
+    const second = (await start('w2'))!;
+    expect(second).toMatchObject({ attempt: 2, eventsWritten: 1, progress: 40 });
+    expect(await w1.complete({ result: { news: ['stale'] }, customerToolSet: null })).toBe(false);
+    expect(await recorder(second, 'w2').complete({ result: { news: ['fresh'] }, customerToolSet: null })).toBe(true);
+    const envelopes = (
+      await pool.query<{ envelope: { type: string; payload: Record<string, unknown> } }>("SELECT envelope FROM outbox WHERE topic = 'jobs.events' AND message_key = $1 ORDER BY id", [id])
+    ).rows.map((r) => r.envelope);
+    expect(envelopes.map((e) => [e.payload.seq, e.payload.status, e.payload.progress, e.payload.currently_working_on, e.payload.worker_id])).toEqual([
+      [1001, 'running', 5, 'Starting', 'w1'],
+      [1002, 'running', 40, 'Reading the news', 'w1'],
+      [2001, 'running', 40, 'Starting again (attempt 2 of 3)', 'w2'],
+      [2002, 'completed', 100, 'Completed', 'w2'],
+    ]);
+    // What observers read back is a valid job.state event.
+    for (const envelope of envelopes) expect(() => decodeEnvelope(jobsEventsTopic, JSON.stringify(envelope))).not.toThrow();
+    // A finished job is claimed by nobody.
+    expect(await start('w3')).toBeUndefined();
   });
 
   it('rejects every write of a stale attempt: its lease moved on to another worker', async () => {
