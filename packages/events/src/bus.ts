@@ -7,8 +7,14 @@ export type EventHeaders = Readonly<Record<string, string>>;
 export interface OutgoingMessage {
   topic: string;
   key: string;
-  envelope: Envelope;
+  /** The envelope, or its JSON text as stored (the outbox relay sends the rows' text as it reads it). */
+  envelope: Envelope | string;
   headers?: EventHeaders;
+}
+
+/** The message value of an envelope: its JSON text. */
+export function encodeEnvelope(envelope: Envelope | string): string {
+  return typeof envelope === 'string' ? envelope : JSON.stringify(envelope);
 }
 
 /** Where and how a message was delivered. */

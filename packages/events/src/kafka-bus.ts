@@ -10,7 +10,7 @@ import {
   logLevel,
   type Message,
 } from 'kafkajs';
-import { type EventBus, type Subscription } from './bus';
+import { encodeEnvelope, type EventBus, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
   deadLetterProcessor,
@@ -128,14 +128,37 @@ export function createKafkaBus({
         autoCommit: false,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: concurrency,
-        // A fetched batch of one partition is handled in order, one message at a time. Each handled message's
-        // offset is committed without waiting for the broker's answer before the next message starts (the
-        // commits of one consumer travel in order on one connection, so the committed offset only moves
-        // forward); the batch ends by waiting for the last commit. A consumer that dies mid-batch therefore
-        // has only the unhandled message (and at most one unconfirmed commit) redelivered.
+        // A fetched batch of one partition is handled in order, one message at a time. Handled offsets are
+        // committed without holding up the next message, with at most one commit of the partition in flight: a
+        // message handled while a commit is on its way is covered by the next commit, which carries the latest
+        // handled offset (the committed offset only moves forward). The batch ends by waiting until its last
+        // handled message is committed. A consumer that dies mid-batch therefore has only the unhandled message
+        // and those whose commit had not been sent yet redelivered; a batch of one message costs one commit.
         eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
           const work = (async () => {
-            let lastCommit: Promise<void> | undefined;
+            let handled: string | undefined;
+            let committing: Promise<void> | undefined;
+            const commitHandled = (): Promise<void> => {
+              const offset = handled;
+              if (offset === undefined) return Promise.resolve();
+              handled = undefined;
+              return consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(offset) + 1n).toString() }]);
+            };
+            /** Sends a commit unless one is in flight; that one sends the latest handled offset when it is done. */
+            const commitSoon = () => {
+              if (committing) return;
+              committing = commitHandled().then(
+                () => {
+                  committing = undefined;
+                  if (handled !== undefined) commitSoon();
+                },
+                (error: unknown) => {
+                  committing = undefined;
+                  throw error;
+                },
+              );
+              committing.catch(() => undefined);
+            };
             for (const message of batch.messages) {
               // Once stopping, nothing more is handled: the partitions are paused, and whatever was already
               // fetched is redelivered to the group later.
@@ -147,13 +170,12 @@ export function createKafkaBus({
                 { group: groupId, topic: batch.topic.slice(topicPrefix.length), partition: String(batch.partition) },
                 Number(BigInt(batch.highWatermark) - BigInt(message.offset) - 1n),
               );
-              const commit = consumer.commitOffsets([
-                { topic: batch.topic, partition: batch.partition, offset: (BigInt(message.offset) + 1n).toString() },
-              ]);
-              commit.catch(() => undefined);
-              lastCommit = commit;
+              handled = message.offset;
+              commitSoon();
             }
-            await lastCommit;
+            // Every handled message committed (a failed commit rejects, as the single commits did).
+            while (committing) await committing;
+            if (handled !== undefined) await commitHandled();
           })();
           inFlight.add(work);
           try {
@@ -186,7 +208,7 @@ export function createKafkaBus({
   return {
     async publish(messages) {
       await send(
-        messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: JSON.stringify(envelope), headers })),
+        messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })),
       );
     },
 

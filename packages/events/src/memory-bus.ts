@@ -1,5 +1,5 @@
 import { type Logger } from '@fin/log';
-import { type EventBus, type EventHeaders, type Subscription } from './bus';
+import { encodeEnvelope, type EventBus, type EventHeaders, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
   deadLetterProcessor,
@@ -249,7 +249,7 @@ export function createMemoryBus({
 
   return {
     async publish(messages) {
-      append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: JSON.stringify(envelope), headers })));
+      append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })));
     },
 
     publishRaw,

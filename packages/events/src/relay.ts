@@ -2,7 +2,6 @@ import { type Pool, type PoolClient } from '@fin/db';
 import { type Logger } from '@fin/log';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import { type EventBus, type EventHeaders } from './bus';
-import { type Envelope } from './envelope';
 import { RELAY_LEADER_LOCK_CLASS } from './outbox';
 
 export interface OutboxRelayOptions {
@@ -34,7 +33,8 @@ interface OutboxRow {
   id: string;
   topic: string;
   message_key: string;
-  envelope: Envelope;
+  /** The envelope's JSON text. */
+  envelope: string;
   headers: EventHeaders;
 }
 
@@ -96,19 +96,23 @@ export function createOutboxRelay({
   async function publishBatch(client: PoolClient): Promise<number | 'failed'> {
     await client.query('BEGIN');
     try {
-      const { rows } = await client.query<OutboxRow>(
-        `SELECT id::text AS id, topic, message_key, envelope, headers FROM outbox
-         WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [batchSize],
-      );
-      const ids = rows.map((row) => row.id);
+      // Taken and marked in one statement; the mark commits only if the bus accepted the rows (else ROLLBACK).
+      // The envelope is read as the text it was stored as and sent as is: no parsing and serialising again.
+      const { rows } = await client.query<OutboxRow>({
+        name: 'outbox-relay-batch',
+        text: `WITH batch AS (
+                 UPDATE outbox SET published_at = now(), attempts = attempts + 1, last_error = NULL
+                  WHERE id IN (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+                  RETURNING id, topic, message_key, envelope, headers)
+               SELECT id::text AS id, topic, message_key, envelope::text AS envelope, headers FROM batch ORDER BY id`,
+        values: [batchSize],
+      });
       if (rows.length > 0) {
         try {
-          await bus.publish(
-            rows.map((row) => ({ topic: row.topic, key: row.message_key, envelope: row.envelope, headers: row.headers })),
-          );
+          await bus.publish(rows.map((row) => ({ topic: row.topic, key: row.message_key, envelope: row.envelope, headers: row.headers })));
         } catch (error) {
           await client.query('ROLLBACK');
+          const ids = rows.map((row) => row.id);
           await client.query('UPDATE outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])', [
             ids,
             errorMessage(error).slice(0, 2_000),
@@ -116,11 +120,7 @@ export function createOutboxRelay({
           log.warn({ err: error, firstId: ids[0], count: ids.length }, 'Publishing outbox rows failed; will retry');
           return 'failed';
         }
-        await client.query(
-          'UPDATE outbox SET published_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])',
-          [ids],
-        );
-        log.debug({ ids }, 'Published outbox rows');
+        if (log.isLevelEnabled('debug')) log.debug({ ids: rows.map((row) => row.id) }, 'Published outbox rows');
       }
       await client.query('COMMIT');
       return rows.length;
