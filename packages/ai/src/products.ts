@@ -370,8 +370,6 @@ export function streamChat(
         ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
         { role: 'user', content: input.message },
       ]),
-      // A method, not an arrow property: tsx (keepNames) would give the closure, kept for as long as the reply
-      // streams, a property dictionary of its own.
       onEvent(event) {
         const next = event.type === 'tool_start' ? 'research' : event.type === 'text' ? 'answer' : node;
         if (next !== node && next !== undefined) {

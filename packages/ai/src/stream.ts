@@ -19,8 +19,7 @@ class RunIterator<E, R> implements AsyncIterator<StreamItem<E, R>> {
   #failure: { error: unknown } | undefined;
   #finished = false;
   #waiter: Waiter<StreamItem<E, R>> | undefined;
-  // Made in the constructor rather than as arrow-function fields: tsx (keepNames) gives every named function
-  // expression a property dictionary of its own, for as long as the run lasts.
+  // Made once, so that it can be removed from the caller's signal by reference when the run ends.
   readonly #onOuterAbort: () => void;
 
   constructor(run: (emit: (event: E) => void, signal: AbortSignal) => Promise<R>, outerSignal: AbortSignal | undefined) {

@@ -89,8 +89,7 @@ export class ResponseBody implements AsyncIterableIterator<Uint8Array> {
   #waiting: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined;
   #used = false;
   #stream: ReadableStream<Uint8Array> | undefined;
-  // The listeners, made in the constructor: a named function expression would be wrapped by tsx (keepNames),
-  // which gives every such closure a property dictionary of its own, for as long as the stream is open.
+  // The listeners, made once in the constructor so that they can be removed by reference when the body settles.
   readonly #onData: (chunk: Buffer) => void;
   readonly #onEnd: () => void;
   readonly #onError: (error: unknown) => void;

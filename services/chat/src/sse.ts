@@ -53,8 +53,7 @@ export interface SseOptions {
 
 /**
  * The listener that writes a reply's events to one client. It lives as long as the stream (minutes), so its
- * methods are the class's, not closures made per stream (under tsx, keepNames gives each named closure a
- * property dictionary of its own).
+ * methods are the class's, not closures made per stream.
  */
 class SseWriter implements ReplyListener, KeptAlive {
   readonly #res: Response;

@@ -99,7 +99,6 @@ export function holdChatSlot(rateLimits: RateLimits, logger: Logger): RequestHan
       giveBack(release, 'ended', res, logger);
       return;
     }
-    // An anonymous listener: it lives as long as the stream, and a named closure costs more memory under tsx.
     res.once('close', () => giveBack(release, !res.writableFinished || eventStreamUnfinished(res) ? 'detached' : 'ended', res, logger));
     next();
   };

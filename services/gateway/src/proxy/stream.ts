@@ -81,9 +81,8 @@ export function copyEventStream(body: Readable, res: Response, signal: AbortSign
 }
 
 /**
- * The state of one copy, for as long as the stream is open. Its listeners are made in the constructor, not as
- * named functions: tsx (keepNames) gives every named closure a property dictionary of its own, a few hundred
- * bytes per open stream for each.
+ * The state of one copy, for as long as the stream is open. Its listeners are made once, in the constructor, so
+ * that they can be removed by reference when the copy settles.
  */
 class EventStreamCopy {
   #pending: Buffer = NOTHING;
