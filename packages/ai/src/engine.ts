@@ -118,7 +118,7 @@ export async function createAiEngine({ config, logger, marketData, customerTools
 
   let provider = marketData;
   if (!provider) {
-    if (config.FINNHUB_API_KEY) provider = new FinnhubProvider({ token: config.FINNHUB_API_KEY, baseUrl: config.FINNHUB_BASE_URL });
+    if (config.FINNHUB_API_KEY) provider = new FinnhubProvider({ token: config.FINNHUB_API_KEY, baseUrl: config.FINNHUB_BASE_URL, fetch: transport.fetch });
     else if (offline) provider = new SampleMarketDataProvider();
   }
   if (!provider) logger.warn('No FINNHUB_API_KEY: the market_data tool is off; the model relies on web search.');

@@ -18,6 +18,12 @@ export interface FinnhubProviderOptions {
   timeoutMs?: number;
   /** Largest response body accepted (default 1 MiB); larger ones fail with 'response_too_large'. */
   maxResponseBytes?: number;
+  /**
+   * The fetch to call (default the platform's). The engine passes its keep-alive node:http transport (transport.ts),
+   * which costs a fraction of undici's fetch per call. A transport that returns a redirect instead of refusing it
+   * gets it refused here.
+   */
+  fetch?: typeof globalThis.fetch;
 }
 
 const PROVIDER = 'finnhub';
@@ -30,6 +36,7 @@ export class FinnhubProvider implements MarketDataProvider {
   readonly #baseUrl: string;
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
+  readonly #fetch: typeof globalThis.fetch;
 
   constructor(options: FinnhubProviderOptions) {
     if (!options.token.trim()) throw new Error('FinnhubProvider needs an API token');
@@ -37,6 +44,7 @@ export class FinnhubProvider implements MarketDataProvider {
     this.#baseUrl = (options.baseUrl ?? FINNHUB_DEFAULT_BASE_URL).replace(/\/+$/, '');
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
+    this.#fetch = options.fetch ?? globalThis.fetch;
   }
 
   async quote(symbol: string, options: MarketDataCallOptions = {}): Promise<Quote> {
@@ -87,13 +95,17 @@ export class FinnhubProvider implements MarketDataProvider {
     try {
       let response: Response;
       try {
-        response = await fetch(url, {
+        response = await this.#fetch(url, {
           headers: { 'X-Finnhub-Token': this.#token, accept: 'application/json' },
           redirect: 'error',
           signal,
         });
       } catch (error) {
         throw failure(error);
+      }
+      if (response.status >= 300 && response.status < 400) {
+        await response.body?.cancel().catch(() => undefined);
+        throw this.#error('connection', label, 'the API answered with a redirect, which is not followed', { status: response.status });
       }
       if (!response.ok) {
         const message = await this.#errorText(response);
@@ -143,17 +155,13 @@ export class FinnhubProvider implements MarketDataProvider {
       throw tooLarge();
     }
     if (!response.body) return '';
-    const reader = response.body.getReader();
     const chunks: Uint8Array[] = [];
     let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
+    // Iterated rather than read through getReader(): both a web stream and the node:http transport's body are
+    // async iterables of bytes, and leaving the loop early cancels either.
+    for await (const value of response.body as AsyncIterable<Uint8Array>) {
       total += value.byteLength;
-      if (total > cap) {
-        await reader.cancel().catch(() => undefined);
-        throw tooLarge();
-      }
+      if (total > cap) throw tooLarge();
       chunks.push(value);
     }
     return Buffer.concat(chunks).toString('utf8');
