@@ -96,15 +96,11 @@ export function createOutboxRelay({
   async function publishBatch(client: PoolClient): Promise<number | 'failed'> {
     await client.query('BEGIN');
     try {
-      // Taken and marked in one statement; the mark commits only if the bus accepted the rows (else ROLLBACK).
       // The envelope is read as the text it was stored as and sent as is: no parsing and serialising again.
       const { rows } = await client.query<OutboxRow>({
         name: 'outbox-relay-batch',
-        text: `WITH batch AS (
-                 UPDATE outbox SET published_at = now(), attempts = attempts + 1, last_error = NULL
-                  WHERE id IN (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-                  RETURNING id, topic, message_key, envelope, headers)
-               SELECT id::text AS id, topic, message_key, envelope::text AS envelope, headers FROM batch ORDER BY id`,
+        text: `SELECT id::text AS id, topic, message_key, envelope::text AS envelope, headers FROM outbox
+               WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         values: [batchSize],
       });
       if (rows.length > 0) {
@@ -120,6 +116,12 @@ export function createOutboxRelay({
           log.warn({ err: error, firstId: ids[0], count: ids.length }, 'Publishing outbox rows failed; will retry');
           return 'failed';
         }
+        // Marked only after the bus accepted the rows; a crash before the commit leaves them to be published again.
+        await client.query({
+          name: 'outbox-relay-mark',
+          text: 'UPDATE outbox SET published_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])',
+          values: [rows.map((row) => row.id)],
+        });
         if (log.isLevelEnabled('debug')) log.debug({ ids: rows.map((row) => row.id) }, 'Published outbox rows');
       }
       await client.query('COMMIT');
