@@ -86,6 +86,15 @@ describe('fault: the outbox relay killed mid-publishing', () => {
       const { rows: me } = await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE outbox IN SHARE MODE');
+      // Nothing waiting to be published: no batch to catch this time (the lock keeps new rows out).
+      const { rows: waiting } = await locker.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
+      if ((waiting[0]?.n ?? 0) === 0) {
+        await locker.query('ROLLBACK');
+        await think(50);
+        return undefined;
+      }
+      // Rows are waiting, so the leader will publish them and then block in its mark: on a loaded machine
+      // publishing can take seconds, hence the generous wait.
       const blocked = await waitFor(
         async () => {
           const { rows } = await client.query<{ application_name: string }>(
@@ -94,7 +103,7 @@ describe('fault: the outbox relay killed mid-publishing', () => {
           );
           return rows[0]?.application_name ?? false;
         },
-        { timeoutMs: 2_000, intervalMs: 20, what: 'the relay to wait in its mark' },
+        { timeoutMs: 15_000, intervalMs: 20, what: 'the relay to wait in its mark' },
       ).catch(() => undefined);
       if (blocked === undefined) {
         await locker.query('ROLLBACK');
@@ -122,7 +131,7 @@ describe('fault: the outbox relay killed mid-publishing', () => {
     const chaos = async () => {
       await waitFor(() => load.accepted.length >= 10, { what: 'the load to get going' });
       // First the deterministic kills: the leader holds a published, unmarked batch.
-      for (let tries = 0; republished.length < SIZE.midPublish && tries < 50 * SIZE.midPublish; tries++) {
+      for (let tries = 0; republished.length < SIZE.midPublish && tries < 500 * SIZE.midPublish; tries++) {
         const caught = await catchLeaderMidPublish();
         if (caught) {
           republished.push(caught);
