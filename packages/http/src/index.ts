@@ -31,7 +31,7 @@ export {
   type RequestContextOptions,
 } from './request-context';
 export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
-export { listen } from './listen';
+export { isPathless, listen, serveApp } from './listen';
 export { route, type RouteContext, type RouteHandler, type RouteInput, type RouteSchemas } from './route';
 export {
   DEFAULT_MAX_REMEMBERED_NONCES,

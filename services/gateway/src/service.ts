@@ -1,10 +1,9 @@
 // The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
 // alone; the single-process setup (services/standalone) runs it beside the services it routes to.
-import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
-import { answerClientErrors, closeStarted, createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import { answerClientErrors, closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
@@ -82,9 +81,9 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
     },
   });
-  const server = app.listen(config.PORT, config.HOST);
+  let server: Server;
   try {
-    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+    server = await listen(app, config.PORT, config.HOST);
   } catch (error) {
     await closeStarted(closers);
     throw error;

@@ -1,11 +1,10 @@
 // The portal as a unit: database pool, tool store, the customer-tools runtime (for the test button) and the HTTP
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
-import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { closeStarted, createLifecycle, type Closer, type Lifecycle } from '@fin/http';
+import { closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { PortalConfig } from './config';
@@ -62,9 +61,9 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     clientAddressHops: config.PORTAL_CLIENT_ADDRESS_HOPS,
     keyTtlDays: config.PORTAL_KEY_TTL_DAYS,
   });
-  const server = app.listen(config.PORT, config.HOST);
+  let server: Server;
   try {
-    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))]);
+    server = await listen(app, config.PORT, config.HOST);
   } catch (error) {
     await closeStarted(closers);
     throw error;
