@@ -82,7 +82,14 @@ describe('startJobsService', () => {
       const id = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: -1 });
       const request = await waitFor(() => requested.find((payload) => payload.job_id === id), { what: 'the job to be requested again' });
       expect(request).toMatchObject({ job_id: id, job_type: 'news', tenant_id: tenantId, attempt: 2 });
-      const { rows } = await pool.query<{ published: boolean }>('SELECT published_at IS NOT NULL AS published FROM outbox WHERE message_key = $1', [id]);
+      // The relay marks its batch published after handing it to the bus, which may deliver it before the mark commits.
+      const rows = await waitFor(
+        async () => {
+          const { rows: found } = await pool.query<{ published: boolean }>('SELECT published_at IS NOT NULL AS published FROM outbox WHERE message_key = $1', [id]);
+          return found.every((row) => row.published) && found;
+        },
+        { what: 'the relay to mark the request published' },
+      );
       expect(rows).toEqual([{ published: true }]);
     } finally {
       await observer.stop();
