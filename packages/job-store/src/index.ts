@@ -5,7 +5,6 @@ export { cacheKeysFor, canonicalJson, describeCacheKey, sha256, withToolSet, typ
 export { submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
 export {
   attemptRecorder,
-  cacheEntryOf,
   claimAndStart,
   claimJob,
   clientError,

@@ -35,13 +35,35 @@ export interface LeasedJob {
   progress?: number;
 }
 
+/** What a claim statement returns of the job it leased. */
+interface ClaimedRow {
+  attempts: number;
+  max_attempts: number;
+  tenant_id: string;
+  request: Record<string, unknown>;
+  cache_key: string | null;
+}
+
+/** A claim's job, as its runner sees it. */
+function leasedJobOf(claim: { jobId: string; jobType: JobType }, row: ClaimedRow): LeasedJob {
+  return {
+    id: claim.jobId,
+    type: claim.jobType,
+    tenantId: row.tenant_id,
+    request: row.request,
+    attempt: row.attempts,
+    maxAttempts: row.max_attempts,
+    cacheKey: row.cache_key,
+  };
+}
+
 /**
  * Takes the lease of a job that is pending or running with no live lease and attempts left, starting its next
  * attempt. Undefined when the job is finished, out of attempts, or leased by a live runner (a second delivery of
  * its request).
  */
 export async function claimJob(db: Queryable, claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number }): Promise<LeasedJob | undefined> {
-  const { rows } = await db.query<{ attempts: number; max_attempts: number; tenant_id: string; request: Record<string, unknown>; cache_key: string | null }>({
+  const { rows } = await db.query<ClaimedRow>({
     name: 'job-store-claim',
     text: `UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
             WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
@@ -50,17 +72,7 @@ export async function claimJob(db: Queryable, claim: { jobId: string; jobType: J
     values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType],
   });
   const row = rows[0];
-  return (
-    row && {
-      id: claim.jobId,
-      type: claim.jobType,
-      tenantId: row.tenant_id,
-      request: row.request,
-      attempt: row.attempts,
-      maxAttempts: row.max_attempts,
-      cacheKey: row.cache_key,
-    }
-  );
+  return row && leasedJobOf(claim, row);
 }
 
 // The claim and the attempt's first write in one statement: the lease taken, `running` with the starting step and
@@ -91,25 +103,13 @@ const CLAIM_AND_START_SQL = `WITH claimed AS (
 export async function claimAndStart(db: Queryable, claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number }): Promise<LeasedJob | undefined> {
   // seq, progress and the step's text are placeholders that the statement replaces with the claim's own.
   const values = outboxValues({ job_id: claim.jobId, job_type: claim.jobType, seq: 1, status: 'running', progress: STARTING_PROGRESS, currently_working_on: 'Starting', worker_id: claim.workerId });
-  const { rows } = await db.query<{ attempts: number; max_attempts: number; tenant_id: string; request: Record<string, unknown>; cache_key: string | null; progress: number }>({
+  const { rows } = await db.query<ClaimedRow & { progress: number }>({
     name: 'job-store-claim-and-start',
     text: CLAIM_AND_START_SQL,
     values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType, ...values],
   });
   const row = rows[0];
-  return (
-    row && {
-      id: claim.jobId,
-      type: claim.jobType,
-      tenantId: row.tenant_id,
-      request: row.request,
-      attempt: row.attempts,
-      maxAttempts: row.max_attempts,
-      cacheKey: row.cache_key,
-      eventsWritten: 1,
-      progress: row.progress,
-    }
-  );
+  return row && { ...leasedJobOf(claim, row), eventsWritten: 1, progress: row.progress };
 }
 
 /** What a completed attempt reports. */
@@ -130,7 +130,7 @@ export interface Completion {
  * under a key that does not describe it (in the worst case, a shared key for a result that saw the tenant's tools).
  * The entry belongs to the tenant when the key does (custom data, a tool set, or a no-cache refresh).
  */
-export function cacheEntryOf(job: Pick<LeasedJob, 'cacheKey' | 'tenantId'>, reportedToolSet: string | null | undefined): { key: string; tenantId: string | null } | undefined {
+function cacheEntryOf(job: Pick<LeasedJob, 'cacheKey' | 'tenantId'>, reportedToolSet: string | null | undefined): { key: string; tenantId: string | null } | undefined {
   if (job.cacheKey === null) return undefined;
   const key = describeCacheKey(job.cacheKey);
   if (reportedToolSet === undefined || reportedToolSet !== key.toolSet) return undefined;
