@@ -1,4 +1,4 @@
-import { type Pool, type PoolClient } from '@fin/db';
+import { type Pool, type PoolClient, listen } from '@fin/db';
 import { type Logger } from '@fin/log';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import { type EventBus, type EventHeaders } from './bus';
@@ -51,7 +51,8 @@ const CLEANUP_CHUNK = 10_000;
  * - At most one relay publishes: the leader holds a session advisory lock on the connection it publishes on.
  *   If that connection dies, its transaction dies with it and a standby takes the lock over.
  *
- * The relay keeps one pool connection checked out while it runs.
+ * The relay keeps one pool connection checked out while it runs and, while it leads, LISTENs on `outbox` on a
+ * connection of its own (`listen` of @fin/db), so that a commit to the outbox wakes it before the next poll.
  */
 export function createOutboxRelay({
   pool,
@@ -178,13 +179,21 @@ export function createOutboxRelay({
     }
     leader = true;
     log.info('Outbox relay is leader');
+    // Only the leader listens: a standby has nothing to wake for. Rows committed before LISTEN was in place
+    // (or while its connection was down) are read by the batch that `onListening` wakes.
+    const listener = listen('outbox', notify, {
+      pool,
+      logger: log,
+      onListening: notify,
+      reconnectDelayMs: backoff.initialMs,
+      maxReconnectDelayMs: backoff.maxMs,
+    });
     try {
-      await client.query('LISTEN outbox');
       await lead(client);
     } finally {
       leader = false;
+      await listener.close();
     }
-    await client.query('UNLISTEN *');
     await client.query('SELECT pg_advisory_unlock($1::int, 0)', [RELAY_LEADER_LOCK_CLASS]);
   }
 
@@ -199,7 +208,6 @@ export function createOutboxRelay({
       try {
         client = await pool.connect();
         client.on('error', onError);
-        client.on('notification', notify);
         await session(client);
         client.release();
         failures = 0;
@@ -211,7 +219,6 @@ export function createOutboxRelay({
         await sleep(backoffDelay(backoff, failures), stopping.signal);
       } finally {
         client?.off('error', onError);
-        client?.off('notification', notify);
       }
     }
   }

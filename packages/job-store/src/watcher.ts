@@ -1,13 +1,12 @@
 // Waiting for jobs to finish without polling each one: a trigger notifies `job_finished` with the job id when a
 // job becomes completed or failed (migration 1763942500000_job-finished-notify), and one LISTEN connection per
-// process wakes the requests waiting for that job. A slow poll of all waited-for jobs in one query covers
-// notifications lost while the connection was down.
+// process (`listen` of @fin/db) wakes the requests waiting for that job. A slow poll of all waited-for jobs in one
+// query covers notifications lost while the connection was down.
 import { JobError } from '@fin/contracts';
-import type { Pool, PoolClient } from '@fin/db';
+import { listen, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
 
 const CHANNEL = 'job_finished';
-const MAX_RECONNECT_DELAY_MS = 10_000;
 
 export type FinishedJob =
   | { status: 'completed'; result: Record<string, unknown> }
@@ -47,12 +46,6 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
   const log = logger.child({ component: 'job-watcher' });
   /** Job id → wake-up calls of the requests waiting for it. */
   const waiters = new Map<string, Set<() => void>>();
-  let listener: PoolClient | undefined;
-  let connecting: Promise<void> | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let pollTimer: NodeJS.Timeout | undefined;
-  let attempt = 0;
-  let closed = false;
 
   const wake = (jobId: string) => waiters.get(jobId)?.forEach((notify) => notify());
   const wakeAll = () => [...waiters.keys()].forEach(wake);
@@ -70,52 +63,14 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
     }
   }
 
-  const release = (client: PoolClient) => {
-    // Destroyed rather than returned: the connection holds a LISTEN.
-    client.release(true);
-  };
-
-  function lost(client: PoolClient, error: unknown): void {
-    if (client !== listener) return;
-    listener = undefined;
-    release(client);
-    if (closed) return;
-    log.warn({ err: error }, 'Lost the job_finished listener; waiting requests fall back to polling until it is back');
-    const delay = Math.min(MAX_RECONNECT_DELAY_MS, reconnectDelayMs * 2 ** attempt++);
-    retryTimer = setTimeout(connect, delay);
-  }
-
-  function connect(): void {
-    retryTimer = undefined;
-    connecting = (async () => {
-      let client: PoolClient | undefined;
-      try {
-        client = await pool.connect();
-        const self = client;
-        self.on('error', (error) => lost(self, error));
-        self.on('end', () => lost(self, new Error('connection ended')));
-        self.on('notification', (message) => {
-          if (message.channel === CHANNEL && message.payload) wake(message.payload);
-        });
-        await self.query(`LISTEN ${CHANNEL}`);
-        if (closed) {
-          release(self);
-          return;
-        }
-        listener = self;
-        attempt = 0;
-        // Jobs may have finished while there was no listener.
-        wakeAll();
-      } catch (error) {
-        if (client && client !== listener) release(client);
-        if (closed) return;
-        log.warn({ err: error }, 'Cannot listen for finished jobs; retrying');
-        retryTimer = setTimeout(connect, Math.min(MAX_RECONNECT_DELAY_MS, reconnectDelayMs * 2 ** attempt++));
-      }
-    })();
-  }
-
-  connect();
+  const listener = listen(CHANNEL, (jobId) => wake(jobId), {
+    pool,
+    logger: log,
+    reconnectDelayMs,
+    // Jobs may have finished while there was no listener: every waiter reads its job again.
+    onListening: wakeAll,
+    poll: { intervalMs: pollIntervalMs, run: poll },
+  });
 
   async function read(jobId: string): Promise<FinishedJob | undefined> {
     const { rows } = await pool.query<JobRow>({
@@ -138,7 +93,6 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
       let set = waiters.get(jobId);
       if (!set) waiters.set(jobId, (set = new Set()));
       set.add(notify);
-      pollTimer ??= setInterval(() => void poll(), pollIntervalMs);
       signal.addEventListener('abort', onAbort, { once: true });
       try {
         // Registered before the first read, so a completion between the read and the wait still wakes it.
@@ -156,22 +110,10 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
         signal.removeEventListener('abort', onAbort);
         set.delete(notify);
         if (set.size === 0) waiters.delete(jobId);
-        if (waiters.size === 0) {
-          clearInterval(pollTimer);
-          pollTimer = undefined;
-        }
       }
     },
     async close() {
-      closed = true;
-      clearTimeout(retryTimer);
-      clearInterval(pollTimer);
-      await connecting;
-      if (listener) {
-        const client = listener;
-        listener = undefined;
-        release(client);
-      }
+      await listener.close();
       // Anyone still waiting re-reads once and, with its signal aborted, returns.
       wakeAll();
     },
