@@ -2,27 +2,27 @@ import { createHash } from 'node:crypto';
 import { createPool, type Pool } from '@fin/db';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import {
-  AdminError,
+  KeyStoreError,
   clearLimitOverrides,
   createKey,
   createTenant,
   disableTenant,
   enableTenant,
+  isWellFormedApiKey,
   listKeys,
   listTenants,
   revokeKey,
   setLimitOverride,
   showLimits,
-} from '../src/admin/admin';
-import { isWellFormedApiKey } from '@fin/api-keys';
+} from '../src';
 
-describe('admin functions', () => {
+describe('tenants, keys and limit overrides (operators)', () => {
   let db: TestDatabase;
   let pool: Pool;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    pool = createPool({ connectionString: db.url, applicationName: 'admin-test', max: 2 });
+    pool = createPool({ connectionString: db.url, applicationName: 'key-store-test', max: 2 });
   });
   afterAll(async () => {
     await pool.end();
@@ -32,9 +32,9 @@ describe('admin functions', () => {
   it('creates and lists tenants, refusing duplicates and unusable names', async () => {
     const created = await createTenant(pool, 'acme');
     expect(created).toMatchObject({ name: 'acme', disabledAt: null, limitOverrides: {}, activeKeys: 0 });
-    await expect(createTenant(pool, 'acme')).rejects.toThrow(new AdminError('A tenant named "acme" already exists.'));
+    await expect(createTenant(pool, 'acme')).rejects.toThrow(new KeyStoreError('conflict', 'A tenant named "acme" already exists.'));
     for (const bad of ['', ' acme', 'a b', '-x', 'x'.repeat(101), 'acme;drop']) {
-      await expect(createTenant(pool, bad)).rejects.toBeInstanceOf(AdminError);
+      await expect(createTenant(pool, bad)).rejects.toBeInstanceOf(KeyStoreError);
     }
     await createTenant(pool, 'beta.co');
     expect((await listTenants(pool)).map((tenant) => tenant.name)).toEqual(['acme', 'beta.co']);

@@ -1,0 +1,45 @@
+// Per-account rate limits: what is counted, the defaults, and the overrides a tenant may carry. The gateway
+// enforces them (services/gateway/src/rate-limit); the key store validates and stores a tenant's overrides.
+import { CHAT_TURNS_PER_MINUTE } from '@fin/contracts';
+
+/**
+ * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
+ * polling, customer-tool calls, and chat turns (every POST /api/chat and GET /api/chat/stream).
+ */
+export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'] as const;
+export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
+
+/**
+ * Requests per account (tenant, all of its API keys together) per minute. news, stock-report and analysis are
+ * the spec's table, whose limits are the account's ("higher limits are arranged with the account manager"): a
+ * second key must not double them. Job polling allows a client to poll ten jobs at the suggested 2-second pace
+ * (30/min each) with room to spare; customer-tool calls are management operations that nobody needs more than
+ * once a second; chat turns (each starts a model call, or re-attaches to one) are a turn a second, which a person
+ * typing never reaches and which bounds what a client churning connections can start. A tenant's
+ * `rate_limit_overrides` replace these per product (see docs/operations.md).
+ */
+export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.freeze({
+  news: 100,
+  'stock-report': 20,
+  analysis: 20,
+  jobs: 600,
+  tools: 60,
+  'chat-turns': CHAT_TURNS_PER_MINUTE,
+});
+
+/** Concurrent chat requests per account (spec: 10 concurrent streams). A tenant override under `chat` replaces it. */
+export const DEFAULT_CHAT_CONCURRENCY = 10;
+
+/** Names an override may use: the per-minute products plus `chat` (concurrent streams). */
+export type OverridableLimit = LimitedProduct | 'chat';
+export const OVERRIDABLE_LIMITS: readonly OverridableLimit[] = [...LIMITED_PRODUCTS, 'chat'];
+
+/** tenants.rate_limit_overrides → {limit name: positive integer}; anything else in the JSON is ignored. */
+export function parseLimitOverrides(raw: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return out;
+  for (const [name, value] of Object.entries(raw)) {
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0) out[name] = value;
+  }
+  return out;
+}
