@@ -43,7 +43,7 @@ export interface TurnInfo {
 export type TurnHook = (turn: TurnInfo, request: ModelRequest) => Promise<Reply | ((reply: Reply) => Reply) | undefined> | Reply | ((reply: Reply) => Reply) | undefined;
 
 export interface ScriptedModel {
-  handler(request: ModelRequest, context: HandlerContext): Promise<Reply>;
+  handler: (request: ModelRequest, context: HandlerContext) => Promise<Reply>;
   /** Replaces the hook (undefined: the analyst answers everything). */
   setHook(hook: TurnHook | undefined): void;
   /** Answer turns seen per marker. */

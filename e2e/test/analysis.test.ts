@@ -23,7 +23,7 @@ async function framesOf(res: Response): Promise<Frame[]> {
   const frames: Frame[] = [];
   const decoder = new TextDecoder();
   let buffer = '';
-  for await (const bytes of res.body!) {
+  for await (const bytes of res.body! as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(bytes, { stream: true });
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {

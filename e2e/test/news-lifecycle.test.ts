@@ -57,7 +57,7 @@ describe('news through the whole system', () => {
 
   async function postNews(body: unknown, key = keyA) {
     const res = await api('/api/products/news', { method: 'POST', body: JSON.stringify(body), key });
-    return { res, body: (await res.json()) as unknown };
+    return { res, body: (await res.json()) };
   }
 
   async function pollUntilFinished(statusUrl: string, seen: JobStatusResponse[] = [], key = keyA, timeoutMs = 30_000): Promise<JobStatusResponse> {

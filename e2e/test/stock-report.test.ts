@@ -38,7 +38,7 @@ describe('stock reports through the whole system', () => {
       headers: { 'Content-Type': 'application/json', 'X-API-Key': key },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { res, body: (await res.json()) as unknown };
+    return { res, body: (await res.json()) };
   }
 
   const report = (body: unknown, key = keyA) => api('/api/products/stock-report', { body, key });

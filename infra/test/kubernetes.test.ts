@@ -104,7 +104,7 @@ function resolveEnv(container: Container, objects: K8sObject[]): Record<string, 
     const { configMapKeyRef, secretKeyRef } = variable.valueFrom ?? {};
     if (variable.value !== undefined) env[variable.name] = variable.value;
     else if (configMapKeyRef) {
-      const configMap = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === configMapKeyRef.name) as (K8sObject & { data?: Record<string, string> }) | undefined;
+      const configMap = objects.find((object): object is K8sObject & { data?: Record<string, string> } => object.kind === 'ConfigMap' && object.metadata.name === configMapKeyRef.name);
       const value = configMap?.data?.[configMapKeyRef.key];
       if (value === undefined) throw new Error(`${container.name}: ${variable.name} refers to ConfigMap ${configMapKeyRef.name} key ${configMapKeyRef.key}, which the overlay does not render`);
       env[variable.name] = value;

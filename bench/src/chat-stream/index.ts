@@ -79,7 +79,10 @@ async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
   const chatUrl = `http://127.0.0.1:${chatPort}`;
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const memoryDir = mkdtempSync(path.join(os.tmpdir(), 'bench-chat-memory-'));
-  cleanup.add('remove the memory readings', async () => rmSync(memoryDir, { recursive: true, force: true }));
+  cleanup.add('remove the memory readings', () => {
+    rmSync(memoryDir, { recursive: true, force: true });
+    return Promise.resolve();
+  });
   const memoryHook = (name: string): Record<string, string> => ({
     NODE_OPTIONS: `--require ${path.join(REPO_ROOT, 'bench/src/lib/memory-hook.cjs')}`,
     BENCH_MEMORY_FILE: path.join(memoryDir, `${name}.jsonl`),

@@ -19,7 +19,7 @@ import type * as Transport from '../../../packages/ai/src/transport';
 import { REPO_ROOT, compiledModule } from '../lib/processes';
 
 // The engine's transport is not exported by @fin/ai: its compiled output, the code the services run.
-const { createHttpFetch } = compiledModule<typeof Transport>('packages/ai', 'transport');
+const { createHttpFetch } = compiledModule('packages/ai', 'transport') as typeof Transport;
 
 interface MessageStream {
   on(event: 'text', listener: (delta: string) => void): MessageStream;

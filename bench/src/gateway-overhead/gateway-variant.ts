@@ -18,10 +18,10 @@ import type { RateLimits } from '../../../services/gateway/src/rate-limit';
 import { compiledModule } from '../lib/processes';
 
 const gateway = 'services/gateway';
-const { createApp } = compiledModule<typeof App>(gateway, 'app');
-const { createAuthenticator } = compiledModule<typeof Auth>(gateway, 'auth');
-const { gatewayConfigShape } = compiledModule<typeof Config>(gateway, 'config');
-const { createUpstreams } = compiledModule<typeof Upstreams>(gateway, 'proxy/upstreams');
+const { createApp } = compiledModule(gateway, 'app') as typeof App;
+const { createAuthenticator } = compiledModule(gateway, 'auth') as typeof Auth;
+const { gatewayConfigShape } = compiledModule(gateway, 'config') as typeof Config;
+const { createUpstreams } = compiledModule(gateway, 'proxy/upstreams') as typeof Upstreams;
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 

@@ -114,7 +114,10 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     const profiled: ServiceName[] = options.profile ? ['newsWorker', 'jobs', 'newsApi', 'gateway'] : [];
     const system = await startBenchSystem(cleanup, { scenario: 'job-pipeline', profile: profiled });
     const client = createHttpClient({ maxSockets: 256 });
-    cleanup.add('close the HTTP client', () => Promise.resolve(client.close()));
+    cleanup.add('close the HTTP client', () => {
+      client.close();
+      return Promise.resolve();
+    });
     const gateway: Gateway = { client, url: system.gatewayUrl, apiKey: system.apiKey };
     const requests = new NewsRequests();
     const outcome: Outcome = { problems: [], timed: [], traces: [], submitSeconds: 0, relayLeader: 'none', profiles: system.profiles, levels: [] };

@@ -65,15 +65,15 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  const quick = values.quick === true;
+  const quick = values.quick;
   const options: BenchOptions = {
     quick,
     warmupS: positive('--warmup', values.warmup ?? env.BENCH_WARMUP_S, quick ? 1 : 3),
     durationS: positive('--duration', values.duration ?? env.BENCH_DURATION_S, quick ? 3 : 10),
     connections: Math.round(positive('--connections', values.connections ?? env.BENCH_CONNECTIONS, 10)),
-    profile: values.profile === true,
-    breakdown: values.breakdown === true,
-    memoryOnly: values['memory-only'] === true,
+    profile: values.profile,
+    breakdown: values.breakdown,
+    memoryOnly: values['memory-only'],
   };
   const jobs = values.jobs ?? env.BENCH_JOBS;
   if (jobs !== undefined && jobs !== '') options.jobs = Math.round(positive('--jobs', jobs, 1));
@@ -81,5 +81,5 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   if (rate !== undefined && rate !== '') options.rate = positive('--rate', rate, 1);
   const streams = values.streams ?? env.BENCH_STREAMS;
   if (streams !== undefined && streams !== '') options.streams = Math.round(positive('--streams', streams, 1));
-  return { scenarios: positionals, options, help: values.help === true };
+  return { scenarios: positionals, options, help: values.help };
 }

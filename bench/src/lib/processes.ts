@@ -25,10 +25,10 @@ export function buildCompiledOutput(): void {
 /**
  * A module of a workspace package's compiled output, typed by its source, for a benchmark server that uses a part
  * of a package it does not export: `import type * as App from '…/services/gateway/src/app'`, then
- * `compiledModule<typeof App>('services/gateway', 'app')` loads services/gateway/dist/app.js.
+ * `compiledModule('services/gateway', 'app') as typeof App` loads services/gateway/dist/app.js.
  */
-export function compiledModule<T>(packageDir: string, modulePath: string): T {
-  return createRequire(path.join(REPO_ROOT, packageDir, 'package.json'))(path.join(REPO_ROOT, packageDir, 'dist', `${modulePath}.js`)) as T;
+export function compiledModule(packageDir: string, modulePath: string): unknown {
+  return createRequire(path.join(REPO_ROOT, packageDir, 'package.json'))(path.join(REPO_ROOT, packageDir, 'dist', `${modulePath}.js`));
 }
 
 /** Clean-up steps, run last-registered first. */

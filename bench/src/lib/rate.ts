@@ -18,7 +18,7 @@ export interface FixedRateOptions {
   rate: number;
   durationS: number;
   /** Starts one request; resolves with whether its answer was the expected one. Must not reject. */
-  send(): Promise<boolean>;
+  send: () => Promise<boolean>;
   /** After the schedule ends, how long to wait for requests still in flight. */
   drainTimeoutMs?: number;
   /**

@@ -48,7 +48,10 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     const pool = createPool({ connectionString: database.url, applicationName: 'bench', max: 2 });
     cleanup.add('close the database pool', () => pool.end());
     const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-bench-npm-start-'));
-    cleanup.add('remove the data folder', () => Promise.resolve(rmSync(dataDir, { recursive: true, force: true })));
+    cleanup.add('remove the data folder', () => {
+      rmSync(dataDir, { recursive: true, force: true });
+      return Promise.resolve();
+    });
     const port = await freePort();
     const system = startNodeProcess({
       name: 'npm start',
@@ -68,7 +71,10 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     const key = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', TENANT, '--scopes', 'news', '--name', 'bench', '--json'])) as { api_key: string };
 
     const client = createHttpClient({ maxSockets: 256 });
-    cleanup.add('close the HTTP client', () => Promise.resolve(client.close()));
+    cleanup.add('close the HTTP client', () => {
+      client.close();
+      return Promise.resolve();
+    });
     note(`warming the cache: one job for ${JSON.stringify(REQUEST)}, polled until completed`);
     const warmed = await submitAndPoll({ client, url, apiKey: key.api_key }, REQUEST, { timeoutMs: 120_000 });
     const headers = { 'content-type': 'application/json', 'x-api-key': key.api_key };

@@ -126,7 +126,10 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     const profiled: ServiceName[] = options.profile ? ['gateway', 'jobs'] : [];
     const system = await startBenchSystem(cleanup, { scenario: 'status-poll', profile: profiled });
     const client = createHttpClient({ maxSockets: 256 });
-    cleanup.add('close the HTTP client', () => Promise.resolve(client.close()));
+    cleanup.add('close the HTTP client', () => {
+      client.close();
+      return Promise.resolve();
+    });
     const gateway: Gateway = { client, url: system.gatewayUrl, apiKey: system.apiKey };
     const requests = new NewsRequests();
     const outcome: Outcome = { problems: [], seeded: 0, measurements: [], levels: [], background: undefined, profiles: system.profiles };
@@ -159,7 +162,10 @@ async function measure(options: BenchOptions): Promise<Outcome> {
 
     note(`creating ${BACKGROUND_JOBS_PER_S} jobs/s in the background from now on`);
     const backgroundClient = createHttpClient({ maxSockets: 64 });
-    cleanup.add('close the background HTTP client', () => Promise.resolve(backgroundClient.close()));
+    cleanup.add('close the background HTTP client', () => {
+      backgroundClient.close();
+      return Promise.resolve();
+    });
     const background = backgroundJobs({ ...gateway, client: backgroundClient }, requests, BACKGROUND_JOBS_PER_S, outcome.problems);
     cleanup.add('stop the background jobs', () => background.stop().then(() => undefined));
     await delay(1000);

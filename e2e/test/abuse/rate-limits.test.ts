@@ -38,7 +38,18 @@ describe('rate limits across two gateway replicas', () => {
   let meter: ModelMeter;
   let system: ReplicatedGateways;
   let clients: HttpClient[];
-  const figures: Record<string, unknown>[] = [];
+  /** One line of the report: what was sent at once, how much of it the gateways admitted. */
+  interface Figure {
+    what: string;
+    limit: number;
+    sent: number;
+    admitted: number;
+    refused: number;
+    modelCallsStarted?: number;
+    modelCallsAtOnce?: number;
+    [detail: string]: unknown;
+  }
+  const figures: Figure[] = [];
 
   beforeAll(async () => {
     // A model that never answers: chat streams stay open, holding their slots, until the client leaves.
@@ -54,8 +65,8 @@ describe('rate limits across two gateway replicas', () => {
     await system?.stop();
     await meter?.close();
     await claude?.close();
-    const atModel = (figure: Record<string, unknown>) =>
-      figure.modelCallsAtOnce === undefined ? '' : `, ${figure.modelCallsStarted} model calls started, at most ${figure.modelCallsAtOnce} at once`;
+    const atModel = (figure: Figure) =>
+      figure.modelCallsAtOnce === undefined ? '' : `, ${figure.modelCallsStarted ?? 0} model calls started, at most ${figure.modelCallsAtOnce} at once`;
     const line = figures.map((figure) => `${figure.what}: admitted ${figure.admitted} of ${figure.sent} (limit ${figure.limit})${atModel(figure)}`).join('; ');
     report('rate-limits', `2 gateway replicas, ${OVERLOAD}× each limit at once: ${line}`, { replicas: 2, overload: OVERLOAD, results: figures });
   });

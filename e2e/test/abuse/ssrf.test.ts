@@ -30,7 +30,7 @@ async function localNames(): Promise<{ name: string; resolves: boolean }[]> {
   const names: { name: string; resolves: boolean }[] = [];
   for (const name of ['localhost', 'LOCALHOST', 'localhost.', 'ip6-localhost', 'ip6-loopback', (await import('node:os')).hostname()]) {
     try {
-      const answers = await lookup(name, { all: true, verbatim: true });
+      const answers = await lookup(name, { all: true, order: 'verbatim' });
       if (answers.every((answer) => !isAllowedAddress(answer.address))) names.push({ name, resolves: true });
     } catch {
       names.push({ name, resolves: false });
@@ -72,7 +72,7 @@ describe('SSRF payloads against customer tools', () => {
     let api: FakeCustomerApi;
 
     beforeAll(async () => {
-      const resolve = async (hostname: string) => [...(HOSTILE_DNS[hostname.toLowerCase()] ?? HOSTILE_DNS[hostname] ?? [])];
+      const resolve = (hostname: string) => Promise.resolve([...(HOSTILE_DNS[hostname.toLowerCase()] ?? HOSTILE_DNS[hostname] ?? [])]);
       strict = createToolExecutor({ resolve });
       // The public endpoint that redirects: the fake customer API on loopback, which only this executor may reach.
       api = await startFakeCustomerApi();
@@ -136,7 +136,7 @@ describe('SSRF payloads against customer tools', () => {
           headers: { 'X-API-Key': key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         });
-        return { status: res.status, body: (await res.json()) as unknown };
+        return { status: res.status, body: (await res.json()) };
       };
       const tool = { name: 'ssrf_probe', description: 'A probe.', method: 'POST', input_schema: { type: 'object', properties: { account: { type: 'string' } } } };
       const created = await api('POST', '/api/customer-tools/', { ...tool, endpoint: 'https://api.example.com/positions' });

@@ -37,7 +37,7 @@ const EXPECTED: Record<'job' | 'analysis stream' | 'chat stream', Partial<Record
 };
 
 function faulty(faults: Faults): (reply: Reply) => Reply {
-  return (reply) => ({ ...reply, faults: { ...reply.faults, ...faults } }) as Reply;
+  return (reply) => ({ ...reply, faults: { ...reply.faults, ...faults } });
 }
 
 /**

@@ -36,9 +36,9 @@ export function interpolate(value: string, env: EnvFile): string {
       case undefined:
         return current ?? '';
       case ':-':
-        return empty ? (operand ?? '') : current!;
+        return empty ? (operand ?? '') : current;
       case '-':
-        return unset ? (operand ?? '') : current!;
+        return unset ? (operand ?? '') : current;
       case ':?':
       case '?':
         if (operator === ':?' ? empty : unset) throw new Error(`${name}: ${operand || 'required'}`);

@@ -1,8 +1,9 @@
 // What a product's worker subscribes to, asked of @fin/job-kit itself: the KEDA ScaledObjects must watch the lag
 // of exactly this consumer group on exactly this topic, or they scale on nothing.
 import { type EventBus, type JobType } from '@fin/events';
-import { createJobWorker, type JobWorkerOptions } from '@fin/job-kit';
+import { createJobWorker } from '@fin/job-kit';
 import { createLogger } from '@fin/log';
+import pg from 'pg';
 
 export interface WorkerSubscription {
   topic: string;
@@ -23,7 +24,8 @@ export async function workerSubscription(jobType: JobType): Promise<WorkerSubscr
   const worker = createJobWorker({
     bus,
     jobType,
-    pool: {} as JobWorkerOptions['pool'],
+    // Never connected: a pool opens no connection until a query, and this worker runs none.
+    pool: new pg.Pool(),
     logger: createLogger({ service: 'infra-test', level: 'silent' }),
     classify: notCalled,
     run: notCalled,

@@ -85,7 +85,7 @@ function scrub(message: string, value: string | undefined): string {
 export function loadConfig<S extends Shape>(
   shape: S,
   env: NodeJS.ProcessEnv = process.env,
-  exit: (code: number) => never = process.exit,
+  exit: (code: number) => never = (code) => process.exit(code),
 ): z.output<z.ZodObject<S>> {
   try {
     return parseConfig(shape, env);
@@ -99,7 +99,7 @@ export function loadConfig<S extends Shape>(
 }
 
 /** The parsed config with every secret field replaced, safe to log. */
-export function redactConfig<S extends Shape>(shape: S, config: Record<string, unknown>): Record<string, unknown> {
+export function redactConfig(shape: Shape, config: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) {
     const field = shape[key];

@@ -111,7 +111,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     return {
       name,
       url: urlFor(name),
-      drop: () => withAdmin(async (client) => void (await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))),
+      drop: () => withAdmin(async (client) => {
+        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      }),
     };
   });
 }
@@ -124,7 +126,9 @@ export async function createEmptyDatabase(): Promise<TestDatabase> {
     return {
       name,
       url: urlFor(name),
-      drop: () => withAdmin(async (client) => void (await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))),
+      drop: () => withAdmin(async (client) => {
+        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      }),
     };
   });
 }

@@ -45,7 +45,7 @@ export default class LeakCheckingEnvironment extends NodeEnvironment {
     await super.setup();
     // stdout/stderr open their pipes lazily, on first use; open them now so a test's first log line is not
     // mistaken for a leak.
-    for (const stream of [process.stdout, process.stderr]) void stream.writable;
+    for (const stream of [process.stdout, process.stderr]) Reflect.get(stream, 'writable');
     this.baseline = openHandles();
   }
 
