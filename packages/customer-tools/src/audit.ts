@@ -1,7 +1,7 @@
 // The audit of customer-tool calls (table customer_tool_calls): what was called, for which job, conversation or
 // portal test, and how it ended. Never header values, arguments or response bodies.
 import type { CustomerToolProduct } from '@fin/contracts';
-import type { Queryable } from '@fin/db';
+import { prismaFor, type Pool, type Prisma } from '@fin/db';
 import type { CallOutcome, CallResult } from './executor';
 
 /** What made a call. */
@@ -26,75 +26,51 @@ export interface CallRecord {
   createdAt: Date;
 }
 
-interface CallRow {
-  id: string;
-  tool_id: string | null;
-  tool_name: string;
-  source: CallOrigin['source'];
-  product: CustomerToolProduct | null;
-  job_id: string | null;
-  conversation_id: string | null;
-  outcome: CallOutcome;
-  http_status: number | null;
-  duration_ms: number;
-  response_bytes: number;
-  error: string | null;
-  created_at: Date;
-}
-
-function toRecord(row: CallRow): CallRecord {
+/** The columns hold what this module wrote: an origin's source and product, an executor's outcome. */
+function toRecord({ tenantId: _tenant, ...row }: Prisma.CustomerToolCallGetPayload<object>): CallRecord {
   return {
-    id: row.id,
-    toolId: row.tool_id,
-    toolName: row.tool_name,
-    source: row.source,
-    product: row.product,
-    jobId: row.job_id,
-    conversationId: row.conversation_id,
-    outcome: row.outcome,
-    httpStatus: row.http_status,
-    durationMs: row.duration_ms,
-    responseBytes: row.response_bytes,
-    error: row.error,
-    createdAt: row.created_at,
+    ...row,
+    source: row.source as CallRecord['source'],
+    product: row.product as CallRecord['product'],
+    outcome: row.outcome as CallOutcome,
   };
 }
 
+/** Writes through the pool's Prisma client (`prismaFor`), as every statement of the audit does. */
 export async function recordCall(
-  db: Queryable,
+  pool: Pool,
   tool: { tenantId: string; id: string; name: string },
   origin: CallOrigin,
   result: CallResult,
 ): Promise<CallRecord> {
-  const { rows } = await db.query<CallRow>(
-    `INSERT INTO customer_tool_calls (tenant_id, tool_id, tool_name, source, product, job_id, conversation_id, outcome, http_status,
-                                      duration_ms, response_bytes, error)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
-    [
-      tool.tenantId,
-      tool.id,
-      tool.name,
-      origin.source,
-      origin.source === 'portal_test' ? null : origin.product,
-      origin.source === 'job' ? origin.jobId : null,
-      origin.source === 'conversation' ? origin.conversationId : null,
-      result.outcome,
-      result.httpStatus,
-      result.durationMs,
-      result.responseBytes,
-      result.error?.slice(0, 500) ?? null,
-    ],
-  );
-  return toRecord(rows[0] as CallRow);
+  // created_at is the database's (the column default): calls are listed in its order, to the microsecond.
+  const row = await prismaFor(pool).customerToolCall.create({
+    data: {
+      tenantId: tool.tenantId,
+      toolId: tool.id,
+      toolName: tool.name,
+      source: origin.source,
+      product: origin.source === 'portal_test' ? null : origin.product,
+      jobId: origin.source === 'job' ? origin.jobId : null,
+      conversationId: origin.source === 'conversation' ? origin.conversationId : null,
+      outcome: result.outcome,
+      httpStatus: result.httpStatus,
+      durationMs: result.durationMs,
+      responseBytes: result.responseBytes,
+      error: result.error?.slice(0, 500) ?? null,
+    },
+  });
+  return toRecord(row);
 }
 
 export const MAX_CALLS_LISTED = 200;
 
 /** A tool's most recent calls, newest first (the caller has already checked the tool is the tenant's). */
-export async function listCalls(db: Queryable, tenantId: string, toolId: string, limit = 50): Promise<CallRecord[]> {
-  const { rows } = await db.query<CallRow>(
-    'SELECT * FROM customer_tool_calls WHERE tenant_id = $1 AND tool_id = $2 ORDER BY created_at DESC, id LIMIT $3',
-    [tenantId, toolId, Math.min(Math.max(limit, 1), MAX_CALLS_LISTED)],
-  );
+export async function listCalls(pool: Pool, tenantId: string, toolId: string, limit = 50): Promise<CallRecord[]> {
+  const rows = await prismaFor(pool).customerToolCall.findMany({
+    where: { tenantId, toolId },
+    orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+    take: Math.min(Math.max(limit, 1), MAX_CALLS_LISTED),
+  });
   return rows.map(toRecord);
 }

@@ -4,13 +4,13 @@
 // and is recorded in the audit table, whatever its outcome.
 import type { CustomerToolProduct } from '@fin/contracts';
 import type { CustomerToolSource, OfferedTools, ToolDefinition, ToolProduct, ToolRunOwner } from '@fin/ai';
-import type { Pool } from '@fin/db';
+import { prismaFor, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
 import { z } from 'zod';
 import { recordCall, type CallOrigin, type CallRecord } from './audit';
 import type { CallResult, ToolExecutor } from './executor';
 import { compileInputSchema, type InputValidator } from './input-schema';
-import { openHeaders, type Keyring } from './secrets';
+import { openHeaders, sealedBytes, type Keyring } from './secrets';
 
 /** Largest tool result handed to the model; longer responses are cut with a note (the wire cap is separate). */
 export const DEFAULT_MODEL_RESULT_BYTES = 32 * 1024;
@@ -46,19 +46,21 @@ export interface CustomerToolRuntime extends CustomerToolSource {
   close(): Promise<void>;
 }
 
-interface LoadedRow {
+/** What a call needs of a tool, its sealed headers included. */
+interface LoadedTool {
   id: string;
-  tenant_id: string;
+  tenantId: string;
   name: string;
   description: string;
   endpoint: string;
   method: 'GET' | 'POST';
-  input_schema: Record<string, unknown>;
-  headers_ciphertext: Buffer | null;
-  timeout_ms: number;
+  inputSchema: Record<string, unknown>;
+  headersCiphertext: Buffer | null;
+  timeoutMs: number;
 }
 
-const LOAD_COLUMNS = 'id, tenant_id, name, description, endpoint, method, input_schema, headers_ciphertext, timeout_ms';
+const LOAD_COLUMNS =
+  'id, tenant_id AS "tenantId", name, description, endpoint, method, input_schema AS "inputSchema", headers_ciphertext AS "headersCiphertext", timeout_ms AS "timeoutMs"';
 
 /**
  * The zod schema the engine validates arguments with, carrying the customer's JSON Schema as metadata: the
@@ -93,13 +95,14 @@ function cut(text: string, maxBytes: number): string {
 }
 
 export function createCustomerToolRuntime({ pool, keyring, executor, logger, maxResultBytes = DEFAULT_MODEL_RESULT_BYTES }: CustomerToolRuntimeOptions): CustomerToolRuntime {
-  const audit = async (row: LoadedRow, origin: CallOrigin, result: CallResult): Promise<CallRecord | null> => {
+  const prisma = prismaFor(pool);
+  const audit = async (row: LoadedTool, origin: CallOrigin, result: CallResult): Promise<CallRecord | null> => {
     logger?.info(
       { toolId: row.id, tool: row.name, source: origin.source, outcome: result.outcome, httpStatus: result.httpStatus, durationMs: result.durationMs, bytes: result.responseBytes },
       'customer tool called',
     );
     try {
-      return await recordCall(pool, { tenantId: row.tenant_id, id: row.id, name: row.name }, origin, result);
+      return await recordCall(pool, { tenantId: row.tenantId, id: row.id, name: row.name }, origin, result);
     } catch (error) {
       // The call itself happened; a failed audit write must not turn the model's answer into a failure.
       logger?.error({ err: error, toolId: row.id }, 'could not record a customer tool call in the audit');
@@ -107,22 +110,22 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
     }
   };
 
-  const call = (row: LoadedRow, input: Record<string, unknown>, signal: AbortSignal | undefined): Promise<CallResult> =>
+  const call = (row: LoadedTool, input: Record<string, unknown>, signal: AbortSignal | undefined): Promise<CallResult> =>
     executor.call(
       {
         endpoint: row.endpoint,
         method: row.method,
-        headers: openHeaders(keyring, row.headers_ciphertext, { tenantId: row.tenant_id, toolId: row.id }),
+        headers: openHeaders(keyring, row.headersCiphertext, { tenantId: row.tenantId, toolId: row.id }),
         input,
-        timeoutMs: row.timeout_ms,
+        timeoutMs: row.timeoutMs,
       },
       signal === undefined ? {} : { signal },
     );
 
-  const definitionOf = (row: LoadedRow, origin: CallOrigin): ToolDefinition | null => {
+  const definitionOf = (row: LoadedTool, origin: CallOrigin): ToolDefinition | null => {
     let validate: InputValidator;
     try {
-      validate = compileInputSchema(row.input_schema);
+      validate = compileInputSchema(row.inputSchema);
     } catch (error) {
       // Schemas are compiled on registration; one that no longer compiles (an Ajv upgrade) is left out, not fatal.
       logger?.warn({ err: error, toolId: row.id }, 'a customer tool\'s input schema does not compile; the tool is not offered');
@@ -131,8 +134,8 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
     return {
       name: row.name,
       description: row.description,
-      input: argumentsSchema(row.input_schema, validate),
-      timeoutMs: row.timeout_ms + ENGINE_DEADLINE_GRACE_MS,
+      input: argumentsSchema(row.inputSchema, validate),
+      timeoutMs: row.timeoutMs + ENGINE_DEADLINE_GRACE_MS,
       maxResultBytes,
       async execute(input, { signal }) {
         const result = await call(row, input as Record<string, unknown>, signal);
@@ -152,7 +155,9 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
       context.jobId !== undefined
         ? { source: 'job', jobId: context.jobId, product: context.product }
         : { source: 'conversation', conversationId: context.conversationId, product: context.product };
-    const { rows } = await pool.query<LoadedRow & { tool_set: string }>(
+    // pg, not Prisma: this statement runs for every job and conversation turn that may use customer tools, and
+    // the set's digest is a database function the model API cannot select beside the rows (see docs/benchmarks.md).
+    const { rows } = await pool.query<LoadedTool & { tool_set: string }>(
       `SELECT ${LOAD_COLUMNS}, customer_tool_set_digest($1, $2) AS tool_set
          FROM customer_tools WHERE tenant_id = $1 AND enabled AND $2 = ANY (products) ORDER BY created_at, id`,
       [context.tenantId, context.product],
@@ -172,12 +177,20 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
     },
 
     async testCall(tenantId, toolId, input, signal) {
-      const { rows } = await pool.query<LoadedRow>(`SELECT ${LOAD_COLUMNS} FROM customer_tools WHERE tenant_id = $1 AND id = $2`, [tenantId, toolId]);
-      const row = rows[0];
-      if (row === undefined) return null;
+      const found = await prisma.customerTool.findFirst({
+        where: { tenantId, id: toolId },
+        select: { id: true, tenantId: true, name: true, description: true, endpoint: true, method: true, inputSchema: true, headersCiphertext: true, timeoutMs: true },
+      });
+      if (found === null) return null;
+      const row: LoadedTool = {
+        ...found,
+        method: found.method as LoadedTool['method'],
+        inputSchema: found.inputSchema as Record<string, unknown>,
+        headersCiphertext: sealedBytes(found.headersCiphertext),
+      };
       let validate: InputValidator;
       try {
-        validate = compileInputSchema(row.input_schema);
+        validate = compileInputSchema(row.inputSchema);
       } catch (error) {
         // Registered before a rule that now refuses it (a pattern RE2 cannot run): the customer must edit it.
         logger?.warn({ err: error, toolId: row.id }, 'a customer tool\'s input schema does not compile; the test call is refused');

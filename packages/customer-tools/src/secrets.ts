@@ -22,7 +22,7 @@ export interface EncryptionKey {
 /** The current key (seals) and every key that may still open stored values. */
 export interface Keyring {
   readonly current: EncryptionKey;
-  seal(plaintext: Buffer, context: SealContext): Buffer;
+  seal(plaintext: Buffer, context: SealContext): Buffer<ArrayBuffer>;
   open(sealed: Buffer, context: SealContext): Buffer;
   /** The id of the key that sealed `sealed`. */
   keyIdOf(sealed: Buffer): string;
@@ -107,9 +107,14 @@ export function createKeyring(current: EncryptionKey, previous: readonly Encrypt
 }
 
 /** Seals a tool's headers (name → value); null when there are none, so no ciphertext is stored for nothing. */
-export function sealHeaders(keyring: Keyring, headers: Readonly<Record<string, string>>, context: SealContext): Buffer | null {
+export function sealHeaders(keyring: Keyring, headers: Readonly<Record<string, string>>, context: SealContext): Buffer<ArrayBuffer> | null {
   if (Object.keys(headers).length === 0) return null;
   return keyring.seal(Buffer.from(JSON.stringify(headers), 'utf8'), context);
+}
+
+/** A stored column as the keyring reads it: Prisma returns bytes as a plain Uint8Array (viewed here, not copied). */
+export function sealedBytes(bytes: Uint8Array | null): Buffer | null {
+  return bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 export function openHeaders(keyring: Keyring, sealed: Buffer | null, context: SealContext): Record<string, string> {

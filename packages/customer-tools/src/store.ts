@@ -3,9 +3,9 @@
 // only header names are ever read back for display.
 import { randomUUID } from 'node:crypto';
 import type { CustomerTool, CustomerToolCreateRequest, CustomerToolProduct, CustomerToolUpdateRequest } from '@fin/contracts';
-import { withTransaction, type Pool, type Queryable } from '@fin/db';
+import { prismaFor, violatedUniqueIndex, type Pool, type Prisma, type PrismaClient } from '@fin/db';
 import { inputSchemaProblems } from './input-schema';
-import { openHeaders, sealHeaders, type Keyring } from './secrets';
+import { openHeaders, sealHeaders, sealedBytes, type Keyring } from './secrets';
 
 /** Per-tenant cap on registered tools; each tool's schema is capped at 16 KiB by the contract. */
 export const DEFAULT_MAX_TOOLS_PER_TENANT = 50;
@@ -39,39 +39,32 @@ export interface StoredTool {
   updatedAt: Date;
 }
 
-interface ToolRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  description: string;
-  endpoint: string;
-  method: 'GET' | 'POST';
-  input_schema: Record<string, unknown>;
-  header_names: string[];
-  enabled: boolean;
-  timeout_ms: number;
-  products: CustomerToolProduct[];
-  created_at: Date;
-  updated_at: Date;
-}
+/** The columns a StoredTool is made of: never the sealed headers. */
+const TOOL_FIELDS = {
+  id: true,
+  tenantId: true,
+  name: true,
+  description: true,
+  endpoint: true,
+  method: true,
+  inputSchema: true,
+  headerNames: true,
+  enabled: true,
+  timeoutMs: true,
+  products: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.CustomerToolSelect;
 
-const COLUMNS = 'id, tenant_id, name, description, endpoint, method, input_schema, header_names, enabled, timeout_ms, products, created_at, updated_at';
+type ToolRow = Prisma.CustomerToolGetPayload<{ select: typeof TOOL_FIELDS }>;
 
+/** The columns hold what the contract let in: a method, a JSON Schema object and product names. */
 function toStored(row: ToolRow): StoredTool {
   return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    name: row.name,
-    description: row.description,
-    endpoint: row.endpoint,
-    method: row.method,
-    inputSchema: row.input_schema,
-    headerNames: row.header_names,
-    enabled: row.enabled,
-    timeoutMs: row.timeout_ms,
-    products: row.products,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    ...row,
+    method: row.method as StoredTool['method'],
+    inputSchema: row.inputSchema as Record<string, unknown>,
+    products: row.products as CustomerToolProduct[],
   };
 }
 
@@ -99,8 +92,8 @@ function checkRequest(request: CustomerToolCreateRequest): void {
   if (problems.length > 0) throw new CustomerToolError('invalid', problems.join('; ').slice(0, 500));
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === '23505';
+function isDuplicateName(error: unknown): boolean {
+  return violatedUniqueIndex(error) === 'customer_tools_tenant_id_name_key';
 }
 
 const duplicate = (name: string) => new CustomerToolError('conflict', `name: a tool named "${name}" already exists`);
@@ -138,59 +131,71 @@ export interface ToolStore {
 }
 
 export interface ToolStoreOptions {
+  /** The service's pool; the store's statements go through its Prisma client (`prismaFor`). */
   pool: Pool;
   keyring: Keyring;
   maxToolsPerTenant?: number;
 }
 
-export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX_TOOLS_PER_TENANT }: ToolStoreOptions): ToolStore {
-  const get = async (db: Queryable, tenantId: string, id: string): Promise<StoredTool | null> => {
-    const { rows } = await db.query<ToolRow>(`SELECT ${COLUMNS} FROM customer_tools WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
-    return rows[0] ? toStored(rows[0]) : null;
-  };
+/**
+ * Stamps a tool's updated_at with the database's clock and locks its row for the transaction, returning what was
+ * stored before (null: not the tenant's tool). SQL because Prisma writes a timestamp from the process's clock at
+ * millisecond precision: the tool-set digest in cache keys reads updated_at to the microsecond, so two saves
+ * within a millisecond would leave cached results of the older definition in use.
+ */
+async function stampUpdated(tx: Prisma.TransactionClient, tenantId: string, id: string): Promise<{ endpoint: string; header_names: string[] } | null> {
+  const rows = await tx.$queryRaw<{ endpoint: string; header_names: string[] }[]>`
+    UPDATE customer_tools SET updated_at = now() WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING endpoint, header_names`;
+  return rows[0] ?? null;
+}
 
+export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX_TOOLS_PER_TENANT }: ToolStoreOptions): ToolStore {
+  const prisma: PrismaClient = prismaFor(pool);
+  // Every statement names the tenant: another tenant's tool is not found, exactly as one that does not exist.
   return {
     async list(tenantId) {
-      const { rows } = await pool.query<ToolRow>(`SELECT ${COLUMNS} FROM customer_tools WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
+      const rows = await prisma.customerTool.findMany({ where: { tenantId }, select: TOOL_FIELDS, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
       return rows.map(toStored);
     },
 
-    get: (tenantId, id) => get(pool, tenantId, id),
+    async get(tenantId, id) {
+      const row = await prisma.customerTool.findFirst({ where: { tenantId, id }, select: TOOL_FIELDS });
+      return row === null ? null : toStored(row);
+    },
 
     async create(tenantId, request) {
       checkRequest(request);
       const id = randomUUID();
       const headers = request.headers ?? {};
       try {
-        return await withTransaction(pool, async (client) => {
-          // Serialises creations per tenant, so two concurrent requests cannot both pass the cap.
-          await client.query("SELECT pg_advisory_xact_lock(hashtext('customer_tools:' || $1::text))", [tenantId]);
-          const { rows: count } = await client.query<{ n: string }>('SELECT count(*) AS n FROM customer_tools WHERE tenant_id = $1', [tenantId]);
-          if (Number(count[0]?.n ?? 0) >= maxToolsPerTenant) {
+        return await prisma.$transaction(async (tx) => {
+          // Serialises creations per tenant, so two concurrent requests cannot both pass the cap (Prisma has no advisory locks).
+          await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('customer_tools:' || ${tenantId}::text))`;
+          if ((await tx.customerTool.count({ where: { tenantId } })) >= maxToolsPerTenant) {
             throw new CustomerToolError('invalid', `name: this account already has ${maxToolsPerTenant} tools, the most allowed; delete one first`);
           }
-          const { rows } = await client.query<ToolRow>(
-            `INSERT INTO customer_tools (id, tenant_id, name, description, endpoint, method, input_schema, header_names, headers_ciphertext, enabled, timeout_ms, products)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
-            [
+          // created_at and updated_at are the database's (the column defaults), as the digest needs.
+          const row = await tx.customerTool.create({
+            data: {
               id,
               tenantId,
-              request.name,
-              request.description,
-              request.endpoint,
-              request.method,
-              request.input_schema,
-              Object.keys(headers),
-              sealHeaders(keyring, headers, { tenantId, toolId: id }),
-              request.enabled,
-              request.timeout_ms,
-              request.products,
-            ],
-          );
-          return toStored(rows[0] as ToolRow);
+              name: request.name,
+              description: request.description,
+              endpoint: request.endpoint,
+              method: request.method,
+              inputSchema: request.input_schema as Prisma.InputJsonObject,
+              headerNames: Object.keys(headers),
+              headersCiphertext: sealHeaders(keyring, headers, { tenantId, toolId: id }),
+              enabled: request.enabled,
+              timeoutMs: request.timeout_ms,
+              products: request.products,
+            },
+            select: TOOL_FIELDS,
+          });
+          return toStored(row);
         });
       } catch (error) {
-        if (isUniqueViolation(error)) throw duplicate(request.name);
+        if (isDuplicateName(error)) throw duplicate(request.name);
         throw error;
       }
     },
@@ -199,66 +204,53 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
       checkRequest(request);
       const headers = request.headers;
       try {
-        return await withTransaction(pool, async (client) => {
+        return await prisma.$transaction(async (tx) => {
           // Locked, so the origin compared is the one the headers were stored for, not one a concurrent update replaces.
-          const { rows: current } = await client.query<{ endpoint: string; header_names: string[] }>(
-            'SELECT endpoint, header_names FROM customer_tools WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
-            [tenantId, id],
-          );
-          const before = current[0];
-          if (before === undefined) return null;
+          const before = await stampUpdated(tx, tenantId, id);
+          if (before === null) return null;
           if (headers === undefined && before.header_names.length > 0 && originOf(before.endpoint) !== originOf(request.endpoint)) {
             throw originChangedError(originOf(before.endpoint), originOf(request.endpoint));
           }
-          const { rows } = await client.query<ToolRow>(
-            `UPDATE customer_tools SET name = $3, description = $4, endpoint = $5, method = $6, input_schema = $7, enabled = $8,
-                    timeout_ms = $9, products = $10, updated_at = now(),
-                    header_names = CASE WHEN $11::boolean THEN $12::text[] ELSE header_names END,
-                    headers_ciphertext = CASE WHEN $11::boolean THEN $13::bytea ELSE headers_ciphertext END
-              WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-            [
-              tenantId,
-              id,
-              request.name,
-              request.description,
-              request.endpoint,
-              request.method,
-              request.input_schema,
-              request.enabled,
-              request.timeout_ms,
-              request.products,
-              headers !== undefined,
-              Object.keys(headers ?? {}),
-              headers === undefined ? null : sealHeaders(keyring, headers, { tenantId, toolId: id }),
-            ],
-          );
-          return rows[0] ? toStored(rows[0]) : null;
+          const row = await tx.customerTool.update({
+            where: { id, tenantId },
+            data: {
+              name: request.name,
+              description: request.description,
+              endpoint: request.endpoint,
+              method: request.method,
+              inputSchema: request.input_schema as Prisma.InputJsonObject,
+              enabled: request.enabled,
+              timeoutMs: request.timeout_ms,
+              products: request.products,
+              ...(headers === undefined
+                ? {}
+                : { headerNames: Object.keys(headers), headersCiphertext: sealHeaders(keyring, headers, { tenantId, toolId: id }) }),
+            },
+            select: TOOL_FIELDS,
+          });
+          return toStored(row);
         });
       } catch (error) {
-        if (isUniqueViolation(error)) throw duplicate(request.name);
+        if (isDuplicateName(error)) throw duplicate(request.name);
         throw error;
       }
     },
 
     async setEnabled(tenantId, id, enabled) {
-      const { rows } = await pool.query<ToolRow>(
-        `UPDATE customer_tools SET enabled = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-        [tenantId, id, enabled],
-      );
-      return rows[0] ? toStored(rows[0]) : null;
+      return prisma.$transaction(async (tx) => {
+        if ((await stampUpdated(tx, tenantId, id)) === null) return null;
+        return toStored(await tx.customerTool.update({ where: { id, tenantId }, data: { enabled }, select: TOOL_FIELDS }));
+      });
     },
 
     async delete(tenantId, id) {
-      const { rowCount } = await pool.query('DELETE FROM customer_tools WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
-      return (rowCount ?? 0) > 0;
+      const { count } = await prisma.customerTool.deleteMany({ where: { tenantId, id } });
+      return count > 0;
     },
 
     async headersOf(tenantId, id) {
-      const { rows } = await pool.query<{ headers_ciphertext: Buffer | null }>(
-        'SELECT headers_ciphertext FROM customer_tools WHERE tenant_id = $1 AND id = $2',
-        [tenantId, id],
-      );
-      return openHeaders(keyring, rows[0]?.headers_ciphertext ?? null, { tenantId, toolId: id });
+      const row = await prisma.customerTool.findFirst({ where: { tenantId, id }, select: { headersCiphertext: true } });
+      return openHeaders(keyring, sealedBytes(row?.headersCiphertext ?? null), { tenantId, toolId: id });
     },
   };
 }
@@ -266,24 +258,24 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
 /**
  * Key rotation: re-seals every tool's headers that were sealed with a key other than the current one. Run it after
  * making a new key current (the old one still listed as previous); when it returns 0 the old key can be removed.
- * Returns how many tools were re-sealed.
+ * Returns how many tools were re-sealed. updated_at is left alone: the tool's definition, and so the cached
+ * results made with it, did not change.
  */
 export async function reencryptToolSecrets(pool: Pool, keyring: Keyring): Promise<number> {
-  const { rows } = await pool.query<{ id: string; tenant_id: string; headers_ciphertext: Buffer }>(
-    'SELECT id, tenant_id, headers_ciphertext FROM customer_tools WHERE headers_ciphertext IS NOT NULL',
-  );
+  const prisma = prismaFor(pool);
+  const rows = await prisma.customerTool.findMany({
+    where: { headersCiphertext: { not: null } },
+    select: { id: true, tenantId: true, headersCiphertext: true },
+  });
   let changed = 0;
   for (const row of rows) {
-    if (keyring.keyIdOf(row.headers_ciphertext) === keyring.current.id) continue;
-    const context = { tenantId: row.tenant_id, toolId: row.id };
-    const resealed = keyring.seal(keyring.open(row.headers_ciphertext, context), context);
+    const sealed = sealedBytes(row.headersCiphertext);
+    if (sealed === null || keyring.keyIdOf(sealed) === keyring.current.id) continue;
+    const context = { tenantId: row.tenantId, toolId: row.id };
+    const resealed = keyring.seal(keyring.open(sealed, context), context);
     // Only if nobody changed the headers meanwhile; a concurrent update has sealed with the current key anyway.
-    const { rowCount } = await pool.query('UPDATE customer_tools SET headers_ciphertext = $2 WHERE id = $1 AND headers_ciphertext = $3', [
-      row.id,
-      resealed,
-      row.headers_ciphertext,
-    ]);
-    changed += rowCount ?? 0;
+    const { count } = await prisma.customerTool.updateMany({ where: { id: row.id, headersCiphertext: row.headersCiphertext }, data: { headersCiphertext: resealed } });
+    changed += count;
   }
   return changed;
 }

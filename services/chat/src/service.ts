@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { createPool, type Pool } from '@fin/db';
+import { createPool, prismaFor, type Pool } from '@fin/db';
 import { closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
@@ -37,7 +37,7 @@ export async function startChatService({ config, logger, ...shared }: ChatServic
   const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: 'chat', max: config.CHAT_DB_POOL_SIZE });
   const engine = shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
   const chat = createChat({
-    store: createConversationStore(pool),
+    store: createConversationStore(prismaFor(pool)),
     engine,
     logger,
     contextPairs: config.CHAT_CONTEXT_PAIRS,

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatTurn } from '@fin/ai';
 import type { ChatStreamEvent, ErrorBody } from '@fin/contracts';
-import { withTransaction, type Pool, type PoolClient } from '@fin/db';
+import { Prisma, violatedUniqueIndex, type PrismaClient } from '@fin/db';
 import { conflict, notFound } from '@fin/http';
 
 export type ReplyStatus = 'streaming' | 'complete' | 'interrupted' | 'failed';
@@ -43,34 +43,39 @@ const conversationNotFound = (id: string) => notFound(`No conversation ${id}.`);
 export const REPLY_IN_PROGRESS_DETAIL =
   'A reply in this conversation is still being written. Wait for its done event, or follow it with GET /api/chat/stream and Last-Event-ID, then send the next message.';
 
-/** The conversation, locked for the turn; other tenants' conversations do not exist. */
-async function lockConversation(client: PoolClient, tenantId: string, conversationId: string): Promise<void> {
-  const { rowCount } = await client.query('SELECT 1 FROM conversations WHERE id = $1 AND tenant_id = $2 FOR UPDATE', [conversationId, tenantId]);
-  if (rowCount === 0) throw conversationNotFound(conversationId);
+/** The conversation, locked for the turn (Prisma has no row locks); other tenants' conversations do not exist. */
+async function lockConversation(tx: Prisma.TransactionClient, tenantId: string, conversationId: string): Promise<void> {
+  const locked = await tx.$queryRaw<unknown[]>`SELECT 1 FROM conversations WHERE id = ${conversationId}::uuid AND tenant_id = ${tenantId}::uuid FOR UPDATE`;
+  if (locked.length === 0) throw conversationNotFound(conversationId);
 }
 
-// A turn: the user's message and its reply, which starts out streaming under a lease.
-const INSERT_TURN = `
+// Leases are the database's clock: every replica writes and compares them with now(), and the model API would
+// write the process's clock, so the statements that set or read a lease are SQL, sent through the client.
+
+/** A turn: the user's message and its reply, which starts out streaming under a lease. */
+const insertTurn = (turn: Turn) => Prisma.sql`
   INSERT INTO messages (id, conversation_id, seq, role, content, status, events, lease_expires_at)
-  VALUES ($1, $3, $4, 'user', $5, 'complete', NULL, NULL),
-         ($2, $3, $4 + 1, 'assistant', '', 'streaming', '[]', now() + $6::int * interval '1 millisecond')`;
-// The foreign keys of the messages are checked at the end of the statement, when the conversation exists.
-const START_CONVERSATION = `WITH conversation AS (INSERT INTO conversations (id, tenant_id) VALUES ($3, $7)) ${INSERT_TURN}`;
+  VALUES (${turn.userMessageId}::uuid, ${turn.conversationId}::uuid, ${turn.seq}, 'user', ${turn.message}, 'complete', NULL, NULL),
+         (${turn.replyId}::uuid, ${turn.conversationId}::uuid, ${turn.seq + 1}, 'assistant', '', 'streaming', '[]',
+          now() + ${turn.leaseMs}::int * interval '1 millisecond')`;
 
-// The newest complete replies with the question each answers, newest first.
-const HISTORY = `
-  SELECT q.content AS question, a.content AS answer
-    FROM messages a
-    JOIN messages q ON q.conversation_id = a.conversation_id AND q.seq = a.seq - 1 AND q.role = 'user'
-   WHERE a.conversation_id = $1 AND a.role = 'assistant' AND a.status = 'complete'
-   ORDER BY a.seq DESC
-   LIMIT $2`;
+interface Turn {
+  conversationId: string;
+  userMessageId: string;
+  replyId: string;
+  /** The user message's; the reply's is the next. */
+  seq: number;
+  message: string;
+  leaseMs: number;
+}
 
-function toStoredReply(row: { id: string; conversation_id: string; status: ReplyStatus; events: ChatStreamEvent[] | null; error: ErrorBody | null; lease_live: boolean }): StoredReply {
+type ReplyRow = { id: string; conversation_id: string; status: ReplyStatus; events: ChatStreamEvent[] | null; error: ErrorBody | null; lease_live: boolean };
+
+function toStoredReply(row: ReplyRow): StoredReply {
   return { id: row.id, conversationId: row.conversation_id, status: row.status, events: row.events ?? [], error: row.error, leaseLive: row.lease_live };
 }
 
-const REPLY_COLUMNS = `m.id::text, m.conversation_id::text, m.status, m.events, m.error, coalesce(m.lease_expires_at > now(), false) AS lease_live`;
+const REPLY_COLUMNS = Prisma.sql`m.id::text, m.conversation_id::text, m.status, m.events, m.error, coalesce(m.lease_expires_at > now(), false) AS lease_live`;
 
 export interface ConversationStore {
   /**
@@ -89,95 +94,95 @@ export interface ConversationStore {
   latestReply(tenantId: string, conversationId: string): Promise<StoredReply | undefined>;
 }
 
-export function createConversationStore(pool: Pool): ConversationStore {
+/** Every statement goes through the Prisma client (the service's, over its pool). */
+export function createConversationStore(prisma: PrismaClient): ConversationStore {
   return {
     async startTurn(tenantId, conversationId, message, { contextPairs, leaseMs }) {
       const replyId = randomUUID();
-      const turn = (id: string, lastSeq: number) => [randomUUID(), replyId, id, lastSeq + 1, message, leaseMs];
+      const turn = (id: string, lastSeq: number): Turn => ({ conversationId: id, userMessageId: randomUUID(), replyId, seq: lastSeq + 1, message, leaseMs });
       if (conversationId === null) {
-        // A new conversation has nothing to lock or read: one statement, atomic on its own, writes it and the turn.
+        // A new conversation has nothing to lock or read: one statement, atomic on its own, writes it and the turn
+        // (the messages' foreign keys are checked at the end of the statement, when the conversation exists).
         const id = randomUUID();
-        await pool.query(START_CONVERSATION, [...turn(id, 0), tenantId]);
+        await prisma.$executeRaw`WITH conversation AS (INSERT INTO conversations (id, tenant_id) VALUES (${id}::uuid, ${tenantId}::uuid)) ${insertTurn(turn(id, 0))}`;
         return { conversationId: id, replyId, history: [] };
       }
-      return withTransaction(pool, async (client): Promise<TurnStart> => {
-        await lockConversation(client, tenantId, conversationId);
-        // A reply whose owner died (no renewal for a whole lease) no longer blocks the conversation.
-        await client.query(
-          `UPDATE messages SET status = 'interrupted', lease_expires_at = NULL, finished_at = now(), error = $2
-            WHERE conversation_id = $1 AND status = 'streaming' AND lease_expires_at <= now()`,
-          [conversationId, ABANDONED_REPLY_ERROR],
-        );
-        const { rows } = await client.query<{ seq: number; streaming: boolean }>(
-          `SELECT coalesce(max(seq), 0) AS seq, bool_or(status = 'streaming') AS streaming FROM messages WHERE conversation_id = $1`,
-          [conversationId],
-        );
-        if (rows[0]?.streaming === true) throw conflict(REPLY_IN_PROGRESS_DETAIL);
-        const context = await client.query<{ question: string; answer: string }>(HISTORY, [conversationId, contextPairs]);
-        const history = context.rows.reverse().flatMap((row): ChatTurn[] => [
-          { role: 'user', content: row.question },
-          { role: 'assistant', content: row.answer },
-        ]);
-        await client.query('UPDATE conversations SET updated_at = now() WHERE id = $1', [conversationId]);
-        await client.query(INSERT_TURN, turn(conversationId, rows[0]?.seq ?? 0));
-        return { conversationId, replyId, history };
-      }).catch((error: unknown) => {
-        // The row lock makes this unreachable; the index is the database's own guarantee, should that change.
-        if ((error as { constraint?: string }).constraint === 'messages_one_streaming_idx') throw conflict(REPLY_IN_PROGRESS_DETAIL);
-        throw error;
-      });
+      return prisma
+        .$transaction(async (tx): Promise<TurnStart> => {
+          await lockConversation(tx, tenantId, conversationId);
+          // A reply whose owner died (no renewal for a whole lease) no longer blocks the conversation.
+          await tx.$executeRaw`
+            UPDATE messages SET status = 'interrupted', lease_expires_at = NULL, finished_at = now(), error = ${ABANDONED_REPLY_ERROR}::jsonb
+             WHERE conversation_id = ${conversationId}::uuid AND status = 'streaming' AND lease_expires_at <= now()`;
+          // At most one reply streams, and only the latest turn's can: the last message says whether one does.
+          const last = await tx.message.findFirst({ where: { conversationId }, orderBy: { seq: 'desc' }, select: { seq: true, status: true } });
+          if (last?.status === 'streaming') throw conflict(REPLY_IN_PROGRESS_DETAIL);
+          // The newest complete replies with the question each answers, newest first.
+          const context = await tx.$queryRaw<{ question: string; answer: string }[]>`
+            SELECT q.content AS question, a.content AS answer
+              FROM messages a
+              JOIN messages q ON q.conversation_id = a.conversation_id AND q.seq = a.seq - 1 AND q.role = 'user'
+             WHERE a.conversation_id = ${conversationId}::uuid AND a.role = 'assistant' AND a.status = 'complete'
+             ORDER BY a.seq DESC
+             LIMIT ${contextPairs}`;
+          const history = context.reverse().flatMap((row): ChatTurn[] => [
+            { role: 'user', content: row.question },
+            { role: 'assistant', content: row.answer },
+          ]);
+          await tx.$executeRaw`UPDATE conversations SET updated_at = now() WHERE id = ${conversationId}::uuid`;
+          await tx.$executeRaw(insertTurn(turn(conversationId, last?.seq ?? 0)));
+          return { conversationId, replyId, history };
+        })
+        .catch((error: unknown) => {
+          // The row lock makes this unreachable; the index is the database's own guarantee, should that change.
+          if (violatedUniqueIndex(error) === 'messages_one_streaming_idx') throw conflict(REPLY_IN_PROGRESS_DETAIL);
+          throw error;
+        });
     },
 
     async finishReply(replyId, end) {
-      const { rowCount } = await pool.query(
-        `UPDATE messages
-            SET status = $2, content = $3, events = $4, error = $5, input_tokens = $6, output_tokens = $7,
-                lease_expires_at = NULL, finished_at = now()
-          WHERE id = $1 AND status = 'streaming'`,
-        [
-          replyId,
-          end.status,
-          end.text,
-          JSON.stringify(end.events),
-          end.status === 'complete' ? null : end.error,
-          end.status === 'complete' ? end.inputTokens : 0,
-          end.status === 'complete' ? end.outputTokens : 0,
-        ],
-      );
-      return rowCount === 1;
+      const { count } = await prisma.message.updateMany({
+        where: { id: replyId, status: 'streaming' },
+        data: {
+          status: end.status,
+          content: end.text,
+          events: end.events as unknown as Prisma.InputJsonArray,
+          error: end.status === 'complete' ? Prisma.DbNull : (end.error as unknown as Prisma.InputJsonObject),
+          inputTokens: end.status === 'complete' ? end.inputTokens : 0,
+          outputTokens: end.status === 'complete' ? end.outputTokens : 0,
+          leaseExpiresAt: null,
+          // Recorded, never compared: the writer's clock serves.
+          finishedAt: new Date(),
+        },
+      });
+      return count === 1;
     },
 
     async renewLeases(replyIds, leaseMs) {
       if (replyIds.length === 0) return new Set();
-      const { rows } = await pool.query<{ id: string }>(
-        `UPDATE messages SET lease_expires_at = now() + $2::int * interval '1 millisecond'
-          WHERE id = ANY($1::uuid[]) AND status = 'streaming' RETURNING id::text`,
-        [replyIds, leaseMs],
-      );
+      const rows = await prisma.$queryRaw<{ id: string }[]>`
+        UPDATE messages SET lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
+         WHERE id = ANY(${replyIds as string[]}::uuid[]) AND status = 'streaming' RETURNING id::text`;
       return new Set(rows.map((row) => row.id));
     },
 
     async findReply(tenantId, replyId) {
-      const { rows } = await pool.query<Parameters<typeof toStoredReply>[0]>(
-        `SELECT ${REPLY_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id
-          WHERE m.id = $1 AND m.role = 'assistant' AND c.tenant_id = $2`,
-        [replyId, tenantId],
-      );
+      const rows = await prisma.$queryRaw<ReplyRow[]>`
+        SELECT ${REPLY_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id
+         WHERE m.id = ${replyId}::uuid AND m.role = 'assistant' AND c.tenant_id = ${tenantId}::uuid`;
       return rows[0] && toStoredReply(rows[0]);
     },
 
     async latestReply(tenantId, conversationId) {
-      const { rows } = await pool.query<Parameters<typeof toStoredReply>[0] & { id: string | null }>(
-        `SELECT ${REPLY_COLUMNS} FROM conversations c
-           LEFT JOIN LATERAL (
-             SELECT * FROM messages WHERE conversation_id = c.id AND role = 'assistant' ORDER BY seq DESC LIMIT 1
-           ) m ON true
-          WHERE c.id = $1 AND c.tenant_id = $2`,
-        [conversationId, tenantId],
-      );
+      const rows = await prisma.$queryRaw<(Omit<ReplyRow, 'id'> & { id: string | null })[]>`
+        SELECT ${REPLY_COLUMNS} FROM conversations c
+          LEFT JOIN LATERAL (
+            SELECT * FROM messages WHERE conversation_id = c.id AND role = 'assistant' ORDER BY seq DESC LIMIT 1
+          ) m ON true
+         WHERE c.id = ${conversationId}::uuid AND c.tenant_id = ${tenantId}::uuid`;
       const row = rows[0];
       if (row === undefined) throw conversationNotFound(conversationId);
-      return row.id === null ? undefined : toStoredReply(row);
+      return row.id === null ? undefined : toStoredReply({ ...row, id: row.id });
     },
   };
 }
