@@ -1,12 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { AnalysisRequest, AnalysisResult, NewsRequest, NewsResult, StockReportRequest, StockReportResult } from '@fin/contracts';
-import { startFakeAnthropic, type FakeAnthropic } from '@fin/fakes';
 import type { Logger } from '@fin/log';
 import { isOffline, type AiConfig } from './config';
 import type { EngineEvent } from './loop';
 import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
 import { marketDataTool } from './market-data-tool';
 import { offlineAnalyst } from './offline/analyst';
+import { messagesApiFetch } from './offline/fetch';
 import {
   generateAnalysis,
   generateNews,
@@ -92,27 +92,32 @@ async function reported<T>(ctx: RunContext, generate: (ctx: RunContext) => Promi
 }
 
 /**
+ * Where the offline client sends its requests: nowhere, since its fetch answers them in-process. A reserved
+ * name (RFC 2606), so that a request that did leave the process could not reach anyone.
+ */
+const OFFLINE_BASE_URL = 'http://offline-analyst.invalid';
+
+/**
  * Builds the engine from config. With ANTHROPIC_API_KEY it talks to the Anthropic API (or ANTHROPIC_BASE_URL);
- * without one it starts offline mode: a local stand-in of the Messages API answered by the deterministic
- * analyst, with sample market data, announced by a warning at start and marked `offline: true` in every result.
+ * without one it starts offline mode: the SDK's requests are answered in-process by the deterministic analyst
+ * in the Messages API's wire format, with sample market data, announced by a warning at start and marked
+ * `offline: true` in every result.
  */
 export async function createAiEngine({ config, logger, marketData, customerTools }: EngineOptions): Promise<AiEngine> {
   const offline = isOffline(config);
-  let fake: FakeAnthropic | undefined;
   let client: Anthropic;
   // The SDK's HTTP calls go through node:http (transport.ts): an open model stream holds less memory than over
   // the SDK's default fetch, and chat keeps one open per streaming reply.
   const transport = createHttpFetch();
-  const clientOptions = { timeout: config.AI_TIMEOUT_MS, maxRetries: config.AI_MAX_RETRIES, fetch: transport.fetch };
+  const clientOptions = { timeout: config.AI_TIMEOUT_MS, maxRetries: config.AI_MAX_RETRIES };
   if (offline) {
-    fake = await startFakeAnthropic({ handler: offlineAnalyst(), recordRequests: false });
-    client = new Anthropic({ apiKey: 'offline-mode', baseURL: fake.url, ...clientOptions });
+    client = new Anthropic({ apiKey: 'offline-mode', baseURL: OFFLINE_BASE_URL, ...clientOptions, fetch: messagesApiFetch(offlineAnalyst()) });
     logger.warn(
       { aiMode: 'offline' },
       'AI OFFLINE MODE: no ANTHROPIC_API_KEY is set, so results come from a deterministic stand-in over bundled sample data. They are marked offline and are not research.',
     );
   } else {
-    client = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, ...clientOptions });
+    client = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, ...clientOptions, fetch: transport.fetch });
     logger.info({ aiMode: 'anthropic', model: config.AI_MODEL, newsModel: config.AI_NEWS_MODEL }, 'AI engine uses the Anthropic API');
   }
 
@@ -141,7 +146,6 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     async close() {
       await customerTools?.close?.();
       transport.close();
-      await fake?.close();
     },
   };
 }

@@ -1,47 +1,45 @@
-// Fakes of what we do not own, faked at the wire so the real clients run against them (docs/testing.md).
-export { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from './anthropic/server';
-export {
-  citation,
-  errorReply,
-  hangingReply,
-  jsonReply,
-  message,
-  text,
-  textReply,
-  toolUse,
-  toolUseReply,
-  webSearch,
-} from './anthropic/replies';
-export { lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './anthropic/request-helpers';
+// Fakes of what we do not own, faked at the wire so the real clients run against them (docs/testing.md). The
+// Messages API's wire format, its request helpers and the sample market dataset are offline mode's own
+// (@fin/ai/offline), re-exported here so that a test finds everything it scripts with in one place.
 export {
   API_ERROR_STATUS,
+  lastUserText,
+  outputSchema,
+  SAMPLE_MARKET_DATA,
+  systemText,
+  text,
+  toolNames,
+  toolResults,
+  toolUse,
   type ApiErrorType,
   type ContentScript,
-  type ErrorReply,
-  type Faults,
-  type HandlerContext,
-  type MessageReply,
-  type MessagesRequestBody,
-  type RecordedRequest,
-  type Reply,
-  type ReplyHandler,
-  type RequestContentBlock,
-  type RequestMessage,
-  type ScriptedReply,
-  type StopReason,
-  type UsageOverride,
-  type WebSearchCitation,
-  type WebSearchErrorCode,
-  type WebSearchResult,
-} from './anthropic/types';
-export { startFakeFinnhub, type FakeFinnhub, type FakeFinnhubOptions, type FinnhubFault, type FinnhubRecordedRequest } from './finnhub/server';
-export { SAMPLE_MARKET_DATA } from './finnhub/sample-data';
-export {
   type FinnhubMetrics,
   type FinnhubNewsItem,
   type FinnhubProfile,
   type FinnhubQuote,
   type FinnhubSeriesPoint,
+  type MessagesRequestBody,
+  type RequestContentBlock,
+  type RequestMessage,
   type SampleMarketData,
   type SampleSymbolData,
-} from './finnhub/types';
+  type StopReason,
+  type ToolResultView,
+  type UsageOverride,
+  type WebSearchCitation,
+  type WebSearchErrorCode,
+  type WebSearchResult,
+} from '@fin/ai/offline';
+export { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from './anthropic/server';
+export { citation, errorReply, hangingReply, jsonReply, message, textReply, toolUseReply, webSearch } from './anthropic/replies';
+export {
+  type ErrorReply,
+  type Faults,
+  type HandlerContext,
+  type MessageReply,
+  type RecordedRequest,
+  type Reply,
+  type ReplyHandler,
+  type ScriptedReply,
+} from './anthropic/types';
+export { startFakeFinnhub, type FakeFinnhub, type FakeFinnhubOptions, type FinnhubFault, type FinnhubRecordedRequest } from './finnhub/server';

@@ -1,22 +1,12 @@
-// The offline mode's stand-in for Claude: a deterministic analyst behind the fake Messages API. It takes the
-// same turns a model would (it asks for market data with tool calls, then answers from the tool results), so
-// the engine's real code path — tool loop, structured output, grounding — runs unchanged. Its answers are
-// plausible and contract-valid, built from the bundled sample data, and always say they are sample output.
+// The offline mode's stand-in for Claude: a deterministic analyst that answers Messages API requests in-process
+// (fetch.ts). It takes the same turns a model would (it asks for market data with tool calls, then answers from
+// the tool results), so the engine's real code path — SDK, tool loop, structured output, grounding — runs
+// unchanged. Its answers are plausible and contract-valid, built from the bundled sample data, and always say
+// they are sample output. Tests also hand it to the fake Messages server of @fin/fakes.
 import { STOCK_SYMBOL_PATTERN } from '@fin/contracts';
-import {
-  jsonReply,
-  lastUserText,
-  message,
-  outputSchema,
-  systemText,
-  textReply,
-  toolNames,
-  toolResults,
-  toolUse,
-  type MessagesRequestBody,
-  type Reply,
-  type ReplyHandler,
-} from '@fin/fakes';
+import { lastUserText, outputSchema, systemText, toolNames, toolResults } from './request';
+import { jsonTurn, textTurn, toolUse, turn } from './turns';
+import { type AssistantReply, type MessagesRequestBody, type StandInModel } from './wire-types';
 
 type Product = 'news' | 'stock-report' | 'analysis' | 'chat';
 
@@ -175,7 +165,7 @@ const NEWS_ANGLES: readonly ((symbol: string, article: Article) => { title: stri
  * Exactly `n` items whenever the tool returned any article: one per article, round-robin over the symbols so
  * that every symbol is represented, then further angles on the same articles (NEWS_ANGLES) if still short.
  */
-function newsAnswer(symbols: string[], user: string, data: ToolData): Reply {
+function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantReply {
   const n = Number(/the (\d+) most relevant/.exec(user)?.[1] ?? 5);
   const lists = symbols.map((symbol) => ({ symbol, articles: data.articles.get(symbol) ?? [] }));
   const picked: { symbol: string; article: Article; next: Article | undefined }[] = [];
@@ -203,7 +193,7 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): Reply {
     content: `${item.content} (${OFFLINE_NOTICE})`,
     relevance_score: Math.max(0.3, 0.95 - index * 0.05),
   }));
-  return jsonReply({ news });
+  return jsonTurn({ news });
 }
 
 // ---- stock report: one symbol is described; two are compared, so every insight weighs one against the other ----
@@ -377,13 +367,13 @@ function comparedInsights(a: Side, b: Side): string[] {
   });
 }
 
-function stockReportAnswer(symbols: string[], data: ToolData, system: string): Reply {
+function stockReportAnswer(symbols: string[], data: ToolData, system: string): AssistantReply {
   const items = reportItems(symbols, data, clientDataNames(system));
   const [a, b] = symbols;
   const quick = b
     ? comparedInsights({ symbol: a!, o: data.overviews.get(a!) }, { symbol: b, o: data.overviews.get(b) })
     : [`${a}'s investment case rests on growth and margins, per the sample data.`, OFFLINE_NOTICE];
-  return jsonReply({ detailed_analysis: items, quick_insights: quick });
+  return jsonTurn({ detailed_analysis: items, quick_insights: quick });
 }
 
 function fieldsOf(body: MessagesRequestBody, system: string): Record<string, string> | undefined {
@@ -398,7 +388,7 @@ function fieldsOf(body: MessagesRequestBody, system: string): Record<string, str
   return Object.fromEntries([...listed.matchAll(/"(\w+)" \((\w+)\)/g)].map((m) => [m[1]!, m[2]!]));
 }
 
-function analysisAnswer(body: MessagesRequestBody, system: string, symbols: string[], data: ToolData): Reply {
+function analysisAnswer(body: MessagesRequestBody, system: string, symbols: string[], data: ToolData): AssistantReply {
   const question = /Client question:\n([\s\S]*?)(?:\n\nThe client supplied|$)/.exec(system)?.[1]?.trim() ?? lastUserText(body);
   const facts = symbols.map((symbol) => {
     const o = data.overviews.get(symbol);
@@ -418,10 +408,10 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
       else if (type === 'array') content[field] = facts;
       else content[field] = { symbols, notice: OFFLINE_NOTICE };
     }
-    return jsonReply(content);
+    return jsonTurn(content);
   }
   if (system.includes('a single JSON object')) {
-    return jsonReply({ summary, findings: facts, notice: OFFLINE_NOTICE });
+    return jsonTurn({ summary, findings: facts, notice: OFFLINE_NOTICE });
   }
   const body_ = [
     `## Summary`,
@@ -439,10 +429,10 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
     '',
     `_${OFFLINE_NOTICE}_`,
   ].join('\n');
-  return textReply(body_);
+  return textTurn(body_);
 }
 
-function chatAnswer(symbols: string[], user: string, data: ToolData): Reply {
+function chatAnswer(symbols: string[], user: string, data: ToolData): AssistantReply {
   const lines = symbols
     .map((symbol) => data.overviews.get(symbol))
     .filter((o): o is Overview => o !== undefined && o.quote !== undefined)
@@ -456,11 +446,11 @@ function chatAnswer(symbols: string[], user: string, data: ToolData): Reply {
     lines.length > 0
       ? `${lines.join(' ')} ${OFFLINE_NOTICE}`
       : `You asked: "${user.slice(0, 160)}". In offline mode I answer from a sample dataset (AAPL, MSFT, NVDA, GOOGL, AMZN, TSLA, and invented figures for any other ticker); name a ticker for figures. ${OFFLINE_NOTICE}`;
-  return textReply(text);
+  return textTurn(text);
 }
 
-/** The reply handler for the fake Messages API in offline mode. Deterministic: the same request gets the same reply. */
-export function offlineAnalyst(): ReplyHandler {
+/** The offline mode's model. Deterministic: the same request gets the same reply. */
+export function offlineAnalyst(): StandInModel {
   return (request) => {
     const body = request.body;
     const system = systemText(body);
@@ -471,7 +461,7 @@ export function offlineAnalyst(): ReplyHandler {
     const answered = toolResults(body).length > 0;
     if (!answered && canCallTools && symbols.length > 0) {
       const kind = product === 'news' ? 'news' : 'overview';
-      return message(symbols.map((symbol) => toolUse('market_data', { symbol, kind })));
+      return turn(symbols.map((symbol) => toolUse('market_data', { symbol, kind })));
     }
     const data = toolData(body);
     if (product === 'news') return newsAnswer(symbols, user, data);

@@ -1,31 +1,21 @@
 // Small builders for scripted replies, so a test reads as the conversation it scripts:
 //   fake.reply(toolUseReply('market_data', { symbol: 'AAPL' }), jsonReply({ ok: true }))
-import { apiId } from './ids';
+// Content blocks (text, toolUse) are offline mode's own builders; replies here also take faults.
 import {
+  apiId,
+  text,
+  toolUse,
   type ApiErrorType,
   type ContentScript,
-  type ErrorReply,
-  type MessageReply,
   type ServerToolUseScript,
-  type TextScript,
-  type ToolUseScript,
   type WebSearchCitation,
   type WebSearchErrorCode,
   type WebSearchResult,
   type WebSearchToolResultScript,
-} from './types';
+} from '@fin/ai/offline';
+import { type ErrorReply, type MessageReply } from './types';
 
 type ReplyOptions = Omit<MessageReply, 'content'>;
-
-/** A text block, optionally citing web search results (see citation()). */
-export function text(value: string, citations?: WebSearchCitation[]): TextScript {
-  return citations ? { type: 'text', text: value, citations } : { type: 'text', text: value };
-}
-
-/** A client tool call; the id is generated unless given. */
-export function toolUse(name: string, input: unknown, id?: string): ToolUseScript {
-  return { type: 'tool_use', id: id ?? apiId('toolu'), name, input };
-}
 
 /**
  * A server-side web search as the API reports it: a `server_tool_use` block (name web_search, input {query})

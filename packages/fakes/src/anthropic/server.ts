@@ -10,24 +10,28 @@
 // Replies come from the queue (in order), then from the handler; a request neither answers fails with a 500 that
 // names it, so a test never passes on a reply it did not script.
 import { type ServerResponse } from 'node:http';
-import { type Exchange, type ListenOptions, headerRecord, pause, readBody, sendJson, startServer, waitForAbort } from '../http';
-import { apiId } from './ids';
-import { lastUserText } from './request-helpers';
-import { defaultErrorMessage } from './replies';
 import {
   API_ERROR_STATUS,
+  apiId,
+  checkHeaders,
+  checkMessagesBody,
+  errorBody,
+  estimateInputTokens,
+  lastUserText,
+  parseBody,
+  renderEvents,
+  renderMessage,
+  requestApiKey,
+  resolveReply,
+  serializeEvent,
   type ApiErrorType,
-  type ErrorReply,
-  type Faults,
-  type MessageReply,
   type MessagesRequestBody,
-  type RecordedRequest,
-  type Reply,
-  type ReplyHandler,
-  type ScriptedReply,
-} from './types';
-import { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
-import { estimateInputTokens, type RenderOptions, renderEvents, renderMessage, resolveReply, serializeEvent } from './wire';
+  type Rejection,
+  type RenderOptions,
+} from '@fin/ai/offline';
+import { type Exchange, type ListenOptions, headerRecord, pause, readBody, sendJson, startServer, waitForAbort } from '../http';
+import { defaultErrorMessage } from './replies';
+import { type ErrorReply, type Faults, type MessageReply, type RecordedRequest, type Reply, type ReplyHandler, type ScriptedReply } from './types';
 
 export interface FakeAnthropicOptions extends ListenOptions {
   /**
@@ -49,8 +53,8 @@ export interface FakeAnthropicOptions extends ListenOptions {
   /** Answers requests when the queue is empty. */
   handler?: ReplyHandler;
   /**
-   * Keep every request in `requests` (default true). A long-running fake (offline mode) turns this off so the log
-   * does not grow without bound; request indexes still count up.
+   * Keep every request in `requests` (default true). A long-running fake (a benchmark, a long end-to-end run)
+   * turns this off so the log does not grow without bound; request indexes still count up.
    */
   recordRequests?: boolean;
 }
@@ -76,10 +80,6 @@ const NO_RETRY = { 'x-should-retry': 'false' };
 
 function isErrorReply(reply: Reply): reply is ErrorReply {
   return 'error' in reply;
-}
-
-function errorBody(type: ApiErrorType, message: string, requestId: string, details?: Record<string, unknown>): Record<string, unknown> {
-  return { type: 'error', error: details ? { type, message, details } : { type, message }, request_id: requestId };
 }
 
 function sendError(

@@ -4,9 +4,8 @@
 //
 //   const finnhub = await startFakeFinnhub({ token: 'test-token' });
 //   const provider = new FinnhubProvider({ baseUrl: finnhub.apiBaseUrl, token: 'test-token' });
+import { SAMPLE_MARKET_DATA, type SampleMarketData } from '@fin/ai/offline';
 import { type Exchange, type ListenOptions, headerRecord, pause, sendJson, startServer, waitForAbort } from '../http';
-import { SAMPLE_MARKET_DATA } from './sample-data';
-import { type SampleMarketData } from './types';
 
 /** A misbehaviour applied to matching requests (all requests when no filter is set). */
 export interface FinnhubFault {

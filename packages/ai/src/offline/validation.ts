@@ -1,6 +1,7 @@
 // The checks the real API makes before it generates anything, worded as it words them, so client bugs (a missing
-// tool_result, a schema the structured-output grammar refuses) fail against the fake as they would in production.
-import { type ApiErrorType, type MessagesRequestBody, type RequestContentBlock } from './types';
+// tool_result, a schema the structured-output grammar refuses) fail offline and against the test fakes as they
+// would in production.
+import { type ApiErrorType, type MessagesRequestBody, type RequestContentBlock } from './wire-types';
 
 export interface Rejection {
   type: ApiErrorType;

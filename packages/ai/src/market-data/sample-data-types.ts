@@ -1,5 +1,5 @@
-// Finnhub's documented response shapes (https://finnhub.io/docs/api), as the fake serves them and as the bundled
-// sample dataset stores them.
+// Finnhub's documented response shapes (https://finnhub.io/docs/api), as the bundled sample dataset stores them
+// and as the test fakes' Finnhub server serves them.
 
 /** `GET /quote`: c current, d change, dp change %, h/l/o day high/low/open, pc previous close, t unix seconds. */
 export interface FinnhubQuote {

@@ -1,7 +1,8 @@
 // The bundled sample market dataset: six well-known symbols with plausible but invented figures, in Finnhub's
-// response shapes. It backs the fake Finnhub server in tests and the offline mode of the AI engine, which must label
-// everything it derives from it as sample data. News links point at news.example.com, which is not a news site.
-import { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type SampleSymbolData } from './types';
+// response shapes. It backs the offline mode of the AI engine, which must label everything it derives from it as
+// sample data, and the fake Finnhub server of the tests (@fin/fakes). News links point at news.example.com, which
+// is not a news site.
+import { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type SampleSymbolData } from './sample-data-types';
 
 const AS_OF = '2026-11-20';
 

@@ -1,9 +1,10 @@
-// Renders a scripted reply into what the real API sends: the Message JSON of a non-streamed response, or the
+// Renders an assistant turn into what the real API sends: the Message JSON of a non-streamed response, or the
 // sequence of SSE events of a streamed one (message_start, content blocks with their deltas, message_delta,
 // message_stop, pings). Both are built from the same blocks, so a client that accumulates the stream ends up
-// with exactly the Message the non-streamed call returns.
+// with exactly the Message the non-streamed call returns. Offline mode answers with it in-process (fetch.ts);
+// the test fakes' Messages server writes the same bytes to its sockets.
 import { apiId, opaque } from './ids';
-import { type ContentScript, type MessageReply, type MessagesRequestBody, type StopReason } from './types';
+import { type ApiErrorType, type AssistantReply, type ContentScript, type MessagesRequestBody, type StopReason } from './wire-types';
 
 export interface SseEvent {
   event: string;
@@ -62,14 +63,14 @@ export interface ResolvedReply {
 }
 
 /** Fills in what the script left out and checks that it is a reply the API could have sent. */
-export function resolveReply(reply: MessageReply, body: MessagesRequestBody): ResolvedReply {
+export function resolveReply(reply: AssistantReply, body: MessagesRequestBody): ResolvedReply {
   const content = reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block));
   const serverToolIds = new Set<string>();
   for (const block of content) {
     if (block.type === 'server_tool_use') serverToolIds.add(block.id);
     if (block.type === 'web_search_tool_result' && !serverToolIds.has(block.toolUseId)) {
       throw new Error(
-        `fake-anthropic: the scripted web_search_tool_result answers ${block.toolUseId}, but no server_tool_use block with that id comes before it (use webSearch() to build the pair)`,
+        `the scripted web_search_tool_result answers ${block.toolUseId}, but no server_tool_use block with that id comes before it (use webSearch() to build the pair)`,
       );
     }
   }
@@ -248,4 +249,9 @@ export function renderEvents(reply: ResolvedReply, options: RenderOptions): SseE
 
 export function serializeEvent(event: SseEvent): string {
   return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
+}
+
+/** The body of an error answer, as the API words it. */
+export function errorBody(type: ApiErrorType, message: string, requestId: string, details?: Record<string, unknown>): Record<string, unknown> {
+  return { type: 'error', error: details ? { type, message, details } : { type, message }, request_id: requestId };
 }

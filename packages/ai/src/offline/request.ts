@@ -1,6 +1,6 @@
-// Reading a recorded request the way a handler needs to: what the user last said, what the tools returned,
-// which tools were offered. Handlers (the offline analyst among them) decide their reply from these.
-import { type MessagesRequestBody, type RequestContentBlock } from './types';
+// Reading a Messages request the way a stand-in model needs to: what the user last said, what the tools returned,
+// which tools were offered. The offline analyst (and the test fakes' handlers) decide their reply from these.
+import { type MessagesRequestBody, type RequestContentBlock } from './wire-types';
 
 function textOf(content: string | RequestContentBlock[]): string {
   if (typeof content === 'string') return content;
