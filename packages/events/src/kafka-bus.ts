@@ -134,7 +134,8 @@ export function createKafkaBus({
         // handled offset (the committed offset only moves forward). The batch ends by waiting until its last
         // handled message is committed. A consumer that dies mid-batch therefore has only the unhandled message
         // and those whose commit had not been sent yet redelivered; a batch of one message costs one commit.
-        eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
+        eachBatch: async (payload) => {
+          const { batch } = payload;
           const work = (async () => {
             let handled: string | undefined;
             let committing: Promise<void> | undefined;
@@ -162,10 +163,10 @@ export function createKafkaBus({
             for (const message of batch.messages) {
               // Once stopping, nothing more is handled: the partitions are paused, and whatever was already
               // fetched is redelivered to the group later.
-              if (stopping.signal.aborted || !isRunning() || isStale()) break;
-              if (!(await handle(batch.topic, batch.partition, message, heartbeat))) break;
+              if (stopping.signal.aborted || !payload.isRunning() || payload.isStale()) break;
+              if (!(await handle(batch.topic, batch.partition, message, () => payload.heartbeat()))) break;
               // Moves this consumer's fetch position past the message; the commit makes it durable.
-              resolveOffset(message.offset);
+              payload.resolveOffset(message.offset);
               consumerLag.set(
                 { group: groupId, topic: batch.topic.slice(topicPrefix.length), partition: String(batch.partition) },
                 Number(BigInt(batch.highWatermark) - BigInt(message.offset) - 1n),

@@ -20,7 +20,7 @@ export interface TopicDefinition<
   readonly deadLetterTopic: DeadLetterTopicName<Name>;
 }
 
-export type AnyTopic = TopicDefinition<string, string, z.ZodType>;
+export type AnyTopic = TopicDefinition;
 
 /** The payload as consumers see it (after parsing). */
 export type PayloadOf<T extends AnyTopic> = z.output<T['schema']>;

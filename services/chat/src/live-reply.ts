@@ -32,10 +32,9 @@ export interface ReplySource {
 
 function eventsOf(events: readonly ChatStreamEvent[], error: ErrorBody | undefined, after: number): ReplyEvent[] {
   const out: ReplyEvent[] = [];
-  for (let index = Math.max(0, after); index < events.length; index++) {
-    const data = events[index]!;
-    out.push({ position: index + 1, name: data.type, data });
-  }
+  events.slice(Math.max(0, after)).forEach((data, offset) => {
+    out.push({ position: Math.max(0, after) + offset + 1, name: data.type, data });
+  });
   if (error !== undefined && after <= events.length) out.push({ position: events.length + 1, name: 'error', data: error });
   return out;
 }

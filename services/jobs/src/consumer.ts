@@ -17,7 +17,7 @@ export interface JobEventObserverOptions {
    * the stream (an event stream to clients, webhooks) goes here. It must not write job state: the runner that
    * holds a job's lease already committed the state this event describes.
    */
-  onEvent?(event: JobStateEventPayload): void | Promise<void>;
+  onEvent?: (event: JobStateEventPayload) => void | Promise<void>;
 }
 
 /**

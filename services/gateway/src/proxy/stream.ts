@@ -70,7 +70,7 @@ function keep(bytes: Buffer): Buffer {
 export function copyEventStream(body: Readable, res: Response, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal.aborted) {
-      reject(signal.reason ?? new Error('aborted'));
+      reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
       return;
     }
     const copy = new EventStreamCopy(body, res, signal, resolve, reject);

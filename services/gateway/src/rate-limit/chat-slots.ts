@@ -102,7 +102,7 @@ export function createChatSlots({ pool, logger, maxConcurrent, leaseMs, heartbea
       } catch (error) {
         // Fail open, like the per-minute limits: an unreachable database must not also stop every chat.
         logger.warn({ err: error, tenantId: principal.tenantId }, 'could not take a chat slot; allowing the stream uncounted');
-        return async () => undefined;
+        return () => Promise.resolve();
       }
       if (!taken) {
         throw tooManyRequests(

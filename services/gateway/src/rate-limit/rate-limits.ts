@@ -1,3 +1,4 @@
+import { DEFAULT_CHAT_CONCURRENCY, DEFAULT_LIMITS } from '@fin/api-keys';
 import type { Pool } from '@fin/db';
 import { tooManyRequests, type AppError } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -5,7 +6,6 @@ import type { RequestHandler, Response } from 'express';
 import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import type { Principal } from '../auth/types';
 import { createChatSlots } from './chat-slots';
-import { DEFAULT_CHAT_CONCURRENCY, DEFAULT_LIMITS } from './defaults';
 import { DEFAULT_SYNC_MS, FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
 import type { LimitedProduct, RateLimits } from './types';
 
@@ -171,7 +171,11 @@ export function createRateLimits({
     return (req, res, next) => {
       void limiter(req, res, (error?: unknown) => {
         const info = (req as unknown as Record<string, RateLimitInfo | undefined>)[property];
-        if (!info) return next(error); // not counted: the store failed (fail open) or the limiter threw
+        if (!info) {
+          // Not counted: the store failed (fail open) or the limiter threw.
+          next(error);
+          return;
+        }
         const headers = headersFor(info);
         if (!res.headersSent) res.set(headers);
         next(error === LIMITED ? limitExceeded(product, info, headers) : error);

@@ -19,7 +19,11 @@ function render(value: unknown): string {
   if (value instanceof Html) return value.value;
   if (Array.isArray(value)) return value.map(render).join('');
   if (value === null || value === undefined || value === false) return '';
-  return escapeHtml(String(value as string | number | boolean));
+  if (typeof value === 'string') return escapeHtml(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return value.toString();
+  // Templates interpolate text and numbers; anything else is shown as its JSON, never as '[object Object]'.
+  if (typeof value === 'function' || typeof value === 'symbol') return '';
+  return escapeHtml(JSON.stringify(value));
 }
 
 export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
