@@ -36,8 +36,9 @@ export function formatTraceparent({ traceId, spanId, sampled }: TraceContext): s
   return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
 }
 
-// Ids are cut from a pool of random bytes refilled 4 KiB at a time (as node:crypto's randomUUID does): a
-// randomBytes call per id costs about 3.5 µs, and every request starts a span (two ids for a new trace).
+// Ids are cut from a pool of random bytes refilled 4 KiB at a time (as node:crypto's randomUUID does): every
+// request starts a span (two ids for a new trace), and a randomBytes call per id is a system call each time
+// (figures in docs/benchmarks.md, "Choices made by measurement").
 const RANDOM_POOL_BYTES = 4096;
 let randomPool = Buffer.alloc(0);
 let randomOffset = 0;
