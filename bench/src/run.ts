@@ -3,6 +3,7 @@
 // server did not start), never because a target was missed. See docs/benchmarks.md.
 import { cacheHit } from './cache-hit';
 import { chatStream } from './chat-stream';
+import { crudClient } from './crud-client';
 import { gatewayOverhead } from './gateway-overhead';
 import { jobPipeline } from './job-pipeline';
 import { npmStart } from './npm-start';
@@ -19,6 +20,10 @@ interface Scenario {
 }
 
 const SCENARIOS: Record<string, Scenario> = {
+  'crud-client': {
+    description: "the Prisma client beside pg with SQL: the per-job customer-tool load (kept in pg), a tool read and an audit write (moved to Prisma)",
+    run: crudClient,
+  },
   'gateway-overhead': {
     description: 'a cache-hit news request through the gateway vs straight to the service, and an empty express 5 handler',
     run: gatewayOverhead,
