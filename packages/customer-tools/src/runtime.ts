@@ -155,8 +155,9 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
       context.jobId !== undefined
         ? { source: 'job', jobId: context.jobId, product: context.product }
         : { source: 'conversation', conversationId: context.conversationId, product: context.product };
-    // pg, not Prisma: this statement runs for every job and conversation turn that may use customer tools, and
-    // the set's digest is a database function the model API cannot select beside the rows (see docs/benchmarks.md).
+    // pg, not Prisma: it runs for every job and chat turn that may offer customer tools, and the model API cannot
+    // select the digest function beside the rows, so its form would be two statements in a transaction, at
+    // several times the cost (`npm run bench -- crud-client`).
     const { rows } = await pool.query<LoadedTool & { tool_set: string }>(
       `SELECT ${LOAD_COLUMNS}, customer_tool_set_digest($1, $2) AS tool_set
          FROM customer_tools WHERE tenant_id = $1 AND enabled AND $2 = ANY (products) ORDER BY created_at, id`,
