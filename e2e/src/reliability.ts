@@ -1,8 +1,8 @@
 // What the fault suite (e2e/test/faults) shares: its size, its one-line reports, and read-only looks into the
 // system's database (the job ledger a fault test judges by). See docs/reliability.md#fault-tests.
 import { appendFileSync } from 'node:fs';
+import { createKey, createTenant, setLimitOverride } from '@fin/api-keys';
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropicOptions } from '@fin/fakes';
-import { createKey, createTenant, setLimitOverride } from '@fin/gateway/admin';
 import pg from 'pg';
 import { sharedEnv, startSystem, type System, type SystemOptions } from './system';
 
@@ -78,11 +78,14 @@ export async function withDb<T>(url: string, work: (client: pg.Client) => Promis
  * operator functions the admin CLI runs (in-process, so it can run while the system starts).
  */
 export async function faultTenantKey(databaseUrl: string, name: string): Promise<string> {
-  return withDb(databaseUrl, async (client) => {
-    await createTenant(client, name);
-    for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools']) await setLimitOverride(client, name, product, 100_000);
-    return (await createKey(client, { tenant: name })).apiKey;
-  });
+  const pool = new pg.Pool({ connectionString: databaseUrl, application_name: 'fin-fault-tests', max: 1 });
+  try {
+    await createTenant(pool, name);
+    for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools']) await setLimitOverride(pool, name, product, 100_000);
+    return (await createKey(pool, { tenant: name })).apiKey;
+  } finally {
+    await pool.end();
+  }
 }
 
 export interface FaultSystemOptions {

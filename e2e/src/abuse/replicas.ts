@@ -8,7 +8,7 @@ import { freePort, sharedEnv, startService, waitUntilReady, type ServiceProcess 
 export interface ReplicatedGateways {
   /** The replicas' base URLs. */
   gateways: string[];
-  /** A pool on the database, for the operator functions (@fin/gateway/admin). */
+  /** A pool on the database, for the key store's operator functions (@fin/api-keys). */
   pool: pg.Pool;
   services: ServiceProcess[];
   stop(): Promise<void>;

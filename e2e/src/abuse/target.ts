@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createKey, createTenant, revokeKey, setLimitOverride } from '@fin/api-keys';
 import { API_SCOPES, type ApiScope } from '@fin/contracts';
-import { createKey, createTenant, revokeKey, setLimitOverride } from '@fin/gateway/admin';
 import { createTestDatabase, testCustomerToolsKey, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../system';
@@ -27,7 +27,7 @@ export interface AbuseTarget {
   /** The gateway's base URL, e.g. http://127.0.0.1:40123 */
   url: string;
   process: ServiceProcess;
-  /** A pool on the system's database, for the operator functions (@fin/gateway/admin). */
+  /** A pool on the system's database, for the key store's operator functions (@fin/api-keys). */
   pool: pg.Pool;
   keys: Record<TenantName, TenantKeys>;
   /** Whether the process is still running (it must never crash). */

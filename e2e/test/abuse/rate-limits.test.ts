@@ -7,9 +7,9 @@
 //
 // CI: the news limit at the spec's 100 per minute and an operator override of 37, each under 10× at the same time.
 // ABUSE_SIZE=full adds overrides of 500 and 1,000 (16,370 requests in all).
+import { createKey, createTenant, setLimitOverride } from '@fin/api-keys';
 import { ErrorBody } from '@fin/contracts';
 import { startFakeAnthropic, hangingReply, type FakeAnthropic } from '@fin/fakes';
-import { createKey, createTenant, setLimitOverride } from '@fin/gateway/admin';
 import { openEventStream, waitFor, type EventStreamClient } from '@fin/testing';
 import { createHttpClient, type HttpClient, type WireResponse } from '../../src/abuse/http';
 import { startModelMeter, type ModelMeter } from '../../src/abuse/model-meter';

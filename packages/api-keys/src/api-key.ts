@@ -32,7 +32,7 @@ function randomBase62(length: number): string {
   while (out.length < length) {
     for (const byte of randomBytes(length * 2)) {
       if (byte >= UNBIASED_BELOW) continue;
-      out += ALPHABET[byte % 62];
+      out += ALPHABET.charAt(byte % 62);
       if (out.length === length) break;
     }
   }
@@ -44,7 +44,7 @@ function base62Fixed(value: number, width: number): string {
   let out = '';
   let rest = value;
   for (let index = 0; index < width; index++) {
-    out = ALPHABET[rest % 62] + out;
+    out = ALPHABET.charAt(rest % 62) + out;
     rest = Math.floor(rest / 62);
   }
   return out;

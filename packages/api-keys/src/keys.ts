@@ -117,6 +117,7 @@ export async function createKey(pool: Pool, { tenant, scopes = API_SCOPES, name,
         tenantId: owner.id,
         name: name ?? null,
         displayPrefix: generated.displayPrefix,
+        // Prisma's Bytes is a Uint8Array over an ArrayBuffer, which a Buffer's type does not promise: copy it.
         keyHash: new Uint8Array(generated.hash),
         scopes: chosen,
         expiresAt: expiresAt ?? null,

@@ -2,11 +2,10 @@ import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
-import { createKey, createTenant, disableTenant, revokeKey, setLimitOverride } from '../src/admin/admin';
 import { createAuthenticator, type AuthenticatorOptions, type PostgresAuthenticator } from '../src/auth/authenticator';
 import { requireScope } from '../src/auth/scope';
 import type { Principal } from '../src/auth/types';
-import { generateApiKey } from '@fin/api-keys';
+import { createKey, createTenant, disableTenant, generateApiKey, revokeKey, setLimitOverride } from '@fin/api-keys';
 
 const logger = createLogger({ service: 'auth-test', level: 'silent' });
 

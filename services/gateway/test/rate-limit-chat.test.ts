@@ -2,7 +2,7 @@ import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
-import { createKey, createTenant } from '../src/admin/admin';
+import { createKey, createTenant } from '@fin/api-keys';
 import type { Principal } from '../src/auth/types';
 import { createRateLimits, type PostgresRateLimits, type RateLimitsOptions } from '../src/rate-limit/rate-limits';
 

@@ -2,8 +2,8 @@
 // curl line; Ctrl-C (or SIGTERM) stops everything in order. See services/standalone/README.md.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { createKey, createTenant } from '@fin/api-keys';
 import { recordLocalDatabase } from '@fin/db';
-import { createKey, createTenant } from '@fin/gateway/admin';
 import { onShutdownSignals } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createStandaloneShutdown, REPOSITORY_ROOT, startStandalone, type Standalone } from './system';

@@ -3,19 +3,19 @@
  * Operator CLI for tenants, API keys and limit overrides. From the repository root:
  *   npm run admin -- keys create --tenant acme --json
  * In a container: node services/gateway/dist/admin/cli.js <command>. See docs/operations.md.
+ *
+ * It parses arguments and prints results; every operation is the key store's (@fin/api-keys), the same functions
+ * the portal uses. It ships in the gateway's image, so that operators find it where keys are checked.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig, url } from '@fin/config';
-import { createPool, NoDatabaseError, resolveToolDatabase, type Pool } from '@fin/db';
-import type { Scope } from '../auth/types';
-import { DEFAULT_LIMITS } from '../rate-limit/defaults';
 import {
-  AdminError,
   clearLimitOverrides,
   createKey,
   createTenant,
+  DEFAULT_LIMITS,
   disableTenant,
   enableTenant,
+  KeyStoreError,
   listKeys,
   listTenants,
   parseScopes,
@@ -24,7 +24,10 @@ import {
   showLimits,
   type KeyInfo,
   type TenantInfo,
-} from './admin';
+} from '@fin/api-keys';
+import { loadConfig, url } from '@fin/config';
+import type { ApiScope } from '@fin/contracts';
+import { createPool, NoDatabaseError, resolveToolDatabase, type Pool } from '@fin/db';
 
 const EXIT_USAGE = 64;
 const EXIT_FAILURE = 1;
@@ -171,8 +174,14 @@ async function tenants(pool: Pool, args: string[], io: Io): Promise<void> {
     case 'list': {
       const { values } = parse(rest, { json: { type: 'boolean' } }, 0);
       const all = await listTenants(pool);
-      if (values.json) return io.out(JSON.stringify(all.map(tenantJson), null, 2));
-      if (all.length === 0) return io.out('No tenants. Create one with: admin tenants create NAME');
+      if (values.json) {
+        io.out(JSON.stringify(all.map(tenantJson), null, 2));
+        return;
+      }
+      if (all.length === 0) {
+        io.out('No tenants. Create one with: admin tenants create NAME');
+        return;
+      }
       io.out(
         table(
           ['NAME', 'ID', 'STATUS', 'ACTIVE KEYS', 'LIMIT OVERRIDES', 'CREATED'],
@@ -216,7 +225,7 @@ async function keys(pool: Pool, args: string[], io: Io): Promise<void> {
       );
       const tenant = required(values, 'tenant');
       const scopesText = optional(values, 'scopes');
-      let scopes: Scope[] | undefined;
+      let scopes: ApiScope[] | undefined;
       try {
         scopes = scopesText === undefined ? undefined : parseScopes(scopesText);
       } catch (error) {
@@ -241,8 +250,14 @@ async function keys(pool: Pool, args: string[], io: Io): Promise<void> {
     case 'list': {
       const { values } = parse(rest, { tenant: { type: 'string' }, json: { type: 'boolean' } }, 0);
       const all = await listKeys(pool, { tenant: optional(values, 'tenant') });
-      if (values.json) return io.out(JSON.stringify(all.map(keyJson), null, 2));
-      if (all.length === 0) return io.out('No API keys.');
+      if (values.json) {
+        io.out(JSON.stringify(all.map(keyJson), null, 2));
+        return;
+      }
+      if (all.length === 0) {
+        io.out('No API keys.');
+        return;
+      }
       io.out(
         table(
           ['ID', 'TENANT', 'PREFIX', 'NAME', 'SCOPES', 'STATUS', 'CREATED', 'EXPIRES', 'LAST USED'],
@@ -309,14 +324,20 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
     case 'show': {
       const { values } = parse(rest, { tenant: { type: 'string' }, json: { type: 'boolean' } }, 0);
       const report = await showLimits(pool, optional(values, 'tenant'));
-      if (values.json) return io.out(JSON.stringify(report, null, 2));
+      if (values.json) {
+        io.out(JSON.stringify(report, null, 2));
+        return;
+      }
       io.out('Defaults per account (all of its API keys together):');
       for (const product of Object.keys(DEFAULT_LIMITS)) {
         io.out(`  ${product.padEnd(13)} ${report.defaults[product as keyof typeof DEFAULT_LIMITS]} requests per minute`);
       }
       io.out(`  ${'chat'.padEnd(13)} ${report.defaults.chat} concurrent streams`);
       io.out('');
-      if (report.tenants.length === 0) return io.out('No tenant has overrides.');
+      if (report.tenants.length === 0) {
+        io.out('No tenant has overrides.');
+        return;
+      }
       io.out(table(['TENANT', 'OVERRIDES'], report.tenants.map((t) => [t.name, overridesText(t.overrides)])));
       return;
     }
@@ -325,11 +346,32 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
   }
 }
 
-/** Connection failures can arrive as an AggregateError with an empty message; fall back to the code. */
+/**
+ * Connection failures can arrive as an AggregateError with an empty message; fall back to the code. Prisma's
+ * messages start with the call that failed: their last line says what happened.
+ */
 function explain(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: string }).code;
+  if (isPrismaError(error)) return error.message.trim().split('\n').at(-1) ?? error.name;
   return error.message || code || error.name;
+}
+
+const isPrismaError = (error: unknown) => error instanceof Error && error.name.startsWith('PrismaClient');
+
+/**
+ * Prisma names an unreachable or unmigrated database in its own terms. When one of its statements failed, a plain
+ * query on the pool finds the driver's error (ECONNREFUSED, 42P01, a refused password), which is what an
+ * operator searches for; when that query works, the failure was Prisma's own.
+ */
+async function driverError(pool: Pool, error: unknown): Promise<unknown> {
+  if (!isPrismaError(error)) return error;
+  try {
+    await pool.query('SELECT FROM tenants, api_keys LIMIT 0');
+    return error;
+  } catch (probeError) {
+    return probeError;
+  }
 }
 
 const CONFIG = { DATABASE_URL: url(['postgres', 'postgresql']) };
@@ -365,14 +407,15 @@ async function main(argv: string[], io: Io): Promise<number> {
       io.err(`admin: ${error.message}\nRun "admin --help" for usage.`);
       return EXIT_USAGE;
     }
-    if (error instanceof AdminError) {
+    if (error instanceof KeyStoreError) {
       io.err(`admin: ${error.message}`);
       return EXIT_FAILURE;
     }
-    const code = (error as { code?: string }).code;
+    const cause = await driverError(pool, error);
+    const code = (cause as { code?: string }).code;
     const where = database.description;
     if (code === '42P01') io.err(`admin: the database at ${where} has not been migrated; run "npm run migrate" first.`);
-    else io.err(`admin: failed against ${where}: ${explain(error)}`);
+    else io.err(`admin: failed against ${where}: ${explain(cause)}`);
     return EXIT_FAILURE;
   } finally {
     await pool.end();

@@ -1,8 +1,7 @@
 import type { Pool } from '@fin/db';
 import { AppError, tooManyRequests, unauthorized } from '@fin/http';
 import type { Logger } from '@fin/log';
-import { hashApiKey, isWellFormedApiKey } from '@fin/api-keys';
-import { parseLimitOverrides } from '../rate-limit/defaults';
+import { findActiveKey, hashApiKey, isWellFormedApiKey, recordKeysUsed, stillActiveKeyIds, type ActiveKey } from '@fin/api-keys';
 import { listenForKeyChanges, type KeyChange } from './key-change-listener';
 import { SCOPES, type Authenticator, type Principal, type Scope } from './types';
 
@@ -54,24 +53,6 @@ interface CacheEntry {
   expiresAt: number | null;
 }
 
-interface KeyRow {
-  key_id: string;
-  tenant_id: string;
-  tenant_name: string;
-  scopes: string[];
-  expires_at: Date | null;
-  rate_limit_overrides: unknown;
-}
-
-/** Which of the watched keys ($1) are still valid: the lookup's conditions, by id. */
-const STILL_VALID = `
-  SELECT k.id
-    FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-   WHERE k.id = ANY($1::uuid[])
-     AND k.revoked_at IS NULL
-     AND (k.expires_at IS NULL OR k.expires_at > now())
-     AND t.disabled_at IS NULL`;
-
 /** Client addresses whose failures are tracked at most; beyond, ended windows are pruned, then the oldest. */
 const MAX_TRACKED_CLIENTS = 10_000;
 
@@ -93,25 +74,17 @@ const RECENT_CHANGE_MS = 10_000;
 /** Timers cannot wait longer (about 24.8 days); a stream's key expiring later than that is not timed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-const LOOKUP = `
-  SELECT k.id AS key_id, k.tenant_id, t.name AS tenant_name, k.scopes, k.expires_at, t.rate_limit_overrides
-    FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-   WHERE k.key_hash = $1
-     AND k.revoked_at IS NULL
-     AND (k.expires_at IS NULL OR k.expires_at > now())
-     AND t.disabled_at IS NULL`;
-
 function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }
 
-function toPrincipal(row: KeyRow): Principal {
+function toPrincipal(key: ActiveKey): Principal {
   return Object.freeze({
-    tenantId: row.tenant_id,
-    tenantName: row.tenant_name,
-    keyId: row.key_id,
-    scopes: Object.freeze(row.scopes.filter(isScope)),
-    limitOverrides: Object.freeze(parseLimitOverrides(row.rate_limit_overrides)),
+    tenantId: key.tenantId,
+    tenantName: key.tenantName,
+    keyId: key.keyId,
+    scopes: Object.freeze(key.scopes.filter(isScope)),
+    limitOverrides: Object.freeze(key.limitOverrides),
   });
 }
 
@@ -183,8 +156,7 @@ export function createAuthenticator({
       toCheck.clear();
       if (ids.length === 0) continue;
       try {
-        const { rows } = await pool.query<{ id: string }>(STILL_VALID, [ids]);
-        const valid = new Set(rows.map((row) => row.id));
+        const valid = await stillActiveKeyIds(pool, ids);
         for (const id of ids) {
           const entry = watched.get(id);
           if (valid.has(id) || entry === undefined) continue;
@@ -262,14 +234,13 @@ export function createAuthenticator({
     if (pending) return pending;
     const startedAt = epoch;
     const verifiedAt = Date.now();
-    const promise = pool
-      .query<KeyRow>({ name: 'gateway-auth-lookup', text: LOOKUP, values: [hash] })
-      .then(({ rows: [row] }) => {
-        if (!row) return null;
-        const entry: CacheEntry = { principal: toPrincipal(row), verifiedAt, expiresAt: row.expires_at?.getTime() ?? null };
+    const promise = findActiveKey(pool, hash)
+      .then((key) => {
+        if (!key) return null;
+        const entry: CacheEntry = { principal: toPrincipal(key), verifiedAt, expiresAt: key.expiresAt?.getTime() ?? null };
         if (entry.expiresAt !== null) {
-          if (expiries.size >= maxCacheEntries && !expiries.has(row.key_id)) expiries.clear();
-          expiries.set(row.key_id, entry.expiresAt);
+          if (expiries.size >= maxCacheEntries && !expiries.has(key.keyId)) expiries.clear();
+          expiries.set(key.keyId, entry.expiresAt);
         }
         if (epoch === startedAt) remember(hashKey, entry);
         return entry;
@@ -286,7 +257,7 @@ export function createAuthenticator({
     const ids = [...touched];
     touched.clear();
     flushing = flushing
-      .then(() => pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = ANY($1::uuid[])', [ids]))
+      .then(() => recordKeysUsed(pool, ids))
       .then(
         () => undefined,
         (error: unknown) => logger.warn({ err: error, keys: ids.length }, 'could not record api_keys.last_used_at'),

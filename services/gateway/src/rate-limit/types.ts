@@ -1,13 +1,10 @@
 // The contract between the gateway's HTTP layer (app.ts, routing) and rate limiting.
+import type { LimitedProduct } from '@fin/api-keys';
 import type { RequestHandler } from 'express';
 import type { Principal } from '../auth/types';
 
-/**
- * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
- * polling, customer-tool calls, and chat turns (every POST /api/chat and GET /api/chat/stream).
- */
-export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'] as const;
-export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
+// What is counted per account and minute, and the defaults, belong to the key store with the tenants' overrides.
+export { LIMITED_PRODUCTS, type LimitedProduct } from '@fin/api-keys';
 
 export interface RateLimits {
   /**
