@@ -146,8 +146,8 @@ export function createConversationStore(prisma: PrismaClient): ConversationStore
         data: {
           status: end.status,
           content: end.text,
-          events: end.events as unknown as Prisma.InputJsonArray,
-          error: end.status === 'complete' ? Prisma.DbNull : (end.error as unknown as Prisma.InputJsonObject),
+          events: end.events,
+          error: end.status === 'complete' ? Prisma.DbNull : end.error,
           inputTokens: end.status === 'complete' ? end.inputTokens : 0,
           outputTokens: end.status === 'complete' ? end.outputTokens : 0,
           leaseExpiresAt: null,
