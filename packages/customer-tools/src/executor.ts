@@ -83,7 +83,7 @@ class UnresolvedHostError extends Error {
 }
 
 async function systemResolve(hostname: string): Promise<string[]> {
-  const answers = await lookup(hostname, { all: true, verbatim: true });
+  const answers = await lookup(hostname, { all: true, order: 'verbatim' });
   return answers.map((answer) => answer.address);
 }
 
@@ -124,7 +124,8 @@ function targetUrl(request: ToolRequest): URL | string {
     for (const [name, value] of Object.entries(request.input)) {
       for (const item of Array.isArray(value) ? (value as unknown[]) : [value]) {
         if (item === undefined || item === null) continue;
-        url.searchParams.append(name, typeof item === 'object' ? JSON.stringify(item) : String(item as string | number | boolean));
+        // A JSON value from the model: text as it is, numbers, booleans and objects in their JSON form.
+        url.searchParams.append(name, typeof item === 'string' ? item : JSON.stringify(item));
       }
     }
   }
@@ -149,12 +150,14 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
         baseConnect(
           { ...connectOptions, hostname: address, servername: isIP(host) === 0 ? host : '' },
           (error, socket) => {
-            if (error !== null) return callback(error, null);
-            if (socket.remoteAddress !== undefined && !isAllowedAddress(socket.remoteAddress, policy)) {
+            if (error !== null) {
+              callback(error, null);
+            } else if (socket.remoteAddress !== undefined && !isAllowedAddress(socket.remoteAddress, policy)) {
               socket.destroy();
-              return callback(new BlockedAddressError(host), null);
+              callback(new BlockedAddressError(host), null);
+            } else {
+              callback(null, socket);
             }
-            return callback(null, socket);
           },
         );
       },

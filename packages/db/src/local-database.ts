@@ -65,7 +65,7 @@ export function readLocalDatabase(dataDir: string): LocalDatabaseRecord | undefi
   try {
     const parsed = JSON.parse(raw) as Partial<LocalDatabaseRecord>;
     if (typeof parsed.url !== 'string' || typeof parsed.pid !== 'number') return undefined;
-    return { url: parsed.url, pid: parsed.pid, embedded: parsed.embedded === true, startedAt: String(parsed.startedAt ?? '') };
+    return { url: parsed.url, pid: parsed.pid, embedded: parsed.embedded === true, startedAt: parsed.startedAt ?? '' };
   } catch {
     return undefined;
   }
