@@ -2,7 +2,15 @@
 // overrides; creating, listing and revoking keys (Prisma); and the look-ups that authenticate a key (pg). The
 // admin CLI, the portal and the gateway all go through it, so there is one create path, one revoke path and one
 // definition of a key that works.
-export { API_KEY_LENGTH, API_KEY_PREFIX, displayPrefixOf, generateApiKey, hashApiKey, isWellFormedApiKey, type GeneratedApiKey } from './api-key';
+export {
+  API_KEY_LENGTH,
+  API_KEY_PREFIX,
+  displayPrefixOf,
+  generateApiKey,
+  hashApiKey,
+  isWellFormedApiKey,
+  type GeneratedApiKey,
+} from './api-key';
 export { KeyStoreError, type KeyStoreRefusal } from './errors';
 export {
   createKey,

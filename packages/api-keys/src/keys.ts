@@ -85,17 +85,30 @@ function toKey(row: KeyRow, now = new Date()): KeyInfo {
 
 /** Parses a comma-separated scope list, refusing unknown or no scopes. */
 export function parseScopes(list: string): ApiScope[] {
-  const items = [...new Set(list.split(',').map((item) => item.trim()).filter((item) => item !== ''))];
+  const items = [
+    ...new Set(
+      list
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+    ),
+  ];
   if (items.length === 0) throw new KeyStoreError('invalid', `Name at least one scope: ${API_SCOPES.join(', ')}.`);
   const unknown = items.filter((item) => !(API_SCOPES as readonly string[]).includes(item));
   if (unknown.length > 0) {
-    throw new KeyStoreError('invalid', `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${API_SCOPES.join(', ')}.`);
+    throw new KeyStoreError(
+      'invalid',
+      `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${API_SCOPES.join(', ')}.`,
+    );
   }
   return items as ApiScope[];
 }
 
 /** A new key for an enabled tenant; only its SHA-256 is stored. */
-export async function createKey(pool: Pool, { tenant, scopes = API_SCOPES, name, expiresAt, capped = false }: CreateKeyInput): Promise<CreatedKey> {
+export async function createKey(
+  pool: Pool,
+  { tenant, scopes = API_SCOPES, name, expiresAt, capped = false }: CreateKeyInput,
+): Promise<CreatedKey> {
   const chosen = parseScopes(scopes.join(','));
   if (expiresAt && expiresAt.getTime() <= Date.now()) throw new KeyStoreError('invalid', 'The expiry must be in the future.');
   if (name !== undefined && (name.length === 0 || name.length > 200)) throw new KeyStoreError('invalid', 'A key name is 1–200 characters.');
@@ -158,7 +171,8 @@ async function resolveKeyId(db: Db, reference: string, where: Prisma.ApiKeyWhere
   if (reference.startsWith(API_KEY_PREFIX)) {
     const rows = await db.apiKey.findMany({ where: { ...where, displayPrefix: reference }, select: { id: true } });
     if (rows.length === 0) throw new KeyStoreError('not_found', `No API key with the prefix ${reference}.`);
-    if (rows.length > 1) throw new KeyStoreError('conflict', `${rows.length} keys have the prefix ${reference}; revoke by id (see keys list).`);
+    if (rows.length > 1)
+      throw new KeyStoreError('conflict', `${rows.length} keys have the prefix ${reference}; revoke by id (see keys list).`);
     return (rows[0] as { id: string }).id;
   }
   throw new KeyStoreError('invalid', `"${reference}" is neither a key id (UUID) nor a key prefix (${API_KEY_PREFIX}…).`);

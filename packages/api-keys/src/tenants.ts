@@ -73,7 +73,10 @@ export async function findTenant(db: Db, tenant: TenantRef): Promise<TenantInfo>
 
 function checkTenantName(name: string): void {
   if (!TENANT_NAME.test(name)) {
-    throw new KeyStoreError('invalid', `"${name}" is not a valid tenant name: use 1–100 letters, digits, ".", "_" or "-", starting with a letter or digit.`);
+    throw new KeyStoreError(
+      'invalid',
+      `"${name}" is not a valid tenant name: use 1–100 letters, digits, ".", "_" or "-", starting with a letter or digit.`,
+    );
   }
 }
 

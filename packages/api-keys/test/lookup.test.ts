@@ -34,7 +34,14 @@ describe('key look-ups', () => {
     await setLimitOverride(pool, 'lookups', 'news', 500);
     const expiresAt = new Date(Date.now() + 3_600_000);
     const { apiKey, key } = await createKey(pool, { tenant: 'lookups', scopes: ['news', 'chat'], expiresAt });
-    const expected = { keyId: key.id, tenantId: tenant.id, tenantName: 'lookups', scopes: ['news', 'chat'], expiresAt, limitOverrides: { news: 500 } };
+    const expected = {
+      keyId: key.id,
+      tenantId: tenant.id,
+      tenantName: 'lookups',
+      scopes: ['news', 'chat'],
+      expiresAt,
+      limitOverrides: { news: 500 },
+    };
     expect(await findActiveKey(pool, hashApiKey(apiKey))).toEqual(expected);
     expect(await findActiveKeyById(pool, key.id)).toEqual(expected);
     expect(await findActiveKey(pool, hashApiKey(`${apiKey.slice(0, -1)}x`))).toBeNull();
@@ -57,9 +64,10 @@ describe('key look-ups', () => {
     const used = await createKey(pool, { tenant: 'usage' });
     const unused = await createKey(pool, { tenant: 'usage' });
     await recordKeysUsed(pool, [used.key.id]);
-    const { rows } = await pool.query<{ id: string; last_used_at: Date | null }>('SELECT id, last_used_at FROM api_keys WHERE id = ANY($1::uuid[])', [
-      [used.key.id, unused.key.id],
-    ]);
+    const { rows } = await pool.query<{ id: string; last_used_at: Date | null }>(
+      'SELECT id, last_used_at FROM api_keys WHERE id = ANY($1::uuid[])',
+      [[used.key.id, unused.key.id]],
+    );
     expect(rows.find((row) => row.id === used.key.id)?.last_used_at).toBeInstanceOf(Date);
     expect(rows.find((row) => row.id === unused.key.id)?.last_used_at).toBeNull();
   });

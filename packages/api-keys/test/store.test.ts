@@ -44,7 +44,12 @@ describe('tenants, keys and limit overrides (operators)', () => {
     await createTenant(pool, 'hashes');
     const { apiKey, key } = await createKey(pool, { tenant: 'hashes', name: 'ci' });
     expect(isWellFormedApiKey(apiKey)).toBe(true);
-    expect(key).toMatchObject({ tenant: 'hashes', name: 'ci', status: 'active', scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools'] });
+    expect(key).toMatchObject({
+      tenant: 'hashes',
+      name: 'ci',
+      status: 'active',
+      scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools'],
+    });
     expect(key.displayPrefix).toBe(apiKey.slice(0, 10));
     const { rows } = await pool.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [key.id]);
     const row = rows[0] as Record<string, unknown>;
@@ -69,7 +74,9 @@ describe('tenants, keys and limit overrides (operators)', () => {
     await createTenant(pool, 'strict');
     await expect(createKey(pool, { tenant: 'strict', scopes: [] })).rejects.toThrow('Name at least one scope');
     await expect(createKey(pool, { tenant: 'strict', scopes: ['news', 'admin' as never] })).rejects.toThrow('Unknown scope "admin"');
-    await expect(createKey(pool, { tenant: 'strict', expiresAt: new Date(Date.now() - 1000) })).rejects.toThrow('The expiry must be in the future.');
+    await expect(createKey(pool, { tenant: 'strict', expiresAt: new Date(Date.now() - 1000) })).rejects.toThrow(
+      'The expiry must be in the future.',
+    );
     await expect(createKey(pool, { tenant: 'ghost' })).rejects.toThrow('No tenant named "ghost".');
     await disableTenant(pool, 'strict');
     await expect(createKey(pool, { tenant: 'strict' })).rejects.toThrow('Tenant "strict" is disabled');

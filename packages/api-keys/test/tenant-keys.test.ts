@@ -18,8 +18,14 @@ describe('keys a tenant makes itself', () => {
   });
 
   const usable = async (tenant: TenantInfo) =>
-    ((await pool.query('SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())', [tenant.id]))
-      .rows[0] as { n: number }).n;
+    (
+      (
+        await pool.query(
+          'SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())',
+          [tenant.id],
+        )
+      ).rows[0] as { n: number }
+    ).n;
 
   it('holds a capped tenant to 25 usable keys, even when requests race; expired and revoked keys leave room', async () => {
     const tenant = await createTenant(pool, 'capped');
@@ -27,7 +33,7 @@ describe('keys a tenant makes itself', () => {
     const results = await Promise.allSettled(
       Array.from({ length: MAX_ACTIVE_KEYS_PER_TENANT + 5 }, () => createKey(pool, { tenant: ref, scopes: ['tools'], capped: true })),
     );
-    const refused = results.filter((result) => result.status === 'rejected').map((result) => (result as PromiseRejectedResult).reason as KeyStoreError);
+    const refused = results.filter((result) => result.status === 'rejected').map((result) => result.reason as KeyStoreError);
     expect(refused).toHaveLength(5);
     for (const error of refused) {
       expect(error).toBeInstanceOf(KeyStoreError);

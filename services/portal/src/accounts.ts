@@ -35,7 +35,12 @@ export interface Account {
 
 const isApiScope = (scope: string): scope is ApiScope => (API_SCOPES as readonly string[]).includes(scope);
 
-const toAccount = (key: ActiveKey): Account => ({ keyId: key.keyId, tenantId: key.tenantId, tenantName: key.tenantName, scopes: key.scopes.filter(isApiScope) });
+const toAccount = (key: ActiveKey): Account => ({
+  keyId: key.keyId,
+  tenantId: key.tenantId,
+  tenantName: key.tenantName,
+  scopes: key.scopes.filter(isApiScope),
+});
 
 export type SignInResult = { ok: true; account: Account } | { ok: false; reason: 'invalid' | 'scope' };
 
@@ -63,7 +68,8 @@ export async function listKeys(pool: Pool, tenantId: string): Promise<KeyInfo[]>
   return [...newestFirst.filter((key) => key.revokedAt === null), ...newestFirst.filter((key) => key.revokedAt !== null)];
 }
 
-export type CreateKeyResult = { ok: true; apiKey: string; id: string; expiresAt: Date } | { ok: false; field: 'name' | 'scopes'; message: string };
+export type CreateKeyResult =
+  { ok: true; apiKey: string; id: string; expiresAt: Date } | { ok: false; field: 'name' | 'scopes'; message: string };
 
 /**
  * A new key for the signed-in tenant, expiring after `ttlDays`. The plaintext is in the result only: shown once,
@@ -80,9 +86,15 @@ export async function createTenantKey(
   const scopes = [...new Set(input.scopes)];
   if (scopes.length === 0) return { ok: false, field: 'scopes', message: 'choose at least one scope' };
   const unknown = scopes.filter((scope) => !isApiScope(scope));
-  if (unknown.length > 0) return { ok: false, field: 'scopes', message: `unknown scope ${unknown.map((scope) => JSON.stringify(scope.slice(0, 20))).join(', ')}` };
+  if (unknown.length > 0)
+    return {
+      ok: false,
+      field: 'scopes',
+      message: `unknown scope ${unknown.map((scope) => JSON.stringify(scope.slice(0, 20))).join(', ')}`,
+    };
   const beyond = scopes.filter((scope) => !(account.scopes as readonly string[]).includes(scope));
-  if (beyond.length > 0) return { ok: false, field: 'scopes', message: `your key does not have ${beyond.join(', ')}, so it cannot give it to a new key` };
+  if (beyond.length > 0)
+    return { ok: false, field: 'scopes', message: `your key does not have ${beyond.join(', ')}, so it cannot give it to a new key` };
   const expiresAt = new Date(Date.now() + ttlDays * DAY_MS);
   try {
     const { apiKey, key } = await createKey(pool, {

@@ -70,9 +70,7 @@ function parse(args: string[], options: Options, positionals: number): { values:
   }
   if (parsed.positionals.length !== positionals) {
     throw new UsageError(
-      parsed.positionals.length > positionals
-        ? `Unexpected argument "${parsed.positionals[positionals]}".`
-        : 'Missing argument.',
+      parsed.positionals.length > positionals ? `Unexpected argument "${parsed.positionals[positionals]}".` : 'Missing argument.',
     );
   }
   return { values: parsed.values as Values, positionals: parsed.positionals };
@@ -98,7 +96,8 @@ function expiryFrom(values: Values): Date | undefined {
   if (expiresIn !== undefined && expiresAt !== undefined) throw new UsageError('Give --expires-in or --expires-at, not both.');
   if (expiresIn !== undefined) {
     const match = /^(\d{1,6})([mhdw])$/.exec(expiresIn);
-    if (!match || Number(match[1]) === 0) throw new UsageError(`--expires-in takes a number and a unit m, h, d or w (e.g. 30d), not "${expiresIn}".`);
+    if (!match || Number(match[1]) === 0)
+      throw new UsageError(`--expires-in takes a number and a unit m, h, d or w (e.g. 30d), not "${expiresIn}".`);
     return new Date(Date.now() + Number(match[1]) * (DURATION_UNITS[match[2] as string] as number));
   }
   if (expiresAt !== undefined) {
@@ -121,7 +120,11 @@ const day = (date: Date | null, none = '-') => (date ? date.toISOString().replac
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 
@@ -185,7 +188,14 @@ async function tenants(pool: Pool, args: string[], io: Io): Promise<void> {
       io.out(
         table(
           ['NAME', 'ID', 'STATUS', 'ACTIVE KEYS', 'LIMIT OVERRIDES', 'CREATED'],
-          all.map((t) => [t.name, t.id, t.disabledAt ? 'disabled' : 'active', String(t.activeKeys), overridesText(t.limitOverrides), day(t.createdAt)]),
+          all.map((t) => [
+            t.name,
+            t.id,
+            t.disabledAt ? 'disabled' : 'active',
+            String(t.activeKeys),
+            overridesText(t.limitOverrides),
+            day(t.createdAt),
+          ]),
         ),
       );
       return;
@@ -279,7 +289,9 @@ async function keys(pool: Pool, args: string[], io: Io): Promise<void> {
     case 'revoke': {
       const { positionals } = parse(rest, {}, 1);
       const key = await revokeKey(pool, positionals[0] as string);
-      io.out(`Revoked API key ${key.id} (${key.displayPrefix}, tenant ${key.tenant}) at ${day(key.revokedAt)}; gateways refuse it within seconds.`);
+      io.out(
+        `Revoked API key ${key.id} (${key.displayPrefix}, tenant ${key.tenant}) at ${day(key.revokedAt)}; gateways refuse it within seconds.`,
+      );
       return;
     }
     default:
@@ -301,11 +313,17 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
       const flag = product === 'chat' ? 'concurrent' : 'per-minute';
       const other = product === 'chat' ? 'per-minute' : 'concurrent';
       if (values[other] !== undefined) {
-        throw new UsageError(product === 'chat' ? 'chat is limited in concurrent streams: use --concurrent N.' : `${product} is limited per minute: use --per-minute N.`);
+        throw new UsageError(
+          product === 'chat'
+            ? 'chat is limited in concurrent streams: use --concurrent N.'
+            : `${product} is limited per minute: use --per-minute N.`,
+        );
       }
       const value = positiveInt(required(values, flag), flag);
       const overrides = await setLimitOverride(pool, tenant, product, value);
-      io.out(`Tenant ${tenant}: ${product} limited to ${value}${product === 'chat' ? ' concurrent streams' : ' requests per minute'} for the account. Overrides now: ${overridesText(overrides)}.`);
+      io.out(
+        `Tenant ${tenant}: ${product} limited to ${value}${product === 'chat' ? ' concurrent streams' : ' requests per minute'} for the account. Overrides now: ${overridesText(overrides)}.`,
+      );
       return;
     }
     case 'clear': {
@@ -338,7 +356,12 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
         io.out('No tenant has overrides.');
         return;
       }
-      io.out(table(['TENANT', 'OVERRIDES'], report.tenants.map((t) => [t.name, overridesText(t.overrides)])));
+      io.out(
+        table(
+          ['TENANT', 'OVERRIDES'],
+          report.tenants.map((t) => [t.name, overridesText(t.overrides)]),
+        ),
+      );
       return;
     }
     default:
