@@ -1,4 +1,4 @@
-// Request generators for the fuzz suite, driven by the route table: API_ROUTES gives each route's method, path and
+// Request generators for the fuzz suite, driven by the route table: API_ROUTE_LIST gives each route's method, path and
 // scope, and the OpenAPI document generated from the same table gives the schemas of its path, query and header
 // parameters and of its body. A route added to the table is therefore fuzzed without touching this file.
 //

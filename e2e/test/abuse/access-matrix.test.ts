@@ -3,7 +3,7 @@
 // not exist, a malformed id) × which key calls (valid, revoked, missing, one without the route's scope). Each cell
 // has one expected answer, and no answer to any cell carries another tenant's data. Both tenants take the caller's
 // seat in turn.
-import { API_ROUTES, CustomerToolUpdateRequest, JobType, type ApiRoute, type ApiScope, type JobType as JobTypeName, type SuccessStatus } from '@fin/contracts';
+import { API_ROUTE_LIST, CustomerToolUpdateRequest, JobType, type ApiRoute, type ApiScope, type JobType as JobTypeName, type SuccessStatus } from '@fin/contracts';
 import { waitFor } from '@fin/testing';
 import { parseErrorBody, parseSse, responseProblem } from '../../src/abuse/checks';
 import type { WireResponse } from '../../src/abuse/http';
@@ -81,7 +81,7 @@ function operationsOf(routes: readonly ApiRoute[]): Operation[] {
   return operations;
 }
 
-const OPERATIONS = operationsOf(API_ROUTES);
+const OPERATIONS = operationsOf(API_ROUTE_LIST);
 
 describe('the access matrix of every id-bearing route', () => {
   let target: AbuseTarget;

@@ -9,4 +9,5 @@ export * from './chat';
 export * from './events';
 export * from './jobs';
 export * from './customer-tools';
+export * from './routes';
 export * from './openapi';

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import {
   API_ROUTES,
+  API_ROUTE_LIST,
   AnalysisResponse,
   AnalysisStreamEvents,
   AsyncJobResponse,
@@ -29,7 +30,7 @@ const document = JSON.parse(JSON.stringify(createOpenApiDocument())) as Json & {
   paths: Record<string, Record<string, Json & { responses: Record<string, Json>; parameters?: Json[]; security?: unknown }>>;
   components: { schemas: Record<string, Json>; responses: Record<string, Json>; securitySchemes: Record<string, Json> };
 };
-const routes = API_ROUTES as readonly ApiRoute[];
+const routes: readonly ApiRoute[] = API_ROUTE_LIST;
 
 function resolvePointer(root: unknown, ref: string): unknown {
   if (!ref.startsWith('#/')) return undefined;
@@ -80,6 +81,16 @@ describe('OpenAPI document structure', () => {
     const refs = collectRefs(document);
     expect(refs.length).toBeGreaterThan(50);
     expect([...new Set(refs)].filter((ref) => resolvePointer(document, ref) === undefined)).toEqual([]);
+  });
+
+  it('keys every route of API_ROUTES by its id, and lists them in the order of the document', () => {
+    for (const [key, route] of Object.entries(API_ROUTES)) expect(route.id).toBe(key);
+    expect(routes.map((route) => route.id)).toEqual(Object.keys(API_ROUTES));
+    const documented = Object.values(document.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
+    // The document groups operations by path, each path where its first route is.
+    const byPath = new Map<string, string[]>();
+    for (const route of routes) byPath.set(route.path, [...(byPath.get(route.path) ?? []), route.id]);
+    expect(documented).toEqual([...byPath.values()].flat());
   });
 
   it('has one operation per route, with a unique operationId, the same method and path', () => {

@@ -2,7 +2,7 @@
 // API_ROUTES in @fin/contracts, which also generates the OpenAPI document) paired with where the gateway sends
 // it. ROUTE_TARGETS is keyed by the routes' ids, so a route added to the contract does not type-check here
 // until it has a target, and a target for a route that does not exist does not type-check either.
-import { API_ROUTES, type ApiRoute, type ApiRouteId, type ApiScope, type JobType } from '@fin/contracts';
+import { API_ROUTE_LIST, type ApiRoute, type ApiRouteId, type ApiScope, type JobType } from '@fin/contracts';
 import type { Scope } from './auth/types';
 import type { LimitedProduct } from './rate-limit/types';
 
@@ -55,7 +55,7 @@ export function toExpressPath(openApiPath: string): string {
   return openApiPath.replace(/\{(\w+)\}/g, ':$1');
 }
 
-export const GATEWAY_ROUTES: readonly GatewayRoute[] = API_ROUTES.map((route) => ({
+export const GATEWAY_ROUTES: readonly GatewayRoute[] = API_ROUTE_LIST.map((route) => ({
   ...route,
   target: ROUTE_TARGETS[route.id],
   expressPath: toExpressPath(route.path),

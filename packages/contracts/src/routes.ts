@@ -1,0 +1,353 @@
+// The public routes of the API as data: method, path, the scope and limit each needs, the schemas of its input and
+// of its answers. Three readers share it: the gateway builds its routing from it (adding only where each route is
+// forwarded), the services declare their handlers with it (route() of @fin/http validates the input with these
+// schemas), and openapi.ts generates the document from it — so the document, the gateway and the services cannot
+// drift apart.
+import { z } from 'zod';
+import { AnalysisRequest, AnalysisResponse } from './analysis';
+import { ChatRequest, ChatResponse, ChatStreamHeaders, ChatStreamQuery } from './chat';
+import { AsyncJobResponse } from './common';
+import {
+  CustomerTool,
+  CustomerToolCallListResponse,
+  CustomerToolCallsQuery,
+  CustomerToolCreateRequest,
+  CustomerToolListResponse,
+  CustomerToolPathParams,
+  CustomerToolUpdateRequest,
+} from './customer-tools';
+import type { ErrorType } from './errors';
+import { AnalysisStreamEvents, ChatStreamEvents } from './events';
+import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
+import { NewsRequest, NewsResponse } from './news';
+import { StockReportRequest, StockReportResponse } from './stock-report';
+
+/** What an API key can be allowed to use. A key without the scope a route needs gets 403. */
+export const API_SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools'] as const;
+export type ApiScope = (typeof API_SCOPES)[number];
+
+/**
+ * Limits stated by the spec, per account (tenant: all of its API keys together). Also the defaults of the
+ * gateway's limiter; a tenant can have higher limits arranged with the account manager.
+ */
+export const RATE_LIMITS_PER_MINUTE = { news: 100, 'stock-report': 20, analysis: 20 } as const;
+/** Concurrent chat requests per account (the spec's "10 concurrent streams"). */
+export const CHAT_STREAMS_PER_KEY = 10;
+/** Chat requests (POST /api/chat, GET /api/chat/stream) per account and minute: ours, beside the spec's 10 streams. */
+export const CHAT_TURNS_PER_MINUTE = 60;
+/** Completed exchanges (a user message and its reply) of a conversation the model sees: the spec's "about 10". */
+export const CHAT_CONTEXT_PAIRS = 10;
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
+
+/** A Server-Sent Events response: event name → schema of its JSON data. */
+export type SseEvents = Readonly<Record<string, z.ZodType>>;
+
+export interface ApiResponse {
+  description: string;
+  /** application/json body. */
+  json?: z.ZodType;
+  /** text/event-stream body: the events it may carry. */
+  events?: SseEvents;
+  /** text/html body. */
+  html?: true;
+}
+
+export type SuccessStatus = '200' | '201' | '202' | '204';
+
+/** What serving a route needs: its method and path, the key scope it requires, and the schemas of its input. */
+export interface RouteEntry {
+  readonly method: HttpMethod;
+  /** OpenAPI path template, e.g. /api/jobs/{job_type}/{job_id}/status. */
+  readonly path: string;
+  /**
+   * The scope the API key needs: a scope; `job_type` for the scope of the product named by the {job_type}
+   * path parameter; null for a route that needs no API key.
+   */
+  readonly scope: ApiScope | 'job_type' | null;
+  readonly request?: {
+    readonly params?: z.ZodObject;
+    readonly query?: z.ZodObject;
+    readonly headers?: z.ZodObject;
+    readonly body?: z.ZodType;
+  };
+}
+
+export interface ApiRoute extends RouteEntry {
+  /** The OpenAPI operationId, and the route's key in API_ROUTES; the gateway's route table is keyed by it. */
+  readonly id: string;
+  readonly tag: string;
+  readonly summary: string;
+  readonly description: string;
+  /**
+   * per_minute: counted per account and minute, with X-RateLimit-* headers and 429 beyond the limit;
+   * concurrent_streams: at most CHAT_STREAMS_PER_KEY requests in flight per account, 429 beyond, and counted per
+   * account and minute too (CHAT_TURNS_PER_MINUTE, with X-RateLimit-* headers);
+   * null: not limited.
+   */
+  readonly limit: 'per_minute' | 'concurrent_streams' | null;
+  readonly responses: Readonly<Partial<Record<SuccessStatus, ApiResponse>>>;
+  /** Error statuses specific to this route, beyond those every route of its kind has (see errorStatuses). */
+  readonly extraErrors?: readonly ErrorType[];
+}
+
+type RouteSpec = Omit<ApiRoute, 'id'>;
+
+/** The routes with their keys as their ids: a route's id and its key cannot disagree. */
+function keyedById<const T extends Readonly<Record<string, RouteSpec>>>(routes: T): { readonly [Id in keyof T & string]: T[Id] & { readonly id: Id } } {
+  return Object.fromEntries(Object.entries(routes).map(([id, route]) => [id, { id, ...route }])) as { readonly [Id in keyof T & string]: T[Id] & { readonly id: Id } };
+}
+
+const [analysisPending, analysisCompleted] = AnalysisResponse.options;
+
+/** Result endpoint: `result` is shaped by the job type of the path. */
+const JobResultAnyType = z
+  .union([JobResultResponseByType.news, JobResultResponseByType['stock-report'], JobResultResponseByType.analysis])
+  .meta({ description: 'Result of a completed job; the shape of `result` depends on {job_type}.' });
+
+/** Any JSON object: the OpenAPI document itself. */
+const OpenApiDocumentBody = z.record(z.string(), z.unknown()).meta({ description: 'This OpenAPI 3.1 document.' });
+
+/** How the document describes an event stream; also the end of each streaming route's description. */
+export const SSE_NOTE =
+  'Each event is `event: <name>` and one `data:` line of JSON, then a blank line. A stream that fails after it started ends with an `error` event whose data is the error body.';
+
+/**
+ * `Idempotency-Key`: the one parser of the header (services get it validated by route()). The message keeps the
+ * wording services have always answered with.
+ */
+const IdempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, { error: 'must be 1 to 255 visible ASCII characters.' })
+  .optional()
+  .meta({ description: 'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422.', examples: ['order-2026-11-21-0001'] });
+
+/** Optional request headers of the cached products (news, stock-report). */
+const CachedProductHeaders = z.object({
+  'Idempotency-Key': IdempotencyKey,
+  'Cache-Control': z
+    .string()
+    .optional()
+    .meta({ description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.', examples: ['no-cache'] }),
+});
+
+const CACHE_NOTE =
+  ' Responses carry `Cache-Status` (`fin-api; hit; ttl=…` or `fin-api; fwd=miss|bypass`) and, on a hit, `Age`; a 202 also carries `Location` (the status URL).';
+
+/**
+ * Every public route, keyed by its id (`route(app, API_ROUTES.createNews, handler)` in a service). The order of the
+ * keys is the order of the document and of the docs page (API_ROUTE_LIST). Adding a route here makes the gateway's
+ * type-check demand a route target for it.
+ */
+export const API_ROUTES = keyedById({
+  createNews: {
+    method: 'post',
+    path: '/api/products/news',
+    tag: 'Products',
+    summary: 'News intelligence',
+    description: `Relevant market news for 1 to 10 symbols, with relevance scores and source links. A cached result (up to 7 days old) is returned at once with 200; otherwise the job runs in the background (typically 1-3 s) and the 202 answer holds its status and result URLs. Identical requests of one key's tenant made while a job for them runs share that job. Limit: ${RATE_LIMITS_PER_MINUTE.news} requests per minute per account (all of its API keys together).${CACHE_NOTE}`,
+    scope: 'news',
+    limit: 'per_minute',
+    request: { body: NewsRequest, headers: CachedProductHeaders },
+    responses: {
+      '200': { description: 'Served from the cache.', json: NewsResponse },
+      '202': { description: 'Accepted: poll status_url about every 2 s, then read result_url.', json: AsyncJobResponse },
+    },
+    extraErrors: ['unprocessable_entity'],
+  },
+  createStockReport: {
+    method: 'post',
+    path: '/api/products/stock-report',
+    tag: 'Products',
+    summary: 'Stock analysis',
+    description: `Equity analysis of one symbol (about 10-20 s) or a comparison of two (about 30-45 s). A cached result is returned at once with 200; otherwise 202 with the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE['stock-report']} requests per minute per account (all of its API keys together).${CACHE_NOTE}`,
+    scope: 'stock-report',
+    limit: 'per_minute',
+    request: { body: StockReportRequest, headers: CachedProductHeaders },
+    responses: {
+      '200': { description: 'Served from the cache.', json: StockReportResponse },
+      '202': { description: 'Accepted: poll status_url about every 2 s, then read result_url.', json: AsyncJobResponse },
+    },
+    extraErrors: ['unprocessable_entity'],
+  },
+  createAnalysis: {
+    method: 'post',
+    path: '/api/analysis',
+    tag: 'Products',
+    summary: 'Custom analysis',
+    description: `A free-form prompt answered in the chosen output format (typically 30-90 s). Results are not cached. Not streamed: the request waits a while for the job (30 s by default): 200 with the result when it completed in time, 202 with the job URLs (and \`Location\`: the status URL) otherwise, and when the job failed meanwhile, its error (type and reason) with \`Location\`. With output_format.stream true the answer is an SSE stream: \`Location\` (the job's status URL) in its headers, synthesis_chunk events whose chunks concatenate to the result's text (markdown: \`content\` exactly; json and json_schema: \`content\` as JSON indented by two spaces, sent once validated), \`: keep-alive\` comments while the model works, then done; the job and its result stay available at the job URLs. Limit: ${RATE_LIMITS_PER_MINUTE.analysis} requests per minute per account (all of its API keys together). ${SSE_NOTE}`,
+    scope: 'analysis',
+    limit: 'per_minute',
+    request: { body: AnalysisRequest, headers: CachedProductHeaders.pick({ 'Idempotency-Key': true }) },
+    responses: {
+      '200': { description: 'Completed (result inline), or the SSE stream when output_format.stream is true.', json: analysisCompleted, events: AnalysisStreamEvents },
+      '202': { description: 'Accepted, not finished yet: poll status_url about every 2 s, then read result_url. `Location` is the status URL.', json: analysisPending },
+    },
+    extraErrors: ['unprocessable_entity'],
+  },
+  chat: {
+    method: 'post',
+    path: '/api/chat',
+    tag: 'Chat',
+    summary: 'Chat',
+    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream: node_start (research, answer), tool_start and tool_end (market_data, the tenant's customer tools), token, then done with the conversation id; every event carries an \`id:\` for re-attaching with GET /api/chat/stream and Last-Event-ID, and a \`: keep-alive\` comment keeps a quiet stream open. With stream false a single JSON body. conversation_id null starts a conversation; the model sees its last ${CHAT_CONTEXT_PAIRS} completed exchanges. A message for a conversation whose reply is still being written is refused with 409; another tenant's conversation is 404. At most ${CHAT_STREAMS_PER_KEY} chat requests in flight and ${CHAT_TURNS_PER_MINUTE} chat requests per minute per account (all of its API keys together); a reply whose client left keeps its slot for a few seconds while it stops. ${SSE_NOTE}`,
+    scope: 'chat',
+    limit: 'concurrent_streams',
+    request: { body: ChatRequest },
+    responses: {
+      '200': { description: 'The reply: an SSE stream (stream true) or a JSON body (stream false).', json: ChatResponse, events: ChatStreamEvents },
+    },
+    extraErrors: ['not_found', 'conflict'],
+  },
+  chatStream: {
+    method: 'get',
+    path: '/api/chat/stream',
+    tag: 'Chat',
+    summary: 'Chat stream (EventSource)',
+    description: `The chat stream for clients that can only GET, such as browsers' EventSource. With \`message\` it sends a user turn (continuing conversation_id, or starting a conversation without it) and streams the reply exactly as POST /api/chat does. With the Last-Event-ID header it re-attaches to the reply that event belongs to: the events after it are replayed, then the reply is followed live while it is still being written; a finished reply is replayed from storage, ending with its done or error event (\`message\` is then ignored, so a reconnecting EventSource never sends a turn twice). With conversation_id alone it streams the conversation's latest reply from its start. 204 when nothing is left to send, which stops EventSource from reconnecting. Counts towards the account's ${CHAT_STREAMS_PER_KEY} concurrent chat requests and ${CHAT_TURNS_PER_MINUTE} chat requests per minute. ${SSE_NOTE}`,
+    scope: 'chat',
+    limit: 'concurrent_streams',
+    request: { query: ChatStreamQuery, headers: ChatStreamHeaders },
+    responses: {
+      '200': { description: 'An SSE stream.', events: ChatStreamEvents },
+      '204': { description: 'Nothing left to send: the reply has ended and Last-Event-ID named its last event.' },
+    },
+    extraErrors: ['not_found', 'conflict'],
+  },
+  getJobStatus: {
+    method: 'get',
+    path: '/api/jobs/{job_type}/{job_id}/status',
+    tag: 'Jobs',
+    summary: 'Job status',
+    description: 'Status of a job, with its progress and current step. Poll about every 2 s while pending or running. The API key needs the scope of the job\'s product ({job_type}). Another tenant\'s job is reported as not found.',
+    scope: 'job_type',
+    limit: 'per_minute',
+    request: { params: JobPathParams },
+    responses: {
+      '200': { description: 'The job\'s current state.', json: JobStatusResponse },
+    },
+  },
+  getJobResult: {
+    method: 'get',
+    path: '/api/jobs/{job_type}/{job_id}/result',
+    tag: 'Jobs',
+    summary: 'Job result',
+    description: 'Result of a completed job. Before the job has completed the answer is 409 (poll the status URL). The API key needs the scope of the job\'s product ({job_type}).',
+    scope: 'job_type',
+    limit: 'per_minute',
+    request: { params: JobPathParams },
+    responses: {
+      '200': { description: 'The result; its shape depends on {job_type}.', json: JobResultAnyType },
+    },
+    extraErrors: ['conflict'],
+  },
+  listCustomerTools: {
+    method: 'get',
+    path: '/api/customer-tools/',
+    tag: 'Customer tools',
+    summary: 'List customer tools',
+    description: 'The external data APIs this tenant registered for the AI to use.',
+    scope: 'tools',
+    limit: 'per_minute',
+    responses: {
+      '200': { description: 'The tools, oldest first.', json: CustomerToolListResponse },
+    },
+  },
+  createCustomerTool: {
+    method: 'post',
+    path: '/api/customer-tools/',
+    tag: 'Customer tools',
+    summary: 'Create a customer tool',
+    description: 'Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer\'s API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool\'s time limit and a 1 MiB response cap.',
+    scope: 'tools',
+    limit: 'per_minute',
+    request: { body: CustomerToolCreateRequest },
+    responses: {
+      '201': { description: 'Created.', json: CustomerTool },
+    },
+    extraErrors: ['conflict'],
+  },
+  getCustomerTool: {
+    method: 'get',
+    path: '/api/customer-tools/{id}',
+    tag: 'Customer tools',
+    summary: 'Get a customer tool',
+    description: 'One registered tool.',
+    scope: 'tools',
+    limit: 'per_minute',
+    request: { params: CustomerToolPathParams },
+    responses: {
+      '200': { description: 'The tool.', json: CustomerTool },
+    },
+  },
+  listCustomerToolCalls: {
+    method: 'get',
+    path: '/api/customer-tools/{id}/calls',
+    tag: 'Customer tools',
+    summary: 'Customer tool call audit',
+    description:
+      'The most recent calls the AI (or the portal\'s test button) made to the tool, newest first: which job or conversation, the outcome, the HTTP status, the duration and the response size. Arguments, header values and response bodies are never recorded.',
+    scope: 'tools',
+    limit: 'per_minute',
+    request: { params: CustomerToolPathParams, query: CustomerToolCallsQuery },
+    responses: {
+      '200': { description: 'The calls, newest first.', json: CustomerToolCallListResponse },
+    },
+  },
+  updateCustomerTool: {
+    method: 'put',
+    path: '/api/customer-tools/{id}',
+    tag: 'Customer tools',
+    summary: 'Replace a customer tool',
+    description: 'Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them.',
+    scope: 'tools',
+    limit: 'per_minute',
+    request: { params: CustomerToolPathParams, body: CustomerToolUpdateRequest },
+    responses: {
+      '200': { description: 'The updated tool.', json: CustomerTool },
+    },
+    extraErrors: ['conflict'],
+  },
+  deleteCustomerTool: {
+    method: 'delete',
+    path: '/api/customer-tools/{id}',
+    tag: 'Customer tools',
+    summary: 'Delete a customer tool',
+    description: 'Removes a tool; the AI stops using it at once.',
+    scope: 'tools',
+    limit: 'per_minute',
+    request: { params: CustomerToolPathParams },
+    responses: {
+      '204': { description: 'Deleted.' },
+    },
+  },
+  getOpenApiDocument: {
+    method: 'get',
+    path: '/api/openapi.json',
+    tag: 'Documentation',
+    summary: 'OpenAPI document',
+    description: 'This document. No API key needed.',
+    scope: null,
+    limit: null,
+    responses: {
+      '200': { description: 'The OpenAPI 3.1 document.', json: OpenApiDocumentBody },
+    },
+  },
+  getApiDocs: {
+    method: 'get',
+    path: '/docs',
+    tag: 'Documentation',
+    summary: 'API reference page',
+    description: 'This document as a self-contained HTML page. No API key needed.',
+    scope: null,
+    limit: null,
+    responses: {
+      '200': { description: 'An HTML page.', html: true },
+    },
+  },
+});
+
+export type ApiRouteId = keyof typeof API_ROUTES;
+
+/** Every public route, in the order of the document. */
+export const API_ROUTE_LIST: readonly (typeof API_ROUTES)[ApiRouteId][] = Object.values(API_ROUTES);
