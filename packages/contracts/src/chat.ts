@@ -83,7 +83,7 @@ export const ChatStreamHeaders = z
   .object({
   'Last-Event-ID': z
     .string()
-    .regex(EVENT_ID)
+    .regex(EVENT_ID, { error: 'must be the id of an event of this API, such as 0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12.' })
     .optional()
     .meta({
       description:

@@ -1,25 +1,49 @@
-// Declared routes: the contract schemas validate params, query and body before the handler runs, and the
-// handler gets typed input. Handlers stay short and never parse or cast the request themselves.
-import { formatZodError } from '@fin/contracts';
+// Declared routes: a service names the contract's entry for a route (API_ROUTES.createNews) and route() registers
+// its method and path, validates its params, query, body and headers with the entry's schemas before the handler
+// runs, and hands the handler typed input and the caller the gateway vouched for. Handlers stay short and never
+// parse or cast the request themselves.
+import { formatZodError, type RouteEntry } from '@fin/contracts';
 import type { Logger } from '@fin/log';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { badRequest } from './errors';
+import { identityOf, callerOf, type Caller } from './identity';
 import { currentRequest, type RequestContext } from './request-context';
 
-type Output<S> = S extends z.ZodType ? z.output<S> : undefined;
+type InputPart = 'params' | 'query' | 'body' | 'headers';
 
+/** The schema an entry declares for one part of the request, or undefined. */
+type SchemaOf<R, K extends InputPart> = R extends { readonly request: infer Request } ? (Request extends { readonly [P in K]: infer S } ? S : undefined) : undefined;
+type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+/** What the handler of `R` is given: each part parsed by its schema (undefined when the entry declares none). */
+interface EntryInput<R extends RouteEntry> {
+  params: Parsed<SchemaOf<R, 'params'>>;
+  query: Parsed<SchemaOf<R, 'query'>>;
+  body: Parsed<SchemaOf<R, 'body'>>;
+  /** The declared headers, by the names the contract gives them (`Idempotency-Key`), absent ones undefined. */
+  headers: Parsed<SchemaOf<R, 'headers'>>;
+  /** The caller from the gateway's signed headers; null only on a route that needs no API key (anonymous). */
+  caller: R['scope'] extends null ? Caller | null : Caller;
+}
+
+// ---- Transitional: the schema-object form, until the cached products' API role declares its route by entry ----
+interface Legacy {
+  readonly legacyFormUnset: never;
+}
+interface LegacyInput<P, Q, B> {
+  params: Parsed<P>;
+  query: Parsed<Q>;
+  body: Parsed<B>;
+}
 export interface RouteSchemas<P extends z.ZodType | undefined, Q extends z.ZodType | undefined, B extends z.ZodType | undefined> {
   params?: P;
   query?: Q;
   body?: B;
 }
+// ----
 
-export interface RouteInput<P, Q, B> {
-  params: Output<P>;
-  query: Output<Q>;
-  body: Output<B>;
-}
+export type RouteInput<R, Q = Legacy, B = Legacy> = [Q] extends [Legacy] ? (R extends RouteEntry ? EntryInput<R> : never) : LegacyInput<R, Q, B>;
 
 export interface RouteContext {
   req: Request;
@@ -31,9 +55,9 @@ export interface RouteContext {
 
 /**
  * What the handler returns is sent as JSON with the status the handler set (200 unless it called
- * `res.status()`); returning undefined means the handler answered itself (a stream, a 204).
+ * `res.status()`); returning undefined means the handler answered itself (a stream, a 204, a page).
  */
-export type RouteHandler<P, Q, B> = (input: RouteInput<P, Q, B>, context: RouteContext) => unknown;
+export type RouteHandler<R extends RouteEntry> = (input: EntryInput<R>, context: RouteContext) => unknown;
 
 /** The handler's context. The request's child logger is made only if the handler asks for it. */
 class HandlerContext implements RouteContext {
@@ -52,8 +76,17 @@ class HandlerContext implements RouteContext {
   }
 }
 
-/** The parsed value, or the issues (added to `issues`, made on the first failure) and undefined. */
-function validate(schema: z.ZodType | undefined, value: unknown, failed: { issues?: z.core.$ZodIssue[] }): unknown {
+/** /api/jobs/{job_type}/{job_id}/status → /api/jobs/:job_type/:job_id/status */
+export function toExpressPath(openApiPath: string): string {
+  return openApiPath.replace(/\{(\w+)\}/g, ':$1');
+}
+
+interface Failed {
+  issues?: z.core.$ZodIssue[];
+}
+
+/** The parsed value, or the issues (added to `failed`, made on the first failure) and undefined. */
+function validate(schema: z.ZodType | undefined, value: unknown, failed: Failed): unknown {
   if (schema === undefined) return undefined;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
@@ -62,29 +95,70 @@ function validate(schema: z.ZodType | undefined, value: unknown, failed: { issue
 }
 
 /**
- * `app.post('/api/products/news', route({ body: NewsRequest }, async ({ body }) => news.request(body)))`.
- * Invalid input is a 400 `validation_error` whose detail names every offending field (params, query and body
- * are all checked, so the caller learns every problem at once).
+ * The declared headers, read by name (case-insensitive, as HTTP has them) into an object keyed as the contract
+ * writes them. A problem names the header as written there (`Idempotency-Key: …`), not as a JSON path.
  */
-export function route<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
-  schemas: RouteSchemas<P, Q, B>,
-  handler: RouteHandler<P, Q, B>,
-): RequestHandler {
-  const { params: paramsSchema, query: querySchema, body: bodySchema } = schemas;
+function validateHeaders(schema: z.ZodObject | undefined, req: Request, failed: Failed): unknown {
+  if (schema === undefined) return undefined;
+  const sent: Record<string, string> = {};
+  for (const name of Object.keys(schema.shape)) {
+    const value = req.headers[name.toLowerCase()];
+    if (typeof value === 'string') sent[name] = value;
+  }
+  const result = schema.safeParse(sent);
+  if (result.success) return result.data;
+  for (const issue of result.error.issues) {
+    const reason = issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message;
+    (failed.issues ??= []).push({ ...issue, path: issue.path.slice(1), message: `${String(issue.path[0])}: ${reason}` });
+  }
+  return undefined;
+}
+
+/** The caller of a keyed route (401 without one); on an anonymous route, the caller if any. */
+function callerFor(entry: RouteEntry, res: Response): Caller | null {
+  return entry.scope === null ? identityOf(res).caller : callerOf(res);
+}
+
+function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>, withCaller = true): RequestHandler {
+  const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
   return async (req, res, next) => {
     try {
-      const failed: { issues?: z.core.$ZodIssue[] } = {};
+      const failed: Failed = {};
       const params = validate(paramsSchema, req.params, failed);
       // express parses the query string when it is first read: not at all for a route without a query schema.
       const query = querySchema === undefined ? undefined : validate(querySchema, req.query, failed);
       const body = validate(bodySchema, req.body, failed);
+      const headers = validateHeaders(headersSchema, req, failed);
       if (failed.issues !== undefined) throw badRequest(formatZodError(new z.ZodError(failed.issues)));
 
-      const input = { params, query, body } as RouteInput<P, Q, B>;
+      const input = { params, query, body, headers, caller: withCaller ? callerFor(entry, res) : null } as EntryInput<R>;
       const result: unknown = await handler(input, new HandlerContext(req, res, currentRequest()));
       if (result !== undefined && !res.headersSent) res.json(result);
     } catch (error) {
       next(error);
     }
   };
+}
+
+/**
+ * `route(app, API_ROUTES.createNews, async ({ body, headers, caller }) => news.request(caller.tenantId, body))`
+ * registers the entry's method and path on `router`. Invalid input is a 400 `validation_error` whose detail names
+ * every offending field (params, query, body and headers are all checked, so the caller learns every problem at
+ * once). The identity must have been verified before (verifyIdentity mounted ahead of the route): a keyed route
+ * without a caller is refused with 401.
+ */
+export function route<R extends RouteEntry>(router: Router, entry: R, handler: RouteHandler<R>): void;
+/** Transitional form: a handler for the given schemas, registered by the caller (no headers, no caller). */
+export function route<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
+  schemas: RouteSchemas<P, Q, B>,
+  handler: (input: LegacyInput<P, Q, B>, context: RouteContext) => unknown,
+): RequestHandler;
+export function route(...args: [Router, RouteEntry, RouteHandler<RouteEntry>] | [RouteSchemas<z.ZodType, z.ZodType, z.ZodType>, (input: never, context: RouteContext) => unknown]): RequestHandler | undefined {
+  if (args.length === 3) {
+    const [router, entry, handler] = args;
+    router[entry.method](toExpressPath(entry.path), handle(entry, handler));
+    return undefined;
+  }
+  const [schemas, handler] = args;
+  return handle({ method: 'post', path: '', scope: null, request: schemas } as RouteEntry, handler as RouteHandler<RouteEntry>, false);
 }

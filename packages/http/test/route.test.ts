@@ -1,102 +1,216 @@
-import { JobPathParams, NewsRequest, type NewsRequest as NewsRequestType } from '@fin/contracts';
+// route(): the contract entry's method and path are registered, every part of the input is checked against the
+// entry's schemas (400 validation_error naming each field), and the handler gets typed input and the caller the
+// gateway vouched for. Requests are signed as the gateway signs them and verified by the real verifier.
+import { API_ROUTES, ErrorBody, JobPathParams, type NewsRequest, type RouteEntry } from '@fin/contracts';
 import express from 'express';
 import request from 'supertest';
 import { z } from 'zod';
-import { conflict, errorHandler, jsonBody, requestContext, route } from '../src';
+import { conflict, errorHandler, identityKey, jsonBody, requestContext, route, signIdentity, toExpressPath, verifyIdentity, type Caller } from '../src';
 import { captureLogger } from './helpers';
 
-function appWith(mount: (app: express.Express) => void) {
+const KEY = identityKey('route-test-secret', 'news');
+const CALLER: Caller = { tenantId: 'tenant-a', keyId: 'key-a', scopes: ['news'] };
+
+/** An app with the service's middleware in the order createServiceApp mounts it, the verifier before the routes. */
+function appWith(mount: (app: express.Express) => void, options: { allowAnonymous?: boolean } = {}) {
   const { logger } = captureLogger();
   const app = express();
   app.use(requestContext({ logger }));
   app.use(jsonBody());
+  app.use(verifyIdentity(KEY, { logger, ...options }));
   mount(app);
   app.use(errorHandler({ logger }));
   return app;
 }
 
+/** The gateway's identity headers for one request (a body is signed as supertest will send it: JSON). */
+function signed(method: string, path: string, body?: unknown, caller: Caller | null = CALLER): Record<string, string> {
+  return signIdentity({ requestId: 'req-1', caller }, KEY, { method, path, body: body === undefined ? undefined : JSON.stringify(body) });
+}
+
+function post(app: express.Express, path: string, body: unknown, caller: Caller | null = CALLER) {
+  return request(app).post(path).set(signed('POST', path, body, caller)).send(body as object);
+}
+
+const errorOf = (res: { body: unknown }): ErrorBody => ErrorBody.parse(res.body);
+
+function get(app: express.Express, path: string, caller: Caller | null = CALLER) {
+  return request(app).get(path).set(signed('GET', path, undefined, caller));
+}
+
 describe('route', () => {
-  it('hands the handler the parsed body (normalised, with defaults) and sends what it returns', async () => {
-    const seen: NewsRequestType[] = [];
+  it('registers the entry\'s method and path, hands the handler the parsed body (normalised, with defaults) and sends what it returns', async () => {
+    const seen: NewsRequest[] = [];
     const app = appWith((a) =>
-      a.post(
-        '/api/products/news',
-        route({ body: NewsRequest }, ({ body }) => {
-          seen.push(body);
-          return { symbols: body.symbols, n: body.n };
-        }),
-      ),
+      route(a, API_ROUTES.createNews, ({ body }) => {
+        seen.push(body);
+        return { symbols: body.symbols, n: body.n };
+      }),
     );
-    const res = await request(app).post('/api/products/news').send({ symbols: [' aapl', 'AAPL', 'msft'] }).expect(200);
+    const res = await post(app, '/api/products/news', { symbols: [' aapl', 'AAPL', 'msft'] }).expect(200);
     expect(res.body).toEqual({ symbols: ['AAPL', 'MSFT'], n: 5 });
     expect(seen).toEqual([{ symbols: ['AAPL', 'MSFT'], n: 5, language: 'en' }]);
+    // Only the entry's method: a GET of the same path is not this route.
+    await get(app, '/api/products/news').expect(404);
+  });
+
+  it('turns the path template into express parameters', async () => {
+    expect(toExpressPath('/api/jobs/{job_type}/{job_id}/status')).toBe('/api/jobs/:job_type/:job_id/status');
+    const app = appWith((a) => route(a, API_ROUTES.getJobStatus, ({ params }) => params));
+    await get(app, '/api/jobs/news/3FA85F64-5717-4562-B3FC-2C963F66AFA6/status').expect(200, { job_type: 'news', job_id: '3FA85F64-5717-4562-B3FC-2C963F66AFA6' });
   });
 
   it('keeps the status the handler set', async () => {
     const app = appWith((a) =>
-      a.post(
-        '/jobs',
-        route({ body: NewsRequest }, (_input, { res }) => {
-          res.status(202);
-          return { accepted: true };
-        }),
-      ),
+      route(a, API_ROUTES.createNews, (_input, { res }) => {
+        res.status(202);
+        return { accepted: true };
+      }),
     );
-    await request(app).post('/jobs').send({ symbols: ['AAPL'] }).expect(202, { accepted: true });
+    await post(app, '/api/products/news', { symbols: ['AAPL'] }).expect(202, { accepted: true });
   });
 
   it('refuses an invalid body with 400 validation_error naming each field, without calling the handler', async () => {
     let called = false;
     const app = appWith((a) =>
-      a.post(
-        '/api/products/news',
-        route({ body: NewsRequest }, () => {
-          called = true;
-          return {};
-        }),
-      ),
+      route(a, API_ROUTES.createNews, () => {
+        called = true;
+        return {};
+      }),
     );
-    const res = await request(app).post('/api/products/news').send({ symbols: [], n: 21, langauge: 'en' }).expect(400);
-    expect(res.body.type).toBe('validation_error');
-    expect(res.body.status_code).toBe(400);
-    expect(res.body.detail).toContain('unknown field "langauge"');
-    expect(res.body.detail).toContain('symbols: expected 1 to 10 distinct symbols, got 0');
-    expect(res.body.detail).toContain('n: must be at most 20');
+    const res = errorOf(await post(app, '/api/products/news', { symbols: [], n: 21, langauge: 'en' }).expect(400));
+    expect(res.type).toBe('validation_error');
+    expect(res.status_code).toBe(400);
+    expect(res.detail).toContain('unknown field "langauge"');
+    expect(res.detail).toContain('symbols: expected 1 to 10 distinct symbols, got 0');
+    expect(res.detail).toContain('n: must be at most 20');
     expect(called).toBe(false);
   });
 
   it('validates params and query together and reports every problem', async () => {
-    const app = appWith((a) =>
-      a.get(
-        '/api/jobs/:job_type/:job_id/status',
-        route({ params: JobPathParams, query: z.object({ verbose: z.enum(['true', 'false']).optional() }) }, ({ params, query }) => ({ params, query })),
-      ),
-    );
-    const ok = await request(app).get('/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status?verbose=true').expect(200);
+    const entry = {
+      method: 'get',
+      path: '/api/jobs/{job_type}/{job_id}/status',
+      scope: 'job_type',
+      request: { params: JobPathParams, query: z.object({ verbose: z.enum(['true', 'false']).optional() }) },
+    } as const satisfies RouteEntry;
+    const app = appWith((a) => route(a, entry, ({ params, query }) => ({ params, query })));
+    const ok = await get(app, '/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status?verbose=true').expect(200);
     expect(ok.body).toEqual({ params: { job_type: 'news', job_id: '3fa85f64-5717-4562-b3fc-2c963f66afa6' }, query: { verbose: 'true' } });
 
-    const bad = await request(app).get('/api/jobs/weather/42/status?verbose=maybe').expect(400);
-    expect(bad.body.detail).toContain('job_type: must be one of news, stock-report, analysis, got "weather"');
-    expect(bad.body.detail).toContain('job_id: must be a UUID');
-    expect(bad.body.detail).toContain('verbose:');
+    const bad = errorOf(await get(app, '/api/jobs/weather/42/status?verbose=maybe').expect(400));
+    expect(bad.detail).toContain('job_type: must be one of news, stock-report, analysis, got "weather"');
+    expect(bad.detail).toContain('job_id: must be a UUID');
+    expect(bad.detail).toContain('verbose:');
+  });
+
+  describe('headers', () => {
+    const headersApp = () => appWith((a) => route(a, API_ROUTES.createNews, ({ headers }) => ({ headers })));
+
+    it('hands the handler the declared headers by the contract\'s names, whatever their case on the wire', async () => {
+      const body = { symbols: ['AAPL'] };
+      const res = await request(headersApp())
+        .post('/api/products/news')
+        .set(signed('POST', '/api/products/news', body))
+        .set('idempotency-key', 'order-1')
+        .set('CACHE-CONTROL', 'no-cache')
+        .set('X-Other', 'not declared')
+        .send(body)
+        .expect(200);
+      expect(res.body).toEqual({ headers: { 'Idempotency-Key': 'order-1', 'Cache-Control': 'no-cache' } });
+    });
+
+    it('leaves a header that was not sent undefined', async () => {
+      const res = await post(headersApp(), '/api/products/news', { symbols: ['AAPL'] }).expect(200);
+      expect(res.body).toEqual({ headers: {} });
+    });
+
+    it('refuses a malformed header with 400 naming the header as the contract writes it', async () => {
+      const body = { symbols: ['AAPL'] };
+      for (const bad of ['bad key with spaces', 'x'.repeat(256), '']) {
+        const res = await request(headersApp()).post('/api/products/news').set(signed('POST', '/api/products/news', body)).set('Idempotency-Key', bad).send(body).expect(400);
+        expect(res.body).toEqual({ detail: 'Idempotency-Key: must be 1 to 255 visible ASCII characters.', status_code: 400, type: 'validation_error' });
+      }
+    });
+
+    it('reports a bad header together with a bad body', async () => {
+      const body = { symbols: ['AAPL'], n: 0 };
+      const res = errorOf(await request(headersApp()).post('/api/products/news').set(signed('POST', '/api/products/news', body)).set('Idempotency-Key', 'a b').send(body).expect(400));
+      expect(res.detail).toBe('n: must be at least 1; Idempotency-Key: must be 1 to 255 visible ASCII characters.');
+    });
+  });
+
+  describe('the caller', () => {
+    it('is the identity the gateway signed', async () => {
+      const app = appWith((a) => route(a, API_ROUTES.createNews, ({ caller }) => ({ caller })));
+      await post(app, '/api/products/news', { symbols: ['AAPL'] }).expect(200, { caller: CALLER });
+    });
+
+    it('is required on a keyed route: an anonymous request is refused with 401 before the handler', async () => {
+      let called = false;
+      const app = appWith(
+        (a) =>
+          route(a, API_ROUTES.createNews, () => {
+            called = true;
+            return {};
+          }),
+        { allowAnonymous: true },
+      );
+      const res = errorOf(await post(app, '/api/products/news', { symbols: ['AAPL'] }, null).expect(401));
+      expect(res.type).toBe('unauthorized');
+      expect(called).toBe(false);
+    });
+
+    it('is null on a route that needs no key, for an anonymous request', async () => {
+      const entry = { method: 'get', path: '/portal/whoami', scope: null } as const satisfies RouteEntry;
+      const app = appWith((a) => route(a, entry, ({ caller }) => ({ caller })), { allowAnonymous: true });
+      await get(app, '/portal/whoami', null).expect(200, { caller: null });
+      await get(app, '/portal/whoami').expect(200, { caller: CALLER });
+    });
+
+    it('needs the verifier mounted before the route: without it the request fails as a wiring mistake (500)', async () => {
+      const { logger } = captureLogger();
+      const app = express();
+      route(app, { method: 'get', path: '/unverified', scope: null }, () => ({}));
+      app.use(errorHandler({ logger }));
+      await request(app).get('/unverified').expect(500);
+    });
+  });
+
+  it('types the handler\'s input from the entry', () => {
+    // Compile-time checks (the test project is type-checked): each part has its schema's output type.
+    const router = express.Router();
+    route(router, API_ROUTES.createNews, ({ body, headers, caller, params, query }) => {
+      const symbols: string[] = body.symbols;
+      const key: string | undefined = headers['Idempotency-Key'];
+      const tenant: string = caller.tenantId;
+      const none: undefined = params ?? query;
+      // @ts-expect-error: createNews declares no such field
+      const _unknown: unknown = body.symbol;
+      return { symbols, key, tenant, none };
+    });
+    route(router, { method: 'get', path: '/anonymous', scope: null }, ({ caller }) => {
+      // @ts-expect-error: on a route without a key the caller may be null
+      const _tenant: string = caller.tenantId;
+      return caller?.tenantId;
+    });
+    expect(router.stack).toHaveLength(2);
   });
 
   it('passes what the handler throws to the error translator', async () => {
     const app = appWith((a) =>
-      a.post(
-        '/tools',
-        route({}, async () => {
-          await Promise.resolve();
-          throw conflict('A tool named get_positions already exists.');
-        }),
-      ),
+      route(a, API_ROUTES.createCustomerTool, async () => {
+        await Promise.resolve();
+        throw conflict('A tool named get_positions already exists.');
+      }),
     );
-    const res = await request(app).post('/tools').expect(409);
+    const tool = { name: 'get_positions', description: 'Positions.', endpoint: 'https://api.example.com/p', input_schema: { type: 'object' } };
+    const res = await post(app, '/api/customer-tools/', tool, { ...CALLER, scopes: ['tools'] }).expect(409);
     expect(res.body).toEqual({ detail: 'A tool named get_positions already exists.', status_code: 409, type: 'conflict' });
   });
 
   it('gives the handler the request id and the request logger', async () => {
-    const app = appWith((a) => a.get('/ctx', route({}, (_input, { requestId, logger }) => ({ requestId, hasLogger: logger !== undefined }))));
-    await request(app).get('/ctx').set('X-Request-Id', 'abc-1').expect(200, { requestId: 'abc-1', hasLogger: true });
+    const app = appWith((a) => route(a, API_ROUTES.listCustomerTools, (_input, { requestId, logger }) => ({ requestId, hasLogger: logger !== undefined })));
+    await get(app, '/api/customer-tools/').set('X-Request-Id', 'abc-1').expect(200, { requestId: 'abc-1', hasLogger: true });
   });
 });

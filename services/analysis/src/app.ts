@@ -1,8 +1,8 @@
 import type { AiEngine } from '@fin/ai';
-import { AnalysisRequest, AnalysisResponse, AnalysisResult, analysisText, jobUrls } from '@fin/contracts';
+import { API_ROUTES, AnalysisResponse, AnalysisResult, analysisText, jobUrls, type AnalysisRequest } from '@fin/contracts';
 import type { Pool } from '@fin/db';
-import { AppError, callerOf, createServiceApp, identityKey, route, serviceUnavailable, toAppError, verifyIdentity, type Lifecycle } from '@fin/http';
-import { createInlineRunner, idempotencyKeyOf, submitJob } from '@fin/job-kit';
+import { AppError, createServiceApp, identityKey, route, serviceUnavailable, toAppError, verifyIdentity, type Lifecycle } from '@fin/http';
+import { createInlineRunner, submitJob } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import { openEventStream, type AnalysisEventStream } from './event-stream';
@@ -165,16 +165,14 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
       await pool.query('SELECT 1');
     },
     routes: (app) => {
-      app.post(
-        '/api/analysis',
-        verifyIdentity(identityKey(signingSecret, 'analysis'), { logger }),
-        route({ body: AnalysisRequest }, async ({ body }, { req, res, logger: requestLogger }) => {
-          const caller = { tenantId: callerOf(res).tenantId, idempotencyKey: idempotencyKeyOf(req) };
-          if (!body.output_format.stream) return answerWhenDone(body, caller, res);
-          await stream(body, caller, res, requestLogger ?? logger);
-          return undefined;
-        }),
-      );
+      // Before the route's own validation: a request the gateway did not sign learns nothing, not even a 400.
+      app.use('/api/analysis', verifyIdentity(identityKey(signingSecret, 'analysis'), { logger }));
+      route(app, API_ROUTES.createAnalysis, async ({ body, headers, caller }, { res, logger: requestLogger }) => {
+        const submitter = { tenantId: caller.tenantId, idempotencyKey: headers['Idempotency-Key'] };
+        if (!body.output_format.stream) return answerWhenDone(body, submitter, res);
+        await stream(body, submitter, res, requestLogger ?? logger);
+        return undefined;
+      });
     },
   });
 }

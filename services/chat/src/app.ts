@@ -1,6 +1,6 @@
-import { ChatRequest, ChatStreamQuery, parseChatEventId, type ChatResponse } from '@fin/contracts';
+import { API_ROUTES, parseChatEventId, type ChatResponse } from '@fin/contracts';
 import type { Pool } from '@fin/db';
-import { badRequest, callerOf, createServiceApp, identityKey, route, serviceUnavailable, verifyIdentity, type Lifecycle } from '@fin/http';
+import { badRequest, createServiceApp, identityKey, route, serviceUnavailable, verifyIdentity, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import type { Chat } from './chat';
@@ -18,8 +18,6 @@ export interface ChatAppDeps {
   /** The `retry:` EventSource clients are told (ms); shorter than the reply's detach grace. */
   retryMs?: number;
 }
-
-const LAST_EVENT_ID_DETAIL = 'Last-Event-ID: must be the id of an event of this API, such as 0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12.';
 
 /**
  * Streams `source` to the client from after `after`; the client leaving detaches it. The request has been read by
@@ -80,50 +78,50 @@ export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartb
       await pool.query('SELECT 1');
     },
     routes: (app) => {
-      app.post(
-        '/api/chat',
-        gatewayOnly,
-        route({ body: ChatRequest }, async ({ body }, { req, res }) => {
-          const { tenantId } = callerOf(res);
-          refuseWhileClosing();
-          const reply = await chat.startTurn(tenantId, body.conversation_id, body.message);
-          if (!body.stream) return answer(res, reply);
-          follow(req, res, reply, 0, sse);
-          return undefined;
-        }),
-      );
+      // Before the routes' own validation: a request the gateway did not sign learns nothing, not even a 400.
+      app.use('/api/chat', gatewayOnly);
+      // EventSource never sends an empty Last-Event-ID, and one sent empty has always meant none here.
+      app.use('/api/chat/stream', (req, _res, next) => {
+        if (req.headers['last-event-id'] === '') delete req.headers['last-event-id'];
+        next();
+      });
 
-      app.get(
-        '/api/chat/stream',
-        gatewayOnly,
-        route({ query: ChatStreamQuery }, async ({ query }, { req, res }) => {
-          const { tenantId } = callerOf(res);
-          refuseWhileClosing();
-          const lastEventId = req.header('last-event-id');
-          let source: ReplySource | undefined;
-          let after = 0;
-          if (lastEventId !== undefined && lastEventId !== '') {
-            // A re-attach never sends a turn: a reconnecting EventSource repeats the URL with its message.
-            const named = parseChatEventId(lastEventId);
-            if (named === undefined) throw badRequest(LAST_EVENT_ID_DETAIL);
-            source = await chat.replySource(tenantId, named.replyId, query.conversation_id);
-            after = named.position;
-          } else if (query.message !== undefined) {
-            source = await chat.startTurn(tenantId, query.conversation_id ?? null, query.message);
-          } else if (query.conversation_id !== undefined) {
-            source = await chat.latestSource(tenantId, query.conversation_id);
-          } else {
-            throw badRequest('conversation_id: is required unless message is given or Last-Event-ID is sent.');
-          }
-          // Nothing left to send: 204 also tells EventSource to stop reconnecting.
-          if (source === undefined || source.exhaustedAfter(after)) {
-            res.status(204).end();
-            return undefined;
-          }
-          follow(req, res, source, after, sse);
+      route(app, API_ROUTES.chat, async ({ body, caller }, { req, res }) => {
+        refuseWhileClosing();
+        const reply = await chat.startTurn(caller.tenantId, body.conversation_id, body.message);
+        if (!body.stream) return answer(res, reply);
+        follow(req, res, reply, 0, sse);
+        return undefined;
+      });
+
+      route(app, API_ROUTES.chatStream, async ({ query, headers, caller }, { req, res }) => {
+        const { tenantId } = caller;
+        refuseWhileClosing();
+        const lastEventId = headers['Last-Event-ID'];
+        let source: ReplySource | undefined;
+        let after = 0;
+        if (lastEventId !== undefined) {
+          // A re-attach never sends a turn: a reconnecting EventSource repeats the URL with its message.
+          // The contract's header schema (checked by route()) admits only event ids: this parse cannot fail.
+          const named = parseChatEventId(lastEventId);
+          if (named === undefined) throw new Error('Last-Event-ID passed its schema but names no event');
+          source = await chat.replySource(tenantId, named.replyId, query.conversation_id);
+          after = named.position;
+        } else if (query.message !== undefined) {
+          source = await chat.startTurn(tenantId, query.conversation_id ?? null, query.message);
+        } else if (query.conversation_id !== undefined) {
+          source = await chat.latestSource(tenantId, query.conversation_id);
+        } else {
+          throw badRequest('conversation_id: is required unless message is given or Last-Event-ID is sent.');
+        }
+        // Nothing left to send: 204 also tells EventSource to stop reconnecting.
+        if (source === undefined || source.exhaustedAfter(after)) {
+          res.status(204).end();
           return undefined;
-        }),
-      );
+        }
+        follow(req, res, source, after, sse);
+        return undefined;
+      });
     },
   });
 }

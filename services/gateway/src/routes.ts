@@ -3,6 +3,7 @@
 // it. ROUTE_TARGETS is keyed by the routes' ids, so a route added to the contract does not type-check here
 // until it has a target, and a target for a route that does not exist does not type-check either.
 import { API_ROUTE_LIST, type ApiRoute, type ApiRouteId, type ApiScope, type JobType } from '@fin/contracts';
+import { toExpressPath } from '@fin/http';
 import type { Scope } from './auth/types';
 import type { LimitedProduct } from './rate-limit/types';
 
@@ -48,11 +49,6 @@ export interface GatewayRoute extends ApiRoute {
   readonly target: RouteTarget;
   /** The path in express syntax: /api/jobs/:job_type/:job_id/status. */
   readonly expressPath: string;
-}
-
-/** /api/jobs/{job_type}/{job_id}/status → /api/jobs/:job_type/:job_id/status */
-export function toExpressPath(openApiPath: string): string {
-  return openApiPath.replace(/\{(\w+)\}/g, ':$1');
 }
 
 export const GATEWAY_ROUTES: readonly GatewayRoute[] = API_ROUTE_LIST.map((route) => ({

@@ -1,5 +1,5 @@
-import { JobPathParams } from '@fin/contracts';
-import { callerOf, createServiceApp, identityKey, route, verifyIdentity, type Lifecycle } from '@fin/http';
+import { API_ROUTES, type JobPathParams } from '@fin/contracts';
+import { createServiceApp, identityKey, route, verifyIdentity, type Caller, type Lifecycle } from '@fin/http';
 import { type Logger } from '@fin/log';
 import type express from 'express';
 import { type JobQueries, type JobRef } from './job-queries';
@@ -29,27 +29,21 @@ export function createApp({ logger, queries, signingSecret, readiness, lifecycle
       // Before the routes' own validation: a request the gateway did not sign learns nothing, not even a 400.
       app.use('/api/jobs', verifyIdentity(identityKey(signingSecret, 'jobs'), { logger }));
 
-      const refOf = (params: JobPathParams, res: express.Response): JobRef => ({
-        tenantId: callerOf(res).tenantId,
+      const refOf = (params: JobPathParams, caller: Caller): JobRef => ({
+        tenantId: caller.tenantId,
         jobType: params.job_type,
         jobId: params.job_id.toLowerCase(),
       });
 
-      app.get(
-        '/api/jobs/:job_type/:job_id/status',
-        route({ params: JobPathParams }, ({ params }, { res }) => {
-          // A poll must never be answered from an intermediary's cache.
-          res.set('Cache-Control', 'no-store');
-          return queries.status(refOf(params, res));
-        }),
-      );
-      app.get(
-        '/api/jobs/:job_type/:job_id/result',
-        route({ params: JobPathParams }, ({ params }, { res }) => {
-          res.set('Cache-Control', 'no-store');
-          return queries.result(refOf(params, res));
-        }),
-      );
+      route(app, API_ROUTES.getJobStatus, ({ params, caller }, { res }) => {
+        // A poll must never be answered from an intermediary's cache.
+        res.set('Cache-Control', 'no-store');
+        return queries.status(refOf(params, caller));
+      });
+      route(app, API_ROUTES.getJobResult, ({ params, caller }, { res }) => {
+        res.set('Cache-Control', 'no-store');
+        return queries.result(refOf(params, caller));
+      });
     },
   });
 }
