@@ -1,12 +1,10 @@
+import { ErrorType, JobStatus, JobType } from '@fin/contracts';
 import { z } from 'zod';
 import { defineCatalog, defineTopic } from './topic';
 
-/** The products that run as asynchronous jobs. */
-export const JobType = z.enum(['news', 'stock-report', 'analysis']);
-export type JobType = z.infer<typeof JobType>;
-
-export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
-export type JobStatus = z.infer<typeof JobStatus>;
+// The job types, statuses and error types are the API's own: an event can carry nothing the status endpoint
+// could not answer with.
+export { JobStatus, JobType };
 
 /**
  * A job to run, written to the outbox in the same transaction as its `pending` job row (key = job_id). It names
@@ -44,7 +42,7 @@ export const JobStateEventPayload = z
     progress: z.int().min(0).max(100),
     currently_working_on: z.string().optional(),
     result: z.record(z.string(), z.unknown()).optional(),
-    error: z.object({ type: z.string().min(1), detail: z.string() }).optional(),
+    error: z.object({ type: ErrorType, detail: z.string() }).optional(),
     worker_id: z.string().optional(),
     /**
      * On a `completed` event: which customer tools the run offered the model, as the database's digest of the set

@@ -51,8 +51,10 @@ describe('the job catalog', () => {
     expect(() => createEnvelope(jobsEventsTopic, { ...running, seq: 0 })).toThrow(/seq/);
     expect(() => createEnvelope(jobsEventsTopic, { ...running, progress: 101 })).toThrow(/progress/);
     expect(() => createEnvelope(jobsEventsTopic, { ...running, status: 'failed' })).toThrow(/error/);
-    const failed = { ...running, status: 'failed', error: { type: 'upstream_error', detail: 'Provider down' } } as const;
+    const failed = { ...running, status: 'failed', error: { type: 'service_unavailable', detail: 'Provider down' } } as const;
     expect(createEnvelope(jobsEventsTopic, failed).payload.error).toEqual(failed.error);
+    // The reason's type is one of the API's error types: what the status endpoint will answer with.
+    expect(() => createEnvelope(jobsEventsTopic, { ...failed, error: { type: 'upstream_error' as 'service_unavailable', detail: 'Provider down' } })).toThrow(/error\.type/);
   });
 });
 
