@@ -26,21 +26,20 @@ export {
 export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
 export {
   bypassesCache,
-  classifyFailure,
   createCachedProductApp,
-  createProductWorker,
   describeCache,
   idempotencyKeyOf,
-  runProductProcess,
-  startProductService,
   type CachedProduct,
   type ProductAppDeps,
+} from './product-api';
+export { classifyFailure, createProductWorker, type ProductRunContext, type ProductWorkerDeps, type ProductWorkerOptions } from './product-worker';
+export {
+  runProductProcess,
+  startProductService,
   type ProductRole,
-  type ProductRunContext,
   type ProductService,
   type ProductServiceConfig,
   type ProductServiceOptions,
-  type ProductWorkerDeps,
-  type ProductWorkerOptions,
+  type ProductSettings,
   type SharedResources,
-} from './product';
+} from './product-service';

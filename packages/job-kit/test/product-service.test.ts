@@ -31,7 +31,7 @@ describe('startProductService', () => {
     const bus = createMemoryBus({ logger });
     const stopped: string[] = [];
     const worker: JobWorker = { workerId: 'w', start: async () => undefined, stop: async () => void stopped.push('worker') };
-    const config: ProductServiceConfig<'NEWS'> = {
+    const config: ProductServiceConfig = {
       PORT: port,
       HOST: '127.0.0.1',
       DATABASE_URL: db.url,
@@ -40,16 +40,11 @@ describe('startProductService', () => {
       KAFKA_CLIENT_ID: 'news',
       KAFKA_TOPIC_PREFIX: '',
       KAFKA_SESSION_TIMEOUT_MS: 30_000,
-      NEWS_ROLE: 'all',
-      NEWS_TIME_LIMIT_MS: 1_000,
-      NEWS_WORKER_CONCURRENCY: 1,
-      NEWS_MAX_ATTEMPTS: 3,
-      NEWS_LEASE_MS: 1_000,
     };
     const start = startProductService({
       jobType: 'news',
-      envPrefix: 'NEWS',
       config,
+      settings: { role: 'all', timeLimitMs: 1_000, workerConcurrency: 1, maxAttempts: 3, leaseMs: 1_000 },
       logger,
       pool,
       bus,

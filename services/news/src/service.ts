@@ -18,8 +18,14 @@ export function startNewsService({ config, logger, ...shared }: NewsServiceOptio
   return startProductService({
     ...shared,
     jobType: 'news',
-    envPrefix: 'NEWS',
     config,
+    settings: {
+      role: config.NEWS_ROLE,
+      timeLimitMs: config.NEWS_TIME_LIMIT_MS,
+      workerConcurrency: config.NEWS_WORKER_CONCURRENCY,
+      maxAttempts: config.NEWS_MAX_ATTEMPTS,
+      leaseMs: config.NEWS_LEASE_MS,
+    },
     logger,
     createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),
     createApp,

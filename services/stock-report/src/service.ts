@@ -16,8 +16,14 @@ export function startStockReportService({ config, logger, ...shared }: StockRepo
   return startProductService({
     ...shared,
     jobType: 'stock-report',
-    envPrefix: 'STOCK_REPORT',
     config,
+    settings: {
+      role: config.STOCK_REPORT_ROLE,
+      timeLimitMs: config.STOCK_REPORT_TIME_LIMIT_MS,
+      workerConcurrency: config.STOCK_REPORT_WORKER_CONCURRENCY,
+      maxAttempts: config.STOCK_REPORT_MAX_ATTEMPTS,
+      leaseMs: config.STOCK_REPORT_LEASE_MS,
+    },
     logger,
     createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),
     createApp,

@@ -1,0 +1,151 @@
+// Starting a product service process (news, stock-report): the roles it runs, on the clients it is given or
+// creates from its config. The API role is product-api.ts, the worker role product-worker.ts.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPool, type Pool } from '@fin/db';
+import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
+import { closeStarted, createLifecycle, createShutdown, listen, onShutdownSignals, type Closer, type createServiceApp, type Lifecycle } from '@fin/http';
+import type { Logger } from '@fin/log';
+import { startMetricsServer } from '@fin/metrics';
+import type { ProductAppDeps } from './product-api';
+import type { ProductWorkerDeps } from './product-worker';
+import type { JobWorker } from './worker';
+
+type ServiceApp = ReturnType<typeof createServiceApp>;
+
+/** api: answers the product's endpoint; worker: runs its jobs; all: both in one process. */
+export type ProductRole = 'api' | 'worker' | 'all';
+
+/**
+ * The product's own settings, which each service reads from its own variables (`NEWS_ROLE`,
+ * `STOCK_REPORT_TIME_LIMIT_MS`, …) and hands over by name.
+ */
+export interface ProductSettings {
+  role: ProductRole;
+  /** A run that takes longer fails (`gateway_timeout`). */
+  timeLimitMs: number;
+  /** Jobs one worker process runs at once. */
+  workerConcurrency: number;
+  /** Attempts per job: a dead worker or a temporary model error uses one. */
+  maxAttempts: number;
+  /** How long a worker's claim on a job lasts without renewal. */
+  leaseMs: number;
+}
+
+/** The variables every product service reads under the same names: where it listens and what it connects to. */
+export type ProductServiceConfig = KafkaConfig & {
+  PORT: number;
+  HOST: string;
+  DATABASE_URL: string;
+  INTERNAL_SIGNING_SECRET: string;
+};
+
+export interface ProductService {
+  lifecycle: Lifecycle;
+  /** The HTTP server (API role). */
+  server?: Server;
+  /** In shutdown order, after the HTTP server has drained. */
+  closers: Closer[];
+}
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+/** Resources a single-process setup shares between services; each is created from config when absent. */
+export interface SharedResources<Engine> {
+  pool?: Pool;
+  bus?: EventBus;
+  engine?: Engine;
+}
+
+export interface ProductServiceOptions<Engine extends Closable> extends SharedResources<Engine> {
+  jobType: JobType;
+  config: ProductServiceConfig;
+  settings: ProductSettings;
+  logger: Logger;
+  /** The AI engine, created only for the worker role (and only when none is shared), on the process's pool. */
+  createEngine(pool: Pool): Promise<Engine>;
+  createApp(deps: ProductAppDeps): ServiceApp;
+  createWorker(deps: ProductWorkerDeps<Engine>): JobWorker;
+}
+
+/**
+ * Starts the roles this process runs (`settings.role`): the API, the worker, or both. Every process also runs a
+ * standby-capable outbox relay, so job requests and events are published while any process of the product is up.
+ */
+export async function startProductService<Engine extends Closable>(options: ProductServiceOptions<Engine>): Promise<ProductService> {
+  const { jobType, config, settings, logger } = options;
+  const { role } = settings;
+  const pool = options.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `${jobType}-${role}`, max: 10 });
+  const bus = options.bus ?? (await connectKafkaBus(config, logger));
+  const lifecycle = createLifecycle();
+  const engine = role === 'api' ? undefined : (options.engine ?? (await options.createEngine(pool)));
+  const relay = createOutboxRelay({ pool, bus, logger });
+  relay.start();
+  // Closed after the HTTP server and the worker have stopped.
+  const last: Closer[] = [
+    ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
+    { name: 'outbox relay', close: () => relay.stop() },
+    ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
+  ];
+  const closers: Closer[] = [];
+
+  let server: Server | undefined;
+  try {
+    if (engine) {
+      const worker = options.createWorker({
+        pool,
+        bus,
+        engine,
+        logger,
+        timeLimitMs: settings.timeLimitMs,
+        concurrency: settings.workerConcurrency,
+        leaseMs: settings.leaseMs,
+      });
+      await worker.start();
+      closers.push({ name: `${jobType} worker`, close: () => worker.stop() });
+    }
+    if (role !== 'worker') {
+      const app = options.createApp({ pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, maxAttempts: settings.maxAttempts });
+      server = await listen(app, config.PORT, config.HOST);
+      const { port } = server.address() as AddressInfo;
+      logger.info({ url: `http://${config.HOST}:${port}`, role }, `${jobType} service listening`);
+    }
+  } catch (error) {
+    // A failed start (the port in use, say) stops what already runs, in shutdown order, and reports the cause.
+    await closeStarted([...closers, ...last]);
+    throw error;
+  }
+  closers.push(...last);
+  return { lifecycle, server, closers };
+}
+
+/**
+ * A product service's main: starts it, then on SIGTERM/SIGINT shuts down in the fixed order (readiness off, HTTP
+ * drains, worker and relay stop, bus and pool close); a second signal exits at once. A failed start exits 1.
+ */
+export function runProductProcess(
+  name: string,
+  start: () => Promise<{ logger: Logger; service: ProductService; drainTimeoutMs: number; metrics: { port: number; host: string } }>,
+): void {
+  start()
+    .then(async ({ logger, service, drainTimeoutMs, metrics: where }) => {
+      const metrics = await startMetricsServer({ ...where, logger });
+      onShutdownSignals(
+        createShutdown({
+          logger,
+          lifecycle: service.lifecycle,
+          servers: service.server ? [service.server] : [],
+          drainTimeoutMs,
+          closers: [...service.closers, { name: 'metrics listener', close: () => metrics.close() }],
+          exit: (code) => process.exit(code),
+        }),
+      );
+    })
+    .catch((error: unknown) => {
+      process.stderr.write(`${name} service failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exit(1);
+    });
+}

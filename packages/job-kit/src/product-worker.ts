@@ -1,0 +1,75 @@
+// The worker role of a product: each job of its type runs on the AI engine, and an engine failure is turned into
+// what a client reads on the status endpoint. job-kit does not depend on the AI engine: the engine comes in
+// through the service's factories, and its errors are recognised by their shape (see classifyFailure).
+import type { Pool } from '@fin/db';
+import type { EventBus, JobType } from '@fin/events';
+import type { Logger } from '@fin/log';
+import { createJobWorker, type FailureVerdict, type JobWorker, type RunOutcome } from './worker';
+
+
+const TEMPORARY: FailureVerdict = {
+  retry: true,
+  type: 'service_unavailable',
+  detail: 'The AI model was temporarily unavailable, so the job could not complete. Submit it again in a moment.',
+};
+
+/** The verdict for each kind of AI engine failure (`AiErrorKind` of @fin/ai); other kinds get ENGINE_DEFAULT. */
+const ENGINE_FAILURES: Readonly<Record<string, FailureVerdict>> = {
+  rate_limited: TEMPORARY,
+  overloaded: TEMPORARY,
+  upstream: TEMPORARY,
+  timeout: TEMPORARY,
+  connection: TEMPORARY,
+  invalid_output: { retry: true, type: 'internal_error', detail: 'The AI model did not produce a valid result.' },
+  limit_exceeded: { retry: false, type: 'internal_error', detail: 'The research exceeded its processing limits.' },
+  refused: { retry: false, type: 'validation_error', detail: 'The AI model declined this request.' },
+};
+const ENGINE_DEFAULT: FailureVerdict = { retry: false, type: 'internal_error', detail: 'The AI service could not process the job.' };
+
+/**
+ * What a client reads on the status endpoint when a run fails: the reason in plain words, no internals.
+ * The engine's errors are `AiError`s (name `AiError`, a `kind`); anything else is our own fault and is retried.
+ */
+export function classifyFailure(error: unknown): FailureVerdict {
+  if (error instanceof Error && error.name === 'AiError') {
+    const { kind } = error as Error & { kind?: unknown };
+    return (typeof kind === 'string' && Object.hasOwn(ENGINE_FAILURES, kind) ? ENGINE_FAILURES[kind] : undefined) ?? ENGINE_DEFAULT;
+  }
+  return { retry: true, type: 'internal_error', detail: 'An internal error stopped the job.' };
+}
+
+/** What a product's worker role is built from. */
+export interface ProductWorkerDeps<Engine> {
+  pool: Pool;
+  bus: EventBus;
+  engine: Engine;
+  logger: Logger;
+  /** A run that takes longer fails (`gateway_timeout`). */
+  timeLimitMs: number;
+  concurrency?: number;
+  leaseMs?: number;
+}
+
+/** How the engine is told about a run: the AI engine's own run context (abort signal, progress sentences). */
+export interface ProductRunContext {
+  signal: AbortSignal;
+  onProgress(percent: number, currentlyWorkingOn: string): void;
+  /** The job's tenant and id: the engine offers that tenant's customer tools and audits their calls under the job. */
+  caller: { tenantId: string; jobId: string };
+}
+
+export interface ProductWorkerOptions extends Omit<ProductWorkerDeps<unknown>, 'engine'> {
+  jobType: JobType;
+  /** Parses the stored request with the product's contract and runs it on the engine. */
+  run: (request: Record<string, unknown>, ctx: ProductRunContext) => Promise<RunOutcome>;
+}
+
+/** A product's worker role: each job of its type runs on the engine; failures are classified by classifyFailure. */
+export function createProductWorker({ run, ...options }: ProductWorkerOptions): JobWorker {
+  return createJobWorker({
+    ...options,
+    classify: classifyFailure,
+    run: (job, ctx) =>
+      run(job.request, { signal: ctx.signal, onProgress: (percent, workingOn) => ctx.progress(percent, workingOn), caller: { tenantId: job.tenantId, jobId: job.id } }),
+  });
+}
