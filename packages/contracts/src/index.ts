@@ -10,4 +10,5 @@ export * from './events';
 export * from './jobs';
 export * from './customer-tools';
 export * from './routes';
+export * from './portal';
 export * from './openapi';

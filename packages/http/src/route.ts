@@ -140,6 +140,11 @@ function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>, withCa
   };
 }
 
+export interface RouteOptions {
+  /** Middleware of this route alone, run before its input is checked (e.g. the portal's session check). */
+  before?: readonly RequestHandler[];
+}
+
 /**
  * `route(app, API_ROUTES.createNews, async ({ body, headers, caller }) => news.request(caller.tenantId, body))`
  * registers the entry's method and path on `router`. Invalid input is a 400 `validation_error` whose detail names
@@ -147,16 +152,18 @@ function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>, withCa
  * once). The identity must have been verified before (verifyIdentity mounted ahead of the route): a keyed route
  * without a caller is refused with 401.
  */
-export function route<R extends RouteEntry>(router: Router, entry: R, handler: RouteHandler<R>): void;
+export function route<R extends RouteEntry>(router: Router, entry: R, handler: RouteHandler<R>, options?: RouteOptions): void;
 /** Transitional form: a handler for the given schemas, registered by the caller (no headers, no caller). */
 export function route<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
   schemas: RouteSchemas<P, Q, B>,
   handler: (input: LegacyInput<P, Q, B>, context: RouteContext) => unknown,
 ): RequestHandler;
-export function route(...args: [Router, RouteEntry, RouteHandler<RouteEntry>] | [RouteSchemas<z.ZodType, z.ZodType, z.ZodType>, (input: never, context: RouteContext) => unknown]): RequestHandler | undefined {
-  if (args.length === 3) {
-    const [router, entry, handler] = args;
-    router[entry.method](toExpressPath(entry.path), handle(entry, handler));
+export function route(
+  ...args: [Router, RouteEntry, RouteHandler<RouteEntry>, RouteOptions?] | [RouteSchemas<z.ZodType, z.ZodType, z.ZodType>, (input: never, context: RouteContext) => unknown]
+): RequestHandler | undefined {
+  if (args.length !== 2) {
+    const [router, entry, handler, options] = args;
+    router[entry.method](toExpressPath(entry.path), ...(options?.before ?? []), handle(entry, handler));
     return undefined;
   }
   const [schemas, handler] = args;

@@ -197,6 +197,34 @@ describe('route', () => {
     expect(router.stack).toHaveLength(2);
   });
 
+  it('runs the route\'s own middleware first, before its input is checked', async () => {
+    const order: string[] = [];
+    const app = appWith((a) =>
+      route(
+        a,
+        API_ROUTES.createNews,
+        () => {
+          order.push('handler');
+          return {};
+        },
+        {
+          before: [
+            (req, res, next) => {
+              order.push('before');
+              if (req.get('X-Refuse') === 'yes') res.status(403).json({ refused: true });
+              else next();
+            },
+          ],
+        },
+      ),
+    );
+    await post(app, '/api/products/news', { symbols: ['AAPL'] }).expect(200);
+    expect(order).toEqual(['before', 'handler']);
+    // Refused by the middleware: the invalid body is never looked at.
+    await request(app).post('/api/products/news').set(signed('POST', '/api/products/news', { symbols: [] })).set('X-Refuse', 'yes').send({ symbols: [] }).expect(403, { refused: true });
+    expect(order).toEqual(['before', 'handler', 'before']);
+  });
+
   it('passes what the handler throws to the error translator', async () => {
     const app = appWith((a) =>
       route(a, API_ROUTES.createCustomerTool, async () => {

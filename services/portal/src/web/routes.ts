@@ -7,12 +7,12 @@
 // needs the session's CSRF token (or, for sign-in, the double-submit token).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { API_SCOPES } from '@fin/contracts';
+import { API_SCOPES, PORTAL_PAGES, PortalForm } from '@fin/contracts';
 import { CustomerToolError, listCalls, type CustomerToolRuntime, type ToolStore } from '@fin/customer-tools';
 import type { Pool } from '@fin/db';
-import { checkBodyDigest, identityKey, loggerOf, tooManyRequests, verifyIdentity } from '@fin/http';
+import { checkBodyDigest, identityKey, loggerOf, route, tooManyRequests, verifyIdentity } from '@fin/http';
 import type { Logger } from '@fin/log';
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { MAX_ACTIVE_KEYS_PER_TENANT, accountOf, createTenantKey, listKeys, revokeTenantKey, signIn, type Account } from '../accounts';
 import { isCrossSite, type Session, type Sessions } from '../session';
 import { clientAddressOf, type PortalThrottle, type Refusal, type ThrottledAction } from '../throttle';
@@ -78,10 +78,8 @@ function page(res: Response, status: number, options: Parameters<typeof layout>[
   res.status(status).type('html').send(layout(options));
 }
 
-const formText = (req: Request, name: string): string => {
-  const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
-  return typeof value === 'string' ? value : '';
-};
+/** A form field sent once; '' when it is absent or its name repeated. */
+const formText = (value: string | string[] | undefined): string => (typeof value === 'string' ? value : '');
 
 export function portalRoutes(deps: PortalDeps): express.Router {
   const { pool, store, runtime, sessions, logger, throttle } = deps;
@@ -118,7 +116,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
         return res.redirect(303, '/portal/login');
       }
       res.locals.portal = { session, account, csrf: sessions.csrfToken(session) } satisfies Signed;
-      if (req.method === 'POST' && !sessions.checkCsrf(session, (req.body as Record<string, unknown> | undefined)?.csrf)) {
+      if (req.method === 'POST' && !sessions.checkCsrf(session, PortalForm.parse(req.body).csrf)) {
         return page(res, 403, { title: 'Request refused', body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p><p><a href="/portal/tools">Back to your tools</a></p>` });
       }
       next();
@@ -127,9 +125,8 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     }
   };
 
-  const handle = (work: (req: Request, res: Response) => Promise<void> | void): RequestHandler => (req, res, next: NextFunction) => {
-    Promise.resolve(work(req, res)).catch(next);
-  };
+  /** The pages of a signed-in account: the session (and, on a POST, its CSRF token) is checked first. */
+  const signedIn = { before: [requireSession] };
 
   /**
    * Counts an attempt; over a limit, a 429 with Retry-After: a browser gets a page saying so (and false), any other
@@ -155,10 +152,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
 
   const notFound = (res: Response) => shell(res, 'Not found', html`<p>There is no such tool in this account.</p><p><a href="/portal/tools">Back to your tools</a></p>`, 'tools', 404);
 
-  const toolId = (req: Request): string | null => {
-    const id = req.params.id;
-    return typeof id === 'string' && UUID.test(id) ? id.toLowerCase() : null;
-  };
+  const toolId = (id: string): string | null => (UUID.test(id) ? id.toLowerCase() : null);
 
   // ---- Sign-in ----
 
@@ -176,18 +170,19 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     });
   };
 
-  router.get(['/', ''], (_req, res) => res.redirect(303, '/portal/tools'));
-  router.get('/login', (req, res) => {
+  route(router, PORTAL_PAGES.home, (_input, { res }) => res.redirect(303, '/portal/tools'));
+  route(router, PORTAL_PAGES.signInPage, (_input, { req, res }) => {
     if (sessions.read(req) !== null) return res.redirect(303, '/portal/tools');
     loginPage(req, res);
   });
-  router.post(
-    '/login',
-    handle(async (req, res) => {
-      if (!sessions.checkLoginToken(req, formText(req, 'csrf'))) return loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403);
+  route(
+    router,
+    PORTAL_PAGES.signIn,
+    async ({ body }, { req, res }) => {
+      if (!sessions.checkLoginToken(req, formText(body.csrf))) return loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403);
       // Counted before the key is looked up, so a flood of attempts costs no database lookups once over the limit.
       if (!(await admitted(req, res, 'sign_in', { client: true }))) return;
-      const result = await signIn(pool, formText(req, 'api_key'));
+      const result = await signIn(pool, formText(body.api_key));
       if (!result.ok) {
         loggerOf(res, logger).warn({ reason: result.reason }, 'portal sign-in refused');
         return loginPage(req, res, [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'], 200);
@@ -197,20 +192,25 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       loggerOf(res, logger).info({ tenantId: result.account.tenantId, keyId: result.account.keyId }, 'portal sign-in');
       noStore(res);
       res.redirect(303, '/portal/tools');
-    }),
+    },
   );
-  router.post('/logout', requireSession, (_req, res) => {
-    sessions.clear(res);
-    noStore(res);
-    res.redirect(303, '/portal/login');
-  });
+  route(
+    router,
+    PORTAL_PAGES.signOut,
+    (_input, { res }) => {
+      sessions.clear(res);
+      noStore(res);
+      res.redirect(303, '/portal/login');
+    },
+    signedIn,
+  );
 
   // ---- Tools ----
 
-  router.get(
-    '/tools',
-    requireSession,
-    handle(async (_req, res) => {
+  route(
+    router,
+    PORTAL_PAGES.tools,
+    async (_input, { res }) => {
       const { account, csrf } = signedOf(res);
       const tools = await store.list(account.tenantId);
       const rows = tools.map(
@@ -234,12 +234,18 @@ export function portalRoutes(deps: PortalDeps): express.Router {
         html`<p>External APIs the AI may call while it analyses for you. <a href="/portal/tools/new" class="button">New tool</a></p>
 ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><thead><tr><th>Tool</th><th>Endpoint</th><th>Products</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
       );
-    }),
+    },
+    signedIn,
   );
 
-  router.get('/tools/new', requireSession, (_req, res) => {
-    shell(res, 'New tool', toolForm({ action: '/portal/tools', values: EMPTY_VALUES, problems: new Map(), csrf: signedOf(res).csrf, editing: false }));
-  });
+  route(
+    router,
+    PORTAL_PAGES.newTool,
+    (_input, { res }) => {
+      shell(res, 'New tool', toolForm({ action: '/portal/tools', values: EMPTY_VALUES, problems: new Map(), csrf: signedOf(res).csrf, editing: false }));
+    },
+    signedIn,
+  );
 
   /** Re-renders the form with its problems (200: the page is the answer to the form, as browsers expect). */
   const formAgain = (res: Response, title: string, action: string, values: ReturnType<typeof parseToolForm>['values'], problems: FieldProblems, editing: boolean) =>
@@ -256,11 +262,11 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     return true;
   };
 
-  router.post(
-    '/tools',
-    requireSession,
-    handle(async (req, res) => {
-      const { values, request, problems } = parseToolForm(req.body as Record<string, unknown>, { editing: false });
+  route(
+    router,
+    PORTAL_PAGES.createTool,
+    async ({ body }, { res }) => {
+      const { values, request, problems } = parseToolForm(body, { editing: false });
       if (request !== undefined) {
         try {
           await store.create(signedOf(res).account.tenantId, request);
@@ -271,30 +277,32 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
         }
       }
       formAgain(res, 'New tool', '/portal/tools', values, problems, false);
-    }),
+    },
+    signedIn,
   );
 
-  router.get(
-    '/tools/:id/edit',
-    requireSession,
-    handle(async (req, res) => {
-      const id = toolId(req);
+  route(
+    router,
+    PORTAL_PAGES.editTool,
+    async ({ params }, { res }) => {
+      const id = toolId(params.id);
       const tool = id === null ? null : await store.get(signedOf(res).account.tenantId, id);
       if (tool === null) return notFound(res);
       shell(res, `Edit ${tool.name}`, toolForm({ action: `/portal/tools/${tool.id}`, values: valuesOf(tool), problems: new Map(), csrf: signedOf(res).csrf, editing: true }));
-    }),
+    },
+    signedIn,
   );
 
-  router.post(
-    '/tools/:id',
-    requireSession,
-    handle(async (req, res) => {
-      const id = toolId(req);
+  route(
+    router,
+    PORTAL_PAGES.updateTool,
+    async ({ params, body }, { res }) => {
+      const id = toolId(params.id);
       const tenantId = signedOf(res).account.tenantId;
       const existing = id === null ? null : await store.get(tenantId, id);
       if (existing === null) return notFound(res);
-      const { values, request, problems } = parseToolForm(req.body as Record<string, unknown>, { editing: true });
-      if (values.headerNames.length === 0 && formText(req, 'headers').trim() === '' && formText(req, 'clear_headers') !== 'on') values.headerNames = existing.headerNames;
+      const { values, request, problems } = parseToolForm(body, { editing: true });
+      if (values.headerNames.length === 0 && formText(body.headers).trim() === '' && formText(body.clear_headers) !== 'on') values.headerNames = existing.headerNames;
       if (request !== undefined) {
         try {
           await store.update(tenantId, existing.id, request);
@@ -305,36 +313,41 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
         }
       }
       formAgain(res, `Edit ${existing.name}`, `/portal/tools/${existing.id}`, values, problems, true);
-    }),
+    },
+    signedIn,
   );
 
-  router.post(
-    '/tools/:id/enabled',
-    requireSession,
-    handle(async (req, res) => {
-      const id = toolId(req);
-      const tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(req, 'enabled') === 'on');
+  route(
+    router,
+    PORTAL_PAGES.setToolEnabled,
+    async ({ params, body }, { res }) => {
+      const id = toolId(params.id);
+      const tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(body.enabled) === 'on');
       if (tool === null) return notFound(res);
       res.redirect(303, '/portal/tools');
-    }),
+    },
+    signedIn,
   );
 
-  router.post(
-    '/tools/:id/delete',
-    requireSession,
-    handle(async (req, res) => {
-      const id = toolId(req);
+  route(
+    router,
+    PORTAL_PAGES.deleteTool,
+    async ({ params }, { res }) => {
+      const id = toolId(params.id);
       if (id === null || !(await store.delete(signedOf(res).account.tenantId, id))) return notFound(res);
       res.redirect(303, '/portal/tools');
-    }),
+    },
+    signedIn,
   );
 
-  const testPage = async (req: Request, res: Response, run: boolean) => {
-    const id = toolId(req);
+  /** The test form; `input` is the sample sent to run, undefined to show the form with a starting sample. */
+  const testPage = async (req: Request, res: Response, toolParam: string, input: string | undefined) => {
+    const id = toolId(toolParam);
+    const run = input !== undefined;
     const tenantId = signedOf(res).account.tenantId;
     const tool = id === null ? null : await store.get(tenantId, id);
     if (tool === null) return notFound(res);
-    const sample = run ? formText(req, 'input') : JSON.stringify(sampleInput(tool.inputSchema), null, 2);
+    const sample = input ?? JSON.stringify(sampleInput(tool.inputSchema), null, 2);
     const problems: string[] = [];
     let outcome: Html = html``;
     if (run) {
@@ -382,14 +395,14 @@ ${outcome}`,
     );
   };
 
-  router.get('/tools/:id/test', requireSession, handle((req, res) => testPage(req, res, false)));
-  router.post('/tools/:id/test', requireSession, handle((req, res) => testPage(req, res, true)));
+  route(router, PORTAL_PAGES.testToolPage, ({ params }, { req, res }) => testPage(req, res, params.id, undefined), signedIn);
+  route(router, PORTAL_PAGES.testTool, ({ params, body }, { req, res }) => testPage(req, res, params.id, formText(body.input)), signedIn);
 
-  router.get(
-    '/tools/:id/calls',
-    requireSession,
-    handle(async (req, res) => {
-      const id = toolId(req);
+  route(
+    router,
+    PORTAL_PAGES.toolCalls,
+    async ({ params }, { res }) => {
+      const id = toolId(params.id);
       const tenantId = signedOf(res).account.tenantId;
       const tool = id === null ? null : await store.get(tenantId, id);
       if (tool === null) return notFound(res);
@@ -409,7 +422,8 @@ ${outcome}`,
 ${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><thead><tr><th>When (UTC)</th><th>Made by</th><th>Outcome</th><th>HTTP</th><th>Duration</th><th>Bytes</th></tr></thead><tbody>${rows}</tbody></table>`}
 <p><a href="/portal/tools">Back to your tools</a></p>`,
       );
-    }),
+    },
+    signedIn,
   );
 
   // ---- API keys ----
@@ -446,31 +460,33 @@ ${problemList(extra.problems ?? [])}
     );
   };
 
-  router.get('/keys', requireSession, handle((_req, res) => keysPage(res)));
-  router.post(
-    '/keys',
-    requireSession,
-    handle(async (req, res) => {
-      const raw: unknown = (req.body as Record<string, unknown>).scopes;
-      const scopes = Array.isArray(raw) ? raw.filter((item): item is string => typeof item === 'string') : typeof raw === 'string' ? [raw] : [];
-      const result = await createTenantKey(pool, signedOf(res).account, { name: formText(req, 'name'), scopes }, { ttlDays: deps.keyTtlDays });
+  route(router, PORTAL_PAGES.keys, (_input, { res }) => keysPage(res), signedIn);
+  route(
+    router,
+    PORTAL_PAGES.createKey,
+    async ({ body }, { res }) => {
+      const raw = body.scopes;
+      const scopes = Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : [];
+      const result = await createTenantKey(pool, signedOf(res).account, { name: formText(body.name), scopes }, { ttlDays: deps.keyTtlDays });
       if (!result.ok) return keysPage(res, { problems: [`${result.field}: ${result.message}`] });
       loggerOf(res, logger).info({ tenantId: signedOf(res).account.tenantId, keyId: result.id, expiresAt: result.expiresAt }, 'API key generated in the portal');
       await keysPage(res, { created: { apiKey: result.apiKey, expiresAt: result.expiresAt } });
-    }),
+    },
+    signedIn,
   );
-  router.post(
-    '/keys/:id/revoke',
-    requireSession,
-    handle(async (req, res) => {
-      const id = req.params.id;
+  route(
+    router,
+    PORTAL_PAGES.revokeKey,
+    async ({ params }, { res }) => {
+      const id = params.id;
       const { account } = signedOf(res);
-      if (typeof id !== 'string' || !UUID.test(id) || !(await revokeTenantKey(pool, account.tenantId, id))) {
+      if (!UUID.test(id) || !(await revokeTenantKey(pool, account.tenantId, id))) {
         return shell(res, 'Not found', html`<p>There is no such key in this account.</p><p><a href="/portal/keys">Back to your keys</a></p>`, 'keys', 404);
       }
       loggerOf(res, logger).info({ tenantId: account.tenantId, keyId: id }, 'API key revoked in the portal');
       res.redirect(303, id.toLowerCase() === account.keyId ? '/portal/login' : '/portal/keys');
-    }),
+    },
+    signedIn,
   );
 
   return router;
