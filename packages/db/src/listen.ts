@@ -78,11 +78,16 @@ export function listen(channels: string | readonly string[], handler: (payload: 
     }
   };
 
-  const end = (client: pg.Client) => {
+  /**
+   * Ends `client`; close() waits for it. Only a listening connection gets a goodbye: the socket of one being set
+   * up or already failed is closed at once, so that nothing waits on a server that does not answer.
+   */
+  const end = (client: pg.Client, graceful: boolean) => {
     const ended: Promise<void> = client
       .end()
       .catch(() => undefined)
       .finally(() => ending.delete(ended));
+    if (!graceful) client.connection.stream.destroy();
     ending.add(ended);
   };
 
@@ -90,7 +95,7 @@ export function listen(channels: string | readonly string[], handler: (payload: 
     if (client !== current) return;
     current = undefined;
     clearInterval(pingTimer);
-    end(client);
+    end(client, false);
     const wasListening = listening;
     listening = false;
     if (wasListening && onLost) safely('onLost', onLost);
@@ -113,8 +118,11 @@ export function listen(channels: string | readonly string[], handler: (payload: 
       if (!closed) safely(`handling a notification on ${channel}`, () => handler(payload ?? '', channel));
     });
     connecting = (async () => {
+      // pg never settles connect() for a client ended while connecting: its 'end' event settles the attempt.
+      const ended = new Promise<never>((_resolve, reject) => client.once('end', () => reject(new Error('connection ended'))));
+      ended.catch(() => undefined);
       try {
-        await client.connect();
+        await Promise.race([client.connect(), ended]);
         for (const name of names) await client.query(`LISTEN ${name}`);
       } catch (error) {
         lost(client, error);
@@ -162,8 +170,8 @@ export function listen(channels: string | readonly string[], handler: (payload: 
       clearInterval(pollTimer);
       const client = current;
       current = undefined;
+      if (client) end(client, listening);
       listening = false;
-      if (client) end(client);
       await connecting;
       await polling;
       await Promise.all(ending);

@@ -1,4 +1,5 @@
 import { createEmptyDatabase, openHandles, waitFor, waitForNoLeaks, type TestDatabase } from '@fin/testing';
+import { createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { createPool, listen, type Listener } from '../src';
 
@@ -137,6 +138,48 @@ describe('listen', () => {
       expect(await waitForNoLeaks(baseline, 1_000)).toEqual([]);
     } finally {
       await unreachable.end();
+    }
+  });
+
+  it('ends at once when closed while its connection is still being set up', async () => {
+    const baseline = openHandles();
+    const { listener, events } = start('listen_early');
+    const started = Date.now();
+    await listener.close();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(listener.listening).toBe(false);
+    expect(events).toEqual([]);
+    expect(await waitForNoLeaks(baseline, 1_000)).toEqual([]);
+  });
+
+  it('ends at once when closed while a server accepted the connection and never answers', async () => {
+    const sockets = new Set<Socket>();
+    let accepted = 0;
+    const silent = createServer((socket) => {
+      accepted++;
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      // Reads (and ignores) what it is sent, so that it sees the client's end.
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    const baseline = openHandles();
+    const unanswered = createPool({ connectionString: `postgresql://postgres@127.0.0.1:${port}/none`, applicationName: 'listen-test' });
+    try {
+      const { listener } = start('listen_silent', { pool: unanswered });
+      await waitFor(() => sockets.size === 1, { what: 'the connection to reach the server' });
+      const started = Date.now();
+      await listener.close();
+      expect(Date.now() - started).toBeLessThan(1_000);
+      // The server saw the connection closed (it would have waited for the connect timeout), and no socket is left.
+      await waitFor(() => sockets.size === 0, { timeoutMs: 1_000, what: 'the server to see the connection closed' });
+      expect(accepted).toBe(1);
+      expect(await waitForNoLeaks(baseline, 1_000)).toEqual([]);
+    } finally {
+      await unanswered.end();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 
