@@ -8,7 +8,7 @@ export interface LoadOptions {
   /** At most this many requests in flight; a tick that finds them all busy is skipped (and counted). */
   maxInFlight?: number;
   /** Sends request number `index`; returns the response. */
-  send(index: number, signal: AbortSignal): Promise<Response>;
+  send: (index: number, signal: AbortSignal) => Promise<Response>;
   /** Hang guard of one request (default 30 s): a request that takes longer is abandoned and counted as `timeout`. */
   requestTimeoutMs?: number;
 }

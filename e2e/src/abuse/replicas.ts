@@ -25,9 +25,9 @@ export async function startReplicatedGateways({ replicas = 2, anthropicUrl }: { 
     services.push(service);
     ready.push(waitUntilReady(`http://127.0.0.1:${port}/readyz`, service, 60_000));
   };
-  start('jobs', 'jobs', jobsPort as number);
-  start('news-api', 'news', newsPort as number, { NEWS_ROLE: 'api' });
-  start('chat', 'chat', chatPort as number);
+  start('jobs', 'jobs', jobsPort);
+  start('news-api', 'news', newsPort, { NEWS_ROLE: 'api' });
+  start('chat', 'chat', chatPort);
   const upstreams = { JOBS_URL: `http://127.0.0.1:${jobsPort}`, NEWS_URL: `http://127.0.0.1:${newsPort}`, CHAT_URL: `http://127.0.0.1:${chatPort}` };
   gatewayPorts.forEach((port, index) => start(`gateway-${index + 1}`, 'gateway', port, upstreams));
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });

@@ -159,7 +159,7 @@ describe('job state written under the lease', () => {
     const keys = cacheKeysFor({ jobType: 'news', parameters: { case: randomUUID() }, tenantId: 'unused' });
 
     it('fills a shared key when the run offered no customer tools, in the completion transaction', async () => {
-      const id = await newJob(keys.shared!);
+      const id = await newJob(keys.shared);
       const job = (await claim(id, 'w1'))!;
       expect(job.cacheKey).toBe(keys.shared);
       await recorder(job, 'w1').complete({ result: { news: ['shared'] }, customerToolSet: null, usage: { inputTokens: 10, outputTokens: 5 } });

@@ -67,7 +67,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     // The workers are asked for it; results of this product are never cached.
     const events = await outboxOf(bed.pool, body.job_id);
     expect(events.map((event) => event.topic)).toEqual(['jobs.analysis.requested']);
-    expect((await bed.pool.query('SELECT cache_key FROM jobs WHERE id = $1', [body.job_id])).rows[0].cache_key).toBeNull();
+    expect((await bed.pool.query<{ cache_key: string | null }>('SELECT cache_key FROM jobs WHERE id = $1', [body.job_id])).rows[0]?.cache_key).toBeNull();
   });
 
   it('answers 200 with the result inline when the job completes while the request waits', async () => {
@@ -114,15 +114,16 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     const key = `analysis-${randomUUID()}`;
     const first = await post(app, { prompt: 'Idempotent' }, bed.tenantA, { 'Idempotency-Key': key }).expect(202);
     const again = await post(app, { prompt: 'Idempotent' }, bed.tenantA, { 'Idempotency-Key': key }).expect(202);
-    expect(again.body.job_id).toBe(first.body.job_id);
-    await finishJob(bed.pool, first.body.job_id as string, { result: RESULT });
+    const firstJobId = AnalysisResponse.parse(first.body).job_id;
+    expect(AnalysisResponse.parse(again.body).job_id).toBe(firstJobId);
+    await finishJob(bed.pool, firstJobId, { result: RESULT });
     const replayed = await post(app, { prompt: 'Idempotent' }, bed.tenantA, { 'Idempotency-Key': key }).expect(200);
-    expect(AnalysisResponse.parse(replayed.body)).toMatchObject({ job_id: first.body.job_id, status: 'completed', result: RESULT });
+    expect(AnalysisResponse.parse(replayed.body)).toMatchObject({ job_id: firstJobId, status: 'completed', result: RESULT });
     const other = await post(app, { prompt: 'Something else' }, bed.tenantA, { 'Idempotency-Key': key }).expect(422);
     expect(ErrorBody.parse(other.body).type).toBe('unprocessable_entity');
     // Another tenant's identical key is its own.
     const theirs = await post(app, { prompt: 'Idempotent' }, bed.tenantB, { 'Idempotency-Key': key }).expect(202);
-    expect(theirs.body.job_id).not.toBe(first.body.job_id);
+    expect(AnalysisResponse.parse(theirs.body).job_id).not.toBe(firstJobId);
     await post(app, { prompt: 'Idempotent' }, bed.tenantA, { 'Idempotency-Key': 'not a valid key' }).expect(400);
   });
 
@@ -164,6 +165,6 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     const big = await post(app, { prompt: 'p', data: { blob: 'x'.repeat(300 * 1024) } }).expect(400);
     expect(ErrorBody.parse(big.body)).toMatchObject({ type: 'validation_error', detail: expect.stringMatching(/^body: must be at most 256 KiB/) });
     const direct = await request(app).post(PATH).send({ prompt: 'p' }).expect(401);
-    expect(direct.body.type).toBe('unauthorized');
+    expect(ErrorBody.parse(direct.body).type).toBe('unauthorized');
   });
 });

@@ -61,8 +61,8 @@ describe('analysis service shutdown with open streams', () => {
     const jobId = /([0-9a-f-]{36})\/status$/.exec(res.headers.get('location') ?? '')![1]!;
     const frames = sseFrames(res.body!);
     for (;;) {
-      const { value } = await frames.next();
-      if (!value || value.event === 'synthesis_chunk') break;
+      const next = await frames.next();
+      if (next.done === true || next.value.event === 'synthesis_chunk') break;
     }
     const rest = (async () => {
       const seen: SseFrame[] = [];

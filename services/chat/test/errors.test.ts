@@ -48,7 +48,7 @@ describe('chat errors', () => {
     [{ message: 'hi' }, 'garbage', 'Last-Event-ID: must be the id of an event'],
     [{ message: 'hi' }, `${randomUUID()}:0`, 'Last-Event-ID: must be the id of an event'],
   ])('refuses GET /api/chat/stream with %j and Last-Event-ID %s with a 400 naming the field', async (query, lastEventId, detail) => {
-    const error = await expectError(context.chat.stream(query as Record<string, string>, { lastEventId }), 400, 'validation_error');
+    const error = await expectError(context.chat.stream(query, { lastEventId }), 400, 'validation_error');
     expect(error.detail).toContain(detail);
   });
 

@@ -127,8 +127,8 @@ describe('with a re-attach window', () => {
     expect(await fromStorage.rest()).toEqual(frames.slice(3));
     const nothingLeft = await chat.stream({ message: 'How is GOOGL doing?' }, { lastEventId: frames.at(-1)!.id! });
     expect(nothingLeft.status).toBe(204);
-    const { rows } = await shared.pool.query('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [conversation_id]);
-    expect(rows[0].n).toBe(2);
+    const { rows } = await shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [conversation_id]);
+    expect(rows[0]?.n).toBe(2);
 
     const latest = await chat.stream({ conversation_id });
     expect(await latest.rest()).toEqual(frames);

@@ -59,8 +59,8 @@ describe('chat turns', () => {
     // Turns 2 to 11 in full (question, reply), then the 12th question: turn 1 is left out.
     const expected = Array.from({ length: 10 }, (_unused, index) => [`Question ${index + 2}: what is a dividend?`, replies[index + 1]!]).flat();
     expect(seen).toEqual([...expected, 'Question 12: what is a dividend?']);
-    const { rows } = await context.shared.pool.query('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [conversationId]);
-    expect(rows[0].n).toBe(24);
+    const { rows } = await context.shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [conversationId]);
+    expect(rows[0]?.n).toBe(24);
   });
 
   it('answers with one JSON body when stream is false', async () => {

@@ -71,7 +71,7 @@ describe('admin CLI (a real child process against a real database)', () => {
       () =>
         auth.authenticate(created.api_key).then(
           () => false,
-          (error: AppError) => error.status === 401,
+          (error: unknown) => (error as AppError).status === 401,
         ),
       { timeoutMs: 5_000, what: 'the revoked key to be refused' },
     );

@@ -56,7 +56,7 @@ describe('every API route', () => {
     const hits = h.rateLimits.hits.length;
     const res = await send(h, route, KEYS.without(scope)).expect(403);
     expect(ErrorBody.parse(res.body).type).toBe('forbidden');
-    expect(res.body.detail).toBe(`This API key does not have the ${scope} scope.`);
+    expect(ErrorBody.parse(res.body).detail).toBe(`This API key does not have the ${scope} scope.`);
     expect(h.rateLimits.hits.length).toBe(hits);
   });
 

@@ -253,7 +253,7 @@ describe('API-key authentication', () => {
     await auth.authenticate(apiKey);
     await auth.authenticate(apiKey);
     expect(queries).toHaveLength(1); // the second came from the cache
-    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: AppError) => error.status === 401)), {
+    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: unknown) => (error as AppError).status === 401)), {
       timeoutMs: 5_000,
       what: 'the expired key to be refused',
     });
@@ -321,7 +321,7 @@ describe('API-key authentication', () => {
     const refused = (auth: PostgresAuthenticator, apiKey: string) =>
       auth.authenticate(apiKey).then(
         () => false,
-        (error: AppError) => error.status === 401,
+        (error: unknown) => (error as AppError).status === 401,
       );
 
     it('refuse a revoked key within seconds although it is cached for a minute', async () => {
@@ -383,7 +383,7 @@ describe('API-key authentication', () => {
     await waitFor(() => !auth.listening, { what: 'the listener to notice' });
     await revokeKey(pool, key.id);
     const started = Date.now();
-    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: AppError) => error.status === 401)), {
+    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: unknown) => (error as AppError).status === 401)), {
       timeoutMs: 5_000,
       what: 'the revoked key to be refused without notifications',
     });

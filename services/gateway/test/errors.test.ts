@@ -74,7 +74,7 @@ describe('request errors', () => {
 
   it('answers an unknown route or method with 404 in the spec body', async () => {
     expect((await request(h.app).get('/api/nothing').expect(404)).body).toEqual({ detail: 'No route for GET /api/nothing.', status_code: 404, type: 'not_found' });
-    expect((await request(h.app).delete('/api/products/news').set('X-API-Key', KEYS.all).expect(404)).body.type).toBe('not_found');
+    expect(ErrorBody.parse((await request(h.app).delete('/api/products/news').set('X-API-Key', KEYS.all).expect(404)).body).type).toBe('not_found');
   });
 
   it('turns an unexpected failure into a generic 500 that does not echo it', async () => {
@@ -96,7 +96,7 @@ describe('service failures', () => {
       const news = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(503);
       expect(news.body).toEqual({ detail: 'The news service is unavailable.', status_code: 503, type: 'service_unavailable' });
       const jobs = await request(h.app).get(`/api/jobs/news/${UUID}/status`).set('X-API-Key', KEYS.all).expect(503);
-      expect(jobs.body.detail).toBe('The job-status service is unavailable.');
+      expect(ErrorBody.parse(jobs.body).detail).toBe('The job-status service is unavailable.');
     } finally {
       await h.close();
     }
@@ -112,7 +112,7 @@ describe('service failures', () => {
     try {
       const res = await request(h.app).post('/api/products/stock-report').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(504);
       expectErrorBody(res.body, 504, 'gateway_timeout');
-      expect(res.body.detail).toBe('The stock-report service did not answer within 0.1 s.');
+      expect(ErrorBody.parse(res.body).detail).toBe('The stock-report service did not answer within 0.1 s.');
       await closed;
     } finally {
       await h.close();

@@ -172,7 +172,7 @@ describe('forwarding', () => {
     const missing = await request(h.app).get('/portal/tools/0/edit').expect(404);
     expect(missing.text).toBe('<h1>Not found</h1>');
     const broken = await request(h.app).get('/portal/broken').expect(500);
-    expect(broken.body.type).toBe('internal_error');
+    expect(ErrorBody.parse(broken.body).type).toBe('internal_error');
     expect(broken.text).not.toContain('/srv/');
   });
 
@@ -180,7 +180,7 @@ describe('forwarding', () => {
     const before = h.services.portal.received.length;
     for (const path of ['/portal/../api/customer-tools/', '/portal/%2e%2e/api/customer-tools/', '/portal/a%2F..%2Fb']) {
       const res = await request(h.app).get(path).expect(400);
-      expect(res.body.type).toBe('validation_error');
+      expect(ErrorBody.parse(res.body).type).toBe('validation_error');
     }
     expect(h.services.portal.received.length).toBe(before);
   });

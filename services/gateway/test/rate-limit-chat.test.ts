@@ -109,7 +109,7 @@ describe('concurrent chat streams', () => {
       Array.from({ length: 24 }, (_, index) =>
         (index % 2 === 0 ? a : b).acquireChatSlot(keys[index % keys.length] as Principal).then(
           () => 'taken',
-          (error: AppError) => error.status,
+          (error: unknown) => (error as AppError).status,
         ),
       ),
     );
@@ -143,7 +143,7 @@ describe('concurrent chat streams', () => {
       Array.from({ length: 16 }, (_, index) =>
         (index % 2 === 0 ? a : b).acquireChatSlot(who).then(
           () => 'taken',
-          (error: AppError) => error.status,
+          (error: unknown) => (error as AppError).status,
         ),
       ),
     );

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import { ErrorBody } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { toAppError } from '@fin/http';
 import { createLogger } from '@fin/log';
@@ -154,7 +155,7 @@ describe('per-minute rate limits', () => {
     for (const { header } of [first, second]) {
       const refused = await request(app).get('/stock-report').set('x-test-key', header).expect(429);
       expect(refused.headers['x-ratelimit-limit']).toBe('20');
-      expect(refused.body.detail).toContain('this account may make 20 stock-report requests per minute');
+      expect(ErrorBody.parse(refused.body).detail).toContain('this account may make 20 stock-report requests per minute');
     }
     // A key minted afterwards starts with nothing either.
     await request(app).get('/stock-report').set('x-test-key', caller({}, first.principal).header).expect(429);
@@ -204,7 +205,7 @@ describe('per-minute rate limits', () => {
     }
     const refused = await request(app).get('/stock-report').set('x-test-key', header).expect(429);
     expect(refused.headers['x-ratelimit-limit']).toBe('30');
-    expect(refused.body.detail).toContain('30 stock-report requests per minute');
+    expect(ErrorBody.parse(refused.body).detail).toContain('30 stock-report requests per minute');
   });
 
   it('starts a new window when the old one has ended', async () => {
@@ -281,7 +282,7 @@ describe('per-minute rate limits', () => {
   it('is a 500, not a pass, when mounted before authentication', async () => {
     const app = appFor(limitsWith(), principals);
     const res = await request(app).get('/news').expect(500);
-    expect(res.body.type).toBe('internal_error');
+    expect(ErrorBody.parse(res.body).type).toBe('internal_error');
   });
 
   it('deletes ended counter windows when sweeping, and keeps live ones', async () => {

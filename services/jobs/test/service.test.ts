@@ -46,7 +46,7 @@ describe('startJobsService', () => {
   const getStatus = async (id: string, tenantId: string) => {
     const path = `/api/jobs/news/${id}/status`;
     const res = await fetch(`${service.url}${path}`, { headers: signedGet(path, tenantId) });
-    return { code: res.status, body: (await res.json()) as unknown };
+    return { code: res.status, body: (await res.json()) };
   };
 
   it('answers the status endpoint with what the runner wrote, and observes the events the relay publishes', async () => {

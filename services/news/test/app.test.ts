@@ -48,8 +48,8 @@ describe('POST /api/products/news (API role)', () => {
     expect(envelope.status_url).toBe(`/api/jobs/news/${envelope.job_id}/status`);
     expect(res.headers.location).toBe(envelope.status_url);
     expect(res.headers['cache-status']).toBe('fin-api; fwd=miss');
-    const { rows } = await pool.query('SELECT request FROM jobs WHERE id = $1', [envelope.job_id]);
-    expect(rows[0].request).toEqual({ symbols: ['AAPL', 'MSFT'], n: 3, language: 'en' });
+    const { rows } = await pool.query<{ request: unknown }>('SELECT request FROM jobs WHERE id = $1', [envelope.job_id]);
+    expect(rows[0]?.request).toEqual({ symbols: ['AAPL', 'MSFT'], n: 3, language: 'en' });
   });
 
   it('answers a cached result at once with 200, from_cache, Cache-Status and Age — also for another tenant', async () => {
@@ -84,7 +84,7 @@ describe('POST /api/products/news (API role)', () => {
     const key = `order-${randomUUID()}`;
     const a = await post({ symbols: ['GOOGL'] }, tenantA, { 'Idempotency-Key': key }).expect(202);
     const b = await post({ symbols: ['GOOGL'] }, tenantA, { 'Idempotency-Key': key, 'Cache-Control': 'no-cache' }).expect(202);
-    expect(b.body.job_id).toBe(a.body.job_id);
+    expect(AsyncJobResponse.parse(b.body).job_id).toBe(AsyncJobResponse.parse(a.body).job_id);
     const c = await post({ symbols: ['AMZN'] }, tenantA, { 'Idempotency-Key': key }).expect(422);
     expect(ErrorBody.parse(c.body).type).toBe('unprocessable_entity');
     await post({ symbols: ['GOOGL'] }, tenantA, { 'Idempotency-Key': 'bad key with spaces' }).expect(400);
@@ -111,6 +111,6 @@ describe('POST /api/products/news (API role)', () => {
 
   it('refuses a request that did not come through the gateway', async () => {
     const res = await request(app).post(PATH).send({ symbols: ['AAPL'] }).expect(401);
-    expect(res.body.type).toBe('unauthorized');
+    expect(ErrorBody.parse(res.body).type).toBe('unauthorized');
   });
 });

@@ -89,7 +89,7 @@ describe('the customer-tools API', () => {
     expect((await call('post', '/api/customer-tools/', { ...tool, name: 'three' })).status).toBe(201);
     const fourth = await call('post', '/api/customer-tools/', { ...tool, name: 'four' });
     expect(fourth.status).toBe(400);
-    expect(fourth.body.detail).toMatch(/already has 3 tools/);
+    expect(ErrorBody.parse(fourth.body).detail).toMatch(/already has 3 tools/);
   });
 
   it('a PUT that moves the endpoint to another origin must give the headers again: stored secrets never follow it', async () => {
@@ -153,7 +153,7 @@ describe('the customer-tools API', () => {
     );
     const res = await call('get', `/api/customer-tools/${id}/calls?limit=1`);
     expect(CustomerToolCallListResponse.parse(res.body).calls).toEqual([expect.objectContaining({ source: 'portal_test', outcome: 'timeout', http_status: null })]);
-    expect((await call('get', `/api/customer-tools/${id}/calls?limit=0`)).body.detail).toMatch(/^limit: must be at least 1/);
+    expect(ErrorBody.parse((await call('get', `/api/customer-tools/${id}/calls?limit=0`)).body).detail).toMatch(/^limit: must be at least 1/);
   });
 
   it('refuses requests that did not come through the gateway, and keys without the tools scope', async () => {

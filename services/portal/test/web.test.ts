@@ -173,7 +173,7 @@ describe('the web portal', () => {
 
     const revoked = await browser.go('post', `/portal/keys/${rows[0]?.id ?? ''}/revoke`, { csrf });
     expect(revoked.status).toBe(303);
-    expect((await h.pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [rows[0]?.id])).rows[0]?.revoked_at).not.toBeNull();
+    expect((await h.pool.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [rows[0]?.id])).rows[0]?.revoked_at).not.toBeNull();
   });
 
   it('revoking the key a session was made from ends the session', async () => {

@@ -119,7 +119,7 @@ describe('POST /api/products/stock-report (API role)', () => {
     const key = `report-${randomUUID()}`;
     const a = await post({ symbols: ['AMZN'] }, tenantA, { 'Idempotency-Key': key }).expect(202);
     const b = await post({ symbols: ['AMZN'] }, tenantA, { 'Idempotency-Key': key, 'Cache-Control': 'no-cache' }).expect(202);
-    expect(b.body.job_id).toBe(a.body.job_id);
+    expect(AsyncJobResponse.parse(b.body).job_id).toBe(AsyncJobResponse.parse(a.body).job_id);
     expect(ErrorBody.parse((await post({ symbols: ['AAPL'] }, tenantA, { 'Idempotency-Key': key }).expect(422)).body).type).toBe('unprocessable_entity');
   });
 

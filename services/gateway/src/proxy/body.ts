@@ -75,7 +75,7 @@ function ownCopy(body: unknown): unknown {
 function readWhole(limit: number): RequestHandler {
   // Chunked or compressed bodies, and declared lengths beyond the limit (its 400 before reading), go through
   // body-parser, which also inflates and enforces the limit while reading.
-  const raw = express.raw({ type: () => true, limit, inflate: true });
+  const raw: express.RequestHandler = express.raw({ type: () => true, limit, inflate: true });
   return (req, res, next) => {
     const { headers } = req;
     const encoding = headers['content-encoding'];
