@@ -136,6 +136,13 @@ function partitionOf(key: string | null, partitions: number, roundRobin: number)
  * group that resubscribes later resumes from its offset or, if that was dropped, from the oldest message kept.
  * Nothing survives the process: this is for single-process mode, not a durable queue.
  */
+/** `work()` run now, its result or its throw settled as a promise: the bus's methods are async to their callers. */
+function settled<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve) => {
+    resolve(work());
+  });
+}
+
 export function createMemoryBus({
   logger,
   partitions = 3,
@@ -245,28 +252,29 @@ export function createMemoryBus({
     return subscription;
   }
 
-  const publishRaw = async (message: RawOutgoingMessage) => append([message]);
+  const publishRaw = (message: RawOutgoingMessage) => settled(() => append([message]));
 
   return {
-    async publish(messages) {
-      append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })));
-    },
+    publish: (messages) =>
+      settled(() => append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })))),
 
     publishRaw,
 
-    async subscribe(options) {
-      const topics = selectedTopics(options);
-      const processor = envelopeProcessor(topics, options.handler, processorContext(options, log, publishRaw));
-      const names = topics.map((topic) => topic.name);
-      return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY);
-    },
+    subscribe: (options) =>
+      settled(() => {
+        const topics = selectedTopics(options);
+        const processor = envelopeProcessor(topics, options.handler, processorContext(options, log, publishRaw));
+        const names = topics.map((topic) => topic.name);
+        return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY);
+      }),
 
-    async subscribeDeadLetters(options) {
-      const topics = selectedTopics(options);
-      const processor = deadLetterProcessor(options.handler, processorContext(options, log, async () => undefined));
-      const names = topics.map((topic) => topic.deadLetterTopic);
-      return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY);
-    },
+    subscribeDeadLetters: (options) =>
+      settled(() => {
+        const topics = selectedTopics(options);
+        const processor = deadLetterProcessor(options.handler, processorContext(options, log, () => Promise.resolve()));
+        const names = topics.map((topic) => topic.deadLetterTopic);
+        return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY);
+      }),
 
     committedOffsets(groupId, topic) {
       const group = groups.get(groupId);
