@@ -31,7 +31,7 @@ export {
   type RequestContextOptions,
 } from './request-context';
 export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
-export { isPathless, listen, serveApp } from './listen';
+export { isPathless, listen, listenOrClose, serveApp, type ListenOrCloseOptions, type Listening } from './listen';
 export { route, toExpressPath, type RouteContext, type RouteHandler, type RouteInput, type RouteOptions, type RouteSchemas } from './route';
 export {
   DEFAULT_MAX_REMEMBERED_NONCES,
@@ -52,4 +52,5 @@ export {
 } from './identity';
 export { UNMATCHED_ROUTE, trackEventStream } from './metrics';
 export { DEFAULT_READINESS_TIMEOUT_MS, createLifecycle, createServiceApp, type Lifecycle, type ServiceAppOptions } from './service-app';
+export { runService, type RunningService, type RunServiceOptions, type ServiceDefinition } from './run-service';
 export { closeStarted, createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

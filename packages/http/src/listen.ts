@@ -1,6 +1,9 @@
 import { once } from 'node:events';
 import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parse } from 'node:url';
+import type { Logger } from '@fin/log';
+import { closeStarted, type Closer } from './shutdown';
 
 const PATHLESS_BODY = JSON.stringify({ detail: 'No route for this request target: it has no path.', status_code: 404, type: 'not_found' });
 
@@ -24,7 +27,9 @@ export function serveApp(app: RequestListener): RequestListener {
       app(req, res);
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(PATHLESS_BODY) }).end(PATHLESS_BODY);
+    res
+      .writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(PATHLESS_BODY) })
+      .end(PATHLESS_BODY);
   };
 }
 
@@ -38,4 +43,61 @@ export async function listen(app: RequestListener, port: number, host: string): 
   // once() rejects when the server emits 'error' before 'listening'.
   await once(server, 'listening');
   return server;
+}
+
+export interface ListenOrCloseOptions {
+  port: number;
+  host: string;
+  logger: Logger;
+  /**
+   * What the start has already started, in shutdown order (workers, relays, engines, pools it owns): closed when the
+   * rest of the start fails, since the caller is left with nothing to shut down.
+   */
+  started: readonly Closer[];
+  /** What else the start does under the same guard, before listening: a worker's subscription, say. */
+  before?: () => Promise<void>;
+  /** Logged with the address, e.g. the process's role. */
+  fields?: Record<string, unknown>;
+}
+
+export interface Listening {
+  server: Server;
+  /** Where the server listens, e.g. http://127.0.0.1:8081 (PORT 0 picks a free port). */
+  url: string;
+}
+
+/**
+ * The end of every service's start: runs `before`, then listens for `app` (with no app, a worker-only process,
+ * it only runs `before`). When either fails (the port in use, say), what was started is closed in the order given
+ * and the promise rejects with the reason: a port in use names PORT, and the error keeps its `code`
+ * (EADDRINUSE). The process then exits through runService's single fatal line instead of an unhandled error.
+ */
+export async function listenOrClose(app: RequestListener, options: ListenOrCloseOptions): Promise<Listening>;
+export async function listenOrClose(app: RequestListener | undefined, options: ListenOrCloseOptions): Promise<Partial<Listening>>;
+export async function listenOrClose(
+  app: RequestListener | undefined,
+  { port, host, logger, started, before, fields }: ListenOrCloseOptions,
+): Promise<Partial<Listening>> {
+  let server: Server | undefined;
+  try {
+    await before?.();
+    if (app) server = await listen(app, port, host).catch((error: unknown) => Promise.reject(listenError(error, port, host)));
+  } catch (error) {
+    await closeStarted(started);
+    throw error;
+  }
+  if (!server) return {};
+  const url = `http://${host}:${(server.address() as AddressInfo).port}`;
+  logger.info({ url, ...fields }, 'listening');
+  return { server, url };
+}
+
+/** The reason a server could not listen, in words an operator acts on; the system error stays as the cause. */
+function listenError(error: unknown, port: number, host: string): Error {
+  const code = (error as { code?: unknown }).code;
+  const message =
+    code === 'EADDRINUSE'
+      ? `PORT ${port} is in use on ${host}; set PORT to a free port (0 picks one).`
+      : `The server could not listen on ${host}:${port}: ${error instanceof Error ? error.message : String(error)}`;
+  return Object.assign(new Error(message, { cause: error }), typeof code === 'string' ? { code } : {});
 }

@@ -1,7 +1,7 @@
-import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { ErrorBody } from '@fin/contracts';
-import { createServiceApp, listen } from '../src';
+import { createServiceApp, listen, listenOrClose, type Closer } from '../src';
 import { captureLogger } from './helpers';
 
 /** Sends a GET with `target` exactly as written and reads until the server closes the connection. */
@@ -45,5 +45,65 @@ describe('listen', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('listenOrClose', () => {
+  const { logger } = captureLogger();
+  const app = createServiceApp({ name: 'test', logger, readiness: () => Promise.resolve(), routes: () => undefined });
+  const recording = (closed: string[], ...names: string[]): Closer[] =>
+    names.map((name) => ({ name, close: async () => void closed.push(name) }));
+
+  it('listens after what runs before it, and reports where', async () => {
+    const steps: string[] = [];
+    const { server, url } = await listenOrClose(app, {
+      port: 0,
+      host: '127.0.0.1',
+      logger,
+      started: recording(steps, 'worker'),
+      before: async () => void steps.push('before'),
+    });
+    try {
+      expect(url).toBe(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      expect(steps).toEqual(['before']);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('closes what was started, in order, when the port is taken, and rejects naming PORT with the code kept', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const { port } = taken.address() as AddressInfo;
+    const closed: string[] = [];
+    try {
+      await expect(
+        listenOrClose(app, { port, host: '127.0.0.1', logger, started: recording(closed, 'worker', 'relay', 'pool') }),
+      ).rejects.toMatchObject({
+        message: `PORT ${port} is in use on 127.0.0.1; set PORT to a free port (0 picks one).`,
+        code: 'EADDRINUSE',
+      });
+      expect(closed).toEqual(['worker', 'relay', 'pool']);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('closes what was started when the step before listening fails, and with no app (a worker-only process) only runs that step', async () => {
+    const closed: string[] = [];
+    const failure = new Error('subscribe failed');
+    await expect(
+      listenOrClose(app, {
+        port: 0,
+        host: '127.0.0.1',
+        logger,
+        started: recording(closed, 'worker', 'pool'),
+        before: () => Promise.reject(failure),
+      }),
+    ).rejects.toBe(failure);
+    expect(closed).toEqual(['worker', 'pool']);
+    expect(await listenOrClose(undefined, { port: 0, host: '127.0.0.1', logger, started: [], before: () => Promise.resolve() })).toEqual(
+      {},
+    );
   });
 });

@@ -34,7 +34,6 @@ export {
 } from './product-api';
 export { classifyFailure, createProductWorker, type ProductRunContext, type ProductWorkerDeps, type ProductWorkerOptions } from './product-worker';
 export {
-  runProductProcess,
   startProductService,
   type ProductRole,
   type ProductService,

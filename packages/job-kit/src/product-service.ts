@@ -1,12 +1,10 @@
 // Starting a product service process (news, stock-report): the roles it runs, on the clients it is given or
 // creates from its config. The API role is product-api.ts, the worker role product-worker.ts.
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
-import { closeStarted, createLifecycle, createShutdown, listen, onShutdownSignals, type Closer, type createServiceApp, type Lifecycle } from '@fin/http';
+import { createLifecycle, listenOrClose, type Closer, type createServiceApp, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
-import { startMetricsServer } from '@fin/metrics';
 import type { ProductAppDeps } from './product-api';
 import type { ProductWorkerDeps } from './product-worker';
 import type { JobWorker } from './worker';
@@ -90,12 +88,9 @@ export async function startProductService<Engine extends Closable>(options: Prod
     ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
     ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
-  const closers: Closer[] = [];
-
-  let server: Server | undefined;
-  try {
-    if (engine) {
-      const worker = options.createWorker({
+  // A worker that never started stops at once, so it is in the list before its start.
+  const worker = engine
+    ? options.createWorker({
         pool,
         bus,
         engine,
@@ -103,49 +98,20 @@ export async function startProductService<Engine extends Closable>(options: Prod
         timeLimitMs: settings.timeLimitMs,
         concurrency: settings.workerConcurrency,
         leaseMs: settings.leaseMs,
-      });
-      await worker.start();
-      closers.push({ name: `${jobType} worker`, close: () => worker.stop() });
-    }
-    if (role !== 'worker') {
-      const app = options.createApp({ pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, maxAttempts: settings.maxAttempts });
-      server = await listen(app, config.PORT, config.HOST);
-      const { port } = server.address() as AddressInfo;
-      logger.info({ url: `http://${config.HOST}:${port}`, role }, `${jobType} service listening`);
-    }
-  } catch (error) {
-    // A failed start (the port in use, say) stops what already runs, in shutdown order, and reports the cause.
-    await closeStarted([...closers, ...last]);
-    throw error;
-  }
-  closers.push(...last);
+      })
+    : undefined;
+  const closers: Closer[] = [...(worker ? [{ name: `${jobType} worker`, close: () => worker.stop() }] : []), ...last];
+  const app =
+    role === 'worker'
+      ? undefined
+      : options.createApp({ pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, maxAttempts: settings.maxAttempts });
+  const { server } = await listenOrClose(app, {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    started: closers,
+    before: () => worker?.start() ?? Promise.resolve(),
+    fields: { role },
+  });
   return { lifecycle, server, closers };
-}
-
-/**
- * A product service's main: starts it, then on SIGTERM/SIGINT shuts down in the fixed order (readiness off, HTTP
- * drains, worker and relay stop, bus and pool close); a second signal exits at once. A failed start exits 1.
- */
-export function runProductProcess(
-  name: string,
-  start: () => Promise<{ logger: Logger; service: ProductService; drainTimeoutMs: number; metrics: { port: number; host: string } }>,
-): void {
-  start()
-    .then(async ({ logger, service, drainTimeoutMs, metrics: where }) => {
-      const metrics = await startMetricsServer({ ...where, logger });
-      onShutdownSignals(
-        createShutdown({
-          logger,
-          lifecycle: service.lifecycle,
-          servers: service.server ? [service.server] : [],
-          drainTimeoutMs,
-          closers: [...service.closers, { name: 'metrics listener', close: () => metrics.close() }],
-          exit: (code) => process.exit(code),
-        }),
-      );
-    })
-    .catch((error: unknown) => {
-      process.stderr.write(`${name} service failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
-      process.exit(1);
-    });
 }

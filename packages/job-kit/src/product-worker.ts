@@ -6,7 +6,6 @@ import type { EventBus, JobType } from '@fin/events';
 import type { Logger } from '@fin/log';
 import { createJobWorker, type FailureVerdict, type JobWorker, type RunOutcome } from './worker';
 
-
 const TEMPORARY: FailureVerdict = {
   retry: true,
   type: 'service_unavailable',
@@ -70,6 +69,10 @@ export function createProductWorker({ run, ...options }: ProductWorkerOptions): 
     ...options,
     classify: classifyFailure,
     run: (job, ctx) =>
-      run(job.request, { signal: ctx.signal, onProgress: (percent, workingOn) => ctx.progress(percent, workingOn), caller: { tenantId: job.tenantId, jobId: job.id } }),
+      run(job.request, {
+        signal: ctx.signal,
+        onProgress: (percent, workingOn) => ctx.progress(percent, workingOn),
+        caller: { tenantId: job.tenantId, jobId: job.id },
+      }),
   });
 }

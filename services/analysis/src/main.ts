@@ -1,20 +1,17 @@
-import { loadConfig, redactConfig } from '@fin/config';
-import { runProductProcess } from '@fin/job-kit';
-import { createLogger, logOptionsOf } from '@fin/log';
-import { analysisConfigShape } from './config';
+// The analysis service as a process: runService parses the config, starts the metrics listener and the service
+// (its clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
+import { runService } from '@fin/http';
+import type { Logger } from '@fin/log';
+import { analysisConfigShape, type AnalysisConfig } from './config';
 import { startAnalysisService } from './service';
 
-runProductProcess('analysis', async () => {
-  const config = loadConfig(analysisConfigShape);
-  const logger = createLogger({ service: 'analysis', ...logOptionsOf(config) });
-  logger.info({ config: redactConfig(analysisConfigShape, config) }, 'starting');
+/** Streams get their grace period inside the drain: one that is not shorter cuts a stream off before its final event. */
+function checkConfig(config: AnalysisConfig, logger: Logger): void {
   if (config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS >= config.SHUTDOWN_DRAIN_TIMEOUT_MS) {
-    logger.warn('ANALYSIS_STREAM_SHUTDOWN_GRACE_MS is not below SHUTDOWN_DRAIN_TIMEOUT_MS: a stream still open at the drain deadline is cut off without its final event');
+    logger.warn(
+      'ANALYSIS_STREAM_SHUTDOWN_GRACE_MS is not below SHUTDOWN_DRAIN_TIMEOUT_MS: a stream still open at the drain deadline is cut off without its final event',
+    );
   }
-  return {
-    logger,
-    service: await startAnalysisService({ config, logger }),
-    drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
-    metrics: { port: config.METRICS_PORT, host: config.METRICS_HOST },
-  };
-});
+}
+
+void runService({ name: 'analysis', configShape: analysisConfigShape, checkConfig, start: startAnalysisService });

@@ -1,10 +1,9 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
-import { closeStarted, listen, type Closer, type Lifecycle } from '@fin/http';
+import { listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { AnalysisConfig } from './config';
@@ -39,7 +38,8 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
   const role = config.ANALYSIS_ROLE;
   const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `analysis-${role}`, max: 10 });
   const bus = shared.bus ?? (await connectKafkaBus(config, logger));
-  const engine = shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
+  const engine =
+    shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
   const closers: Closer[] = [];
   const openRequests = createOpenRequests({ streamGraceMs: config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS });
   const lifecycle = lifecycleStopping(openRequests);
@@ -53,51 +53,51 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
     ...(shared.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
 
-  let server: Server | undefined;
-  try {
-    if (role !== 'api') {
-      const worker = createAnalysisWorker({
-        pool,
-        bus,
-        engine,
-        logger,
-        timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
-        concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
-        leaseMs: config.ANALYSIS_LEASE_MS,
-      });
-      await worker.start();
-      closers.push({ name: 'analysis worker', close: () => worker.stop() });
-    }
-
-    if (role !== 'worker') {
-      const watcher = createJobWatcher({ pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
-      closers.push({ name: 'job watcher', close: () => watcher.close() });
-      const app = createApp({
-        pool,
-        logger,
-        signingSecret: config.INTERNAL_SIGNING_SECRET,
-        engine,
-        watcher,
-        openRequests,
-        lifecycle,
-        settings: {
-          inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
+  // A worker that never started stops at once, so it is in the list before its start.
+  const worker =
+    role === 'api'
+      ? undefined
+      : createAnalysisWorker({
+          pool,
+          bus,
+          engine,
+          logger,
           timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
+          concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
           leaseMs: config.ANALYSIS_LEASE_MS,
-          maxAttempts: config.ANALYSIS_MAX_ATTEMPTS,
-          heartbeatMs: config.ANALYSIS_STREAM_HEARTBEAT_MS,
-          doneWaitMs: config.ANALYSIS_STREAM_DONE_WAIT_MS,
-        },
-      });
-      server = await listen(app, config.PORT, config.HOST);
-      const { port } = server.address() as AddressInfo;
-      logger.info({ url: `http://${config.HOST}:${port}`, role }, 'analysis service listening');
-    }
-  } catch (error) {
-    // A failed start (the port in use, say) stops what already runs, in shutdown order, and reports the cause.
-    await closeStarted([...closers, ...last]);
-    throw error;
+        });
+  if (worker) closers.push({ name: 'analysis worker', close: () => worker.stop() });
+
+  let app: ReturnType<typeof createApp> | undefined;
+  if (role !== 'worker') {
+    const watcher = createJobWatcher({ pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
+    closers.push({ name: 'job watcher', close: () => watcher.close() });
+    app = createApp({
+      pool,
+      logger,
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      engine,
+      watcher,
+      openRequests,
+      lifecycle,
+      settings: {
+        inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
+        timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
+        leaseMs: config.ANALYSIS_LEASE_MS,
+        maxAttempts: config.ANALYSIS_MAX_ATTEMPTS,
+        heartbeatMs: config.ANALYSIS_STREAM_HEARTBEAT_MS,
+        doneWaitMs: config.ANALYSIS_STREAM_DONE_WAIT_MS,
+      },
+    });
   }
   closers.push(...last);
+  const { server } = await listenOrClose(app, {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    started: closers,
+    before: () => worker?.start() ?? Promise.resolve(),
+    fields: { role },
+  });
   return { lifecycle, server, closers };
 }

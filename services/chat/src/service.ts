@@ -1,9 +1,8 @@
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, prismaFor, type Pool } from '@fin/db';
-import { closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
+import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createChat } from './chat';
@@ -35,7 +34,8 @@ export interface ChatServiceOptions {
  */
 export async function startChatService({ config, logger, ...shared }: ChatServiceOptions): Promise<ChatService> {
   const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: 'chat', max: config.CHAT_DB_POOL_SIZE });
-  const engine = shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
+  const engine =
+    shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
   const chat = createChat({
     store: createConversationStore(prismaFor(pool)),
     engine,
@@ -51,15 +51,14 @@ export async function startChatService({ config, logger, ...shared }: ChatServic
   if (!shared.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
   if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
 
-  const app = createApp({ chat, pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, heartbeatMs: config.CHAT_HEARTBEAT_MS });
-  let server: Server;
-  try {
-    server = await listen(app, config.PORT, config.HOST);
-  } catch (error) {
-    // The port in use, say: what started closes, and the cause is reported.
-    await closeStarted(closers);
-    throw error;
-  }
-  logger.info({ url: `http://${config.HOST}:${(server.address() as AddressInfo).port}` }, 'chat service listening');
+  const app = createApp({
+    chat,
+    pool,
+    logger,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    lifecycle,
+    heartbeatMs: config.CHAT_HEARTBEAT_MS,
+  });
+  const { server } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
   return { lifecycle, server, closers };
 }

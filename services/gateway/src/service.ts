@@ -1,9 +1,8 @@
 // The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
 // alone; the single-process setup (services/standalone) runs it beside the services it routes to.
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
-import { answerClientErrors, closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
+import { answerClientErrors, createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
@@ -81,21 +80,12 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
     },
   });
-  let server: Server;
-  try {
-    server = await listen(app, config.PORT, config.HOST);
-  } catch (error) {
-    await closeStarted(closers);
-    throw error;
-  }
+  const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
   // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.
   answerClientErrors(server, logger);
   // Idle keep-alive connections outlive the clients' and load balancers' own idle timeouts (60 s on most), so it
   // is never the gateway that closes a connection a client is about to reuse.
   server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
   server.headersTimeout = config.KEEP_ALIVE_TIMEOUT_MS + 1_000;
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${config.HOST}:${port}`;
-  logger.info({ url }, 'listening');
   return { server, url, lifecycle, closers };
 }

@@ -1,23 +1,26 @@
 // The job-status service as a unit: HTTP endpoints (status and result, read from job-store), the observer of job
 // state events, the lease reaper and an outbox relay.
-// main.ts runs it on Kafka; a single-process setup can run it on the in-process bus with a shared pool.
+// main.ts runs it on Kafka with a pool of its own; a single-process setup or a test can hand it a bus (the
+// in-process one) and a shared pool.
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { type Pool } from '@fin/db';
-import { type EventBus, type OutboxRelayOptions, createOutboxRelay } from '@fin/events';
-import { type Closer, type Lifecycle, closeStarted, createLifecycle, listen } from '@fin/http';
-import { type Logger } from '@fin/log';
+import { createPool, type Pool } from '@fin/db';
+import { connectKafkaBus, createOutboxRelay, type EventBus, type OutboxRelayOptions } from '@fin/events';
+import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
+import type { Logger } from '@fin/log';
 import { createApp } from './app';
-import { type JobsConfig } from './config';
-import { type JobEventObserverOptions, type JobEventsTopic, startJobEventObserver } from './consumer';
+import type { JobsConfig } from './config';
+import { startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
 import { createJobQueries } from './job-queries';
 import { createLeaseReaper } from './reaper';
 
-export interface JobsServiceOptions {
-  config: Pick<JobsConfig, 'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'>;
+/** What the service reads of its config when it is handed its bus and pool. */
+type JobsServiceSettings = Pick<
+  JobsConfig,
+  'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'
+>;
+
+interface JobsServiceCommonOptions {
   logger: Logger;
-  bus: EventBus;
-  pool: Pool;
   lifecycle?: Lifecycle;
   /**
    * Run an outbox relay, which publishes the reaper's job requests (default true). A process that already runs
@@ -32,71 +35,78 @@ export interface JobsServiceOptions {
   onJobEvent?: JobEventObserverOptions['onEvent'];
 }
 
+/**
+ * Either the whole config, from which the pool and the Kafka bus not given are created (and then closed last),
+ * or just the service's settings with both handed in (the caller closes them).
+ */
+export type JobsServiceOptions = JobsServiceCommonOptions &
+  ({ config: JobsConfig; bus?: EventBus; pool?: Pool } | { config: JobsServiceSettings; bus: EventBus; pool: Pool });
+
 export interface JobsService {
   server: Server;
   /** Where the server listens, e.g. http://127.0.0.1:8085 (PORT 0 picks a free port). */
   url: string;
   lifecycle: Lifecycle;
   /**
-   * In shutdown order, after the HTTP server stopped: event observer, lease reaper, outbox relay. The caller
-   * then closes the bus and the pool it passed in (createShutdown in main.ts).
+   * In shutdown order, after the HTTP server stopped: event observer, lease reaper, outbox relay, then the bus and
+   * the pool when the service created them.
    */
   closers: Closer[];
 }
 
-export async function startJobsService({
-  config,
-  logger,
-  bus,
-  pool,
-  lifecycle = createLifecycle(),
-  outboxRelay = true,
-  eventsTopic,
-  groupId,
-  onJobEvent,
-}: JobsServiceOptions): Promise<JobsService> {
+export async function startJobsService(options: JobsServiceOptions): Promise<JobsService> {
+  const { config, logger, lifecycle = createLifecycle(), outboxRelay = true, eventsTopic, groupId, onJobEvent } = options;
+  // Without a bus or a pool given, the config is the whole JobsConfig (JobsServiceOptions).
+  const own = config as JobsConfig;
+  const pool =
+    options.pool ??
+    createPool({
+      connectionString: own.DATABASE_URL,
+      applicationName: 'jobs',
+      max: own.DATABASE_POOL_MAX,
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    });
+  const bus = options.bus ?? (await connectKafkaBus(own, logger));
+  // Closed after everything that uses them.
+  const last: Closer[] = [
+    ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
+  ];
   const closers: Closer[] = [];
-  try {
-    const consumer = await startJobEventObserver({
-      bus,
-      logger,
-      ...(eventsTopic === undefined ? {} : { topic: eventsTopic }),
-      ...(groupId === undefined ? {} : { groupId }),
-      ...(onJobEvent === undefined ? {} : { onEvent: onJobEvent }),
-    });
-    closers.push({ name: 'job event observer', close: () => consumer.stop() });
+  const consumer = await startJobEventObserver({
+    bus,
+    logger,
+    ...(eventsTopic === undefined ? {} : { topic: eventsTopic }),
+    ...(groupId === undefined ? {} : { groupId }),
+    ...(onJobEvent === undefined ? {} : { onEvent: onJobEvent }),
+  });
+  closers.push({ name: 'job event observer', close: () => consumer.stop() });
 
-    const reaper = createLeaseReaper({
-      pool,
-      logger,
-      intervalMs: config.JOB_REAPER_INTERVAL_MS,
-      unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS,
-    });
-    reaper.start();
-    closers.push({ name: 'lease reaper', close: () => reaper.stop() });
+  const reaper = createLeaseReaper({
+    pool,
+    logger,
+    intervalMs: config.JOB_REAPER_INTERVAL_MS,
+    unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS,
+  });
+  reaper.start();
+  closers.push({ name: 'lease reaper', close: () => reaper.stop() });
 
-    if (outboxRelay !== false) {
-      const relay = createOutboxRelay({ pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
-      relay.start();
-      closers.push({ name: 'outbox relay', close: () => relay.stop() });
-    }
-
-    const app = createApp({
-      logger,
-      queries: createJobQueries(pool),
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      readiness: async () => {
-        await pool.query('SELECT 1');
-      },
-      lifecycle,
-    });
-    const server = await listen(app, config.PORT, config.HOST);
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${config.HOST}:${port}`;
-    logger.info({ url }, 'listening');
-    return { server, url, lifecycle, closers };
-  } catch (error) {
-    await closeStarted([...closers].reverse());
-    throw error;
+  if (outboxRelay !== false) {
+    const relay = createOutboxRelay({ pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
+    relay.start();
+    closers.push({ name: 'outbox relay', close: () => relay.stop() });
   }
+  closers.push(...last);
+
+  const app = createApp({
+    logger,
+    queries: createJobQueries(pool),
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    lifecycle,
+  });
+  const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
+  return { server, url, lifecycle, closers };
 }

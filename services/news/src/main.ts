@@ -1,17 +1,7 @@
-import { loadConfig, redactConfig } from '@fin/config';
-import { runProductProcess } from '@fin/job-kit';
-import { createLogger, logOptionsOf } from '@fin/log';
+// The news service as a process: runService parses the config, starts the metrics listener and the service (its
+// clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
+import { runService } from '@fin/http';
 import { newsConfigShape } from './config';
 import { startNewsService } from './service';
 
-runProductProcess('news', async () => {
-  const config = loadConfig(newsConfigShape);
-  const logger = createLogger({ service: 'news', ...logOptionsOf(config) });
-  logger.info({ config: redactConfig(newsConfigShape, config) }, 'starting');
-  return {
-    logger,
-    service: await startNewsService({ config, logger }),
-    drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
-    metrics: { port: config.METRICS_PORT, host: config.METRICS_HOST },
-  };
-});
+void runService({ name: 'news', configShape: newsConfigShape, start: startNewsService });

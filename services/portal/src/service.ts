@@ -1,10 +1,9 @@
 // The portal as a unit: database pool, tool store, the customer-tools runtime (for the test button) and the HTTP
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { closeStarted, createLifecycle, listen, type Closer, type Lifecycle } from '@fin/http';
+import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { PortalConfig } from './config';
@@ -37,7 +36,11 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     });
   const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });
   const runtime = createCustomerToolsFromConfig(config, { pool, logger });
-  const sessions = createSessions({ secret: config.PORTAL_SESSION_SECRET, secureCookies: config.PORTAL_COOKIE_SECURE, ttlMs: config.PORTAL_SESSION_TTL_MS });
+  const sessions = createSessions({
+    secret: config.PORTAL_SESSION_SECRET,
+    secureCookies: config.PORTAL_COOKIE_SECURE,
+    ttlMs: config.PORTAL_SESSION_TTL_MS,
+  });
   const lifecycle = createLifecycle();
   const closers: Closer[] = [{ name: 'customer tool connections', close: () => runtime.close() }];
   if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
@@ -61,15 +64,6 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     clientAddressHops: config.PORTAL_CLIENT_ADDRESS_HOPS,
     keyTtlDays: config.PORTAL_KEY_TTL_DAYS,
   });
-  let server: Server;
-  try {
-    server = await listen(app, config.PORT, config.HOST);
-  } catch (error) {
-    await closeStarted(closers);
-    throw error;
-  }
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${config.HOST}:${port}`;
-  logger.info({ url }, 'listening');
+  const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
   return { server, url, lifecycle, closers };
 }

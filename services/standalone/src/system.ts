@@ -18,7 +18,7 @@ import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayConfigShape } from '@fin/gateway/config';
 import { startGateway } from '@fin/gateway/service';
-import { closeStarted, createShutdown, type Closer, type Lifecycle } from '@fin/http';
+import { closeStarted, createShutdown, type Closer, type Lifecycle, type RunningService } from '@fin/http';
 import { jobsConfigShape } from '@fin/jobs/config';
 import { startJobsService } from '@fin/jobs/service';
 import { createLogger, logOptionsOf, type Logger } from '@fin/log';
@@ -49,12 +49,9 @@ export const standaloneConfigShape = {
   ...metricsConfigShape(9090),
 };
 
-/** One running service as the shutdown sequence sees it. */
-export interface Unit {
+/** One running service as the shutdown sequence sees it: what its start function returned (as runService gets it). */
+export interface Unit extends RunningService {
   name: string;
-  lifecycle: Lifecycle;
-  server?: Server;
-  closers: Closer[];
 }
 
 export interface Standalone {

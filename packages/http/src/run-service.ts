@@ -1,0 +1,110 @@
+// The one way a service process starts (every services/*/src/main.ts): config, logger, metrics listener, the
+// service (its clients, its app, listening), the ordered shutdown on SIGTERM/SIGINT, then a line saying it is up.
+// A start that fails is logged once, at fatal, and the process exits 1; a config that does not parse exits 78
+// first, naming every bad variable (loadConfig).
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig, redactConfig } from '@fin/config';
+import { createLogger, logOptionsOf, type Logger } from '@fin/log';
+import { startMetricsServer } from '@fin/metrics';
+import { z } from 'zod';
+import type { Lifecycle } from './service-app';
+import { closeStarted, createShutdown, onShutdownSignals, type Closer, type SignalSource } from './shutdown';
+
+type Shape = Record<string, z.ZodType>;
+type ConfigOf<S extends Shape> = z.output<z.ZodObject<S>>;
+
+/** What a service's start returns: what runService (or the single-process setup) shuts down. */
+export interface RunningService {
+  lifecycle: Lifecycle;
+  /** The HTTP server; a worker-only process has none. */
+  server?: Server;
+  /** In shutdown order, after the HTTP server has drained. */
+  closers: readonly Closer[];
+}
+
+/**
+ * The variables runService itself reads, which every service's config shape has: logConfigShape, metricsConfigShape,
+ * SHUTDOWN_DRAIN_TIMEOUT_MS and, where the service is behind a load balancer, SHUTDOWN_UNREADY_DELAY_MS.
+ */
+const processSettings = z.object({
+  LOG_LEVEL: z.string(),
+  ACCESS_LOG_SAMPLE_RATE: z.number(),
+  ACCESS_LOG_SLOW_MS: z.number(),
+  METRICS_PORT: z.number(),
+  METRICS_HOST: z.string(),
+  SHUTDOWN_DRAIN_TIMEOUT_MS: z.number(),
+  SHUTDOWN_UNREADY_DELAY_MS: z.number().default(0),
+});
+type ProcessSettings = z.input<typeof processSettings>;
+
+export interface ServiceDefinition<S extends Shape> {
+  /** The service's name, on every log line (`service`). */
+  name: string;
+  /** Its environment (config.ts), parsed once at start. */
+  configShape: S;
+  /** Runs on the parsed config before the start: warnings about settings that work against each other. */
+  checkConfig?: (config: ConfigOf<S>, logger: Logger) => void;
+  /**
+   * Builds the service's clients (those not shared), its app and listens (listenOrClose). The same function the
+   * tests and the single-process setup call, so they run what a deployment runs.
+   */
+  start: (deps: { config: ConfigOf<S>; logger: Logger }) => Promise<RunningService>;
+}
+
+/** Where a test puts its own process: environment, exit and signals. */
+export interface RunServiceOptions {
+  env?: NodeJS.ProcessEnv;
+  exit?: (code: number) => void;
+  signals?: SignalSource;
+}
+
+/**
+ * Runs a service as its own process. In order: parse the config (exit 78 naming every bad variable), create the
+ * logger and log the config without secrets, start the metrics listener (first: a port taken there fails before
+ * anything needs closing), start the service, register the fixed shutdown (readiness off, the server drains,
+ * the service's closers, the metrics listener; a second signal exits at once), and log that it is up.
+ * Any failure on the way is one fatal line and exit 1, after closing what had started.
+ */
+export async function runService<S extends Shape & { [K in keyof ProcessSettings]: z.ZodType<ProcessSettings[K]> }>(
+  service: ServiceDefinition<S>,
+  { env = process.env, exit = (code) => process.exit(code), signals = process }: RunServiceOptions = {},
+): Promise<void> {
+  const config = loadConfig(service.configShape, env);
+  const settings = processSettings.parse(config);
+  const logger = createLogger({ service: service.name, ...logOptionsOf(settings) });
+  logger.info({ config: redactConfig(service.configShape, config) }, 'starting');
+  const started: Closer[] = [];
+  try {
+    service.checkConfig?.(config, logger);
+    const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger });
+    started.push({ name: 'metrics listener', close: () => metrics.close() });
+    const running = await service.start({ config, logger });
+    const servers = running.server ? [running.server] : [];
+    // After listening, a server's error (accept failing for want of file descriptors, say) would otherwise be an
+    // uncaught exception: it ends the process the same way as a failed start.
+    for (const server of servers) server.on('error', (error) => fail(logger, exit, error, 'the HTTP server failed'));
+    onShutdownSignals(
+      createShutdown({
+        logger,
+        lifecycle: running.lifecycle,
+        servers,
+        unreadyDelayMs: settings.SHUTDOWN_UNREADY_DELAY_MS,
+        drainTimeoutMs: settings.SHUTDOWN_DRAIN_TIMEOUT_MS,
+        closers: [...running.closers, ...started],
+        exit,
+      }),
+      signals,
+    );
+    const port = (running.server?.address() as AddressInfo | null | undefined)?.port;
+    logger.info({ ...(port === undefined ? {} : { port }), metrics: metrics.url }, 'ready');
+  } catch (error) {
+    await closeStarted(started);
+    fail(logger, exit, error, `${service.name} could not start`);
+  }
+}
+
+function fail(logger: Logger, exit: (code: number) => void, error: unknown, message: string): void {
+  logger.fatal({ err: error }, message);
+  exit(1);
+}
