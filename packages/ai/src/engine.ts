@@ -103,6 +103,9 @@ const OFFLINE_BASE_URL = 'http://offline-analyst.invalid';
  * in the Messages API's wire format, with sample market data, announced by a warning at start and marked
  * `offline: true` in every result.
  */
+// Nothing is awaited today (offline mode starts no server any more), but callers await the engine and a refused
+// configuration (OfflineModeConflictError) reaches them as a rejection, as an engine that connects at start would.
+// eslint-disable-next-line @typescript-eslint/require-await
 export async function createAiEngine({ config, logger, marketData, customerTools }: EngineOptions): Promise<AiEngine> {
   const offline = isOffline(config);
   let client: Anthropic;

@@ -6,7 +6,7 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 export function apiId(prefix: 'msg' | 'toolu' | 'srvtoolu' | 'req'): string {
   const bytes = randomBytes(22);
   let body = '';
-  for (const byte of bytes) body += ALPHABET[byte % ALPHABET.length];
+  for (const byte of bytes) body += ALPHABET.charAt(byte % ALPHABET.length);
   return `${prefix}_01${body}`;
 }
 

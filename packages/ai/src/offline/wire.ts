@@ -74,7 +74,8 @@ export function resolveReply(reply: AssistantReply, body: MessagesRequestBody): 
       );
     }
   }
-  const searches = content.filter((block) => block.type === 'server_tool_use' && block.name === 'web_search').length;
+  // web_search is the only server tool modelled, so every server_tool_use block is a search.
+  const searches = content.filter((block) => block.type === 'server_tool_use').length;
   return {
     id: reply.id ?? apiId('msg'),
     model: reply.model ?? body.model,
