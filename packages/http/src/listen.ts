@@ -1,19 +1,24 @@
 import { once } from 'node:events';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parse } from 'node:url';
 import type { Logger } from '@fin/log';
+import parseurl from 'parseurl';
 import { closeStarted, type Closer } from './shutdown';
 
 const PATHLESS_BODY = JSON.stringify({ detail: 'No route for this request target: it has no path.', status_code: 404, type: 'not_found' });
 
 /**
- * A request target express cannot read a path from. Its router parses `req.url` with Node's legacy URL parser,
- * which reads a target such as `//docs?a={"@":0,"#":0}` as a host and no path; express then skips every
- * middleware (the error body, the request id, the access log) and answers with an HTML page.
+ * A request target express cannot read a path from. Its router parses `req.url` with `parseurl` (Node's legacy
+ * URL parser underneath), which reads a target such as `//docs?a={"@":0,"#":0}` as a host and no path; express
+ * then skips every middleware (the error body, the request id, the access log) and answers with an HTML page.
  */
+/** What parseurl reads of a request: its target. */
+function requestFor(target: string): IncomingMessage {
+  return Object.assign(Object.create(IncomingMessage.prototype) as IncomingMessage, { url: target });
+}
+
 export function isPathless(target: string | undefined): boolean {
-  return target !== undefined && target.startsWith('//') && parse(target).pathname === null;
+  return target !== undefined && target.startsWith('//') && parseurl(requestFor(target))?.pathname == null;
 }
 
 /**

@@ -70,7 +70,7 @@ describe('errorHandler', () => {
     const text = await request(app).post('/echo').set('Content-Type', 'text/plain').send('symbols=AAPL').expect(415);
     expect(text.body).toEqual({ detail: 'The request body must be JSON, sent with Content-Type: application/json.', status_code: 415, type: 'unsupported_media_type' });
     const encoded = await request(app).post('/echo').set('Content-Type', 'application/json').set('Content-Encoding', 'x-unknown').send('{}').expect(415);
-    expect(encoded.body.type).toBe('unsupported_media_type');
+    expect(ErrorBody.parse(encoded.body).type).toBe('unsupported_media_type');
   });
 
   it('answers a body that does not decompress as its Content-Encoding says with 400, not 500', async () => {

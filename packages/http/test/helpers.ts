@@ -40,7 +40,10 @@ export async function listen(handler: http.RequestListener): Promise<Listening> 
     url: `http://127.0.0.1:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
-        if (!server.listening) return resolve();
+        if (!server.listening) {
+          resolve();
+          return;
+        }
         server.close(() => resolve());
         server.closeAllConnections();
       }),

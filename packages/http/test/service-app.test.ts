@@ -1,3 +1,4 @@
+import { ErrorBody } from '@fin/contracts';
 import request from 'supertest';
 import { createLifecycle, createServiceApp, route } from '../src';
 import { captureLogger } from './helpers';
@@ -37,7 +38,7 @@ describe('createServiceApp', () => {
   it('is not ready when the readiness check does not finish within its timeout', async () => {
     const { app } = serviceWith(() => new Promise<void>(() => {}), { readinessTimeoutMs: 20 });
     const res = await request(app).get('/readyz').expect(503);
-    expect(res.body.type).toBe('service_unavailable');
+    expect(ErrorBody.parse(res.body).type).toBe('service_unavailable');
   });
 
   it('is not ready once shutdown has begun, though its dependencies answer', async () => {
@@ -61,8 +62,8 @@ describe('createServiceApp', () => {
   it('mounts the routes between the JSON body parser and the 404 and error translator', async () => {
     const { app } = serviceWith(async () => {});
     await request(app).post('/echo').send({ a: 1 }).expect(200, { body: { a: 1 } });
-    expect((await request(app).post('/echo').send({ a: 'x'.repeat(100) }).expect(400)).body.type).toBe('validation_error');
-    expect((await request(app).post('/echo').set('Content-Type', 'text/plain').send('a').expect(415)).body.type).toBe('unsupported_media_type');
+    expect(ErrorBody.parse((await request(app).post('/echo').send({ a: 'x'.repeat(100) }).expect(400)).body).type).toBe('validation_error');
+    expect(ErrorBody.parse((await request(app).post('/echo').set('Content-Type', 'text/plain').send('a').expect(415)).body).type).toBe('unsupported_media_type');
     expect((await request(app).get('/nothing').expect(404)).body).toEqual({ detail: 'No route for GET /nothing.', status_code: 404, type: 'not_found' });
     const res = await request(app).get('/healthz');
     expect(res.headers['x-request-id']).toBeDefined();

@@ -71,7 +71,7 @@ async function fixture(): Promise<Fixture> {
   server.server.close = ((callback?: (error?: Error) => void) => {
     events.push('stopped accepting');
     return close(callback);
-  }) as typeof server.server.close;
+  });
   return { server, lifecycle, events, slowStarted: started.promise, finishSlow: () => finish.resolve(), streamClosed: streamClosed.promise };
 }
 

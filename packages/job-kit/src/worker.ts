@@ -6,7 +6,7 @@ export type { FailureVerdict, JobToRun, RunContext, RunOutcome } from './attempt
 
 export interface JobWorkerOptions extends AttemptOptions {
   bus: EventBus;
-  run(job: JobToRun, ctx: RunContext): Promise<RunOutcome>;
+  run: (job: JobToRun, ctx: RunContext) => Promise<RunOutcome>;
   /** Jobs run at once by this process. */
   concurrency?: number;
   /** Delay between retries of a job request whose handling failed (default 200 ms doubling to 10 s). */

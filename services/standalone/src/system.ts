@@ -84,7 +84,9 @@ export interface StandaloneOptions {
 /** The repository root (services/standalone/src or dist → three levels up). */
 export const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..', '..');
 
-function urlOf(server: Server, host: string): string {
+function urlOf(server: Server | undefined, host: string): string {
+  // Every unit here runs its API role, so each has a server; a missing one is a wiring mistake.
+  if (server === undefined) throw new Error('a service of the standalone system started without its HTTP server');
   return `http://${host}:${(server.address() as AddressInfo).port}`;
 }
 
@@ -131,9 +133,10 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     let database: EmbeddedDatabase | undefined;
     let databaseUrl = settings.DATABASE_URL;
     if (!databaseUrl) {
-      database = await startEmbeddedPostgres({ dataDir: dataDir ?? path.join(REPOSITORY_ROOT, '.data'), logger: log });
-      started.push({ name: 'embedded PostgreSQL', close: () => database!.stop() });
-      databaseUrl = database.url;
+      const embedded = await startEmbeddedPostgres({ dataDir: dataDir ?? path.join(REPOSITORY_ROOT, '.data'), logger: log });
+      database = embedded;
+      started.push({ name: 'embedded PostgreSQL', close: () => embedded.stop() });
+      databaseUrl = embedded.url;
     } else {
       await ensureDatabase(databaseUrl);
     }
@@ -206,9 +209,9 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
 
     const services: Record<string, string> = {
       jobs: jobs.url,
-      news: urlOf(news.server!, '127.0.0.1'),
-      'stock-report': urlOf(stockReport.server!, '127.0.0.1'),
-      analysis: urlOf(analysis.server!, '127.0.0.1'),
+      news: urlOf(news.server, '127.0.0.1'),
+      'stock-report': urlOf(stockReport.server, '127.0.0.1'),
+      analysis: urlOf(analysis.server, '127.0.0.1'),
       chat: urlOf(chat.server, '127.0.0.1'),
       portal: portal.url,
     };
