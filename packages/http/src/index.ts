@@ -32,7 +32,7 @@ export {
 } from './request-context';
 export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
 export { isPathless, listen, listenOrClose, serveApp, type ListenOrCloseOptions, type Listening } from './listen';
-export { route, toExpressPath, type RouteContext, type RouteHandler, type RouteInput, type RouteOptions, type RouteSchemas } from './route';
+export { route, toExpressPath, type RouteContext, type RouteHandler, type RouteInput, type RouteOptions } from './route';
 export {
   DEFAULT_MAX_REMEMBERED_NONCES,
   DEFAULT_MAX_SKEW_MS,

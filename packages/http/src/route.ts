@@ -17,33 +17,15 @@ type SchemaOf<R, K extends InputPart> = R extends { readonly request: infer Requ
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 /** What the handler of `R` is given: each part parsed by its schema (undefined when the entry declares none). */
-interface EntryInput<R extends RouteEntry> {
+export interface RouteInput<R extends RouteEntry> {
   params: Parsed<SchemaOf<R, 'params'>>;
   query: Parsed<SchemaOf<R, 'query'>>;
   body: Parsed<SchemaOf<R, 'body'>>;
   /** The declared headers, by the names the contract gives them (`Idempotency-Key`), absent ones undefined. */
   headers: Parsed<SchemaOf<R, 'headers'>>;
   /** The caller from the gateway's signed headers; null only on a route that needs no API key (anonymous). */
-  caller: R['scope'] extends null ? Caller | null : Caller;
+  caller: R extends { readonly scope: null } ? Caller | null : Caller;
 }
-
-// ---- Transitional: the schema-object form, until the cached products' API role declares its route by entry ----
-interface Legacy {
-  readonly legacyFormUnset: never;
-}
-interface LegacyInput<P, Q, B> {
-  params: Parsed<P>;
-  query: Parsed<Q>;
-  body: Parsed<B>;
-}
-export interface RouteSchemas<P extends z.ZodType | undefined, Q extends z.ZodType | undefined, B extends z.ZodType | undefined> {
-  params?: P;
-  query?: Q;
-  body?: B;
-}
-// ----
-
-export type RouteInput<R, Q = Legacy, B = Legacy> = [Q] extends [Legacy] ? (R extends RouteEntry ? EntryInput<R> : never) : LegacyInput<R, Q, B>;
 
 export interface RouteContext {
   req: Request;
@@ -57,7 +39,7 @@ export interface RouteContext {
  * What the handler returns is sent as JSON with the status the handler set (200 unless it called
  * `res.status()`); returning undefined means the handler answered itself (a stream, a 204, a page).
  */
-export type RouteHandler<R extends RouteEntry> = (input: EntryInput<R>, context: RouteContext) => unknown;
+export type RouteHandler<R extends RouteEntry> = (input: RouteInput<R>, context: RouteContext) => unknown;
 
 /** The handler's context. The request's child logger is made only if the handler asks for it. */
 class HandlerContext implements RouteContext {
@@ -119,7 +101,7 @@ function callerFor(entry: RouteEntry, res: Response): Caller | null {
   return entry.scope === null ? identityOf(res).caller : callerOf(res);
 }
 
-function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>, withCaller = true): RequestHandler {
+function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RequestHandler {
   const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
   return async (req, res, next) => {
     try {
@@ -131,7 +113,7 @@ function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>, withCa
       const headers = validateHeaders(headersSchema, req, failed);
       if (failed.issues !== undefined) throw badRequest(formatZodError(new z.ZodError(failed.issues)));
 
-      const input = { params, query, body, headers, caller: withCaller ? callerFor(entry, res) : null } as EntryInput<R>;
+      const input = { params, query, body, headers, caller: callerFor(entry, res) } as RouteInput<R>;
       const result: unknown = await handler(input, new HandlerContext(req, res, currentRequest()));
       if (result !== undefined && !res.headersSent) res.json(result);
     } catch (error) {
@@ -152,20 +134,6 @@ export interface RouteOptions {
  * once). The identity must have been verified before (verifyIdentity mounted ahead of the route): a keyed route
  * without a caller is refused with 401.
  */
-export function route<R extends RouteEntry>(router: Router, entry: R, handler: RouteHandler<R>, options?: RouteOptions): void;
-/** Transitional form: a handler for the given schemas, registered by the caller (no headers, no caller). */
-export function route<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
-  schemas: RouteSchemas<P, Q, B>,
-  handler: (input: LegacyInput<P, Q, B>, context: RouteContext) => unknown,
-): RequestHandler;
-export function route(
-  ...args: [Router, RouteEntry, RouteHandler<RouteEntry>, RouteOptions?] | [RouteSchemas<z.ZodType, z.ZodType, z.ZodType>, (input: never, context: RouteContext) => unknown]
-): RequestHandler | undefined {
-  if (args.length !== 2) {
-    const [router, entry, handler, options] = args;
-    router[entry.method](toExpressPath(entry.path), ...(options?.before ?? []), handle(entry, handler));
-    return undefined;
-  }
-  const [schemas, handler] = args;
-  return handle({ method: 'post', path: '', scope: null, request: schemas } as RouteEntry, handler as RouteHandler<RouteEntry>, false);
+export function route<R extends RouteEntry>(router: Router, entry: R, handler: RouteHandler<R>, { before = [] }: RouteOptions = {}): void {
+  router[entry.method](toExpressPath(entry.path), ...before, handle(entry, handler));
 }

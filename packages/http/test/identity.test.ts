@@ -131,7 +131,10 @@ describe('the signed body', () => {
     const verify = verifyIdentity(KEY, { now: () => NOW, logger });
     if (order === 'parser first') app.use(jsonBody(), verify);
     else app.use(verify, jsonBody());
-    app.post('/api/products/news', (req, res) => void res.json({ body: req.body as unknown, identity: identityOf(res) }));
+    app.post('/api/products/news', (req, res) => {
+      const sent: unknown = req.body;
+      res.json({ body: sent, identity: identityOf(res) });
+    });
     app.use(errorHandler({ logger }));
     return { app, lines };
   }
@@ -161,7 +164,10 @@ describe('the signed body', () => {
     const { logger } = captureLogger();
     const app = express();
     app.use(verifyIdentity(KEY, { now: () => NOW, allowAnonymous: true }), express.urlencoded({ extended: false, verify: checkBodyDigest }));
-    app.post('/portal/login', (req, res) => void res.json(req.body as unknown));
+    app.post('/portal/login', (req, res) => {
+      const form: unknown = req.body;
+      res.json(form);
+    });
     app.use(errorHandler({ logger }));
     const form = 'api_key=fin_abc&csrf=t';
     const headers = signIdentity({ requestId: 'r', caller: null }, KEY, { method: 'POST', path: '/portal/login', body: form }, NOW);

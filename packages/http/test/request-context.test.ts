@@ -17,7 +17,8 @@ function appWith(logger: ReturnType<typeof captureLogger>['logger']) {
     await new Promise((resolve) => setImmediate(resolve));
     // Deep in service code, without the response at hand.
     currentLogger(logger).info('after an await');
-    res.json({ requestId: requestIdOf(res), fromStorage: currentRequest()?.requestId ?? null, body: (req.body as unknown) ?? null });
+    const body: unknown = req.body;
+    res.json({ requestId: requestIdOf(res), fromStorage: currentRequest()?.requestId ?? null, body: body ?? null });
   });
   return app;
 }

@@ -1,6 +1,6 @@
 import { ErrorBody } from '@fin/contracts';
 import request from 'supertest';
-import { createLifecycle, createServiceApp, route } from '../src';
+import { createLifecycle, createServiceApp } from '../src';
 import { captureLogger } from './helpers';
 
 function serviceWith(readiness: () => Promise<void>, extra: Partial<Parameters<typeof createServiceApp>[0]> = {}) {
@@ -12,7 +12,11 @@ function serviceWith(readiness: () => Promise<void>, extra: Partial<Parameters<t
     readiness,
     lifecycle,
     jsonBodyLimit: 64,
-    routes: (a) => a.post('/echo', route({}, (_input, { req }) => ({ body: req.body as unknown }))),
+    routes: (a) =>
+      a.post('/echo', (req, res) => {
+        const body: unknown = req.body;
+        res.json({ body });
+      }),
     ...extra,
   });
   return { app, lifecycle, lines };

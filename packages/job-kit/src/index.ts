@@ -24,14 +24,7 @@ export {
   type RunOutcome,
 } from './worker';
 export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
-export {
-  bypassesCache,
-  createCachedProductApp,
-  describeCache,
-  idempotencyKeyOf,
-  type CachedProduct,
-  type ProductAppDeps,
-} from './product-api';
+export { createCachedProductApp, type CachedProduct, type ProductAppDeps } from './product-api';
 export { classifyFailure, createProductWorker, type ProductRunContext, type ProductWorkerDeps, type ProductWorkerOptions } from './product-worker';
 export {
   startProductService,

@@ -1,46 +1,24 @@
 // The API role of a cached product (news, stock-report): validate → cache key → submit → 200 from the cache or
 // 202 with the job to poll, with its cache and idempotency headers. Submission itself (the cache, coalescing,
 // idempotency) is job-store's submitJob.
-import { jobUrls, type AsyncJobResponse } from '@fin/contracts';
+import { jobUrls, type API_ROUTES, type AsyncJobResponse } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import type { JobType } from '@fin/events';
-import {
-  badRequest,
-  callerOf,
-  createServiceApp,
-  route,
-  identityKey,
-  verifyIdentity,
-  type Lifecycle,
-  type RouteContext,
-  type RouteInput,
-} from '@fin/http';
+import { createServiceApp, identityKey, route, verifyIdentity, type Lifecycle, type RouteContext, type RouteInput } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { cacheKeysFor, submitJob, type CachedOutcome, type CacheKeyParts, type CacheKeys, type SubmitOutcome } from '@fin/job-store';
-
-
 type ServiceApp = ReturnType<typeof createServiceApp>;
-/** A request schema as route() takes it (a zod schema), and what it parses to. */
-type RequestSchema = NonNullable<Parameters<typeof route>[0]['body']>;
-type RequestOf<S extends RequestSchema> = RouteInput<undefined, undefined, S>['body'];
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-/** `Idempotency-Key`: 1–255 visible ASCII characters, optional. */
-export function idempotencyKeyOf(req: RouteContext['req']): string | undefined {
-  const key = req.header('idempotency-key');
-  if (key === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY.test(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters.');
-  return key;
-}
+/** The contract entries of the cached products: each names its path, request schema and headers. */
+type ProductRoute = typeof API_ROUTES.createNews | typeof API_ROUTES.createStockReport;
+type RequestOf<R extends ProductRoute> = RouteInput<R>['body'];
 
 /** `Cache-Control: no-cache` (or no-store) asks for a fresh run instead of a cached result. */
-export function bypassesCache(req: RouteContext['req']): boolean {
-  return /\bno-(cache|store)\b/i.test(req.header('cache-control') ?? '');
+function bypassesCache(cacheControl: string | undefined): boolean {
+  return /\bno-(cache|store)\b/i.test(cacheControl ?? '');
 }
 
 /** Sets Cache-Status (RFC 9211) and, for a hit, Age. A replayed Idempotency-Key says nothing about the cache. */
-export function describeCache(res: RouteContext['res'], outcome: SubmitOutcome, bypass: boolean): void {
+function describeCache(res: RouteContext['res'], outcome: SubmitOutcome, bypass: boolean): void {
   if (outcome.kind === 'cached') {
     const now = Date.now();
     const ttl = Math.max(0, Math.floor((outcome.expiresAt.getTime() - now) / 1000));
@@ -62,13 +40,14 @@ export interface ProductAppDeps {
 }
 
 /** A product whose results are cached for 7 days and computed by a job on a miss. */
-export interface CachedProduct<S extends RequestSchema> {
+export interface CachedProduct<R extends ProductRoute> {
   jobType: JobType;
-  path: string;
-  /** The contract's request schema: a request that fails it is a 400 naming each bad field. */
-  request: S;
-  /** The contract's completed response (job fields + result), checked before a cached result is answered. */
-  response: { parse(value: unknown): unknown };
+  /**
+   * The product's contract entry: its path, its request schema (a request that fails it is a 400 naming each bad
+   * field), its headers, and its completed response (job fields + result, served from the cache with 200), which
+   * is checked before a result is answered.
+   */
+  route: R;
   /** The prompt that writes the result (`name@version`): part of the cache key, so a new prompt never serves old results. */
   promptVersion: string;
   /**
@@ -76,7 +55,7 @@ export interface CachedProduct<S extends RequestSchema> {
    * request with data gets a cache entry of its tenant's own, never served to another tenant (as does a run that
    * offered the tenant's customer tools: submitJob adds those).
    */
-  cacheKey(request: RequestOf<S>): Pick<CacheKeyParts, 'parameters' | 'data'>;
+  cacheKey(request: RequestOf<R>): Pick<CacheKeyParts, 'parameters' | 'data'>;
 }
 
 /** Validated cached results kept per source job (bounded; the oldest go first). */
@@ -88,14 +67,17 @@ const MAX_VALIDATED_RESULTS = 256;
  * cached result (the database sends it as text) nor validates or serialises it again: only the caller's own
  * job id is written in front of the stored body.
  */
-function cachedResponder(product: { response: { parse(value: unknown): unknown } }) {
+function cachedResponder(response: { parse(value: unknown): unknown }) {
   /** Source job → the response body after its job_id: `"status":"completed","from_cache":true,…}`. */
   const serialised = new Map<string, string>();
   return (outcome: CachedOutcome): string => {
     let rest = serialised.get(outcome.sourceJobId);
     if (rest === undefined) {
       const result = JSON.parse(outcome.resultJson) as Record<string, unknown>;
-      const body = product.response.parse({ job_id: outcome.sourceJobId, status: 'completed', from_cache: true, ...result }) as Record<string, unknown>;
+      const body = response.parse({ job_id: outcome.sourceJobId, status: 'completed', from_cache: true, ...result }) as Record<
+        string,
+        unknown
+      >;
       const { job_id: _sourceJob, ...fields } = body;
       // Never empty (status and from_cache are always there), so the text after `{` is a list of fields and `}`.
       rest = JSON.stringify(fields).slice(1);
@@ -106,7 +88,7 @@ function cachedResponder(product: { response: { parse(value: unknown): unknown }
   };
 }
 
-function productCacheKeys<S extends RequestSchema>(product: CachedProduct<S>, tenantId: string, request: RequestOf<S>): CacheKeys {
+function productCacheKeys<R extends ProductRoute>(product: CachedProduct<R>, tenantId: string, request: RequestOf<R>): CacheKeys {
   const { parameters, data } = product.cacheKey(request);
   return cacheKeysFor({ jobType: product.jobType, parameters: { ...parameters, prompt: product.promptVersion }, tenantId, data });
 }
@@ -117,10 +99,11 @@ function productCacheKeys<S extends RequestSchema>(product: CachedProduct<S>, te
  * Identical requests of a tenant in flight share a job; `Idempotency-Key` replays; `Cache-Control: no-cache`
  * forces a fresh run. Tenant identity comes from the gateway's signed headers.
  */
-export function createCachedProductApp<S extends RequestSchema>(product: CachedProduct<S>, deps: ProductAppDeps): ServiceApp {
+export function createCachedProductApp<R extends ProductRoute>(product: CachedProduct<R>, deps: ProductAppDeps): ServiceApp {
   const { pool, logger, signingSecret, lifecycle, maxAttempts = 3 } = deps;
   const { jobType } = product;
-  const cachedResponse = cachedResponder(product);
+  const response = product.route.responses['200'].json;
+  const cachedResponse = cachedResponder(response);
   return createServiceApp({
     name: jobType,
     logger,
@@ -129,35 +112,33 @@ export function createCachedProductApp<S extends RequestSchema>(product: CachedP
       await pool.query('SELECT 1');
     },
     routes: (app) => {
-      app.post(
-        product.path,
-        verifyIdentity(identityKey(signingSecret, jobType), { logger }),
-        route({ body: product.request }, async ({ body }, { req, res }) => {
-          const { tenantId } = callerOf(res);
-          const bypass = bypassesCache(req);
-          const outcome = await submitJob(pool, {
-            tenantId,
-            jobType,
-            // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
-            request: { ...(body as Record<string, unknown>) },
-            cacheKeys: productCacheKeys(product, tenantId, body),
-            bypassCache: bypass,
-            idempotencyKey: idempotencyKeyOf(req),
-            maxAttempts,
-          });
-          describeCache(res, outcome, bypass);
-          if (outcome.kind === 'cached') {
-            res.type('application/json').send(cachedResponse(outcome));
-            return undefined;
-          }
-          const result = outcome.kind === 'replayed' ? outcome.result : undefined;
-          if (result) return product.response.parse({ job_id: outcome.jobId, status: 'completed', from_cache: false, ...result });
-          const urls = jobUrls(jobType, outcome.jobId);
-          res.status(202).setHeader('Location', urls.status_url);
-          const envelope: AsyncJobResponse = { job_id: outcome.jobId, status: 'pending', from_cache: false, ...urls };
-          return envelope;
-        }),
-      );
+      // Before the route's own validation: a request the gateway did not sign learns nothing, not even a 400.
+      app.use(product.route.path, verifyIdentity(identityKey(signingSecret, jobType), { logger }));
+      route(app, product.route, async ({ body, headers, caller }, { res }) => {
+        const { tenantId } = caller;
+        const bypass = bypassesCache(headers['Cache-Control']);
+        const outcome = await submitJob(pool, {
+          tenantId,
+          jobType,
+          // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
+          request: { ...body },
+          cacheKeys: productCacheKeys(product, tenantId, body),
+          bypassCache: bypass,
+          idempotencyKey: headers['Idempotency-Key'],
+          maxAttempts,
+        });
+        describeCache(res, outcome, bypass);
+        if (outcome.kind === 'cached') {
+          res.type('application/json').send(cachedResponse(outcome));
+          return undefined;
+        }
+        const result = outcome.kind === 'replayed' ? outcome.result : undefined;
+        if (result) return response.parse({ job_id: outcome.jobId, status: 'completed', from_cache: false, ...result });
+        const urls = jobUrls(jobType, outcome.jobId);
+        res.status(202).setHeader('Location', urls.status_url);
+        const envelope: AsyncJobResponse = { job_id: outcome.jobId, status: 'pending', from_cache: false, ...urls };
+        return envelope;
+      });
     },
   });
 }

@@ -1,5 +1,5 @@
 import { loadPrompt } from '@fin/ai';
-import { NewsRequest, NewsResponse } from '@fin/contracts';
+import { API_ROUTES } from '@fin/contracts';
 import { createCachedProductApp, type ProductAppDeps } from '@fin/job-kit';
 
 /**
@@ -10,9 +10,7 @@ export function createApp(deps: ProductAppDeps) {
   return createCachedProductApp(
     {
       jobType: 'news',
-      path: '/api/products/news',
-      request: NewsRequest,
-      response: NewsResponse,
+      route: API_ROUTES.createNews,
       promptVersion: loadPrompt('news').id,
       cacheKey: ({ symbols, n, language, data }) => ({ parameters: { symbols: [...symbols].sort(), n, language }, data }),
     },

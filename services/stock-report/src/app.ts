@@ -1,5 +1,5 @@
 import { loadPrompt } from '@fin/ai';
-import { StockReportRequest, StockReportResponse } from '@fin/contracts';
+import { API_ROUTES } from '@fin/contracts';
 import { createCachedProductApp, type ProductAppDeps } from '@fin/job-kit';
 
 /**
@@ -12,9 +12,7 @@ export function createApp(deps: ProductAppDeps) {
   return createCachedProductApp(
     {
       jobType: 'stock-report',
-      path: '/api/products/stock-report',
-      request: StockReportRequest,
-      response: StockReportResponse,
+      route: API_ROUTES.createStockReport,
       promptVersion: loadPrompt('stock-report').id,
       cacheKey: ({ symbols, language, data }) => ({ parameters: { symbols, language }, data }),
     },

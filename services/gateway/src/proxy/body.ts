@@ -71,7 +71,7 @@ function ownCopy(body: unknown): unknown {
   return body;
 }
 
-/** Reads the body into req.body as a Buffer (left undefined when there is none). */
+/** Reads the body into req.body, a Buffer (left undefined when there is none). */
 function readWhole(limit: number): RequestHandler {
   // Chunked or compressed bodies, and declared lengths beyond the limit (its 400 before reading), go through
   // body-parser, which also inflates and enforces the limit while reading.
@@ -101,7 +101,7 @@ function readWhole(limit: number): RequestHandler {
   };
 }
 
-/** Leaves the body in req.body as a Buffer (undefined when there is none). */
+/** Leaves the body in req.body, a Buffer (undefined when there is none). */
 export function readBody({ limit, json }: { limit: number; json: boolean }): RequestHandler[] {
   const read = readWhole(limit);
   return json ? [requireJsonContentType(), read] : [read];
