@@ -1,6 +1,6 @@
 // Per-account rate limits: what is counted, the defaults, and the overrides a tenant may carry. The gateway
 // enforces them (services/gateway/src/rate-limit); the key store validates and stores a tenant's overrides.
-import { CHAT_TURNS_PER_MINUTE } from '@fin/contracts';
+import { CHAT_STREAMS_PER_KEY, CHAT_TURNS_PER_MINUTE, RATE_LIMITS_PER_MINUTE } from '@fin/contracts';
 
 /**
  * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
@@ -19,16 +19,14 @@ export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
  * `rate_limit_overrides` replace these per product (see docs/operations.md).
  */
 export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.freeze({
-  news: 100,
-  'stock-report': 20,
-  analysis: 20,
+  ...RATE_LIMITS_PER_MINUTE,
   jobs: 600,
   tools: 60,
   'chat-turns': CHAT_TURNS_PER_MINUTE,
 });
 
 /** Concurrent chat requests per account (spec: 10 concurrent streams). A tenant override under `chat` replaces it. */
-export const DEFAULT_CHAT_CONCURRENCY = 10;
+export const DEFAULT_CHAT_CONCURRENCY = CHAT_STREAMS_PER_KEY;
 
 /** Names an override may use: the per-minute products plus `chat` (concurrent streams). */
 export type OverridableLimit = LimitedProduct | 'chat';

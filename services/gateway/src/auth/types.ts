@@ -1,7 +1,9 @@
 // The contract between the gateway's HTTP layer (app.ts, routing) and API-key authentication.
+import type { ApiScope } from '@fin/contracts';
 
-export const SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools'] as const;
-export type Scope = (typeof SCOPES)[number];
+/** The scopes a key can carry: the contract's, which the document states. */
+export { API_SCOPES as SCOPES } from '@fin/contracts';
+export type Scope = ApiScope;
 
 /** Who is calling: resolved from a verified API key. */
 export interface Principal {
