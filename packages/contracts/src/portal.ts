@@ -15,7 +15,10 @@ const FormValue = z.union([z.string(), z.array(z.string())]).optional();
  * The portal's forms: every field optional, and a body that is not an object read as an empty form. Any form of a
  * signed-in page carries the session's CSRF token.
  */
-export const PortalForm = z.object({ csrf: FormValue }).catch({});
+export const PortalForm = z
+  .object({ csrf: FormValue })
+  .catch({})
+  .meta({ id: 'PortalForm', description: 'A form of a signed-in portal page, as far as every such form goes: its CSRF token.' });
 
 const PortalSignInForm = z.object({ csrf: FormValue, api_key: FormValue }).catch({});
 
