@@ -3,13 +3,13 @@
 //
 // - news:  a stand-in for the news service's API role on a cache hit. It is built like the real services are
 //          (createServiceApp: request ids, per-request logger, JSON body parsing, the error translator;
-//          verifyIdentity; route() validating the body against the NewsRequest contract) and answers the
+//          verifyIdentity; route() validating the request against the createNews contract entry) and answers the
 //          fixed completed response. The real service would also look the request up in the Postgres cache;
 //          leaving that out makes the service as cheap as it can be, so the gateway's share is the largest it
 //          can be (a worst case for the ratio).
 // - bare:  an empty express 5 application with one handler sending the same body: the ceiling of express on
 //          this Node and machine.
-import { NewsRequest } from '@fin/contracts';
+import { API_ROUTES } from '@fin/contracts';
 import { createServiceApp, identityKey, route, verifyIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
 import express from 'express';
@@ -31,7 +31,8 @@ function newsStandIn(): express.Express {
     logger,
     readiness: () => Promise.resolve(),
     routes: (app) => {
-      app.post(NEWS_PATH, verifyIdentity(identityKey(secret, 'news'), { maxSkewMs, logger }), route({ body: NewsRequest }, () => NEWS_RESPONSE));
+      app.use(NEWS_PATH, verifyIdentity(identityKey(secret, 'news'), { maxSkewMs, logger }));
+      route(app, API_ROUTES.createNews, () => NEWS_RESPONSE);
     },
   });
 }

@@ -95,7 +95,7 @@ function resolve(schema: JsonSchema | undefined, document: OpenApiDocument): Jso
 function parametersOf(operation: Operation, document: OpenApiDocument): Parameter[] {
   return (operation.parameters ?? []).map((parameter) => {
     if ('$ref' in parameter) return document.components.parameters?.[parameter.$ref.split('/').pop() ?? ''] as Parameter;
-    return parameter as Parameter;
+    return parameter;
   });
 }
 
@@ -265,7 +265,7 @@ function nodesOf(root: unknown): Node[] {
 
 /** Applies the mutations to a copy of `base`; returns the new root. */
 function mutate(base: unknown, mutations: readonly Mutation[]): unknown {
-  const holder = { root: structuredClone(base) as unknown };
+  const holder = { root: structuredClone<unknown>(base) };
   for (const change of mutations) {
     const nodes = nodesOf(holder.root);
     const node = nodes[change.at % nodes.length] as Node;
@@ -281,7 +281,7 @@ function mutate(base: unknown, mutations: readonly Mutation[]): unknown {
         break;
       case 'delete':
         if (Array.isArray(node.parent)) node.parent.splice(node.key as number, 1);
-        else if (node.parent !== undefined) delete node.parent[node.key as string];
+        else if (node.parent !== undefined) Reflect.deleteProperty(node.parent, node.key as string);
         else holder.root = undefined;
         break;
       case 'add':
@@ -457,11 +457,11 @@ const hostileSegments = fc.constantFrom(
 function segmentFor(parameter: Parameter, context: FuzzContext, document: OpenApiDocument): fc.Arbitrary<string> {
   const known = context.ids[parameter.name] ?? [];
   const options: fc.WeightedArbitrary<string>[] = [
-    { arbitrary: valueFor(parameter.schema, document).map((value) => percentEncode(String(value as string))), weight: 4 },
+    { arbitrary: valueFor(parameter.schema, document).map((value) => percentEncode(String(value))), weight: 4 },
     { arbitrary: fc.uuid().map((value) => value.toUpperCase()), weight: 1 },
     { arbitrary: junkString.map((value) => percentEncode(value)), weight: 3 },
     { arbitrary: hostileSegments, weight: 3 },
-    { arbitrary: fc.uuid().map((value) => `${value}${'%00'}`), weight: 1 },
+    { arbitrary: fc.uuid().map((value) => `${value}%00`), weight: 1 },
   ];
   if (known.length > 0) options.push({ arbitrary: fc.constantFrom(...known), weight: 4 });
   return fc.oneof(...options);
@@ -590,7 +590,7 @@ export function routeFuzzer(route: ApiRoute, context: FuzzContext): RouteFuzzer 
   const transport = fc.oneof(
     { arbitrary: fc.constant({ raw: false, chunked: false, lines: [] as readonly [string, string][] }), weight: 16 },
     { arbitrary: fc.constant({ raw: false, chunked: true, lines: [] as readonly [string, string][] }), weight: 2 },
-    { arbitrary: rawHeaderLines.map((lines) => ({ raw: true, chunked: false, lines: lines as readonly [string, string][] })), weight: 1 },
+    { arbitrary: rawHeaderLines.map((lines) => ({ raw: true, chunked: false, lines: lines })), weight: 1 },
   );
 
   const arbitrary = fc

@@ -74,8 +74,8 @@ export function chatEventId(replyId: string, position: number): string {
 
 /** The reply and position an event id names; undefined when it is not one of ours. */
 export function parseChatEventId(id: string): { replyId: string; position: number } | undefined {
-  const match = EVENT_ID.exec(id.trim());
-  return match ? { replyId: match[1]!.toLowerCase(), position: Number(match[2]) } : undefined;
+  const [, replyId, position] = EVENT_ID.exec(id.trim()) ?? [];
+  return replyId === undefined || position === undefined ? undefined : { replyId: replyId.toLowerCase(), position: Number(position) };
 }
 
 /** Request headers of GET /api/chat/stream. */

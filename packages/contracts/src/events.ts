@@ -82,7 +82,8 @@ const EVENT_ID = /^[\x21-\x7e]{1,128}$/;
 export function formatSse(event: string, data: unknown, id?: string): string {
   if (!EVENT_NAME.test(event)) throw new TypeError(`invalid SSE event name ${JSON.stringify(event)}`);
   if (id !== undefined && !EVENT_ID.test(id)) throw new TypeError(`invalid SSE event id ${JSON.stringify(id)}`);
-  const json = JSON.stringify(data);
+  // JSON.stringify answers undefined for undefined, a function or a symbol, whatever its declared type says.
+  const json = JSON.stringify(data) as string | undefined;
   if (json === undefined) throw new TypeError(`SSE data of event ${event} is not JSON-serialisable`);
   return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${json}\n\n`;
 }

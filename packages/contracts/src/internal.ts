@@ -68,7 +68,8 @@ export function dedupe<T>(values: readonly T[]): T[] {
 /** Size in bytes of a value serialised as compact JSON (what a caller would send and we would store). */
 export function jsonBytes(value: unknown): number {
   try {
-    const json = JSON.stringify(value);
+    // undefined for undefined, a function or a symbol, whatever JSON.stringify's declared type says.
+    const json = JSON.stringify(value) as string | undefined;
     return json === undefined ? 0 : Buffer.byteLength(json, 'utf8');
   } catch {
     // Only reachable for values JSON cannot hold (BigInt, cycles); a parsed request body never has them.
@@ -109,8 +110,7 @@ export function requestObject<T extends z.core.$ZodLooseShape>(shape: T) {
         const noun = issue.keys.length === 1 ? 'field' : 'fields';
         return `unknown ${noun} ${issue.keys.map((key) => quote(key)).join(', ')} (allowed: ${allowed})`;
       }
-      if (issue.code === 'invalid_type') return 'expected a JSON object';
-      return undefined;
+      return 'expected a JSON object';
     },
   });
 }

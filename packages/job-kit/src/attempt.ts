@@ -17,7 +17,7 @@ export interface RunContext {
   /** Aborted when the time limit passes, the lease is lost or the runner is told to stop. */
   signal: AbortSignal;
   /** Reports progress (0–100, never backwards) with a sentence a user would understand. */
-  progress(percent: number, currentlyWorkingOn: string): void;
+  progress: (percent: number, currentlyWorkingOn: string) => void;
 }
 
 export interface RunOutcome {

@@ -25,7 +25,13 @@ export {
 } from './worker';
 export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
 export { createCachedProductApp, type CachedProduct, type ProductAppDeps } from './product-api';
-export { classifyFailure, createProductWorker, type ProductRunContext, type ProductWorkerDeps, type ProductWorkerOptions } from './product-worker';
+export {
+  classifyFailure,
+  createProductWorker,
+  type ProductRunContext,
+  type ProductWorkerDeps,
+  type ProductWorkerOptions,
+} from './product-worker';
 export {
   startProductService,
   type ProductRole,

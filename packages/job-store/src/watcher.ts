@@ -42,6 +42,11 @@ function finishedOf(row: JobRow | undefined): FinishedJob | undefined {
   return undefined;
 }
 
+/** Read through a call: the signal may have been aborted while the caller awaited. */
+function isAborted(signal: AbortSignal): boolean {
+  return signal.aborted;
+}
+
 export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayMs = 500 }: JobWatcherOptions): JobWatcher {
   const log = logger.child({ component: 'job-watcher' });
   /** Job id → wake-up calls of the requests waiting for it. */
@@ -83,13 +88,13 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
 
   return {
     async finished(jobId, signal) {
-      let woken = false;
-      let resume: (() => void) | undefined;
+      // An object, not a local: the compiler cannot see the notifier set it while the loop awaits.
+      const wake = { woken: false, resume: undefined as (() => void) | undefined };
       const notify = () => {
-        woken = true;
-        resume?.();
+        wake.woken = true;
+        wake.resume?.();
       };
-      const onAbort = () => resume?.();
+      const onAbort = () => wake.resume?.();
       let set = waiters.get(jobId);
       if (!set) waiters.set(jobId, (set = new Set()));
       set.add(notify);
@@ -101,10 +106,10 @@ export function createJobWatcher({ pool, logger, pollIntervalMs, reconnectDelayM
           if (job) return job;
           if (signal.aborted) return undefined;
           // A wake-up during the read means: read again at once.
-          if (!woken) await new Promise<void>((resolve) => (resume = resolve));
-          woken = false;
-          resume = undefined;
-          if (signal.aborted) return undefined;
+          if (!wake.woken) await new Promise<void>((resolve) => (wake.resume = resolve));
+          wake.woken = false;
+          wake.resume = undefined;
+          if (isAborted(signal)) return undefined;
         }
       } finally {
         signal.removeEventListener('abort', onAbort);

@@ -14,7 +14,9 @@ export function createApp(deps: PortalAppDeps): express.Express {
   return createServiceApp({
     name: 'portal',
     logger,
-    readiness: async () => void (await pool.query('SELECT 1')),
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
     ...(lifecycle === undefined ? {} : { lifecycle }),
     // The API takes JSON and the web portal takes forms: each mounts its own body parser.
     jsonBodyLimit: false,

@@ -89,8 +89,11 @@ export function portalRoutes(deps: PortalDeps): express.Router {
   router.use(securityHeaders());
   router.get('/static/:file', (req, res, next) => {
     const file = req.params.file;
-    const body = file === undefined ? undefined : statics[file];
-    if (file === undefined || body === undefined) return next();
+    const body = statics[file];
+    if (body === undefined) {
+      next();
+      return;
+    }
     res.set({ 'Content-Type': STATIC_FILES[file], 'Cache-Control': 'public, max-age=300' }).send(body);
   });
 
@@ -101,7 +104,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
   router.post(/.*/, (req, res, next) => {
     if (isCrossSite(req)) {
       loggerOf(res, logger).warn({ origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'refused a cross-site portal form post');
-      return page(res, 403, { title: 'Request refused', body: html`<p>This form was sent from another site and was refused.</p><p><a href="/portal/tools">Back to the portal</a></p>` });
+      page(res, 403, { title: 'Request refused', body: html`<p>This form was sent from another site and was refused.</p><p><a href="/portal/tools">Back to the portal</a></p>` }); return;
     }
     next();
   });
@@ -113,11 +116,11 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       if (session === null || account === null) {
         if (session !== null) sessions.clear(res);
         noStore(res);
-        return res.redirect(303, '/portal/login');
+        res.redirect(303, '/portal/login'); return;
       }
       res.locals.portal = { session, account, csrf: sessions.csrfToken(session) } satisfies Signed;
       if (req.method === 'POST' && !sessions.checkCsrf(session, PortalForm.parse(req.body).csrf)) {
-        return page(res, 403, { title: 'Request refused', body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p><p><a href="/portal/tools">Back to your tools</a></p>` });
+        page(res, 403, { title: 'Request refused', body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p><p><a href="/portal/tools">Back to your tools</a></p>` }); return;
       }
       next();
     } catch (error) {
@@ -172,20 +175,20 @@ export function portalRoutes(deps: PortalDeps): express.Router {
 
   route(router, PORTAL_PAGES.home, (_input, { res }) => res.redirect(303, '/portal/tools'));
   route(router, PORTAL_PAGES.signInPage, (_input, { req, res }) => {
-    if (sessions.read(req) !== null) return res.redirect(303, '/portal/tools');
+    if (sessions.read(req) !== null) { res.redirect(303, '/portal/tools'); return; }
     loginPage(req, res);
   });
   route(
     router,
     PORTAL_PAGES.signIn,
     async ({ body }, { req, res }) => {
-      if (!sessions.checkLoginToken(req, formText(body.csrf))) return loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403);
+      if (!sessions.checkLoginToken(req, formText(body.csrf))) { loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403); return; }
       // Counted before the key is looked up, so a flood of attempts costs no database lookups once over the limit.
       if (!(await admitted(req, res, 'sign_in', { client: true }))) return;
       const result = await signIn(pool, formText(body.api_key));
       if (!result.ok) {
         loggerOf(res, logger).warn({ reason: result.reason }, 'portal sign-in refused');
-        return loginPage(req, res, [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'], 200);
+        loginPage(req, res, [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'], 200); return;
       }
       if (!(await admitted(req, res, 'sign_in', { tenantId: result.account.tenantId }))) return;
       sessions.issue(res, result.account.keyId, result.account.tenantId);
@@ -271,7 +274,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
         try {
           await store.create(signedOf(res).account.tenantId, request);
           noStore(res);
-          return res.redirect(303, '/portal/tools');
+          res.redirect(303, '/portal/tools'); return;
         } catch (error) {
           if (!storeProblem(error, problems)) throw error;
         }
@@ -287,7 +290,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     async ({ params }, { res }) => {
       const id = toolId(params.id);
       const tool = id === null ? null : await store.get(signedOf(res).account.tenantId, id);
-      if (tool === null) return notFound(res);
+      if (tool === null) { notFound(res); return; }
       shell(res, `Edit ${tool.name}`, toolForm({ action: `/portal/tools/${tool.id}`, values: valuesOf(tool), problems: new Map(), csrf: signedOf(res).csrf, editing: true }));
     },
     signedIn,
@@ -300,14 +303,14 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
       const id = toolId(params.id);
       const tenantId = signedOf(res).account.tenantId;
       const existing = id === null ? null : await store.get(tenantId, id);
-      if (existing === null) return notFound(res);
+      if (existing === null) { notFound(res); return; }
       const { values, request, problems } = parseToolForm(body, { editing: true });
       if (values.headerNames.length === 0 && formText(body.headers).trim() === '' && formText(body.clear_headers) !== 'on') values.headerNames = existing.headerNames;
       if (request !== undefined) {
         try {
           await store.update(tenantId, existing.id, request);
           noStore(res);
-          return res.redirect(303, '/portal/tools');
+          res.redirect(303, '/portal/tools'); return;
         } catch (error) {
           if (!storeProblem(error, problems)) throw error;
         }
@@ -323,7 +326,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     async ({ params, body }, { res }) => {
       const id = toolId(params.id);
       const tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(body.enabled) === 'on');
-      if (tool === null) return notFound(res);
+      if (tool === null) { notFound(res); return; }
       res.redirect(303, '/portal/tools');
     },
     signedIn,
@@ -334,7 +337,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     PORTAL_PAGES.deleteTool,
     async ({ params }, { res }) => {
       const id = toolId(params.id);
-      if (id === null || !(await store.delete(signedOf(res).account.tenantId, id))) return notFound(res);
+      if (id === null || !(await store.delete(signedOf(res).account.tenantId, id))) { notFound(res); return; }
       res.redirect(303, '/portal/tools');
     },
     signedIn,
@@ -346,7 +349,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     const run = input !== undefined;
     const tenantId = signedOf(res).account.tenantId;
     const tool = id === null ? null : await store.get(tenantId, id);
-    if (tool === null) return notFound(res);
+    if (tool === null) { notFound(res); return; }
     const sample = input ?? JSON.stringify(sampleInput(tool.inputSchema), null, 2);
     const problems: string[] = [];
     let outcome: Html = html``;
@@ -361,7 +364,7 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
       if (problems.length === 0) {
         if (!(await admitted(req, res, 'test_call', { client: true, tenantId }))) return;
         const tested = await runtime.testCall(tenantId, tool.id, input as Record<string, unknown>);
-        if (tested === null) return notFound(res);
+        if (tested === null) { notFound(res); return; }
         problems.push(...tested.inputProblems);
         const result = tested.result;
         if (result !== null) {
@@ -405,7 +408,7 @@ ${outcome}`,
       const id = toolId(params.id);
       const tenantId = signedOf(res).account.tenantId;
       const tool = id === null ? null : await store.get(tenantId, id);
-      if (tool === null) return notFound(res);
+      if (tool === null) { notFound(res); return; }
       const calls = await listCalls(pool, tenantId, tool.id, 100);
       const rows = calls.map(
         (call) => html`<tr>
@@ -481,7 +484,7 @@ ${problemList(extra.problems ?? [])}
       const id = params.id;
       const { account } = signedOf(res);
       if (!UUID.test(id) || !(await revokeTenantKey(pool, account.tenantId, id))) {
-        return shell(res, 'Not found', html`<p>There is no such key in this account.</p><p><a href="/portal/keys">Back to your keys</a></p>`, 'keys', 404);
+        shell(res, 'Not found', html`<p>There is no such key in this account.</p><p><a href="/portal/keys">Back to your keys</a></p>`, 'keys', 404); return;
       }
       loggerOf(res, logger).info({ tenantId: account.tenantId, keyId: id }, 'API key revoked in the portal');
       res.redirect(303, id.toLowerCase() === account.keyId ? '/portal/login' : '/portal/keys');
@@ -499,8 +502,8 @@ function sampleInput(schema: Record<string, unknown>): Record<string, unknown> {
   const empty: Record<string, unknown> = { string: '', number: 0, integer: 0, boolean: false, array: [], object: {} };
   return Object.fromEntries(
     Object.entries(properties as Record<string, { type?: unknown; examples?: unknown[] }>).map(([name, property]) => {
-      if (Array.isArray(property?.examples) && property.examples.length > 0) return [name, property.examples[0]];
-      return [name, typeof property?.type === 'string' ? (empty[property.type] ?? null) : null];
+      if (Array.isArray(property.examples) && property.examples.length > 0) return [name, property.examples[0]];
+      return [name, typeof property.type === 'string' ? (empty[property.type] ?? null) : null];
     }),
   );
 }
