@@ -13,7 +13,7 @@ export interface LoadOptions {
   requestTimeoutMs?: number;
 }
 
-export interface LoadResult {
+interface LoadResult {
   sent: number;
   /** Job ids of the 202 answers, in the order they were answered. */
   accepted: string[];

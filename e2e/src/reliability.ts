@@ -12,7 +12,7 @@ import { sharedEnv, startSystem, type System, type SystemOptions } from './syste
  */
 export type ReliabilitySize = 'ci' | 'full';
 
-export const reliabilitySize: ReliabilitySize = process.env.RELIABILITY_SIZE === 'full' ? 'full' : 'ci';
+const reliabilitySize: ReliabilitySize = process.env.RELIABILITY_SIZE === 'full' ? 'full' : 'ci';
 
 /** The value for the size this run has. */
 export function bySize<T>(sizes: Record<ReliabilitySize, T>): T {
@@ -57,7 +57,7 @@ export function reportSurvival(report: SurvivalReport): void {
 }
 
 /** With E2E_DEBUG set, prints what every service process wrote (for a failed run). */
-export function printServiceOutput(services: readonly { name: string; child: { exitCode: number | null; signalCode: NodeJS.Signals | null }; output(): string }[]): void {
+function printServiceOutput(services: readonly { name: string; child: { exitCode: number | null; signalCode: NodeJS.Signals | null }; output(): string }[]): void {
   if (!process.env.E2E_DEBUG) return;
   for (const service of services) process.stdout.write(`--- ${service.name} (exit ${service.child.exitCode ?? service.child.signalCode ?? 'none'})\n${service.output()}\n`);
 }
@@ -77,7 +77,7 @@ export async function withDb<T>(url: string, work: (client: pg.Client) => Promis
  * A tenant with a key of every scope and request limits far above what a fault test sends, made with the
  * operator functions the admin CLI runs (in-process, so it can run while the system starts).
  */
-export async function faultTenantKey(databaseUrl: string, name: string): Promise<string> {
+async function faultTenantKey(databaseUrl: string, name: string): Promise<string> {
   const pool = new pg.Pool({ connectionString: databaseUrl, application_name: 'fin-fault-tests', max: 1 });
   try {
     await createTenant(pool, name);
@@ -193,7 +193,7 @@ export async function jobLedger(client: pg.Client, ids: readonly string[]): Prom
 }
 
 /** Whether a job has reached a final state. */
-export const isFinal = (entry: JobLedgerEntry | undefined): boolean => entry?.status === 'completed' || entry?.status === 'failed';
+const isFinal = (entry: JobLedgerEntry | undefined): boolean => entry?.status === 'completed' || entry?.status === 'failed';
 
 /**
  * Whether a finished job kept every promise: completed with its one result (exactly one completion committed by
@@ -220,7 +220,7 @@ export interface JobOutcomes {
 }
 
 /** Judges every accepted job by the ledger. */
-export function judgeJobs(ids: readonly string[], ledger: Map<string, JobLedgerEntry>): JobOutcomes {
+function judgeJobs(ids: readonly string[], ledger: Map<string, JobLedgerEntry>): JobOutcomes {
   const outcomes: JobOutcomes = { n: ids.length, survived: 0, lost: 0, completed: 0, failed: 0, failedBy: {}, problems: [] };
   for (const id of ids) {
     const entry = ledger.get(id);

@@ -19,18 +19,18 @@ export function marker(run: string, index: number): string {
 const MARKER = /\bfx[0-9a-f]{8}x\d+\b/;
 
 /** The marker a model request carries (in the system prompt, where custom data goes, or in a message). */
-export function markerOf(body: MessagesRequestBody): string | undefined {
+function markerOf(body: MessagesRequestBody): string | undefined {
   return MARKER.exec(systemText(body))?.[0] ?? MARKER.exec(JSON.stringify(body.messages))?.[0];
 }
 
 /** Whether the request answers tool calls: for the analyst, the turn that writes the answer. */
-export function isAnswerTurn(body: MessagesRequestBody): boolean {
+function isAnswerTurn(body: MessagesRequestBody): boolean {
   return toolResults(body).length > 0;
 }
 
-export type ModelRequest = RecordedRequest & { body: MessagesRequestBody };
+type ModelRequest = RecordedRequest & { body: MessagesRequestBody };
 
-export interface TurnInfo {
+interface TurnInfo {
   marker: string | undefined;
   /** 1 for a marker's first request, 2 for its second, … */
   call: number;
@@ -40,7 +40,7 @@ export interface TurnInfo {
 }
 
 /** What a hook makes of a turn: nothing (the analyst answers), another reply, or the analyst's reply changed. */
-export type TurnHook = (turn: TurnInfo, request: ModelRequest) => Promise<Reply | ((reply: Reply) => Reply) | undefined> | Reply | ((reply: Reply) => Reply) | undefined;
+type TurnHook = (turn: TurnInfo, request: ModelRequest) => Promise<Reply | ((reply: Reply) => Reply) | undefined> | Reply | ((reply: Reply) => Reply) | undefined;
 
 export interface ScriptedModel {
   handler: (request: ModelRequest, context: HandlerContext) => Promise<Reply>;

@@ -102,14 +102,14 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
  * The product services startSystem can run: each has an API role (behind the gateway at `urlVar`) and, when
  * `worker` is set, a separate worker role selected by `roleVar`. Services without roles run as one process.
  */
-export const PRODUCT_SERVICES = {
+const PRODUCT_SERVICES = {
   news: { dir: 'news', urlVar: 'NEWS_URL', roleVar: 'NEWS_ROLE', worker: true },
   analysis: { dir: 'analysis', urlVar: 'ANALYSIS_URL', roleVar: 'ANALYSIS_ROLE', worker: true },
   'stock-report': { dir: 'stock-report', urlVar: 'STOCK_REPORT_URL', roleVar: 'STOCK_REPORT_ROLE', worker: true },
   chat: { dir: 'chat', urlVar: 'CHAT_URL', worker: false },
   portal: { dir: 'portal', urlVar: 'PORTAL_URL', worker: false },
 } as const satisfies Record<string, { dir: string; urlVar: string; roleVar?: string; worker: boolean }>;
-export type ProductService = keyof typeof PRODUCT_SERVICES;
+type ProductService = keyof typeof PRODUCT_SERVICES;
 
 export interface SystemOptions {
   /** The product services to run (default: news only). */

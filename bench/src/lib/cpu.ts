@@ -12,14 +12,12 @@ export interface CpuTime {
   systemMs: number;
 }
 
-export const ZERO_CPU: CpuTime = { userMs: 0, systemMs: 0 };
-
 export function totalMs(time: CpuTime): number {
   return time.userMs + time.systemMs;
 }
 
 /** CPU time used so far by `pid`, or null when it cannot be read (it ended, or this is not Linux). */
-export function cpuTimeOf(pid: number): CpuTime | null {
+function cpuTimeOf(pid: number): CpuTime | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may contain spaces: split after its closing one.

@@ -3,7 +3,7 @@
 // fetch, and its timings are taken around exactly one request.
 import http from 'node:http';
 
-export interface HttpAnswer {
+interface HttpAnswer {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;

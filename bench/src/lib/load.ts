@@ -43,13 +43,6 @@ export function quantile(sorted: Float64Array, q: number): number {
   return sorted[rank] ?? Number.NaN;
 }
 
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-}
-
 function varied(requestFor: NonNullable<LoadOptions['requestFor']>): (request: autocannon.Request) => autocannon.Request {
   return (request) => {
     const next = requestFor();

@@ -12,7 +12,7 @@ const LANGUAGES = ['en', 'de', 'fr', 'es', 'it', 'nl', 'pt', 'ja'] as const;
 const SUBSETS = (1 << SYMBOLS.length) - 1;
 const NS = 20;
 /** How many distinct requests distinctNewsRequest() makes before it repeats: 63 symbol sets × 20 n × 8 languages. */
-export const DISTINCT_NEWS_REQUESTS = SUBSETS * NS * LANGUAGES.length;
+const DISTINCT_NEWS_REQUESTS = SUBSETS * NS * LANGUAGES.length;
 
 export interface NewsRequestBody {
   symbols: string[];
@@ -24,7 +24,7 @@ export interface NewsRequestBody {
  * The index-th of DISTINCT_NEWS_REQUESTS requests that differ in what the cache key covers (the set of symbols, n,
  * language). Consecutive indexes walk every symbol set first, so any run of them mixes small and large jobs.
  */
-export function distinctNewsRequest(index: number): NewsRequestBody {
+function distinctNewsRequest(index: number): NewsRequestBody {
   const wrapped = index % DISTINCT_NEWS_REQUESTS;
   const subset = (wrapped % SUBSETS) + 1;
   const n = (Math.floor(wrapped / SUBSETS) % NS) + 1;
@@ -43,7 +43,7 @@ export class NewsRequests {
 }
 
 /** Milliseconds since the epoch with sub-millisecond resolution: comparable with Postgres timestamps. */
-export function wallClockMs(): number {
+function wallClockMs(): number {
   return performance.timeOrigin + performance.now();
 }
 

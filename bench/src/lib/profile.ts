@@ -29,7 +29,7 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-export interface SelfTime {
+interface SelfTime {
   name: string;
   /** Where the code lives: a package name, `node:<module>`, `@fin/...`, or `(native)`/`(gc)`/`(program)`. */
   origin: string;
@@ -54,7 +54,7 @@ export interface ProfileSummary {
  * `/…/node_modules/.pnpm/pg-protocol@1.10.3/node_modules/pg-protocol/dist/parser.js` → `pg-protocol`;
  * our sources → `@fin/<package>`, or with byFile `@fin/<package>/<file below src>`.
  */
-export function originOf(frame: CallFrame, repoRoot: string, { byFile = false }: { byFile?: boolean } = {}): string {
+function originOf(frame: CallFrame, repoRoot: string, { byFile = false }: { byFile?: boolean } = {}): string {
   const { url, functionName } = frame;
   if (url === '') {
     if (functionName === '(garbage collector)') return '(gc)';

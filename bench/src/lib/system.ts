@@ -29,7 +29,7 @@ import { formatMachine, type Machine } from './machine';
 import { fixed, note, print, table } from './output';
 import { type Cleanup, REPO_ROOT, startNodeProcess, startService, waitUntilReady, type NodeProcess } from './processes';
 
-export const SERVICES = ['gateway', 'newsApi', 'newsWorker', 'jobs'] as const;
+const SERVICES = ['gateway', 'newsApi', 'newsWorker', 'jobs'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 export const SERVICE_LABELS: Record<ServiceName, string> = { gateway: 'gateway', newsApi: 'news API', newsWorker: 'news worker', jobs: 'jobs service' };
@@ -250,7 +250,7 @@ export function exitedProcesses(system: BenchSystem): string[] {
 export const CPU_GROUPS = ['runner', 'fakes', 'gateway', 'newsApi', 'newsWorker', 'jobs', 'postgres', 'kafka'] as const;
 export type CpuGroup = (typeof CPU_GROUPS)[number];
 
-export const CPU_GROUP_LABELS: Record<CpuGroup, string> = {
+const CPU_GROUP_LABELS: Record<CpuGroup, string> = {
   runner: 'bench runner (load)',
   fakes: 'fakes',
   gateway: 'gateway',

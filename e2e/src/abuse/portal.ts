@@ -10,7 +10,7 @@ export interface PortalSession {
   edit(toolId: string, fields: Record<string, string | string[]>): Promise<PortalAnswer>;
 }
 
-export interface PortalAnswer {
+interface PortalAnswer {
   /** 303 when a form was accepted (the redirect), 200 with problems when it was not. */
   status: number;
   problems: string[];

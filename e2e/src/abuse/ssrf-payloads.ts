@@ -7,7 +7,7 @@
 // schemes other than https, parser confusions, unicode and punycode hosts, and redirects to private targets.
 import { isIPv4 } from 'node:net';
 
-export type RefusalOutcome = 'blocked_address' | 'invalid_endpoint' | 'redirect_refused' | 'connection_failed';
+type RefusalOutcome = 'blocked_address' | 'invalid_endpoint' | 'redirect_refused' | 'connection_failed';
 
 export interface SsrfPayload {
   endpoint: string;

@@ -14,7 +14,7 @@ import { freePort, startService, waitUntilReady, type ServiceProcess } from '../
 export const TENANTS = ['acme', 'globex'] as const;
 export type TenantName = (typeof TENANTS)[number];
 
-export interface TenantKeys {
+interface TenantKeys {
   /** Every scope. */
   valid: string;
   /** Every scope, revoked before the suite starts. */

@@ -86,13 +86,6 @@ export function roleVariable(shape: ConfigShape, service: string): string | unde
   return name in shape ? name : undefined;
 }
 
-/** Variables the service cannot start without: no default, not optional. */
-export function requiredVariables(shape: ConfigShape): string[] {
-  return Object.entries(shape)
-    .filter(([, field]) => !field.safeParse(undefined).success)
-    .map(([name]) => name);
-}
-
 /** Variables the service's config marks as secrets (`secret(…)` of @fin/config): never a literal in a deployment file. */
 export function secretVariables(shape: ConfigShape): string[] {
   return Object.entries(shape)

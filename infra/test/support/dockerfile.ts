@@ -2,7 +2,7 @@
 // without a Docker engine (none is available where the tests run).
 import { readFileSync } from 'node:fs';
 
-export interface Instruction {
+interface Instruction {
   keyword: string;
   /** Everything after the keyword, continuation lines joined. */
   args: string;

@@ -66,7 +66,7 @@ export function dedupe<T>(values: readonly T[]): T[] {
 }
 
 /** Size in bytes of a value serialised as compact JSON (what a caller would send and we would store). */
-export function jsonBytes(value: unknown): number {
+function jsonBytes(value: unknown): number {
   try {
     // undefined for undefined, a function or a symbol, whatever JSON.stringify's declared type says.
     const json = JSON.stringify(value) as string | undefined;

@@ -24,7 +24,7 @@ const UNSUPPORTED: readonly [RegExp, string][] = [
  * Why `pattern` cannot be used, or null when it can: it must be a valid ECMA-262 pattern (as JSON Schema says)
  * that RE2 runs. The pattern is only compiled here, never matched, so a hostile one costs nothing.
  */
-export function regexProblem(pattern: string): string | null {
+function regexProblem(pattern: string): string | null {
   try {
     new RegExp(pattern, 'u');
   } catch (error) {

@@ -12,7 +12,7 @@ const FORMAT_VERSION = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
-export const KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,32}$/;
+const KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,32}$/;
 
 export interface EncryptionKey {
   id: string;

@@ -186,7 +186,7 @@ export function envelopeProcessor<T extends AnyTopic>(
 
 const DLQ_HEADER_NAMES = new Set<string>(Object.values(DLQ_HEADERS));
 
-export function decodeDeadLetter(message: RawMessage): DeadLetter {
+function decodeDeadLetter(message: RawMessage): DeadLetter {
   const header = (name: string): string => message.headers[name] ?? '';
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(message.headers)) if (!DLQ_HEADER_NAMES.has(name)) headers[name] = value;

@@ -5,7 +5,7 @@
 // The output is the same as pino's (test/log.test.ts compares the two on the same objects).
 import pino from 'pino';
 
-export const REDACTION_CENSOR = '[redacted]';
+const REDACTION_CENSOR = '[redacted]';
 
 /** Keys whose value is a secret, at the top level of a logged object and one level down. */
 const SECRET_KEYS = ['apiKey', 'api_key', 'password', 'secret', 'token', 'authorization'] as const;

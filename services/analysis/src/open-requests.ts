@@ -22,7 +22,7 @@ export const clientLeft = () =>
     new AppError('service_unavailable', 'The analysis was cancelled because the client closed the stream before it finished. Send the request again to run it.'),
   );
 
-export const shuttingDown = () =>
+const shuttingDown = () =>
   new RequestStopped(
     'shutdown',
     new AppError('service_unavailable', 'The analysis service is restarting and stopped this analysis before it finished. Send the request again.'),

@@ -7,9 +7,9 @@ import type { ChatStreamEvent, ErrorBody } from '@fin/contracts';
 import { Prisma, violatedUniqueIndex, type PrismaClient } from '@fin/db';
 import { conflict, notFound } from '@fin/http';
 
-export type ReplyStatus = 'streaming' | 'complete' | 'interrupted' | 'failed';
+type ReplyStatus = 'streaming' | 'complete' | 'interrupted' | 'failed';
 
-export interface TurnStart {
+interface TurnStart {
   conversationId: string;
   replyId: string;
   /** The last complete exchanges, oldest first: what the model sees before the new message. */
@@ -28,7 +28,7 @@ export interface StoredReply {
   leaseLive: boolean;
 }
 
-export type ReplyEnd =
+type ReplyEnd =
   | { status: 'complete'; text: string; events: readonly ChatStreamEvent[]; inputTokens: number; outputTokens: number }
   | { status: 'interrupted' | 'failed'; text: string; events: readonly ChatStreamEvent[]; error: ErrorBody };
 
@@ -40,7 +40,7 @@ export const ABANDONED_REPLY_ERROR: ErrorBody = {
 
 const conversationNotFound = (id: string) => notFound(`No conversation ${id}.`);
 
-export const REPLY_IN_PROGRESS_DETAIL =
+const REPLY_IN_PROGRESS_DETAIL =
   'A reply in this conversation is still being written. Wait for its done event, or follow it with GET /api/chat/stream and Last-Event-ID, then send the next message.';
 
 /** The conversation, locked for the turn (Prisma has no row locks); other tenants' conversations do not exist. */

@@ -14,7 +14,7 @@ import { createTestDatabase, openEventStream, testCustomerToolsKey, type EventSt
 import { chatConfigShape } from '../src/config';
 import { startChatService, type ChatService } from '../src/service';
 
-export const SECRET = 'chat-test-secret-0123456789abcdef0123';
+const SECRET = 'chat-test-secret-0123456789abcdef0123';
 const KEY = identityKey(SECRET, 'chat');
 export const logger: Logger = createLogger({ service: 'chat-test', level: 'silent' });
 

@@ -27,7 +27,7 @@ export function callerFrom(principal: Principal): Caller {
  * proxies in front (each appending to X-Forwarded-For) the address the outermost of them saw. Entries left of it
  * are the client's own claims and never used.
  */
-export function clientAddressOf(req: Request, trustedProxyHops: number): string | undefined {
+function clientAddressOf(req: Request, trustedProxyHops: number): string | undefined {
   const peer = req.socket.remoteAddress;
   if (trustedProxyHops === 0) return peer;
   const header = req.headers['x-forwarded-for'];

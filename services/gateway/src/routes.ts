@@ -11,7 +11,7 @@ import type { LimitedProduct } from './rate-limit/types';
 export const UPSTREAM_NAMES = ['news', 'stock-report', 'analysis', 'chat', 'jobs', 'portal'] as const;
 export type UpstreamName = (typeof UPSTREAM_NAMES)[number];
 
-export type RouteTarget =
+type RouteTarget =
   /** Forwarded to `upstream`; counted per account and minute as `limit` (null: not counted per minute). */
   | { readonly kind: 'proxy'; readonly upstream: UpstreamName; readonly limit: LimitedProduct | null }
   /** Answered by the gateway itself. */

@@ -2,7 +2,7 @@ import { type EventBus, type JobStateEventPayload, type Subscription, type Topic
 import { type Logger } from '@fin/log';
 
 /** The Kafka consumer group of the jobs service's observer. */
-export const JOBS_CONSUMER = 'jobs-service';
+const JOBS_CONSUMER = 'jobs-service';
 
 /** jobs.events, or a topic of the same event type (tests use their own). */
 export type JobEventsTopic = TopicDefinition<string, (typeof jobsEventsTopic)['eventType'], (typeof jobsEventsTopic)['schema']>;

@@ -30,7 +30,7 @@ export interface LeaseReaperOptions {
   unclaimedTimeoutMs?: number;
 }
 
-export interface SweepResult {
+interface SweepResult {
   /** False when another replica held the reaper lock, so this one did nothing. */
   ran: boolean;
   /** Jobs requested again for their next attempt. */

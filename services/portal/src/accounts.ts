@@ -21,7 +21,7 @@ import type { Pool, Queryable } from '@fin/db';
 export { MAX_ACTIVE_KEYS_PER_TENANT } from '@fin/api-keys';
 
 /** The scope a key needs to sign in to the portal: it manages customer tools (and keys) of its tenant. */
-export const PORTAL_SCOPE: ApiScope = 'tools';
+const PORTAL_SCOPE: ApiScope = 'tools';
 /** How long a key minted in the portal lives, unless PORTAL_KEY_TTL_DAYS says otherwise. */
 export const DEFAULT_KEY_TTL_DAYS = 90;
 const DAY_MS = 86_400_000;

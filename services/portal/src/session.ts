@@ -12,8 +12,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 
 export const SESSION_COOKIE = 'fin_portal_session';
-export const LOGIN_CSRF_COOKIE = 'fin_portal_login';
-export const COOKIE_PATH = '/portal';
+const LOGIN_CSRF_COOKIE = 'fin_portal_login';
+const COOKIE_PATH = '/portal';
 
 export interface Session {
   keyId: string;
@@ -40,7 +40,7 @@ function equal(a: string, b: string): boolean {
 }
 
 /** Reads one cookie from the Cookie header (no parser dependency for two cookies). */
-export function cookieOf(req: Request, name: string): string | undefined {
+function cookieOf(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
   if (header === undefined) return undefined;
   for (const part of header.split(';')) {

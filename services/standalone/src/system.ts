@@ -33,7 +33,7 @@ import { z } from 'zod';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 
 /** The launcher's own settings; every service's variables (docs/configuration.md) apply as well. */
-export const standaloneConfigShape = {
+const standaloneConfigShape = {
   /** The gateway's port: the API's address is http://HOST:PORT. */
   PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
   HOST: z.string().default('127.0.0.1'),
@@ -50,7 +50,7 @@ export const standaloneConfigShape = {
 };
 
 /** One running service as the shutdown sequence sees it: what its start function returned (as runService gets it). */
-export interface Unit extends RunningService {
+interface Unit extends RunningService {
   name: string;
 }
 

@@ -7,7 +7,7 @@ import { MarketDataError, type MarketDataErrorKind } from './errors';
 import { normaliseNewsQuery, normaliseSymbol, toCompanyNews, toMetrics, toProfile, toQuote } from './finnhub-format';
 import { type CompanyNews, type CompanyProfile, type KeyMetrics, type MarketDataCallOptions, type MarketDataProvider, type NewsQuery, type Quote } from './types';
 
-export const FINNHUB_DEFAULT_BASE_URL = 'https://finnhub.io/api/v1';
+const FINNHUB_DEFAULT_BASE_URL = 'https://finnhub.io/api/v1';
 
 export interface FinnhubProviderOptions {
   /** The Finnhub API key. */

@@ -10,7 +10,7 @@ const field = (value: unknown, key: string): Json => {
 };
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-export function escapeHtml(value: string): string {
+function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char);
 }
 

@@ -38,7 +38,7 @@ export function eventStreamUnfinished(res: Response): boolean {
 }
 
 /** Where the last complete SSE event in `buffer` ends (after its blank line); 0 when there is none. */
-export function lastEventEnd(buffer: Buffer): number {
+function lastEventEnd(buffer: Buffer): number {
   const ends = [buffer.lastIndexOf('\n\n'), buffer.lastIndexOf('\r\r')].map((index) => (index < 0 ? 0 : index + 2));
   const crlf = buffer.lastIndexOf('\r\n\r\n');
   return Math.max(...ends, crlf < 0 ? 0 : crlf + 4);

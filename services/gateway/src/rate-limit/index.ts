@@ -1,2 +1,2 @@
-export { createRateLimits, type PostgresRateLimits } from './rate-limits';
-export { LIMITED_PRODUCTS, type LimitedProduct, type RateLimits } from './types';
+export { createRateLimits,  } from './rate-limits';
+export {   type RateLimits } from './types';

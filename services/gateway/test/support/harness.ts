@@ -30,7 +30,7 @@ export const KEYS = {
 };
 
 /** Knows the keys in KEYS; any other value (or none) is a 401, as the real authenticator answers. */
-export class TestAuthenticator implements Authenticator {
+class TestAuthenticator implements Authenticator {
   readonly seen: (string | undefined)[] = [];
   private readonly principals = new Map<string, Principal>([
     [KEYS.all, principal('key-all', ALL_SCOPES)],
@@ -75,7 +75,7 @@ export class TestAuthenticator implements Authenticator {
 }
 
 /** Counts hits in memory; a product in `exhausted` answers 429 the way the real limiter does. */
-export class TestRateLimits implements RateLimits {
+class TestRateLimits implements RateLimits {
   readonly hits: { product: LimitedProduct; keyId: string }[] = [];
   readonly exhausted = new Set<LimitedProduct>();
   /** Chat slots each key may hold at once. */
@@ -144,7 +144,7 @@ export async function deadUrl(): Promise<string> {
   return probe.url;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   identity: InternalIdentity;
@@ -153,7 +153,7 @@ export interface RecordedRequest {
   body: string;
 }
 
-export interface FakeService extends Listening {
+interface FakeService extends Listening {
   name: UpstreamName;
   received: RecordedRequest[];
 }
@@ -162,7 +162,7 @@ export interface FakeService extends Listening {
  * A service behind the gateway: verifies the signed identity (the portal also accepts anonymous requests, for
  * its pages), runs `mount` for routes of the test's own, and otherwise echoes what it received as JSON.
  */
-export async function startFakeService(name: UpstreamName, mount?: (app: express.Express) => void): Promise<FakeService> {
+async function startFakeService(name: UpstreamName, mount?: (app: express.Express) => void): Promise<FakeService> {
   const received: RecordedRequest[] = [];
   const app = createServiceApp({
     name,

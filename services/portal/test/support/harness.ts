@@ -13,11 +13,11 @@ import { createApp } from '../../src/app';
 import { createSessions } from '../../src/session';
 import { createPortalThrottle, type ThrottleLimits, type ThrottledAction } from '../../src/throttle';
 
-export const SECRET = randomBytes(32).toString('hex');
+const SECRET = randomBytes(32).toString('hex');
 /** PORTAL_SESSION_SECRET: the portal's own, never the internal signing secret. */
-export const SESSION_SECRET = randomBytes(32).toString('hex');
+const SESSION_SECRET = randomBytes(32).toString('hex');
 const KEY = identityKey(SECRET, 'portal');
-export const logger = createLogger({ service: 'portal-test', level: 'silent' });
+const logger = createLogger({ service: 'portal-test', level: 'silent' });
 
 export interface Harness {
   app: express.Express;
