@@ -5,8 +5,7 @@ import { isOffline, type AiConfig } from './config';
 import type { EngineEvent } from './loop';
 import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
 import { marketDataTool } from './market-data-tool';
-import { offlineAnalyst } from './offline/analyst';
-import { messagesApiFetch } from './offline/fetch';
+import { messagesApiFetch, offlineAnalyst } from '@fin/offline';
 import {
   generateAnalysis,
   generateNews,

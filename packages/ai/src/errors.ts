@@ -81,7 +81,7 @@ function kindFromApiType(type: string | undefined): AiErrorKind | undefined {
 }
 
 function apiErrorType(error: APIError): string | undefined {
-  const body = error.error as { error?: { type?: unknown }; type?: unknown } | undefined;
+  const body = error.error;
   const type = body?.error?.type ?? body?.type;
   return typeof type === 'string' ? type : undefined;
 }

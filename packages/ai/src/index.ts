@@ -11,7 +11,7 @@ export {
   type MarketDataProvider,
 } from './market-data';
 export { marketDataTool } from './market-data-tool';
-export { OFFLINE_NOTICE, offlineAnalyst } from './offline/analyst';
+export { OFFLINE_NOTICE, offlineAnalyst } from '@fin/offline';
 export { CHAT_NODES, schemaForFields, type ChatInput, type ChatTurn, type ProductOutcome, type RunContext } from './products';
 export { loadPrompt, type Prompt } from './prompts';
 export { streamOf, type StreamItem } from './stream';

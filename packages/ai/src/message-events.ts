@@ -52,7 +52,7 @@ export class MessageAssembler {
         message.content.push({ ...event.content_block });
         return undefined;
       case 'content_block_delta': {
-        const block = message.content.at(event.index) as Block | undefined;
+        const block = message.content.at(event.index);
         const { delta } = event;
         switch (delta.type) {
           case 'text_delta':
@@ -101,7 +101,7 @@ export class MessageAssembler {
     this.#inputJson?.delete(index);
     const block = this.#message?.content.at(index);
     // As the SDK reads it: lenient about a cut-off input (a reply stopped at max_tokens), {} for none.
-    if (block !== undefined && tracksToolInput(block)) block.input = json ? (partialParse(json) as unknown) : {};
+    if (block !== undefined && tracksToolInput(block)) block.input = json ? (partialParse(json)) : {};
   }
 
   #finishInputs(): void {

@@ -79,7 +79,7 @@ export class MessageEventReader {
     if (event === 'error') {
       const body = safeJson(data) ?? data;
       const type = (body as { error?: { type?: unknown } } | undefined)?.error?.type;
-      throw new APIError(undefined, body as object, undefined, this.#headers, typeof type === 'string' ? (type as never) : undefined);
+      throw new APIError(undefined, body, undefined, this.#headers, typeof type === 'string' ? (type as never) : undefined);
     }
     if (data === '') return;
     onEvent(JSON.parse(data) as RawMessageStreamEvent);

@@ -372,7 +372,7 @@ export function createHttpFetch(): HttpFetch {
   };
 
   return {
-    fetch: fetchOverHttp as typeof globalThis.fetch,
+    fetch: fetchOverHttp,
     close() {
       agents['http:'].destroy();
       agents['https:'].destroy();

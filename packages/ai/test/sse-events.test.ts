@@ -92,7 +92,7 @@ describe.each(Object.entries(BODIES))('%s', (_name, text) => {
 });
 
 it('fails on an error event with the SDK\'s APIError, carrying the error type and the response headers', () => {
-  const { events, error } = ourRead([encoder.encode(BODIES['an error event in the middle']!)]);
+  const { events, error } = ourRead([encoder.encode(BODIES['an error event in the middle'])]);
   expect(events).toHaveLength(1);
   expect(error).toBeInstanceOf(APIError);
   expect((error as APIError).status).toBeUndefined();

@@ -249,7 +249,7 @@ describe('the SDK transport on node:http', () => {
         controller.close();
       },
     });
-    const response = await transport.fetch(server.url, { method: 'POST', body, duplex: 'half' } as RequestInit);
+    const response = await transport.fetch(server.url, { method: 'POST', body, duplex: 'half' });
     expect(await response.text()).toBe('streamed');
   });
 });

@@ -1,6 +1,6 @@
 // Fakes of what we do not own, faked at the wire so the real clients run against them (docs/testing.md). The
 // Messages API's wire format, its request helpers and the sample market dataset are offline mode's own
-// (@fin/ai/offline), re-exported here so that a test finds everything it scripts with in one place.
+// (@fin/offline), re-exported here so that a test finds everything it scripts with in one place.
 export {
   API_ERROR_STATUS,
   lastUserText,
@@ -29,7 +29,7 @@ export {
   type WebSearchCitation,
   type WebSearchErrorCode,
   type WebSearchResult,
-} from '@fin/ai/offline';
+} from '@fin/offline';
 export { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from './anthropic/server';
 export { citation, errorReply, hangingReply, jsonReply, message, textReply, toolUseReply, webSearch } from './anthropic/replies';
 export {

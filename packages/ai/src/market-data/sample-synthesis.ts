@@ -5,7 +5,7 @@
 // bundled data, so it goes through the same normaliser and comes out marked `provider: 'sample', sample: true`.
 // Nothing passes for real: names are the ticker with a generic suffix, there is no company website, and links
 // point at news.example.com as the bundled ones do.
-import { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type SampleSymbolData } from './sample-data-types';
+import { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type SampleSymbolData } from '@fin/offline';
 
 const NEWS_HOST = 'https://news.example.com';
 const NAME_SUFFIXES = ['Inc', 'Corp', 'Holdings Inc', 'Group Inc', 'Technologies Inc', 'Industries Inc', 'Systems Corp', 'Brands Inc'];

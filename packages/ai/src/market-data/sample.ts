@@ -1,7 +1,7 @@
 // Market data from the bundled sample dataset (SAMPLE_MARKET_DATA), for offline mode. Every result is marked
 // `provider: 'sample', sample: true`; consumers must label what they derive from it as sample data.
-import { SAMPLE_MARKET_DATA } from './sample-data';
-import { type SampleMarketData, type SampleSymbolData } from './sample-data-types';
+import { SAMPLE_MARKET_DATA } from '@fin/offline';
+import { type SampleMarketData, type SampleSymbolData } from '@fin/offline';
 import { UnknownSymbolError } from './errors';
 import { normaliseNewsQuery, normaliseSymbol, toCompanyNews, toMetrics, toProfile, toQuote } from './finnhub-format';
 import { synthesiseCompany, synthesiseNews } from './sample-synthesis';

@@ -12,7 +12,7 @@ import {
   type WebSearchErrorCode,
   type WebSearchResult,
   type WebSearchToolResultScript,
-} from '@fin/ai/offline';
+} from '@fin/offline';
 import { type ErrorReply, type MessageReply } from './types';
 
 type ReplyOptions = Omit<MessageReply, 'content'>;

@@ -28,7 +28,7 @@ import {
   type MessagesRequestBody,
   type Rejection,
   type RenderOptions,
-} from '@fin/ai/offline';
+} from '@fin/offline';
 import { type Exchange, type ListenOptions, headerRecord, pause, readBody, sendJson, startServer, waitForAbort } from '../http';
 import { defaultErrorMessage } from './replies';
 import { type ErrorReply, type Faults, type MessageReply, type RecordedRequest, type Reply, type ReplyHandler, type ScriptedReply } from './types';
@@ -234,26 +234,26 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const isMessages = path === '/v1/messages' || path === '/v1/messages/count_tokens';
     if (req.method !== 'POST' || !isMessages) {
       request.answeredBy = 'builtin';
-      return reject({ type: 'not_found_error', message: `Not found: ${req.method ?? ''} ${path}` });
+      reject({ type: 'not_found_error', message: `Not found: ${req.method ?? ''} ${path}` }); return;
     }
     const headerProblem = checkHeaders(headers, validation);
-    if (headerProblem) return reject(headerProblem);
+    if (headerProblem) { reject(headerProblem); return; }
     const parsed = parseBody(rawBody);
-    if ('type' in parsed) return reject(parsed);
+    if ('type' in parsed) { reject(parsed); return; }
     if (typeof parsed.body === 'object' && parsed.body !== null) {
       request.body = parsed.body as MessagesRequestBody;
       request.stream = (parsed.body as { stream?: unknown }).stream === true;
     }
     if (validation.validateBody) {
       const checked = checkMessagesBody(parsed.body, { countTokens: path === '/v1/messages/count_tokens' });
-      if ('type' in checked) return reject(checked);
+      if ('type' in checked) { reject(checked); return; }
     }
     const body = request.body;
-    if (!body) return reject({ type: 'invalid_request_error', message: 'Input should be a valid dictionary' });
+    if (!body) { reject({ type: 'invalid_request_error', message: 'Input should be a valid dictionary' }); return; }
 
     if (path === '/v1/messages/count_tokens') {
       request.answeredBy = 'builtin';
-      return sendJson(res, 200, { input_tokens: estimateInputTokens(body) }, { 'request-id': requestId });
+      sendJson(res, 200, { input_tokens: estimateInputTokens(body) }, { 'request-id': requestId }); return;
     }
 
     const typed = request as RecordedRequest & { body: MessagesRequestBody };
@@ -264,7 +264,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       scripted = handler;
     } else {
       request.answeredBy = 'unscripted';
-      return sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, NO_RETRY);
+      sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, NO_RETRY); return;
     }
     const reply = typeof scripted === 'function' ? await scripted(typed, { index: request.index }) : scripted;
     await answer(exchange, request, body, reply, requestId);

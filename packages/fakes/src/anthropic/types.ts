@@ -1,8 +1,8 @@
 // The scripting vocabulary of the fake Anthropic Messages API. Scripts are written in our own camelCase terms;
 // the server renders them into the exact wire shapes (snake_case JSON, SSE events) the real API sends. The turns
-// and the wire format are offline mode's (@fin/ai/offline); what only a test needs (faults, error answers, the
+// and the wire format are offline mode's (@fin/offline); what only a test needs (faults, error answers, the
 // request log) is defined here.
-import { type ApiErrorType, type AssistantReply, type MessagesRequestBody } from '@fin/ai/offline';
+import { type ApiErrorType, type AssistantReply, type MessagesRequestBody } from '@fin/offline';
 
 /**
  * Ways to misbehave. Event counts refer to the SSE events of a streamed reply, pings not counted: `message_start`

@@ -4,7 +4,7 @@
 //
 //   const finnhub = await startFakeFinnhub({ token: 'test-token' });
 //   const provider = new FinnhubProvider({ baseUrl: finnhub.apiBaseUrl, token: 'test-token' });
-import { SAMPLE_MARKET_DATA, type SampleMarketData } from '@fin/ai/offline';
+import { SAMPLE_MARKET_DATA, type SampleMarketData } from '@fin/offline';
 import { type Exchange, type ListenOptions, headerRecord, pause, sendJson, startServer, waitForAbort } from '../http';
 
 /** A misbehaviour applied to matching requests (all requests when no filter is set). */
@@ -175,9 +175,9 @@ export async function startFakeFinnhub(options: FakeFinnhubOptions): Promise<Fak
     const token = headerToken ?? queryToken;
     if (!token) {
       record.status = 401;
-      return sendJson(res, 401, { error: 'Please use an API key.' }, rateLimitHeaders());
+      sendJson(res, 401, { error: 'Please use an API key.' }, rateLimitHeaders()); return;
     }
-    if (token !== options.token) return respondError(401);
+    if (token !== options.token) { respondError(401); return; }
 
     if (Date.now() - windowStart >= 60_000) {
       windowStart = Date.now();
@@ -195,16 +195,16 @@ export async function startFakeFinnhub(options: FakeFinnhubOptions): Promise<Fak
       fault.remaining--;
       if (fault.latencyMs && !(await pause(fault.latencyMs, signal))) return;
       if (fault.hang) return waitForAbort(signal);
-      if (fault.body !== undefined) return respond(fault.status ?? 200, 'application/json; charset=utf-8', fault.body, fault.chunked);
-      if (fault.status !== undefined) return respondError(fault.status);
+      if (fault.body !== undefined) { respond(fault.status ?? 200, 'application/json; charset=utf-8', fault.body, fault.chunked); return; }
+      if (fault.status !== undefined) { respondError(fault.status); return; }
     }
 
-    if (options.rateLimitPerMinute !== undefined && windowCount > options.rateLimitPerMinute) return respondError(429);
-    if (PREMIUM_ENDPOINTS.has(endpoint)) return respondError(403);
-    if (req.method !== 'GET') return respond(405, 'text/plain; charset=utf-8', 'Method Not Allowed');
+    if (options.rateLimitPerMinute !== undefined && windowCount > options.rateLimitPerMinute) { respondError(429); return; }
+    if (PREMIUM_ENDPOINTS.has(endpoint)) { respondError(403); return; }
+    if (req.method !== 'GET') { respond(405, 'text/plain; charset=utf-8', 'Method Not Allowed'); return; }
     const [status, body] = route(endpoint, url.searchParams);
-    if (status === 404) return respond(404, 'text/plain; charset=utf-8', '404 page not found');
-    return respond(status, 'application/json; charset=utf-8', JSON.stringify(body), fault?.chunked);
+    if (status === 404) { respond(404, 'text/plain; charset=utf-8', '404 page not found'); return; }
+    respond(status, 'application/json; charset=utf-8', JSON.stringify(body), fault?.chunked);
   }
 
   const server = await startServer(

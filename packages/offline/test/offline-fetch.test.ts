@@ -4,7 +4,7 @@
 import Anthropic, { APIUserAbortError, BadRequestError, InternalServerError, NotFoundError } from '@anthropic-ai/sdk';
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages/messages';
-import { messagesApiFetch, offlineAnalyst, OFFLINE_NOTICE, toolResults, toolUse, type StandInModel } from '../src/offline';
+import { messagesApiFetch, offlineAnalyst, OFFLINE_NOTICE, toolResults, toolUse, type StandInModel } from '../src';
 
 const MODEL = 'claude-sonnet-5-5';
 const tools: Tool[] = [

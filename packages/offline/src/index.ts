@@ -1,6 +1,7 @@
-// `@fin/ai/offline`: what offline mode is made of — the analyst, the in-process Messages API and its wire format,
-// the bundled sample market data — for the test fakes (@fin/fakes), which serve the same wire format and data
-// over HTTP, and for tests. Services need none of it: createAiEngine switches offline mode on by itself.
+// @fin/offline: what offline mode is made of — the analyst, the in-process Messages API (a `fetch` for the Anthropic
+// SDK) and its wire format, the bundled sample market data. @fin/ai runs on it when no API key is set; the test
+// fakes (@fin/fakes) serve the same wire format and data over HTTP. A package of its own so that both depend on it
+// and neither on the other at run time.
 export { OFFLINE_NOTICE, offlineAnalyst } from './analyst';
 export { messagesApiFetch } from './fetch';
 export { apiId, opaque } from './ids';
@@ -29,7 +30,7 @@ export {
   type WebSearchResult,
   type WebSearchToolResultScript,
 } from './wire-types';
-export { SAMPLE_MARKET_DATA } from '../market-data/sample-data';
+export { SAMPLE_MARKET_DATA } from './sample-data';
 export {
   type FinnhubMetrics,
   type FinnhubNewsItem,
@@ -38,4 +39,4 @@ export {
   type FinnhubSeriesPoint,
   type SampleMarketData,
   type SampleSymbolData,
-} from '../market-data/sample-data-types';
+} from './sample-data-types';
