@@ -81,7 +81,7 @@ const NEEDS_FIGURES =
 
 function chatTickers(text: string): string[] {
   const named = SAMPLE_COMPANIES.filter(([pattern]) => pattern.test(text)).map(([, symbol]) => symbol);
-  const tickers = [...text.matchAll(/\$?\b([A-Z]{2,5})\b/g)].map((m) => m[1]!).filter((s) => !NOT_TICKERS.has(s));
+  const tickers = [...text.matchAll(/\$?\b([A-Z]{2,5})\b/g)].flatMap(([, ticker]) => (ticker === undefined || NOT_TICKERS.has(ticker) ? [] : [ticker]));
   return [...named, ...tickers];
 }
 
@@ -131,7 +131,7 @@ function toolData(body: MessagesRequestBody): ToolData {
     } catch {
       continue;
     }
-    const symbol = String(value.symbol ?? '');
+    const symbol = typeof value.symbol === 'string' ? value.symbol : '';
     if (Array.isArray(value.articles)) data.articles.set(symbol, value.articles as Article[]);
     else data.overviews.set(symbol, value as unknown as Overview);
   }
@@ -184,8 +184,11 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
   }));
   const first = picked.length;
   for (let index = 0; items.length < n && index < first * NEWS_ANGLES.length; index++) {
-    const { symbol, article, next } = picked[index % first]!;
-    const angle = NEWS_ANGLES[Math.floor(index / first)]!(symbol, article);
+    const pick = picked[index % first];
+    const angleOf = NEWS_ANGLES[Math.floor(index / first)];
+    if (pick === undefined || angleOf === undefined) break;
+    const { symbol, article, next } = pick;
+    const angle = angleOf(symbol, article);
     items.push({ ...angle, sources: [article.url], further_reading: next ? [next.url] : [] });
   }
   const news = items.map((item, index) => ({
@@ -369,9 +372,9 @@ function comparedInsights(a: Side, b: Side): string[] {
 
 function stockReportAnswer(symbols: string[], data: ToolData, system: string): AssistantReply {
   const items = reportItems(symbols, data, clientDataNames(system));
-  const [a, b] = symbols;
+  const [a = '', b] = symbols;
   const quick = b
-    ? comparedInsights({ symbol: a!, o: data.overviews.get(a!) }, { symbol: b, o: data.overviews.get(b) })
+    ? comparedInsights({ symbol: a, o: data.overviews.get(a) }, { symbol: b, o: data.overviews.get(b) })
     : [`${a}'s investment case rests on growth and margins, per the sample data.`, OFFLINE_NOTICE];
   return jsonTurn({ detailed_analysis: items, quick_insights: quick });
 }
@@ -385,7 +388,7 @@ function fieldsOf(body: MessagesRequestBody, system: string): Record<string, str
   }
   const listed = /exactly these fields and types, and nothing else: (.+)\.$/m.exec(system)?.[1];
   if (!listed) return undefined;
-  return Object.fromEntries([...listed.matchAll(/"(\w+)" \((\w+)\)/g)].map((m) => [m[1]!, m[2]!]));
+  return Object.fromEntries([...listed.matchAll(/"(\w+)" \((\w+)\)/g)].map(([, name = '', type = '']) => [name, type]));
 }
 
 function analysisAnswer(body: MessagesRequestBody, system: string, symbols: string[], data: ToolData): AssistantReply {
