@@ -80,10 +80,20 @@ function kindFromApiType(type: string | undefined): AiErrorKind | undefined {
   }
 }
 
-function apiErrorType(error: APIError): string | undefined {
-  const body = error.error;
-  const type = body?.error?.type ?? body?.type;
+/** `value[key]` when value is an object, else undefined: a JSON body is read without trusting its shape. */
+function field(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+}
+
+/** The error type of an error body: `{ error: { type } }` as the API sends it, or a bare `{ type }`. */
+function apiErrorType(body: unknown): string | undefined {
+  const type = field(field(body, 'error'), 'type') ?? field(body, 'type');
   return typeof type === 'string' ? type : undefined;
+}
+
+/** `instanceof` on the generic class narrows to APIError<any, any, any>; this keeps its declared field types. */
+function isApiError(error: unknown): error is APIError {
+  return error instanceof APIError;
 }
 
 /** Maps anything thrown by the SDK (or by our own code around it) to an AiError. */
@@ -92,9 +102,9 @@ export function toAiError(error: unknown): AiError {
   if (error instanceof APIUserAbortError) return new AiError('aborted', 'The request to the model was aborted.', { cause: error });
   if (error instanceof APIConnectionTimeoutError) return new AiError('timeout', 'The model did not answer in time.', { cause: error });
   if (error instanceof APIConnectionError) return new AiError('connection', 'Could not reach the model API.', { cause: error });
-  if (error instanceof APIError) {
+  if (isApiError(error)) {
     const status = error.status;
-    const fromBody = kindFromApiType(apiErrorType(error));
+    const fromBody = kindFromApiType(apiErrorType(error.error));
     let kind: AiErrorKind;
     if (error instanceof RateLimitError) kind = 'rate_limited';
     else if (status === 529) kind = 'overloaded';

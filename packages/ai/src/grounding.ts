@@ -36,9 +36,9 @@ export class GroundingSet {
     for (const candidate of candidates) {
       const normal = normaliseUrl(candidate);
       const original = normal ? this.allowed.get(normal) : undefined;
-      if (original === undefined) dropped.push(candidate);
-      else if (!seen.has(normal!)) {
-        seen.add(normal!);
+      if (!normal || original === undefined) dropped.push(candidate);
+      else if (!seen.has(normal)) {
+        seen.add(normal);
         kept.push(original);
       }
     }

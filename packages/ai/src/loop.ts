@@ -202,7 +202,9 @@ async function streamRound(
       const text = assembler.add(event);
       if (text) onEvent?.({ type: 'text', text });
     };
-    for await (const chunk of response.body) reader.push(chunk, onStreamEvent);
+    // fetch's Response types its body's chunks as `any`; a body yields bytes (transport.ts, and the platform's fetch).
+    const chunks: AsyncIterable<Uint8Array> = response.body;
+    for await (const chunk of chunks) reader.push(chunk, onStreamEvent);
     reader.end(onStreamEvent);
     const message = assembler.finalMessage();
     countUsage(body.model, message);
@@ -245,6 +247,16 @@ function errorResult(id: string, text: string): ToolResultBlockParam {
   return { type: 'tool_result', tool_use_id: id, is_error: true, content: text };
 }
 
+/**
+ * A tool's output as the text the model reads. JSON.stringify gives undefined (whatever its declared type) for
+ * content with no JSON form (undefined, a function); such output reads as empty.
+ */
+function serializedContent(content: unknown): string {
+  if (typeof content === 'string') return content;
+  const json = JSON.stringify(content) as string | undefined;
+  return json ?? '';
+}
+
 async function executeTool(
   tool: ToolDefinition | undefined,
   call: { id: string; name: string; input: unknown },
@@ -277,8 +289,8 @@ async function executeTool(
       }, timeoutMs);
     });
     const output = await Promise.race([tool.execute(input.data, { signal: controller.signal }), timeout]);
-    const serialized = typeof output.content === 'string' ? output.content : JSON.stringify(output.content);
-    if (Buffer.byteLength(serialized ?? '', 'utf8') > limit) {
+    const serialized = serializedContent(output.content);
+    if (Buffer.byteLength(serialized, 'utf8') > limit) {
       throw new ToolFailure(`${tool.name} returned more than ${limit} bytes; the result was discarded.`);
     }
     for (const url of output.urls ?? []) urls.add(url);
@@ -286,7 +298,7 @@ async function executeTool(
     return {
       type: 'tool_result',
       tool_use_id: call.id,
-      content: `<tool_output tool="${tool.name}">\n${serialized ?? ''}\n</tool_output>`,
+      content: `<tool_output tool="${tool.name}">\n${serialized}\n</tool_output>`,
     };
   } catch (error) {
     onEvent?.({ type: 'tool_end', tool: tool.name, ok: false });

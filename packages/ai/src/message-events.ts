@@ -2,16 +2,8 @@
 // MessageStream puts it together, without a MessageStream: a chat reply keeps its model call open for as long as
 // the reply streams, and a MessageStream (its event emitter, promises, listeners and copies of the request) is
 // memory per open stream for nothing the engine uses (docs/benchmarks.md, chat-stream).
-import type {
-  ContentBlock,
-  Message,
-  RawMessageStreamEvent,
-  TextCitation,
-} from '@anthropic-ai/sdk/resources/messages/messages';
+import type { ContentBlock, Message, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
 import { partialParse } from '@anthropic-ai/sdk/_vendor/partial-json-parser/parser';
-
-/** A content block as it is being put together: a tool call's input arrives as pieces of JSON. */
-type Block = ContentBlock & { citations?: TextCitation[] | null };
 
 export class MessageAssembler {
   #message: Message | undefined;

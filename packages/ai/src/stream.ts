@@ -5,7 +5,15 @@
  */
 export type StreamItem<E, R> = { kind: 'event'; event: E } | { kind: 'result'; result: R };
 
-type Waiter<T> = { resolve: (result: IteratorResult<T>) => void; reject: (error: unknown) => void };
+type Waiter<T> = { resolve: (result: IteratorResult<T>) => void; reject: (error: Error) => void };
+
+/**
+ * The run's failure as the iterator throws it. The engine's runs fail with Errors (AiError and what their
+ * dependencies throw), passed on as they are; anything else is wrapped, with the value as the cause.
+ */
+function asError(failure: unknown): Error {
+  return failure instanceof Error ? failure : new Error('The run failed with a value that is not an Error.', { cause: failure });
+}
 
 /**
  * The iterator of one run. A chat reply's run stays open for as long as the reply streams (minutes), with its
@@ -16,7 +24,7 @@ class RunIterator<E, R> implements AsyncIterator<StreamItem<E, R>> {
   readonly #controller = new AbortController();
   readonly #outerSignal: AbortSignal | undefined;
   #queue: StreamItem<E, R>[] = [];
-  #failure: { error: unknown } | undefined;
+  #failure: { error: Error } | undefined;
   #finished = false;
   #waiter: Waiter<StreamItem<E, R>> | undefined;
   // Made once, so that it can be removed from the caller's signal by reference when the run ends.
@@ -34,7 +42,7 @@ class RunIterator<E, R> implements AsyncIterator<StreamItem<E, R>> {
         this.#push({ kind: 'result', result });
       },
       (error: unknown) => {
-        this.#failure = { error };
+        this.#failure = { error: asError(error) };
         this.#finished = true;
         this.#wake();
       },
@@ -59,7 +67,7 @@ class RunIterator<E, R> implements AsyncIterator<StreamItem<E, R>> {
   }
 
   /** What next() gives now: the next item, the failure (after every item) or the end; undefined: nothing yet. */
-  #take(): { result: IteratorResult<StreamItem<E, R>> } | { error: unknown } | undefined {
+  #take(): { result: IteratorResult<StreamItem<E, R>> } | { error: Error } | undefined {
     const item = this.#queue.shift();
     if (item !== undefined) return { result: { value: item, done: false } };
     if (this.#failure !== undefined) {

@@ -71,5 +71,5 @@ export type ToolRunOwner = { jobId: string; conversationId?: undefined } | { con
 
 /** No customer tools: the default where none are configured. */
 export const noCustomerTools: CustomerToolSource = {
-  toolsFor: async () => ({ tools: [], toolSet: null }),
+  toolsFor: () => Promise.resolve({ tools: [], toolSet: null }),
 };

@@ -29,8 +29,14 @@ export interface HttpFetch {
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+/**
+ * What an aborted call rejects with: the signal's reason, as fetch does. The signals that reach here carry an
+ * Error (the SDK aborts its own controller without a reason, which makes the reason an AbortError; the market-data
+ * provider's timeout and its callers abort with Errors); a reason that is not one is reported as an AbortError.
+ */
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new DOMException('This operation was aborted', 'AbortError');
 }
 
 /** The body as bytes or text, or undefined for a body this transport does not send itself. */
@@ -72,7 +78,7 @@ function decoded(response: http.IncomingMessage, contentEncoding: string | null)
   return response;
 }
 
-type Settled = { kind: 'open' } | { kind: 'ended' } | { kind: 'failed'; error: unknown };
+type Settled = { kind: 'open' } | { kind: 'ended' } | { kind: 'failed'; error: Error };
 
 /**
  * A response body read from the socket only as fast as it is consumed: one chunk at a time (the source is paused
@@ -86,13 +92,13 @@ export class ResponseBody implements AsyncIterableIterator<Uint8Array> {
   #signal: AbortSignal | undefined;
   #chunk: Uint8Array | undefined;
   #state: Settled = { kind: 'open' };
-  #waiting: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined;
+  #waiting: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: Error) => void } | undefined;
   #used = false;
   #stream: ReadableStream<Uint8Array> | undefined;
   // The listeners, made once in the constructor so that they can be removed by reference when the body settles.
   readonly #onData: (chunk: Buffer) => void;
   readonly #onEnd: () => void;
-  readonly #onError: (error: unknown) => void;
+  readonly #onError: (error: Error) => void;
   readonly #onClose: () => void;
   readonly #onAbort: (() => void) | undefined;
 
@@ -167,9 +173,9 @@ export class ResponseBody implements AsyncIterableIterator<Uint8Array> {
     this.#stream ??= new ReadableStream<Uint8Array>(
       {
         pull: async (controller) => {
-          const { done, value } = await this.next();
-          if (done) controller.close();
-          else controller.enqueue(value);
+          const read = await this.next();
+          if (read.done) controller.close();
+          else controller.enqueue(read.value);
         },
         cancel: () => this.cancel(),
       },

@@ -110,7 +110,8 @@ describe('offline mode', () => {
     const request = AnalysisRequest.parse({ prompt: 'Is ZZZZ a better buy than META?', symbols: ['ZZZZ', 'META'], output_format: { type: 'markdown' } });
     const { result } = await engine.analysis(request);
     expect(AnalysisResult.parse(result)).toEqual(result);
-    const content = String(result.content);
+    expect(result.format).toBe('markdown');
+    const content = result.format === 'markdown' ? result.content : '';
     expect(content).toMatch(/\(ZZZZ\): revenue growth -?\d+\.\d%/);
     expect(content).toMatch(/\(META\): revenue growth -?\d+\.\d%/);
     expect(content).not.toContain('no sample data');

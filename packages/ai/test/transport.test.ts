@@ -91,7 +91,7 @@ describe('the SDK transport on node:http', () => {
       release = () => res.end('event: two\n\n');
     });
     const response = await transport.fetch(server.url);
-    const reader = response.body!.getReader();
+    const reader: ReadableStreamDefaultReader<Uint8Array> = response.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toBe('event: one\n\n');
     release!();
     expect(new TextDecoder().decode((await reader.read()).value)).toBe('event: two\n\n');

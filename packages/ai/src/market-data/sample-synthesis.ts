@@ -43,7 +43,12 @@ function draw(seed: string): Draw {
   };
   return {
     between: (low, high) => low + (high - low) * next(),
-    pick: (list) => list[Math.floor(next() * list.length)]!,
+    pick: (list) => {
+      // next() is below 1, so the index is in range for any list that is not empty.
+      const item = list[Math.floor(next() * list.length)];
+      if (item === undefined) throw new RangeError('Nothing to pick from an empty list.');
+      return item;
+    },
   };
 }
 
@@ -55,10 +60,11 @@ const round = (value: number, digits: number) => Math.round(value * 10 ** digits
  * above operating above net margin). Undefined when the dataset holds no company to start from.
  */
 export function synthesiseCompany(symbol: string, data: SampleMarketData): SampleSymbolData | undefined {
-  const bundled = Object.keys(data.symbols).sort();
+  // In the order of their symbols, as sorting the symbols would put them.
+  const bundled = Object.entries(data.symbols).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (bundled.length === 0) return undefined;
   const random = draw(`company:${symbol}`);
-  const template = data.symbols[random.pick(bundled)]!;
+  const [, template] = random.pick(bundled);
   const base = (key: string, fallback: number): number => {
     const value = template.metrics.metric[key];
     return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
@@ -74,8 +80,8 @@ export function synthesiseCompany(symbol: string, data: SampleMarketData): Sampl
   const eps = round(price / pe, 2);
   const marginScale = random.between(0.55, 1.1);
   const netMargin = round(base('netProfitMarginTTM', 15) * marginScale, 1);
-  const epsSeries = [round(eps * random.between(0.85, 1), 2)];
-  epsSeries.push(round(epsSeries[0]! * random.between(0.75, 1.05), 2), round(epsSeries[0]! * random.between(0.55, 0.95), 2));
+  const latestEps = round(eps * random.between(0.85, 1), 2);
+  const epsSeries = [latestEps, round(latestEps * random.between(0.75, 1.05), 2), round(latestEps * random.between(0.55, 0.95), 2)];
   const periods = template.metrics.series.annual?.eps?.map((point) => point.period) ?? [];
 
   const metrics: FinnhubMetrics = {
@@ -260,7 +266,8 @@ export function synthesiseNews(symbol: string, company: SampleSymbolData, count:
   const items: FinnhubNewsItem[] = [];
   let time = before;
   for (let index = 0; index < count; index++) {
-    const story = order[index % order.length]!;
+    const story = order[index % order.length];
+    if (story === undefined) throw new RangeError('There are no story templates.');
     const cycle = Math.floor(index / order.length);
     time -= Math.round(random.between(10, 40) * 60) * MINUTE;
     const day = new Date(time * 1000).toISOString().slice(0, 10).replaceAll('-', '/');

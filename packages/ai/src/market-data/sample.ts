@@ -9,6 +9,13 @@ import { type CompanyNews, type CompanyProfile, type KeyMetrics, type MarketData
 
 const PROVIDER = 'sample';
 
+/** `work()` run now, its result or its throw (an invalid symbol) settled as a promise, as the interface has it. */
+function settled<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve) => {
+    resolve(work());
+  });
+}
+
 /**
  * Offline mode answers for any well-formed symbol, so unlike the live provider this one never reports an unknown
  * symbol: a symbol outside the dataset gets a company invented from its hash and the bundled figures
@@ -42,30 +49,38 @@ export class SampleMarketDataProvider implements MarketDataProvider {
     return [normalised, entry];
   }
 
-  async quote(symbol: string, _options?: MarketDataCallOptions): Promise<Quote> {
-    const [normalised, entry] = this.#entry(symbol, 'quote');
-    return toQuote(entry.quote, normalised, PROVIDER);
+  quote(symbol: string, _options?: MarketDataCallOptions): Promise<Quote> {
+    return settled(() => {
+      const [normalised, entry] = this.#entry(symbol, 'quote');
+      return toQuote(entry.quote, normalised, PROVIDER);
+    });
   }
 
-  async profile(symbol: string, _options?: MarketDataCallOptions): Promise<CompanyProfile> {
-    const [normalised, entry] = this.#entry(symbol, 'company profile');
-    return toProfile(entry.profile, normalised, PROVIDER);
+  profile(symbol: string, _options?: MarketDataCallOptions): Promise<CompanyProfile> {
+    return settled(() => {
+      const [normalised, entry] = this.#entry(symbol, 'company profile');
+      return toProfile(entry.profile, normalised, PROVIDER);
+    });
   }
 
-  async metrics(symbol: string, _options?: MarketDataCallOptions): Promise<KeyMetrics> {
-    const [normalised, entry] = this.#entry(symbol, 'metrics');
-    return toMetrics(entry.metrics, normalised, PROVIDER);
+  metrics(symbol: string, _options?: MarketDataCallOptions): Promise<KeyMetrics> {
+    return settled(() => {
+      const [normalised, entry] = this.#entry(symbol, 'metrics');
+      return toMetrics(entry.metrics, normalised, PROVIDER);
+    });
   }
 
-  async companyNews(symbol: string, query: NewsQuery): Promise<CompanyNews> {
-    const normalised = normaliseSymbol(symbol, PROVIDER);
-    const window = normaliseNewsQuery(query, PROVIDER);
-    const entry = this.#company(normalised);
-    const bundled = entry?.news ?? [];
-    const missing = window.limit - bundled.length;
-    // Invented items are older than the snapshot's, so the snapshot's own news always comes first.
-    const before = Math.min(Date.parse(`${this.asOf}T23:00:00Z`) / 1000, ...bundled.map((item) => item.datetime));
-    const items = entry && missing > 0 ? [...bundled, ...synthesiseNews(normalised, entry, missing, before)] : bundled;
-    return toCompanyNews(items, normalised, window, PROVIDER);
+  companyNews(symbol: string, query: NewsQuery): Promise<CompanyNews> {
+    return settled(() => {
+      const normalised = normaliseSymbol(symbol, PROVIDER);
+      const window = normaliseNewsQuery(query, PROVIDER);
+      const entry = this.#company(normalised);
+      const bundled = entry?.news ?? [];
+      const missing = window.limit - bundled.length;
+      // Invented items are older than the snapshot's, so the snapshot's own news always comes first.
+      const before = Math.min(Date.parse(`${this.asOf}T23:00:00Z`) / 1000, ...bundled.map((item) => item.datetime));
+      const items = entry && missing > 0 ? [...bundled, ...synthesiseNews(normalised, entry, missing, before)] : bundled;
+      return toCompanyNews(items, normalised, window, PROVIDER);
+    });
   }
 }
