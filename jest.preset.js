@@ -11,10 +11,7 @@ module.exports = (dir) => ({
   testEnvironment: path.join(__dirname, 'packages/testing/src/leak-environment.ts'),
   testEnvironmentOptions: { customExportConditions: ['development', 'node', 'require', 'default'] },
   transform: {
-    '^.+\\.ts$': [
-      '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2024' }, module: { type: 'commonjs' } },
-    ],
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2024' }, module: { type: 'commonjs' } }],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
   testTimeout: 60_000,

@@ -141,7 +141,10 @@ async function prepareDatabase(databaseUrl) {
   } catch (error) {
     const code = error?.code ?? error?.errors?.[0]?.code;
     if (UNREACHABLE.has(code)) {
-      fail(EX_UNAVAILABLE, `PostgreSQL is not reachable at ${redacted(databaseUrl)} (${code}): start it, or set DATABASE_URL to a server you can reach.`);
+      fail(
+        EX_UNAVAILABLE,
+        `PostgreSQL is not reachable at ${redacted(databaseUrl)} (${code}): start it, or set DATABASE_URL to a server you can reach.`,
+      );
     }
     fail(EX_UNAVAILABLE, `the database at ${redacted(databaseUrl)} is not usable: ${String(error?.message ?? error).split('\n')[0]}`);
   }
@@ -150,12 +153,17 @@ async function prepareDatabase(databaseUrl) {
 async function main() {
   const name = process.argv[2];
   if (process.argv.length !== 3 || !Object.hasOwn(SERVICES, name)) {
-    say(`${name === undefined ? 'which service?' : `unknown service "${process.argv.slice(2).join(' ')}".`} usage: npm run dev -- <service>`);
+    say(
+      `${name === undefined ? 'which service?' : `unknown service "${process.argv.slice(2).join(' ')}".`} usage: npm run dev -- <service>`,
+    );
     say(`services: ${Object.keys(SERVICES).join(', ')}`);
     process.exit(EX_USAGE);
   }
   if (Number(process.versions.node.split('.')[0]) < 22) {
-    fail(1, `Node ${process.version} is too old for the services; run this as "npm run dev -- ${name}" (scripts/bootstrap.sh provides Node 24).`);
+    fail(
+      1,
+      `Node ${process.version} is too old for the services; run this as "npm run dev -- ${name}" (scripts/bootstrap.sh provides Node 24).`,
+    );
   }
 
   const dataDir = process.env.DATA_DIR ? path.resolve(process.env.DATA_DIR) : path.join(root, '.data');
@@ -167,13 +175,18 @@ async function main() {
   env.PATH = [...new Set(pathEntries.filter((entry) => entry !== ''))].join(path.delimiter);
 
   const { kafka } = SERVICES[name];
-  const brokers = env.KAFKA_BROKERS.split(',').map((broker) => broker.trim()).filter((broker) => broker !== '');
+  const brokers = env.KAFKA_BROKERS.split(',')
+    .map((broker) => broker.trim())
+    .filter((broker) => broker !== '');
   say(
     `${name} on Node ${process.version}: database ${redacted(env.DATABASE_URL)}, ` +
       `${kafka ? `Kafka ${brokers.join(',')}` : 'no Kafka'}, secrets ${secretsFile.startsWith(`${root}${path.sep}`) ? path.relative(root, secretsFile) : secretsFile}`,
   );
   if (kafka && !(await Promise.all(brokers.map((broker) => accepts(broker)))).some(Boolean)) {
-    fail(EX_UNAVAILABLE, `Kafka is not reachable at ${brokers.join(',')}: start a broker with "npm run kafka:start", or set KAFKA_BROKERS.`);
+    fail(
+      EX_UNAVAILABLE,
+      `Kafka is not reachable at ${brokers.join(',')}: start a broker with "npm run kafka:start", or set KAFKA_BROKERS.`,
+    );
   }
   await prepareDatabase(env.DATABASE_URL);
 

@@ -21,7 +21,8 @@ interface Scenario {
 
 const SCENARIOS: Record<string, Scenario> = {
   'crud-client': {
-    description: "the Prisma client beside pg with SQL: the per-job customer-tool load (kept in pg), a tool read and an audit write (moved to Prisma)",
+    description:
+      'the Prisma client beside pg with SQL: the per-job customer-tool load (kept in pg), a tool read and an audit write (moved to Prisma)',
     run: crudClient,
   },
   'gateway-overhead': {
@@ -37,15 +38,18 @@ const SCENARIOS: Record<string, Scenario> = {
     run: cacheHit,
   },
   'chat-stream': {
-    description: 'time to the first SSE event of a chat reply through the gateway vs direct, and memory per open stream with 2,000 held open',
+    description:
+      'time to the first SSE event of a chat reply through the gateway vs direct, and memory per open stream with 2,000 held open',
     run: chatStream,
   },
   'npm-start': {
-    description: 'the whole system in one process as npm start runs it: cache hits and status polls at saturation, cache hits at 1,000 req/s',
+    description:
+      'the whole system in one process as npm start runs it: cache hits and status polls at saturation, cache hits at 1,000 req/s',
     run: npmStart,
   },
   'rate-limit-store': {
-    description: "what counting a request costs the database: the gateway's rate-limit store with many keys at the default limits, and one busy key",
+    description:
+      "what counting a request costs the database: the gateway's rate-limit store with many keys at the default limits, and one busy key",
     run: rateLimitStore,
   },
   'status-poll': {

@@ -35,7 +35,8 @@ export async function startPrivatePostgres(database = 'fin_private'): Promise<Pr
   const pgBin = (name: 'initdb' | 'pg_ctl', args: string[]) => tools.run(name, args, { cwd: root });
 
   const options = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${root} -c max_connections=200 -c fsync=on`;
-  const ctl = (action: string, extra: string[] = []) => pgBin('pg_ctl', ['-D', dataDir, '-l', path.join(root, 'server.log'), '-w', '-t', '60', ...extra, action]);
+  const ctl = (action: string, extra: string[] = []) =>
+    pgBin('pg_ctl', ['-D', dataDir, '-l', path.join(root, 'server.log'), '-w', '-t', '60', ...extra, action]);
 
   try {
     await pgBin('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-instructions']);

@@ -47,9 +47,18 @@ export function reportSurvival(report: SurvivalReport): void {
     .join(', ');
   const line = `[reliability] ${report.scenario}: survived ${report.survived} of ${report.n} ${unit}, lost ${report.lost}${details ? ` (${details})` : ''} [size ${reliabilitySize}]`;
   const problems = report.problems ?? [];
-  process.stdout.write(`${line}\n${problems.slice(0, 20).map((problem) => `  not survived: ${problem}\n`).join('')}`);
+  process.stdout.write(
+    `${line}\n${problems
+      .slice(0, 20)
+      .map((problem) => `  not survived: ${problem}\n`)
+      .join('')}`,
+  );
   const file = process.env.RELIABILITY_REPORT;
-  if (file) appendFileSync(file, `${JSON.stringify({ ...report, problems: problems.length, unit, size: reliabilitySize, at: new Date().toISOString() })}\n`);
+  if (file)
+    appendFileSync(
+      file,
+      `${JSON.stringify({ ...report, problems: problems.length, unit, size: reliabilitySize, at: new Date().toISOString() })}\n`,
+    );
   expect(problems).toEqual([]);
   expect(report.n).toBeGreaterThan(0);
   expect(report.lost).toBe(0);
@@ -57,9 +66,14 @@ export function reportSurvival(report: SurvivalReport): void {
 }
 
 /** With E2E_DEBUG set, prints what every service process wrote (for a failed run). */
-function printServiceOutput(services: readonly { name: string; child: { exitCode: number | null; signalCode: NodeJS.Signals | null }; output(): string }[]): void {
+function printServiceOutput(
+  services: readonly { name: string; child: { exitCode: number | null; signalCode: NodeJS.Signals | null }; output(): string }[],
+): void {
   if (!process.env.E2E_DEBUG) return;
-  for (const service of services) process.stdout.write(`--- ${service.name} (exit ${service.child.exitCode ?? service.child.signalCode ?? 'none'})\n${service.output()}\n`);
+  for (const service of services)
+    process.stdout.write(
+      `--- ${service.name} (exit ${service.child.exitCode ?? service.child.signalCode ?? 'none'})\n${service.output()}\n`,
+    );
 }
 
 /** Runs `work` on a connection of its own to the database at `url`. */
@@ -114,7 +128,14 @@ export interface FaultSystem {
  * What every fault test runs against: the fakes at the wire (Claude answering as `model` says, Finnhub), the
  * system (startSystem) on `databaseUrl`, and a tenant with limits far above what the test sends.
  */
-export async function startFaultSystem({ databaseUrl, tenant, model, env = {}, workerEnv = {}, system: options = {} }: FaultSystemOptions): Promise<FaultSystem> {
+export async function startFaultSystem({
+  databaseUrl,
+  tenant,
+  model,
+  env = {},
+  workerEnv = {},
+  system: options = {},
+}: FaultSystemOptions): Promise<FaultSystem> {
   const claude = await startFakeAnthropic({ handler: model, recordRequests: false });
   const finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' }).catch(async (error: unknown) => {
     await claude.close();
@@ -122,7 +143,10 @@ export async function startFaultSystem({ databaseUrl, tenant, model, env = {}, w
   });
   const closeFakes = () => Promise.all([claude.close(), finnhub.close()]);
   try {
-    const shared = { ...sharedEnv({ databaseUrl, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), ...env };
+    const shared = {
+      ...sharedEnv({ databaseUrl, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }),
+      ...env,
+    };
     const [system, key] = await Promise.all([startSystem(shared, workerEnv, options), faultTenantKey(databaseUrl, tenant)]);
     return {
       system,
@@ -233,7 +257,11 @@ function judgeJobs(ids: readonly string[], ledger: Map<string, JobLedgerEntry>):
     if (keptPromises(entry)) outcomes.survived += 1;
     else {
       outcomes.lost += 1;
-      outcomes.problems.push(entry ? `${id}: ${entry.status}, ${entry.completions} completion(s) committed, error ${JSON.stringify(entry.error)}` : `${id}: no such job`);
+      outcomes.problems.push(
+        entry
+          ? `${id}: ${entry.status}, ${entry.completions} completion(s) committed, error ${JSON.stringify(entry.error)}`
+          : `${id}: no such job`,
+      );
     }
   }
   return outcomes;

@@ -3,7 +3,15 @@
 // A job is recognised by a marker the test puts in the request's custom data (or prompt, or message), which the
 // engine copies into what it sends the model.
 import { offlineAnalyst } from '@fin/ai';
-import { systemText, toolResults, type HandlerContext, type MessageReply, type MessagesRequestBody, type RecordedRequest, type Reply } from '@fin/fakes';
+import {
+  systemText,
+  toolResults,
+  type HandlerContext,
+  type MessageReply,
+  type MessagesRequestBody,
+  type RecordedRequest,
+  type Reply,
+} from '@fin/fakes';
 import { randomBytes } from 'node:crypto';
 
 /** A fresh run id: markers of one test never match another's. */
@@ -40,7 +48,10 @@ interface TurnInfo {
 }
 
 /** What a hook makes of a turn: nothing (the analyst answers), another reply, or the analyst's reply changed. */
-type TurnHook = (turn: TurnInfo, request: ModelRequest) => Promise<Reply | ((reply: Reply) => Reply) | undefined> | Reply | ((reply: Reply) => Reply) | undefined;
+type TurnHook = (
+  turn: TurnInfo,
+  request: ModelRequest,
+) => Promise<Reply | ((reply: Reply) => Reply) | undefined> | Reply | ((reply: Reply) => Reply) | undefined;
 
 export interface ScriptedModel {
   handler: (request: ModelRequest, context: HandlerContext) => Promise<Reply>;
@@ -86,7 +97,10 @@ export function tagNews(tag: string): (reply: Reply) => Reply {
     const block = reply.content[0];
     if (block?.type !== 'text') return reply;
     const value = JSON.parse(block.text) as { news: { title: string }[] };
-    const tagged: MessageReply = { ...reply, content: [{ ...block, text: JSON.stringify({ news: value.news.map((item) => ({ ...item, title: `${item.title} [${tag}]` })) }) }] };
+    const tagged: MessageReply = {
+      ...reply,
+      content: [{ ...block, text: JSON.stringify({ news: value.news.map((item) => ({ ...item, title: `${item.title} [${tag}]` })) }) }],
+    };
     return tagged;
   };
 }

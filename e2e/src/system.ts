@@ -141,7 +141,11 @@ export interface System {
  * Gateway, jobs service and the chosen product services (API role and one worker each), each a process of its
  * own, started in parallel and ready when this resolves. `workerEnv` applies to every worker process.
  */
-export async function startSystem(shared: Record<string, string>, workerEnv: Record<string, string> = {}, options: SystemOptions = {}): Promise<System> {
+export async function startSystem(
+  shared: Record<string, string>,
+  workerEnv: Record<string, string> = {},
+  options: SystemOptions = {},
+): Promise<System> {
   const { spawnSync } = await import('node:child_process');
   const products = options.products ?? ['news'];
   const [gatewayPort, jobsPort, ...productPorts] = await Promise.all([freePort(), freePort(), ...products.map(() => freePort())]);

@@ -55,7 +55,12 @@ describe('custom analysis through the whole system', () => {
     db = await createTestDatabase();
     claude = await startFakeAnthropic({ handler: offlineAnalyst() });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
+    const env = sharedEnv({
+      databaseUrl: db.url,
+      anthropicUrl: claude.url,
+      finnhubUrl: finnhub.apiBaseUrl,
+      finnhubToken: 'finnhub-e2e-token',
+    });
     system = await startSystem(env, {}, { products: ['analysis'] });
     keyA = system.tenantKey('acme');
     keyB = system.tenantKey('globex');
@@ -81,7 +86,7 @@ describe('custom analysis through the whole system', () => {
     return AnalysisResult.parse(JobResultResponse.parse(await res.json()).result);
   }
 
-  it('answers a json_schema analysis inline with exactly the schema\'s fields and types', async () => {
+  it("answers a json_schema analysis inline with exactly the schema's fields and types", async () => {
     const schema = { summary: 'string', risk_score: 'number', holdings: 'integer', hedged: 'boolean', risks: 'array' } as const;
     const res = await api('/api/analysis', {
       body: {
@@ -96,7 +101,8 @@ describe('custom analysis through the whole system', () => {
     // The worker ran it, the jobs service recorded it, and the waiting request was woken: done within the wait.
     expect(res.status).toBe(200);
     const answer = AnalysisResponse.parse(await res.json());
-    if (answer.status !== 'completed' || answer.result.format !== 'json_schema') throw new Error(`expected a completed json_schema analysis, got ${JSON.stringify(answer)}`);
+    if (answer.status !== 'completed' || answer.result.format !== 'json_schema')
+      throw new Error(`expected a completed json_schema analysis, got ${JSON.stringify(answer)}`);
     const content = answer.result.content;
     expect(Object.keys(content).sort()).toEqual(Object.keys(schema).sort());
     // Every field of the type named (the strict schema also refuses a missing or an extra field).
@@ -105,14 +111,18 @@ describe('custom analysis through the whole system', () => {
   });
 
   it('streams several synthesis_chunk events before done, and the result URL then serves the same text', async () => {
-    const res = await api('/api/analysis', { body: { prompt: 'Is Microsoft a defensive holding?', symbols: ['MSFT'], output_format: { type: 'markdown', stream: true } } });
+    const res = await api('/api/analysis', {
+      body: { prompt: 'Is Microsoft a defensive holding?', symbols: ['MSFT'], output_format: { type: 'markdown', stream: true } },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const statusUrl = res.headers.get('location')!;
     expect(statusUrl).toMatch(/^\/api\/jobs\/analysis\/[0-9a-f-]{36}\/status$/);
 
     const frames = await framesOf(res);
-    const chunks = frames.filter((frame) => frame.event === 'synthesis_chunk').map((frame) => AnalysisSynthesisChunkEvent.parse(frame.data).chunk);
+    const chunks = frames
+      .filter((frame) => frame.event === 'synthesis_chunk')
+      .map((frame) => AnalysisSynthesisChunkEvent.parse(frame.data).chunk);
     expect(chunks.length).toBeGreaterThan(3);
     const named = frames.filter((frame) => frame.event !== undefined);
     expect(named.slice(0, -1).every((frame) => frame.event === 'synthesis_chunk')).toBe(true);
@@ -133,7 +143,16 @@ describe('custom analysis through the whole system', () => {
     [{ prompt: '   ' }, 'prompt'],
     [{ prompt: 'p', output_format: { type: 'yaml' } }, 'output_format.type'],
     [{ prompt: 'p', output_format: { type: 'json_schema', schema: { score: 'decimal' } } }, 'output_format.schema.score'],
-    [{ prompt: 'p', portfolio_composition: [{ symbol: 'AAPL', percentage: -10 }, { symbol: 'MSFT', percentage: 110 }] }, 'portfolio_composition[0].percentage'],
+    [
+      {
+        prompt: 'p',
+        portfolio_composition: [
+          { symbol: 'AAPL', percentage: -10 },
+          { symbol: 'MSFT', percentage: 110 },
+        ],
+      },
+      'portfolio_composition[0].percentage',
+    ],
     [{ prompt: '', output_format: { stream: true } }, 'prompt'],
   ])('rejects %j with a 400 validation_error naming %s', async (body, field) => {
     const res = await api('/api/analysis', { body });
@@ -143,7 +162,7 @@ describe('custom analysis through the whole system', () => {
     expect(error.detail).toContain(field);
   });
 
-  it('answers another tenant\'s analysis job exactly as a job that does not exist', async () => {
+  it("answers another tenant's analysis job exactly as a job that does not exist", async () => {
     const res = await api('/api/analysis', { body: { prompt: 'Private question about NVDA.', symbols: ['NVDA'] } });
     const answer = AnalysisResponse.parse(await res.json());
     const missing = '/api/jobs/analysis/3fa85f64-5717-4562-b3fc-2c963f66afa6';

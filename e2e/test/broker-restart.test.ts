@@ -24,14 +24,18 @@ describe('a Kafka broker restart during a burst of 200 jobs', () => {
     await broker.start();
     claude = await startFakeAnthropic({ handler: offlineAnalyst(), recordRequests: false });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = { ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), KAFKA_BROKERS: broker.brokers };
+    const env = {
+      ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }),
+      KAFKA_BROKERS: broker.brokers,
+    };
     system = await startSystem(env, { NEWS_WORKER_CONCURRENCY: '8' });
     key = system.tenantKey('burst');
   }, 120_000);
 
   afterAll(async () => {
     for (const service of system?.services ?? []) {
-      if (service.child.exitCode !== null || process.env.E2E_DEBUG) console.log(`--- ${service.name} (exit ${service.child.exitCode})\n${service.output()}`);
+      if (service.child.exitCode !== null || process.env.E2E_DEBUG)
+        console.log(`--- ${service.name} (exit ${service.child.exitCode})\n${service.output()}`);
     }
     await system?.stop();
     await Promise.all([claude?.close(), finnhub?.close()]);

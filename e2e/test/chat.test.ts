@@ -1,6 +1,14 @@
 import { offlineAnalyst } from '@fin/ai';
 import { ChatDoneEvent, ChatStreamEvents, ErrorBody, type ChatStreamEventName } from '@fin/contracts';
-import { hangingReply, startFakeAnthropic, startFakeFinnhub, textReply, type FakeAnthropic, type FakeFinnhub, type MessagesRequestBody } from '@fin/fakes';
+import {
+  hangingReply,
+  startFakeAnthropic,
+  startFakeFinnhub,
+  textReply,
+  type FakeAnthropic,
+  type FakeFinnhub,
+  type MessagesRequestBody,
+} from '@fin/fakes';
 import { createTestDatabase, openEventStream, waitFor, type EventStreamClient, type SseFrame, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { sharedEnv, startSystem, type System } from '../src/system';
@@ -23,7 +31,10 @@ describe('chat through the whole system', () => {
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
     // A short re-attach window, so that a client that leaves stops the model call within a second. The gateway
     // reads it too: a chat slot whose client left stays taken that long (plus a second), while the reply runs on.
-    const env = { ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }), CHAT_DETACH_GRACE_MS: '1000' };
+    const env = {
+      ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }),
+      CHAT_DETACH_GRACE_MS: '1000',
+    };
     system = await startSystem(env, {}, { products: ['chat'] });
     key = system.tenantKey('acme');
   }, 120_000);
@@ -50,10 +61,16 @@ describe('chat through the whole system', () => {
   }
   const outline = (frames: readonly SseFrame[]) =>
     frames
-      .map((frame) => [frame.event, (frame.data as { node?: string; tool?: string }).node ?? (frame.data as { tool?: string }).tool].filter(Boolean).join(':'))
+      .map((frame) =>
+        [frame.event, (frame.data as { node?: string; tool?: string }).node ?? (frame.data as { tool?: string }).tool]
+          .filter(Boolean)
+          .join(':'),
+      )
       .filter((name, index, names) => name !== 'token' || names[index - 1] !== 'token');
-  const text = (frames: readonly SseFrame[]) => frames.flatMap((frame) => (frame.event === 'token' ? [(frame.data as { content: string }).content] : [])).join('');
-  const said = (body: MessagesRequestBody | undefined) => (body?.messages ?? []).filter((entry) => typeof entry.content === 'string').map((entry) => entry.content as string);
+  const text = (frames: readonly SseFrame[]) =>
+    frames.flatMap((frame) => (frame.event === 'token' ? [(frame.data as { content: string }).content] : [])).join('');
+  const said = (body: MessagesRequestBody | undefined) =>
+    (body?.messages ?? []).filter((entry) => typeof entry.content === 'string').map((entry) => entry.content as string);
 
   async function turn(message: string, conversationId: string | null) {
     const client = await post({ message, conversation_id: conversationId });
@@ -69,7 +86,14 @@ describe('chat through the whole system', () => {
     expect(client.headers['x-request-id']).toBeDefined();
     const first = await client.rest();
     expectValid(first);
-    expect(outline(first)).toEqual(['node_start:research', 'tool_start:market_data', 'tool_end:market_data', 'node_start:answer', 'token', 'done']);
+    expect(outline(first)).toEqual([
+      'node_start:research',
+      'tool_start:market_data',
+      'tool_end:market_data',
+      'node_start:answer',
+      'token',
+      'done',
+    ]);
     expect(text(first)).toMatch(/Apple.*last traded at/);
     const { conversation_id } = ChatDoneEvent.parse(first.at(-1)?.data);
 
@@ -90,7 +114,9 @@ describe('chat through the whole system', () => {
   });
 
   it('stops the model call when the client disconnects mid-stream, and records the reply as interrupted', async () => {
-    claude.reply(textReply('Dividends are paid out of profits, usually every quarter, and '.repeat(6), { faults: { hang: { afterEvents: 4 } } }));
+    claude.reply(
+      textReply('Dividends are paid out of profits, usually every quarter, and '.repeat(6), { faults: { hang: { afterEvents: 4 } } }),
+    );
     const client = await post({ message: 'Tell me everything about dividends.', conversation_id: null });
     let frame = await client.next();
     while (frame !== undefined && frame.event !== 'token') frame = await client.next();
@@ -130,16 +156,21 @@ describe('chat through the whole system', () => {
 
   it('counts GET streams against the 10 concurrent chat streams of an account', async () => {
     // A reply an earlier test's client left holds its slot until the detach grace has passed.
-    await waitFor(async () => {
-      const connection = new pg.Client(db.url);
-      await connection.connect();
-      try {
-        const { rows } = await connection.query<{ n: number }>('SELECT count(*)::int AS n FROM chat_stream_slots WHERE lease_expires_at > now()');
-        return rows[0]?.n === 0;
-      } finally {
-        await connection.end();
-      }
-    }, { what: 'the chat slots of earlier tests to be free', intervalMs: 250 });
+    await waitFor(
+      async () => {
+        const connection = new pg.Client(db.url);
+        await connection.connect();
+        try {
+          const { rows } = await connection.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM chat_stream_slots WHERE lease_expires_at > now()',
+          );
+          return rows[0]?.n === 0;
+        } finally {
+          await connection.end();
+        }
+      },
+      { what: 'the chat slots of earlier tests to be free', intervalMs: 250 },
+    );
     claude.setHandler(() => hangingReply());
     const open: EventStreamClient[] = [];
     try {
@@ -157,11 +188,14 @@ describe('chat through the whole system', () => {
     }
     // Closing them frees the slots, once the chat service's detach grace has passed (the replies run on that long).
     // Polled once a second: every attempt counts against the account's 60 chat requests a minute.
-    await waitFor(async () => {
-      const again = await post({ message: 'What is a bond?', conversation_id: null, stream: false });
-      const ok = again.status === 200;
-      await again.body();
-      return ok;
-    }, { what: 'a chat slot to be free again', intervalMs: 1_000, timeoutMs: 30_000 });
+    await waitFor(
+      async () => {
+        const again = await post({ message: 'What is a bond?', conversation_id: null, stream: false });
+        const ok = again.status === 200;
+        await again.body();
+        return ok;
+      },
+      { what: 'a chat slot to be free again', intervalMs: 1_000, timeoutMs: 30_000 },
+    );
   });
 });

@@ -35,7 +35,12 @@ describe('customer tools called by product jobs', () => {
       },
     });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
+    const env = sharedEnv({
+      databaseUrl: db.url,
+      anthropicUrl: claude.url,
+      finnhubUrl: finnhub.apiBaseUrl,
+      finnhubToken: 'finnhub-e2e-token',
+    });
     const workerEnv = { CUSTOMER_TOOLS_ALLOW_LOOPBACK: 'true', NODE_EXTRA_CA_CERTS: (await testCertificate()).certFile };
     system = await startSystem(env, {}, { products: ['portal', 'news', 'analysis'], productEnv: { news: workerEnv, analysis: workerEnv } });
     keyA = system.tenantKey('acme');
@@ -78,16 +83,23 @@ describe('customer tools called by product jobs', () => {
     expect(created.status).toBe(201);
     const tool = CustomerTool.parse(await created.json());
 
-    const news = AsyncJobResponse.parse(await (await call('/api/products/news', keyA, { method: 'POST', body: JSON.stringify({ symbols: ['AAPL'], n: 2 }) })).json());
+    const news = AsyncJobResponse.parse(
+      await (await call('/api/products/news', keyA, { method: 'POST', body: JSON.stringify({ symbols: ['AAPL'], n: 2 }) })).json(),
+    );
     expect((await finished(news.status_url, keyA)).status).toBe('completed');
-    const analysisRes = await call('/api/analysis', keyA, { method: 'POST', body: JSON.stringify({ prompt: 'How is account A-1 positioned?' }) });
+    const analysisRes = await call('/api/analysis', keyA, {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'How is account A-1 positioned?' }),
+    });
     const analysis = (await analysisRes.json()) as { job_id: string; status_url: string };
     expect((await finished(analysis.status_url, keyA)).status).toBe('completed');
 
     // The customer's API got both calls, with the secret header the portal sealed and the worker opened.
     const received = api.requests.filter((request) => request.path === '/positions');
     expect(received).toHaveLength(2);
-    expect(received.every((request) => request.headers.authorization === 'Bearer e2e-customer-secret' && request.body === '{"account":"A-1"}')).toBe(true);
+    expect(
+      received.every((request) => request.headers.authorization === 'Bearer e2e-customer-secret' && request.body === '{"account":"A-1"}'),
+    ).toBe(true);
 
     const audit = CustomerToolCallListResponse.parse(await (await call(`/api/customer-tools/${tool.id}/calls`, keyA)).json());
     const byJob = new Map(audit.calls.map((entry) => [entry.job_id, entry]));
@@ -97,12 +109,16 @@ describe('customer tools called by product jobs', () => {
     expect(JSON.stringify(audit)).not.toContain('e2e-customer-secret');
   });
 
-  it('never offers a tenant\'s tool to another tenant\'s job', async () => {
+  it("never offers a tenant's tool to another tenant's job", async () => {
     const before = api.requests.length;
     const requestsBefore = claude.requests.length;
-    const news = AsyncJobResponse.parse(await (await call('/api/products/news', keyB, { method: 'POST', body: JSON.stringify({ symbols: ['MSFT'], n: 2 }) })).json());
+    const news = AsyncJobResponse.parse(
+      await (await call('/api/products/news', keyB, { method: 'POST', body: JSON.stringify({ symbols: ['MSFT'], n: 2 }) })).json(),
+    );
     expect((await finished(news.status_url, keyB)).status).toBe('completed');
-    const offered = claude.requests.slice(requestsBefore).flatMap((request) => ((request.body as { tools?: { name: string }[] }).tools ?? []).map((tool) => tool.name));
+    const offered = claude.requests
+      .slice(requestsBefore)
+      .flatMap((request) => ((request.body as { tools?: { name: string }[] }).tools ?? []).map((tool) => tool.name));
     expect(offered).not.toContain('get_positions');
     expect(api.requests.length).toBe(before);
   });

@@ -33,11 +33,17 @@ describe('customer tools through the gateway', () => {
     canary = await startCanary('127.0.0.1');
     if (await hasIpv6Loopback()) canary6 = await startCanary('::1');
     // No model and no market data are needed here: the addresses only have to be well-formed.
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: 'http://127.0.0.1:9', finnhubUrl: 'http://127.0.0.1:9', finnhubToken: 'unused-token' });
+    const env = sharedEnv({
+      databaseUrl: db.url,
+      anthropicUrl: 'http://127.0.0.1:9',
+      finnhubUrl: 'http://127.0.0.1:9',
+      finnhubToken: 'unused-token',
+    });
     system = await startSystem(env, {}, { products: ['portal'] });
     keyA = system.tenantKey('acme');
     keyB = system.tenantKey('globex');
-    for (const tenant of ['acme', 'globex']) system.admin(['limits', 'set', '--tenant', tenant, '--product', 'tools', '--per-minute', '100000']);
+    for (const tenant of ['acme', 'globex'])
+      system.admin(['limits', 'set', '--tenant', tenant, '--product', 'tools', '--per-minute', '100000']);
   }, 120_000);
 
   afterAll(async () => {
@@ -75,7 +81,9 @@ describe('customer tools through the gateway', () => {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      const { rows } = await client.query<{ headers_ciphertext: Buffer }>('SELECT headers_ciphertext FROM customer_tools WHERE id = $1', [record.id]);
+      const { rows } = await client.query<{ headers_ciphertext: Buffer }>('SELECT headers_ciphertext FROM customer_tools WHERE id = $1', [
+        record.id,
+      ]);
       expect(rows[0]?.headers_ciphertext.toString('latin1')).not.toContain('e2e-customer-secret');
     } finally {
       await client.end();
@@ -97,16 +105,23 @@ describe('customer tools through the gateway', () => {
     ];
     for (const [body, detail] of cases) {
       const res = await api('POST', '/api/customer-tools/', { body });
-      expect({ status: res.res.status, body: ErrorBody.parse(res.body) }).toEqual({ status: 400, body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(detail) } });
+      expect({ status: res.res.status, body: ErrorBody.parse(res.body) }).toEqual({
+        status: 400,
+        body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(detail) },
+      });
     }
     const first = await api('POST', '/api/customer-tools/', { body: { ...tool, name: 'unique_one' } });
     expect(first.res.status).toBe(201);
     const again = await api('POST', '/api/customer-tools/', { body: { ...tool, name: 'unique_one' } });
     expect(again.res.status).toBe(409);
-    expect(ErrorBody.parse(again.body)).toEqual({ status_code: 409, type: 'conflict', detail: 'name: a tool named "unique_one" already exists' });
+    expect(ErrorBody.parse(again.body)).toEqual({
+      status_code: 409,
+      type: 'conflict',
+      detail: 'name: a tool named "unique_one" already exists',
+    });
   });
 
-  it('another tenant\'s tool is indistinguishable from a missing one (404)', async () => {
+  it("another tenant's tool is indistinguishable from a missing one (404)", async () => {
     const mine = CustomerTool.parse((await api('POST', '/api/customer-tools/', { body: { ...tool, name: 'private_tool' } })).body);
     const missing = await api('GET', '/api/customer-tools/00000000-0000-4000-8000-000000000000', { key: keyB });
     for (const [method, path, body] of [
@@ -118,7 +133,9 @@ describe('customer tools through the gateway', () => {
       const res = await api(method, path, { key: keyB, body });
       expect({ method, status: res.res.status, body: res.body }).toEqual({ method, status: 404, body: missing.body });
     }
-    expect(CustomerToolListResponse.parse((await api('GET', '/api/customer-tools/', { key: keyB })).body).tools.map((t) => t.name)).not.toContain('private_tool');
+    expect(
+      CustomerToolListResponse.parse((await api('GET', '/api/customer-tools/', { key: keyB })).body).tools.map((t) => t.name),
+    ).not.toContain('private_tool');
     expect((await api('GET', `/api/customer-tools/${mine.id}`)).res.status).toBe(200);
   });
 
@@ -180,7 +197,9 @@ describe('customer tools through the gateway', () => {
       expect(tested.res.status).toBe(200);
       expect({ endpoint, outcome: /id="outcome">([a-z_]+)</.exec(tested.html)?.[1] }).toEqual({ endpoint, outcome: 'blocked_address' });
       const calls = CustomerToolCallListResponse.parse((await api('GET', `/api/customer-tools/${id}/calls`)).body).calls;
-      expect(calls).toEqual([expect.objectContaining({ source: 'portal_test', outcome: 'blocked_address', http_status: null, response_bytes: 0 })]);
+      expect(calls).toEqual([
+        expect.objectContaining({ source: 'portal_test', outcome: 'blocked_address', http_status: null, response_bytes: 0 }),
+      ]);
     }
     expect(canary.connections()).toBe(0);
     expect(canary6?.connections() ?? 0).toBe(0);

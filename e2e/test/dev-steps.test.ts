@@ -198,7 +198,8 @@ describeLinux("the README's steps for working on one service", () => {
       [...started].map(([name, command]) =>
         waitFor(
           async () => {
-            if (command.child.exitCode !== null) throw new Error(`npm run dev -- ${name} exited (${command.child.exitCode}):\n${command.output()}`);
+            if (command.child.exitCode !== null)
+              throw new Error(`npm run dev -- ${name} exited (${command.child.exitCode}):\n${command.output()}`);
             return (await fetch(`http://127.0.0.1:${ports[name]}/readyz`).catch(() => undefined))?.status === 200;
           },
           { timeoutMs: 45_000, intervalMs: 200, what: `${name} to be ready:\n${command.output()}` },
@@ -226,7 +227,9 @@ describeLinux("the README's steps for working on one service", () => {
 
     // The documented request, to this test's gateway with the new key.
     const curl = steps.find((line) => line.startsWith('curl '));
-    const request = /-X POST http:\/\/127\.0\.0\.1:8080(\S+) -H 'X-API-Key: fin_…' -H 'Content-Type: application\/json' -d '(.+)'$/.exec(curl ?? '');
+    const request = /-X POST http:\/\/127\.0\.0\.1:8080(\S+) -H 'X-API-Key: fin_…' -H 'Content-Type: application\/json' -d '(.+)'$/.exec(
+      curl ?? '',
+    );
     if (!request) throw new Error(`no curl request in the README's steps:\n${steps.join('\n')}`);
     const headers = { 'X-API-Key': apiKey, 'Content-Type': 'application/json' };
     const accepted = await fetchThroughRestarts(`${gatewayUrl}${request[1]}`, { method: 'POST', headers, body: request[2] });

@@ -32,7 +32,12 @@ describe('news through the whole system', () => {
       },
     });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
+    const env = sharedEnv({
+      databaseUrl: db.url,
+      anthropicUrl: claude.url,
+      finnhubUrl: finnhub.apiBaseUrl,
+      finnhubToken: 'finnhub-e2e-token',
+    });
     // Short lease and Kafka session, so a killed worker's job moves on within seconds.
     system = await startSystem(env, { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
     gatewayUrl = system.gatewayUrl;
@@ -57,10 +62,15 @@ describe('news through the whole system', () => {
 
   async function postNews(body: unknown, key = keyA) {
     const res = await api('/api/products/news', { method: 'POST', body: JSON.stringify(body), key });
-    return { res, body: (await res.json()) };
+    return { res, body: await res.json() };
   }
 
-  async function pollUntilFinished(statusUrl: string, seen: JobStatusResponse[] = [], key = keyA, timeoutMs = 30_000): Promise<JobStatusResponse> {
+  async function pollUntilFinished(
+    statusUrl: string,
+    seen: JobStatusResponse[] = [],
+    key = keyA,
+    timeoutMs = 30_000,
+  ): Promise<JobStatusResponse> {
     return waitFor(
       async () => {
         const status = JobStatusResponse.parse(await (await api(statusUrl, { key })).json());
@@ -157,7 +167,9 @@ describe('news through the whole system', () => {
     const { body } = await postNews({ symbols: ['NVDA'], n: 2 });
     const statusUrl = AsyncJobResponse.parse(body).status_url;
     await waitFor(async () => {
-      const { rows } = await withDb((client) => client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]));
+      const { rows } = await withDb((client) =>
+        client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]),
+      );
       return rows[0]?.lease_owner != null;
     });
     await worker.stop('SIGKILL');
@@ -167,7 +179,9 @@ describe('news through the whole system', () => {
     // The dead worker's partitions move to the new one once its Kafka session times out (6 s here).
     const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
     expect(final.status).toBe('completed');
-    const { rows } = await withDb((client) => client.query<{ attempts: number }>('SELECT attempts FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]));
+    const { rows } = await withDb((client) =>
+      client.query<{ attempts: number }>('SELECT attempts FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]),
+    );
     expect(rows[0]?.attempts).toBe(2);
   });
 
@@ -177,14 +191,18 @@ describe('news through the whole system', () => {
     const { body } = await postNews({ symbols: ['AMD'], n: 2 });
     const { job_id: jobId, status_url: statusUrl } = AsyncJobResponse.parse(body);
     await waitFor(async () => {
-      const { rows } = await withDb((client) => client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [jobId]));
+      const { rows } = await withDb((client) =>
+        client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [jobId]),
+      );
       return rows[0]?.lease_owner != null;
     });
     const stopping = worker;
     await stopping.stop('SIGTERM');
     // A clean exit, and the lease released at once rather than left to expire.
     expect(stopping.child.exitCode).toBe(0);
-    const { rows: released } = await withDb((client) => client.query<{ lease_owner: string | null; status: string }>('SELECT lease_owner, status FROM jobs WHERE id = $1', [jobId]));
+    const { rows: released } = await withDb((client) =>
+      client.query<{ lease_owner: string | null; status: string }>('SELECT lease_owner, status FROM jobs WHERE id = $1', [jobId]),
+    );
     expect(released[0]).toMatchObject({ lease_owner: null });
     expect(['pending', 'running']).toContain(released[0]?.status);
     held.delete('AMD');

@@ -29,23 +29,41 @@ describe('the portal in a browser', () => {
     db = await createTestDatabase();
     api = await startFakeCustomerApi();
     canary = await startCanary();
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: 'http://127.0.0.1:9', finnhubUrl: 'http://127.0.0.1:9', finnhubToken: 'unused-token' });
-    system = await startSystem(env, {}, {
-      products: ['portal'],
-      productEnv: {
-        portal: {
-          CUSTOMER_TOOLS_ALLOW_LOOPBACK: 'true',
-          // The test talks plain http to 127.0.0.1, where Chromium does not keep Secure cookies.
-          PORTAL_COOKIE_SECURE: 'false',
-          NODE_EXTRA_CA_CERTS: (await testCertificate()).certFile,
+    const env = sharedEnv({
+      databaseUrl: db.url,
+      anthropicUrl: 'http://127.0.0.1:9',
+      finnhubUrl: 'http://127.0.0.1:9',
+      finnhubToken: 'unused-token',
+    });
+    system = await startSystem(
+      env,
+      {},
+      {
+        products: ['portal'],
+        productEnv: {
+          portal: {
+            CUSTOMER_TOOLS_ALLOW_LOOPBACK: 'true',
+            // The test talks plain http to 127.0.0.1, where Chromium does not keep Secure cookies.
+            PORTAL_COOKIE_SECURE: 'false',
+            NODE_EXTRA_CA_CERTS: (await testCertificate()).certFile,
+          },
         },
       },
-    });
+    );
     apiKey = system.tenantKey('acme');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   }, 180_000);
@@ -74,7 +92,11 @@ describe('the portal in a browser', () => {
     await page.getByText('No tools yet.').waitFor();
     await shot('02-tools-empty');
     const cookies = await page.context().cookies();
-    expect(cookies.find((cookie) => cookie.name === 'fin_portal_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/portal' });
+    expect(cookies.find((cookie) => cookie.name === 'fin_portal_session')).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/portal',
+    });
   });
 
   it('creates a tool: a bad schema is shown field by field, the fixed one is saved', async () => {

@@ -20,7 +20,12 @@ describe('stock reports through the whole system', () => {
     db = await createTestDatabase();
     claude = await startFakeAnthropic({ handler: offlineAnalyst() });
     finnhub = await startFakeFinnhub({ token: 'finnhub-e2e-token' });
-    const env = sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' });
+    const env = sharedEnv({
+      databaseUrl: db.url,
+      anthropicUrl: claude.url,
+      finnhubUrl: finnhub.apiBaseUrl,
+      finnhubToken: 'finnhub-e2e-token',
+    });
     system = await startSystem(env, {}, { products: ['stock-report'] });
     keyA = system.tenantKey('acme');
     keyB = system.tenantKey('globex');
@@ -38,7 +43,7 @@ describe('stock reports through the whole system', () => {
       headers: { 'Content-Type': 'application/json', 'X-API-Key': key },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { res, body: (await res.json()) };
+    return { res, body: await res.json() };
   }
 
   const report = (body: unknown, key = keyA) => api('/api/products/stock-report', { body, key });
@@ -62,7 +67,11 @@ describe('stock reports through the whole system', () => {
     const { res, body } = await report({ symbols: ['NVDA', 'msft'] });
     expect(res.status).toBe(202);
     const envelope = AsyncJobResponse.parse(body);
-    expect(envelope).toMatchObject({ status: 'pending', from_cache: false, status_url: `/api/jobs/stock-report/${envelope.job_id}/status` });
+    expect(envelope).toMatchObject({
+      status: 'pending',
+      from_cache: false,
+      status_url: `/api/jobs/stock-report/${envelope.job_id}/status`,
+    });
     expect(res.headers.get('location')).toBe(envelope.status_url);
 
     const result = await resultOf(envelope);
@@ -101,7 +110,11 @@ describe('stock reports through the whole system', () => {
     for (const symbols of [[], ['AAPL', 'MSFT', 'NVDA']]) {
       const { res, body } = await report({ symbols });
       expect(res.status).toBe(400);
-      expect(ErrorBody.parse(body)).toMatchObject({ status_code: 400, type: 'validation_error', detail: expect.stringContaining('symbols') });
+      expect(ErrorBody.parse(body)).toMatchObject({
+        status_code: 400,
+        type: 'validation_error',
+        detail: expect.stringContaining('symbols'),
+      });
     }
   });
 

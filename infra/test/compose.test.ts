@@ -101,7 +101,9 @@ describe('docker-compose.yml', () => {
       expect(definition.image).toBe(`fin-${deployable.service}:local`);
     }
     const oneShots = ['kafka-topics', 'migrate', 'admin'];
-    expect(Object.keys(compose.services).sort()).toEqual([...containers.map((container) => container.name), 'postgres', 'kafka', ...oneShots].sort());
+    expect(Object.keys(compose.services).sort()).toEqual(
+      [...containers.map((container) => container.name), 'postgres', 'kafka', ...oneShots].sort(),
+    );
   });
 
   test('gives every container an environment its service accepts, naming nothing the service does not read', () => {
@@ -112,13 +114,26 @@ describe('docker-compose.yml', () => {
       if (roleVar) expect({ name, role: config[roleVar] }).toEqual({ name, role });
       if (role === 'api') expect({ name, host: config.HOST }).toEqual({ name, host: '0.0.0.0' });
       // The metrics listener on every interface (reachable on the Compose network, not published), at a stated port.
-      if ('METRICS_HOST' in shape) expect({ name, metricsHost: config.METRICS_HOST, metricsPort: env.METRICS_PORT }).toEqual({ name, metricsHost: '0.0.0.0', metricsPort: expect.stringMatching(/^\d+$/) as unknown });
+      if ('METRICS_HOST' in shape)
+        expect({ name, metricsHost: config.METRICS_HOST, metricsPort: env.METRICS_PORT }).toEqual({
+          name,
+          metricsHost: '0.0.0.0',
+          metricsPort: expect.stringMatching(/^\d+$/) as unknown,
+        });
     }
   });
 
   test('takes every secret from .env, one value for every service that reads it', () => {
     const names = [...new Set(containers.flatMap(({ shape }) => secretVariables(shape)))];
-    expect(names).toEqual(expect.arrayContaining(['INTERNAL_SIGNING_SECRET', 'PORTAL_SESSION_SECRET', 'ANTHROPIC_API_KEY', 'CUSTOMER_TOOLS_ENCRYPTION_KEY', 'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'INTERNAL_SIGNING_SECRET',
+        'PORTAL_SESSION_SECRET',
+        'ANTHROPIC_API_KEY',
+        'CUSTOMER_TOOLS_ENCRYPTION_KEY',
+        'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS',
+      ]),
+    );
     const marked = Object.fromEntries(names.map((name) => [name, `from-env-file-${name}`]));
     const withMarks = readCompose(COMPOSE_FILE, { ...envFile, ...marked });
     for (const { name, shape } of containers) {
@@ -130,7 +145,11 @@ describe('docker-compose.yml', () => {
     }
     // The customer-tools key seals what the portal stores and opens it in every product service: all hold it.
     for (const { name, shape, env } of containers) {
-      if ('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape) expect({ name, keys: [env.CUSTOMER_TOOLS_ENCRYPTION_KEY, env.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] }).toEqual({ name, keys: [envFile.CUSTOMER_TOOLS_ENCRYPTION_KEY, envFile.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] });
+      if ('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape)
+        expect({ name, keys: [env.CUSTOMER_TOOLS_ENCRYPTION_KEY, env.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS] }).toEqual({
+          name,
+          keys: [envFile.CUSTOMER_TOOLS_ENCRYPTION_KEY, envFile.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS],
+        });
     }
     // The session secret is the portal's alone.
     for (const { name, env } of containers) {
@@ -141,10 +160,15 @@ describe('docker-compose.yml', () => {
   test('sets no test-only variable: customer tools never reach loopback addresses', () => {
     const everything = JSON.stringify(readCompose(COMPOSE_FILE, envExample));
     for (const variable of TEST_ONLY_VARIABLES) {
-      expect({ variable, inCompose: everything.includes(variable), inEnvExample: variable in envExample }).toEqual({ variable, inCompose: false, inEnvExample: false });
+      expect({ variable, inCompose: everything.includes(variable), inEnvExample: variable in envExample }).toEqual({
+        variable,
+        inCompose: false,
+        inEnvExample: false,
+      });
     }
     for (const { name, env, shape } of containers) {
-      if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape) expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
+      if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape)
+        expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
     }
   });
 
@@ -159,7 +183,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('points every service at Kafka\'s internal listener and at the PostgreSQL service with its credentials', () => {
+  test("points every service at Kafka's internal listener and at the PostgreSQL service with its credentials", () => {
     const kafka = environmentOf(service('kafka'));
     const listener = kafka.KAFKA_INTER_BROKER_LISTENER_NAME;
     const advertised = (kafka.KAFKA_ADVERTISED_LISTENERS ?? '').split(',').find((entry) => entry.startsWith(`${listener}://`));
@@ -167,14 +191,17 @@ describe('docker-compose.yml', () => {
     const postgres = environmentOf(service('postgres'));
     const expectedDatabase = `postgresql://${postgres.POSTGRES_USER}:${postgres.POSTGRES_PASSWORD}@postgres:5432/${postgres.POSTGRES_DB}`;
     for (const { name, env, shape } of containers) {
-      if ('KAFKA_BROKERS' in shape) expect({ name, brokers: env.KAFKA_BROKERS }).toEqual({ name, brokers: advertised?.replace(`${listener}://`, '') });
+      if ('KAFKA_BROKERS' in shape)
+        expect({ name, brokers: env.KAFKA_BROKERS }).toEqual({ name, brokers: advertised?.replace(`${listener}://`, '') });
       expect({ name, database: env.DATABASE_URL }).toEqual({ name, database: expectedDatabase });
     }
     for (const oneShot of ['migrate', 'admin']) expect(environmentOf(service(oneShot)).DATABASE_URL).toBe(expectedDatabase);
   });
 
   test('publishes only the gateway (and, for the host, PostgreSQL and Kafka), on 127.0.0.1, at their own ports', () => {
-    const published = Object.entries(compose.services).filter(([, definition]) => definition.ports !== undefined).map(([name]) => name);
+    const published = Object.entries(compose.services)
+      .filter(([, definition]) => definition.ports !== undefined)
+      .map(([name]) => name);
     expect(published.sort()).toEqual(['gateway', 'kafka', 'postgres']);
     const gateway = containers.find((container) => container.name === 'gateway')!;
     const port = parseServiceConfig(gateway.shape, gateway.env).PORT as number;
@@ -185,15 +212,23 @@ describe('docker-compose.yml', () => {
     expect(environmentOf(service('kafka')).KAFKA_ADVERTISED_LISTENERS).toContain(`EXTERNAL://127.0.0.1:${envExample.KAFKA_HOST_PORT}`);
   });
 
-  test('health-checks every container with the image\'s script: APIs on PORT, workers on their metrics listener', () => {
+  test("health-checks every container with the image's script: APIs on PORT, workers on their metrics listener", () => {
     for (const { name, role, env, shape, definition, deployable } of containers) {
-      expect({ name, test: definition.healthcheck?.test, disabled: definition.healthcheck?.disable }).toEqual({ name, test: ['CMD', ...HEALTHCHECK], disabled: undefined });
+      expect({ name, test: definition.healthcheck?.test, disabled: definition.healthcheck?.disable }).toEqual({
+        name,
+        test: ['CMD', ...HEALTHCHECK],
+        disabled: undefined,
+      });
       // The script reads PORT (a worker role: METRICS_PORT) from the container's environment: it probes where the
       // service listens. A worker is recognised by its role variable, which the script reads too.
       const variable = role === 'api' ? 'PORT' : 'METRICS_PORT';
       expect({ name, [variable]: env[variable] }).toEqual({ name, [variable]: expect.stringMatching(/^\d+$/) as unknown });
       if (role === 'worker') {
-        expect({ name, metrics: 'METRICS_PORT' in shape, roleVariable: env[`${envPrefix(deployable.service)}_ROLE`] }).toEqual({ name, metrics: true, roleVariable: 'worker' });
+        expect({ name, metrics: 'METRICS_PORT' in shape, roleVariable: env[`${envPrefix(deployable.service)}_ROLE`] }).toEqual({
+          name,
+          metrics: true,
+          roleVariable: 'worker',
+        });
       }
     }
   });
@@ -206,19 +241,22 @@ describe('docker-compose.yml', () => {
     for (const [name, definition] of Object.entries(compose.services)) {
       for (const [dependency, condition] of Object.entries(dependenciesOf(definition))) {
         expect(compose.services[dependency]).toBeDefined();
-        if (condition === 'service_healthy') expect({ name, dependency, healthChecked: healthChecked(dependency) }).toEqual({ name, dependency, healthChecked: true });
+        if (condition === 'service_healthy')
+          expect({ name, dependency, healthChecked: healthChecked(dependency) }).toEqual({ name, dependency, healthChecked: true });
       }
     }
     for (const { name, definition, shape } of containers) {
       const dependencies = dependenciesOf(definition);
       expect({ name, migrate: dependencies.migrate }).toEqual({ name, migrate: 'service_completed_successfully' });
-      if ('KAFKA_BROKERS' in shape) expect({ name, topics: dependencies['kafka-topics'] }).toEqual({ name, topics: 'service_completed_successfully' });
+      if ('KAFKA_BROKERS' in shape)
+        expect({ name, topics: dependencies['kafka-topics'] }).toEqual({ name, topics: 'service_completed_successfully' });
     }
     expect(dependenciesOf(service('migrate'))).toEqual({ postgres: 'service_healthy' });
     expect(dependenciesOf(service('kafka-topics'))).toEqual({ kafka: 'service_healthy' });
     // The gateway comes up when the APIs it routes to are healthy.
     const gatewayDependencies = dependenciesOf(service('gateway'));
-    for (const { name, role } of containers) if (role === 'api' && name !== 'gateway') expect(gatewayDependencies[name]).toBe('service_healthy');
+    for (const { name, role } of containers)
+      if (role === 'api' && name !== 'gateway') expect(gatewayDependencies[name]).toBe('service_healthy');
   });
 
   test('creates every topic of the event catalog and its dead-letter topic, through the internal listener', () => {
@@ -229,7 +267,7 @@ describe('docker-compose.yml', () => {
     expect(String(creator.command)).toContain('"$topic"');
   });
 
-  test('migrates with the image\'s migration runner, and runs the admin CLI only on demand', () => {
+  test("migrates with the image's migration runner, and runs the admin CLI only on demand", () => {
     expect(service('migrate')).toMatchObject({ command: MIGRATE, image: 'fin-gateway:local', restart: 'no' });
     expect(service('admin')).toMatchObject({ entrypoint: ADMIN, image: 'fin-gateway:local', profiles: ['tools'] });
   });
@@ -268,7 +306,8 @@ describe('.env.example', () => {
       } catch (error) {
         message = (error as Error).message;
       }
-      for (const variable of reads) expect({ name, refused: message.includes(`${variable}: is a placeholder`) }).toEqual({ name, refused: true });
+      for (const variable of reads)
+        expect({ name, refused: message.includes(`${variable}: is a placeholder`) }).toEqual({ name, refused: true });
     }
   });
 
@@ -286,7 +325,8 @@ describe('.env.example', () => {
       expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
       const made = readEnvFile(path.join(dir, '.env'));
       const stack = readCompose(COMPOSE_FILE, made);
-      for (const variable of PLACEHOLDER_SECRETS) expect({ variable, changed: made[variable] !== envExample[variable] }).toEqual({ variable, changed: true });
+      for (const variable of PLACEHOLDER_SECRETS)
+        expect({ variable, changed: made[variable] !== envExample[variable] }).toEqual({ variable, changed: true });
       for (const { name, shape } of containers) expect(() => parseServiceConfig(shape, environmentOf(stack.services[name]!))).not.toThrow();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -296,13 +336,19 @@ describe('.env.example', () => {
   test('is needed: without it the services refuse to start, naming the variable', () => {
     const bare = readCompose(COMPOSE_FILE, {});
     const gateway = containers.find((container) => container.name === 'gateway')!;
-    expect(() => parseServiceConfig(gateway.shape, environmentOf(bare.services.gateway!))).toThrow(/INTERNAL_SIGNING_SECRET: is required but not set/);
+    expect(() => parseServiceConfig(gateway.shape, environmentOf(bare.services.gateway!))).toThrow(
+      /INTERNAL_SIGNING_SECRET: is required but not set/,
+    );
     for (const { name, shape } of containers) {
       if (!('CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape)) continue;
-      expect(() => parseServiceConfig(shape, environmentOf(bare.services[name]!))).toThrow(/CUSTOMER_TOOLS_ENCRYPTION_KEY: is required but not set/);
+      expect(() => parseServiceConfig(shape, environmentOf(bare.services[name]!))).toThrow(
+        /CUSTOMER_TOOLS_ENCRYPTION_KEY: is required but not set/,
+      );
     }
     const portal = containers.find((container) => container.name === 'portal')!;
-    expect(() => parseServiceConfig(portal.shape, environmentOf(bare.services.portal!))).toThrow(/PORTAL_SESSION_SECRET: is required but not set/);
+    expect(() => parseServiceConfig(portal.shape, environmentOf(bare.services.portal!))).toThrow(
+      /PORTAL_SESSION_SECRET: is required but not set/,
+    );
   });
 });
 

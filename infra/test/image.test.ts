@@ -14,7 +14,8 @@ import { freePort, run, runOk, start, waitForOk } from './support/processes';
 const { globalArgs, stages } = parseDockerfile(path.join(REPO_ROOT, 'Dockerfile'));
 const runtime = stages.at(-1) as Stage;
 const build = stages.find((stage) => stage.name === 'build') as Stage;
-const args = (stage: Stage, keyword: string) => stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args);
+const args = (stage: Stage, keyword: string) =>
+  stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args);
 
 /** The build stage's commands as the Dockerfile writes them; the test below runs these, with SERVICE filled in. */
 const BUILD = 'pnpm exec tsc -b "services/${SERVICE}/tsconfig.build.json"';
@@ -36,12 +37,15 @@ describe('the Dockerfile', () => {
     const runs = args(runtime, 'RUN');
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatch(/^rm -rf /);
-    for (const removed of ['/usr/local/lib/node_modules/npm', '/usr/local/bin/npx', '/usr/local/bin/corepack']) expect(runs[0]).toContain(removed);
+    for (const removed of ['/usr/local/lib/node_modules/npm', '/usr/local/bin/npx', '/usr/local/bin/corepack'])
+      expect(runs[0]).toContain(removed);
   });
 
   test('copies nothing into the runtime stage but the assembled tree', () => {
     expect(args(runtime, 'COPY')).toEqual([`--from=build /out ${APP}`]);
-    expect(args(build, 'RUN')).toEqual(expect.arrayContaining([BUILD, ASSEMBLE, 'pnpm install --frozen-lockfile --offline', 'pnpm --filter @fin/db run generate']));
+    expect(args(build, 'RUN')).toEqual(
+      expect.arrayContaining([BUILD, ASSEMBLE, 'pnpm install --frozen-lockfile --offline', 'pnpm --filter @fin/db run generate']),
+    );
   });
 
   test('runs as a numeric, non-root user', () => {
@@ -64,7 +68,7 @@ describe('the Dockerfile', () => {
     expect(execForm(args(runtime, 'CMD')[0] ?? '')).toEqual(['node', 'dist/main.js']);
   });
 
-  test('checks health with the image\'s own script, in node', () => {
+  test("checks health with the image's own script, in node", () => {
     const [healthcheck] = args(runtime, 'HEALTHCHECK');
     expect(healthcheck).toMatch(/--interval=\d+s/);
     expect(execForm(healthcheck ?? '')).toEqual(HEALTHCHECK);
@@ -77,7 +81,10 @@ describe('the Dockerfile', () => {
   });
 
   test('the healthcheck script knows the port every service listens on by default, and the metrics port of every worker', async () => {
-    const output = await runOk(process.execPath, ['-p', `JSON.stringify(require(${JSON.stringify(path.join(REPO_ROOT, 'infra/src/image/healthcheck.cjs'))}))`]);
+    const output = await runOk(process.execPath, [
+      '-p',
+      `JSON.stringify(require(${JSON.stringify(path.join(REPO_ROOT, 'infra/src/image/healthcheck.cjs'))}))`,
+    ]);
     const defaults: Record<string, number> = {};
     const metricsDefaults: Record<string, number> = {};
     for (const { service, roles } of DEPLOYABLES) {
@@ -85,12 +92,19 @@ describe('the Dockerfile', () => {
       defaults[service] = defaultPort(shape);
       if (roles.includes('worker')) metricsDefaults[service] = defaultPort(shape, 'METRICS_PORT');
     }
-    expect(JSON.parse(output) as Record<string, Record<string, number>>).toEqual({ DEFAULT_PORTS: defaults, DEFAULT_METRICS_PORTS: metricsDefaults });
+    expect(JSON.parse(output) as Record<string, Record<string, number>>).toEqual({
+      DEFAULT_PORTS: defaults,
+      DEFAULT_METRICS_PORTS: metricsDefaults,
+    });
   });
 
   test('sets no test-only variable in any stage', () => {
     const declared = stages.flatMap((stage) => [...Object.keys(stageEnv(stage)), ...args(stage, 'ARG').map((arg) => arg.split('=')[0])]);
-    for (const variable of TEST_ONLY_VARIABLES) expect({ variable, declared: declared.includes(variable) || JSON.stringify(stages).includes(variable) }).toEqual({ variable, declared: false });
+    for (const variable of TEST_ONLY_VARIABLES)
+      expect({ variable, declared: declared.includes(variable) || JSON.stringify(stages).includes(variable) }).toEqual({
+        variable,
+        declared: false,
+      });
   });
 });
 
@@ -101,11 +115,23 @@ describe('.dockerignore', () => {
     .filter((line) => line !== '' && !line.startsWith('#'));
 
   test('keeps local installs, builds, secrets and machine state out of the build context', () => {
-    expect(patterns).toEqual(expect.arrayContaining(['**/node_modules', '**/dist', '.git', '.env', '.tools', '.data', 'packages/db/src/generated']));
+    expect(patterns).toEqual(
+      expect.arrayContaining(['**/node_modules', '**/dist', '.git', '.env', '.tools', '.data', 'packages/db/src/generated']),
+    );
   });
 
   test('keeps what the build stage needs', () => {
-    for (const needed of ['pnpm-lock.yaml', 'pnpm-workspace.yaml', 'package.json', 'patches', 'packages', 'services', 'infra', 'infra/src', 'infra/src/image']) {
+    for (const needed of [
+      'pnpm-lock.yaml',
+      'pnpm-workspace.yaml',
+      'package.json',
+      'patches',
+      'packages',
+      'services',
+      'infra',
+      'infra/src',
+      'infra/src/image',
+    ]) {
       expect(patterns).not.toContain(needed);
     }
   });
@@ -117,7 +143,9 @@ describe('.dockerignore', () => {
       const parts = file.split('/');
       return parts.some((_part, index) => patterns.some((pattern) => path.matchesGlob(parts.slice(0, index + 1).join('/'), pattern)));
     };
-    const runtimeFiles = ['services/portal/static', 'packages/db/migrations', 'packages/ai/prompts'].flatMap((dir) => readdirSync(path.join(REPO_ROOT, dir)).map((file) => `${dir}/${file}`));
+    const runtimeFiles = ['services/portal/static', 'packages/db/migrations', 'packages/ai/prompts'].flatMap((dir) =>
+      readdirSync(path.join(REPO_ROOT, dir)).map((file) => `${dir}/${file}`),
+    );
     expect(runtimeFiles.length).toBeGreaterThan(3);
     expect(runtimeFiles.filter(ignored)).toEqual([]);
     // The check itself: it sees what is left out.
@@ -135,7 +163,8 @@ let treesRoot: string | undefined;
 
 function imageTrees(): Promise<Record<string, string>> {
   trees ??= (async () => {
-    for (const service of BUILT_OUTSIDE_DOCKER) await runOk('sh', ['-c', BUILD], { cwd: REPO_ROOT, env: { ...process.env, SERVICE: service } });
+    for (const service of BUILT_OUTSIDE_DOCKER)
+      await runOk('sh', ['-c', BUILD], { cwd: REPO_ROOT, env: { ...process.env, SERVICE: service } });
     const root = mkdtempSync(path.join(tmpdir(), 'fin-image-'));
     treesRoot = root;
     const outs = await Promise.all(
@@ -161,7 +190,12 @@ describe('the gateway image, built outside Docker', () => {
   const node = process.execPath;
   // What a container has: no development conditions, the image's NODE_OPTIONS rather than the test runner's, no
   // workspace around.
-  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', NODE_OPTIONS: stageEnv(runtime).NODE_OPTIONS, ...extra });
+  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    NODE_ENV: 'production',
+    NODE_OPTIONS: stageEnv(runtime).NODE_OPTIONS,
+    ...extra,
+  });
   const inImage = (file: string) => path.join(out, path.relative(APP, file));
 
   beforeAll(async () => {
@@ -176,10 +210,13 @@ describe('the gateway image, built outside Docker', () => {
     for (const file of [`${APP}/services/gateway/dist/main.js`, MIGRATE[1]!, ADMIN[1]!, WAIT_FOR_SCHEMA[1]!, HEALTHCHECK[1]!]) {
       expect(existsSync(inImage(file))).toBe(true);
     }
-    expect(readdirSync(inImage(`${APP}/packages/db/migrations`)).sort()).toEqual(readdirSync(path.join(REPO_ROOT, 'packages/db/migrations')).sort());
+    expect(readdirSync(inImage(`${APP}/packages/db/migrations`)).sort()).toEqual(
+      readdirSync(path.join(REPO_ROOT, 'packages/db/migrations')).sort(),
+    );
     expect(existsSync(inImage(`${APP}/packages/db/dist/generated/prisma/client.js`))).toBe(true);
     for (const dir of [`${APP}/services/gateway`, `${APP}/packages/db`, `${APP}/packages/http`]) {
-      for (const buildOnly of ['src', 'test', 'tsconfig.json', 'tsconfig.build.json', 'jest.config.js']) expect(existsSync(path.join(inImage(dir), buildOnly))).toBe(false);
+      for (const buildOnly of ['src', 'test', 'tsconfig.json', 'tsconfig.build.json', 'jest.config.js'])
+        expect(existsSync(path.join(inImage(dir), buildOnly))).toBe(false);
     }
     // Only the gateway's own closure: no product service, no test helpers.
     expect(readdirSync(inImage(`${APP}/services`))).toEqual(['gateway']);
@@ -196,21 +233,29 @@ describe('the gateway image, built outside Docker', () => {
       expect(installed).not.toContain(tool);
     }
     // And every devDependency of the workspace, unless a production package needs it too.
-    const workspaceDirs = ['services', 'packages'].flatMap((group) => readdirSync(path.join(out, group)).map((name) => path.join(group, name)));
+    const workspaceDirs = ['services', 'packages'].flatMap((group) =>
+      readdirSync(path.join(out, group)).map((name) => path.join(group, name)),
+    );
     const manifests = ['.', ...workspaceDirs].map((dir) => path.join(REPO_ROOT, dir, 'package.json'));
     const neededAtRuntime = new Set<string>();
     for (const entry of readdirSync(path.join(out, 'node_modules/.pnpm/node_modules'), { withFileTypes: true })) {
-      const dirs = entry.name.startsWith('@') ? readdirSync(path.join(out, 'node_modules/.pnpm/node_modules', entry.name)).map((name) => `${entry.name}/${name}`) : [entry.name];
+      const dirs = entry.name.startsWith('@')
+        ? readdirSync(path.join(out, 'node_modules/.pnpm/node_modules', entry.name)).map((name) => `${entry.name}/${name}`)
+        : [entry.name];
       for (const dir of dirs) {
         const manifest = path.join(out, 'node_modules/.pnpm/node_modules', dir, 'package.json');
         if (!existsSync(manifest)) continue;
-        for (const dependency of Object.keys((JSON.parse(readFileSync(manifest, 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {})) neededAtRuntime.add(dependency);
+        for (const dependency of Object.keys(
+          (JSON.parse(readFileSync(manifest, 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {},
+        ))
+          neededAtRuntime.add(dependency);
       }
     }
     for (const manifest of manifests) {
       const { devDependencies = {} } = JSON.parse(readFileSync(manifest, 'utf8')) as { devDependencies?: Record<string, string> };
       for (const dependency of Object.keys(devDependencies)) {
-        if (!neededAtRuntime.has(dependency)) expect({ dependency, installed: installed.includes(dependency) }).toEqual({ dependency, installed: false });
+        if (!neededAtRuntime.has(dependency))
+          expect({ dependency, installed: installed.includes(dependency) }).toEqual({ dependency, installed: false });
       }
     }
   });
@@ -231,23 +276,36 @@ describe('the gateway image, built outside Docker', () => {
   test('serves /healthz and /readyz under plain node, agrees with the HEALTHCHECK, accepts keys made by the admin CLI, and stops on SIGTERM', async () => {
     const env = containerEnv({ DATABASE_URL: database.url });
     await runOk(node, [inImage(ADMIN[1]!), 'tenants', 'create', 'image-test'], { env });
-    const created = JSON.parse(await runOk(node, [inImage(ADMIN[1]!), 'keys', 'create', '--tenant', 'image-test', '--json'], { env })) as { api_key: string };
+    const created = JSON.parse(await runOk(node, [inImage(ADMIN[1]!), 'keys', 'create', '--tenant', 'image-test', '--json'], { env })) as {
+      api_key: string;
+    };
 
     const port = await freePort();
     const gateway = start(node, ['dist/main.js'], {
       cwd: inImage(`${APP}/services/gateway`),
-      env: containerEnv({ DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port), METRICS_HOST: '127.0.0.1', METRICS_PORT: '0', INTERNAL_SIGNING_SECRET: 'x'.repeat(64), LOG_LEVEL: 'warn' }),
+      env: containerEnv({
+        DATABASE_URL: database.url,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        METRICS_HOST: '127.0.0.1',
+        METRICS_PORT: '0',
+        INTERNAL_SIGNING_SECRET: 'x'.repeat(64),
+        LOG_LEVEL: 'warn',
+      }),
     });
     try {
       await waitForOk(`http://127.0.0.1:${port}/healthz`, gateway);
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
 
-      const healthcheck = (on: number) => run(node, [inImage(HEALTHCHECK[1]!)], { env: containerEnv({ FIN_SERVICE: service, PORT: String(on) }) });
+      const healthcheck = (on: number) =>
+        run(node, [inImage(HEALTHCHECK[1]!)], { env: containerEnv({ FIN_SERVICE: service, PORT: String(on) }) });
       expect((await healthcheck(port)).code).toBe(0);
       expect((await healthcheck(await freePort())).code).toBe(1);
 
       // The key is accepted (the jobs service is not running, so the gateway answers 503, not 401).
-      const status = await fetch(`http://127.0.0.1:${port}/api/jobs/news/00000000-0000-4000-8000-000000000000/status`, { headers: { 'X-API-Key': created.api_key } });
+      const status = await fetch(`http://127.0.0.1:${port}/api/jobs/news/00000000-0000-4000-8000-000000000000/status`, {
+        headers: { 'X-API-Key': created.api_key },
+      });
       expect(status.status).toBe(503);
       const anonymous = await fetch(`http://127.0.0.1:${port}/api/jobs/news/00000000-0000-4000-8000-000000000000/status`);
       expect(anonymous.status).toBe(401);
@@ -262,7 +320,12 @@ describe('the portal image, built outside Docker', () => {
   let out: string;
   let database: TestDatabase;
   const node = process.execPath;
-  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, NODE_ENV: 'production', NODE_OPTIONS: stageEnv(runtime).NODE_OPTIONS, ...extra });
+  const containerEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    NODE_ENV: 'production',
+    NODE_OPTIONS: stageEnv(runtime).NODE_OPTIONS,
+    ...extra,
+  });
   const inImage = (file: string) => path.join(out, path.relative(APP, file));
 
   beforeAll(async () => {
@@ -273,16 +336,21 @@ describe('the portal image, built outside Docker', () => {
     await database?.drop();
   });
 
-  test('holds the portal\'s static files beside its compiled code, and no sources', () => {
+  test("holds the portal's static files beside its compiled code, and no sources", () => {
     const staticDir = path.join(REPO_ROOT, 'services/portal/static');
     for (const file of readdirSync(staticDir)) {
-      expect({ file, content: readFileSync(inImage(`${APP}/services/portal/static/${file}`), 'utf8') === readFileSync(path.join(staticDir, file), 'utf8') }).toEqual({ file, content: true });
+      expect({
+        file,
+        content:
+          readFileSync(inImage(`${APP}/services/portal/static/${file}`), 'utf8') === readFileSync(path.join(staticDir, file), 'utf8'),
+      }).toEqual({ file, content: true });
     }
-    for (const buildOnly of ['src', 'test', 'tsconfig.json', 'jest.config.js']) expect(existsSync(path.join(inImage(`${APP}/services/portal`), buildOnly))).toBe(false);
+    for (const buildOnly of ['src', 'test', 'tsconfig.json', 'jest.config.js'])
+      expect(existsSync(path.join(inImage(`${APP}/services/portal`), buildOnly))).toBe(false);
     expect(readdirSync(inImage(`${APP}/services`))).toEqual(['portal']);
   });
 
-  test('serves its pages\' static files, /healthz, /readyz and the metrics listener under plain node; the HEALTHCHECK agrees, for API and worker roles', async () => {
+  test("serves its pages' static files, /healthz, /readyz and the metrics listener under plain node; the HEALTHCHECK agrees, for API and worker roles", async () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
     const portal = start(node, ['dist/main.js'], {
       cwd: inImage(`${APP}/services/portal`),
@@ -312,8 +380,13 @@ describe('the portal image, built outside Docker', () => {
       expect((await healthcheck({ FIN_SERVICE: service, PORT: String(port) })).code).toBe(0);
       expect((await healthcheck({ FIN_SERVICE: service, PORT: String(await freePort()) })).code).toBe(1);
       // A worker role has no API port: the script asks the metrics listener's /healthz (here the portal's).
-      expect((await healthcheck({ FIN_SERVICE: 'news', NEWS_ROLE: 'worker', PORT: String(await freePort()), METRICS_PORT: String(metricsPort) })).code).toBe(0);
-      expect((await healthcheck({ FIN_SERVICE: 'news', NEWS_ROLE: 'worker', PORT: String(port), METRICS_PORT: String(await freePort()) })).code).toBe(1);
+      expect(
+        (await healthcheck({ FIN_SERVICE: 'news', NEWS_ROLE: 'worker', PORT: String(await freePort()), METRICS_PORT: String(metricsPort) }))
+          .code,
+      ).toBe(0);
+      expect(
+        (await healthcheck({ FIN_SERVICE: 'news', NEWS_ROLE: 'worker', PORT: String(port), METRICS_PORT: String(await freePort()) })).code,
+      ).toBe(1);
     } finally {
       expect(await portal.stop()).toBe(0);
     }

@@ -24,7 +24,18 @@ import {
 } from './support/deployables';
 import { parseDockerfile } from './support/dockerfile';
 import { MIGRATE, WAIT_FOR_SCHEMA } from './support/image-paths';
-import { KUSTOMIZE, address, admits, allowed, pod, render, selects, type Endpoint, type K8sObject, type LabelSelector } from './support/kubernetes';
+import {
+  KUSTOMIZE,
+  address,
+  admits,
+  allowed,
+  pod,
+  render,
+  selects,
+  type Endpoint,
+  type K8sObject,
+  type LabelSelector,
+} from './support/kubernetes';
 import { workerSubscription } from './support/worker';
 
 const OVERLAYS = readdirSync(path.join(REPO_ROOT, 'k8s/overlays')).map((name) => `k8s/overlays/${name}`);
@@ -66,7 +77,12 @@ interface Container {
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; privileged?: boolean; capabilities?: { drop?: string[]; add?: string[] } };
+  securityContext?: {
+    allowPrivilegeEscalation?: boolean;
+    readOnlyRootFilesystem?: boolean;
+    privileged?: boolean;
+    capabilities?: { drop?: string[]; add?: string[] };
+  };
   volumeMounts?: { name: string; mountPath: string }[];
 }
 
@@ -80,7 +96,10 @@ interface PodSpec {
 }
 
 interface Workload extends K8sObject {
-  spec: { selector?: LabelSelector; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec } };
+  spec: {
+    selector?: LabelSelector;
+    template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec };
+  };
 }
 
 interface Deployed {
@@ -104,9 +123,15 @@ function resolveEnv(container: Container, objects: K8sObject[]): Record<string, 
     const { configMapKeyRef, secretKeyRef } = variable.valueFrom ?? {};
     if (variable.value !== undefined) env[variable.name] = variable.value;
     else if (configMapKeyRef) {
-      const configMap = objects.find((object): object is K8sObject & { data?: Record<string, string> } => object.kind === 'ConfigMap' && object.metadata.name === configMapKeyRef.name);
+      const configMap = objects.find(
+        (object): object is K8sObject & { data?: Record<string, string> } =>
+          object.kind === 'ConfigMap' && object.metadata.name === configMapKeyRef.name,
+      );
       const value = configMap?.data?.[configMapKeyRef.key];
-      if (value === undefined) throw new Error(`${container.name}: ${variable.name} refers to ConfigMap ${configMapKeyRef.name} key ${configMapKeyRef.key}, which the overlay does not render`);
+      if (value === undefined)
+        throw new Error(
+          `${container.name}: ${variable.name} refers to ConfigMap ${configMapKeyRef.name} key ${configMapKeyRef.key}, which the overlay does not render`,
+        );
       env[variable.name] = value;
     } else if (secretKeyRef) {
       const sample = SECRET_SAMPLES[variable.name];
@@ -132,7 +157,9 @@ const runtimeUser = (() => {
 })();
 
 test('kustomize is the pinned release', () => {
-  expect(execFileSync(KUSTOMIZE, ['version'], { encoding: 'utf8' })).toContain('Version:kustomize/v4.5.4 GitCommit:cf3a452ddd6f83945d39d582243b8592ec627ae3');
+  expect(execFileSync(KUSTOMIZE, ['version'], { encoding: 'utf8' })).toContain(
+    'Version:kustomize/v4.5.4 GitCommit:cf3a452ddd6f83945d39d582243b8592ec627ae3',
+  );
 });
 
 test('there is a dev and a prod overlay', () => {
@@ -156,7 +183,16 @@ describe.each(OVERLAYS)('%s', (overlay) => {
         if (!object) throw new Error(`${overlay} renders no Deployment ${name}`);
         const app = object.spec.template.spec.containers.find((container) => container.name === 'app');
         if (!app) throw new Error(`${name} has no container named app`);
-        deployed.push({ name, deployable, role, object, labels: object.spec.template.metadata.labels, app, shape, env: resolveEnv(app, objects) });
+        deployed.push({
+          name,
+          deployable,
+          role,
+          object,
+          labels: object.spec.template.metadata.labels,
+          app,
+          shape,
+          env: resolveEnv(app, objects),
+        });
       }
     }
   });
@@ -173,14 +209,21 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     }));
 
   test('renders objects valid against the Kubernetes and operator schemas, with no unknown field', () => {
-    const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], { input: JSON.stringify(objects), encoding: 'utf8' });
+    const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
+      input: JSON.stringify(objects),
+      encoding: 'utf8',
+    });
     expect(JSON.parse(output)).toEqual([]);
   });
 
-  test('puts every object in the application\'s namespace, which enforces the restricted Pod Security Standard', () => {
+  test("puts every object in the application's namespace, which enforces the restricted Pod Security Standard", () => {
     const namespace = objects.find((object) => object.kind === 'Namespace')!;
     expect(namespace.metadata).toMatchObject({ name: NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } });
-    for (const object of objects) if (object.kind !== 'Namespace') expect(`${object.kind}/${object.metadata.name} in ${object.metadata.namespace}`).toBe(`${object.kind}/${object.metadata.name} in ${NAMESPACE}`);
+    for (const object of objects)
+      if (object.kind !== 'Namespace')
+        expect(`${object.kind}/${object.metadata.name} in ${object.metadata.namespace}`).toBe(
+          `${object.kind}/${object.metadata.name} in ${NAMESPACE}`,
+        );
   });
 
   test('holds no Secret; docs/deployment.md names every Secret and key the manifests read', () => {
@@ -197,19 +240,33 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     expect(references.size).toBeGreaterThan(0);
     for (const reference of references) {
       const [name, key] = reference.split(' ') as [string, string];
-      expect({ reference, documented: DEPLOYMENT_DOC.includes(`\`${name}\``) && DEPLOYMENT_DOC.includes(`\`${key}\``) }).toEqual({ reference, documented: true });
+      expect({ reference, documented: DEPLOYMENT_DOC.includes(`\`${name}\``) && DEPLOYMENT_DOC.includes(`\`${key}\``) }).toEqual({
+        reference,
+        documented: true,
+      });
     }
   });
 
-  test('runs every role of every deployable as a Deployment of the service\'s image, pinned to a release', () => {
+  test("runs every role of every deployable as a Deployment of the service's image, pinned to a release", () => {
     const names = deployed.map((deployment) => deployment.name).sort();
-    expect(byKind(objects, 'Deployment').map((object) => object.metadata.name).sort()).toEqual(names);
+    expect(
+      byKind(objects, 'Deployment')
+        .map((object) => object.metadata.name)
+        .sort(),
+    ).toEqual(names);
     for (const { name, deployable, role, object, labels, app } of deployed) {
-      expect({ name, labels }).toMatchObject({ name, labels: { 'app.kubernetes.io/name': deployable.service, 'app.kubernetes.io/component': deployable.service === 'gateway' ? 'gateway' : role === 'worker' ? 'worker' : 'api' } });
+      expect({ name, labels }).toMatchObject({
+        name,
+        labels: {
+          'app.kubernetes.io/name': deployable.service,
+          'app.kubernetes.io/component': deployable.service === 'gateway' ? 'gateway' : role === 'worker' ? 'worker' : 'api',
+        },
+      });
       expect(selects(object.spec.selector, labels)).toBe(true);
       expect(app.image).toMatch(new RegExp(`/${deployable.service}:[\\w.-]+$`));
       expect(app.image).not.toMatch(/:latest$/);
-      for (const init of object.spec.template.spec.initContainers ?? []) expect({ name, image: init.image }).toEqual({ name, image: app.image });
+      for (const init of object.spec.template.spec.initContainers ?? [])
+        expect({ name, image: init.image }).toEqual({ name, image: app.image });
     }
   });
 
@@ -224,7 +281,9 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       // Environments share a cluster only under a topic prefix the autoscalers would have to know: none here.
       expect({ name, prefix: env.KAFKA_TOPIC_PREFIX }).toEqual({ name, prefix: undefined });
       // What the service's config marks as a secret comes from a Secret, never from a literal or a ConfigMap.
-      const fromLiterals = (app.env ?? []).filter((variable) => secretVariables(shape).includes(variable.name) && variable.valueFrom?.secretKeyRef === undefined);
+      const fromLiterals = (app.env ?? []).filter(
+        (variable) => secretVariables(shape).includes(variable.name) && variable.valueFrom?.secretKeyRef === undefined,
+      );
       expect({ name, secretsNotFromSecrets: fromLiterals.map((variable) => variable.name) }).toEqual({ name, secretsNotFromSecrets: [] });
     }
   });
@@ -234,24 +293,33 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     const rendered = JSON.stringify(objects);
     for (const variable of TEST_ONLY_VARIABLES) expect({ variable, set: rendered.includes(variable) }).toEqual({ variable, set: false });
     for (const { name, env, shape } of deployed) {
-      if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape) expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
+      if ('CUSTOMER_TOOLS_ALLOW_LOOPBACK' in shape)
+        expect({ name, loopback: parseServiceConfig(shape, env).CUSTOMER_TOOLS_ALLOW_LOOPBACK }).toEqual({ name, loopback: false });
     }
   });
 
   test('gives the portal its own session secret from the Secret, and no other workload', () => {
     for (const { name, app } of deployed) {
       const session = app.env?.find((entry) => entry.name === 'PORTAL_SESSION_SECRET')?.valueFrom;
-      expect({ name, session }).toEqual({ name, session: name === 'portal' ? { secretKeyRef: { name: 'fin-secrets', key: 'PORTAL_SESSION_SECRET' } } : undefined });
+      expect({ name, session }).toEqual({
+        name,
+        session: name === 'portal' ? { secretKeyRef: { name: 'fin-secrets', key: 'PORTAL_SESSION_SECRET' } } : undefined,
+      });
     }
   });
 
   test('gives the portal and every product service the one customer-tools key, from the Secret, with the previous keys for rotation', () => {
     const holders = deployed.filter(({ shape }) => 'CUSTOMER_TOOLS_ENCRYPTION_KEY' in shape);
-    expect(holders.map((holder) => holder.name)).toEqual(expect.arrayContaining(['portal', 'news-worker', 'stock-report-worker', 'analysis-api', 'analysis-worker', 'chat']));
+    expect(holders.map((holder) => holder.name)).toEqual(
+      expect.arrayContaining(['portal', 'news-worker', 'stock-report-worker', 'analysis-api', 'analysis-worker', 'chat']),
+    );
     for (const { name, app } of holders) {
       const ref = (variable: string) => app.env?.find((entry) => entry.name === variable)?.valueFrom;
       // Required: a missing key stops the pod from starting (CreateContainerConfigError) instead of running without it.
-      expect({ name, current: ref('CUSTOMER_TOOLS_ENCRYPTION_KEY') }).toEqual({ name, current: { secretKeyRef: { name: 'fin-secrets', key: 'CUSTOMER_TOOLS_ENCRYPTION_KEY' } } });
+      expect({ name, current: ref('CUSTOMER_TOOLS_ENCRYPTION_KEY') }).toEqual({
+        name,
+        current: { secretKeyRef: { name: 'fin-secrets', key: 'CUSTOMER_TOOLS_ENCRYPTION_KEY' } },
+      });
       // Optional: only set while a rotation is under way.
       expect({ name, previous: ref('CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS') }).toEqual({
         name,
@@ -266,7 +334,12 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       const ports = app.ports?.filter((port) => port.name !== 'metrics');
       if (role === 'api') {
         expect({ name, ports }).toEqual({ name, ports: [{ name: 'http', containerPort: config.PORT }] });
-        expect({ name, startup: app.startupProbe?.httpGet, liveness: app.livenessProbe?.httpGet, readiness: app.readinessProbe?.httpGet }).toEqual({
+        expect({
+          name,
+          startup: app.startupProbe?.httpGet,
+          liveness: app.livenessProbe?.httpGet,
+          readiness: app.readinessProbe?.httpGet,
+        }).toEqual({
           name,
           startup: { path: '/healthz', port: 'http' },
           liveness: { path: '/healthz', port: 'http' },
@@ -275,7 +348,11 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       } else {
         // No API: the metrics listener (which answers GET /healthz) is the only port, and where liveness is asked.
         expect({ name, metrics: 'METRICS_PORT' in shape }).toEqual({ name, metrics: true });
-        expect({ name, ports: ports?.length ? ports : undefined, metricsPort: app.ports?.find((port) => port.name === 'metrics')?.containerPort }).toEqual({
+        expect({
+          name,
+          ports: ports?.length ? ports : undefined,
+          metricsPort: app.ports?.find((port) => port.name === 'metrics')?.containerPort,
+        }).toEqual({
           name,
           ports: undefined,
           metricsPort: config.METRICS_PORT,
@@ -296,17 +373,27 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       // Every process has one (docs/observability.md); the worker roles' probes depend on it.
       expect({ name, metricsListener: 'METRICS_PORT' in shape && 'METRICS_HOST' in shape }).toEqual({ name, metricsListener: true });
       const config = parseServiceConfig(shape, env);
-      expect({ name, host: config.METRICS_HOST, port: metricsPort?.containerPort }).toEqual({ name, host: '0.0.0.0', port: config.METRICS_PORT });
+      expect({ name, host: config.METRICS_HOST, port: metricsPort?.containerPort }).toEqual({
+        name,
+        host: '0.0.0.0',
+        port: config.METRICS_PORT,
+      });
       expect({ name, annotations: object.spec.template.metadata.annotations }).toEqual({
         name,
-        annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(config.METRICS_PORT), 'prometheus.io/path': '/metrics' },
+        annotations: {
+          'prometheus.io/scrape': 'true',
+          'prometheus.io/port': String(config.METRICS_PORT),
+          'prometheus.io/path': '/metrics',
+        },
       });
     }
   });
 
   test('routes the gateway to every API through its Service, at the port the API listens on', () => {
     const gateway = deployed.find((deployment) => deployment.name === 'gateway')!;
-    const services = byKind<K8sObject & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } }>(objects, 'Service');
+    const services = byKind<
+      K8sObject & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } }
+    >(objects, 'Service');
     const apis = deployed.filter((deployment) => deployment.role === 'api' && deployment.name !== 'gateway');
     const urls = Object.keys(gateway.env).filter((key) => key.endsWith('_URL') && key !== 'DATABASE_URL');
     expect(urls.sort()).toEqual(apis.map((api) => `${envPrefix(api.deployable.service)}_URL`).sort());
@@ -321,16 +408,24 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     }
   });
 
-  test('exposes only the gateway outside the cluster: one Ingress, to the gateway\'s Service; every Service internal', () => {
-    const ingresses = byKind<K8sObject & { spec: { rules: { http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] } }[]; tls?: unknown[] } }>(objects, 'Ingress');
+  test("exposes only the gateway outside the cluster: one Ingress, to the gateway's Service; every Service internal", () => {
+    const ingresses = byKind<
+      K8sObject & {
+        spec: { rules: { http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] } }[]; tls?: unknown[] };
+      }
+    >(objects, 'Ingress');
     expect(ingresses).toHaveLength(1);
     const backends = ingresses[0]!.spec.rules.flatMap((rule) => rule.http.paths.map((entry) => entry.backend.service));
     expect(backends).toEqual([{ name: 'gateway', port: { name: 'http' } }]);
     expect(ingresses[0]!.spec.tls).toHaveLength(1);
-    for (const service of byKind<K8sObject & { spec: { type?: string } }>(objects, 'Service')) expect({ service: service.metadata.name, type: service.spec.type ?? 'ClusterIP' }).toEqual({ service: service.metadata.name, type: 'ClusterIP' });
+    for (const service of byKind<K8sObject & { spec: { type?: string } }>(objects, 'Service'))
+      expect({ service: service.metadata.name, type: service.spec.type ?? 'ClusterIP' }).toEqual({
+        service: service.metadata.name,
+        type: 'ClusterIP',
+      });
   });
 
-  test('migrates with the image\'s runner in a Job, and keeps every pod waiting until the schema is there', () => {
+  test("migrates with the image's runner in a Job, and keeps every pod waiting until the schema is there", () => {
     const jobs = byKind<Workload>(objects, 'Job');
     expect(jobs.map((job) => job.metadata.name)).toEqual(['migrate']);
     const [migrate] = jobs[0]!.spec.template.spec.containers;
@@ -341,7 +436,13 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       const inits = object.spec.template.spec.initContainers ?? [];
       expect({ name, inits: inits.map((init) => ({ name: init.name, command: init.command, env: init.env })) }).toEqual({
         name,
-        inits: [{ name: 'wait-for-schema', command: WAIT_FOR_SCHEMA, env: [{ name: 'DATABASE_URL', valueFrom: app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom }] }],
+        inits: [
+          {
+            name: 'wait-for-schema',
+            command: WAIT_FOR_SCHEMA,
+            env: [{ name: 'DATABASE_URL', valueFrom: app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom }],
+          },
+        ],
       });
       expect(app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom).toEqual(databaseRef);
     }
@@ -349,12 +450,18 @@ describe.each(OVERLAYS)('%s', (overlay) => {
 
   test('hardens every pod: non-root, no privilege escalation or capabilities, RuntimeDefault seccomp, read-only root with /tmp in an emptyDir, no API token', () => {
     for (const { name, spec } of allPodSpecs()) {
-      expect({ name, pod: spec.securityContext }).toMatchObject({ name, pod: { runAsNonRoot: true, runAsUser: runtimeUser, seccompProfile: { type: 'RuntimeDefault' } } });
+      expect({ name, pod: spec.securityContext }).toMatchObject({
+        name,
+        pod: { runAsNonRoot: true, runAsUser: runtimeUser, seccompProfile: { type: 'RuntimeDefault' } },
+      });
       expect({ name, token: spec.automountServiceAccountToken }).toEqual({ name, token: false });
       const emptyDirs = new Set((spec.volumes ?? []).filter((volume) => volume.emptyDir).map((volume) => volume.name));
       for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
         const id = `${name} ${container.name}`;
-        expect({ id, security: container.securityContext }).toEqual({ id, security: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } } });
+        expect({ id, security: container.securityContext }).toEqual({
+          id,
+          security: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+        });
         const tmp = container.volumeMounts?.find((mount) => mount.mountPath === '/tmp');
         expect({ id, tmpIsEmptyDir: tmp !== undefined && emptyDirs.has(tmp.name) }).toEqual({ id, tmpIsEmptyDir: true });
       }
@@ -378,8 +485,12 @@ describe.each(OVERLAYS)('%s', (overlay) => {
   test('spreads every Deployment over zones and nodes', () => {
     for (const { name, object, labels } of deployed) {
       const constraints = object.spec.template.spec.topologySpreadConstraints ?? [];
-      expect({ name, keys: constraints.map((constraint) => constraint.topologyKey).sort() }).toEqual({ name, keys: ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'] });
-      for (const constraint of constraints) expect({ name, selectsItsPods: selects(constraint.labelSelector, labels) }).toEqual({ name, selectsItsPods: true });
+      expect({ name, keys: constraints.map((constraint) => constraint.topologyKey).sort() }).toEqual({
+        name,
+        keys: ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'],
+      });
+      for (const constraint of constraints)
+        expect({ name, selectsItsPods: selects(constraint.labelSelector, labels) }).toEqual({ name, selectsItsPods: true });
     }
   });
 
@@ -394,12 +505,29 @@ describe.each(OVERLAYS)('%s', (overlay) => {
   });
 
   test('scales APIs on CPU and workers with KEDA on the lag of the consumer group they join, at most one worker per partition', async () => {
-    const hpas = byKind<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(objects, 'HorizontalPodAutoscaler');
-    const scaled = byKind<K8sObject & { spec: { scaleTargetRef: { name: string }; minReplicaCount: number; maxReplicaCount: number; triggers: { type: string; metadata: Record<string, string> }[] } }>(objects, 'ScaledObject');
+    const hpas = byKind<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(
+      objects,
+      'HorizontalPodAutoscaler',
+    );
+    const scaled = byKind<
+      K8sObject & {
+        spec: {
+          scaleTargetRef: { name: string };
+          minReplicaCount: number;
+          maxReplicaCount: number;
+          triggers: { type: string; metadata: Record<string, string> }[];
+        };
+      }
+    >(objects, 'ScaledObject');
     const topics = byKind<K8sObject & { spec: { topicName: string; partitions: number } }>(objects, 'KafkaTopic');
-    const apis = deployed.filter((deployment) => deployment.role === 'api').map((deployment) => deployment.name).sort();
+    const apis = deployed
+      .filter((deployment) => deployment.role === 'api')
+      .map((deployment) => deployment.name)
+      .sort();
     const workers = deployed.filter((deployment) => deployment.role === 'worker');
-    expect(hpas.map((hpa) => `${hpa.spec.scaleTargetRef.kind}/${hpa.spec.scaleTargetRef.name}`).sort()).toEqual(apis.map((name) => `Deployment/${name}`));
+    expect(hpas.map((hpa) => `${hpa.spec.scaleTargetRef.kind}/${hpa.spec.scaleTargetRef.name}`).sort()).toEqual(
+      apis.map((name) => `Deployment/${name}`),
+    );
     for (const hpa of hpas) expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
     expect(scaled.map((object) => object.spec.scaleTargetRef.name).sort()).toEqual(workers.map((worker) => worker.name).sort());
     for (const worker of workers) {
@@ -417,13 +545,18 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       // The broker list is read from the worker's own environment: the one it consumes from.
       expect(worker.env[trigger!.metadata.bootstrapServersFromEnv ?? '']).toBe(worker.env.KAFKA_BROKERS);
       const partitions = topics.find((topic) => topic.spec.topicName === subscription.topic)?.spec.partitions ?? 0;
-      expect({ worker: worker.name, atMostOnePerPartition: object.spec.maxReplicaCount <= partitions }).toEqual({ worker: worker.name, atMostOnePerPartition: true });
+      expect({ worker: worker.name, atMostOnePerPartition: object.spec.maxReplicaCount <= partitions }).toEqual({
+        worker: worker.name,
+        atMostOnePerPartition: true,
+      });
       expect(object.spec.minReplicaCount).toBeLessThanOrEqual(object.spec.maxReplicaCount);
     }
   });
 
   test('declares every catalog topic and its dead-letter topic for the Strimzi cluster the services connect to', () => {
-    const topics = byKind<K8sObject & { spec: { topicName: string; partitions: number; replicas: number; config?: Record<string, unknown> } }>(objects, 'KafkaTopic');
+    const topics = byKind<
+      K8sObject & { spec: { topicName: string; partitions: number; replicas: number; config?: Record<string, unknown> } }
+    >(objects, 'KafkaTopic');
     const expected = Object.values(eventCatalog).flatMap((topic) => [topic.name, topic.deadLetterTopic]);
     expect(topics.map((topic) => topic.spec.topicName).sort()).toEqual([...expected].sort());
     const clusters = new Set(topics.map((topic) => topic.metadata.labels?.['strimzi.io/cluster']));
@@ -431,12 +564,18 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     const [cluster] = clusters;
     for (const topic of topics) {
       // acks=all writes fail when fewer replicas exist than must acknowledge.
-      expect({ topic: topic.spec.topicName, fits: Number(topic.spec.config?.['min.insync.replicas'] ?? 1) <= topic.spec.replicas }).toEqual({ topic: topic.spec.topicName, fits: true });
+      expect({ topic: topic.spec.topicName, fits: Number(topic.spec.config?.['min.insync.replicas'] ?? 1) <= topic.spec.replicas }).toEqual(
+        { topic: topic.spec.topicName, fits: true },
+      );
     }
     // Strimzi names the bootstrap Service <cluster>-kafka-bootstrap, in the namespace the Kafka policy lets pods reach.
-    const kafkaPolicy = policies.find((policy) => policy.metadata.name === 'kafka-egress') as K8sObject & { spec: { egress: { to: { namespaceSelector: LabelSelector }[] }[] } };
+    const kafkaPolicy = policies.find((policy) => policy.metadata.name === 'kafka-egress') as K8sObject & {
+      spec: { egress: { to: { namespaceSelector: LabelSelector }[] }[] };
+    };
     const kafkaNamespace = kafkaPolicy.spec.egress[0]!.to[0]!.namespaceSelector.matchLabels!['kubernetes.io/metadata.name'];
-    for (const { name, env } of deployed) if (env.KAFKA_BROKERS !== undefined) expect({ name, brokers: env.KAFKA_BROKERS }).toEqual({ name, brokers: `${cluster}-kafka-bootstrap.${kafkaNamespace}.svc:9092` });
+    for (const { name, env } of deployed)
+      if (env.KAFKA_BROKERS !== undefined)
+        expect({ name, brokers: env.KAFKA_BROKERS }).toEqual({ name, brokers: `${cluster}-kafka-bootstrap.${kafkaNamespace}.svc:9092` });
   });
 
   describe('network policies', () => {
@@ -446,8 +585,8 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     const dns = pod('kube-dns', 'kube-system', { 'k8s-app': 'kube-dns' });
     const broker = pod('fin-kafka-broker-0', 'kafka', { 'strimzi.io/cluster': 'fin-kafka' });
     const internet = address('api.anthropic.com', '160.79.104.10');
-    const customerApi = address('a customer\'s API', '93.184.215.14');
-    const customerApiV6 = address('a customer\'s API over IPv6', '2606:2800:21f:cb07:6820:80da:af6b:8b2c');
+    const customerApi = address("a customer's API", '93.184.215.14');
+    const customerApiV6 = address("a customer's API over IPv6", '2606:2800:21f:cb07:6820:80da:af6b:8b2c');
     const privateAddress = address('something in the VPC', '10.1.2.3');
     /** What no pod may reach on 443: private, shared and link-local ranges (the cloud metadata service), IPv6 unique-local. */
     const nonPublic = [
@@ -457,7 +596,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       address('a home network', '192.168.1.10'),
       address('a CGNAT address', '100.64.1.1'),
       address('a benchmarking address', '198.18.0.1'),
-      address('EC2\'s IPv6 metadata service', 'fd00:ec2::254'),
+      address("EC2's IPv6 metadata service", 'fd00:ec2::254'),
       address('an IPv6 unique-local address', 'fd12:3456::1'),
       address('an IPv6 documentation address', '2001:db8::1'),
     ];
@@ -465,15 +604,22 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     /** PostgreSQL as the overlay provides it: CloudNativePG's pods in the namespace, or a managed database's address. */
     const database = (): Endpoint => {
       const cluster = objects.find((object) => object.kind === 'Cluster');
-      return cluster ? pod('fin-database-1', NAMESPACE, { 'cnpg.io/cluster': cluster.metadata.name }, { postgresql: 5432 }) : address('managed PostgreSQL', '10.20.0.5');
+      return cluster
+        ? pod('fin-database-1', NAMESPACE, { 'cnpg.io/cluster': cluster.metadata.name }, { postgresql: 5432 })
+        : address('managed PostgreSQL', '10.20.0.5');
     };
-    const portOf = (name: string, portName: string) => deployed.find((deployment) => deployment.name === name)!.app.ports?.find((port) => port.name === portName)?.containerPort;
+    const portOf = (name: string, portName: string) =>
+      deployed.find((deployment) => deployment.name === name)!.app.ports?.find((port) => port.name === portName)?.containerPort;
     const apiPort = (name: string) => portOf(name, 'http')!;
     const prometheus = pod('prometheus-0', 'monitoring', { 'app.kubernetes.io/name': 'prometheus' });
 
     test('deny by default: a pod nothing else admits reaches nothing but DNS, and nothing reaches it', () => {
       // Stated on its own, not only as the sum of the other policies: a policy selecting every pod, with no rule.
-      expect(policies.filter((policy) => JSON.stringify(policy.spec) === JSON.stringify({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] }))).toHaveLength(1);
+      expect(
+        policies.filter(
+          (policy) => JSON.stringify(policy.spec) === JSON.stringify({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] }),
+        ),
+      ).toHaveLength(1);
       expect(allowed(policies, stranger, dns, 53, 'UDP')).toBe(true);
       expect(allowed(policies, stranger, internet, 443)).toBe(false);
       expect(allowed(policies, stranger, broker, 9092)).toBe(false);
@@ -491,13 +637,24 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       for (const { name, role } of deployed) {
         if (role !== 'api' || name === 'gateway') continue;
         expect({ name, fromGateway: allowed(policies, podOf('gateway'), podOf(name), apiPort(name)) }).toEqual({ name, fromGateway: true });
-        expect({ name, fromIngress: allowed(policies, ingressController, podOf(name), apiPort(name)) }).toEqual({ name, fromIngress: false });
+        expect({ name, fromIngress: allowed(policies, ingressController, podOf(name), apiPort(name)) }).toEqual({
+          name,
+          fromIngress: false,
+        });
         expect({ name, fromElsewhere: allowed(policies, elsewhere, podOf(name), apiPort(name)) }).toEqual({ name, fromElsewhere: false });
         expect({ name, admitsStranger: admits(policies, podOf(name), stranger, apiPort(name)) }).toEqual({ name, admitsStranger: false });
         for (const other of deployed) {
           if (other.name === 'gateway' || other.name === name) continue;
-          expect({ from: other.name, to: name, allowed: allowed(policies, podOf(other.name), podOf(name), apiPort(name)) }).toEqual({ from: other.name, to: name, allowed: false });
-          expect({ from: other.name, to: name, admitted: admits(policies, podOf(name), podOf(other.name), apiPort(name)) }).toEqual({ from: other.name, to: name, admitted: false });
+          expect({ from: other.name, to: name, allowed: allowed(policies, podOf(other.name), podOf(name), apiPort(name)) }).toEqual({
+            from: other.name,
+            to: name,
+            allowed: false,
+          });
+          expect({ from: other.name, to: name, admitted: admits(policies, podOf(name), podOf(other.name), apiPort(name)) }).toEqual({
+            from: other.name,
+            to: name,
+            admitted: false,
+          });
         }
       }
     });
@@ -509,13 +666,19 @@ describe.each(OVERLAYS)('%s', (overlay) => {
         if (metrics === undefined) continue;
         expect({ name, prometheus: allowed(policies, prometheus, podOf(name), metrics) }).toEqual({ name, prometheus: true });
         expect({ name, ingress: allowed(policies, ingressController, podOf(name), metrics) }).toEqual({ name, ingress: false });
-        if (name !== 'gateway') expect({ name, gateway: allowed(policies, podOf('gateway'), podOf(name), metrics) }).toEqual({ name, gateway: false });
+        if (name !== 'gateway')
+          expect({ name, gateway: allowed(policies, podOf('gateway'), podOf(name), metrics) }).toEqual({ name, gateway: false });
         expect({ name, stranger: allowed(policies, stranger, podOf(name), metrics) }).toEqual({ name, stranger: false });
       }
-      for (const { name, role } of deployed) if (role === 'api') expect({ name, prometheusToApi: allowed(policies, prometheus, podOf(name), apiPort(name)) }).toEqual({ name, prometheusToApi: false });
+      for (const { name, role } of deployed)
+        if (role === 'api')
+          expect({ name, prometheusToApi: allowed(policies, prometheus, podOf(name), apiPort(name)) }).toEqual({
+            name,
+            prometheusToApi: false,
+          });
     });
 
-    test('every pod reaches DNS and PostgreSQL; Kafka, the Anthropic API and customers\' APIs only the pods that call them', () => {
+    test("every pod reaches DNS and PostgreSQL; Kafka, the Anthropic API and customers' APIs only the pods that call them", () => {
       for (const { name, env, deployable, labels } of deployed) {
         const self = podOf(name);
         const callsModel = env.ANTHROPIC_API_KEY !== undefined;
@@ -530,11 +693,23 @@ describe.each(OVERLAYS)('%s', (overlay) => {
           customerApisLabel: callsCustomers ? 'true' : undefined,
         });
         expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({ name, anthropic: callsModel || callsCustomers });
-        expect({ name, customerApi: allowed(policies, self, customerApi, 443) }).toEqual({ name, customerApi: callsModel || callsCustomers });
+        expect({ name, customerApi: allowed(policies, self, customerApi, 443) }).toEqual({
+          name,
+          customerApi: callsModel || callsCustomers,
+        });
         expect({ name, customerApiV6: allowed(policies, self, customerApiV6, 443) }).toEqual({ name, customerApiV6: callsCustomers });
         // HTTPS only: a customer's endpoint on another port, or plain http, is not reached.
-        expect({ name, otherPort: allowed(policies, self, customerApi, 8443), plainHttp: allowed(policies, self, customerApi, 80) }).toEqual({ name, otherPort: false, plainHttp: false });
-        for (const target of nonPublic) expect({ name, to: target.name, allowed: allowed(policies, self, target, 443) }).toEqual({ name, to: target.name, allowed: false });
+        expect({
+          name,
+          otherPort: allowed(policies, self, customerApi, 8443),
+          plainHttp: allowed(policies, self, customerApi, 80),
+        }).toEqual({ name, otherPort: false, plainHttp: false });
+        for (const target of nonPublic)
+          expect({ name, to: target.name, allowed: allowed(policies, self, target, 443) }).toEqual({
+            name,
+            to: target.name,
+            allowed: false,
+          });
       }
       // The pods calling customers' APIs: the portal (its test button), the product workers, analysis-api (streamed
       // analyses) and chat.

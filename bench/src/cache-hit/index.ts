@@ -13,7 +13,20 @@ import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
 import { FIXED_RATE_HEADERS, fixedRateCells, runFixedRate, type FixedRateResult } from '../lib/rate';
-import { BENCH_LIMIT_PER_MINUTE, type CpuRow, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
+import {
+  BENCH_LIMIT_PER_MINUTE,
+  type CpuRow,
+  cpuTables,
+  exitedProcesses,
+  loadAverage,
+  printRunHeading,
+  SERVICE_LABELS,
+  type ServiceName,
+  startBenchSystem,
+  type SystemCpuDelta,
+  type Window,
+  withCpu,
+} from '../lib/system';
 
 const TARGET_RATE = 1000;
 const TARGET_P99_MS = 5;
@@ -66,7 +79,9 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     const hit = await client.request('POST', url, headers, body);
     const parsed = JSON.parse(hit.body) as { from_cache?: boolean; news?: unknown[] };
     if (hit.status !== 200 || parsed.from_cache !== true || !String(hit.headers['cache-status'] ?? '').includes('hit')) {
-      throw new Error(`the second request was not a cache hit (${hit.status}, Cache-Status: ${String(hit.headers['cache-status'])}): ${hit.body.slice(0, 300)}`);
+      throw new Error(
+        `the second request was not a cache hit (${hit.status}, Cache-Status: ${String(hit.headers['cache-status'])}): ${hit.body.slice(0, 300)}`,
+      );
     }
     if (hit.headers['x-ratelimit-limit'] !== String(BENCH_LIMIT_PER_MINUTE)) {
       throw new Error(`the gateway's answer lacks the raised rate limit (X-RateLimit-Limit: ${String(hit.headers['x-ratelimit-limit'])})`);
@@ -87,21 +102,32 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     // The gateway's overhead against the real news service (issue 9's definition): the same cache hit straight
     // to the news API, signed the way the gateway signs: anew for every request (a service accepts each nonce once).
     const directUrl = `${system.newsUrl}${NEWS_PATH}`;
-    const identity = { requestId: 'bench-cache-hit-direct', caller: { tenantId: system.tenantId, keyId: system.keyId, scopes: system.keyScopes } };
+    const identity = {
+      requestId: 'bench-cache-hit-direct',
+      caller: { tenantId: system.tenantId, keyId: system.keyId, scopes: system.keyScopes },
+    };
     const newsKey = identityKey(system.secret, 'news');
-    const directHeaders = () => ({ 'content-type': 'application/json', ...signIdentity(identity, newsKey, { method: 'POST', path: NEWS_PATH, body }) });
+    const directHeaders = () => ({
+      'content-type': 'application/json',
+      ...signIdentity(identity, newsKey, { method: 'POST', path: NEWS_PATH, body }),
+    });
     const signedEach = () => ({ path: NEWS_PATH, headers: directHeaders() });
     const directAnswer = await client.request('POST', directUrl, directHeaders(), body);
-    if (directAnswer.status !== 200 || directAnswer.body !== expected) throw new Error(`the news API answered the direct request ${directAnswer.status}: ${directAnswer.body.slice(0, 300)}`);
+    if (directAnswer.status !== 200 || directAnswer.body !== expected)
+      throw new Error(`the news API answered the direct request ${directAnswer.status}: ${directAnswer.body.slice(0, 300)}`);
     const unsigned = await client.request('POST', directUrl, { 'content-type': 'application/json' }, body);
     if (unsigned.status !== 401) throw new Error(`the news API answered ${unsigned.status} to an unsigned request; expected 401`);
     {
       const connections = SATURATION_CONNECTIONS[0] ?? 10;
-      note(`saturation, straight to the news API: ${connections} connections, closed loop: ${options.warmupS} s warm-up, ${options.durationS} s measured`);
+      note(
+        `saturation, straight to the news API: ${connections} connections, closed loop: ${options.warmupS} s warm-up, ${options.durationS} s measured`,
+      );
       const direct = { ...load, url: directUrl, connections };
       const warm = await runLoad({ ...direct, requestFor: signedEach, durationS: options.warmupS });
       if (failuresOf(warm) !== '') outcome.problems.push(`direct warm-up: ${failuresOf(warm)}`);
-      const { result, cpu, window } = await withCpu(system, () => runLoad({ ...direct, requestFor: signedEach, durationS: options.durationS }));
+      const { result, cpu, window } = await withCpu(system, () =>
+        runLoad({ ...direct, requestFor: signedEach, durationS: options.durationS }),
+      );
       if (failuresOf(result) !== '') outcome.problems.push(`direct saturation: ${failuresOf(result)}`);
       outcome.saturation.push({ target: 'direct', connections, result, cpu, window });
     }
@@ -121,8 +147,11 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     for (const rate of rates) {
       note(`fixed rate ${rate} req/s (open loop): ${options.warmupS} s warm-up, ${options.durationS} s measured`);
       await runFixedRate({ rate, durationS: options.warmupS, send });
-      const { result, cpu, window } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send, label: `cache-hit-${rate}` }));
-      if (result.failed > 0 || result.unfinished > 0) outcome.problems.push(`${rate} req/s: ${result.failed} failed or unexpected answers, ${result.unfinished} unanswered`);
+      const { result, cpu, window } = await withCpu(system, () =>
+        runFixedRate({ rate, durationS: options.durationS, send, label: `cache-hit-${rate}` }),
+      );
+      if (result.failed > 0 || result.unfinished > 0)
+        outcome.problems.push(`${rate} req/s: ${result.failed} failed or unexpected answers, ${result.unfinished} unanswered`);
       outcome.levels.push({ rate, result, cpu, window });
     }
 
@@ -139,8 +168,11 @@ export async function cacheHit(options: BenchOptions, command: string): Promise<
   const loadAfter = loadAverage();
 
   printRunHeading('cache-hit', command, machine, started, loadAfter);
-  print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; answer: a ${thousands(outcome.bodyBytes)}-byte cache hit (5 news items)`);
-  if (options.profile) print('NOTE: the gateway and the news API ran under the CPU profiler, which slows them: compare runs without --profile');
+  print(
+    `each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; answer: a ${thousands(outcome.bodyBytes)}-byte cache hit (5 news items)`,
+  );
+  if (options.profile)
+    print('NOTE: the gateway and the news API ran under the CPU profiler, which slows them: compare runs without --profile');
   report(outcome);
   if (outcome.problems.length > 0) {
     print();
@@ -205,14 +237,24 @@ function report(outcome: Outcome): void {
     print(
       table(
         ['target', 'measured', 'met'],
-        [[`cache hit through the gateway: p99 ≤ ${TARGET_P99_MS} ms at ${thousands(TARGET_RATE)} req/s`, `${ms(target.result.latencyMs.p99)} ms`, target.result.latencyMs.p99 <= TARGET_P99_MS ? 'yes' : 'NO']],
+        [
+          [
+            `cache hit through the gateway: p99 ≤ ${TARGET_P99_MS} ms at ${thousands(TARGET_RATE)} req/s`,
+            `${ms(target.result.latencyMs.p99)} ms`,
+            target.result.latencyMs.p99 <= TARGET_P99_MS ? 'yes' : 'NO',
+          ],
+        ],
         ['left', 'right', 'left'],
       ),
     );
   }
   const rows: CpuRow[] = [
     ...outcome.levels.map(({ rate, result, cpu }) => ({ label: `${thousands(rate)} req/s`, delta: cpu, units: result.ok })),
-    ...outcome.saturation.map(({ target, connections, result, cpu }) => ({ label: `saturation, ${target === 'gateway' ? 'gateway' : 'direct'}, ${connections} connections`, delta: cpu, units: result.requests })),
+    ...outcome.saturation.map(({ target, connections, result, cpu }) => ({
+      label: `saturation, ${target === 'gateway' ? 'gateway' : 'direct'}, ${connections} connections`,
+      delta: cpu,
+      units: result.requests,
+    })),
   ];
   if (rows.length > 0) {
     print();
@@ -225,6 +267,10 @@ function report(outcome: Outcome): void {
   for (const service of ['gateway', 'newsApi'] as const) {
     const file = outcome.profiles[service];
     if (file === undefined || saturated === undefined) continue;
-    printProfile(`Where the ${SERVICE_LABELS[service]}'s CPU time goes (saturation, ${saturated.connections} connections)`, file, saturated.window);
+    printProfile(
+      `Where the ${SERVICE_LABELS[service]}'s CPU time goes (saturation, ${saturated.connections} connections)`,
+      file,
+      saturated.window,
+    );
   }
 }

@@ -11,11 +11,17 @@ import path from 'node:path';
 import { REPO_ROOT } from '../lib/processes';
 
 interface UndiciPool {
-  request(options: { method: string; path: string; headers: Record<string, string> }): Promise<{ body: NodeJS.ReadableStream & { destroy(): void } }>;
+  request(options: {
+    method: string;
+    path: string;
+    headers: Record<string, string>;
+  }): Promise<{ body: NodeJS.ReadableStream & { destroy(): void } }>;
 }
 
 // undici is the gateway's dependency, not the benchmarks': loaded from there, the copy the gateway uses.
-const { Pool } = createRequire(path.join(REPO_ROOT, 'services/gateway/package.json'))('undici') as { Pool: new (origin: string) => UndiciPool };
+const { Pool } = createRequire(path.join(REPO_ROOT, 'services/gateway/package.json'))('undici') as {
+  Pool: new (origin: string) => UndiciPool;
+};
 
 function serve(handler: http.RequestListener): void {
   const server = http.createServer(handler);

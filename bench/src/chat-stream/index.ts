@@ -70,7 +70,9 @@ async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
   const pool = createPool({ connectionString: database.url, applicationName: 'bench', max: 2 });
   cleanup.add('close the database pool', () => pool.end());
   const { anthropicUrl, finnhubUrl } = await startFakes(cleanup);
-  const env: Record<string, string> = { ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }) };
+  const env: Record<string, string> = {
+    ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }),
+  };
   const secret = env.INTERNAL_SIGNING_SECRET;
   if (secret === undefined) throw new Error('sharedEnv gave no signing secret');
 
@@ -95,24 +97,57 @@ async function startChatBench(cleanup: Cleanup): Promise<ChatBench> {
 
   await admin(database.url, ['tenants', 'create', 'bench']);
   await admin(database.url, ['limits', 'set', '--tenant', 'bench', '--product', 'chat', '--concurrent', String(ACCOUNT_STREAMS)]);
-  await admin(database.url, ['limits', 'set', '--tenant', 'bench', '--product', 'chat-turns', '--per-minute', String(ACCOUNT_TURNS_PER_MINUTE)]);
+  await admin(database.url, [
+    'limits',
+    'set',
+    '--tenant',
+    'bench',
+    '--product',
+    'chat-turns',
+    '--per-minute',
+    String(ACCOUNT_TURNS_PER_MINUTE),
+  ]);
   const keys: string[] = [];
   for (let n = 0; n < KEYS; n++) {
-    const created = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', `bench ${n}`, '--json'])) as { api_key: string };
+    const created = JSON.parse(
+      await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', `bench ${n}`, '--json']),
+    ) as { api_key: string };
     keys.push(created.api_key);
   }
-  const latency = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', 'bench latency', '--json'])) as { api_key: string };
+  const latency = JSON.parse(
+    await admin(database.url, ['keys', 'create', '--tenant', 'bench', '--scopes', 'chat', '--name', 'bench latency', '--json']),
+  ) as { api_key: string };
   await Promise.all([waitUntilReady(chat, `${chatUrl}/readyz`, 90_000), waitUntilReady(gateway, `${gatewayUrl}/readyz`, 90_000)]);
   const { rows } = await pool.query<{ id: string }>("SELECT id::text FROM tenants WHERE name = 'bench'");
-  return { gatewayUrl, chatUrl, gateway, chat, pool, secret, tenantId: rows[0]!.id, keys, latencyKey: latency.api_key, memoryDir, anthropicUrl };
+  return {
+    gatewayUrl,
+    chatUrl,
+    gateway,
+    chat,
+    pool,
+    secret,
+    tenantId: rows[0]!.id,
+    keys,
+    latencyKey: latency.api_key,
+    memoryDir,
+    anthropicUrl,
+  };
 }
 
 /** POST /api/chat through the gateway (with an API key) or straight to the chat service (with a signed identity). */
 function openChat(bench: ChatBench, target: Target, message: string, index: number, key?: string): Promise<EventStreamClient> {
   const body = { message, conversation_id: null };
-  if (target === 'gateway') return openEventStream(`${bench.gatewayUrl}/api/chat`, { body, headers: { 'x-api-key': key ?? bench.keys[index % bench.keys.length]! } });
+  if (target === 'gateway')
+    return openEventStream(`${bench.gatewayUrl}/api/chat`, {
+      body,
+      headers: { 'x-api-key': key ?? bench.keys[index % bench.keys.length]! },
+    });
   const caller = { tenantId: bench.tenantId, keyId: randomUUID(), scopes: ['chat'] };
-  const signed = signIdentity({ requestId: randomUUID(), caller }, identityKey(bench.secret, 'chat'), { method: 'POST', path: '/api/chat', body: JSON.stringify(body) });
+  const signed = signIdentity({ requestId: randomUUID(), caller }, identityKey(bench.secret, 'chat'), {
+    method: 'POST',
+    path: '/api/chat',
+    body: JSON.stringify(body),
+  });
   return openEventStream(`${bench.chatUrl}/api/chat`, { body, headers: signed });
 }
 
@@ -258,11 +293,15 @@ async function readBoth(bench: ChatBench): Promise<ServiceReadings> {
 
 /** `loadedStreams` 0: no streams are timed at each level (--memory-only). */
 async function measureMemory(bench: ChatBench, loadedStreams: number): Promise<Memory> {
-  note(`memory: baseline of the gateway and the chat service, then ${thousands(HELD_STREAMS / 2)} and ${thousands(HELD_STREAMS)} streams held open through the gateway`);
+  note(
+    `memory: baseline of the gateway and the chat service, then ${thousands(HELD_STREAMS / 2)} and ${thousands(HELD_STREAMS)} streams held open through the gateway`,
+  );
   // At each level, after the memory reading: new streams timed one at a time while the others stay open.
   const timed = async (open: number): Promise<Latency> => {
     if (loadedStreams === 0) return { target: 'gateway', connections: 1, first: percentiles([]), done: percentiles([]), failures: 0 };
-    note(`time to first event with ${thousands(open)} streams open: ${thousands(loadedStreams)} streams through the gateway, one at a time`);
+    note(
+      `time to first event with ${thousands(open)} streams open: ${thousands(loadedStreams)} streams through the gateway, one at a time`,
+    );
     return measureLatency(bench, 'gateway', 1, loadedStreams, bench.latencyKey);
   };
   const readings: Memory['readings'] = [];
@@ -285,7 +324,10 @@ async function measureMemory(bench: ChatBench, loadedStreams: number): Promise<M
     for (;;) {
       const [replies, slotsLeft] = [await count(bench.pool, STREAMING_REPLIES), await count(bench.pool, CHAT_SLOTS)];
       if (replies === 0 && slotsLeft === 0) break;
-      if (Date.now() > deadline) throw new Error(`a minute after their clients left, ${replies} replies were still streaming and ${slotsLeft} chat slots still held`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `a minute after their clients left, ${replies} replies were still streaming and ${slotsLeft} chat slots still held`,
+        );
       await delay(250);
     }
     const interrupted = await count(bench.pool, "SELECT count(*)::int AS n FROM messages WHERE status = 'interrupted'");
@@ -310,7 +352,9 @@ const SDK_VARIANTS = ['message-stream-undici', 'message-stream', 'event-stream',
 
 /** --breakdown: what an open model stream costs by itself, layer by layer (sdk-memory.ts). */
 async function measureSdkMemory(bench: ChatBench, cleanup: Cleanup): Promise<SdkMemory[]> {
-  note(`breakdown: ${thousands(HELD_STREAMS / 2)} model streams held open at each layer of a model call: SDK, transport, engine (a process of its own for each)`);
+  note(
+    `breakdown: ${thousands(HELD_STREAMS / 2)} model streams held open at each layer of a model call: SDK, transport, engine (a process of its own for each)`,
+  );
   const results: SdkMemory[] = [];
   for (const variant of SDK_VARIANTS) {
     const probe = startNodeProcess({
@@ -452,19 +496,26 @@ export async function chatStream(options: BenchOptions, command: string): Promis
         for (const target of ['direct', 'gateway'] as const) {
           note(`time to first event: ${TARGET_LABELS[target]}, ${connections} at a time`);
           const latency = await measureLatency(bench, target, connections, streams);
-          if (latency.failures > 0) result.problems.push(`${TARGET_LABELS[target]}, ${connections} at a time: ${latency.failures} failed (${latency.firstFailure})`);
+          if (latency.failures > 0)
+            result.problems.push(
+              `${TARGET_LABELS[target]}, ${connections} at a time: ${latency.failures} failed (${latency.firstFailure})`,
+            );
           result.latency.push(latency);
         }
       }
     }
     result.memory = await measureMemory(bench, options.memoryOnly ? 0 : Math.min(streams, LOADED_STREAMS));
     for (const { streams: open, latency } of result.memory.readings) {
-      if (latency.failures > 0) result.problems.push(`with ${open} streams open: ${latency.failures} timed streams failed (${latency.firstFailure})`);
+      if (latency.failures > 0)
+        result.problems.push(`with ${open} streams open: ${latency.failures} timed streams failed (${latency.firstFailure})`);
     }
-    if (result.memory.slots !== HELD_STREAMS) result.problems.push(`the gateway counted ${result.memory.slots} chat slots for ${HELD_STREAMS} open streams`);
-    if (result.memory.streaming !== HELD_STREAMS) result.problems.push(`the chat service had ${result.memory.streaming} replies in progress for ${HELD_STREAMS} open streams`);
+    if (result.memory.slots !== HELD_STREAMS)
+      result.problems.push(`the gateway counted ${result.memory.slots} chat slots for ${HELD_STREAMS} open streams`);
+    if (result.memory.streaming !== HELD_STREAMS)
+      result.problems.push(`the chat service had ${result.memory.streaming} replies in progress for ${HELD_STREAMS} open streams`);
     for (const service of [bench.gateway, bench.chat]) {
-      if (service.child.exitCode !== null || service.child.signalCode !== null) result.problems.push(`the ${service.name} exited:\n${service.output().slice(-2000)}`);
+      if (service.child.exitCode !== null || service.child.signalCode !== null)
+        result.problems.push(`the ${service.name} exited:\n${service.output().slice(-2000)}`);
     }
     if (options.breakdown) {
       result.sdk = await measureSdkMemory(bench, cleanup);
@@ -521,7 +572,14 @@ function reportSdk(sdk: readonly SdkMemory[]): void {
   print(
     table(
       ['variant', 'streams', 'JS heap after GC, KB', 'V8 heap held, KB', 'buffers (external), KB', 'RSS, KB'],
-      sdk.map((entry) => [entry.variant, thousands(entry.streams), fixed(entry.heapUsedKB, 1), fixed(entry.heapTotalKB, 1), fixed(entry.externalKB, 1), fixed(entry.rssKB, 1)]),
+      sdk.map((entry) => [
+        entry.variant,
+        thousands(entry.streams),
+        fixed(entry.heapUsedKB, 1),
+        fixed(entry.heapTotalKB, 1),
+        fixed(entry.externalKB, 1),
+        fixed(entry.rssKB, 1),
+      ]),
     ),
   );
 }
@@ -556,7 +614,9 @@ function reportLatency(latency: readonly Latency[], streams: number): void {
     const direct = latency.find((row) => row.target === 'direct' && row.connections === connections);
     const gateway = latency.find((row) => row.target === 'gateway' && row.connections === connections);
     if (direct === undefined || gateway === undefined) continue;
-    print(`added by the gateway, ${connections} at a time: first event p50 +${ms(gateway.first.p50 - direct.first.p50)} ms, p99 +${ms(gateway.first.p99 - direct.first.p99)} ms`);
+    print(
+      `added by the gateway, ${connections} at a time: first event p50 +${ms(gateway.first.p50 - direct.first.p50)} ms, p99 +${ms(gateway.first.p99 - direct.first.p99)} ms`,
+    );
   }
 }
 

@@ -41,7 +41,9 @@ interface AnthropicClient {
 type AnthropicConstructor = new (options: Record<string, unknown>) => AnthropicClient;
 
 // The SDK is a dependency of @fin/ai, not of the benchmarks: loaded from there, the exact copy the services use.
-const { default: Anthropic } = createRequire(path.join(REPO_ROOT, 'packages/ai/package.json'))('@anthropic-ai/sdk') as { default: AnthropicConstructor };
+const { default: Anthropic } = createRequire(path.join(REPO_ROOT, 'packages/ai/package.json'))('@anthropic-ai/sdk') as {
+  default: AnthropicConstructor;
+};
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
@@ -65,7 +67,11 @@ function body(index: number): Record<string, unknown> {
       {
         name: 'market_data',
         description: 'Quotes, company profiles, key metrics and recent news for a ticker symbol.',
-        input_schema: { type: 'object', properties: { symbol: { type: 'string' }, kind: { type: 'string', enum: ['overview', 'news'] } }, required: ['symbol'] },
+        input_schema: {
+          type: 'object',
+          properties: { symbol: { type: 'string' }, kind: { type: 'string', enum: ['overview', 'news'] } },
+          required: ['symbol'],
+        },
       },
     ],
   };
@@ -90,7 +96,9 @@ async function measure(variant: string, open: Opener, count: number): Promise<vo
   );
   const after = await collected();
   const per = (key: 'heapUsed' | 'heapTotal' | 'external' | 'rss') => (after[key] - before[key]) / count / 1000;
-  process.stdout.write(`${JSON.stringify({ variant, streams: count, heapUsedKB: per('heapUsed'), heapTotalKB: per('heapTotal'), externalKB: per('external'), rssKB: per('rss') })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ variant, streams: count, heapUsedKB: per('heapUsed'), heapTotalKB: per('heapTotal'), externalKB: per('external'), rssKB: per('rss') })}\n`,
+  );
   for (const controller of controllers) controller.abort(new Error('the measurement is over'));
   // Let the aborted streams wind down before the next variant's baseline.
   await new Promise((resolve) => setTimeout(resolve, 500));
@@ -119,7 +127,10 @@ const eventStream =
 /** Goes on reading, as the engine does while a reply streams: the reader then waits on the network. */
 function readOn(iterator: AsyncIterator<unknown>): void {
   const step = (): void => {
-    iterator.next().then((result) => (result.done ? undefined : step()), () => undefined);
+    iterator.next().then(
+      (result) => (result.done ? undefined : step()),
+      () => undefined,
+    );
   };
   step();
 }
@@ -144,7 +155,11 @@ async function main(): Promise<void> {
   if (!baseURL) throw new Error('BENCH_ANTHROPIC_URL is required');
   const options = { apiKey: 'sk-ant-bench-0000000000', baseURL, maxRetries: 0, timeout: 600_000 };
   const transport = createHttpFetch();
-  const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-bench-0000000000', ANTHROPIC_BASE_URL: baseURL, FINNHUB_API_KEY: 'finnhub-bench-token' });
+  const config = parseConfig(aiConfigShape, {
+    ANTHROPIC_API_KEY: 'sk-ant-bench-0000000000',
+    ANTHROPIC_BASE_URL: baseURL,
+    FINNHUB_API_KEY: 'finnhub-bench-token',
+  });
   const engine = await createAiEngine({ config, logger: createLogger({ service: 'bench', level: 'warn' }) });
   const engineChat: Opener = async (index, signal) => {
     const items = engine.chat({ history: [], message: `[hold] stream ${index}` }, { signal })[Symbol.asyncIterator]();
@@ -155,8 +170,14 @@ async function main(): Promise<void> {
   };
   const variants: Record<string, [string, Opener]> = {
     'message-stream-undici': ['SDK MessageStream over its default transport (undici fetch)', messageStream(new Anthropic(options))],
-    'message-stream': ['SDK MessageStream over the engine transport (node:http)', messageStream(new Anthropic({ ...options, fetch: transport.fetch }))],
-    'event-stream': ['SDK raw event stream (messages.create, stream: true) over the engine transport', eventStream(new Anthropic({ ...options, fetch: transport.fetch }))],
+    'message-stream': [
+      'SDK MessageStream over the engine transport (node:http)',
+      messageStream(new Anthropic({ ...options, fetch: transport.fetch })),
+    ],
+    'event-stream': [
+      'SDK raw event stream (messages.create, stream: true) over the engine transport',
+      eventStream(new Anthropic({ ...options, fetch: transport.fetch })),
+    ],
     transport: ['the engine transport alone (a streamed POST, body read as the SDK reads it)', transportAlone(transport.fetch, baseURL)],
     'engine-chat': ["the engine's chat run (engine.chat, as the chat service holds it)", engineChat],
   };

@@ -27,7 +27,17 @@ const LOAD_SQL = `SELECT id, tenant_id AS "tenantId", name, description, endpoin
                          headers_ciphertext AS "headersCiphertext", timeout_ms AS "timeoutMs", customer_tool_set_digest($1, $2) AS tool_set
                     FROM customer_tools WHERE tenant_id = $1 AND enabled AND $2 = ANY (products) ORDER BY created_at, id`;
 
-const LOAD_FIELDS = { id: true, tenantId: true, name: true, description: true, endpoint: true, method: true, inputSchema: true, headersCiphertext: true, timeoutMs: true } as const;
+const LOAD_FIELDS = {
+  id: true,
+  tenantId: true,
+  name: true,
+  description: true,
+  endpoint: true,
+  method: true,
+  inputSchema: true,
+  headersCiphertext: true,
+  timeoutMs: true,
+} as const;
 
 interface Operation {
   group: string;
@@ -45,7 +55,18 @@ interface Row {
 }
 
 function operations(pool: Pool, prisma: PrismaClient, tenantId: string, toolId: string): Operation[] {
-  const call = { tenantId, toolId, toolName: 'tool_0', source: 'job', product: PRODUCT, jobId: randomUUID(), outcome: 'ok', httpStatus: 200, durationMs: 12, responseBytes: 300 };
+  const call = {
+    tenantId,
+    toolId,
+    toolName: 'tool_0',
+    source: 'job',
+    product: PRODUCT,
+    jobId: randomUUID(),
+    outcome: 'ok',
+    httpStatus: 200,
+    durationMs: 12,
+    responseBytes: 300,
+  };
   return [
     { group: 'tool load (per job)', client: 'pg, one statement', run: () => pool.query(LOAD_SQL, [tenantId, PRODUCT]) },
     {
@@ -66,7 +87,9 @@ function operations(pool: Pool, prisma: PrismaClient, tenantId: string, toolId: 
             select: LOAD_FIELDS,
             orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
           });
-          const digest = await tx.$queryRaw<{ tool_set: string | null }[]>`SELECT customer_tool_set_digest(${tenantId}::uuid, ${PRODUCT}) AS tool_set`;
+          const digest = await tx.$queryRaw<
+            { tool_set: string | null }[]
+          >`SELECT customer_tool_set_digest(${tenantId}::uuid, ${PRODUCT}) AS tool_set`;
           return { tools, digest };
         }),
     },
@@ -85,7 +108,21 @@ function operations(pool: Pool, prisma: PrismaClient, tenantId: string, toolId: 
       run: () =>
         prisma.customerTool.findFirst({
           where: { tenantId, id: toolId },
-          select: { id: true, tenantId: true, name: true, description: true, endpoint: true, method: true, inputSchema: true, headerNames: true, enabled: true, timeoutMs: true, products: true, createdAt: true, updatedAt: true },
+          select: {
+            id: true,
+            tenantId: true,
+            name: true,
+            description: true,
+            endpoint: true,
+            method: true,
+            inputSchema: true,
+            headerNames: true,
+            enabled: true,
+            timeoutMs: true,
+            products: true,
+            createdAt: true,
+            updatedAt: true,
+          },
         }),
     },
     {
@@ -95,7 +132,18 @@ function operations(pool: Pool, prisma: PrismaClient, tenantId: string, toolId: 
         pool.query(
           `INSERT INTO customer_tool_calls (tenant_id, tool_id, tool_name, source, product, job_id, outcome, http_status, duration_ms, response_bytes)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
-          [call.tenantId, call.toolId, call.toolName, call.source, call.product, call.jobId, call.outcome, call.httpStatus, call.durationMs, call.responseBytes],
+          [
+            call.tenantId,
+            call.toolId,
+            call.toolName,
+            call.source,
+            call.product,
+            call.jobId,
+            call.outcome,
+            call.httpStatus,
+            call.durationMs,
+            call.responseBytes,
+          ],
         ),
     },
     { group: 'audit write (per tool call)', client: 'Prisma create', run: () => prisma.customerToolCall.create({ data: call }) },
@@ -115,7 +163,14 @@ async function measure(operation: Operation, durationS: number): Promise<Row> {
   const elapsedS = (performance.now() - started) / 1000;
   const cpuMs = totalMs(ownCpuTime()) - cpuBefore;
   const { p50, p99 } = percentiles(latencies);
-  return { group: operation.group, client: operation.client, perS: latencies.length / elapsedS, cpuUs: (cpuMs * 1000) / latencies.length, p50, p99 };
+  return {
+    group: operation.group,
+    client: operation.client,
+    perS: latencies.length / elapsedS,
+    cpuUs: (cpuMs * 1000) / latencies.length,
+    p50,
+    p99,
+  };
 }
 
 export async function crudClient(options: BenchOptions, command: string): Promise<boolean> {
@@ -154,7 +209,9 @@ export async function crudClient(options: BenchOptions, command: string): Promis
   print();
   print(`command: ${command}`);
   print(formatMachine(describeMachine()));
-  print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; one closed-loop client in the runner's process; ${TOOLS} tools for the tenant`);
+  print(
+    `each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; one closed-loop client in the runner's process; ${TOOLS} tools for the tenant`,
+  );
   print();
   print(
     table(

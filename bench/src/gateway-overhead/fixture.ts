@@ -12,7 +12,10 @@ const item = (index: number, symbol: string): NewsResponse['news'][number] => ({
     `${symbol} reported quarterly revenue above the consensus estimate, driven by its services segment, while ` +
     'hardware sales were flat year over year. Management guided to continued margin expansion and announced a ' +
     'larger buyback programme; analysts raised their price targets after the call.',
-  sources: [`https://example.com/news/${symbol.toLowerCase()}-earnings-${index}`, `https://example.org/markets/${symbol.toLowerCase()}/${index}`],
+  sources: [
+    `https://example.com/news/${symbol.toLowerCase()}-earnings-${index}`,
+    `https://example.org/markets/${symbol.toLowerCase()}/${index}`,
+  ],
   further_reading: [`https://example.net/analysis/${symbol.toLowerCase()}-services-${index}`],
   relevance_score: Math.round((0.95 - index * 0.05) * 100) / 100,
 });

@@ -58,7 +58,11 @@ function main(): void {
     readiness: async () => {
       await pool.query('SELECT 1');
     },
-    limits: { maxBodyBytes: config.MAX_BODY_BYTES, responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS, idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS },
+    limits: {
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
+      idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+    },
   });
   const server = app.listen(config.PORT, config.HOST);
   const stop = () => {

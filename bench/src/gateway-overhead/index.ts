@@ -30,7 +30,12 @@ const TARGET_LABELS: Record<Target, string> = {
 };
 
 type Server = 'bare' | 'news' | 'gateway' | 'gatewayNoLimit';
-const SERVER_LABELS: Record<Server, string> = { bare: 'bare express', news: 'news stand-in', gateway: 'gateway', gatewayNoLimit: 'gateway without rate limiting' };
+const SERVER_LABELS: Record<Server, string> = {
+  bare: 'bare express',
+  news: 'news stand-in',
+  gateway: 'gateway',
+  gatewayNoLimit: 'gateway without rate limiting',
+};
 
 /** The tenant's news limit: the largest override the admin functions accept, far above what a run sends. */
 const NEWS_LIMIT = 1_000_000;
@@ -128,7 +133,12 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
   const secret = randomBytes(32).toString('hex');
   const targets = TARGETS.filter((target) => target !== 'gatewayNoLimit' || options.breakdown);
   const serverNames: Server[] = options.breakdown ? ['news', 'bare', 'gateway', 'gatewayNoLimit'] : ['news', 'bare', 'gateway'];
-  const ports: Record<Server, number> = { news: await freePort(), bare: await freePort(), gateway: await freePort(), gatewayNoLimit: await freePort() };
+  const ports: Record<Server, number> = {
+    news: await freePort(),
+    bare: await freePort(),
+    gateway: await freePort(),
+    gatewayNoLimit: await freePort(),
+  };
   const profileDir = path.join(REPO_ROOT, 'bench/.profiles');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const profileFiles: Partial<Record<Server, string>> = {};
@@ -153,11 +163,20 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
   const envs: Record<Server, { entry: string; env: Record<string, string> }> = {
     news: {
       entry: serverEntry,
-      env: { BENCH_ROLE: 'news', PORT: String(ports.news), INTERNAL_SIGNING_SECRET: secret, BENCH_MAX_SKEW_MS: String(DIRECT_SIGNATURE_VALIDITY_MS), LOG_LEVEL: BENCH_LOG_LEVEL },
+      env: {
+        BENCH_ROLE: 'news',
+        PORT: String(ports.news),
+        INTERNAL_SIGNING_SECRET: secret,
+        BENCH_MAX_SKEW_MS: String(DIRECT_SIGNATURE_VALIDITY_MS),
+        LOG_LEVEL: BENCH_LOG_LEVEL,
+      },
     },
     bare: { entry: serverEntry, env: { BENCH_ROLE: 'bare', PORT: String(ports.bare) } },
     gateway: { entry: 'services/gateway/dist/main.js', env: gatewayEnv(ports.gateway) },
-    gatewayNoLimit: { entry: 'bench/dist/gateway-overhead/gateway-variant.js', env: { ...gatewayEnv(ports.gatewayNoLimit), BENCH_VARIANT: 'no-rate-limit' } },
+    gatewayNoLimit: {
+      entry: 'bench/dist/gateway-overhead/gateway-variant.js',
+      env: { ...gatewayEnv(ports.gatewayNoLimit), BENCH_VARIANT: 'no-rate-limit' },
+    },
   };
   const servers: Partial<Record<Server, NodeProcess>> = {};
   for (const server of serverNames) {
@@ -168,7 +187,10 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
   await Promise.all(
     serverNames.map((server) => {
       const proc = servers[server] as NodeProcess;
-      return waitUntilReady(proc, `http://127.0.0.1:${ports[server]}/${server === 'gateway' || server === 'gatewayNoLimit' ? 'readyz' : 'healthz'}`);
+      return waitUntilReady(
+        proc,
+        `http://127.0.0.1:${ports[server]}/${server === 'gateway' || server === 'gatewayNoLimit' ? 'readyz' : 'healthz'}`,
+      );
     }),
   );
   // The process that answers each target (whose CPU time is the target's server time).
@@ -194,7 +216,8 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
     const headers = { ...requests[target].headers, ...requests[target].requestFor?.().headers };
     const response = await fetch(requests[target].url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
     const text = await response.text();
-    if (response.status !== 200 || text !== NEWS_RESPONSE_BODY) throw new Error(`${TARGET_LABELS[target]} answered ${response.status}: ${text.slice(0, 300)}`);
+    if (response.status !== 200 || text !== NEWS_RESPONSE_BODY)
+      throw new Error(`${TARGET_LABELS[target]} answered ${response.status}: ${text.slice(0, 300)}`);
     if (target === 'gateway') {
       outcome.gatewayRequests++;
       const limit = response.headers.get('x-ratelimit-limit');
@@ -209,7 +232,14 @@ async function measure(options: BenchOptions, modes: readonly Mode[], cleanup: C
 
   for (const mode of modes) {
     for (const target of targets) {
-      const load = { ...requests[target], method: 'POST' as const, body, expectBody: NEWS_RESPONSE_BODY, connections: mode.connections, pipelining: 1 };
+      const load = {
+        ...requests[target],
+        method: 'POST' as const,
+        body,
+        expectBody: NEWS_RESPONSE_BODY,
+        connections: mode.connections,
+        pipelining: 1,
+      };
       note(`${mode.id} · ${TARGET_LABELS[target]}: ${options.warmupS} s warm-up, ${options.durationS} s measured`);
       const warmup = await runLoad({ ...load, durationS: options.warmupS });
       if (target === 'gateway') outcome.gatewayRequests += warmup.requests + warmup.non2xx;
@@ -278,7 +308,11 @@ export async function gatewayOverhead(options: BenchOptions, command: string): P
   const machine = describeMachine();
   const modes: Mode[] = [
     { id: 'latency', title: 'Latency: 1 connection, one request at a time', connections: 1 },
-    { id: 'throughput', title: `Throughput: ${options.connections} connections, pipelining 1 (closed loop, saturating)`, connections: options.connections },
+    {
+      id: 'throughput',
+      title: `Throughput: ${options.connections} connections, pipelining 1 (closed loop, saturating)`,
+      connections: options.connections,
+    },
     { id: 'crowd', title: `More clients: ${CROWD_CONNECTIONS} connections, pipelining 1 (closed loop)`, connections: CROWD_CONNECTIONS },
   ];
   const cleanup = new Cleanup();
@@ -325,8 +359,13 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
   print();
   print(`command: ${command}`);
   print(machine);
-  print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; one target at a time; the run took ${fixed(elapsedS, 0)} s`);
-  if (options.profile) print(`NOTE: ${PROFILED.map((entry) => SERVER_LABELS[entry.server]).join(' and ')} ran under --cpu-prof, which slows them: compare unprofiled runs`);
+  print(
+    `each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; one target at a time; the run took ${fixed(elapsedS, 0)} s`,
+  );
+  if (options.profile)
+    print(
+      `NOTE: ${PROFILED.map((entry) => SERVER_LABELS[entry.server]).join(' and ')} ran under --cpu-prof, which slows them: compare unprofiled runs`,
+    );
 
   for (const mode of modes) {
     print();
@@ -337,7 +376,18 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       if (entry === undefined) return [];
       const { result } = entry;
       const failures = `${result.errors + result.timeouts}/${result.non2xx}/${result.mismatches}`;
-      return [[TARGET_LABELS[target], thousands(result.rps), ms(result.latencyMs.p50), ms(result.latencyMs.p90), ms(result.latencyMs.p99), ms(result.latencyMs.max), thousands(result.requests), failures]];
+      return [
+        [
+          TARGET_LABELS[target],
+          thousands(result.rps),
+          ms(result.latencyMs.p50),
+          ms(result.latencyMs.p90),
+          ms(result.latencyMs.p99),
+          ms(result.latencyMs.max),
+          thousands(result.requests),
+          failures,
+        ],
+      ];
     });
     print(table(['target', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'errors/non-2xx/bad body'], rows));
     const direct = find(mode.id, 'direct')?.result;
@@ -371,7 +421,16 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
     print();
     print(
       table(
-        ['connections', 'direct req/s', 'gateway req/s', 'gateway/direct', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 ms', 'added p99 ms'],
+        [
+          'connections',
+          'direct req/s',
+          'gateway req/s',
+          'gateway/direct',
+          'direct p50 / p99 ms',
+          'gateway p50 / p99 ms',
+          'added p50 ms',
+          'added p99 ms',
+        ],
         levels.map(({ mode, direct, viaGateway }) => [
           String(mode.connections),
           thousands(direct.rps),
@@ -410,12 +469,7 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       machine ? core(machine.stealMs, wallMs) : 'n/a',
     ];
   });
-  print(
-    table(
-      ['measurement', ...groups.map((group) => CPU_LABELS[group]), 'servers %', 'machine busy %', 'others %', 'steal %'],
-      cpuRows,
-    ),
-  );
+  print(table(['measurement', ...groups.map((group) => CPU_LABELS[group]), 'servers %', 'machine busy %', 'others %', 'steal %'], cpuRows));
   print(`(% columns: per cent of one core, summed over the ${cpus} CPUs; "others" is the machine's busy time outside the processes above)`);
 
   const saturatedDirect = find('throughput', 'direct');
@@ -433,7 +487,9 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       );
     }
   }
-  print(`rate-limit upserts run by the gateway: ${thousands(outcome.upserts)} for ${thousands(outcome.gatewayRequests)} requests it answered (hits arriving together, and hits reserved ahead for a busy key, share an upsert)`);
+  print(
+    `rate-limit upserts run by the gateway: ${thousands(outcome.upserts)} for ${thousands(outcome.gatewayRequests)} requests it answered (hits arriving together, and hits reserved ahead for a busy key, share an upsert)`,
+  );
 
   const latency = { direct: find('latency', 'direct')?.result, gateway: find('latency', 'gateway')?.result };
   const throughput = { direct: find('throughput', 'direct')?.result, gateway: find('throughput', 'gateway')?.result };
@@ -447,8 +503,16 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       table(
         ['target', 'measured', 'met'],
         [
-          [`throughput through the gateway ≥ ${TARGET_THROUGHPUT_RATIO}× direct (${options.connections} connections)`, `${fixed(ratio, 2)}×`, ratio >= TARGET_THROUGHPUT_RATIO ? 'yes' : 'NO'],
-          [`added latency at p50 ≤ ${TARGET_P50_ADDED_MS} ms (1 connection)`, `+${ms(added)} ms`, added <= TARGET_P50_ADDED_MS ? 'yes' : 'NO'],
+          [
+            `throughput through the gateway ≥ ${TARGET_THROUGHPUT_RATIO}× direct (${options.connections} connections)`,
+            `${fixed(ratio, 2)}×`,
+            ratio >= TARGET_THROUGHPUT_RATIO ? 'yes' : 'NO',
+          ],
+          [
+            `added latency at p50 ≤ ${TARGET_P50_ADDED_MS} ms (1 connection)`,
+            `+${ms(added)} ms`,
+            added <= TARGET_P50_ADDED_MS ? 'yes' : 'NO',
+          ],
         ],
         ['left', 'right', 'left'],
       ),
@@ -459,11 +523,20 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
 function reportProfile(server: Server, file: string, window: Measurement['window'] | undefined): void {
   const summary = summariseProfile(file, REPO_ROOT, window);
   print();
-  print(`### Where the ${SERVER_LABELS[server]}'s CPU time goes (${summary.windowed ? 'samples of its saturating measurement' : 'whole profile'})`);
+  print(
+    `### Where the ${SERVER_LABELS[server]}'s CPU time goes (${summary.windowed ? 'samples of its saturating measurement' : 'whole profile'})`,
+  );
   print();
-  print(`profile: ${path.relative(REPO_ROOT, file)} (Chrome DevTools › Performance, or speedscope); busy ${thousands(summary.busyMs)} ms, idle ${thousands(summary.idleMs)} ms`);
+  print(
+    `profile: ${path.relative(REPO_ROOT, file)} (Chrome DevTools › Performance, or speedscope); busy ${thousands(summary.busyMs)} ms, idle ${thousands(summary.idleMs)} ms`,
+  );
   print();
-  print(table(['self time by origin', 'ms', 'share'], summary.origins.slice(0, 12).map(({ origin, ms: value, share }) => [origin, thousands(value), `${fixed(share * 100, 1)} %`])));
+  print(
+    table(
+      ['self time by origin', 'ms', 'share'],
+      summary.origins.slice(0, 12).map(({ origin, ms: value, share }) => [origin, thousands(value), `${fixed(share * 100, 1)} %`]),
+    ),
+  );
   print();
   print(
     table(
@@ -475,7 +548,9 @@ function reportProfile(server: Server, file: string, window: Measurement['window
   print(
     table(
       ['top functions by self time', 'origin', 'ms', 'share'],
-      summary.functions.slice(0, 15).map(({ name, origin, ms: value, share }) => [name, origin, thousands(value), `${fixed(share * 100, 1)} %`]),
+      summary.functions
+        .slice(0, 15)
+        .map(({ name, origin, ms: value, share }) => [name, origin, thousands(value), `${fixed(share * 100, 1)} %`]),
       ['left', 'left', 'right', 'right'],
     ),
   );

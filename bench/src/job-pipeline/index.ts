@@ -90,7 +90,14 @@ interface Outcome {
 }
 
 /** Submits `count` jobs at `rate` per second, each polled until completed. Errors are collected, not thrown. */
-async function paced(gateway: Gateway, requests: NewsRequests, count: number, rate: number, timeoutMs: number, problems: string[]): Promise<{ timed: TimedJob[]; seconds: number }> {
+async function paced(
+  gateway: Gateway,
+  requests: NewsRequests,
+  count: number,
+  rate: number,
+  timeoutMs: number,
+  problems: string[],
+): Promise<{ timed: TimedJob[]; seconds: number }> {
   const intervalMs = 1000 / rate;
   const start = performance.now();
   const running: Promise<TimedJob | undefined>[] = [];
@@ -98,7 +105,12 @@ async function paced(gateway: Gateway, requests: NewsRequests, count: number, ra
     const wait = start + index * intervalMs - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     running.push(
-      submitAndPoll(gateway, requests.take(), { pollIntervalMs: POLL_INTERVAL_MS, fastPollingMs: FAST_POLLING_MS, slowPollIntervalMs: SLOW_POLL_INTERVAL_MS, timeoutMs }).catch((error: unknown) => {
+      submitAndPoll(gateway, requests.take(), {
+        pollIntervalMs: POLL_INTERVAL_MS,
+        fastPollingMs: FAST_POLLING_MS,
+        slowPollIntervalMs: SLOW_POLL_INTERVAL_MS,
+        timeoutMs,
+      }).catch((error: unknown) => {
         problems.push(error instanceof Error ? error.message : String(error));
         return undefined;
       }),
@@ -120,14 +132,24 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     });
     const gateway: Gateway = { client, url: system.gatewayUrl, apiKey: system.apiKey };
     const requests = new NewsRequests();
-    const outcome: Outcome = { problems: [], timed: [], traces: [], submitSeconds: 0, relayLeader: 'none', profiles: system.profiles, levels: [] };
+    const outcome: Outcome = {
+      problems: [],
+      timed: [],
+      traces: [],
+      submitSeconds: 0,
+      relayLeader: 'none',
+      profiles: system.profiles,
+      levels: [],
+    };
 
     // The first job waits for the worker to join its Kafka consumer group; the warm-up also warms the JIT.
     note(`warm-up: ${settings.warmupJobs} jobs at 10 jobs/s (the first one waits for the worker's consumer group)`);
     const warm = await paced(gateway, requests, settings.warmupJobs, 10, 120_000, outcome.problems);
     if (warm.timed.length < settings.warmupJobs) return outcome;
 
-    note(`latency: ${settings.jobs} jobs at ${settings.rate} jobs/s, each polled every ${POLL_INTERVAL_MS} ms until completed (${settings.jobs / settings.rate} s)`);
+    note(
+      `latency: ${settings.jobs} jobs at ${settings.rate} jobs/s, each polled every ${POLL_INTERVAL_MS} ms until completed (${settings.jobs / settings.rate} s)`,
+    );
     const before = await systemCpuSnapshot(system);
     const fromUs = nowUs();
     const latency = await paced(gateway, requests, settings.jobs, settings.rate, 60_000, outcome.problems);
@@ -136,7 +158,10 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     outcome.latencyWindow = { fromUs, toUs };
     outcome.timed = latency.timed;
     outcome.submitSeconds = latency.seconds;
-    outcome.traces = await jobTraces(system.pool, latency.timed.map((job) => job.jobId));
+    outcome.traces = await jobTraces(
+      system.pool,
+      latency.timed.map((job) => job.jobId),
+    );
     outcome.relayLeader = await relayLeader(system.pool);
     if (outcome.problems.length > 0) return outcome;
     outcome.levels.push({ rate: settings.rate, timed: latency.timed, submitSeconds: latency.seconds, cpu: outcome.latencyCpu });
@@ -145,7 +170,12 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
       note(`latency by load: ${settings.levelJobs} jobs at ${rate} jobs/s, polled the same way (${settings.levelJobs / rate} s)`);
       const levelBefore = await systemCpuSnapshot(system);
       const level = await paced(gateway, requests, settings.levelJobs, rate, 60_000, outcome.problems);
-      outcome.levels.push({ rate, timed: level.timed, submitSeconds: level.seconds, cpu: systemCpuDelta(levelBefore, await systemCpuSnapshot(system)) });
+      outcome.levels.push({
+        rate,
+        timed: level.timed,
+        submitSeconds: level.seconds,
+        cpu: systemCpuDelta(levelBefore, await systemCpuSnapshot(system)),
+      });
       if (outcome.problems.length > 0) return outcome;
     }
     outcome.levels.sort((a, b) => a.rate - b.rate);
@@ -175,9 +205,17 @@ async function measure(options: BenchOptions, settings: Settings): Promise<Outco
     const elapsedS = (performance.now() - burstStart) / 1000;
     const burstCpu = systemCpuDelta(burstBefore, await systemCpuSnapshot(system));
     const burstTo = nowUs();
-    if (counts.failed > 0) outcome.problems.push(`${counts.failed} of the burst's jobs failed: ${(await failureReasons(system.pool, ids)).join('; ')}`);
+    if (counts.failed > 0)
+      outcome.problems.push(`${counts.failed} of the burst's jobs failed: ${(await failureReasons(system.pool, ids)).join('; ')}`);
     if (counts.unfinished > 0) outcome.problems.push(`${counts.unfinished} of the burst's jobs were not finished after 180 s`);
-    outcome.burst = { ids, submitS, traces: await jobTraces(system.pool, ids), cpu: burstCpu, window: { fromUs: burstFrom, toUs: burstTo }, elapsedS };
+    outcome.burst = {
+      ids,
+      submitS,
+      traces: await jobTraces(system.pool, ids),
+      cpu: burstCpu,
+      window: { fromUs: burstFrom, toUs: burstTo },
+      elapsedS,
+    };
 
     outcome.problems.push(...exitedProcesses(system));
     await system.stopServices();
@@ -203,7 +241,9 @@ export async function jobPipeline(options: BenchOptions, command: string): Promi
   report(settings, outcome);
   if (outcome.problems.length > 0) {
     print();
-    print(`FAILED: the figures are not valid: ${outcome.problems.slice(0, 10).join('; ')}${outcome.problems.length > 10 ? ` (and ${outcome.problems.length - 10} more)` : ''}`);
+    print(
+      `FAILED: the figures are not valid: ${outcome.problems.slice(0, 10).join('; ')}${outcome.problems.length > 10 ? ` (and ${outcome.problems.length - 10} more)` : ''}`,
+    );
     return false;
   }
   return true;
@@ -256,13 +296,18 @@ function report(settings: Settings, outcome: Outcome): void {
     ['1. gateway and news API, until the job row transaction began', ({ trace, job }) => trace.created - job.postedAtMs],
     ['2. commit, NOTIFY → the outbox relay picks the request up', ({ trace }) => trace.requestRelayed - trace.created],
     ['3. relay → Kafka → worker consumes it, claims the job, writes `running`', ({ trace }) => trace.running - trace.requestRelayed],
-    ['4. the work: 2 model turns, market data, progress, result and status committed (finished_at)', ({ trace }) => trace.finished - trace.running],
+    [
+      '4. the work: 2 model turns, market data, progress, result and status committed (finished_at)',
+      ({ trace }) => trace.finished - trace.running,
+    ],
     ['5. commit → the next status poll sees it, answer received', ({ trace, job }) => job.seenAtMs - trace.finished],
   ];
   const stageStats = stages.map(([label, of]) => ({ label, stats: percentiles(joined.map(of)) }));
   const totalMean = stageStats.reduce((sum, { stats }) => sum + stats.mean, 0);
   print();
-  print(`### Where the time goes: the stages of each job (${thousands(joined.length)} jobs; Postgres timestamps are the start of the writing transaction)`);
+  print(
+    `### Where the time goes: the stages of each job (${thousands(joined.length)} jobs; Postgres timestamps are the start of the writing transaction)`,
+  );
   print();
   print(
     table(
@@ -280,7 +325,19 @@ function report(settings: Settings, outcome: Outcome): void {
     print();
     print(
       table(
-        ['jobs/s submitted', 'jobs', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'POST → 202 p99 ms', 'polls per job', 'CPU per job, all processes, ms', 'machine busy %', 'others %'],
+        [
+          'jobs/s submitted',
+          'jobs',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'max ms',
+          'POST → 202 p99 ms',
+          'polls per job',
+          'CPU per job, all processes, ms',
+          'machine busy %',
+          'others %',
+        ],
         outcome.levels.map(({ rate, timed: jobs, submitSeconds, cpu }) => {
           const stats = percentiles(jobs.map((job) => job.completedMs));
           const accepted = percentiles(jobs.map((job) => job.acceptMs));
@@ -319,7 +376,8 @@ function report(settings: Settings, outcome: Outcome): void {
 
   const { burst } = outcome;
   const cpuRows = [];
-  if (outcome.latencyCpu) cpuRows.push({ label: `latency: ${settings.rate} jobs/s with polling`, delta: outcome.latencyCpu, units: timed.length });
+  if (outcome.latencyCpu)
+    cpuRows.push({ label: `latency: ${settings.rate} jobs/s with polling`, delta: outcome.latencyCpu, units: timed.length });
   if (burst !== undefined && burst.traces.length > 0) {
     const finished = burst.traces.map((trace) => trace.finished).sort((a, b) => a - b);
     const created = burst.traces.map((trace) => trace.created).sort((a, b) => a - b);
@@ -328,7 +386,8 @@ function report(settings: Settings, outcome: Outcome): void {
     const workerSteady = steadyRate(burst.traces.map((trace) => trace.completedWritten).sort((a, b) => a - b));
     const overall = (count / ((finished[count - 1] ?? 0) - (created[0] ?? 0))) * 1000;
     const busyMs = burst.traces.reduce((sum, trace) => sum + (trace.completedWritten - trace.running), 0);
-    const runningSpanMs = Math.max(...burst.traces.map((trace) => trace.completedWritten)) - Math.min(...burst.traces.map((trace) => trace.running));
+    const runningSpanMs =
+      Math.max(...burst.traces.map((trace) => trace.completedWritten)) - Math.min(...burst.traces.map((trace) => trace.running));
     const work = percentiles(burst.traces.map((trace) => trace.completedWritten - trace.running));
     const waiting = percentiles(burst.traces.map((trace) => trace.running - trace.requestRelayed));
     const observed = percentiles(burst.traces.map((trace) => trace.completedRelayed - trace.finished));
@@ -343,14 +402,23 @@ function report(settings: Settings, outcome: Outcome): void {
         [
           ['submitted (through the gateway, 16 at a time)', `${thousands(count)} jobs in ${fixed(burst.submitS, 1)} s`],
           ['all finished after', `${fixed(burst.elapsedS, 1)} s`],
-          ['**sustained: completions per second at the jobs table (finished_at), middle 80 % of the burst**', `**${fixed(steady, 1)} jobs/s**`],
+          [
+            '**sustained: completions per second at the jobs table (finished_at), middle 80 % of the burst**',
+            `**${fixed(steady, 1)} jobs/s**`,
+          ],
           ["the worker's own rate: its `completed` events committed per second, middle 80 %", `${fixed(workerSteady, 1)} jobs/s`],
           ['overall: first job created → last finished', `${fixed(overall, 1)} jobs/s`],
           ['jobs running at once in the worker (mean)', fixed(busyMs / runningSpanMs, 2)],
           ['stage 4 (the work) per job under the burst: p50 / p99', `${ms(work.p50)} / ${ms(work.p99)} ms`],
           ['stage 3 (waiting for the worker) under the burst: p50 / p99', `${ms(waiting.p50)} / ${ms(waiting.p99)} ms`],
-          ['`completed` committed → its event published to observers (relay batch began), under the burst: p50 / p99', `${ms(observed.p50)} / ${ms(observed.p99)} ms`],
-          ['news worker CPU per job; its share of one core', `${fixed(workerMsPerJob, 2)} ms; ${fixed(((worker.userMs + worker.systemMs) / burst.cpu.wallMs) * 100, 0)} %`],
+          [
+            '`completed` committed → its event published to observers (relay batch began), under the burst: p50 / p99',
+            `${ms(observed.p50)} / ${ms(observed.p99)} ms`,
+          ],
+          [
+            'news worker CPU per job; its share of one core',
+            `${fixed(workerMsPerJob, 2)} ms; ${fixed(((worker.userMs + worker.systemMs) / burst.cpu.wallMs) * 100, 0)} %`,
+          ],
         ],
         ['left', 'right'],
       ),
@@ -369,6 +437,10 @@ function report(settings: Settings, outcome: Outcome): void {
     const file = outcome.profiles[service];
     if (file === undefined) continue;
     const window = service === 'newsWorker' || service === 'jobs' ? burst?.window : outcome.latencyWindow;
-    printProfile(`Where the ${SERVICE_LABELS[service]}'s CPU time goes (${service === 'newsWorker' || service === 'jobs' ? 'the burst' : 'the latency measurement'})`, file, window);
+    printProfile(
+      `Where the ${SERVICE_LABELS[service]}'s CPU time goes (${service === 'newsWorker' || service === 'jobs' ? 'the burst' : 'the latency measurement'})`,
+      file,
+      window,
+    );
   }
 }

@@ -80,7 +80,11 @@ export function machineCpu(): MachineCpu | null {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
     // cpu  user nice system idle iowait irq softirq steal guest guest_nice
-    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
     return { busyMs: (user + nice + system + irq + softirq) * TICK_MS, idleMs: (idle + iowait) * TICK_MS, stealMs: steal * TICK_MS };
   } catch {
     return null;

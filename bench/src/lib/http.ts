@@ -35,7 +35,9 @@ export function createHttpClient({ maxSockets = 64 }: { maxSockets?: number } = 
           (response) => {
             const chunks: Buffer[] = [];
             response.on('data', (chunk: Buffer) => chunks.push(chunk));
-            response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
+            response.on('end', () =>
+              resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }),
+            );
             response.on('error', reject);
           },
         );

@@ -21,7 +21,10 @@ if (file) {
         session.on('HeapProfiler.addHeapSnapshotChunk', collect);
         session.post('HeapProfiler.takeHeapSnapshot', null, () => {
           session.off('HeapProfiler.addHeapSnapshotChunk', collect);
-          writeFileSync(path.join(process.env.BENCH_HEAP_SNAPSHOT, `${path.basename(file, '.jsonl')}-${++snapshots}.heapsnapshot`), chunks.join(''));
+          writeFileSync(
+            path.join(process.env.BENCH_HEAP_SNAPSHOT, `${path.basename(file, '.jsonl')}-${++snapshots}.heapsnapshot`),
+            chunks.join(''),
+          );
           appendFileSync(file, `${JSON.stringify(usage)}\n`);
         });
         return;

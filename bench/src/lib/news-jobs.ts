@@ -58,8 +58,16 @@ export interface Gateway {
 
 /** POST /api/products/news through the gateway; a cache miss must be accepted (202) with a job id. */
 export async function submitNewsJob(gateway: Gateway, body: NewsRequestBody): Promise<string> {
-  const answer = await gateway.client.request('POST', `${gateway.url}${NEWS_PATH}`, { 'content-type': 'application/json', 'x-api-key': gateway.apiKey }, JSON.stringify(body));
-  if (answer.status !== 202) throw new Error(`POST ${NEWS_PATH} ${JSON.stringify(body)} answered ${answer.status}, expected 202 (a cache miss): ${answer.body.slice(0, 300)}`);
+  const answer = await gateway.client.request(
+    'POST',
+    `${gateway.url}${NEWS_PATH}`,
+    { 'content-type': 'application/json', 'x-api-key': gateway.apiKey },
+    JSON.stringify(body),
+  );
+  if (answer.status !== 202)
+    throw new Error(
+      `POST ${NEWS_PATH} ${JSON.stringify(body)} answered ${answer.status}, expected 202 (a cache miss): ${answer.body.slice(0, 300)}`,
+    );
   const { job_id: jobId } = JSON.parse(answer.body) as { job_id?: unknown };
   if (typeof jobId !== 'string') throw new Error(`the 202 answer has no job_id: ${answer.body.slice(0, 300)}`);
   return jobId;
@@ -100,7 +108,8 @@ export async function submitAndPoll(
     const now = performance.now();
     if (answer.status !== 200) throw new Error(`GET ${statusPath(jobId)} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
     const status = (JSON.parse(answer.body) as { status?: string }).status;
-    if (status === 'completed') return { jobId, postedAtMs, acceptMs, completedMs: now - start, seenAtMs: performance.timeOrigin + now, polls };
+    if (status === 'completed')
+      return { jobId, postedAtMs, acceptMs, completedMs: now - start, seenAtMs: performance.timeOrigin + now, polls };
     if (status === 'failed') throw new Error(`job ${jobId} failed: ${answer.body.slice(0, 500)}`);
     if (now - start > timeoutMs) throw new Error(`job ${jobId} was not completed within ${timeoutMs} ms (last status ${status})`);
     await delay(now - start < fastPollingMs ? pollIntervalMs : slowPollIntervalMs);

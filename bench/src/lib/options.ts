@@ -46,7 +46,10 @@ function positive(name: string, value: string | undefined, fallback: number): nu
   return number;
 }
 
-export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): { scenarios: string[]; options: BenchOptions; help: boolean } {
+export function parseOptions(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { scenarios: string[]; options: BenchOptions; help: boolean } {
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,

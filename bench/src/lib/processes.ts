@@ -18,7 +18,10 @@ export const REPO_ROOT = path.resolve(__dirname, '../../..');
  */
 export function buildCompiledOutput(): void {
   note('compiling what changed since the last build (scripts/build.mjs: tsc -b)');
-  const built = spawnSync(process.execPath, [path.join(REPO_ROOT, 'scripts/build.mjs')], { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const built = spawnSync(process.execPath, [path.join(REPO_ROOT, 'scripts/build.mjs')], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   if (built.status !== 0) throw new Error(`the build failed (${built.status ?? built.signal}); the benchmarks measure the compiled output`);
 }
 
@@ -179,7 +182,14 @@ export const PRODUCTION_NODE_OPTIONS = ((): string => {
  * Starts `node <entry>` as a process of its own, with the production image's NODE_OPTIONS (and those of `env`
  * after them: a preloaded hook), its output to a file.
  */
-export function startNodeProcess({ name, entry, env, nodeFlags = [], cwd = REPO_ROOT, inheritEnv = true }: NodeProcessOptions): NodeProcess {
+export function startNodeProcess({
+  name,
+  entry,
+  env,
+  nodeFlags = [],
+  cwd = REPO_ROOT,
+  inheritEnv = true,
+}: NodeProcessOptions): NodeProcess {
   const file = logFile(name);
   const fd = openSync(file, 'a');
   let child: ChildProcess;

@@ -17,9 +17,16 @@ export function printProfile(title: string, file: string, window: { fromUs: numb
   print();
   print(`### ${title} (${summary.windowed ? 'samples of the measurement named' : 'whole profile'})`);
   print();
-  print(`profile: ${path.relative(REPO_ROOT, file)} (Chrome DevTools › Performance, or speedscope); busy ${thousands(summary.busyMs)} ms, idle ${thousands(summary.idleMs)} ms`);
+  print(
+    `profile: ${path.relative(REPO_ROOT, file)} (Chrome DevTools › Performance, or speedscope); busy ${thousands(summary.busyMs)} ms, idle ${thousands(summary.idleMs)} ms`,
+  );
   print();
-  print(table(['self time by origin', 'ms', 'share'], summary.origins.slice(0, 10).map(({ origin, ms, share: part }) => [origin, thousands(ms), share(part)])));
+  print(
+    table(
+      ['self time by origin', 'ms', 'share'],
+      summary.origins.slice(0, 10).map(({ origin, ms, share: part }) => [origin, thousands(ms), share(part)]),
+    ),
+  );
   print();
   print(
     table(

@@ -84,7 +84,12 @@ function nameOf(frame: CallFrame, repoRoot: string): string {
   if (frame.url === '') return name;
   const file = frame.url.startsWith('file://') ? decodeURIComponent(new URL(frame.url).pathname) : frame.url;
   const inModules = file.lastIndexOf('/node_modules/');
-  const short = inModules >= 0 ? file.slice(inModules + '/node_modules/'.length) : path.relative(repoRoot, file).startsWith('..') ? file : path.relative(repoRoot, file);
+  const short =
+    inModules >= 0
+      ? file.slice(inModules + '/node_modules/'.length)
+      : path.relative(repoRoot, file).startsWith('..')
+        ? file
+        : path.relative(repoRoot, file);
   return `${name} (${short}:${frame.lineNumber + 1})`;
 }
 
@@ -95,18 +100,32 @@ function sourceFrame(frame: CallFrame, repoRoot: string, maps: Map<string, Sourc
   if (!file.endsWith('.js') || file.includes('/node_modules/') || path.relative(repoRoot, file).startsWith('..')) return frame;
   if (!maps.has(file)) {
     const mapFile = `${file}.map`;
-    maps.set(file, existsSync(mapFile) ? new SourceMap(JSON.parse(readFileSync(mapFile, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]) : undefined);
+    maps.set(
+      file,
+      existsSync(mapFile)
+        ? new SourceMap(JSON.parse(readFileSync(mapFile, 'utf8')) as ConstructorParameters<typeof SourceMap>[0])
+        : undefined,
+    );
   }
   const entry = maps.get(file)?.findEntry(frame.lineNumber, frame.columnNumber);
   if (entry === undefined || !('originalSource' in entry)) return frame;
-  return { ...frame, url: path.resolve(path.dirname(file), entry.originalSource), lineNumber: entry.originalLine, columnNumber: entry.originalColumn };
+  return {
+    ...frame,
+    url: path.resolve(path.dirname(file), entry.originalSource),
+    lineNumber: entry.originalLine,
+    columnNumber: entry.originalColumn,
+  };
 }
 
 /**
  * Self time per function and per origin over the samples taken in [fromUs, toUs] (monotonic microseconds;
  * the whole profile when the window does not overlap it).
  */
-export function summariseProfile(file: string, repoRoot: string, window?: { fromUs: number; toUs: number }): ProfileSummary & { windowed: boolean } {
+export function summariseProfile(
+  file: string,
+  repoRoot: string,
+  window?: { fromUs: number; toUs: number },
+): ProfileSummary & { windowed: boolean } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const maps = new Map<string, SourceMap | undefined>();
   for (const node of profile.nodes) node.callFrame = sourceFrame(node.callFrame, repoRoot, maps);
@@ -162,7 +181,9 @@ export function summariseProfile(file: string, repoRoot: string, window?: { from
     windowed: overlaps,
     busyMs: busyUs / 1000,
     idleMs: idleUs / 1000,
-    functions: [...functions.values()].sort((a, b) => b.us - a.us).map(({ name, origin, us }) => ({ name, origin, ms: us / 1000, share: share(us) })),
+    functions: [...functions.values()]
+      .sort((a, b) => b.us - a.us)
+      .map(({ name, origin, us }) => ({ name, origin, ms: us / 1000, share: share(us) })),
     origins: [...origins.entries()].sort((a, b) => b[1] - a[1]).map(([origin, us]) => ({ origin, ms: us / 1000, share: share(us) })),
     through: [...throughUs.entries()].sort((a, b) => b[1] - a[1]).map(([origin, us]) => ({ origin, ms: us / 1000, share: share(us) })),
   };

@@ -122,7 +122,16 @@ export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_
 }
 
 /** The columns every fixed-rate latency table has after the offered rate; fixedRateCells gives their cells. */
-export const FIXED_RATE_HEADERS = ['answered/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'failed/unanswered', 'schedule lag p99 ms'] as const;
+export const FIXED_RATE_HEADERS = [
+  'answered/s',
+  'p50 ms',
+  'p90 ms',
+  'p99 ms',
+  'max ms',
+  'requests',
+  'failed/unanswered',
+  'schedule lag p99 ms',
+] as const;
 
 export function fixedRateCells(result: FixedRateResult): string[] {
   const ms = (value: number) => fixed(value, 2);

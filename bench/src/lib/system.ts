@@ -32,7 +32,12 @@ import { type Cleanup, REPO_ROOT, startNodeProcess, startService, waitUntilReady
 const SERVICES = ['gateway', 'newsApi', 'newsWorker', 'jobs'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
-export const SERVICE_LABELS: Record<ServiceName, string> = { gateway: 'gateway', newsApi: 'news API', newsWorker: 'news worker', jobs: 'jobs service' };
+export const SERVICE_LABELS: Record<ServiceName, string> = {
+  gateway: 'gateway',
+  newsApi: 'news API',
+  newsWorker: 'news worker',
+  jobs: 'jobs service',
+};
 
 /** The tenant's per-minute limits: the largest override the admin CLI accepts, far above what a run sends. */
 export const BENCH_LIMIT_PER_MINUTE = 1_000_000;
@@ -72,7 +77,11 @@ export interface BenchSystemOptions {
 }
 
 function ensureKafka(): void {
-  const run = spawnSync('bash', [path.join(REPO_ROOT, 'infra/kafka/start.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+  const run = spawnSync('bash', [path.join(REPO_ROOT, 'infra/kafka/start.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  });
   if (run.status !== 0) throw new Error(`infra/kafka/start.sh failed (${run.status ?? run.signal}):\n${run.stderr}`);
 }
 
@@ -86,11 +95,18 @@ function kafkaPid(): number | null {
 
 /** The fakes process (fakes-server.ts), stopped by `cleanup`; resolves with their URLs once they listen. */
 export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess; anthropicUrl: string; finnhubUrl: string }> {
-  const fakes = startNodeProcess({ name: 'fakes (Claude, Finnhub)', entry: 'bench/dist/lib/fakes-server.js', env: { BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN } });
+  const fakes = startNodeProcess({
+    name: 'fakes (Claude, Finnhub)',
+    entry: 'bench/dist/lib/fakes-server.js',
+    env: { BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN },
+  });
   cleanup.add('stop the fakes', () => fakes.stop());
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const line = fakes.output().split('\n').find((entry) => entry.startsWith('{"anthropicUrl"'));
+    const line = fakes
+      .output()
+      .split('\n')
+      .find((entry) => entry.startsWith('{"anthropicUrl"'));
     if (line !== undefined) return { fakes, ...(JSON.parse(line) as { anthropicUrl: string; finnhubUrl: string }) };
     if (fakes.child.exitCode !== null || fakes.child.signalCode !== null) break;
     await delay(50);
@@ -109,7 +125,9 @@ export async function admin(databaseUrl: string, args: string[]): Promise<string
     return stdout;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new Error(`admin ${args.join(' ')} failed: ${stderr || (error instanceof Error ? error.message : String(error))}`, { cause: error });
+    throw new Error(`admin ${args.join(' ')} failed: ${stderr || (error instanceof Error ? error.message : String(error))}`, {
+      cause: error,
+    });
   }
 }
 
@@ -130,9 +148,14 @@ async function deleteTopicsAndGroups(prefix: string): Promise<void> {
         await client.deleteGroups(left);
         left = [];
       } catch (error) {
-        const failed = (error as { groups?: { groupId: string; errorCode: number }[] }).groups?.filter((group) => group.errorCode !== 0) ?? [];
+        const failed =
+          (error as { groups?: { groupId: string; errorCode: number }[] }).groups?.filter((group) => group.errorCode !== 0) ?? [];
         left = failed.length > 0 ? failed.map((group) => group.groupId) : left;
-        if (attempt === 39) throw new Error(`could not delete the consumer groups ${left.join(', ')}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        if (attempt === 39)
+          throw new Error(
+            `could not delete the consumer groups ${left.join(', ')}: ${error instanceof Error ? error.message : String(error)}`,
+            { cause: error },
+          );
       }
     }
     note(`deleted ${topics.length} Kafka topics and ${groups.length} consumer groups under the prefix ${prefix}`);
@@ -194,7 +217,9 @@ export async function startBenchSystem(cleanup: Cleanup, { scenario, profile = [
     await admin(database.url, ['tenants', 'create', TENANT]);
     await admin(database.url, ['limits', 'set', '--tenant', TENANT, '--product', 'news', '--per-minute', String(BENCH_LIMIT_PER_MINUTE)]);
     await admin(database.url, ['limits', 'set', '--tenant', TENANT, '--product', 'jobs', '--per-minute', String(BENCH_LIMIT_PER_MINUTE)]);
-    return JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', TENANT, '--scopes', 'news', '--name', 'bench', '--json'])) as {
+    return JSON.parse(
+      await admin(database.url, ['keys', 'create', '--tenant', TENANT, '--scopes', 'news', '--name', 'bench', '--json']),
+    ) as {
       api_key: string;
       id: string;
       scopes: string[];
@@ -238,9 +263,13 @@ export function exitedProcesses(system: BenchSystem): string[] {
   const problems: string[] = [];
   for (const name of SERVICES) {
     const { child } = system.services[name];
-    if (child.exitCode !== null || child.signalCode !== null) problems.push(`the ${SERVICE_LABELS[name]} exited (${child.exitCode ?? child.signalCode}):\n${system.services[name].output().slice(-2000)}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      problems.push(
+        `the ${SERVICE_LABELS[name]} exited (${child.exitCode ?? child.signalCode}):\n${system.services[name].output().slice(-2000)}`,
+      );
   }
-  if (system.fakes.child.exitCode !== null || system.fakes.child.signalCode !== null) problems.push(`the fakes exited:\n${system.fakes.output().slice(-2000)}`);
+  if (system.fakes.child.exitCode !== null || system.fakes.child.signalCode !== null)
+    problems.push(`the fakes exited:\n${system.fakes.output().slice(-2000)}`);
   return problems;
 }
 
@@ -257,7 +286,7 @@ const CPU_GROUP_LABELS: Record<CpuGroup, string> = {
   newsApi: 'news API',
   newsWorker: 'news worker',
   jobs: 'jobs service',
-  postgres: 'Postgres (the services\' sessions)',
+  postgres: "Postgres (the services' sessions)",
   kafka: 'Kafka broker',
 };
 
@@ -287,10 +316,10 @@ export async function systemCpuSnapshot(system: BenchSystem): Promise<SystemCpuS
   }
   groups.set(system.fakes.pid, 'fakes');
   if (system.kafkaPid !== null) groups.set(system.kafkaPid, 'kafka');
-  const { rows } = await system.pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = ANY($2::text[])', [
-    system.database.name,
-    POSTGRES_APPLICATIONS,
-  ]);
+  const { rows } = await system.pool.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = ANY($2::text[])',
+    [system.database.name, POSTGRES_APPLICATIONS],
+  );
   for (const { pid } of rows) groups.set(pid, 'postgres');
   return { own: ownCpuTime(), procs: cpuSnapshot([...groups.keys()]), groups, machine: machineCpu(), atMs: performance.now() };
 }
@@ -350,7 +379,11 @@ export interface CpuRow {
  * (µs or ms), and the share of one core each group used (200 % = this whole 2-CPU machine), with the machine's
  * busy time and the part of it outside the run's processes ("others": other work on a shared machine).
  */
-export function cpuTables(rows: readonly CpuRow[], { unit, scale }: { unit: string; scale: 'µs' | 'ms' }, groups: readonly CpuGroup[] = CPU_GROUPS): string {
+export function cpuTables(
+  rows: readonly CpuRow[],
+  { unit, scale }: { unit: string; scale: 'µs' | 'ms' },
+  groups: readonly CpuGroup[] = CPU_GROUPS,
+): string {
   const factor = scale === 'µs' ? 1000 : 1;
   const perUnit = rows.map(({ label, delta, units }) => [
     label,
@@ -358,7 +391,10 @@ export function cpuTables(rows: readonly CpuRow[], { unit, scale }: { unit: stri
       const ms = totalMs(delta.byGroup[group]);
       return fixed((ms * factor) / Math.max(1, units), scale === 'µs' ? 0 : 2);
     }),
-    fixed((CPU_GROUPS.reduce((sum, group) => sum + totalMs(delta.byGroup[group]), 0) * factor) / Math.max(1, units), scale === 'µs' ? 0 : 2),
+    fixed(
+      (CPU_GROUPS.reduce((sum, group) => sum + totalMs(delta.byGroup[group]), 0) * factor) / Math.max(1, units),
+      scale === 'µs' ? 0 : 2,
+    ),
   ]);
   const shares = rows.map(({ label, delta }) => [
     label,

@@ -66,9 +66,20 @@ async function measure(options: BenchOptions): Promise<Outcome> {
 
     await admin(database.url, ['tenants', 'create', TENANT]);
     for (const product of ['news', 'jobs']) {
-      await admin(database.url, ['limits', 'set', '--tenant', TENANT, '--product', product, '--per-minute', String(BENCH_LIMIT_PER_MINUTE)]);
+      await admin(database.url, [
+        'limits',
+        'set',
+        '--tenant',
+        TENANT,
+        '--product',
+        product,
+        '--per-minute',
+        String(BENCH_LIMIT_PER_MINUTE),
+      ]);
     }
-    const key = JSON.parse(await admin(database.url, ['keys', 'create', '--tenant', TENANT, '--scopes', 'news', '--name', 'bench', '--json'])) as { api_key: string };
+    const key = JSON.parse(
+      await admin(database.url, ['keys', 'create', '--tenant', TENANT, '--scopes', 'news', '--name', 'bench', '--json']),
+    ) as { api_key: string };
 
     const client = createHttpClient({ maxSockets: 256 });
     cleanup.add('close the HTTP client', () => {
@@ -87,12 +98,28 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     if (poll.status !== 200) throw new Error(`the status poll answered ${poll.status}: ${poll.body.slice(0, 300)}`);
 
     const postgresPids = async () =>
-      (await pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name <> 'bench'", [database.name])).rows.map((row) => row.pid);
-    const sum = (snapshot: Map<number, CpuTime>, pids: readonly number[]) => pids.reduce((total, pid) => total + totalMs(snapshot.get(pid) ?? { userMs: 0, systemMs: 0 }), 0);
+      (
+        await pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name <> 'bench'", [
+          database.name,
+        ])
+      ).rows.map((row) => row.pid);
+    const sum = (snapshot: Map<number, CpuTime>, pids: readonly number[]) =>
+      pids.reduce((total, pid) => total + totalMs(snapshot.get(pid) ?? { userMs: 0, systemMs: 0 }), 0);
     const outcome: Outcome = { problems: [], measurements: [] };
     const loads = [
-      { label: 'cache hit (POST /api/products/news)', load: { url: `${url}${NEWS_PATH}`, method: 'POST' as const, headers, body, expectBody: hit.body } },
-      { label: 'status poll (GET /api/jobs/news/{id}/status)', load: { url: `${url}${statusPath(warmed.jobId)}`, method: 'GET' as const, headers: { 'x-api-key': key.api_key }, expectBody: poll.body } },
+      {
+        label: 'cache hit (POST /api/products/news)',
+        load: { url: `${url}${NEWS_PATH}`, method: 'POST' as const, headers, body, expectBody: hit.body },
+      },
+      {
+        label: 'status poll (GET /api/jobs/news/{id}/status)',
+        load: {
+          url: `${url}${statusPath(warmed.jobId)}`,
+          method: 'GET' as const,
+          headers: { 'x-api-key': key.api_key },
+          expectBody: poll.body,
+        },
+      },
     ];
     for (const { label, load } of loads) {
       note(`${label}: ${CONNECTIONS} connections, closed loop: ${options.warmupS} s warm-up, ${options.durationS} s measured`);
@@ -119,7 +146,8 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     note(`cache hits at ${TARGET_RATE} req/s (open loop): ${options.warmupS} s warm-up, ${options.durationS} s measured`);
     await runFixedRate({ rate: TARGET_RATE, durationS: options.warmupS, send });
     outcome.rate = await runFixedRate({ rate: TARGET_RATE, durationS: options.durationS, send, label: 'npm-start-1000' });
-    if (outcome.rate.failed > 0 || outcome.rate.unfinished > 0) outcome.problems.push(`${TARGET_RATE} req/s: ${outcome.rate.failed} failed, ${outcome.rate.unfinished} unanswered`);
+    if (outcome.rate.failed > 0 || outcome.rate.unfinished > 0)
+      outcome.problems.push(`${TARGET_RATE} req/s: ${outcome.rate.failed} failed, ${outcome.rate.unfinished} unanswered`);
     if (system.child.exitCode !== null || system.child.signalCode !== null) outcome.problems.push('the system exited during the run');
     return outcome;
   });
@@ -130,7 +158,9 @@ export async function npmStart(options: BenchOptions, command: string): Promise<
   const started = performance.now();
   const outcome = await measure(options);
   printRunHeading('npm-start', command, machine, started, loadAverage());
-  print(`one process (services/standalone/dist/main.js), in-process bus, offline AI; each measurement: ${options.warmupS} s warm-up, then ${options.durationS} s`);
+  print(
+    `one process (services/standalone/dist/main.js), in-process bus, offline AI; each measurement: ${options.warmupS} s warm-up, then ${options.durationS} s`,
+  );
   print();
   print(
     table(
@@ -157,8 +187,16 @@ export async function npmStart(options: BenchOptions, command: string): Promise<
     print('### Targets (issue 16)');
     print();
     const rows = [
-      [`npm start: cache hits ≥ ${thousands(TARGET_RPS)} req/s at ${CONNECTIONS} connections`, `${thousands(hits.result.rps)} req/s`, hits.result.rps >= TARGET_RPS ? 'yes' : 'NO'],
-      [`npm start: cache hit p99 ≤ ${TARGET_P99_MS} ms at ${CONNECTIONS} connections`, `${fixed(hits.result.latencyMs.p99, 2)} ms`, hits.result.latencyMs.p99 <= TARGET_P99_MS ? 'yes' : 'NO'],
+      [
+        `npm start: cache hits ≥ ${thousands(TARGET_RPS)} req/s at ${CONNECTIONS} connections`,
+        `${thousands(hits.result.rps)} req/s`,
+        hits.result.rps >= TARGET_RPS ? 'yes' : 'NO',
+      ],
+      [
+        `npm start: cache hit p99 ≤ ${TARGET_P99_MS} ms at ${CONNECTIONS} connections`,
+        `${fixed(hits.result.latencyMs.p99, 2)} ms`,
+        hits.result.latencyMs.p99 <= TARGET_P99_MS ? 'yes' : 'NO',
+      ],
     ];
     print(table(['target', 'measured', 'met'], rows, ['left', 'right', 'left']));
   }

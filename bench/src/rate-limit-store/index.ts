@@ -41,7 +41,14 @@ interface Row {
   p99: number;
 }
 
-async function measure(pool: Pool, counted: { statements: number }, traffic: Traffic, clients: number, durationS: number, prefix: string): Promise<Row> {
+async function measure(
+  pool: Pool,
+  counted: { statements: number },
+  traffic: Traffic,
+  clients: number,
+  durationS: number,
+  prefix: string,
+): Promise<Row> {
   const store = new PostgresRateLimitStore(pool, prefix, 60_000, new FailOpenBreaker(5_000), 2_000);
   const keys = Array.from({ length: traffic.keys }, (_, index) => `key-${index}`);
   const latencies: number[] = [];
@@ -83,7 +90,10 @@ const ACCURACY_CLIENTS = 5;
 
 /** Two replicas (a pool each) sharing one limit; their clients send until refused. */
 async function accuracy(pools: [Pool, Pool], counted: { statements: number }, stale: boolean, prefix: string): Promise<AccuracyRow> {
-  const stores = pools.map((pool) => new PostgresRateLimitStore(pool, prefix, 60_000, new FailOpenBreaker(5_000), 2_000)) as [PostgresRateLimitStore, PostgresRateLimitStore];
+  const stores = pools.map((pool) => new PostgresRateLimitStore(pool, prefix, 60_000, new FailOpenBreaker(5_000), 2_000)) as [
+    PostgresRateLimitStore,
+    PostgresRateLimitStore,
+  ];
   const key = 'account';
   let admitted = 0;
   let hits = 0;
@@ -112,7 +122,13 @@ async function accuracy(pools: [Pool, Pool], counted: { statements: number }, st
     await Promise.all(stores.map(until));
   }
   await Promise.all(stores.map((store) => store.close()));
-  return { case: stale ? 'one replica busy, then the other with a stale view' : 'both replicas busy at once', limit: ACCURACY_LIMIT, admitted, hits, statements: counted.statements - before };
+  return {
+    case: stale ? 'one replica busy, then the other with a stale view' : 'both replicas busy at once',
+    limit: ACCURACY_LIMIT,
+    admitted,
+    hits,
+    statements: counted.statements - before,
+  };
 }
 
 export async function rateLimitStore(options: BenchOptions, command: string): Promise<boolean> {
@@ -158,14 +174,23 @@ export async function rateLimitStore(options: BenchOptions, command: string): Pr
   print();
   print(`command: ${command}`);
   print(formatMachine(describeMachine()));
-  print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; closed-loop clients in the runner's process`);
+  print(
+    `each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; closed-loop clients in the runner's process`,
+  );
   print();
-  print('### Counting hits in Postgres: the gateway\'s store, in one process');
+  print("### Counting hits in Postgres: the gateway's store, in one process");
   print();
   print(
     table(
       ['traffic', 'clients', 'hits/s', 'statements per hit', 'p50 ms', 'p99 ms'],
-      rows.map((row) => [row.traffic, String(row.clients), thousands(row.hitsPerS), fixed(row.statementsPerHit, 3), fixed(row.p50, 2), fixed(row.p99, 2)]),
+      rows.map((row) => [
+        row.traffic,
+        String(row.clients),
+        thousands(row.hitsPerS),
+        fixed(row.statementsPerHit, 3),
+        fixed(row.p50, 2),
+        fixed(row.p99, 2),
+      ]),
     ),
   );
   print();
@@ -174,10 +199,19 @@ export async function rateLimitStore(options: BenchOptions, command: string): Pr
   print(
     table(
       ['case', 'limit', 'admitted', 'over-admission', 'requests', 'statements per request'],
-      accuracyRows.map((row) => [row.case, thousands(row.limit), thousands(row.admitted), `${fixed(((row.admitted - row.limit) / row.limit) * 100, 2)} %`, thousands(row.hits), fixed(row.statements / row.hits, 4)]),
+      accuracyRows.map((row) => [
+        row.case,
+        thousands(row.limit),
+        thousands(row.admitted),
+        `${fixed(((row.admitted - row.limit) / row.limit) * 100, 2)} %`,
+        thousands(row.hits),
+        fixed(row.statements / row.hits, 4),
+      ]),
     ),
   );
-  print(`(bound: with R replicas at most R/${LOCAL_SHARE} of the limit over, ${fixed((2 / LOCAL_SHARE) * 100, 2)} % with two; target ≤ 1 %)`);
+  print(
+    `(bound: with R replicas at most R/${LOCAL_SHARE} of the limit over, ${fixed((2 / LOCAL_SHARE) * 100, 2)} % with two; target ≤ 1 %)`,
+  );
   print();
   const accurate = accuracyRows.every((row) => row.admitted <= row.limit * 1.01 && row.admitted >= row.limit - 2 * ACCURACY_CLIENTS);
   if (!accurate) print('FAILED: over-admission above 1 %, or fewer admitted than the limit');

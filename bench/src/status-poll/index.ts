@@ -7,13 +7,34 @@ import { identityKey, signIdentity } from '@fin/http';
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
 import { describeMachine } from '../lib/machine';
-import { countJobs, failureReasons, NewsRequests, statusPath, submitNewsJob, waitForJobs, type Gateway, type JobCounts } from '../lib/news-jobs';
+import {
+  countJobs,
+  failureReasons,
+  NewsRequests,
+  statusPath,
+  submitNewsJob,
+  waitForJobs,
+  type Gateway,
+  type JobCounts,
+} from '../lib/news-jobs';
 import type { BenchOptions } from '../lib/options';
 import { fixed, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
 import { FIXED_RATE_HEADERS, fixedRateCells, runFixedRate, type FixedRateResult } from '../lib/rate';
-import { type BenchSystem, cpuTables, exitedProcesses, loadAverage, printRunHeading, SERVICE_LABELS, type ServiceName, startBenchSystem, type SystemCpuDelta, type Window, withCpu } from '../lib/system';
+import {
+  type BenchSystem,
+  cpuTables,
+  exitedProcesses,
+  loadAverage,
+  printRunHeading,
+  SERVICE_LABELS,
+  type ServiceName,
+  startBenchSystem,
+  type SystemCpuDelta,
+  type Window,
+  withCpu,
+} from '../lib/system';
 
 const TARGET_RPS = 5000;
 const TARGET_P99_MS = 10;
@@ -109,14 +130,22 @@ async function seed(gateway: Gateway, system: BenchSystem, requests: NewsRequest
   return ids;
 }
 
-async function checkAnswers(client: HttpClient, system: BenchSystem, jobId: string, sign: (path: string) => Record<string, string>): Promise<void> {
+async function checkAnswers(
+  client: HttpClient,
+  system: BenchSystem,
+  jobId: string,
+  sign: (path: string) => Record<string, string>,
+): Promise<void> {
   const path = statusPath(jobId);
   const viaGateway = await client.request('GET', `${system.gatewayUrl}${path}`, { 'x-api-key': system.apiKey });
   const direct = await client.request('GET', `${system.jobsUrl}${path}`, sign(path));
   if (viaGateway.status !== 200 || direct.status !== 200 || viaGateway.body !== direct.body) {
-    throw new Error(`status of ${jobId}: gateway ${viaGateway.status} ${viaGateway.body.slice(0, 200)}, direct ${direct.status} ${direct.body.slice(0, 200)}`);
+    throw new Error(
+      `status of ${jobId}: gateway ${viaGateway.status} ${viaGateway.body.slice(0, 200)}, direct ${direct.status} ${direct.body.slice(0, 200)}`,
+    );
   }
-  if ((JSON.parse(direct.body) as { status?: string }).status !== 'completed') throw new Error(`seeded job ${jobId} is not completed: ${direct.body}`);
+  if ((JSON.parse(direct.body) as { status?: string }).status !== 'completed')
+    throw new Error(`seeded job ${jobId} is not completed: ${direct.body}`);
   const unsigned = await client.request('GET', `${system.jobsUrl}${path}`, {});
   if (unsigned.status !== 401) throw new Error(`the jobs service answered ${unsigned.status} to an unsigned request; expected 401`);
 }
@@ -144,9 +173,30 @@ async function measure(options: BenchOptions): Promise<Outcome> {
 
     let turn = 0;
     const nextPath = () => statusPath(ids[turn++ % ids.length] ?? '');
-    const targets: { target: TargetId; label: string; url: string; connections: number; headers: Record<string, string>; requestFor: () => { path: string; headers?: Record<string, string> } }[] = [
-      { target: 'gateway', label: 'gateway → jobs service', url: system.gatewayUrl, connections: options.connections, headers: { 'x-api-key': system.apiKey }, requestFor: () => ({ path: nextPath() }) },
-      { target: 'gateway50', label: 'gateway → jobs service', url: system.gatewayUrl, connections: 50, headers: { 'x-api-key': system.apiKey }, requestFor: () => ({ path: nextPath() }) },
+    const targets: {
+      target: TargetId;
+      label: string;
+      url: string;
+      connections: number;
+      headers: Record<string, string>;
+      requestFor: () => { path: string; headers?: Record<string, string> };
+    }[] = [
+      {
+        target: 'gateway',
+        label: 'gateway → jobs service',
+        url: system.gatewayUrl,
+        connections: options.connections,
+        headers: { 'x-api-key': system.apiKey },
+        requestFor: () => ({ path: nextPath() }),
+      },
+      {
+        target: 'gateway50',
+        label: 'gateway → jobs service',
+        url: system.gatewayUrl,
+        connections: 50,
+        headers: { 'x-api-key': system.apiKey },
+        requestFor: () => ({ path: nextPath() }),
+      },
       {
         target: 'direct',
         label: 'jobs service, direct (signed identity headers)',
@@ -197,15 +247,19 @@ async function measure(options: BenchOptions): Promise<Outcome> {
       note(`gateway → jobs service at ${rate} polls/s (open loop): ${options.warmupS} s warm-up, ${options.durationS} s measured`);
       await runFixedRate({ rate, durationS: options.warmupS, send });
       const createdBefore = background.ids.length;
-      const { result, cpu } = await withCpu(system, () => runFixedRate({ rate, durationS: options.durationS, send, label: `status-poll-${rate}` }));
-      if (result.failed > 0 || result.unfinished > 0) outcome.problems.push(`${rate} polls/s: ${result.failed} failed, ${result.unfinished} unanswered`);
+      const { result, cpu } = await withCpu(system, () =>
+        runFixedRate({ rate, durationS: options.durationS, send, label: `status-poll-${rate}` }),
+      );
+      if (result.failed > 0 || result.unfinished > 0)
+        outcome.problems.push(`${rate} polls/s: ${result.failed} failed, ${result.unfinished} unanswered`);
       outcome.levels.push({ rate, result, cpu, createdPerS: (background.ids.length - createdBefore) / result.durationS });
     }
 
     const seconds = await background.stop();
     // One worker completes far fewer than 50 jobs/s: the backlog is not waited for, but no job may have failed.
     const counts = await countJobs(system.pool, background.ids);
-    if (counts.failed > 0) outcome.problems.push(`${counts.failed} background jobs failed: ${(await failureReasons(system.pool, background.ids)).join('; ')}`);
+    if (counts.failed > 0)
+      outcome.problems.push(`${counts.failed} background jobs failed: ${(await failureReasons(system.pool, background.ids)).join('; ')}`);
     outcome.background = { created: background.ids.length, seconds, counts };
     outcome.problems.push(...exitedProcesses(system));
     await system.stopServices();
@@ -220,8 +274,11 @@ export async function statusPoll(options: BenchOptions, command: string): Promis
   const loadAfter = loadAverage();
 
   printRunHeading('status-poll', command, machine, started, loadAfter);
-  print(`each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; ${outcome.seeded} completed jobs polled in turn`);
-  if (options.profile) print('NOTE: the gateway and the jobs service ran under the CPU profiler, which slows them: compare runs without --profile');
+  print(
+    `each measurement: ${options.warmupS} s warm-up (discarded), then ${options.durationS} s; ${outcome.seeded} completed jobs polled in turn`,
+  );
+  if (options.profile)
+    print('NOTE: the gateway and the jobs service ran under the CPU profiler, which slows them: compare runs without --profile');
   report(outcome);
   if (outcome.problems.length > 0) {
     print();
@@ -241,7 +298,18 @@ function report(outcome: Outcome): void {
     print();
     print(
       table(
-        ['target', 'connections', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'errors/non-2xx', 'jobs created/s meanwhile'],
+        [
+          'target',
+          'connections',
+          'req/s',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'max ms',
+          'requests',
+          'errors/non-2xx',
+          'jobs created/s meanwhile',
+        ],
         measurements.map(({ label, connections, result, createdPerS }) => [
           label,
           String(connections),
@@ -278,7 +346,11 @@ function report(outcome: Outcome): void {
       print(
         table(
           ['offered polls/s', ...FIXED_RATE_HEADERS, 'jobs created/s meanwhile'],
-          outcome.levels.map(({ result, createdPerS }) => [thousands(result.offeredRate), ...fixedRateCells(result), fixed(createdPerS, 1)]),
+          outcome.levels.map(({ result, createdPerS }) => [
+            thousands(result.offeredRate),
+            ...fixedRateCells(result),
+            fixed(createdPerS, 1),
+          ]),
         ),
       );
     }
@@ -291,8 +363,19 @@ function report(outcome: Outcome): void {
         table(
           ['target', 'measured', 'met'],
           [
-            [`≥ ${thousands(TARGET_RPS)} status polls/s`, `${thousands(best)} req/s (best of ${measurements.filter((entry) => entry.target !== 'direct').map((entry) => entry.connections).join(' and ')} connections)`, best >= TARGET_RPS ? 'yes' : 'NO'],
-            [`p99 ≤ ${TARGET_P99_MS} ms (${gateway.connections} connections, at saturation)`, `${ms(gateway.result.latencyMs.p99)} ms`, gateway.result.latencyMs.p99 <= TARGET_P99_MS ? 'yes' : 'NO'],
+            [
+              `≥ ${thousands(TARGET_RPS)} status polls/s`,
+              `${thousands(best)} req/s (best of ${measurements
+                .filter((entry) => entry.target !== 'direct')
+                .map((entry) => entry.connections)
+                .join(' and ')} connections)`,
+              best >= TARGET_RPS ? 'yes' : 'NO',
+            ],
+            [
+              `p99 ≤ ${TARGET_P99_MS} ms (${gateway.connections} connections, at saturation)`,
+              `${ms(gateway.result.latencyMs.p99)} ms`,
+              gateway.result.latencyMs.p99 <= TARGET_P99_MS ? 'yes' : 'NO',
+            ],
           ],
           ['left', 'right', 'left'],
         ),
@@ -304,8 +387,16 @@ function report(outcome: Outcome): void {
     print(
       cpuTables(
         [
-          ...measurements.map(({ label, connections, result, cpu }) => ({ label: `${label}, ${connections} conn.`, delta: cpu, units: result.requests })),
-          ...outcome.levels.map(({ rate, result, cpu }) => ({ label: `gateway → jobs service, ${thousands(rate)} polls/s`, delta: cpu, units: result.ok })),
+          ...measurements.map(({ label, connections, result, cpu }) => ({
+            label: `${label}, ${connections} conn.`,
+            delta: cpu,
+            units: result.requests,
+          })),
+          ...outcome.levels.map(({ rate, result, cpu }) => ({
+            label: `gateway → jobs service, ${thousands(rate)} polls/s`,
+            delta: cpu,
+            units: result.ok,
+          })),
         ],
         { unit: 'status request (background job work included)', scale: 'µs' },
         ['runner', 'gateway', 'jobs', 'postgres', 'newsApi', 'newsWorker', 'fakes', 'kafka'],
@@ -320,6 +411,10 @@ function report(outcome: Outcome): void {
     const file = outcome.profiles[service];
     const measurement = measurements.find((entry) => entry.target === target);
     if (file === undefined || measurement === undefined) continue;
-    printProfile(`Where the ${SERVICE_LABELS[service]}'s CPU time goes (${measurement.label}, ${measurement.connections} connections)`, file, measurement.window);
+    printProfile(
+      `Where the ${SERVICE_LABELS[service]}'s CPU time goes (${measurement.label}, ${measurement.connections} connections)`,
+      file,
+      measurement.window,
+    );
   }
 }

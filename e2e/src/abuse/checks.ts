@@ -18,7 +18,8 @@ export function describeResponse(response: WireResponse): string {
   return `HTTP ${response.status}, Content-Type ${JSON.stringify(header(response, 'content-type'))}, body: ${shown(response.body) || '(empty)'}`;
 }
 
-const INTERNALS = /\n\s+at |\(\/[^)]*:\d+:\d+\)|node_modules|\bSQLSTATE\b|duplicate key value|violates .* constraint|syntax error at or near/;
+const INTERNALS =
+  /\n\s+at |\(\/[^)]*:\d+:\d+\)|node_modules|\bSQLSTATE\b|duplicate key value|violates .* constraint|syntax error at or near/;
 
 /** The error body of a 4xx/5xx answer, or why it is not one. */
 export function parseErrorBody(response: WireResponse): { body: ErrorBody } | { problem: string } {
@@ -30,9 +31,14 @@ export function parseErrorBody(response: WireResponse): { body: ErrorBody } | { 
     return { problem: 'the error body is not JSON' };
   }
   const parsed = ErrorBody.strict().safeParse(json);
-  if (!parsed.success) return { problem: `the error body is not {detail, status_code, type}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}` };
-  if (parsed.data.status_code !== response.status) return { problem: `status_code ${parsed.data.status_code} differs from the HTTP status` };
-  if (ERROR_STATUS[parsed.data.type] !== response.status) return { problem: `type ${parsed.data.type} belongs to HTTP ${ERROR_STATUS[parsed.data.type]}` };
+  if (!parsed.success)
+    return {
+      problem: `the error body is not {detail, status_code, type}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+    };
+  if (parsed.data.status_code !== response.status)
+    return { problem: `status_code ${parsed.data.status_code} differs from the HTTP status` };
+  if (ERROR_STATUS[parsed.data.type] !== response.status)
+    return { problem: `type ${parsed.data.type} belongs to HTTP ${ERROR_STATUS[parsed.data.type]}` };
   // Internals never reach the client: no stack frames, file paths or driver messages in the detail.
   if (INTERNALS.test(parsed.data.detail)) return { problem: 'the error detail shows internals' };
   return { body: parsed.data };

@@ -31,7 +31,10 @@ export const MAX_BODY_BYTES = 256 * 1024;
 
 /** Size of the request line and headers as sent. */
 export function headBytes(request: WireRequest): number {
-  return request.headers.reduce((sum, [name, value]) => sum + name.length + value.length + 4, request.method.length + request.target.length + 64);
+  return request.headers.reduce(
+    (sum, [name, value]) => sum + name.length + value.length + 4,
+    request.method.length + request.target.length + 64,
+  );
 }
 
 const NO_ANSWER: WireResponse = { status: 0, headers: {}, body: Buffer.alloc(0) };
@@ -50,7 +53,8 @@ export function createHttpClient(baseUrl: string, { connections = 32 }: { connec
   const port = Number(url.port);
   const agent = new Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
   return {
-    send: (request, { timeoutMs = 30_000 } = {}) => (request.raw ? sendRaw(host, port, request, timeoutMs) : sendKeepAlive(agent, host, port, request, timeoutMs)),
+    send: (request, { timeoutMs = 30_000 } = {}) =>
+      request.raw ? sendRaw(host, port, request, timeoutMs) : sendKeepAlive(agent, host, port, request, timeoutMs),
     close: () => agent.destroy(),
   };
 }
@@ -73,7 +77,15 @@ function sendKeepAlive(agent: Agent, host: string, port: number, request: WireRe
       headers[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [String(existing)]), value];
     }
     if (request.body !== undefined && !request.chunked) headers['content-length'] = String(request.body.length);
-    const req = httpRequest({ agent, host, port, method: request.method, path: request.target, headers, setHost: !request.headers.some(([name]) => name.toLowerCase() === 'host') });
+    const req = httpRequest({
+      agent,
+      host,
+      port,
+      method: request.method,
+      path: request.target,
+      headers,
+      setHost: !request.headers.some(([name]) => name.toLowerCase() === 'host'),
+    });
     const timer = setTimeout(() => req.destroy(new Error(`no complete answer within ${timeoutMs} ms`)), timeoutMs);
     let previous: WireRequest | undefined;
     req.on('socket', (socket) => {
@@ -84,7 +96,9 @@ function sendKeepAlive(agent: Agent, host: string, port: number, request: WireRe
       clearTimeout(timer);
       // A connection closed under a reused socket is about what happened on it before: say what that was.
       if (req.reusedSocket && previous !== undefined) {
-        const headers = previous.headers.map(([name, value]) => `${name}: ${value.length > 60 ? `${value.slice(0, 60)}…` : value}`).join(' | ');
+        const headers = previous.headers
+          .map(([name, value]) => `${name}: ${value.length > 60 ? `${value.slice(0, 60)}…` : value}`)
+          .join(' | ');
         error.message += ` (on a reused connection; its previous request: ${previous.method} ${previous.target.slice(0, 200)} | ${headers} | body ${previous.body?.length ?? 0} bytes${previous.chunked ? ', chunked' : ''})`;
       }
       reject(error);
@@ -174,7 +188,11 @@ function parseRawResponse(data: Buffer, ended: boolean): WireResponse | undefine
     headers[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
   }
   let body = data.subarray(headEnd + 4);
-  if (String(headers['transfer-encoding'] ?? '').toLowerCase().includes('chunked')) {
+  if (
+    String(headers['transfer-encoding'] ?? '')
+      .toLowerCase()
+      .includes('chunked')
+  ) {
     const decoded: Buffer[] = [];
     let offset = 0;
     for (;;) {

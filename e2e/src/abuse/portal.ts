@@ -23,7 +23,9 @@ const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>
 /** The page's list of problems, as the customer reads them. */
 function problemsOf(html: string): string[] {
   const list = /<div class="problems"[^>]*>([\s\S]*?)<\/div>/.exec(html)?.[1] ?? '';
-  return [...list.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((match) => (match[1] ?? '').replace(/&(?:amp|lt|gt|quot|#39|#96);/g, (entity) => ENTITIES[entity] ?? entity));
+  return [...list.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((match) =>
+    (match[1] ?? '').replace(/&(?:amp|lt|gt|quot|#39|#96);/g, (entity) => ENTITIES[entity] ?? entity),
+  );
 }
 
 export async function signIn(baseUrl: string, apiKey: string): Promise<PortalSession> {
@@ -36,7 +38,15 @@ export async function signIn(baseUrl: string, apiKey: string): Promise<PortalSes
         Cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; '),
         ...(form === undefined ? {} : { 'Content-Type': 'application/x-www-form-urlencoded' }),
       },
-      ...(form === undefined ? {} : { body: new URLSearchParams(Object.entries(form).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((item): [string, string] => [name, item]))).toString() }),
+      ...(form === undefined
+        ? {}
+        : {
+            body: new URLSearchParams(
+              Object.entries(form).flatMap(([name, value]) =>
+                (Array.isArray(value) ? value : [value]).map((item): [string, string] => [name, item]),
+              ),
+            ).toString(),
+          }),
     });
     for (const line of res.headers.getSetCookie()) {
       const [pair = ''] = line.split(';');

@@ -14,10 +14,21 @@ export interface ReplicatedGateways {
   stop(): Promise<void>;
 }
 
-export async function startReplicatedGateways({ replicas = 2, anthropicUrl }: { replicas?: number; anthropicUrl: string }): Promise<ReplicatedGateways> {
+export async function startReplicatedGateways({
+  replicas = 2,
+  anthropicUrl,
+}: {
+  replicas?: number;
+  anthropicUrl: string;
+}): Promise<ReplicatedGateways> {
   const database: TestDatabase = await createTestDatabase();
   const env = sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl: 'http://127.0.0.1:9', finnhubToken: 'unused-token' });
-  const [jobsPort, newsPort, chatPort, ...gatewayPorts] = await Promise.all([freePort(), freePort(), freePort(), ...Array.from({ length: replicas }, () => freePort())]);
+  const [jobsPort, newsPort, chatPort, ...gatewayPorts] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    ...Array.from({ length: replicas }, () => freePort()),
+  ]);
   const services: ServiceProcess[] = [];
   const ready: Promise<void>[] = [];
   const start = (name: string, dir: string, port: number, extra: Record<string, string> = {}) => {
@@ -28,7 +39,11 @@ export async function startReplicatedGateways({ replicas = 2, anthropicUrl }: { 
   start('jobs', 'jobs', jobsPort);
   start('news-api', 'news', newsPort, { NEWS_ROLE: 'api' });
   start('chat', 'chat', chatPort);
-  const upstreams = { JOBS_URL: `http://127.0.0.1:${jobsPort}`, NEWS_URL: `http://127.0.0.1:${newsPort}`, CHAT_URL: `http://127.0.0.1:${chatPort}` };
+  const upstreams = {
+    JOBS_URL: `http://127.0.0.1:${jobsPort}`,
+    NEWS_URL: `http://127.0.0.1:${newsPort}`,
+    CHAT_URL: `http://127.0.0.1:${chatPort}`,
+  };
   gatewayPorts.forEach((port, index) => start(`gateway-${index + 1}`, 'gateway', port, upstreams));
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });
   const stop = async () => {

@@ -141,13 +141,24 @@ const junkString: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: fc.constantFrom(...NASTY_STRINGS), weight: 4 },
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 30 }), weight: 2 },
   { arbitrary: fc.string({ unit: 'binary', maxLength: 30 }), weight: 2 },
-  { arbitrary: fc.string({ unit: fc.constantFrom(...'\u0000\u0001\u0007\b\t\n\u000b\f\r\u001b\u007f\u0085\u00a0'.split('')), maxLength: 10 }), weight: 1 },
+  {
+    arbitrary: fc.string({
+      unit: fc.constantFrom(...'\u0000\u0001\u0007\b\t\n\u000b\f\r\u001b\u007f\u0085\u00a0'.split('')),
+      maxLength: 10,
+    }),
+    weight: 1,
+  },
   // Long: past every field's length limit (message 4,000, prompt 8,000 characters).
-  { arbitrary: fc.tuple(fc.constantFrom(4_001, 8_001), fc.constantFrom('a', 'é', '😀', ' ')).map(([length, char]) => char.repeat(length)), weight: 1 },
+  {
+    arbitrary: fc.tuple(fc.constantFrom(4_001, 8_001), fc.constantFrom('a', 'é', '😀', ' ')).map(([length, char]) => char.repeat(length)),
+    weight: 1,
+  },
 );
 
 /** Past the gateway's 256 KiB body limit, or just under it (then the services' own limits apply). */
-const hugeString: fc.Arbitrary<string> = fc.tuple(fc.constantFrom(70_000, 250_000, 300_000), fc.constantFrom('a', 'é', '😀')).map(([length, char]) => char.repeat(length));
+const hugeString: fc.Arbitrary<string> = fc
+  .tuple(fc.constantFrom(70_000, 250_000, 300_000), fc.constantFrom('a', 'é', '😀'))
+  .map(([length, char]) => char.repeat(length));
 
 /** Nested arrays `depth` deep (JSON.stringify handles a few thousand; deeper ones are written as text). */
 function nested(depth: number): unknown {
@@ -187,7 +198,8 @@ function generatedFor(schema: JsonSchema, document: OpenApiDocument, depth: numb
   // hence of jobs started, small.
   if (schema.enum !== undefined && schema.enum.length > 0) return fc.constantFrom(...schema.enum.slice(0, 4));
   const alternatives = schema.anyOf ?? schema.oneOf;
-  if (alternatives !== undefined && alternatives.length > 0) return fc.oneof(...alternatives.map((alternative) => valueFor(alternative, document, depth + 1)));
+  if (alternatives !== undefined && alternatives.length > 0)
+    return fc.oneof(...alternatives.map((alternative) => valueFor(alternative, document, depth + 1)));
   if (schema.allOf !== undefined && schema.allOf.length > 0) return valueFor(schema.allOf[0], document, depth + 1);
   const types = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type];
   if (types.length > 1) return fc.oneof(...types.map((type) => generatedFor({ ...schema, type }, document, depth)));
@@ -200,15 +212,24 @@ function generatedFor(schema: JsonSchema, document: OpenApiDocument, depth: numb
         for (const name of names) model[name] = valueFor(properties[name], document, depth + 1);
         return fc.record(model, { requiredKeys: (schema.required ?? []).filter((name) => names.includes(name)) });
       }
-      const values = typeof schema.additionalProperties === 'object' ? valueFor(schema.additionalProperties, document, depth + 1) : fc.jsonValue({ maxDepth: 2 });
+      const values =
+        typeof schema.additionalProperties === 'object'
+          ? valueFor(schema.additionalProperties, document, depth + 1)
+          : fc.jsonValue({ maxDepth: 2 });
       return fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), values, { maxKeys: 4 });
     }
     case 'array':
-      return fc.array(valueFor(schema.items, document, depth + 1), { minLength: Math.min(schema.minItems ?? 0, 4), maxLength: Math.min(schema.maxItems ?? 4, 4) });
+      return fc.array(valueFor(schema.items, document, depth + 1), {
+        minLength: Math.min(schema.minItems ?? 0, 4),
+        maxLength: Math.min(schema.maxItems ?? 4, 4),
+      });
     case 'string':
       if (schema.format === 'uuid') return fc.uuid();
       if (schema.format === 'uri') return fc.constantFrom('https://api.example.com/positions', 'https://example.org/x?y=1');
-      return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.max(schema.minLength ?? 0, Math.min(schema.maxLength ?? 16, 16)) });
+      return fc.string({
+        minLength: schema.minLength ?? 0,
+        maxLength: Math.max(schema.minLength ?? 0, Math.min(schema.maxLength ?? 16, 16)),
+      });
     case 'integer':
       return fc.integer({ min: Math.max(schema.minimum ?? -1000, -(2 ** 31)), max: Math.min(schema.maximum ?? 1000, 2 ** 31) });
     case 'number':
@@ -237,7 +258,10 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('add' as const),
       at: fc.nat(),
-      name: fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'langauge', 'symbol', 'tenant_id', 'job_id', ''), fc.string({ maxLength: 12 })),
+      name: fc.oneof(
+        fc.constantFrom('__proto__', 'constructor', 'prototype', 'langauge', 'symbol', 'tenant_id', 'job_id', ''),
+        fc.string({ maxLength: 12 }),
+      ),
       value: junkValue,
     }),
     weight: 2,
@@ -287,7 +311,12 @@ function mutate(base: unknown, mutations: readonly Mutation[]): unknown {
       case 'add':
         if (typeof node.value === 'object' && node.value !== null && !Array.isArray(node.value)) {
           // defineProperty, so that "__proto__" becomes a real key of the JSON text rather than the prototype.
-          Object.defineProperty(node.value, change.name, { value: structuredClone(change.value), enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(node.value, change.name, {
+            value: structuredClone(change.value),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         } else if (Array.isArray(node.value)) node.value.push(structuredClone(change.value));
         else set({ [change.name]: structuredClone(change.value), value: node.value });
         break;
@@ -315,11 +344,21 @@ function bodyArbitrary(schema: JsonSchema | undefined, document: OpenApiDocument
   const json = (value: unknown, how: string): Body => ({ text: JSON.stringify(value) ?? '', how });
   return fc.oneof(
     // Near-valid, then broken in 1 to 3 places (most of the volume: it reaches the services' validation).
-    { arbitrary: fc.tuple(base, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([value, changes]) => json(mutate(value, changes), `mutated (${changes.map((change) => change.kind).join(', ')})`)), weight: 120 },
+    {
+      arbitrary: fc
+        .tuple(base, fc.array(mutation, { minLength: 1, maxLength: 3 }))
+        .map(([value, changes]) => json(mutate(value, changes), `mutated (${changes.map((change) => change.kind).join(', ')})`)),
+      weight: 120,
+    },
     // As the schema allows (mostly valid: these start jobs, conversations and tools).
     { arbitrary: base.map((value) => json(value, 'near-valid')), weight: 10 },
     // A field far too long: around and past the body size limits.
-    { arbitrary: fc.tuple(base, fc.nat(), hugeString).map(([value, at, huge]) => json(mutate(value, [{ kind: 'replace', at, value: huge }]), `a ${huge.length}-character value`)), weight: 3 },
+    {
+      arbitrary: fc
+        .tuple(base, fc.nat(), hugeString)
+        .map(([value, at, huge]) => json(mutate(value, [{ kind: 'replace', at, value: huge }]), `a ${huge.length}-character value`)),
+      weight: 3,
+    },
     // Any JSON at all.
     { arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => json(value, 'arbitrary JSON')), weight: 20 },
     // JSON the parser accepts that is hostile: very deep, duplicate keys, prototype keys, huge numbers.
@@ -327,7 +366,10 @@ function bodyArbitrary(schema: JsonSchema | undefined, document: OpenApiDocument
       arbitrary: fc.tuple(field, fc.constantFrom(1_000, 10_000, 100_000)).chain(([name, depth]) =>
         fc.constantFrom<Body>(
           { text: `{"${name}":${'['.repeat(depth)}${']'.repeat(depth)}}`, how: `${name} nested ${depth} deep` },
-          { text: `{"${name}":${'{"a":'.repeat(Math.min(depth, 20_000))}1${'}'.repeat(Math.min(depth, 20_000))}}`, how: `objects nested ${Math.min(depth, 20_000)} deep` },
+          {
+            text: `{"${name}":${'{"a":'.repeat(Math.min(depth, 20_000))}1${'}'.repeat(Math.min(depth, 20_000))}}`,
+            how: `objects nested ${Math.min(depth, 20_000)} deep`,
+          },
           { text: `{"${name}":1,"${name}":"two","${name}":[3]}`, how: 'duplicate keys' },
           { text: `{"__proto__":{"admin":true},"constructor":{"prototype":{"admin":true}},"${name}":null}`, how: 'prototype keys' },
           { text: `{"${name}":1${'0'.repeat(400)}}`, how: 'a 401-digit number' },
@@ -351,7 +393,10 @@ function bodyArbitrary(schema: JsonSchema | undefined, document: OpenApiDocument
           { text: `// comment\n${text}`, how: 'comment' },
           { text: `{symbols:["AAPL"]}`, how: 'unquoted key' },
           { text: Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]), how: 'UTF-16 bytes' },
-          { text: Buffer.concat([Buffer.from('{"prompt":"'), Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xed, 0xa0, 0x80]), Buffer.from('"}')]), how: 'invalid UTF-8 in a string' },
+          {
+            text: Buffer.concat([Buffer.from('{"prompt":"'), Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+            how: 'invalid UTF-8 in a string',
+          },
           { text: 'symbols=AAPL&n=5', how: 'form-encoded' },
           { text: tail, how: 'random bytes' },
         );
@@ -388,10 +433,20 @@ const CONTENT_TYPES = [
 
 const ENCODINGS = ['gzip', 'deflate', 'br', 'identity', 'x-gzip', 'compress', 'gzip, gzip', 'zstd', 'nonsense'];
 
-const tokenName = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!#$%&\'*+^`|~'.split('')), minLength: 1, maxLength: 24 });
+const tokenName = fc.string({
+  unit: fc.constantFrom(..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!#$%&'*+^`|~".split('')),
+  minLength: 1,
+  maxLength: 24,
+});
 /** Header values node:http will send: visible latin1, space and tab. */
 const headerValue = fc.oneof(
-  fc.string({ unit: fc.mapToConstant({ num: 0x7f - 0x20, build: (v) => String.fromCharCode(0x20 + v) }, { num: 0x100 - 0xa0, build: (v) => String.fromCharCode(0xa0 + v) }), maxLength: 64 }),
+  fc.string({
+    unit: fc.mapToConstant(
+      { num: 0x7f - 0x20, build: (v) => String.fromCharCode(0x20 + v) },
+      { num: 0x100 - 0xa0, build: (v) => String.fromCharCode(0xa0 + v) },
+    ),
+    maxLength: 64,
+  }),
   fc.constantFrom('', ' ', '\t', 'null', '0', '-1', 'a'.repeat(4_000), '../..', 'fin_', 'Bearer x', '\u00ff\u00fe'),
 );
 /** Header lines only a raw socket sends: control characters, bare CR, NUL, obs-fold, non-token names, huge blocks. */
@@ -405,17 +460,25 @@ const rawHeaderLines: fc.Arbitrary<[string, string][]> = fc.oneof(
     [['X-(Bad)', '1']],
     [['', 'empty name']],
     [['X-Folded', 'a\r\n  continued']],
-    [['Content-Length', '5'], ['Content-Length', '6']],
+    [
+      ['Content-Length', '5'],
+      ['Content-Length', '6'],
+    ],
     [['Content-Length', '-1']],
     [['Content-Length', 'abc']],
-    [['Transfer-Encoding', 'chunked'], ['Content-Length', '3']],
+    [
+      ['Transfer-Encoding', 'chunked'],
+      ['Content-Length', '3'],
+    ],
     [['Transfer-Encoding', 'gzip, chunked']],
     [['Transfer-Encoding', 'identity']],
     [['X-Latin1', 'caf\u00e9 \u00ff']],
     [['X-Huge', 'a'.repeat(20_000)]],
     [['X-Huge', 'a'.repeat(70_000)]],
   ),
-  fc.integer({ min: 100, max: 400 }).map((count) => Array.from({ length: count }, (_, index): [string, string] => [`X-Many-${index}`, String(index)])),
+  fc
+    .integer({ min: 100, max: 400 })
+    .map((count) => Array.from({ length: count }, (_, index): [string, string] => [`X-Many-${index}`, String(index)])),
 );
 
 // ---- Paths and queries ----
@@ -472,20 +535,41 @@ function queryArbitrary(parameters: Parameter[], context: FuzzContext, document:
   const pair = (name: fc.Arbitrary<string>, value: fc.Arbitrary<unknown>) =>
     fc.tuple(name, value, fc.boolean()).map(([key, item, encode]) => {
       const text = typeof item === 'string' ? item : (JSON.stringify(item) ?? '');
-      return encode ? `${percentEncode(key)}=${percentEncode(text)}` : `${key.replace(/[^\x21-\x7e]/g, '')}=${text.replace(/[^\x21-\x7e]/g, '')}`;
+      return encode
+        ? `${percentEncode(key)}=${percentEncode(text)}`
+        : `${key.replace(/[^\x21-\x7e]/g, '')}=${text.replace(/[^\x21-\x7e]/g, '')}`;
     });
   const pairs: fc.Arbitrary<string>[] = [
-    pair(fc.oneof(tokenName, fc.constantFrom('a[b]', 'a[]', '__proto__[x]', 'constructor[prototype][x]', '', '%', '%zz')), fc.oneof(junkValue, headerValue)),
+    pair(
+      fc.oneof(tokenName, fc.constantFrom('a[b]', 'a[]', '__proto__[x]', 'constructor[prototype][x]', '', '%', '%zz')),
+      fc.oneof(junkValue, headerValue),
+    ),
   ];
   for (const parameter of declared) {
     const known = context.ids[parameter.name] ?? [];
-    const value = known.length > 0 ? fc.oneof(valueFor(parameter.schema, document), junkValue, fc.constantFrom(...known)) : fc.oneof(valueFor(parameter.schema, document), junkValue);
+    const value =
+      known.length > 0
+        ? fc.oneof(valueFor(parameter.schema, document), junkValue, fc.constantFrom(...known))
+        : fc.oneof(valueFor(parameter.schema, document), junkValue);
     pairs.push(pair(fc.constant(parameter.name), value), pair(fc.constant(parameter.name), value));
   }
   return fc.oneof(
     { arbitrary: fc.constant(''), weight: 2 },
     { arbitrary: fc.array(fc.oneof(...pairs), { minLength: 1, maxLength: 6 }).map((items) => `?${items.join('&')}`), weight: 6 },
-    { arbitrary: fc.constantFrom('?', '??', '?&&&', '?=', '?%', '?a=%zz', `?${'a=1&'.repeat(2_000)}`, `?x=${'y'.repeat(12_000)}`, '?a#fragment'), weight: 1 },
+    {
+      arbitrary: fc.constantFrom(
+        '?',
+        '??',
+        '?&&&',
+        '?=',
+        '?%',
+        '?a=%zz',
+        `?${'a=1&'.repeat(2_000)}`,
+        `?x=${'y'.repeat(12_000)}`,
+        '?a#fragment',
+      ),
+      weight: 1,
+    },
   );
 }
 
@@ -506,7 +590,9 @@ function describeRequest(request: FuzzRequest, labels: ReadonlyMap<string, strin
   for (const [name, value] of wire.headers) lines.push(`  ${describeHeader(name, value, labels)}`);
   if (wire.body !== undefined) {
     const text = wire.body.toString('latin1');
-    lines.push(`  body${how === '' ? '' : ` [${how}]`} (${wire.body.length} bytes): ${text.length > 400 ? `${JSON.stringify(text.slice(0, 400))}…` : JSON.stringify(text)}`);
+    lines.push(
+      `  body${how === '' ? '' : ` [${how}]`} (${wire.body.length} bytes): ${text.length > 400 ? `${JSON.stringify(text.slice(0, 400))}…` : JSON.stringify(text)}`,
+    );
   }
   return lines.join('\n');
 }
@@ -524,33 +610,47 @@ export function routeFuzzer(route: ApiRoute, context: FuzzContext): RouteFuzzer 
   // Path: each {param} filled; sometimes the path itself is bent (trailing slash, case, extra segment, traversal).
   const pathParameters = parameters.filter((parameter) => parameter.in === 'path');
   const segments = fc.tuple(...pathParameters.map((parameter) => segmentFor(parameter, context, document)));
-  const path = fc.tuple(segments, fc.oneof(
-    { arbitrary: fc.constant((p: string) => p), weight: 20 },
-    { arbitrary: fc.constantFrom(
-      (p: string) => `${p}/`,
-      (p: string) => p.replace(/\/$/, ''),
-      (p: string) => `${p}//`,
-      (p: string) => p.replace(/[a-z]/g, (letter) => letter.toUpperCase()),
-      (p: string) => `/${p}`,
-      (p: string) => `${p}/..`,
-      (p: string) => `${p}/%2e%2e/%2e%2e/portal/tools`,
-      (p: string) => `${p}/../../portal/login`,
-      (p: string) => p.replace('/api/', '/api/./'),
-      (p: string) => `${p}/extra`,
-    ), weight: 2 },
-  )).map(([values, bend]) => {
-    let filled = route.path;
-    pathParameters.forEach((parameter, index) => {
-      filled = filled.replace(`{${parameter.name}}`, values[index] as string);
+  const path = fc
+    .tuple(
+      segments,
+      fc.oneof(
+        { arbitrary: fc.constant((p: string) => p), weight: 20 },
+        {
+          arbitrary: fc.constantFrom(
+            (p: string) => `${p}/`,
+            (p: string) => p.replace(/\/$/, ''),
+            (p: string) => `${p}//`,
+            (p: string) => p.replace(/[a-z]/g, (letter) => letter.toUpperCase()),
+            (p: string) => `/${p}`,
+            (p: string) => `${p}/..`,
+            (p: string) => `${p}/%2e%2e/%2e%2e/portal/tools`,
+            (p: string) => `${p}/../../portal/login`,
+            (p: string) => p.replace('/api/', '/api/./'),
+            (p: string) => `${p}/extra`,
+          ),
+          weight: 2,
+        },
+      ),
+    )
+    .map(([values, bend]) => {
+      let filled = route.path;
+      pathParameters.forEach((parameter, index) => {
+        filled = filled.replace(`{${parameter.name}}`, values[index] as string);
+      });
+      // Off the route when bent, or when a segment is empty (then another route may match the path).
+      return { path: bend(filled), bent: bend(route.path) !== route.path || values.some((value) => value === '') };
     });
-    // Off the route when bent, or when a segment is empty (then another route may match the path).
-    return { path: bend(filled), bent: bend(route.path) !== route.path || values.some((value) => value === '') };
-  });
 
   const keyChoice = fc.oneof(...context.keys.map((key) => ({ arbitrary: fc.constant(key.value), weight: key.weight })));
   const junkKey = fc.oneof(
     junkString.map((value) => value.replace(/[^\x20-\x7e\x80-\xff\t]/g, '').slice(0, 8_001)),
-    fc.constantFrom('fin_', 'fin_' + 'A'.repeat(42), 'FIN_' + 'a'.repeat(42), 'Bearer fin_x', 'fin_u8VPBbuxSgEKfWLsxO3zxWPsqcLEN4DNmK6C3Pw0XQ'),
+    fc.constantFrom(
+      'fin_',
+      'fin_' + 'A'.repeat(42),
+      'FIN_' + 'a'.repeat(42),
+      'Bearer fin_x',
+      'fin_u8VPBbuxSgEKfWLsxO3zxWPsqcLEN4DNmK6C3Pw0XQ',
+    ),
   );
   const headerParameters = parameters.filter((parameter) => parameter.in === 'header' && parameter.name !== 'X-Request-Id');
 
@@ -561,32 +661,55 @@ export function routeFuzzer(route: ApiRoute, context: FuzzContext): RouteFuzzer 
     key: fc.oneof({ arbitrary: keyChoice, weight: 9 }, { arbitrary: junkKey, weight: 1 }),
     secondKey: sometimes(keyChoice, 3),
     contentType: sometimes(fc.constantFrom(...CONTENT_TYPES), 15),
-    contentTypeWhenBody: fc.oneof({ arbitrary: fc.constant('application/json'), weight: 8 }, { arbitrary: fc.constantFrom(...CONTENT_TYPES, undefined), weight: 2 }),
+    contentTypeWhenBody: fc.oneof(
+      { arbitrary: fc.constant('application/json'), weight: 8 },
+      { arbitrary: fc.constantFrom(...CONTENT_TYPES, undefined), weight: 2 },
+    ),
     encoding: sometimes(fc.tuple(fc.constantFrom(...ENCODINGS), fc.boolean()), 6),
     accept: sometimes(fc.constantFrom('text/event-stream', '*/*', 'application/xml', 'text/html', 'application/json;q=0', ''), 20),
     requestId: sometimes(fc.oneof(fc.uuid(), headerValue, fc.constant('a'.repeat(129))), 20),
-    declared: fc.array(fc.tuple(fc.constantFrom(...(headerParameters.length > 0 ? headerParameters : [{ name: 'X-Nothing', in: 'header', schema: {} } as Parameter])), fc.oneof(fc.constant<unknown>(undefined), junkValue)), { maxLength: 2 }),
-    spoofed: sometimes(fc.constantFrom<[string, string]>(
-      ['x-fin-tenant-id', '00000000-0000-4000-8000-000000000000'],
-      ['x-fin-signature', 'deadbeef'],
-      ['x-fin-scopes', 'news,stock-report,analysis,chat,tools'],
-      ['X-Forwarded-For', '127.0.0.1'],
-      ['X-Forwarded-Host', 'evil.example'],
-      ['Host', 'evil.example'],
-      ['Cookie', 'fin_portal_session=forged'],
-      ['Authorization', 'Bearer forged'],
-      ['Connection', 'close'],
-      ['Expect', '100-continue'],
-      ['Connection', 'x-api-key'],
-      ['Range', 'bytes=0-1'],
-      ['Upgrade', 'websocket'],
-    ), 10),
-    extra: fc.oneof({ arbitrary: fc.constant([]), weight: 4 }, { arbitrary: fc.array(fc.tuple(tokenName, headerValue), { minLength: 1, maxLength: 3 }), weight: 1 }),
+    declared: fc.array(
+      fc.tuple(
+        fc.constantFrom(
+          ...(headerParameters.length > 0 ? headerParameters : [{ name: 'X-Nothing', in: 'header', schema: {} } as Parameter]),
+        ),
+        fc.oneof(fc.constant<unknown>(undefined), junkValue),
+      ),
+      { maxLength: 2 },
+    ),
+    spoofed: sometimes(
+      fc.constantFrom<[string, string]>(
+        ['x-fin-tenant-id', '00000000-0000-4000-8000-000000000000'],
+        ['x-fin-signature', 'deadbeef'],
+        ['x-fin-scopes', 'news,stock-report,analysis,chat,tools'],
+        ['X-Forwarded-For', '127.0.0.1'],
+        ['X-Forwarded-Host', 'evil.example'],
+        ['Host', 'evil.example'],
+        ['Cookie', 'fin_portal_session=forged'],
+        ['Authorization', 'Bearer forged'],
+        ['Connection', 'close'],
+        ['Expect', '100-continue'],
+        ['Connection', 'x-api-key'],
+        ['Range', 'bytes=0-1'],
+        ['Upgrade', 'websocket'],
+      ),
+      10,
+    ),
+    extra: fc.oneof(
+      { arbitrary: fc.constant([]), weight: 4 },
+      { arbitrary: fc.array(fc.tuple(tokenName, headerValue), { minLength: 1, maxLength: 3 }), weight: 1 },
+    ),
   });
 
-  const method = fc.oneof({ arbitrary: fc.constant(route.method.toUpperCase()), weight: 30 }, { arbitrary: fc.constantFrom(...OTHER_METHODS), weight: 1 });
+  const method = fc.oneof(
+    { arbitrary: fc.constant(route.method.toUpperCase()), weight: 30 },
+    { arbitrary: fc.constantFrom(...OTHER_METHODS), weight: 1 },
+  );
   // Bodies go to every route: a GET with a body, or a POST without one, is bad input too.
-  const body = bodySchema !== undefined ? bodyArbitrary(bodySchema, document) : fc.oneof({ arbitrary: fc.constant(undefined), weight: 8 }, { arbitrary: bodyArbitrary({ type: 'object' }, document), weight: 1 });
+  const body =
+    bodySchema !== undefined
+      ? bodyArbitrary(bodySchema, document)
+      : fc.oneof({ arbitrary: fc.constant(undefined), weight: 8 }, { arbitrary: bodyArbitrary({ type: 'object' }, document), weight: 1 });
   const transport = fc.oneof(
     { arbitrary: fc.constant({ raw: false, chunked: false, lines: [] as readonly [string, string][] }), weight: 16 },
     { arbitrary: fc.constant({ raw: false, chunked: true, lines: [] as readonly [string, string][] }), weight: 2 },
@@ -613,7 +736,10 @@ export function routeFuzzer(route: ApiRoute, context: FuzzContext): RouteFuzzer 
       for (const [parameter, value] of h.declared) {
         if (parameter.name === 'X-Nothing') continue;
         const text = value === undefined ? undefined : typeof value === 'string' ? value : JSON.stringify(value);
-        lines.push([parameter.name, (text ?? String((parameter.schema.examples ?? ['x'])[0])).replace(/[^\t\x20-\x7e\x80-\xff]/g, '?').slice(0, 8_001)]);
+        lines.push([
+          parameter.name,
+          (text ?? String((parameter.schema.examples ?? ['x'])[0])).replace(/[^\t\x20-\x7e\x80-\xff]/g, '?').slice(0, 8_001),
+        ]);
       }
       if (h.spoofed !== undefined) lines.push(h.spoofed);
       for (const [name, value] of h.extra) lines.push([name, value]);
@@ -628,12 +754,23 @@ export function routeFuzzer(route: ApiRoute, context: FuzzContext): RouteFuzzer 
         const encoding = rawLines.find(([name]) => /^transfer-encoding$/i.test(name))?.[1];
         if (encoding !== undefined && /chunked\s*$/i.test(encoding)) {
           const payload = bytes ?? Buffer.alloc(0);
-          bytes = Buffer.concat([Buffer.from(payload.length > 0 ? `${payload.length.toString(16)}\r\n` : ''), payload, Buffer.from(payload.length > 0 ? '\r\n0\r\n\r\n' : '0\r\n\r\n')]);
+          bytes = Buffer.concat([
+            Buffer.from(payload.length > 0 ? `${payload.length.toString(16)}\r\n` : ''),
+            payload,
+            Buffer.from(payload.length > 0 ? '\r\n0\r\n\r\n' : '0\r\n\r\n'),
+          ]);
         } else if (bytes !== undefined && !rawLines.some(([name]) => /^(content-length|transfer-encoding)$/i.test(name))) {
           lines.push(['Content-Length', String(bytes.length)]);
         }
       }
-      const wire: WireRequest = { method: verb, target: `${target}${query}`, headers: lines, ...(bytes === undefined ? {} : { body: bytes }), raw: t.raw || rawChunked, chunked: t.chunked && !rawChunked };
+      const wire: WireRequest = {
+        method: verb,
+        target: `${target}${query}`,
+        headers: lines,
+        ...(bytes === undefined ? {} : { body: bytes }),
+        raw: t.raw || rawChunked,
+        chunked: t.chunked && !rawChunked,
+      };
       // A head over Node's limit, or a body over the gateway's, goes over a raw socket: the server may refuse it by
       // closing the connection before reading it all, which only the raw transport reports as such.
       const oversized = headBytes(wire) >= MAX_HEAD_BYTES || (bytes?.length ?? 0) > MAX_BODY_BYTES;
@@ -644,7 +781,10 @@ export function routeFuzzer(route: ApiRoute, context: FuzzContext): RouteFuzzer 
       }
       const request: FuzzRequest = { routeId: route.id, onRoute: verb === route.method.toUpperCase() && !bent, oversized, wire };
       const how = made?.how ?? '';
-      return Object.defineProperty(request, fc.toStringMethod, { value: () => `\n${describeRequest(request, labels, how)}\n`, enumerable: false });
+      return Object.defineProperty(request, fc.toStringMethod, {
+        value: () => `\n${describeRequest(request, labels, how)}\n`,
+        enumerable: false,
+      });
     });
   return { route, arbitrary };
 }

@@ -14,14 +14,16 @@ export interface TenantResources {
 /** The body of a JSON answer, failing with the status and text when it is not the expected status. */
 async function expectJson(response: Response, statuses: readonly number[], what: string): Promise<unknown> {
   const text = await response.text();
-  if (!statuses.includes(response.status)) throw new Error(`${what}: expected ${statuses.join(' or ')}, got ${response.status}: ${text.slice(0, 500)}`);
+  if (!statuses.includes(response.status))
+    throw new Error(`${what}: expected ${statuses.join(' or ')}, got ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text) as unknown;
 }
 
 /** Makes the resources with `key`; `tag` (letters) makes their contents unique to the tenant. */
 export async function createResources(url: string, key: string, tag: string): Promise<TenantResources> {
   const headers = { 'X-API-Key': key, 'Content-Type': 'application/json' };
-  const post = (path: string, body: unknown, extra: Record<string, string> = {}) => fetch(`${url}${path}`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown, extra: Record<string, string> = {}) =>
+    fetch(`${url}${path}`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
   const marker = `${tag}-private-${Math.random().toString(36).slice(2, 10)}`;
 
   // Custom data makes the cache entries the tenant's own (never shared with another tenant).
@@ -33,11 +35,15 @@ export async function createResources(url: string, key: string, tag: string): Pr
   const jobs = {} as Record<JobTypeName, string>;
   for (const jobType of JobType.options) {
     const path = jobType === 'analysis' ? '/api/analysis' : `/api/products/${jobType}`;
-    const answer = (await expectJson(await post(path, bodies[jobType], { 'Cache-Control': 'no-cache' }), [200, 202], `POST ${path}`)) as { job_id: string };
+    const answer = (await expectJson(await post(path, bodies[jobType], { 'Cache-Control': 'no-cache' }), [200, 202], `POST ${path}`)) as {
+      job_id: string;
+    };
     jobs[jobType] = answer.job_id;
     await waitFor(
       async () => {
-        const status = JobStatusResponse.parse(await expectJson(await fetch(`${url}/api/jobs/${jobType}/${jobs[jobType]}/status`, { headers }), [200], 'job status'));
+        const status = JobStatusResponse.parse(
+          await expectJson(await fetch(`${url}/api/jobs/${jobType}/${jobs[jobType]}/status`, { headers }), [200], 'job status'),
+        );
         if (status.status === 'failed') throw new Error(`the ${jobType} job failed: ${JSON.stringify(status.error)}`);
         return status.status === 'completed';
       },
@@ -58,6 +64,13 @@ export async function createResources(url: string, key: string, tag: string): Pr
       'POST /api/customer-tools/',
     ),
   );
-  const chat = ChatResponse.parse(await expectJson(await post('/api/chat', { message: `What about ${marker}?`, stream: false }), [200], 'POST /api/chat'));
-  return { jobs, toolId: tool.id, conversationId: chat.conversation_id, markers: [marker, tool.id, chat.conversation_id, ...Object.values(jobs)] };
+  const chat = ChatResponse.parse(
+    await expectJson(await post('/api/chat', { message: `What about ${marker}?`, stream: false }), [200], 'POST /api/chat'),
+  );
+  return {
+    jobs,
+    toolId: tool.id,
+    conversationId: chat.conversation_id,
+    markers: [marker, tool.id, chat.conversation_id, ...Object.values(jobs)],
+  };
 }

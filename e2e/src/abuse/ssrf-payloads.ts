@@ -52,8 +52,10 @@ function octets(address: string): number[] {
 function spellings(address: string): [string, string][] {
   const [a, b, c, d] = octets(address) as [number, number, number, number];
   const uint = ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
-  const fullWidth = (text: string) => text.replace(/[0-9.]/g, (char) => (char === '.' ? '\uff0e' : String.fromCharCode(0xff10 + Number(char))));
-  const enclosed = (text: string) => text.replace(/[0-9]/g, (char) => (char === '0' ? '\u24ea' : String.fromCharCode(0x2460 + Number(char) - 1)));
+  const fullWidth = (text: string) =>
+    text.replace(/[0-9.]/g, (char) => (char === '.' ? '\uff0e' : String.fromCharCode(0xff10 + Number(char))));
+  const enclosed = (text: string) =>
+    text.replace(/[0-9]/g, (char) => (char === '0' ? '\u24ea' : String.fromCharCode(0x2460 + Number(char) - 1)));
   return [
     [address, 'dotted'],
     [String(uint), 'decimal'],
@@ -160,12 +162,20 @@ export interface PayloadPorts {
 /** The whole list, aimed at the canaries' ports. */
 export function ssrfPayloads({ port4, port6, ownAddresses = [], localNames = [] }: PayloadPorts): SsrfPayload[] {
   const payloads: SsrfPayload[] = [];
-  const add = (endpoint: string, category: string, expected: RefusalOutcome, extra: Partial<SsrfPayload> = {}) => payloads.push({ endpoint, category, expected, ...extra });
+  const add = (endpoint: string, category: string, expected: RefusalOutcome, extra: Partial<SsrfPayload> = {}) =>
+    payloads.push({ endpoint, category, expected, ...extra });
 
-  for (const [address, what] of [...IPV4_TARGETS, ...ownAddresses.filter((own) => isIPv4(own)).map((own): [string, string] => [own, 'this machine'])]) {
-    for (const [spelling, how] of spellings(address)) add(`https://${spelling}:${port4}/positions`, `IPv4 ${what}, ${how}`, 'blocked_address');
+  for (const [address, what] of [
+    ...IPV4_TARGETS,
+    ...ownAddresses.filter((own) => isIPv4(own)).map((own): [string, string] => [own, 'this machine']),
+  ]) {
+    for (const [spelling, how] of spellings(address))
+      add(`https://${spelling}:${port4}/positions`, `IPv4 ${what}, ${how}`, 'blocked_address');
   }
-  for (const [address, what] of [...IPV6_TARGETS, ...ownAddresses.filter((own) => !isIPv4(own)).map((own): [string, string] => [own, 'this machine'])]) {
+  for (const [address, what] of [
+    ...IPV6_TARGETS,
+    ...ownAddresses.filter((own) => !isIPv4(own)).map((own): [string, string] => [own, 'this machine']),
+  ]) {
     add(`https://[${address}]:${port6}/positions`, `IPv6 ${what}`, 'blocked_address');
   }
   // Zone ids: not valid in a URL at all.
@@ -175,11 +185,18 @@ export function ssrfPayloads({ port4, port6, ownAddresses = [], localNames = [] 
 
   for (const [name, answer] of Object.entries(HOSTILE_DNS)) {
     const port = answer.some((address) => address.includes(':')) ? port6 : port4;
-    add(`https://${name}:${port}/positions`, `name answered with ${answer.length === 0 ? 'nothing' : answer.join(' + ')}`, answer.length === 0 ? 'connection_failed' : 'blocked_address', { resolver: true });
+    add(
+      `https://${name}:${port}/positions`,
+      `name answered with ${answer.length === 0 ? 'nothing' : answer.join(' + ')}`,
+      answer.length === 0 ? 'connection_failed' : 'blocked_address',
+      { resolver: true },
+    );
   }
   // Names as this machine resolves them (no injected resolver): refused as what they resolve to, or not found.
   for (const { name, resolves } of localNames) {
-    add(`https://${name}:${port4}/positions`, `${name}, as this machine resolves it`, resolves ? 'blocked_address' : 'connection_failed', { localResolver: true });
+    add(`https://${name}:${port4}/positions`, `${name}, as this machine resolves it`, resolves ? 'blocked_address' : 'connection_failed', {
+      localResolver: true,
+    });
   }
 
   // Unicode and punycode hosts: IDNA maps them to ASCII before anything resolves them.
@@ -187,7 +204,12 @@ export function ssrfPayloads({ port4, port6, ownAddresses = [], localNames = [] 
   add(`https://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54:${port4}/`, 'full-width localhost', 'blocked_address');
   add(`https://loc%61lhost:${port4}/`, 'percent-encoded localhost', 'blocked_address');
   add(`https://LocalHost:${port4}/`, 'mixed-case localhost', 'blocked_address');
-  add('https://\u0430\u0440\u0440\u04cf\u0435.com/', 'Cyrillic homograph (xn--80ak6aa92e.com) resolving to a private address', 'blocked_address', { resolver: true });
+  add(
+    'https://\u0430\u0440\u0440\u04cf\u0435.com/',
+    'Cyrillic homograph (xn--80ak6aa92e.com) resolving to a private address',
+    'blocked_address',
+    { resolver: true },
+  );
   add('https://xn--80ak6aa92e.com/', 'punycode host resolving to a private address', 'blocked_address', { resolver: true });
 
   // Parser confusions that still land on a private host.

@@ -77,14 +77,17 @@ export async function startAbuseTarget(): Promise<AbuseTarget> {
     const keys = {} as Record<TenantName, TenantKeys>;
     for (const tenant of TENANTS) {
       await createTenant(pool, tenant);
-      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns']) await setLimitOverride(pool, tenant, product, RAISED_PER_MINUTE);
+      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'])
+        await setLimitOverride(pool, tenant, product, RAISED_PER_MINUTE);
       await setLimitOverride(pool, tenant, 'chat', RAISED_CHAT_STREAMS);
       const valid = (await createKey(pool, { tenant, name: 'valid' })).apiKey;
       const revoked = await createKey(pool, { tenant, name: 'revoked' });
       await revokeKey(pool, revoked.key.id);
       const without = {} as Record<ApiScope, string>;
       for (const scope of API_SCOPES) {
-        without[scope] = (await createKey(pool, { tenant, name: `without-${scope}`, scopes: API_SCOPES.filter((other) => other !== scope) })).apiKey;
+        without[scope] = (
+          await createKey(pool, { tenant, name: `without-${scope}`, scopes: API_SCOPES.filter((other) => other !== scope) })
+        ).apiKey;
       }
       keys[tenant] = { valid, revoked: revoked.apiKey, without };
     }

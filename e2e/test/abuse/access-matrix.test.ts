@@ -3,7 +3,14 @@
 // not exist, a malformed id) × which key calls (valid, revoked, missing, one without the route's scope). Each cell
 // has one expected answer, and no answer to any cell carries another tenant's data. Both tenants take the caller's
 // seat in turn.
-import { API_ROUTE_LIST, CustomerToolUpdateRequest, JobType, type ApiRoute, type ApiScope, type JobType as JobTypeName } from '@fin/contracts';
+import {
+  API_ROUTE_LIST,
+  CustomerToolUpdateRequest,
+  JobType,
+  type ApiRoute,
+  type ApiScope,
+  type JobType as JobTypeName,
+} from '@fin/contracts';
 import { waitFor } from '@fin/testing';
 import { parseErrorBody, parseSse, responseProblem } from '../../src/abuse/checks';
 import type { WireResponse } from '../../src/abuse/http';
@@ -49,7 +56,9 @@ function operationsOf(routes: readonly ApiRoute[]): Operation[] {
     const queryParameters = Object.keys(route.request?.query?.shape ?? {});
     const body = route.request?.body as { shape?: Record<string, unknown> } | undefined;
     const bodyFields = Object.keys(body?.shape ?? {});
-    const idParameter = [...pathParameters, ...queryParameters, ...bodyFields].find((name) => name in RESOURCE_OF_PARAMETER || /(^|_)id$/.test(name));
+    const idParameter = [...pathParameters, ...queryParameters, ...bodyFields].find(
+      (name) => name in RESOURCE_OF_PARAMETER || /(^|_)id$/.test(name),
+    );
     if (idParameter === undefined) continue;
     const kind = RESOURCE_OF_PARAMETER[idParameter];
     if (kind === undefined) throw new Error(`${route.id} names a resource by ${idParameter}: add it to RESOURCE_OF_PARAMETER`);
@@ -68,8 +77,12 @@ function operationsOf(routes: readonly ApiRoute[]): Operation[] {
           if (pathParameters.includes(idParameter)) {
             const path = fill(route.path, { [idParameter]: id, ...(jobType ? { job_type: jobType } : {}) });
             // A body the route accepts, so that only the id decides the answer.
-            const example = (route.request?.body?.meta()?.examples)?.[0];
-            return { method, path, ...(route.request?.body === undefined ? {} : { body: { ...(example as object), name: 'matrix_tool' } }) };
+            const example = route.request?.body?.meta()?.examples?.[0];
+            return {
+              method,
+              path,
+              ...(route.request?.body === undefined ? {} : { body: { ...(example as object), name: 'matrix_tool' } }),
+            };
           }
           if (queryParameters.includes(idParameter)) return { method, path: `${route.path}?${idParameter}=${encodeURIComponent(id)}` };
           // An id in the body: chat's conversation_id (a turn, answered as one JSON body).
@@ -97,18 +110,31 @@ describe('the access matrix of every id-bearing route', () => {
 
   afterAll(async () => {
     const exitCode = await target?.stop();
-    report('access-matrix', `${cells} cells (${OPERATIONS.length} operations × ${SUBJECTS.length} subjects × ${KEY_KINDS.length} keys × ${TENANTS.length} callers, and the cross-tenant cache): ${leaks} leaks; statuses ${statuses.toString()}`, {
-      cells,
-      leaks,
-      operations: OPERATIONS.map((operation) => operation.name),
-      statuses: statuses.toJSON(),
-    });
+    report(
+      'access-matrix',
+      `${cells} cells (${OPERATIONS.length} operations × ${SUBJECTS.length} subjects × ${KEY_KINDS.length} keys × ${TENANTS.length} callers, and the cross-tenant cache): ${leaks} leaks; statuses ${statuses.toString()}`,
+      {
+        cells,
+        leaks,
+        operations: OPERATIONS.map((operation) => operation.name),
+        statuses: statuses.toJSON(),
+      },
+    );
     if (exitCode !== 0) throw new Error(`the system did not shut down cleanly (exit ${exitCode})`);
   });
 
   it('covers every id-bearing route of the table', () => {
     const covered = new Set(OPERATIONS.map((operation) => operation.route.id));
-    expect([...covered].sort()).toEqual(['chat', 'chatStream', 'deleteCustomerTool', 'getCustomerTool', 'getJobResult', 'getJobStatus', 'listCustomerToolCalls', 'updateCustomerTool']);
+    expect([...covered].sort()).toEqual([
+      'chat',
+      'chatStream',
+      'deleteCustomerTool',
+      'getCustomerTool',
+      'getJobResult',
+      'getJobStatus',
+      'listCustomerToolCalls',
+      'updateCustomerTool',
+    ]);
   });
 
   function idFor(operation: Operation, tenant: TenantName, subject: Subject): string {
@@ -119,7 +145,7 @@ describe('the access matrix of every id-bearing route', () => {
     };
     if (subject === 'malformed') return MALFORMED_ID;
     if (subject === 'nonexistent') return '3fa85f64-5717-4562-b3fc-2c963f66afa6';
-    return of(subject === 'own' ? tenant : TENANTS.find((other) => other !== tenant) as TenantName);
+    return of(subject === 'own' ? tenant : (TENANTS.find((other) => other !== tenant) as TenantName));
   }
 
   function keyFor(tenant: TenantName, kind: KeyKind, scope: ApiScope): string | undefined {
@@ -134,67 +160,94 @@ describe('the access matrix of every id-bearing route', () => {
     const { method, path, body } = operation.request(id);
     const response = await fetch(`${target.url}${path}`, {
       method,
-      headers: { ...(key === undefined ? {} : { 'X-API-Key': key }), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        ...(key === undefined ? {} : { 'X-API-Key': key }),
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.status, headers: Object.fromEntries(response.headers), body: Buffer.from(await response.arrayBuffer()) };
   }
 
   /** Why the answer to a cell is wrong, or undefined. */
-  function cellProblem(operation: Operation, subject: Subject, kind: KeyKind, response: WireResponse, notFound: string | undefined, id: string): string | undefined {
+  function cellProblem(
+    operation: Operation,
+    subject: Subject,
+    kind: KeyKind,
+    response: WireResponse,
+    notFound: string | undefined,
+    id: string,
+  ): string | undefined {
     const error = response.status >= 400 ? parseErrorBody(response) : undefined;
     if (error && 'problem' in error) return error.problem;
     const detail = error && 'body' in error ? error.body.detail : '';
-    if (kind === 'missing') return response.status === 401 && detail.startsWith('Missing API key') ? undefined : 'expected 401 naming the missing key';
+    if (kind === 'missing')
+      return response.status === 401 && detail.startsWith('Missing API key') ? undefined : 'expected 401 naming the missing key';
     if (kind === 'revoked') return response.status === 401 && detail === 'Invalid API key.' ? undefined : 'expected 401 Invalid API key.';
-    if (kind === 'wrong scope') return response.status === 403 && detail.includes(operation.scope) ? undefined : `expected 403 naming the ${operation.scope} scope`;
-    if (subject === 'malformed') return response.status === 400 && detail.startsWith(`${operation.parameter}: `) ? undefined : `expected 400 naming ${operation.parameter}`;
+    if (kind === 'wrong scope')
+      return response.status === 403 && detail.includes(operation.scope) ? undefined : `expected 403 naming the ${operation.scope} scope`;
+    if (subject === 'malformed')
+      return response.status === 400 && detail.startsWith(`${operation.parameter}: `)
+        ? undefined
+        : `expected 400 naming ${operation.parameter}`;
     if (subject === 'own') {
       if (response.status !== operation.success) return `expected ${operation.success}`;
       return responseProblem(operation.route, true, response);
     }
     if (response.status !== 404) return 'expected 404';
     // Another tenant's resource and one that does not exist get the same answer (the id aside).
-    if (notFound !== undefined && detail.replaceAll(id, '<id>') !== notFound) return `expected the same 404 as for a missing resource: ${notFound}`;
+    if (notFound !== undefined && detail.replaceAll(id, '<id>') !== notFound)
+      return `expected the same 404 as for a missing resource: ${notFound}`;
     return undefined;
   }
 
-  it.each(TENANTS.map((tenant) => [tenant]))('as %s: every cell answers as expected, and nothing of the other tenant leaks', async (tenant) => {
-    const other = TENANTS.find((name) => name !== tenant) as TenantName;
-    const foreign = resources[other].markers;
-    const problems: string[] = [];
-    for (const operation of OPERATIONS) {
-      let notFound: string | undefined;
-      for (const subject of ['nonexistent', 'other', 'malformed', 'own'] as const) {
-        for (const kind of KEY_KINDS) {
-          let id = idFor(operation, tenant, subject);
-          // Deleting one's own tool is done on a tool made for it, so the other cells keep theirs.
-          if (operation.route.id === 'deleteCustomerTool' && subject === 'own' && kind === 'valid') id = await disposableTool(tenant);
-          const response = await call(operation, id, keyFor(tenant, kind, operation.scope));
-          cells += 1;
-          statuses.add(response.status);
-          const text = response.body.toString('utf8');
-          if (subject === 'nonexistent' && kind === 'valid' && response.status === 404) notFound = (JSON.parse(text) as { detail: string }).detail.replaceAll(id, '<id>');
-          const problem = cellProblem(operation, subject, kind, response, notFound, id);
-          // The other tenant's markers, except an id the request itself carried (a 404 may repeat it).
-          const leaked = foreign.filter((marker) => marker !== id && (text.includes(marker) || JSON.stringify(response.headers).includes(marker)));
-          if (leaked.length > 0) leaks += 1;
-          // The control that makes the leak scan meaningful: one's own resource's answer does show its markers
-          // (unless it is empty: no content, or an empty list such as a tool's calls before any call).
-          const empty = response.status === 204 || /^\{"\w+":\[\]\}$/.test(text);
-          if (subject === 'own' && kind === 'valid' && !empty && !resources[tenant].markers.some((marker) => text.includes(marker))) {
-            problems.push(`${operation.name} · own ${operation.kind}: the answer shows none of the resource's own markers, so a leak could not be seen either`);
-          }
-          if (problem !== undefined || leaked.length > 0) {
-            problems.push(`${operation.name} · ${subject} ${operation.kind} · ${kind} key → ${response.status} ${text.slice(0, 300)}${problem ? `\n    ${problem}` : ''}${leaked.length > 0 ? `\n    LEAK of ${leaked.join(', ')}` : ''}`);
+  it.each(TENANTS.map((tenant) => [tenant]))(
+    'as %s: every cell answers as expected, and nothing of the other tenant leaks',
+    async (tenant) => {
+      const other = TENANTS.find((name) => name !== tenant) as TenantName;
+      const foreign = resources[other].markers;
+      const problems: string[] = [];
+      for (const operation of OPERATIONS) {
+        let notFound: string | undefined;
+        for (const subject of ['nonexistent', 'other', 'malformed', 'own'] as const) {
+          for (const kind of KEY_KINDS) {
+            let id = idFor(operation, tenant, subject);
+            // Deleting one's own tool is done on a tool made for it, so the other cells keep theirs.
+            if (operation.route.id === 'deleteCustomerTool' && subject === 'own' && kind === 'valid') id = await disposableTool(tenant);
+            const response = await call(operation, id, keyFor(tenant, kind, operation.scope));
+            cells += 1;
+            statuses.add(response.status);
+            const text = response.body.toString('utf8');
+            if (subject === 'nonexistent' && kind === 'valid' && response.status === 404)
+              notFound = (JSON.parse(text) as { detail: string }).detail.replaceAll(id, '<id>');
+            const problem = cellProblem(operation, subject, kind, response, notFound, id);
+            // The other tenant's markers, except an id the request itself carried (a 404 may repeat it).
+            const leaked = foreign.filter(
+              (marker) => marker !== id && (text.includes(marker) || JSON.stringify(response.headers).includes(marker)),
+            );
+            if (leaked.length > 0) leaks += 1;
+            // The control that makes the leak scan meaningful: one's own resource's answer does show its markers
+            // (unless it is empty: no content, or an empty list such as a tool's calls before any call).
+            const empty = response.status === 204 || /^\{"\w+":\[\]\}$/.test(text);
+            if (subject === 'own' && kind === 'valid' && !empty && !resources[tenant].markers.some((marker) => text.includes(marker))) {
+              problems.push(
+                `${operation.name} · own ${operation.kind}: the answer shows none of the resource's own markers, so a leak could not be seen either`,
+              );
+            }
+            if (problem !== undefined || leaked.length > 0) {
+              problems.push(
+                `${operation.name} · ${subject} ${operation.kind} · ${kind} key → ${response.status} ${text.slice(0, 300)}${problem ? `\n    ${problem}` : ''}${leaked.length > 0 ? `\n    LEAK of ${leaked.join(', ')}` : ''}`,
+              );
+            }
           }
         }
       }
-    }
-    expect(problems).toEqual([]);
-  }, 300_000);
+      expect(problems).toEqual([]);
+    },
+    300_000,
+  );
 
-  it('serves no tenant a result made while another tenant\'s customer tools were offered (the cross-tenant cache cell)', async () => {
+  it("serves no tenant a result made while another tenant's customer tools were offered (the cross-tenant cache cell)", async () => {
     // Both tenants have a customer tool that every product may offer (createResources), and each cell asks
     // something nobody asked before (its own language), so the cache holds nothing for it yet.
     const cases = [
@@ -215,10 +268,15 @@ describe('the access matrix of every id-bearing route', () => {
         // The owner's fresh run, with its tool offered to the model.
         const fresh = await post(owner, { 'Cache-Control': 'no-cache' });
         const { job_id: jobId } = (await fresh.json()) as { job_id: string };
-        await waitFor(async () => {
-          const status = await fetch(`${target.url}/api/jobs/${product}/${jobId}/status`, { headers: { 'X-API-Key': target.keys[owner].valid } });
-          return ((await status.json()) as { status: string }).status === 'completed';
-        }, { timeoutMs: 60_000, what: `the ${product} job of ${owner}` });
+        await waitFor(
+          async () => {
+            const status = await fetch(`${target.url}/api/jobs/${product}/${jobId}/status`, {
+              headers: { 'X-API-Key': target.keys[owner].valid },
+            });
+            return ((await status.json()) as { status: string }).status === 'completed';
+          },
+          { timeoutMs: 60_000, what: `the ${product} job of ${owner}` },
+        );
         // Control: the owner's repeat is served from the cache, so a miss below is the isolation, not a cold cache.
         const repeat = await post(owner);
         cells += 2;
@@ -249,7 +307,7 @@ describe('the access matrix of every id-bearing route', () => {
     return ((await response.json()) as { id: string }).id;
   }
 
-  it('lists only the caller\'s own tools, and the answers carry none of the other tenant\'s data', async () => {
+  it("lists only the caller's own tools, and the answers carry none of the other tenant's data", async () => {
     for (const tenant of TENANTS) {
       const other = TENANTS.find((name) => name !== tenant) as TenantName;
       const response = await fetch(`${target.url}/api/customer-tools/`, { headers: { 'X-API-Key': target.keys[tenant].valid } });
@@ -261,7 +319,9 @@ describe('the access matrix of every id-bearing route', () => {
       expect(text).toContain(resources[tenant].toolId);
     }
     // A replayed stream of one's own conversation is one's own text.
-    const replay = await fetch(`${target.url}/api/chat/stream?conversation_id=${resources.acme.conversationId}`, { headers: { 'X-API-Key': target.keys.acme.valid } });
+    const replay = await fetch(`${target.url}/api/chat/stream?conversation_id=${resources.acme.conversationId}`, {
+      headers: { 'X-API-Key': target.keys.acme.valid },
+    });
     expect(replay.status).toBe(200);
     expect(parseSse(await replay.text()).map((event) => event.event)).toContain('done');
   });

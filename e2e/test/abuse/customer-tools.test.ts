@@ -22,11 +22,21 @@ const CATASTROPHIC: readonly { pattern: string; input: string }[] = [
   { pattern: '^(\\w+\\s?)*$', input: `${'word '.repeat(10_000)}!` },
   { pattern: '^(([a-z])+.)+[A-Z]([a-z])+$', input: 'a'.repeat(50_000) },
   { pattern: '(.*a){25}', input: `${'a'.repeat(24)}${'x'.repeat(20_000)}` },
-  { pattern: '^([a-zA-Z0-9])(([\\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$', input: `${'a'.repeat(50_000)}!` },
+  {
+    pattern: '^([a-zA-Z0-9])(([\\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$',
+    input: `${'a'.repeat(50_000)}!`,
+  },
 ];
 
 /** Patterns only a backtracking engine runs; refused at registration, whatever else they would match. */
-const UNSUPPORTED: readonly string[] = ['^(a+)\\1$', '(?<word>\\w+) \\k<word>', '^(?=(a+))\\1b$', '^(?!.*password).*$', '(?<=\\$)\\d+', '(?<!x)y'];
+const UNSUPPORTED: readonly string[] = [
+  '^(a+)\\1$',
+  '(?<word>\\w+) \\k<word>',
+  '^(?=(a+))\\1b$',
+  '^(?!.*password).*$',
+  '(?<=\\$)\\d+',
+  '(?<!x)y',
+];
 
 /** Where a pattern sits: the path a refusal names, the schema, and arguments that put the input under it. */
 const PLACEMENTS: readonly {
@@ -51,7 +61,11 @@ const PLACEMENTS: readonly {
   {
     name: '$defs, through items and $ref',
     path: 'input_schema.$defs.word.pattern',
-    schema: (pattern) => ({ type: 'object', $defs: { word: { type: 'string', pattern } }, properties: { list: { type: 'array', items: { $ref: '#/$defs/word' } } } }),
+    schema: (pattern) => ({
+      type: 'object',
+      $defs: { word: { type: 'string', pattern } },
+      properties: { list: { type: 'array', items: { $ref: '#/$defs/word' } } },
+    }),
     args: (input) => ({ list: ['fine', input] }),
   },
 ];
@@ -106,7 +120,11 @@ describe('customer tools under abuse', () => {
     try {
       for (const [index, { pattern, input }] of CATASTROPHIC.entries()) {
         for (const [where, placement] of PLACEMENTS.entries()) {
-          const created = await api('POST', '/api/customer-tools/', tool({ name: `redos_${index}_${where}`, input_schema: placement.schema(pattern) }));
+          const created = await api(
+            'POST',
+            '/api/customer-tools/',
+            tool({ name: `redos_${index}_${where}`, input_schema: placement.schema(pattern) }),
+          );
           if (created.status !== 201) {
             problems.push(`${pattern} at ${placement.name}: registration answered ${created.status} ${JSON.stringify(created.body)}`);
             continue;
@@ -116,9 +134,13 @@ describe('customer tools under abuse', () => {
           // Two presses at once, so validation and the probes compete for the one event loop.
           const tested = await Promise.all([session.testPage(id, placement.args(input)), session.testPage(id, placement.args(input))]);
           for (const page of tested) {
-            const refusedInput = page.status === 200 && page.outcome === undefined && page.problems.some((problem) => problem.startsWith('arguments'));
+            const refusedInput =
+              page.status === 200 && page.outcome === undefined && page.problems.some((problem) => problem.startsWith('arguments'));
             if (refusedInput) figures.testsRefusingInput += 1;
-            else problems.push(`${pattern} at ${placement.name}: the test page answered ${page.status}, outcome ${page.outcome ?? 'none'}, problems ${JSON.stringify(page.problems)}`);
+            else
+              problems.push(
+                `${pattern} at ${placement.name}: the test page answered ${page.status}, outcome ${page.outcome ?? 'none'}, problems ${JSON.stringify(page.problems)}`,
+              );
           }
           const calls = CustomerToolCallListResponse.parse((await api('GET', `/api/customer-tools/${id}/calls`)).body).calls;
           figures.callsMade += calls.length;
@@ -130,8 +152,17 @@ describe('customer tools under abuse', () => {
         for (const placement of PLACEMENTS) {
           const refused = await api('POST', '/api/customer-tools/', tool({ name: 'unsupported', input_schema: placement.schema(pattern) }));
           const body = ErrorBody.safeParse(refused.body);
-          if (refused.status === 400 && body.success && body.data.type === 'validation_error' && body.data.detail.startsWith(placement.path)) figures.refusedAtRegistration += 1;
-          else problems.push(`${pattern} at ${placement.name}: expected a 400 naming ${placement.path}, got ${refused.status} ${JSON.stringify(refused.body)}`);
+          if (
+            refused.status === 400 &&
+            body.success &&
+            body.data.type === 'validation_error' &&
+            body.data.detail.startsWith(placement.path)
+          )
+            figures.refusedAtRegistration += 1;
+          else
+            problems.push(
+              `${pattern} at ${placement.name}: expected a 400 naming ${placement.path}, got ${refused.status} ${JSON.stringify(refused.body)}`,
+            );
         }
       }
     } finally {
@@ -182,10 +213,21 @@ describe('customer tools under abuse', () => {
     for (const [index, move] of moves.entries()) {
       for (const channel of ['api', 'portal form'] as const) {
         cells += 1;
-        const created = await api('POST', '/api/customer-tools/', tool({ name: `moving_${index}_${channel === 'api' ? 'a' : 'p'}`, endpoint: ORIGINAL, headers: { Authorization: 'Bearer tenant-secret' } }));
+        const created = await api(
+          'POST',
+          '/api/customer-tools/',
+          tool({
+            name: `moving_${index}_${channel === 'api' ? 'a' : 'p'}`,
+            endpoint: ORIGINAL,
+            headers: { Authorization: 'Bearer tenant-secret' },
+          }),
+        );
         expect(created.status).toBe(201);
         const id = CustomerTool.parse(created.body).id;
-        const { headers: _headers, ...fields } = tool({ name: `moving_${index}_${channel === 'api' ? 'a' : 'p'}`, endpoint: move.endpoint });
+        const { headers: _headers, ...fields } = tool({
+          name: `moving_${index}_${channel === 'api' ? 'a' : 'p'}`,
+          endpoint: move.endpoint,
+        });
 
         let accepted: boolean;
         let namedHeaders: boolean;
@@ -215,18 +257,28 @@ describe('customer tools under abuse', () => {
         const after = CustomerTool.parse((await api('GET', `/api/customer-tools/${id}`)).body);
         const movedAway = new URL(after.endpoint).origin !== new URL(ORIGINAL).origin;
         if (movedAway && after.header_names.length > 0) leaks += 1;
-        const expected = move.origin === 'same' ? accepted && after.header_names.length === 1 : !accepted && namedHeaders && after.endpoint === ORIGINAL && after.header_names.length === 1;
-        if (!expected) problems.push(`${move.kind} (${move.endpoint}) through the ${channel}: accepted ${accepted}, named headers ${namedHeaders}, now ${after.endpoint} with ${JSON.stringify(after.header_names)}`);
+        const expected =
+          move.origin === 'same'
+            ? accepted && after.header_names.length === 1
+            : !accepted && namedHeaders && after.endpoint === ORIGINAL && after.header_names.length === 1;
+        if (!expected)
+          problems.push(
+            `${move.kind} (${move.endpoint}) through the ${channel}: accepted ${accepted}, named headers ${namedHeaders}, now ${after.endpoint} with ${JSON.stringify(after.header_names)}`,
+          );
         await api('DELETE', `/api/customer-tools/${id}`);
       }
     }
 
-    report('origin-change', `${moves.length} endpoint moves × API and portal form: ${cells} cells, ${leaks} leaks; outcomes ${outcomes.toString()}`, {
-      cells,
-      leaks,
-      moves: moves.map(({ endpoint, origin, kind }) => ({ endpoint, origin, kind })),
-      outcomes: outcomes.toJSON(),
-    });
+    report(
+      'origin-change',
+      `${moves.length} endpoint moves × API and portal form: ${cells} cells, ${leaks} leaks; outcomes ${outcomes.toString()}`,
+      {
+        cells,
+        leaks,
+        moves: moves.map(({ endpoint, origin, kind }) => ({ endpoint, origin, kind })),
+        outcomes: outcomes.toJSON(),
+      },
+    );
     expect(problems).toEqual([]);
     expect(leaks).toBe(0);
   }, 120_000);

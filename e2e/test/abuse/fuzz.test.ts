@@ -77,14 +77,18 @@ describe('fuzzing every route of the table', () => {
     const exitCode = await target?.stop();
     const seconds = Math.round((Date.now() - started) / 1000);
     const fiveHundreds = statuses.sum((status) => Number(status) >= 500);
-    report('fuzz', `${sent.toLocaleString('en')} requests over ${API_ROUTE_LIST.length} routes in ${seconds} s (seed ${SEED}): ${fiveHundreds} of 5xx; statuses ${statuses.toString()}; clean shutdown exit ${exitCode}`, {
-      requests: sent,
-      routes: API_ROUTE_LIST.length,
-      seconds,
-      seed: SEED,
-      statuses: statuses.toJSON(),
-      byRoute: Object.fromEntries([...byRoute].map(([route, tally]) => [route, tally.toJSON()])),
-    });
+    report(
+      'fuzz',
+      `${sent.toLocaleString('en')} requests over ${API_ROUTE_LIST.length} routes in ${seconds} s (seed ${SEED}): ${fiveHundreds} of 5xx; statuses ${statuses.toString()}; clean shutdown exit ${exitCode}`,
+      {
+        requests: sent,
+        routes: API_ROUTE_LIST.length,
+        seconds,
+        seed: SEED,
+        statuses: statuses.toJSON(),
+        byRoute: Object.fromEntries([...byRoute].map(([route, tally]) => [route, tally.toJSON()])),
+      },
+    );
     if (exitCode !== 0) throw new Error(`the system did not shut down cleanly (exit ${exitCode})`);
   });
 
@@ -100,41 +104,45 @@ describe('fuzzing every route of the table', () => {
     return response;
   }
 
-  it.each(API_ROUTE_LIST.map((route) => [`${route.method.toUpperCase()} ${route.path}`, route] as const))('%s: no 5xx, every rejection a 4xx error body', async (_name, route) => {
-    const { arbitrary } = routeFuzzer(route, context);
-    const runs = Math.ceil((TOTAL * weightOf(route)) / TOTAL_WEIGHT / LANES);
-    let failed = false;
-    const property = fc.asyncProperty(arbitrary, async (request) => {
-      // Once a lane of this route has failed, the others stop sending so the failure is reported without delay.
-      if (failed) return;
-      let response: WireResponse;
-      try {
-        response = await send(request);
-      } catch (error) {
-        throw new Error(`no answer: ${(error as Error).message}\nReplay: ABUSE_SEED=${SEED}`, { cause: error });
-      }
-      if (response.status === 0) {
-        // Refusing a head over 16 KiB or a body over 256 KiB by closing the connection before reading it all is
-        // fair; anything else must be answered.
-        if (request.oversized) return;
-        throw new Error(`the server closed the connection without answering\nReplay: ABUSE_SEED=${SEED}`);
-      }
-      const problem = responseProblem(route, request.onRoute, response);
-      if (problem !== undefined) {
-        const log = response.status >= 500 ? `\nThe system's error log (last lines):\n${target.process.output().slice(-3_000)}` : '';
-        throw new Error(`${problem}\n${describeResponse(response)}${log}\nReplay: ABUSE_SEED=${SEED}`);
-      }
-    });
-    const lanes = Array.from({ length: LANES }, (_, lane) =>
-      fc.assert(property, { numRuns: runs, seed: (SEED + lane * 7919 + routeSalt(route.id)) % 2 ** 31 }).catch((error: unknown) => {
-        failed = true;
-        throw error;
-      }),
-    );
-    const results = await Promise.allSettled(lanes);
-    const failure = results.find((result) => result.status === 'rejected');
-    if (failure) throw failure.reason;
-  }, 600_000);
+  it.each(API_ROUTE_LIST.map((route) => [`${route.method.toUpperCase()} ${route.path}`, route] as const))(
+    '%s: no 5xx, every rejection a 4xx error body',
+    async (_name, route) => {
+      const { arbitrary } = routeFuzzer(route, context);
+      const runs = Math.ceil((TOTAL * weightOf(route)) / TOTAL_WEIGHT / LANES);
+      let failed = false;
+      const property = fc.asyncProperty(arbitrary, async (request) => {
+        // Once a lane of this route has failed, the others stop sending so the failure is reported without delay.
+        if (failed) return;
+        let response: WireResponse;
+        try {
+          response = await send(request);
+        } catch (error) {
+          throw new Error(`no answer: ${(error as Error).message}\nReplay: ABUSE_SEED=${SEED}`, { cause: error });
+        }
+        if (response.status === 0) {
+          // Refusing a head over 16 KiB or a body over 256 KiB by closing the connection before reading it all is
+          // fair; anything else must be answered.
+          if (request.oversized) return;
+          throw new Error(`the server closed the connection without answering\nReplay: ABUSE_SEED=${SEED}`);
+        }
+        const problem = responseProblem(route, request.onRoute, response);
+        if (problem !== undefined) {
+          const log = response.status >= 500 ? `\nThe system's error log (last lines):\n${target.process.output().slice(-3_000)}` : '';
+          throw new Error(`${problem}\n${describeResponse(response)}${log}\nReplay: ABUSE_SEED=${SEED}`);
+        }
+      });
+      const lanes = Array.from({ length: LANES }, (_, lane) =>
+        fc.assert(property, { numRuns: runs, seed: (SEED + lane * 7919 + routeSalt(route.id)) % 2 ** 31 }).catch((error: unknown) => {
+          failed = true;
+          throw error;
+        }),
+      );
+      const results = await Promise.allSettled(lanes);
+      const failure = results.find((result) => result.status === 'rejected');
+      if (failure) throw failure.reason;
+    },
+    600_000,
+  );
 
   it(`sent at least ${TOTAL.toLocaleString('en')} requests, and the system is still up, ready and serving`, async () => {
     expect(sent).toBeGreaterThanOrEqual(TOTAL);

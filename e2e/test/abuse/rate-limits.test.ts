@@ -20,7 +20,12 @@ import { ABUSE_SIZE, report } from '../../src/abuse/report';
 const LIMITS: readonly { tenant: string; override: number | null; limit: number }[] = [
   { tenant: 'spec-default', override: null, limit: 100 },
   { tenant: 'override-37', override: 37, limit: 37 },
-  ...(ABUSE_SIZE === 'full' ? [{ tenant: 'override-500', override: 500, limit: 500 }, { tenant: 'override-1000', override: 1_000, limit: 1_000 }] : []),
+  ...(ABUSE_SIZE === 'full'
+    ? [
+        { tenant: 'override-500', override: 500, limit: 500 },
+        { tenant: 'override-1000', override: 1_000, limit: 1_000 },
+      ]
+    : []),
 ];
 const OVERLOAD = 10;
 const CHAT_SLOTS = 10;
@@ -66,9 +71,17 @@ describe('rate limits across two gateway replicas', () => {
     await meter?.close();
     await claude?.close();
     const atModel = (figure: Figure) =>
-      figure.modelCallsAtOnce === undefined ? '' : `, ${figure.modelCallsStarted ?? 0} model calls started, at most ${figure.modelCallsAtOnce} at once`;
-    const line = figures.map((figure) => `${figure.what}: admitted ${figure.admitted} of ${figure.sent} (limit ${figure.limit})${atModel(figure)}`).join('; ');
-    report('rate-limits', `2 gateway replicas, ${OVERLOAD}× each limit at once: ${line}`, { replicas: 2, overload: OVERLOAD, results: figures });
+      figure.modelCallsAtOnce === undefined
+        ? ''
+        : `, ${figure.modelCallsStarted ?? 0} model calls started, at most ${figure.modelCallsAtOnce} at once`;
+    const line = figures
+      .map((figure) => `${figure.what}: admitted ${figure.admitted} of ${figure.sent} (limit ${figure.limit})${atModel(figure)}`)
+      .join('; ');
+    report('rate-limits', `2 gateway replicas, ${OVERLOAD}× each limit at once: ${line}`, {
+      replicas: 2,
+      overload: OVERLOAD,
+      results: figures,
+    });
   });
 
   it(`admits exactly each key's per-minute limit out of ${OVERLOAD}× as many requests spread over both replicas, with consistent headers`, async () => {
@@ -87,7 +100,10 @@ describe('rate limits across two gateway replicas', () => {
             (clients[n % clients.length] as HttpClient).send({
               method: 'POST',
               target: '/api/products/news',
-              headers: [['X-API-Key', keys[index] as string], ['Content-Type', 'application/json']],
+              headers: [
+                ['X-API-Key', keys[index] as string],
+                ['Content-Type', 'application/json'],
+              ],
               body,
             }),
           ),
@@ -114,13 +130,18 @@ describe('rate limits across two gateway replicas', () => {
       expect(reset).toBeGreaterThan(Date.now() / 1000);
       expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 60);
       // Each admitted request saw its own count: the remainders are limit-1 … 0, each exactly once.
-      expect(admitted.map((response) => Number(header(response, 'x-ratelimit-remaining'))).sort((a, b) => b - a)).toEqual(Array.from({ length: limit }, (_, n) => limit - 1 - n));
+      expect(admitted.map((response) => Number(header(response, 'x-ratelimit-remaining'))).sort((a, b) => b - a)).toEqual(
+        Array.from({ length: limit }, (_, n) => limit - 1 - n),
+      );
       for (const response of refused) {
         expect(header(response, 'x-ratelimit-remaining')).toBe('0');
         const retryAfter = Number(header(response, 'retry-after'));
         expect(retryAfter).toBeGreaterThanOrEqual(1);
         expect(retryAfter).toBeLessThanOrEqual(60);
-        expect(ErrorBody.parse(JSON.parse(response.body.toString('utf8')))).toMatchObject({ status_code: 429, type: 'rate_limit_exceeded' });
+        expect(ErrorBody.parse(JSON.parse(response.body.toString('utf8')))).toMatchObject({
+          status_code: 429,
+          type: 'rate_limit_exceeded',
+        });
       }
     });
   }, 120_000);
@@ -128,22 +149,39 @@ describe('rate limits across two gateway replicas', () => {
   it(`admits one account's limit, not one per key, to two keys of the account sending ${OVERLOAD}× the limit at once over both replicas`, async () => {
     const limit = 100;
     await createTenant(system.pool, 'two-keys');
-    const keys = [(await createKey(system.pool, { tenant: 'two-keys', scopes: ['news'] })).apiKey, (await createKey(system.pool, { tenant: 'two-keys', scopes: ['news'] })).apiKey];
+    const keys = [
+      (await createKey(system.pool, { tenant: 'two-keys', scopes: ['news'] })).apiKey,
+      (await createKey(system.pool, { tenant: 'two-keys', scopes: ['news'] })).apiKey,
+    ];
     const body = Buffer.from(JSON.stringify({ symbols: ['MSFT'], n: 3 }));
     const responses = await Promise.all(
       Array.from({ length: limit * OVERLOAD }, (_, n) =>
         (clients[n % clients.length] as HttpClient).send({
           method: 'POST',
           target: '/api/products/news',
-          headers: [['X-API-Key', keys[Math.floor(n / 2) % keys.length] as string], ['Content-Type', 'application/json']],
+          headers: [
+            ['X-API-Key', keys[Math.floor(n / 2) % keys.length] as string],
+            ['Content-Type', 'application/json'],
+          ],
           body,
         }),
       ),
     );
     const admitted = responses.filter((response) => response.status === 200 || response.status === 202);
     const refused = responses.filter((response) => response.status === 429);
-    const perKey = keys.map((_, key) => responses.filter((response, n) => Math.floor(n / 2) % keys.length === key && (response.status === 200 || response.status === 202)).length);
-    figures.push({ what: 'news, two keys of one account', limit, sent: responses.length, admitted: admitted.length, refused: refused.length, admittedPerKey: perKey });
+    const perKey = keys.map(
+      (_, key) =>
+        responses.filter((response, n) => Math.floor(n / 2) % keys.length === key && (response.status === 200 || response.status === 202))
+          .length,
+    );
+    figures.push({
+      what: 'news, two keys of one account',
+      limit,
+      sent: responses.length,
+      admitted: admitted.length,
+      refused: refused.length,
+      admittedPerKey: perKey,
+    });
     expect(admitted.length + refused.length).toBe(responses.length);
     // Per-key limits would admit 200 here; the account's limit admits 100 in all (+1%), wherever they landed.
     expect(admitted.length).toBeLessThanOrEqual(Math.floor(limit * 1.01));
@@ -151,7 +189,9 @@ describe('rate limits across two gateway replicas', () => {
     expect(perKey.every((count) => count > 0)).toBe(true);
     // The headers describe the account's window: one limit, and each admitted request saw its own count.
     expect(new Set(responses.map((response) => header(response, 'x-ratelimit-limit')))).toEqual(new Set([String(limit)]));
-    expect(admitted.map((response) => Number(header(response, 'x-ratelimit-remaining'))).sort((a, b) => b - a)).toEqual(Array.from({ length: limit }, (_, n) => limit - 1 - n));
+    expect(admitted.map((response) => Number(header(response, 'x-ratelimit-remaining'))).sort((a, b) => b - a)).toEqual(
+      Array.from({ length: limit }, (_, n) => limit - 1 - n),
+    );
   }, 120_000);
 
   it(`holds exactly ${CHAT_SLOTS} chat streams of an account open out of ${OVERLOAD}× as many over both replicas, and frees them when they close`, async () => {
@@ -161,14 +201,26 @@ describe('rate limits across two gateway replicas', () => {
     const key = (await createKey(system.pool, { tenant: 'chatty', scopes: ['chat'] })).apiKey;
     const gateways = system.gateways;
     const open = (n: number) =>
-      openEventStream(`${gateways[n % gateways.length]}/api/chat`, { headers: { 'X-API-Key': key }, body: { message: `Stream ${n}`, conversation_id: null } });
+      openEventStream(`${gateways[n % gateways.length]}/api/chat`, {
+        headers: { 'X-API-Key': key },
+        body: { message: `Stream ${n}`, conversation_id: null },
+      });
     const streams: EventStreamClient[] = await Promise.all(Array.from({ length: CHAT_SLOTS * OVERLOAD }, (_, n) => open(n)));
     try {
       const held = streams.filter((stream) => stream.status === 200);
       const refused = streams.filter((stream) => stream.status === 429);
       // Per-replica limits would hold 10 on each; the shared limit holds 10 in all, wherever they landed.
-      const perReplica = gateways.map((_, replica) => streams.filter((stream, n) => n % gateways.length === replica && stream.status === 200).length);
-      figures.push({ what: 'chat streams', limit: CHAT_SLOTS, sent: streams.length, admitted: held.length, refused: refused.length, heldPerReplica: perReplica });
+      const perReplica = gateways.map(
+        (_, replica) => streams.filter((stream, n) => n % gateways.length === replica && stream.status === 200).length,
+      );
+      figures.push({
+        what: 'chat streams',
+        limit: CHAT_SLOTS,
+        sent: streams.length,
+        admitted: held.length,
+        refused: refused.length,
+        heldPerReplica: perReplica,
+      });
       expect(held.length + refused.length).toBe(streams.length);
       expect(held.length).toBe(CHAT_SLOTS);
       for (const stream of refused) {
@@ -208,7 +260,10 @@ describe('rate limits across two gateway replicas', () => {
     let other = 0;
     for (let attempt = 0; attempt < CHURN_ATTEMPTS; attempt++) {
       const gateway = system.gateways[attempt % system.gateways.length] as string;
-      const stream = await openEventStream(`${gateway}/api/chat`, { headers: { 'X-API-Key': apiKey }, body: { message: `Churn ${attempt}`, conversation_id: null } });
+      const stream = await openEventStream(`${gateway}/api/chat`, {
+        headers: { 'X-API-Key': apiKey },
+        body: { message: `Churn ${attempt}`, conversation_id: null },
+      });
       if (stream.status === 200) {
         admitted++;
         stream.close();
@@ -233,7 +288,15 @@ describe('rate limits across two gateway replicas', () => {
     await setLimitOverride(system.pool, 'churn-slots', 'chat-turns', 1_000);
     const slotsKey = (await createKey(system.pool, { tenant: 'churn-slots', scopes: ['chat'] })).apiKey;
     const bySlots = await churn(slotsKey);
-    figures.push({ what: 'chat slot churn', limit: CHAT_SLOTS, sent: CHURN_ATTEMPTS, admitted: bySlots.admitted, refused: bySlots.refused, modelCallsStarted: bySlots.started, modelCallsAtOnce: bySlots.peak });
+    figures.push({
+      what: 'chat slot churn',
+      limit: CHAT_SLOTS,
+      sent: CHURN_ATTEMPTS,
+      admitted: bySlots.admitted,
+      refused: bySlots.refused,
+      modelCallsStarted: bySlots.started,
+      modelCallsAtOnce: bySlots.peak,
+    });
     expect(bySlots.other).toBe(0);
     // A slot lives as long as the reply may: dropping the connection does not free it for another model call.
     expect(bySlots.peak).toBeLessThanOrEqual(CHAT_SLOTS);
@@ -244,7 +307,15 @@ describe('rate limits across two gateway replicas', () => {
     await setLimitOverride(system.pool, 'churn-turns', 'chat', 1_000);
     const turnsKey = (await createKey(system.pool, { tenant: 'churn-turns', scopes: ['chat'] })).apiKey;
     const byTurns = await churn(turnsKey);
-    figures.push({ what: 'chat turn churn', limit: CHAT_TURNS_PER_MINUTE, sent: CHURN_ATTEMPTS, admitted: byTurns.admitted, refused: byTurns.refused, modelCallsStarted: byTurns.started, modelCallsAtOnce: byTurns.peak });
+    figures.push({
+      what: 'chat turn churn',
+      limit: CHAT_TURNS_PER_MINUTE,
+      sent: CHURN_ATTEMPTS,
+      admitted: byTurns.admitted,
+      refused: byTurns.refused,
+      modelCallsStarted: byTurns.started,
+      modelCallsAtOnce: byTurns.peak,
+    });
     expect(byTurns.other).toBe(0);
     expect(byTurns.admitted).toBeLessThanOrEqual(Math.floor(CHAT_TURNS_PER_MINUTE * 1.01));
     expect(byTurns.started).toBeLessThanOrEqual(CHAT_TURNS_PER_MINUTE);

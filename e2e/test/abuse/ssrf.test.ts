@@ -11,7 +11,14 @@ import { lookup } from 'node:dns/promises';
 import { networkInterfaces } from 'node:os';
 import { CustomerTool, CustomerToolCallListResponse, ErrorBody } from '@fin/contracts';
 import { createToolExecutor, isAllowedAddress, type ToolExecutor, type ToolRequest } from '@fin/customer-tools';
-import { hasIpv6Loopback, startCanary, startFakeCustomerApi, testCertificate, type Canary, type FakeCustomerApi } from '@fin/customer-tools/testing';
+import {
+  hasIpv6Loopback,
+  startCanary,
+  startFakeCustomerApi,
+  testCertificate,
+  type Canary,
+  type FakeCustomerApi,
+} from '@fin/customer-tools/testing';
 import { signIn } from '../../src/abuse/portal';
 import { Tally, report } from '../../src/abuse/report';
 import { HOSTILE_DNS, ssrfPayloads, type SsrfPayload } from '../../src/abuse/ssrf-payloads';
@@ -49,7 +56,12 @@ describe('SSRF payloads against customer tools', () => {
   beforeAll(async () => {
     canary4 = await startCanary('0.0.0.0');
     if (await hasIpv6Loopback()) canary6 = await startCanary('::');
-    payloads = ssrfPayloads({ port4: canary4.port, port6: canary6?.port ?? canary4.port, ownAddresses: ownAddresses(), localNames: await localNames() });
+    payloads = ssrfPayloads({
+      port4: canary4.port,
+      port6: canary6?.port ?? canary4.port,
+      ownAddresses: ownAddresses(),
+      localNames: await localNames(),
+    });
   });
 
   afterAll(async () => {
@@ -58,7 +70,15 @@ describe('SSRF payloads against customer tools', () => {
     report(
       'ssrf',
       `${payloads.length} payloads; ${counted.executor} calls through the executor, ${counted.system} through the system (+${counted.registration} refused at registration): ${connections} connections to the canaries; outcomes ${outcomes.toString()}`,
-      { payloads: payloads.length, executorCalls: counted.executor, systemCalls: counted.system, refusedAtRegistration: counted.registration, canaryConnections: connections, outcomes: outcomes.toJSON(), list: payloads },
+      {
+        payloads: payloads.length,
+        executorCalls: counted.executor,
+        systemCalls: counted.system,
+        refusedAtRegistration: counted.registration,
+        canaryConnections: connections,
+        outcomes: outcomes.toJSON(),
+        list: payloads,
+      },
     );
   });
 
@@ -94,13 +114,17 @@ describe('SSRF payloads against customer tools', () => {
         const clear = result.error !== null && result.error.length > 10 && result.responseBytes === 0 && result.body === null;
         const status = payload.redirect ? 302 : null;
         if (result.outcome !== payload.expected || !clear || result.httpStatus !== status) {
-          problems.push(`${JSON.stringify(payload.endpoint)} (${payload.category}): expected ${payload.expected}, got ${JSON.stringify(result)}`);
+          problems.push(
+            `${JSON.stringify(payload.endpoint)} (${payload.category}): expected ${payload.expected}, got ${JSON.stringify(result)}`,
+          );
         }
       }
       expect(problems).toEqual([]);
       expectNoConnection();
       // Only the redirecting endpoint itself was reached, once per redirect payload.
-      expect(api.requests.map((received) => received.path.split('?')[0])).toEqual(payloads.filter((payload) => payload.redirect).map(() => '/redirect'));
+      expect(api.requests.map((received) => received.path.split('?')[0])).toEqual(
+        payloads.filter((payload) => payload.redirect).map(() => '/redirect'),
+      );
     }, 120_000);
 
     it('(control) a canary does count a connection when the address is allowed, so a count of 0 means refused', async () => {
@@ -116,7 +140,7 @@ describe('SSRF payloads against customer tools', () => {
     });
   });
 
-  describe('the whole system: registered through the gateway, called by the portal\'s Test button', () => {
+  describe("the whole system: registered through the gateway, called by the portal's Test button", () => {
     let target: AbuseTarget;
 
     beforeAll(async () => {
@@ -136,9 +160,14 @@ describe('SSRF payloads against customer tools', () => {
           headers: { 'X-API-Key': key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         });
-        return { status: res.status, body: (await res.json()) };
+        return { status: res.status, body: await res.json() };
       };
-      const tool = { name: 'ssrf_probe', description: 'A probe.', method: 'POST', input_schema: { type: 'object', properties: { account: { type: 'string' } } } };
+      const tool = {
+        name: 'ssrf_probe',
+        description: 'A probe.',
+        method: 'POST',
+        input_schema: { type: 'object', properties: { account: { type: 'string' } } },
+      };
       const created = await api('POST', '/api/customer-tools/', { ...tool, endpoint: 'https://api.example.com/positions' });
       expect(created.status).toBe(201);
       const id = CustomerTool.parse(created.body).id;
@@ -154,7 +183,8 @@ describe('SSRF payloads against customer tools', () => {
           outcomes.add('refused_at_registration');
           const detail = ErrorBody.parse(replaced.body).detail;
           const mayBeRefused = payload.expected === 'invalid_endpoint' || !/^https:\/\//i.test(payload.endpoint.trim());
-          if (!mayBeRefused || !detail.startsWith('endpoint: ')) problems.push(`${JSON.stringify(payload.endpoint)} (${payload.category}): refused at registration with ${detail}`);
+          if (!mayBeRefused || !detail.startsWith('endpoint: '))
+            problems.push(`${JSON.stringify(payload.endpoint)} (${payload.category}): refused at registration with ${detail}`);
           continue;
         }
         if (replaced.status !== 200) {
@@ -166,8 +196,15 @@ describe('SSRF payloads against customer tools', () => {
         const calls = CustomerToolCallListResponse.parse((await api('GET', `/api/customer-tools/${id}/calls?limit=1`)).body).calls;
         const recorded = calls[0];
         outcomes.add(recorded?.outcome ?? 'none');
-        if (shown !== payload.expected || recorded?.outcome !== payload.expected || recorded.response_bytes !== 0 || recorded.http_status !== null) {
-          problems.push(`${JSON.stringify(payload.endpoint)} (${payload.category}): expected ${payload.expected}, the page showed ${shown}, the audit ${JSON.stringify(recorded)}`);
+        if (
+          shown !== payload.expected ||
+          recorded?.outcome !== payload.expected ||
+          recorded.response_bytes !== 0 ||
+          recorded.http_status !== null
+        ) {
+          problems.push(
+            `${JSON.stringify(payload.endpoint)} (${payload.category}): expected ${payload.expected}, the page showed ${shown}, the audit ${JSON.stringify(recorded)}`,
+          );
         }
       }
       expect(problems).toEqual([]);

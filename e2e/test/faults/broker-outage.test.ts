@@ -28,7 +28,12 @@ describe('fault: the Kafka broker down for 30 s under load', () => {
     db = await createTestDatabase();
     broker = await ownBroker();
     await broker.start();
-    fault = await startFaultSystem({ databaseUrl: db.url, tenant: 'outage', model: scriptedModel().handler, env: { KAFKA_BROKERS: broker.brokers } });
+    fault = await startFaultSystem({
+      databaseUrl: db.url,
+      tenant: 'outage',
+      model: scriptedModel().handler,
+      env: { KAFKA_BROKERS: broker.brokers },
+    });
     ({ system, key } = fault);
     client = new pg.Client(db.url);
     await client.connect();
@@ -43,7 +48,10 @@ describe('fault: the Kafka broker down for 30 s under load', () => {
 
   it(`accepts every request during ${SIZE.outages} outage(s) of 30 s and completes every accepted job`, async () => {
     const run = newRun();
-    const load = startLoad({ ratePerSecond: SIZE.rate, send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal) });
+    const load = startLoad({
+      ratePerSecond: SIZE.rate,
+      send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal),
+    });
     const acceptedWhileDown: number[] = [];
     let backAt = 0;
     const outages = async () => {
@@ -76,7 +84,13 @@ describe('fault: the Kafka broker down for 30 s under load', () => {
       n: ids.length,
       survived: outcomes.survived,
       lost: outcomes.lost,
-      details: { outages: SIZE.outages, 'accepted while the broker was down': acceptedWhileDown.reduce((a, b) => a + b, 0), 'requests refused': refused, ...describeOutcomes(outcomes), 'seconds from the last restart to all settled': recoverySeconds },
+      details: {
+        outages: SIZE.outages,
+        'accepted while the broker was down': acceptedWhileDown.reduce((a, b) => a + b, 0),
+        'requests refused': refused,
+        ...describeOutcomes(outcomes),
+        'seconds from the last restart to all settled': recoverySeconds,
+      },
       problems: outcomes.problems,
     });
     // Every request was accepted, the broker's absence notwithstanding.

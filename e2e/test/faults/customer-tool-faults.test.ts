@@ -51,7 +51,11 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       const name = TOOLS[misbehaviour].name;
       if (turn.call === 1) {
         const calls = [toolUse(name, { account: 'A-1' })];
-        if (request.body.tools?.some((tool) => tool.name === 'market_data') && request.body.system !== undefined && /news desk/.test(JSON.stringify(request.body.system))) {
+        if (
+          request.body.tools?.some((tool) => tool.name === 'market_data') &&
+          request.body.system !== undefined &&
+          /news desk/.test(JSON.stringify(request.body.system))
+        ) {
           calls.push(toolUse('market_data', { symbol: 'AAPL', kind: 'news' }));
         }
         return message(calls);
@@ -66,7 +70,10 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       databaseUrl: db.url,
       tenant: 'tools',
       model: model.handler,
-      system: { products: ['portal', 'news', 'chat'], productEnv: { news: { ...toolEnv, NEWS_TIME_LIMIT_MS: String(NEWS_TIME_LIMIT_MS) }, chat: toolEnv } },
+      system: {
+        products: ['portal', 'news', 'chat'],
+        productEnv: { news: { ...toolEnv, NEWS_TIME_LIMIT_MS: String(NEWS_TIME_LIMIT_MS) }, chat: toolEnv },
+      },
     });
     ({ system, key } = fault);
     client = new pg.Client(db.url);
@@ -114,7 +121,8 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
     if (!got?.isError || got.text !== `${tool.name} failed.`) problems.push(`the model got ${JSON.stringify(got)}`);
     const call = audit.find((row) => row.tool_name === tool.name);
     if (call?.outcome !== tool.outcome) problems.push(`audit ${JSON.stringify(audit)}`);
-    if (misbehaviour === 'returns 10 MB' && call?.response_bytes !== RESPONSE_CAP) problems.push(`read ${call?.response_bytes} bytes, expected the cap`);
+    if (misbehaviour === 'returns 10 MB' && call?.response_bytes !== RESPONSE_CAP)
+      problems.push(`read ${call?.response_bytes} bytes, expected the cap`);
     return problems;
   }
 
@@ -147,7 +155,9 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       n: ids.length,
       survived: ids.length - problems.length,
       lost: outcomes.lost,
-      details: Object.fromEntries(Object.keys(TOOLS).map((name) => [`tool ${name}`, cases.filter((entry) => entry.misbehaviour === name).length])),
+      details: Object.fromEntries(
+        Object.keys(TOOLS).map((name) => [`tool ${name}`, cases.filter((entry) => entry.misbehaviour === name).length]),
+      ),
       problems,
     });
   }, 180_000);
@@ -159,7 +169,10 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
     const reply = async (misbehaviour: Misbehaviour) => {
       const mark = marker(run, index++);
       plans.set(mark, misbehaviour);
-      const stream = await openEventStream(`${system.gatewayUrl}/api/chat`, { headers: { 'X-API-Key': key }, body: { message: `Summarise account A-1 (case ${mark}).`, conversation_id: null } });
+      const stream = await openEventStream(`${system.gatewayUrl}/api/chat`, {
+        headers: { 'X-API-Key': key },
+        body: { message: `Summarise account A-1 (case ${mark}).`, conversation_id: null },
+      });
       let timer: NodeJS.Timeout | undefined;
       const frames = await Promise.race([
         stream.rest(),
@@ -180,10 +193,19 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       wrong.push(...check(misbehaviour, mark, await audited('conversation_id', done?.data?.conversation_id)));
       if (wrong.length > 0) problems.push(`${misbehaviour} in chat: ${wrong.join('; ')}`);
     };
-    const work = (Object.keys(TOOLS) as Misbehaviour[]).flatMap((misbehaviour) => Array.from({ length: REPEAT }, () => () => reply(misbehaviour)));
+    const work = (Object.keys(TOOLS) as Misbehaviour[]).flatMap((misbehaviour) =>
+      Array.from({ length: REPEAT }, () => () => reply(misbehaviour)),
+    );
     const total = work.length;
     // At most 8 at a time: a key has 10 concurrent chat streams.
     for (let start = 0; start < work.length; start += 8) await Promise.all(work.slice(start, start + 8).map((next) => next()));
-    reportSurvival({ scenario: 'customer tool hangs or returns 10 MB (chat)', unit: 'replies', n: total, survived: total - problems.length, lost: 0, problems });
+    reportSurvival({
+      scenario: 'customer tool hangs or returns 10 MB (chat)',
+      unit: 'replies',
+      n: total,
+      survived: total - problems.length,
+      lost: 0,
+      problems,
+    });
   }, 180_000);
 });

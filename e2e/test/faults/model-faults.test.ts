@@ -14,7 +14,12 @@ const SETTLE_MS = bySize({ ci: 120_000, full: 300_000 });
 const STREAM_GUARD_MS = 60_000;
 
 type Fault = 'overloaded mid-stream' | 'timeout' | 'malformed JSON on the wire' | 'answer that is not the JSON asked for';
-const FAULTS: readonly Fault[] = ['overloaded mid-stream', 'timeout', 'malformed JSON on the wire', 'answer that is not the JSON asked for'];
+const FAULTS: readonly Fault[] = [
+  'overloaded mid-stream',
+  'timeout',
+  'malformed JSON on the wire',
+  'answer that is not the JSON asked for',
+];
 
 /** The documented outcome of a fault that lasts (docs/products.md, docs/jobs.md): the error type clients read. */
 const EXPECTED: Record<'job' | 'analysis stream' | 'chat stream', Partial<Record<Fault, string>>> = {
@@ -33,7 +38,11 @@ const EXPECTED: Record<'job' | 'analysis stream' | 'chat stream', Partial<Record
     'answer that is not the JSON asked for': 'internal_error',
   },
   // Chat is not a job: the reply ends with `error` and is stored as failed.
-  'chat stream': { 'overloaded mid-stream': 'service_unavailable', timeout: 'gateway_timeout', 'malformed JSON on the wire': 'bad_gateway' },
+  'chat stream': {
+    'overloaded mid-stream': 'service_unavailable',
+    timeout: 'gateway_timeout',
+    'malformed JSON on the wire': 'bad_gateway',
+  },
 };
 
 function faulty(faults: Faults): (reply: Reply) => Reply {
@@ -60,7 +69,13 @@ describe('fault: the model fails', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     model = scriptedModel();
-    fault = await startFaultSystem({ databaseUrl: db.url, tenant: 'faults', model: model.handler, env: { AI_TIMEOUT_MS: '1000' }, system: { products: ['news', 'analysis', 'chat'] } });
+    fault = await startFaultSystem({
+      databaseUrl: db.url,
+      tenant: 'faults',
+      model: model.handler,
+      env: { AI_TIMEOUT_MS: '1000' },
+      system: { products: ['news', 'analysis', 'chat'] },
+    });
     ({ system, key } = fault);
     client = new pg.Client(db.url);
     await client.connect();
@@ -70,7 +85,9 @@ describe('fault: the model fails', () => {
       if (!plan) return undefined;
       if (!plan.lasting) {
         // A passing fault: only the job's first attempt meets it.
-        const { rows } = await attempts.query<{ attempts: number }>("SELECT attempts FROM jobs WHERE request->'data'->>'marker' = $1", [turn.marker]);
+        const { rows } = await attempts.query<{ attempts: number }>("SELECT attempts FROM jobs WHERE request->'data'->>'marker' = $1", [
+          turn.marker,
+        ]);
         if ((rows[0]?.attempts ?? 1) > 1) return undefined;
       }
       switch (plan.fault) {
@@ -133,9 +150,13 @@ describe('fault: the model fails', () => {
     // A passing fault costs one attempt and the job completes; a lasting one uses all 3 and fails with its reason.
     const wrong = cases.flatMap(({ id, fault, lasting }) => {
       const job = ledger.get(id);
-      const expected = lasting ? { status: 'failed', type: EXPECTED.job[fault], attempts: 3 } : { status: 'completed', type: undefined, attempts: 2 };
+      const expected = lasting
+        ? { status: 'failed', type: EXPECTED.job[fault], attempts: 3 }
+        : { status: 'completed', type: undefined, attempts: 2 };
       const got = { status: job?.status, type: job?.error?.type, attempts: job?.attempts };
-      return keptPromises(job) && JSON.stringify(got) === JSON.stringify(expected) ? [] : [`${id} ${fault} (${lasting ? 'lasting' : 'passing'}): expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`];
+      return keptPromises(job) && JSON.stringify(got) === JSON.stringify(expected)
+        ? []
+        : [`${id} ${fault} (${lasting ? 'lasting' : 'passing'}): expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`];
     });
     const retried = cases.filter((entry) => !entry.lasting && ledger.get(entry.id)?.status === 'completed').length;
     const failed = cases.filter((entry) => entry.lasting && ledger.get(entry.id)?.status === 'failed').length;
@@ -157,7 +178,10 @@ describe('fault: the model fails', () => {
     const analysis = async (fault: Fault) => {
       const mark = marker(run, index++);
       plans.set(mark, { fault, lasting: true });
-      const format = fault === 'answer that is not the JSON asked for' ? { type: 'json_schema', schema: { summary: 'string' }, stream: true } : { type: 'markdown', stream: true };
+      const format =
+        fault === 'answer that is not the JSON asked for'
+          ? { type: 'json_schema', schema: { summary: 'string' }, stream: true }
+          : { type: 'markdown', stream: true };
       const stream = await openEventStream(`${system.gatewayUrl}/api/analysis`, {
         headers: { 'X-API-Key': key },
         body: { prompt: `How exposed is Apple to rates? (case ${mark})`, symbols: ['AAPL'], output_format: format },
@@ -169,7 +193,10 @@ describe('fault: the model fails', () => {
       // The job's failure travels as an event to the job-status service, which records it a moment later.
       const job = await waitFor(
         async () => {
-          const { rows } = await client.query<{ status: string; error: { type: string } | null }>('SELECT status, error FROM jobs WHERE id = $1', [jobId]);
+          const { rows } = await client.query<{ status: string; error: { type: string } | null }>(
+            'SELECT status, error FROM jobs WHERE id = $1',
+            [jobId],
+          );
           return (rows[0]?.status === 'failed' || rows[0]?.status === 'completed') && rows[0];
         },
         { timeoutMs: 30_000, what: `analysis job ${jobId} to be recorded as finished` },
@@ -183,12 +210,18 @@ describe('fault: the model fails', () => {
     const chat = async (fault: Fault) => {
       const mark = marker(run, index++);
       plans.set(mark, { fault, lasting: true });
-      const stream = await openEventStream(`${system.gatewayUrl}/api/chat`, { headers: { 'X-API-Key': key }, body: { message: `What is a dividend? (case ${mark})`, conversation_id: null } });
+      const stream = await openEventStream(`${system.gatewayUrl}/api/chat`, {
+        headers: { 'X-API-Key': key },
+        body: { message: `What is a dividend? (case ${mark})`, conversation_id: null },
+      });
       const frames = await readAll(stream);
       const last = frames.at(-1);
       const error = last?.event === 'error' ? ErrorBody.parse(last.data) : undefined;
       const replyId = frames.find((frame) => frame.id !== undefined)?.id?.split(':')[0];
-      const { rows } = await client.query<{ status: string; error: { type: string } | null }>('SELECT status, error FROM messages WHERE id = $1', [replyId]);
+      const { rows } = await client.query<{ status: string; error: { type: string } | null }>(
+        'SELECT status, error FROM messages WHERE id = $1',
+        [replyId],
+      );
       const expected = EXPECTED['chat stream'][fault];
       if (error?.type !== expected || rows[0]?.status !== 'failed' || rows[0]?.error?.type !== expected) {
         wrong.push(`chat, ${fault}: last event ${JSON.stringify(last)}, reply ${JSON.stringify(rows[0])}`);

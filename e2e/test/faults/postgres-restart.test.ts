@@ -26,7 +26,12 @@ describe('fault: PostgreSQL restarted (immediate) under load', () => {
     database = await startPrivatePostgres();
     model = scriptedModel();
     // A lease of 4 s: a job whose result commit died with the database is retried within seconds.
-    fault = await startFaultSystem({ databaseUrl: database.url, tenant: 'restart', model: model.handler, workerEnv: { NEWS_LEASE_MS: '4000' } });
+    fault = await startFaultSystem({
+      databaseUrl: database.url,
+      tenant: 'restart',
+      model: model.handler,
+      workerEnv: { NEWS_LEASE_MS: '4000' },
+    });
     ({ system, key } = fault);
   }, 120_000);
 
@@ -37,7 +42,10 @@ describe('fault: PostgreSQL restarted (immediate) under load', () => {
 
   it(`keeps every accepted job through ${SIZE.restarts} immediate restart(s) and completes it`, async () => {
     const run = newRun();
-    const load = startLoad({ ratePerSecond: SIZE.rate, send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal) });
+    const load = startLoad({
+      ratePerSecond: SIZE.rate,
+      send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal),
+    });
     const restarts = async () => {
       for (let restart = 0; restart < SIZE.restarts; restart++) {
         const before = load.accepted.length;
@@ -75,7 +83,10 @@ describe('fault: PostgreSQL restarted (immediate) under load', () => {
       await think(400);
       return undefined;
     });
-    const load = startLoad({ ratePerSecond: SIZE.rate, send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal) });
+    const load = startLoad({
+      ratePerSecond: SIZE.rate,
+      send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal),
+    });
     const outages = async () => {
       for (let outage = 0; outage < SIZE.outages; outage++) {
         const before = load.accepted.length;

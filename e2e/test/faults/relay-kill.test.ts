@@ -110,7 +110,9 @@ describe('fault: the outbox relay killed mid-publishing', () => {
         return undefined;
       }
       // The rows the leader has published and not yet marked (it holds them FOR UPDATE; a plain read sees them).
-      const { rows: batch } = await client.query<{ id: string }>('SELECT id::text AS id FROM outbox WHERE published_at IS NULL ORDER BY id');
+      const { rows: batch } = await client.query<{ id: string }>(
+        'SELECT id::text AS id FROM outbox WHERE published_at IS NULL ORDER BY id',
+      );
       const service = system.services.find((candidate) => candidate.name === blocked && candidate.child.exitCode === null)!;
       const killed = killAndRestart(service);
       await service.exited;
@@ -125,7 +127,10 @@ describe('fault: the outbox relay killed mid-publishing', () => {
 
   it(`loses no event and strands no job when the relay leader is killed ${SIZE.kills} times under load`, async () => {
     const run = newRun();
-    const load = startLoad({ ratePerSecond: SIZE.rate, send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal) });
+    const load = startLoad({
+      ratePerSecond: SIZE.rate,
+      send: (index, signal) => postNews(system.gatewayUrl, key, newsRequest(run, index), signal),
+    });
     const killedLeaders: string[] = [];
     const republished: { batch: string[]; killedAt: Date }[] = [];
     const chaos = async () => {
@@ -176,7 +181,10 @@ describe('fault: the outbox relay killed mid-publishing', () => {
     // Each batch caught in flight was published again, by the relay that took over.
     let publishedTwice = 0;
     for (const caught of republished) {
-      const { rows: batch } = await client.query<{ later: boolean }>('SELECT published_at > $2 AS later FROM outbox WHERE id = ANY($1::bigint[])', [caught.batch, caught.killedAt]);
+      const { rows: batch } = await client.query<{ later: boolean }>(
+        'SELECT published_at > $2 AS later FROM outbox WHERE id = ANY($1::bigint[])',
+        [caught.batch, caught.killedAt],
+      );
       expect(batch.length).toBeGreaterThan(0);
       expect(batch.every((row) => row.later)).toBe(true);
       publishedTwice += batch.length;
@@ -188,14 +196,22 @@ describe('fault: the outbox relay killed mid-publishing', () => {
       n: total,
       survived: delivered,
       lost: total - delivered,
-      details: { 'leaders killed': killedLeaders.length, 'killed between publish and mark': republished.length, 'rows published twice': publishedTwice, leaders: [...new Set(killedLeaders)].join('/') },
+      details: {
+        'leaders killed': killedLeaders.length,
+        'killed between publish and mark': republished.length,
+        'rows published twice': publishedTwice,
+        leaders: [...new Set(killedLeaders)].join('/'),
+      },
     });
     reportSurvival({
       scenario: 'outbox relay leader killed (jobs)',
       n: ids.length,
       survived: outcomes.survived,
       lost: outcomes.lost,
-      details: { ...describeOutcomes(outcomes), 'requests refused while a service restarted': Object.values(result.refused).reduce((a, b) => a + b, 0) },
+      details: {
+        ...describeOutcomes(outcomes),
+        'requests refused while a service restarted': Object.values(result.refused).reduce((a, b) => a + b, 0),
+      },
       problems: outcomes.problems,
     });
   }, 300_000);

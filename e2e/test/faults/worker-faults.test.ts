@@ -2,7 +2,16 @@ import { AsyncJobResponse, NewsResult } from '@fin/contracts';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { newsRequest, postNews, startLoad } from '../../src/load';
-import { bySize, describeOutcomes, jobLedger, pidOfWorkerId, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
+import {
+  bySize,
+  describeOutcomes,
+  jobLedger,
+  pidOfWorkerId,
+  reportSurvival,
+  settleJobs,
+  startFaultSystem,
+  type FaultSystem,
+} from '../../src/reliability';
 import { newRun, scriptedModel, tagNews, think, type ScriptedModel } from '../../src/scripted-model';
 import type { ServiceProcess, System } from '../../src/system';
 
@@ -31,7 +40,12 @@ describe('fault: worker processes killed or paused mid-job', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     model = scriptedModel();
-    fault = await startFaultSystem({ databaseUrl: db.url, tenant: 'faults', model: model.handler, workerEnv: { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' } });
+    fault = await startFaultSystem({
+      databaseUrl: db.url,
+      tenant: 'faults',
+      model: model.handler,
+      workerEnv: { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' },
+    });
     ({ system, key } = fault);
     system.startWorker();
     client = new pg.Client(db.url);
@@ -46,7 +60,10 @@ describe('fault: worker processes killed or paused mid-job', () => {
     await db?.drop();
   });
 
-  const liveWorkers = () => system.services.filter((service) => service.name === 'news-worker' && service.child.exitCode === null && service.child.signalCode === null);
+  const liveWorkers = () =>
+    system.services.filter(
+      (service) => service.name === 'news-worker' && service.child.exitCode === null && service.child.signalCode === null,
+    );
   const processOf = (pid: number): ServiceProcess => {
     const found = system.services.find((service) => service.child.pid === pid);
     if (!found) throw new Error(`No service process has pid ${pid}`);
@@ -92,7 +109,8 @@ describe('fault: worker processes killed or paused mid-job', () => {
               `SELECT status, lease_owner, request->'data'->>'marker' AS marker, lease_expires_at > now() AS live FROM jobs WHERE id = ANY($1::uuid[])`,
               [ids],
             );
-            if (rows.every((row) => row.status === 'completed' || row.status === 'failed')) return { done: true, blocked: [] as { marker: string; owner: string }[] };
+            if (rows.every((row) => row.status === 'completed' || row.status === 'failed'))
+              return { done: true, blocked: [] as { marker: string; owner: string }[] };
             const blocked: { marker: string; owner: string }[] = [];
             for (const [held, { pid }] of locks) {
               // Waiters on one row queue behind each other (a heartbeat may be first), so "behind the lock" is transitive.
@@ -106,7 +124,9 @@ describe('fault: worker processes killed or paused mid-job', () => {
               const row = rows.find((candidate) => candidate.marker === held);
               if ((waiting.rowCount ?? 0) > 0 && row?.lease_owner) blocked.push({ marker: held, owner: row.lease_owner });
             }
-            const working = rows.filter((row) => row.lease_owner !== null && row.live && row.status !== 'completed' && row.status !== 'failed');
+            const working = rows.filter(
+              (row) => row.lease_owner !== null && row.live && row.status !== 'completed' && row.status !== 'failed',
+            );
             const ready = blocked.length > 0 && working.every((row) => blocked.some((entry) => entry.marker === row.marker));
             return ready && { done: false, blocked };
           },
@@ -191,7 +211,12 @@ describe('fault: worker processes killed or paused mid-job', () => {
       n: ids.length,
       survived: outcomes.survived,
       lost: outcomes.lost,
-      details: { 'workers killed': kills, 'jobs held by a worker after its model answer when killed': killedAfterAnswer, ...describeOutcomes(outcomes), 'requests refused': Object.values(result.refused).reduce((a, b) => a + b, 0) },
+      details: {
+        'workers killed': kills,
+        'jobs held by a worker after its model answer when killed': killedAfterAnswer,
+        ...describeOutcomes(outcomes),
+        'requests refused': Object.values(result.refused).reduce((a, b) => a + b, 0),
+      },
       problems: outcomes.problems,
     });
     expect(ids.length).toBeGreaterThanOrEqual(SIZE.randomJobs);
@@ -217,7 +242,10 @@ describe('fault: worker processes killed or paused mid-job', () => {
     for (let i = 0; i < SIZE.pauses; i++) {
       const jobId = await submit(newsRequest(run, i));
       ids.push(jobId);
-      const held = await waitFor(() => heldAnswer?.marker.endsWith(`x${i}`) && heldAnswer, { timeoutMs: 30_000, what: 'the first attempt to wait for its answer' });
+      const held = await waitFor(() => heldAnswer?.marker.endsWith(`x${i}`) && heldAnswer, {
+        timeoutMs: 30_000,
+        what: 'the first attempt to wait for its answer',
+      });
       heldAnswer = undefined;
       const { rows } = await client.query<{ lease_owner: string }>('SELECT lease_owner FROM jobs WHERE id = $1', [jobId]);
       const owner = rows[0]!.lease_owner;

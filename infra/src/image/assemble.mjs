@@ -76,7 +76,8 @@ for (const file of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', '.n
   if (existsSync(path.join(root, file))) cpSync(path.join(root, file), path.join(out, file), { recursive: true });
 }
 for (const [name, dir] of closure) {
-  if (!existsSync(path.join(dir, 'dist'))) throw new Error(`${name} has no dist/: build it first (pnpm exec tsc -b services/${service}/tsconfig.build.json)`);
+  if (!existsSync(path.join(dir, 'dist')))
+    throw new Error(`${name} has no dist/: build it first (pnpm exec tsc -b services/${service}/tsconfig.build.json)`);
   const target = path.join(out, path.relative(root, dir));
   cpSync(dir, target, { recursive: true, filter: (source) => !isBuildOnly(dir, source) });
 }
@@ -90,7 +91,8 @@ execFileSync(
 
 // Install inputs are not needed to run; the lockfile would also make image scanners report packages the image
 // does not contain (node_modules/.pnpm/lock.yaml lists what it does).
-for (const file of ['pnpm-lock.yaml', 'pnpm-workspace.yaml', '.npmrc', 'patches']) rmSync(path.join(out, file), { recursive: true, force: true });
+for (const file of ['pnpm-lock.yaml', 'pnpm-workspace.yaml', '.npmrc', 'patches'])
+  rmSync(path.join(out, file), { recursive: true, force: true });
 mkdirSync(path.join(out, 'bin'));
 for (const script of ['healthcheck.cjs', 'wait-for-schema.cjs']) cpSync(path.join(here, script), path.join(out, 'bin', script));
 say(`runtime tree in ${out}`);

@@ -19,7 +19,9 @@ function main() {
   const [variable, defaults] = worker ? ['METRICS_PORT', DEFAULT_METRICS_PORTS] : ['PORT', DEFAULT_PORTS];
   const port = process.env[variable]?.trim() || (Object.hasOwn(defaults, service) ? defaults[service] : undefined);
   if (port === undefined) {
-    process.stderr.write(`healthcheck: no ${variable} and no default ${variable} for FIN_SERVICE="${service}"${worker ? ' (worker role)' : ''}\n`);
+    process.stderr.write(
+      `healthcheck: no ${variable} and no default ${variable} for FIN_SERVICE="${service}"${worker ? ' (worker role)' : ''}\n`,
+    );
     process.exit(1);
   }
   fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(

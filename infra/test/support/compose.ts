@@ -25,32 +25,35 @@ const VARIABLE = /\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|([A-
  * empty) and `${VAR-default}` (unset); `${VAR:?message}` / `${VAR?message}` fail; `${VAR:+alt}` / `${VAR+alt}`.
  */
 export function interpolate(value: string, env: EnvFile): string {
-  return value.replace(VARIABLE, (match, braced: string | undefined, operator: string | undefined, operand: string | undefined, bare: string | undefined) => {
-    if (match === '$$') return '$';
-    const name = (braced ?? bare)!;
-    const current = env[name];
-    const unset = current === undefined;
-    const empty = unset || current === '';
-    if (operand?.includes('$')) throw new Error(`nested interpolation is not supported here: ${match}`);
-    switch (operator) {
-      case undefined:
-        return current ?? '';
-      case ':-':
-        return empty ? (operand ?? '') : current;
-      case '-':
-        return unset ? (operand ?? '') : current;
-      case ':?':
-      case '?':
-        if (operator === ':?' ? empty : unset) throw new Error(`${name}: ${operand || 'required'}`);
-        return current!;
-      case ':+':
-        return empty ? '' : (operand ?? '');
-      case '+':
-        return unset ? '' : (operand ?? '');
-      default:
-        throw new Error(`unknown interpolation ${match}`);
-    }
-  });
+  return value.replace(
+    VARIABLE,
+    (match, braced: string | undefined, operator: string | undefined, operand: string | undefined, bare: string | undefined) => {
+      if (match === '$$') return '$';
+      const name = (braced ?? bare)!;
+      const current = env[name];
+      const unset = current === undefined;
+      const empty = unset || current === '';
+      if (operand?.includes('$')) throw new Error(`nested interpolation is not supported here: ${match}`);
+      switch (operator) {
+        case undefined:
+          return current ?? '';
+        case ':-':
+          return empty ? (operand ?? '') : current;
+        case '-':
+          return unset ? (operand ?? '') : current;
+        case ':?':
+        case '?':
+          if (operator === ':?' ? empty : unset) throw new Error(`${name}: ${operand || 'required'}`);
+          return current!;
+        case ':+':
+          return empty ? '' : (operand ?? '');
+        case '+':
+          return unset ? '' : (operand ?? '');
+        default:
+          throw new Error(`unknown interpolation ${match}`);
+      }
+    },
+  );
 }
 
 function interpolateAll(node: unknown, env: EnvFile): unknown {

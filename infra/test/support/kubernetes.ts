@@ -97,7 +97,9 @@ function inBlock(ip: string, block: { cidr: string; except?: string[] }): boolea
 function peerMatches(peer: PolicyPeer, policyNamespace: string, other: Endpoint): boolean {
   if (peer.ipBlock) return other.kind === 'ip' && inBlock(other.ip, peer.ipBlock);
   if (other.kind !== 'pod') return false;
-  const namespaceOk = peer.namespaceSelector ? selects(peer.namespaceSelector, namespaceLabels(other.namespace)) : other.namespace === policyNamespace;
+  const namespaceOk = peer.namespaceSelector
+    ? selects(peer.namespaceSelector, namespaceLabels(other.namespace))
+    : other.namespace === policyNamespace;
   const podOk = peer.podSelector ? selects(peer.podSelector, other.labels) : true;
   return namespaceOk && podOk;
 }
@@ -115,7 +117,15 @@ function portMatches(ports: PolicyPort[] | undefined, destination: Endpoint, por
 }
 
 /** Whether the policies selecting `self` let it take part in a connection with `other` in `direction`. */
-function side(policies: K8sObject[], direction: 'Ingress' | 'Egress', self: Endpoint, other: Endpoint, destination: Endpoint, port: number, protocol: string): boolean {
+function side(
+  policies: K8sObject[],
+  direction: 'Ingress' | 'Egress',
+  self: Endpoint,
+  other: Endpoint,
+  destination: Endpoint,
+  port: number,
+  protocol: string,
+): boolean {
   if (self.kind !== 'pod') return true;
   const applying = (policies as NetworkPolicy[]).filter(
     (policy) =>
@@ -141,5 +151,7 @@ export function admits(policies: K8sObject[], destination: Endpoint, source: End
 
 /** Whether NetworkPolicies let `source` connect to `destination` on `port`: egress at the one, ingress at the other. */
 export function allowed(policies: K8sObject[], source: Endpoint, destination: Endpoint, port: number, protocol = 'TCP'): boolean {
-  return side(policies, 'Egress', source, destination, destination, port, protocol) && admits(policies, destination, source, port, protocol);
+  return (
+    side(policies, 'Egress', source, destination, destination, port, protocol) && admits(policies, destination, source, port, protocol)
+  );
 }

@@ -47,7 +47,8 @@ export function start(command: string, args: string[], options: { cwd: string; e
 export async function waitForOk(url: string, running: Running, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (running.child.exitCode !== null) throw new Error(`the process exited (${running.child.exitCode}) before ${url} answered:\n${running.output()}`);
+    if (running.child.exitCode !== null)
+      throw new Error(`the process exited (${running.child.exitCode}) before ${url} answered:\n${running.output()}`);
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(1_000) });
       if (response.ok) return;

@@ -59,14 +59,16 @@ function unknownFields(objects) {
   };
   const host = ts.createCompilerHost(options);
   const { getSourceFile, fileExists, readFile } = host;
-  host.getSourceFile = (name, language, ...rest) => (name === file ? ts.createSourceFile(name, text, language) : getSourceFile.call(host, name, language, ...rest));
+  host.getSourceFile = (name, language, ...rest) =>
+    name === file ? ts.createSourceFile(name, text, language) : getSourceFile.call(host, name, language, ...rest);
   host.fileExists = (name) => name === file || fileExists.call(host, name);
   host.readFile = (name) => (name === file ? text : readFile.call(host, name));
   const program = ts.createProgram([file], options, host);
   const byIndex = new Map();
   for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
     const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ');
-    const line = diagnostic.file && diagnostic.start !== undefined ? diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start).line : -1;
+    const line =
+      diagnostic.file && diagnostic.start !== undefined ? diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start).line : -1;
     const index = diagnostic.file?.fileName === file && line >= imports.length ? line - imports.length : -1;
     byIndex.set(index, [...(byIndex.get(index) ?? []), message]);
   }

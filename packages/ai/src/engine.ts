@@ -113,19 +113,30 @@ export async function createAiEngine({ config, logger, marketData, customerTools
   const transport = createHttpFetch();
   const clientOptions = { timeout: config.AI_TIMEOUT_MS, maxRetries: config.AI_MAX_RETRIES };
   if (offline) {
-    client = new Anthropic({ apiKey: 'offline-mode', baseURL: OFFLINE_BASE_URL, ...clientOptions, fetch: messagesApiFetch(offlineAnalyst()) });
+    client = new Anthropic({
+      apiKey: 'offline-mode',
+      baseURL: OFFLINE_BASE_URL,
+      ...clientOptions,
+      fetch: messagesApiFetch(offlineAnalyst()),
+    });
     logger.warn(
       { aiMode: 'offline' },
       'AI OFFLINE MODE: no ANTHROPIC_API_KEY is set, so results come from a deterministic stand-in over bundled sample data. They are marked offline and are not research.',
     );
   } else {
-    client = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, ...clientOptions, fetch: transport.fetch });
+    client = new Anthropic({
+      apiKey: config.ANTHROPIC_API_KEY,
+      baseURL: config.ANTHROPIC_BASE_URL,
+      ...clientOptions,
+      fetch: transport.fetch,
+    });
     logger.info({ aiMode: 'anthropic', model: config.AI_MODEL, newsModel: config.AI_NEWS_MODEL }, 'AI engine uses the Anthropic API');
   }
 
   let provider = marketData;
   if (!provider) {
-    if (config.FINNHUB_API_KEY) provider = new FinnhubProvider({ token: config.FINNHUB_API_KEY, baseUrl: config.FINNHUB_BASE_URL, fetch: transport.fetch });
+    if (config.FINNHUB_API_KEY)
+      provider = new FinnhubProvider({ token: config.FINNHUB_API_KEY, baseUrl: config.FINNHUB_BASE_URL, fetch: transport.fetch });
     else if (offline) provider = new SampleMarketDataProvider();
   }
   if (!provider) logger.warn('No FINNHUB_API_KEY: the market_data tool is off; the model relies on web search.');

@@ -3,17 +3,21 @@ export { createAiEngine, type AiEngine, type EngineOptions, type EngineOutcome }
 export { AiError, toAiError, type AiErrorKind } from './errors';
 export { clampScore, GroundingSet, normaliseUrl } from './grounding';
 export { runToolLoop, UNTRUSTED_DATA_RULE, type EngineEvent, type LoopCaps, type LoopParams, type LoopResult, type Usage } from './loop';
-export {
-  FinnhubProvider,
-  MarketDataError,
-  SampleMarketDataProvider,
-  UnknownSymbolError,
-  type MarketDataProvider,
-} from './market-data';
+export { FinnhubProvider, MarketDataError, SampleMarketDataProvider, UnknownSymbolError, type MarketDataProvider } from './market-data';
 export { marketDataTool } from './market-data-tool';
 export { OFFLINE_NOTICE, offlineAnalyst } from '@fin/offline';
 export { CHAT_NODES, schemaForFields, type ChatInput, type ChatTurn, type ProductOutcome, type RunContext } from './products';
 export { loadPrompt, type Prompt } from './prompts';
 export { streamOf, type StreamItem } from './stream';
 export { generateStructured, outputFormatFor, type StructuredResult } from './structured';
-export { defineTool, noCustomerTools, type CustomerToolSource, type OfferedTools, type ToolContext, type ToolDefinition, type ToolOutput, type ToolProduct, type ToolRunOwner } from './tools';
+export {
+  defineTool,
+  noCustomerTools,
+  type CustomerToolSource,
+  type OfferedTools,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolOutput,
+  type ToolProduct,
+  type ToolRunOwner,
+} from './tools';

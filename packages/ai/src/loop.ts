@@ -164,7 +164,10 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
       };
     }
     if (toolsClosed || lastRound) {
-      throw new AiError('limit_exceeded', `The model kept calling tools after its limit (${caps.maxRounds} rounds, ${caps.maxToolCalls} tool calls).`);
+      throw new AiError(
+        'limit_exceeded',
+        `The model kept calling tools after its limit (${caps.maxRounds} rounds, ${caps.maxToolCalls} tool calls).`,
+      );
     }
 
     const results: ToolResultBlockParam[] = [];
@@ -211,7 +214,8 @@ async function streamRound(
     return message;
   } catch (error) {
     // An abort shows as the transport's abort reason, whatever it is: the round ends as aborted.
-    const failure = signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
+    const failure =
+      signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
     modelRequests.inc({ model: body.model, outcome: failure.kind });
     throw failure;
   }
@@ -271,7 +275,10 @@ async function executeTool(
   }
   const input = tool.input.safeParse(call.input);
   if (!input.success) {
-    return errorResult(call.id, `Invalid input for ${tool.name}: ${input.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`);
+    return errorResult(
+      call.id,
+      `Invalid input for ${tool.name}: ${input.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`,
+    );
   }
   onEvent?.({ type: 'tool_start', tool: tool.name });
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;

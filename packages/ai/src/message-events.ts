@@ -93,7 +93,7 @@ export class MessageAssembler {
     this.#inputJson?.delete(index);
     const block = this.#message?.content.at(index);
     // As the SDK reads it: lenient about a cut-off input (a reply stopped at max_tokens), {} for none.
-    if (block !== undefined && tracksToolInput(block)) block.input = json ? (partialParse(json)) : {};
+    if (block !== undefined && tracksToolInput(block)) block.input = json ? partialParse(json) : {};
   }
 
   #finishInputs(): void {

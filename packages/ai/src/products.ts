@@ -114,7 +114,9 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
   });
   ctx.onProgress?.(10, `Searching recent news for ${request.symbols.join(', ')}`);
   const out = await generateStructured({
-    ...baseParams(deps, ctx, model, system, [{ role: 'user', content: `Find the ${request.n} most relevant news items for ${request.symbols.join(', ')}.` }]),
+    ...baseParams(deps, ctx, model, system, [
+      { role: 'user', content: `Find the ${request.n} most relevant news items for ${request.symbols.join(', ')}.` },
+    ]),
     schema: NewsDraft,
     onEvent: toolProgress(ctx, 10, 70),
   });
@@ -201,7 +203,8 @@ function analysisSystem(request: AnalysisRequest): string {
   const format = request.output_format;
   let formatText: string;
   if (format.type === 'markdown') formatText = 'Markdown text with headings and bullet points where they help; no JSON.';
-  else if (format.type === 'json') formatText = 'a single JSON object, structured as suits the question, and nothing else (no prose, no code fences).';
+  else if (format.type === 'json')
+    formatText = 'a single JSON object, structured as suits the question, and nothing else (no prose, no code fences).';
   else {
     const fields = Object.entries(format.schema ?? {}).map(([name, type]) => `"${name}" (${type})`);
     formatText = `a single JSON object with exactly these fields and types, and nothing else: ${fields.join(', ')}.`;
@@ -315,7 +318,11 @@ async function runAnalysis(
 }
 
 /** A custom analysis in the requested output format; the result always satisfies it or the run fails. */
-export function generateAnalysis(deps: ProductDeps, request: AnalysisRequest, ctx: RunContext = {}): Promise<ProductOutcome<AnalysisResult>> {
+export function generateAnalysis(
+  deps: ProductDeps,
+  request: AnalysisRequest,
+  ctx: RunContext = {},
+): Promise<ProductOutcome<AnalysisResult>> {
   return runAnalysis(deps, request, ctx, () => undefined);
 }
 

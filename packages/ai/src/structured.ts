@@ -59,9 +59,7 @@ function stripFences(text: string): string {
  * if that fails too, an AiError of kind `invalid_output` is thrown. A truncated answer (max_tokens) counts
  * as invalid.
  */
-export async function generateStructured<S extends z.ZodType>(
-  params: StructuredParams<S>,
-): Promise<StructuredResult<z.output<S>>> {
+export async function generateStructured<S extends z.ZodType>(params: StructuredParams<S>): Promise<StructuredResult<z.output<S>>> {
   const { schema, constrained = true, ...loopParams } = params;
   const outputFormat = constrained ? outputFormatFor(schema) : undefined;
   const first = await runToolLoop({ ...loopParams, outputFormat });
@@ -69,7 +67,8 @@ export async function generateStructured<S extends z.ZodType>(
   if (firstCheck.ok && first.stopReason !== 'max_tokens') {
     return { value: firstCheck.value, usage: first.usage, groundingUrls: first.groundingUrls, repaired: false, loop: first };
   }
-  const problems = first.stopReason === 'max_tokens' ? 'the answer was cut off before it was complete' : firstCheck.ok ? '' : firstCheck.problems;
+  const problems =
+    first.stopReason === 'max_tokens' ? 'the answer was cut off before it was complete' : firstCheck.ok ? '' : firstCheck.problems;
 
   const repair = await runToolLoop({
     ...loopParams,

@@ -58,7 +58,8 @@ function outgoingHeaders(url: URL, headers: RequestInit['headers'], body: string
   const given = new Headers(headers);
   if (!given.has('host')) out.push('host', url.host);
   given.forEach((value, name) => out.push(name, value));
-  if (body !== null && !given.has('content-length')) out.push('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
+  if (body !== null && !given.has('content-length'))
+    out.push('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
   if (typeof body === 'string' && !given.has('content-type')) out.push('content-type', 'text/plain;charset=UTF-8');
   return out;
 }
@@ -111,7 +112,11 @@ export class ResponseBody implements AsyncIterableIterator<Uint8Array> {
     this.#onError = (error) => this.#settle({ kind: 'failed', error });
     // The connection closed before the end of the body (fetch reports this as "terminated").
     this.#onClose = () => {
-      if (!source.readableEnded) this.#settle({ kind: 'failed', error: new TypeError('terminated', { cause: new Error('the connection closed before the response ended') }) });
+      if (!source.readableEnded)
+        this.#settle({
+          kind: 'failed',
+          error: new TypeError('terminated', { cause: new Error('the connection closed before the response ended') }),
+        });
     };
     source.on('data', this.#onData);
     source.once('end', this.#onEnd);
@@ -328,7 +333,12 @@ function responseTo(request: http.ClientRequest, signal: AbortSignal | undefined
         resolve(new Response(null, init));
         return;
       }
-      resolve(new StreamedResponse(new ResponseBody(decoded(response, headers.get('content-encoding')), request, signal), init) as unknown as Response);
+      resolve(
+        new StreamedResponse(
+          new ResponseBody(decoded(response, headers.get('content-encoding')), request, signal),
+          init,
+        ) as unknown as Response,
+      );
     });
   });
 }

@@ -26,7 +26,9 @@ describe('custom analysis: offline analyst', () => {
 
   it('answers json_schema with exactly the requested fields, each of its type, for every type name', async () => {
     const schema = { summary: 'string', score: 'number', count: 'integer', hedged: 'boolean', notes: 'array', details: 'object' } as const;
-    const { result } = await engine.analysis(parse({ prompt: 'Risk of my portfolio?', symbols: ['AAPL', 'MSFT'], output_format: { type: 'json_schema', schema } }));
+    const { result } = await engine.analysis(
+      parse({ prompt: 'Risk of my portfolio?', symbols: ['AAPL', 'MSFT'], output_format: { type: 'json_schema', schema } }),
+    );
     expect(result.format).toBe('json_schema');
     const content = result.content as Record<string, unknown>;
     expect(Object.keys(content).sort()).toEqual(Object.keys(schema).sort());
@@ -41,20 +43,30 @@ describe('custom analysis: offline analyst', () => {
 
   it('answers json with a JSON object and markdown with text, both marked offline', async () => {
     const json = await engine.analysis(parse({ prompt: 'Summarise NVDA.', symbols: ['NVDA'], output_format: { type: 'json' } }));
-    expect(json.result).toMatchObject({ format: 'json', content: expect.any(Object), meta: { offline: true, prompt_version: 'analysis@2' } });
+    expect(json.result).toMatchObject({
+      format: 'json',
+      content: expect.any(Object),
+      meta: { offline: true, prompt_version: 'analysis@2' },
+    });
     const markdown = await engine.analysis(parse({ prompt: 'Summarise NVDA.', symbols: ['NVDA'] }));
     expect(markdown.result.format).toBe('markdown');
     expect(markdown.result.content).toMatch(/^## Summary/);
   });
 
   it('streams markdown in several chunks whose concatenation is the stored content exactly', async () => {
-    const { chunks, result } = split(await drain(engine.analysisStream(parse({ prompt: 'Is MSFT defensive?', symbols: ['MSFT'], output_format: { stream: true } }))));
+    const { chunks, result } = split(
+      await drain(engine.analysisStream(parse({ prompt: 'Is MSFT defensive?', symbols: ['MSFT'], output_format: { stream: true } }))),
+    );
     expect(chunks.length).toBeGreaterThan(3);
     expect(chunks.join('')).toBe(result.content);
   });
 
   it('streams a json_schema answer as the text of the validated result', async () => {
-    const request = parse({ prompt: 'Score TSLA.', symbols: ['TSLA'], output_format: { type: 'json_schema', schema: { summary: 'string', score: 'number' }, stream: true } });
+    const request = parse({
+      prompt: 'Score TSLA.',
+      symbols: ['TSLA'],
+      output_format: { type: 'json_schema', schema: { summary: 'string', score: 'number' }, stream: true },
+    });
     const { chunks, result } = split(await drain(engine.analysisStream(request)));
     expect(chunks.join('')).toBe(analysisText(result));
     expect(JSON.parse(chunks.join(''))).toEqual(result.content);
@@ -73,7 +85,10 @@ describe('custom analysis: what the model writes', () => {
   afterEach(() => fake.reset());
 
   it('keeps the stored markdown equal to the stream: outer whitespace left out, a blank line where tools were used', async () => {
-    fake.reply(toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }, { preamble: '\n  Let me check the quote.  \n' }), textReply('  \n## Answer\n\nApple is fine.\n\n'));
+    fake.reply(
+      toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }, { preamble: '\n  Let me check the quote.  \n' }),
+      textReply('  \n## Answer\n\nApple is fine.\n\n'),
+    );
     const { chunks, result } = split(await drain(engine.analysisStream(parse({ prompt: 'Apple?', output_format: { stream: true } }))));
     expect(result.content).toBe('Let me check the quote.\n\n## Answer\n\nApple is fine.');
     expect(chunks.join('')).toBe(result.content);
@@ -81,7 +96,10 @@ describe('custom analysis: what the model writes', () => {
 
   it('repairs a JSON answer of the wrong shape before anything is streamed', async () => {
     fake.reply(jsonReply({ summary: 'ok', score: 'high' }), jsonReply({ summary: 'ok', score: 0.8 }));
-    const request = parse({ prompt: 'Score?', output_format: { type: 'json_schema', schema: { summary: 'string', score: 'number' }, stream: true } });
+    const request = parse({
+      prompt: 'Score?',
+      output_format: { type: 'json_schema', schema: { summary: 'string', score: 'number' }, stream: true },
+    });
     const { chunks, result } = split(await drain(engine.analysisStream(request)));
     expect(result.content).toEqual({ summary: 'ok', score: 0.8 });
     // The rejected first answer never reached the stream.

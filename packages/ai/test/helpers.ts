@@ -7,7 +7,9 @@ import { SampleMarketDataProvider } from '../src/market-data';
 export const silentLogger = createLogger({ service: 'ai-test', level: 'silent' });
 
 /** An engine whose SDK talks to a scripted fake Messages API, with sample market data. */
-export async function scriptedEngine(env: Record<string, string> = {}): Promise<{ fake: FakeAnthropic; engine: AiEngine; close: () => Promise<void> }> {
+export async function scriptedEngine(
+  env: Record<string, string> = {},
+): Promise<{ fake: FakeAnthropic; engine: AiEngine; close: () => Promise<void> }> {
   const fake = await startFakeAnthropic();
   const config = parseConfig(aiConfigShape, {
     ANTHROPIC_API_KEY: 'sk-ant-test-0000000000',

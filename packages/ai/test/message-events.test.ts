@@ -12,12 +12,23 @@ const START: RawMessageStreamEvent = {
     content: [],
     stop_reason: null,
     stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: null, cache_read_input_tokens: null, server_tool_use: null, service_tier: null },
+    usage: {
+      input_tokens: 12,
+      output_tokens: 1,
+      cache_creation_input_tokens: null,
+      cache_read_input_tokens: null,
+      server_tool_use: null,
+      service_tier: null,
+    },
   } as unknown as Message,
 };
 
 const delta = (stopReason: string, usage: Record<string, unknown>): RawMessageStreamEvent =>
-  ({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null, stop_details: null, container: null }, usage }) as unknown as RawMessageStreamEvent;
+  ({
+    type: 'message_delta',
+    delta: { stop_reason: stopReason, stop_sequence: null, stop_details: null, container: null },
+    usage,
+  }) as unknown as RawMessageStreamEvent;
 
 const SEQUENCES: Record<string, RawMessageStreamEvent[]> = {
   'text in pieces, with a citation': [
@@ -28,7 +39,10 @@ const SEQUENCES: Record<string, RawMessageStreamEvent[]> = {
     {
       type: 'content_block_delta',
       index: 0,
-      delta: { type: 'citations_delta', citation: { type: 'web_search_result_location', url: 'https://example.com/a', title: 'A', encrypted_index: 'x', cited_text: 'c' } },
+      delta: {
+        type: 'citations_delta',
+        citation: { type: 'web_search_result_location', url: 'https://example.com/a', title: 'A', encrypted_index: 'x', cited_text: 'c' },
+      },
     },
     { type: 'content_block_stop', index: 0 },
     delta('end_turn', { output_tokens: 9, input_tokens: 14, cache_read_input_tokens: 3 }),

@@ -31,7 +31,10 @@ describe('offline mode', () => {
   it('never switches on where a real key is configured', async () => {
     const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-real-1234567890', AI_OFFLINE: 'true' });
     await expect(createAiEngine({ config, logger: silentLogger })).rejects.toBeInstanceOf(OfflineModeConflictError);
-    const online = await createAiEngine({ config: parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-real-1234567890' }), logger: silentLogger });
+    const online = await createAiEngine({
+      config: parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-real-1234567890' }),
+      logger: silentLogger,
+    });
     expect(online.offline).toBe(false);
     await online.close();
   });
@@ -107,7 +110,11 @@ describe('offline mode', () => {
   });
 
   it('analyses symbols outside the sample with their figures', async () => {
-    const request = AnalysisRequest.parse({ prompt: 'Is ZZZZ a better buy than META?', symbols: ['ZZZZ', 'META'], output_format: { type: 'markdown' } });
+    const request = AnalysisRequest.parse({
+      prompt: 'Is ZZZZ a better buy than META?',
+      symbols: ['ZZZZ', 'META'],
+      output_format: { type: 'markdown' },
+    });
     const { result } = await engine.analysis(request);
     expect(AnalysisResult.parse(result)).toEqual(result);
     expect(result.format).toBe('markdown');
@@ -154,7 +161,10 @@ describe('offline mode', () => {
         { symbol: 'AAPL', percentage: 60 },
         { symbol: 'TSLA', percentage: 40 },
       ],
-      output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number', holdings: 'integer', hedged: 'boolean', notes: 'array' } },
+      output_format: {
+        type: 'json_schema',
+        schema: { summary: 'string', risk_score: 'number', holdings: 'integer', hedged: 'boolean', notes: 'array' },
+      },
     });
     const { result } = await engine.analysis(request);
     expect(AnalysisResult.parse(result)).toEqual(result);
@@ -167,7 +177,11 @@ describe('offline mode', () => {
   });
 
   it('streams a markdown analysis in chunks that add up to the stored result', async () => {
-    const request = AnalysisRequest.parse({ prompt: 'Is Microsoft a defensive holding?', symbols: ['MSFT'], output_format: { type: 'markdown', stream: true } });
+    const request = AnalysisRequest.parse({
+      prompt: 'Is Microsoft a defensive holding?',
+      symbols: ['MSFT'],
+      output_format: { type: 'markdown', stream: true },
+    });
     const items = await drain(engine.analysisStream(request));
     const chunks = items.flatMap((item) => (item.kind === 'event' && item.event.type === 'text' ? [item.event.text] : []));
     const last = items.at(-1);
@@ -196,7 +210,13 @@ describe('offline mode', () => {
     const byName = await toolsOf([], "What is Nvidia's P/E ratio?");
     expect(byName.tools).toEqual(['market_data']);
     expect(byName.text).toMatch(/NVIDIA.*P\/E \d/);
-    const followUp = await toolsOf([{ role: 'user', content: 'Tell me about Microsoft.' }, { role: 'assistant', content: byName.text }], 'And its margins?');
+    const followUp = await toolsOf(
+      [
+        { role: 'user', content: 'Tell me about Microsoft.' },
+        { role: 'assistant', content: byName.text },
+      ],
+      'And its margins?',
+    );
     expect(followUp.tools).toEqual(['market_data']);
     expect(followUp.text).toMatch(/MSFT.*net margin/);
     const general = await toolsOf([], 'What is a dividend?');

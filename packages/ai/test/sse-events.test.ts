@@ -91,7 +91,7 @@ describe.each(Object.entries(BODIES))('%s', (_name, text) => {
   });
 });
 
-it('fails on an error event with the SDK\'s APIError, carrying the error type and the response headers', () => {
+it("fails on an error event with the SDK's APIError, carrying the error type and the response headers", () => {
   const { events, error } = ourRead([encoder.encode(BODIES['an error event in the middle'])]);
   expect(events).toHaveLength(1);
   expect(error).toBeInstanceOf(APIError);

@@ -74,7 +74,7 @@ describe('streamOf', () => {
     expect(aborted).toBe(true);
   });
 
-  it('starts aborted when the caller\'s signal fired before the stream began', async () => {
+  it("starts aborted when the caller's signal fired before the stream began", async () => {
     const caller = new AbortController();
     caller.abort(new Error('client gone'));
     let sawAbort: boolean | undefined;

@@ -66,7 +66,15 @@ describe('the SDK transport on node:http', () => {
       req.on('data', (chunk: string) => (body += chunk));
       req.on('end', () => {
         res.writeHead(201, { 'content-type': 'application/json', 'request-id': 'req_1' });
-        res.end(JSON.stringify({ method: req.method, type: req.headers['content-type'], length: req.headers['content-length'], key: req.headers['x-api-key'], body }));
+        res.end(
+          JSON.stringify({
+            method: req.method,
+            type: req.headers['content-type'],
+            length: req.headers['content-length'],
+            key: req.headers['x-api-key'],
+            body,
+          }),
+        );
       });
     });
     for (let n = 0; n < 3; n++) {
@@ -78,7 +86,13 @@ describe('the SDK transport on node:http', () => {
       expect(response.status).toBe(201);
       expect(response.ok).toBe(true);
       expect(response.headers.get('request-id')).toBe('req_1');
-      expect(await response.json()).toEqual({ method: 'POST', type: 'application/json', length: String(Buffer.byteLength('{"ü":1}')), key: 'k', body: '{"ü":1}' });
+      expect(await response.json()).toEqual({
+        method: 'POST',
+        type: 'application/json',
+        length: String(Buffer.byteLength('{"ü":1}')),
+        key: 'k',
+        body: '{"ü":1}',
+      });
     }
     expect(server.connections()).toBe(1);
   });
@@ -184,12 +198,22 @@ describe('the SDK transport on node:http', () => {
       res.end('ok');
     });
     for (let n = 0; n < 2; n++) {
-      const response = await transport.fetch(`${server.url}/v1/messages?beta=true`, { method: 'POST', headers: { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }, body: '{}' });
+      const response = await transport.fetch(`${server.url}/v1/messages?beta=true`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' },
+        body: '{}',
+      });
       expect(await response.text()).toBe('ok');
     }
     expect(server.connections()).toBe(1);
     for (const headers of seen) {
-      expect(headers).toMatchObject({ host: new URL(server.url).host, 'x-api-key': 'k', 'anthropic-version': '2023-06-01', 'content-length': '2', connection: 'keep-alive' });
+      expect(headers).toMatchObject({
+        host: new URL(server.url).host,
+        'x-api-key': 'k',
+        'anthropic-version': '2023-06-01',
+        'content-length': '2',
+        connection: 'keep-alive',
+      });
     }
   });
 

@@ -9,9 +9,7 @@ export interface ConfigIssue {
 /** The environment does not satisfy the process's schema. The message names every bad variable. */
 export class ConfigError extends Error {
   constructor(readonly issues: ConfigIssue[]) {
-    super(
-      `Invalid configuration:\n${issues.map((issue) => `  ${issue.variable}: ${issue.message}`).join('\n')}`,
-    );
+    super(`Invalid configuration:\n${issues.map((issue) => `  ${issue.variable}: ${issue.message}`).join('\n')}`);
     this.name = 'ConfigError';
   }
 }
@@ -28,9 +26,14 @@ const ZERO_KEY = /^(?:[\w.-]{1,64}:)?(?:0{16,}|A{16,}={0,2})$/;
 
 /** Why `value` cannot be a secret, or undefined when it may be one. Never echoes the value. */
 export function placeholderSecretProblem(value: string): string | undefined {
-  if (PLACEHOLDER.test(value)) return 'is a placeholder (from .env.example or the docs), not a secret: generate a value of your own (docs/configuration.md says how)';
-  const items = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
-  if (items.some((item) => ZERO_KEY.test(item))) return 'is a key of zero bytes, which protects nothing: generate a random one (docs/configuration.md says how)';
+  if (PLACEHOLDER.test(value))
+    return 'is a placeholder (from .env.example or the docs), not a secret: generate a value of your own (docs/configuration.md says how)';
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  if (items.some((item) => ZERO_KEY.test(item)))
+    return 'is a key of zero bytes, which protects nothing: generate a random one (docs/configuration.md says how)';
   return undefined;
 }
 
@@ -40,10 +43,7 @@ export function placeholderSecretProblem(value: string): string | undefined {
  * an all-zero key (placeholderSecretProblem), or the value of another secret field, is refused. Throws ConfigError listing every problem; the message
  * never contains the value of a secret field.
  */
-export function parseConfig<S extends Shape>(
-  shape: S,
-  env: NodeJS.ProcessEnv = process.env,
-): z.output<z.ZodObject<S>> {
+export function parseConfig<S extends Shape>(shape: S, env: NodeJS.ProcessEnv = process.env): z.output<z.ZodObject<S>> {
   const input: Record<string, string> = {};
   const placeholders: ConfigIssue[] = [];
   // One secret, one purpose: a value given to two secret variables (a session secret copied from the signing secret) is refused.
@@ -54,7 +54,9 @@ export function parseConfig<S extends Shape>(
     input[key] = value;
     if (!isSecret(field)) continue;
     const owner = secretOwners.get(value.trim());
-    const problem = placeholderSecretProblem(value.trim()) ?? (owner === undefined ? undefined : `must differ from ${owner}: each secret has one purpose`);
+    const problem =
+      placeholderSecretProblem(value.trim()) ??
+      (owner === undefined ? undefined : `must differ from ${owner}: each secret has one purpose`);
     if (problem !== undefined) placeholders.push({ variable: key, message: problem });
     secretOwners.set(value.trim(), owner ?? key);
   }

@@ -1,7 +1,20 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { z } from 'zod';
-import { ConfigError, bool, csv, int, logConfigShape, parseConfig, placeholderSecretProblem, port, redactConfig, secret, url, type ConfigIssue } from '../src';
+import {
+  ConfigError,
+  bool,
+  csv,
+  int,
+  logConfigShape,
+  parseConfig,
+  placeholderSecretProblem,
+  port,
+  redactConfig,
+  secret,
+  url,
+  type ConfigIssue,
+} from '../src';
 
 const shape = {
   PORT: port().default(8080),
@@ -34,7 +47,13 @@ describe('parseConfig', () => {
   });
 
   it('parses booleans instead of comparing them to "true"', () => {
-    for (const [raw, expected] of [['false', false], ['0', false], ['off', false], ['TRUE', true], ['1', true]] as const) {
+    for (const [raw, expected] of [
+      ['false', false],
+      ['0', false],
+      ['off', false],
+      ['TRUE', true],
+      ['1', true],
+    ] as const) {
       expect(parseConfig(shape, { DATABASE_URL: 'postgres://h/db', DEBUG_SQL: raw }).DEBUG_SQL).toBe(expected);
     }
     expect(() => parseConfig(shape, { DATABASE_URL: 'postgres://h/db', DEBUG_SQL: 'maybe' })).toThrow(
@@ -115,7 +134,11 @@ describe('placeholder secrets', () => {
     ['CUSTOMER_TOOLS_ENCRYPTION_KEY', 'replace-me:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=', /placeholder/],
     ['CUSTOMER_TOOLS_ENCRYPTION_KEY', `k1:${Buffer.alloc(32).toString('base64')}`, /zero bytes/],
     ['CUSTOMER_TOOLS_ENCRYPTION_KEY', `k1:${Buffer.alloc(32).toString('base64url')}`, /zero bytes/],
-    ['CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS', `k0:${Buffer.alloc(32, 1).toString('base64')}, old:${Buffer.alloc(32).toString('base64')}`, /zero bytes/],
+    [
+      'CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS',
+      `k0:${Buffer.alloc(32, 1).toString('base64')}, old:${Buffer.alloc(32).toString('base64')}`,
+      /zero bytes/,
+    ],
     ['INTERNAL_SIGNING_SECRET', '0'.repeat(64), /zero bytes/],
   ])('refuses %s set to %s, naming the variable and not the value', (variable, value, reason) => {
     const issues = problemsWith({ [variable]: value });
@@ -124,7 +147,11 @@ describe('placeholder secrets', () => {
   });
 
   it('names every placeholder at once, beside the other problems', () => {
-    const issues = problemsWith({ DATABASE_URL: '', INTERNAL_SIGNING_SECRET: 'replace-me-please-with-a-real-one!!', PORTAL_SESSION_SECRET: 'f'.repeat(8) });
+    const issues = problemsWith({
+      DATABASE_URL: '',
+      INTERNAL_SIGNING_SECRET: 'replace-me-please-with-a-real-one!!',
+      PORTAL_SESSION_SECRET: 'f'.repeat(8),
+    });
     expect(issues.map((issue) => issue.variable).sort()).toEqual(['DATABASE_URL', 'INTERNAL_SIGNING_SECRET', 'PORTAL_SESSION_SECRET']);
   });
 

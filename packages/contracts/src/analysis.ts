@@ -32,7 +32,12 @@ export const PortfolioComposition = z
     for (const [index, { symbol }] of holdings.entries()) {
       const first = firstIndex.get(symbol);
       if (first === undefined) firstIndex.set(symbol, index);
-      else ctx.addIssue({ code: 'custom', path: [index, 'symbol'], message: `duplicate symbol ${quote(symbol)}, already at position ${first}` });
+      else
+        ctx.addIssue({
+          code: 'custom',
+          path: [index, 'symbol'],
+          message: `duplicate symbol ${quote(symbol)}, already at position ${first}`,
+        });
     }
     const total = holdings.reduce((sum, holding) => sum + holding.percentage, 0);
     if (holdings.length > 0 && Math.abs(total - 100) > PORTFOLIO_TOTAL_TOLERANCE) {
@@ -43,17 +48,30 @@ export const PortfolioComposition = z
   .meta({
     id: 'PortfolioComposition',
     description: `1 to ${PORTFOLIO_HOLDINGS_MAX} holdings with distinct symbols whose percentages add up to 100 (±${PORTFOLIO_TOTAL_TOLERANCE}).`,
-    examples: [[{ symbol: 'AAPL', percentage: 60 }, { symbol: 'MSFT', percentage: 40 }]],
+    examples: [
+      [
+        { symbol: 'AAPL', percentage: 60 },
+        { symbol: 'MSFT', percentage: 40 },
+      ],
+    ],
   });
 export type PortfolioComposition = z.infer<typeof PortfolioComposition>;
 
 export const OutputFormatType = z
-  .enum(['json_schema', 'json', 'markdown'], { error: fieldError((input) => `must be one of json_schema, json, markdown, got ${quote(input)}`) })
-  .meta({ id: 'OutputFormatType', description: 'json_schema: structured output with the fields of `schema`; json: a JSON object of the model\'s choosing; markdown: formatted text.' });
+  .enum(['json_schema', 'json', 'markdown'], {
+    error: fieldError((input) => `must be one of json_schema, json, markdown, got ${quote(input)}`),
+  })
+  .meta({
+    id: 'OutputFormatType',
+    description:
+      "json_schema: structured output with the fields of `schema`; json: a JSON object of the model's choosing; markdown: formatted text.",
+  });
 export type OutputFormatType = z.infer<typeof OutputFormatType>;
 
 export const OutputSchemaTypeName = z
-  .enum(OUTPUT_SCHEMA_TYPE_NAMES, { error: fieldError((input) => `must be one of ${OUTPUT_SCHEMA_TYPE_NAMES.join(', ')}, got ${quote(input)}`) })
+  .enum(OUTPUT_SCHEMA_TYPE_NAMES, {
+    error: fieldError((input) => `must be one of ${OUTPUT_SCHEMA_TYPE_NAMES.join(', ')}, got ${quote(input)}`),
+  })
   .meta({ id: 'OutputSchemaTypeName', description: 'JSON type of one output field of a json_schema answer.' });
 export type OutputSchemaTypeName = z.infer<typeof OutputSchemaTypeName>;
 
@@ -84,7 +102,10 @@ export type OutputSchema = z.infer<typeof OutputSchema>;
 export const OutputFormat = requestObject({
   type: OutputFormatType.default('markdown'),
   schema: OutputSchema.optional(),
-  stream: z.boolean({ error: 'must be true or false' }).default(false).meta({ description: 'true answers with an SSE stream (synthesis_chunk … done).' }),
+  stream: z
+    .boolean({ error: 'must be true or false' })
+    .default(false)
+    .meta({ description: 'true answers with an SSE stream (synthesis_chunk … done).' }),
 })
   .superRefine((format, ctx) => {
     if (format.type === 'json_schema' && format.schema === undefined) {
@@ -105,7 +126,10 @@ export const AnalysisRequest = requestObject({
     .min(1, 'must not be empty')
     .max(ANALYSIS_PROMPT_MAX, `must be at most ${ANALYSIS_PROMPT_MAX} characters`)
     .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
-    .meta({ description: `The analysis question, 1 to ${ANALYSIS_PROMPT_MAX} characters (surrounding whitespace is removed).`, examples: ['How exposed is this portfolio to rising interest rates?'] }),
+    .meta({
+      description: `The analysis question, 1 to ${ANALYSIS_PROMPT_MAX} characters (surrounding whitespace is removed).`,
+      examples: ['How exposed is this portfolio to rising interest rates?'],
+    }),
   symbols: symbolList({ min: 0, max: ANALYSIS_SYMBOLS_MAX }).optional(),
   portfolio_composition: PortfolioComposition.optional(),
   data: CustomData.optional(),
@@ -116,7 +140,10 @@ export const AnalysisRequest = requestObject({
   examples: [
     {
       prompt: 'How exposed is this portfolio to rising interest rates?',
-      portfolio_composition: [{ symbol: 'AAPL', percentage: 60 }, { symbol: 'MSFT', percentage: 40 }],
+      portfolio_composition: [
+        { symbol: 'AAPL', percentage: 60 },
+        { symbol: 'MSFT', percentage: 40 },
+      ],
       output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' }, stream: false },
     },
   ],
@@ -162,7 +189,11 @@ const analysisJobLinks = { job_id: JobId, status_url: JobStatusUrl, result_url: 
 /** Non-streamed answer of POST /api/analysis: `result` is present exactly when status is completed. */
 export const AnalysisResponse = z
   .discriminatedUnion('status', [
-    z.object({ ...analysisJobLinks, status: z.literal('pending'), result: z.never({ error: 'is only present when status is completed' }).optional() }),
+    z.object({
+      ...analysisJobLinks,
+      status: z.literal('pending'),
+      result: z.never({ error: 'is only present when status is completed' }).optional(),
+    }),
     z.object({ ...analysisJobLinks, status: z.literal('completed'), result: AnalysisResult }),
   ])
   .meta({

@@ -21,13 +21,21 @@ const ChatMessage = z
   .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 
 export const ChatRequest = requestObject({
-  message: ChatMessage.meta({ description: `The user's message, 1 to ${CHAT_MESSAGE_MAX} characters (surrounding whitespace is removed).`, examples: ['How did Apple\'s services revenue develop last quarter?'] }),
-  conversation_id: ConversationId.nullable().default(null).meta({ description: 'null starts a new conversation; a previously returned id continues it.' }),
-  stream: z.boolean({ error: 'must be true or false' }).default(true).meta({ description: 'true (default) answers with an SSE stream; false with a single JSON body.' }),
+  message: ChatMessage.meta({
+    description: `The user's message, 1 to ${CHAT_MESSAGE_MAX} characters (surrounding whitespace is removed).`,
+    examples: ["How did Apple's services revenue develop last quarter?"],
+  }),
+  conversation_id: ConversationId.nullable()
+    .default(null)
+    .meta({ description: 'null starts a new conversation; a previously returned id continues it.' }),
+  stream: z
+    .boolean({ error: 'must be true or false' })
+    .default(true)
+    .meta({ description: 'true (default) answers with an SSE stream; false with a single JSON body.' }),
 }).meta({
   id: 'ChatRequest',
   description: 'One user turn of a research conversation.',
-  examples: [{ message: 'How did Apple\'s services revenue develop last quarter?', conversation_id: null, stream: true }],
+  examples: [{ message: "How did Apple's services revenue develop last quarter?", conversation_id: null, stream: true }],
 });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 export type ChatRequestInput = z.input<typeof ChatRequest>;
@@ -36,7 +44,7 @@ export const ChatResponse = z
   .object({
     conversation_id: ConversationId,
     message_id: z.uuid().meta({ description: 'Identifies the assistant message.' }),
-    response: z.string().meta({ description: 'The assistant\'s reply.' }),
+    response: z.string().meta({ description: "The assistant's reply." }),
   })
   .meta({ id: 'ChatResponse', description: 'Answer of POST /api/chat with stream false.' });
 export type ChatResponse = z.infer<typeof ChatResponse>;
@@ -50,7 +58,8 @@ export type ChatResponse = z.infer<typeof ChatResponse>;
 export const ChatStreamQuery = z
   .object({
     conversation_id: ConversationId.optional().meta({
-      description: 'The conversation. With message: continue it (omit it to start a new one). Without message: re-attach to its latest reply.',
+      description:
+        'The conversation. With message: continue it (omit it to start a new one). Without message: re-attach to its latest reply.',
     }),
     message: ChatMessage.optional().meta({
       description: `A new user turn, 1 to ${CHAT_MESSAGE_MAX} characters, answered on this stream. Ignored when Last-Event-ID is sent: a reconnecting EventSource repeats the URL, and must not send the message twice.`,
@@ -81,14 +90,14 @@ export function parseChatEventId(id: string): { replyId: string; position: numbe
 /** Request headers of GET /api/chat/stream. */
 export const ChatStreamHeaders = z
   .object({
-  'Last-Event-ID': z
-    .string()
-    .regex(EVENT_ID, { error: 'must be the id of an event of this API, such as 0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12.' })
-    .optional()
-    .meta({
-      description:
-        'Re-attach: the id of the last event received (browsers\' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query\'s message is then ignored.',
-      examples: ['0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12'],
-    }),
-})
+    'Last-Event-ID': z
+      .string()
+      .regex(EVENT_ID, { error: 'must be the id of an event of this API, such as 0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12.' })
+      .optional()
+      .meta({
+        description:
+          "Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored.",
+        examples: ['0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12'],
+      }),
+  })
   .meta({ id: 'ChatStreamHeaders', description: 'Request headers of GET /api/chat/stream.' });

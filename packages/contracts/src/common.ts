@@ -48,7 +48,10 @@ export function symbolList({ min, max }: { min: number; max: number }) {
     .overwrite(dedupe)
     .min(min, { error: countError })
     .max(max, { error: countError })
-    .meta({ description: `${range} ticker symbols; duplicates (after upper-casing) are removed before counting.`, examples: [['AAPL', 'MSFT']] });
+    .meta({
+      description: `${range} ticker symbols; duplicates (after upper-casing) are removed before counting.`,
+      examples: [['AAPL', 'MSFT']],
+    });
 }
 
 const LANGUAGE_CODES = ISO6391.getAllCodes();
@@ -61,7 +64,11 @@ export const Language = z
   .string({ error: fieldError('expected an ISO 639-1 two-letter language code such as "en"') })
   .trim()
   .toLowerCase()
-  .pipe(z.enum(LANGUAGE_CODES, { error: (issue) => `expected an ISO 639-1 two-letter language code such as "en" or "de", got ${quote(issue.input)}` }))
+  .pipe(
+    z.enum(LANGUAGE_CODES, {
+      error: (issue) => `expected an ISO 639-1 two-letter language code such as "en" or "de", got ${quote(issue.input)}`,
+    }),
+  )
   .meta({
     id: 'Language',
     description: 'Output language as an ISO 639-1 two-letter code (case-insensitive). Locale tags such as en-US are not accepted.',
@@ -89,13 +96,16 @@ export type CustomData = z.infer<typeof CustomData>;
 export const JobId = uuid().meta({ id: 'JobId', description: 'Identifier of a job.', examples: ['3fa85f64-5717-4562-b3fc-2c963f66afa6'] });
 export type JobId = z.infer<typeof JobId>;
 
-export const JobStatus = z
-  .enum(['pending', 'running', 'completed', 'failed'])
-  .meta({ id: 'JobStatus', description: 'pending: accepted, not started; running: a worker is on it; completed: result available; failed: gave up (see error).' });
+export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']).meta({
+  id: 'JobStatus',
+  description: 'pending: accepted, not started; running: a worker is on it; completed: result available; failed: gave up (see error).',
+});
 export type JobStatus = z.infer<typeof JobStatus>;
 
 export const JobType = z
-  .enum(['news', 'stock-report', 'analysis'], { error: fieldError((input) => `must be one of news, stock-report, analysis, got ${quote(input)}`) })
+  .enum(['news', 'stock-report', 'analysis'], {
+    error: fieldError((input) => `must be one of news, stock-report, analysis, got ${quote(input)}`),
+  })
   .meta({ id: 'JobType', description: 'The product a job belongs to; the {job_type} segment of job URLs.' });
 export type JobType = z.infer<typeof JobType>;
 
@@ -105,19 +115,26 @@ export function jobUrls(jobType: JobType, jobId: string): { status_url: string; 
   return { status_url: `${base}/status`, result_url: `${base}/result` };
 }
 
-const jobUrlPattern = (leaf: 'status' | 'result') =>
-  new RegExp(`^/api/jobs/(?:${JobType.options.join('|')})/[0-9a-fA-F-]{36}/${leaf}$`);
+const jobUrlPattern = (leaf: 'status' | 'result') => new RegExp(`^/api/jobs/(?:${JobType.options.join('|')})/[0-9a-fA-F-]{36}/${leaf}$`);
 
 export const JobStatusUrl = z
   .string()
   .regex(jobUrlPattern('status'))
-  .meta({ id: 'JobStatusUrl', description: 'Relative URL to poll for the job status.', examples: ['/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status'] });
+  .meta({
+    id: 'JobStatusUrl',
+    description: 'Relative URL to poll for the job status.',
+    examples: ['/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status'],
+  });
 export type JobStatusUrl = z.infer<typeof JobStatusUrl>;
 
 export const JobResultUrl = z
   .string()
   .regex(jobUrlPattern('result'))
-  .meta({ id: 'JobResultUrl', description: 'Relative URL to read the job result from once completed.', examples: ['/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/result'] });
+  .meta({
+    id: 'JobResultUrl',
+    description: 'Relative URL to read the job result from once completed.',
+    examples: ['/api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/result'],
+  });
 export type JobResultUrl = z.infer<typeof JobResultUrl>;
 
 /** The 202 answer of a product call that missed the cache. */
@@ -131,7 +148,8 @@ export const AsyncJobResponse = z
   })
   .meta({
     id: 'AsyncJobResponse',
-    description: 'The job was accepted and runs in the background: poll status_url (about every 2 s) until completed, then read result_url.',
+    description:
+      'The job was accepted and runs in the background: poll status_url (about every 2 s) until completed, then read result_url.',
     examples: [
       {
         job_id: '3fa85f64-5717-4562-b3fc-2c963f66afa6',

@@ -2,7 +2,18 @@
 // The spec leaves the payloads open; they follow what function-calling APIs use: a name and description the
 // model sees, and a JSON Schema of the arguments (`input_schema`, as in the Anthropic tool definition).
 import { z } from 'zod';
-import { MAX_JSON_DEPTH, UNSTORABLE_TEXT_MESSAGE, dedupe, fieldError, isStorableText, maxJsonBytes, quote, requestObject, storableJson, uuid } from './internal';
+import {
+  MAX_JSON_DEPTH,
+  UNSTORABLE_TEXT_MESSAGE,
+  dedupe,
+  fieldError,
+  isStorableText,
+  maxJsonBytes,
+  quote,
+  requestObject,
+  storableJson,
+  uuid,
+} from './internal';
 
 export const CUSTOMER_TOOL_NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/;
 export const CUSTOMER_TOOL_DESCRIPTION_MAX = 1024;
@@ -39,14 +50,20 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 export const CustomerToolProduct = z
-  .enum(['news', 'stock-report', 'analysis', 'chat'], { error: fieldError((input) => `must be one of news, stock-report, analysis, chat, got ${quote(input)}`) })
+  .enum(['news', 'stock-report', 'analysis', 'chat'], {
+    error: fieldError((input) => `must be one of news, stock-report, analysis, chat, got ${quote(input)}`),
+  })
   .meta({ id: 'CustomerToolProduct', description: 'A product whose model may call the tool.' });
 export type CustomerToolProduct = z.infer<typeof CustomerToolProduct>;
 
 export const CustomerToolName = z
   .string({ error: fieldError('must be a string') })
   .regex(CUSTOMER_TOOL_NAME_PATTERN, 'must start with a letter and contain only letters, digits and "_" (at most 64 characters)')
-  .meta({ id: 'CustomerToolName', description: 'The name the model sees and calls the tool by; unique per account.', examples: ['get_portfolio_positions'] });
+  .meta({
+    id: 'CustomerToolName',
+    description: 'The name the model sees and calls the tool by; unique per account.',
+    examples: ['get_portfolio_positions'],
+  });
 export type CustomerToolName = z.infer<typeof CustomerToolName>;
 
 export const CustomerToolMethod = z
@@ -65,7 +82,10 @@ const CustomerToolEndpoint = z
   .regex(/^https:\/\//i, 'must be an absolute https:// URL')
   .refine((endpoint) => !hasCredentials(endpoint), 'must not contain a user name or password; put secrets in headers')
   .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
-  .meta({ description: `Absolute https:// URL of the customer's API, at most ${CUSTOMER_TOOL_ENDPOINT_MAX} characters, no credentials.`, examples: ['https://api.example.com/positions'] });
+  .meta({
+    description: `Absolute https:// URL of the customer's API, at most ${CUSTOMER_TOOL_ENDPOINT_MAX} characters, no credentials.`,
+    examples: ['https://api.example.com/positions'],
+  });
 
 function hasCredentials(endpoint: string): boolean {
   try {
@@ -99,7 +119,7 @@ export type ToolInputSchema = z.infer<typeof ToolInputSchema>;
 
 const HeaderName = z
   .string()
-  .regex(HEADER_NAME, 'must be 1 to 128 HTTP token characters (letters, digits and !#$%&\'*+-.^_`|~)')
+  .regex(HEADER_NAME, "must be 1 to 128 HTTP token characters (letters, digits and !#$%&'*+-.^_`|~)")
   .refine((name) => !FORBIDDEN_TOOL_HEADERS.includes(name.toLowerCase()), {
     error: (issue) => `${quote(issue.input)} is set by the HTTP client and cannot be configured`,
   });
@@ -212,7 +232,9 @@ export const CustomerTool = z
     endpoint: z.string(),
     method: CustomerToolMethod,
     input_schema: z.record(z.string(), z.unknown()),
-    header_names: z.array(z.string()).meta({ description: 'Names of the configured headers; values are write-only.', examples: [['Authorization']] }),
+    header_names: z
+      .array(z.string())
+      .meta({ description: 'Names of the configured headers; values are write-only.', examples: [['Authorization']] }),
     enabled: z.boolean(),
     timeout_ms: z.int(),
     products: z.array(CustomerToolProduct),
@@ -224,14 +246,24 @@ export type CustomerTool = z.infer<typeof CustomerTool>;
 
 export const CustomerToolListResponse = z
   .object({ tools: z.array(CustomerTool) })
-  .meta({ id: 'CustomerToolListResponse', description: 'The caller\'s tools, oldest first.' });
+  .meta({ id: 'CustomerToolListResponse', description: "The caller's tools, oldest first." });
 export type CustomerToolListResponse = z.infer<typeof CustomerToolListResponse>;
 
 export const CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT = 50;
 export const CUSTOMER_TOOL_CALLS_MAX_LIMIT = 200;
 
 export const CustomerToolCallOutcome = z
-  .enum(['ok', 'http_error', 'blocked_address', 'redirect_refused', 'timeout', 'response_too_large', 'connection_failed', 'invalid_endpoint', 'aborted'])
+  .enum([
+    'ok',
+    'http_error',
+    'blocked_address',
+    'redirect_refused',
+    'timeout',
+    'response_too_large',
+    'connection_failed',
+    'invalid_endpoint',
+    'aborted',
+  ])
   .meta({
     id: 'CustomerToolCallOutcome',
     description:
@@ -245,7 +277,9 @@ export const CustomerToolCall = z
     id: z.uuid(),
     tool_id: z.uuid().nullable(),
     tool_name: z.string(),
-    source: z.enum(['job', 'conversation', 'portal_test']).meta({ description: 'What made the call: a product job, a chat conversation, or the portal\'s test button.' }),
+    source: z
+      .enum(['job', 'conversation', 'portal_test'])
+      .meta({ description: "What made the call: a product job, a chat conversation, or the portal's test button." }),
     product: CustomerToolProduct.nullable(),
     job_id: z.uuid().nullable(),
     conversation_id: z.uuid().nullable(),
@@ -256,7 +290,7 @@ export const CustomerToolCall = z
     error: z.string().nullable().meta({ description: 'Why the call did not succeed, when it did not.' }),
     created_at: z.iso.datetime({ offset: true }),
   })
-  .meta({ id: 'CustomerToolCall', description: 'One call the AI (or the portal\'s test button) made to the tool.' });
+  .meta({ id: 'CustomerToolCall', description: "One call the AI (or the portal's test button) made to the tool." });
 export type CustomerToolCall = z.infer<typeof CustomerToolCall>;
 
 export const CustomerToolCallsQuery = z
@@ -267,12 +301,14 @@ export const CustomerToolCallsQuery = z
       .min(1, 'must be at least 1')
       .max(CUSTOMER_TOOL_CALLS_MAX_LIMIT, `must be at most ${CUSTOMER_TOOL_CALLS_MAX_LIMIT}`)
       .default(CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT)
-      .meta({ description: `How many of the most recent calls to return (1-${CUSTOMER_TOOL_CALLS_MAX_LIMIT}, default ${CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT}).` }),
+      .meta({
+        description: `How many of the most recent calls to return (1-${CUSTOMER_TOOL_CALLS_MAX_LIMIT}, default ${CUSTOMER_TOOL_CALLS_DEFAULT_LIMIT}).`,
+      }),
   })
   .meta({ id: 'CustomerToolCallsQuery', description: 'Query parameters of GET /api/customer-tools/{id}/calls.' });
 export type CustomerToolCallsQuery = z.infer<typeof CustomerToolCallsQuery>;
 
 export const CustomerToolCallListResponse = z
   .object({ calls: z.array(CustomerToolCall) })
-  .meta({ id: 'CustomerToolCallListResponse', description: 'The tool\'s most recent calls, newest first.' });
+  .meta({ id: 'CustomerToolCallListResponse', description: "The tool's most recent calls, newest first." });
 export type CustomerToolCallListResponse = z.infer<typeof CustomerToolCallListResponse>;

@@ -35,8 +35,15 @@ export const ERROR_DETAIL_MAX = 500;
 
 export const ErrorBody = z
   .object({
-    detail: z.string().meta({ description: 'Human-readable explanation; for validation errors it names each offending field and why.', examples: ['symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20'] }),
-    status_code: z.int().min(400).max(599).meta({ description: 'Equal to the HTTP status of the response.', examples: [400] }),
+    detail: z.string().meta({
+      description: 'Human-readable explanation; for validation errors it names each offending field and why.',
+      examples: ['symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20'],
+    }),
+    status_code: z
+      .int()
+      .min(400)
+      .max(599)
+      .meta({ description: 'Equal to the HTTP status of the response.', examples: [400] }),
     type: ErrorType,
   })
   .meta({

@@ -59,7 +59,7 @@ export type AnalysisSynthesisChunkEvent = z.infer<typeof AnalysisSynthesisChunkE
 
 export const AnalysisDoneEvent = z
   .object({ job_id: JobId, status: z.literal('completed') })
-  .meta({ id: 'AnalysisDoneEvent', description: 'Event `done`: the analysis is complete; its result is also at the job\'s result URL.' });
+  .meta({ id: 'AnalysisDoneEvent', description: "Event `done`: the analysis is complete; its result is also at the job's result URL." });
 export type AnalysisDoneEvent = z.infer<typeof AnalysisDoneEvent>;
 
 /** Event name → data schema of the analysis stream (no `type` field in the data, as in the spec). */

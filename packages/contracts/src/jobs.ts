@@ -22,7 +22,11 @@ export type JobError = z.infer<typeof JobError>;
 
 const statusFields = {
   job_id: JobId,
-  progress: z.int().min(0).max(100).meta({ description: 'Percent complete, 0 to 100; never decreases.', examples: [75] }),
+  progress: z
+    .int()
+    .min(0)
+    .max(100)
+    .meta({ description: 'Percent complete, 0 to 100; never decreases.', examples: [75] }),
   currently_working_on: z.string().meta({ description: 'Human-readable current step.', examples: ['Ranking news by relevance'] }),
 };
 
@@ -33,13 +37,24 @@ const statusFields = {
  */
 export const JobStatusResponse = z
   .discriminatedUnion('status', [
-    z.object({ ...statusFields, status: z.enum(['pending', 'running', 'completed']), error: z.never({ error: 'is only present when status is failed' }).optional() }),
+    z.object({
+      ...statusFields,
+      status: z.enum(['pending', 'running', 'completed']),
+      error: z.never({ error: 'is only present when status is failed' }).optional(),
+    }),
     z.object({ ...statusFields, status: z.literal('failed'), error: JobError }),
   ])
   .meta({
     id: 'JobStatusResponse',
     description: 'Current state of a job. Poll while pending or running.',
-    examples: [{ job_id: '3fa85f64-5717-4562-b3fc-2c963f66afa6', status: 'running', progress: 75, currently_working_on: 'Ranking news by relevance' }],
+    examples: [
+      {
+        job_id: '3fa85f64-5717-4562-b3fc-2c963f66afa6',
+        status: 'running',
+        progress: 75,
+        currently_working_on: 'Ranking news by relevance',
+      },
+    ],
   });
 export type JobStatusResponse = z.infer<typeof JobStatusResponse>;
 
@@ -63,7 +78,16 @@ export type JobResultByType = { [K in JobType]: z.infer<(typeof JobResultByType)
 
 /** Job type → full result-endpoint response with `result` typed. */
 export const JobResultResponseByType = {
-  news: JobResultResponse.extend({ result: NewsResult }).meta({ id: 'NewsJobResultResponse', description: 'Result of a completed news job.' }),
-  'stock-report': JobResultResponse.extend({ result: StockReportResult }).meta({ id: 'StockReportJobResultResponse', description: 'Result of a completed stock-report job.' }),
-  analysis: JobResultResponse.extend({ result: AnalysisResult }).meta({ id: 'AnalysisJobResultResponse', description: 'Result of a completed analysis job.' }),
+  news: JobResultResponse.extend({ result: NewsResult }).meta({
+    id: 'NewsJobResultResponse',
+    description: 'Result of a completed news job.',
+  }),
+  'stock-report': JobResultResponse.extend({ result: StockReportResult }).meta({
+    id: 'StockReportJobResultResponse',
+    description: 'Result of a completed stock-report job.',
+  }),
+  analysis: JobResultResponse.extend({ result: AnalysisResult }).meta({
+    id: 'AnalysisJobResultResponse',
+    description: 'Result of a completed analysis job.',
+  }),
 } as const satisfies Record<JobType, z.ZodType>;

@@ -33,7 +33,11 @@ export const NewsItem = z
     content: z.string(),
     sources: z.array(WebUrl).meta({ description: 'Where the facts in this item come from.' }),
     further_reading: z.array(WebUrl),
-    relevance_score: z.number().min(0).max(1).meta({ description: 'Relevance to the requested symbols, 0 (none) to 1 (direct).', examples: [0.92] }),
+    relevance_score: z
+      .number()
+      .min(0)
+      .max(1)
+      .meta({ description: 'Relevance to the requested symbols, 0 (none) to 1 (direct).', examples: [0.92] }),
   })
   .meta({ id: 'NewsItem', description: 'One news item.' });
 export type NewsItem = z.infer<typeof NewsItem>;

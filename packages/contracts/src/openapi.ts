@@ -4,7 +4,16 @@ import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
 import { AnalysisStreamEvents, ChatStreamEvents } from './events';
-import { API_ROUTE_LIST, CHAT_STREAMS_PER_KEY, CHAT_TURNS_PER_MINUTE, SSE_NOTE, type ApiResponse, type ApiRoute, type SseEvents, type SuccessStatus } from './routes';
+import {
+  API_ROUTE_LIST,
+  CHAT_STREAMS_PER_KEY,
+  CHAT_TURNS_PER_MINUTE,
+  SSE_NOTE,
+  type ApiResponse,
+  type ApiRoute,
+  type SseEvents,
+  type SuccessStatus,
+} from './routes';
 
 /** The error statuses a route can answer with, from what it is: keyed, limited, with input, with a body. */
 export function errorStatuses(route: ApiRoute): ErrorType[] {
@@ -26,7 +35,11 @@ export function errorStatuses(route: ApiRoute): ErrorType[] {
  * The schema a response with `status` and `contentType` is documented with, for tests that check what the
  * services return against the document. Error statuses give ErrorBody.
  */
-export function responseSchema(route: ApiRoute, status: number, contentType: 'application/json' | 'text/event-stream' = 'application/json'): z.ZodType | SseEvents | undefined {
+export function responseSchema(
+  route: ApiRoute,
+  status: number,
+  contentType: 'application/json' | 'text/event-stream' = 'application/json',
+): z.ZodType | SseEvents | undefined {
   const success = route.responses[String(status) as SuccessStatus];
   if (success !== undefined) return contentType === 'text/event-stream' ? success.events : success.json;
   return errorStatuses(route).some((type) => ERROR_STATUS[type] === status) ? ErrorBody : undefined;
@@ -34,17 +47,46 @@ export function responseSchema(route: ApiRoute, status: number, contentType: 'ap
 
 // ---- Headers ----
 
-const RateLimitLimit = z.int().min(0).meta({ description: 'Requests allowed per window (one minute) for the account (all of its API keys together) on this product.', examples: [100], header: { id: 'X-RateLimit-Limit' } });
-const RateLimitRemaining = z.int().min(0).meta({ description: "Requests remaining in the account's current window, whichever of its keys sends them.", examples: [99], header: { id: 'X-RateLimit-Remaining' } });
-const RateLimitReset = z.int().min(0).meta({ description: "Unix timestamp (seconds) at which the account's window resets.", examples: [1767225600], header: { id: 'X-RateLimit-Reset' } });
-const RetryAfter = z.int().min(1).meta({ description: 'Seconds to wait before retrying.', examples: [12], header: { id: 'Retry-After' } });
+const RateLimitLimit = z
+  .int()
+  .min(0)
+  .meta({
+    description: 'Requests allowed per window (one minute) for the account (all of its API keys together) on this product.',
+    examples: [100],
+    header: { id: 'X-RateLimit-Limit' },
+  });
+const RateLimitRemaining = z
+  .int()
+  .min(0)
+  .meta({
+    description: "Requests remaining in the account's current window, whichever of its keys sends them.",
+    examples: [99],
+    header: { id: 'X-RateLimit-Remaining' },
+  });
+const RateLimitReset = z
+  .int()
+  .min(0)
+  .meta({
+    description: "Unix timestamp (seconds) at which the account's window resets.",
+    examples: [1767225600],
+    header: { id: 'X-RateLimit-Reset' },
+  });
+const RetryAfter = z
+  .int()
+  .min(1)
+  .meta({ description: 'Seconds to wait before retrying.', examples: [12], header: { id: 'Retry-After' } });
 const RequestIdHeader = z.string().meta({
-  description: 'Identifies the request in every log line of every service that handled it; quote it when reporting a problem. Echoes the X-Request-Id the caller sent when well-formed (1-128 characters of A-Z a-z 0-9 _ . : -), otherwise generated.',
+  description:
+    'Identifies the request in every log line of every service that handled it; quote it when reporting a problem. Echoes the X-Request-Id the caller sent when well-formed (1-128 characters of A-Z a-z 0-9 _ . : -), otherwise generated.',
   examples: ['0f8b5c1e-7d2a-4c3b-9e6f-1a2b3c4d5e6f'],
   header: { id: 'X-Request-Id' },
 });
 
-const rateLimitHeaders = { 'X-RateLimit-Limit': RateLimitLimit, 'X-RateLimit-Remaining': RateLimitRemaining, 'X-RateLimit-Reset': RateLimitReset };
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': RateLimitLimit,
+  'X-RateLimit-Remaining': RateLimitRemaining,
+  'X-RateLimit-Reset': RateLimitReset,
+};
 
 /** The headers of a successful response of `route`. */
 function successHeaders(route: ApiRoute) {
@@ -54,15 +96,17 @@ function successHeaders(route: ApiRoute) {
 // ---- Errors ----
 
 const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
-  validation_error: 'Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default).',
+  validation_error:
+    'Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default).',
   unauthorized: 'Missing, malformed, unknown, revoked or expired API key.',
   forbidden: 'The API key does not have the scope this route needs; `detail` names it.',
-  not_found: 'No such resource (another tenant\'s resources are reported the same way).',
-  conflict: 'The request conflicts with the resource\'s current state.',
+  not_found: "No such resource (another tenant's resources are reported the same way).",
+  conflict: "The request conflicts with the resource's current state.",
   payload_too_large: 'The request body exceeds the size limit (256 KiB by default).',
   unsupported_media_type: 'The request body is not application/json.',
   unprocessable_entity: 'The Idempotency-Key was already used with a different request body.',
-  rate_limit_exceeded: "Rate limit exceeded (the account's, all of its API keys together; or too many failed authentications from the caller's address); see Retry-After.",
+  rate_limit_exceeded:
+    "Rate limit exceeded (the account's, all of its API keys together; or too many failed authentications from the caller's address); see Retry-After.",
   internal_error: 'Server error. The detail never contains internals; quote X-Request-Id when reporting it.',
   bad_gateway: 'A service behind the gateway failed.',
   service_unavailable: 'A service behind the gateway is unavailable.',
@@ -131,7 +175,10 @@ function successResponse(route: ApiRoute, response: ApiResponse): ZodOpenApiResp
 
 function scopeNote(route: ApiRoute): string {
   if (route.scope === null) return '';
-  const scope = route.scope === 'job_type' ? 'the scope of the job\'s product ({job_type}: news, stock-report or analysis)' : `the \`${route.scope}\` scope`;
+  const scope =
+    route.scope === 'job_type'
+      ? "the scope of the job's product ({job_type}: news, stock-report or analysis)"
+      : `the \`${route.scope}\` scope`;
   return `\n\nRequires an API key with ${scope}.`;
 }
 
@@ -140,7 +187,8 @@ function operation(route: ApiRoute, errorResponses: Map<string, ZodOpenApiRespon
   for (const [status, response] of Object.entries(route.responses) as [SuccessStatus, ApiResponse][]) {
     responses[status] = successResponse(route, response);
   }
-  for (const type of errorStatuses(route)) responses[String(ERROR_STATUS[type]) as `4${string}` | `5${string}`] = errorResponse(route, type, errorResponses);
+  for (const type of errorStatuses(route))
+    responses[String(ERROR_STATUS[type]) as `4${string}` | `5${string}`] = errorResponse(route, type, errorResponses);
 
   const op: ZodOpenApiOperationObject = {
     operationId: route.id,
@@ -179,7 +227,10 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
   }
   // Event schemas are referenced from x-sse-events, which zod-openapi does not read: register them explicitly.
   const eventSchemas = Object.fromEntries(
-    [...Object.values(ChatStreamEvents), ...Object.values(AnalysisStreamEvents)].map((schema) => [z.globalRegistry.get(schema)?.id ?? '', schema]),
+    [...Object.values(ChatStreamEvents), ...Object.values(AnalysisStreamEvents)].map((schema) => [
+      z.globalRegistry.get(schema)?.id ?? '',
+      schema,
+    ]),
   );
   return createDocument({
     openapi: OPENAPI_VERSION,
@@ -202,12 +253,25 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
     paths,
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The API key generated in the web portal. Keys carry scopes: news, stock-report, analysis, chat, tools.' },
+        ApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-API-Key',
+          description: 'The API key generated in the web portal. Keys carry scopes: news, stock-report, analysis, chat, tools.',
+        },
       },
       parameters: {
-        RequestId: z.string().regex(/^[\w.:-]{1,128}$/).optional().meta({
-          param: { in: 'header', name: 'X-Request-Id', description: 'Optional id for this request, echoed in the X-Request-Id response header and in every log line.' },
-        }),
+        RequestId: z
+          .string()
+          .regex(/^[\w.:-]{1,128}$/)
+          .optional()
+          .meta({
+            param: {
+              in: 'header',
+              name: 'X-Request-Id',
+              description: 'Optional id for this request, echoed in the X-Request-Id response header and in every log line.',
+            },
+          }),
       },
       schemas: { ErrorBody, ...eventSchemas },
     },

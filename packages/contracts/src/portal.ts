@@ -56,7 +56,12 @@ export const PORTAL_PAGES = {
   createTool: { method: 'post', path: '/tools', scope: null, request: { body: PortalToolForm } },
   editTool: { method: 'get', path: '/tools/{id}/edit', scope: null, request: { params: PortalIdParams } },
   updateTool: { method: 'post', path: '/tools/{id}', scope: null, request: { params: PortalIdParams, body: PortalToolForm } },
-  setToolEnabled: { method: 'post', path: '/tools/{id}/enabled', scope: null, request: { params: PortalIdParams, body: PortalToolEnabledForm } },
+  setToolEnabled: {
+    method: 'post',
+    path: '/tools/{id}/enabled',
+    scope: null,
+    request: { params: PortalIdParams, body: PortalToolEnabledForm },
+  },
   deleteTool: { method: 'post', path: '/tools/{id}/delete', scope: null, request: { params: PortalIdParams, body: PortalForm } },
   testToolPage: { method: 'get', path: '/tools/{id}/test', scope: null, request: { params: PortalIdParams } },
   testTool: { method: 'post', path: '/tools/{id}/test', scope: null, request: { params: PortalIdParams, body: PortalToolTestForm } },

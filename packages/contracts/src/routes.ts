@@ -94,8 +94,12 @@ export interface ApiRoute extends RouteEntry {
 type RouteSpec = Omit<ApiRoute, 'id'>;
 
 /** The routes with their keys as their ids: a route's id and its key cannot disagree. */
-function keyedById<const T extends Readonly<Record<string, RouteSpec>>>(routes: T): { readonly [Id in keyof T & string]: T[Id] & { readonly id: Id } } {
-  return Object.fromEntries(Object.entries(routes).map(([id, route]) => [id, { id, ...route }])) as { readonly [Id in keyof T & string]: T[Id] & { readonly id: Id } };
+function keyedById<const T extends Readonly<Record<string, RouteSpec>>>(
+  routes: T,
+): { readonly [Id in keyof T & string]: T[Id] & { readonly id: Id } } {
+  return Object.fromEntries(Object.entries(routes).map(([id, route]) => [id, { id, ...route }])) as {
+    readonly [Id in keyof T & string]: T[Id] & { readonly id: Id };
+  };
 }
 
 const [analysisPending, analysisCompleted] = AnalysisResponse.options;
@@ -120,7 +124,11 @@ const IdempotencyKey = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, { error: 'must be 1 to 255 visible ASCII characters.' })
   .optional()
-  .meta({ description: 'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422.', examples: ['order-2026-11-21-0001'] });
+  .meta({
+    description:
+      'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422.',
+    examples: ['order-2026-11-21-0001'],
+  });
 
 /** Optional request headers of the cached products (news, stock-report). */
 const CachedProductHeaders = z.object({
@@ -128,7 +136,10 @@ const CachedProductHeaders = z.object({
   'Cache-Control': z
     .string()
     .optional()
-    .meta({ description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.', examples: ['no-cache'] }),
+    .meta({
+      description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.',
+      examples: ['no-cache'],
+    }),
 });
 
 const CACHE_NOTE =
@@ -180,8 +191,15 @@ export const API_ROUTES = keyedById({
     limit: 'per_minute',
     request: { body: AnalysisRequest, headers: CachedProductHeaders.pick({ 'Idempotency-Key': true }) },
     responses: {
-      '200': { description: 'Completed (result inline), or the SSE stream when output_format.stream is true.', json: analysisCompleted, events: AnalysisStreamEvents },
-      '202': { description: 'Accepted, not finished yet: poll status_url about every 2 s, then read result_url. `Location` is the status URL.', json: analysisPending },
+      '200': {
+        description: 'Completed (result inline), or the SSE stream when output_format.stream is true.',
+        json: analysisCompleted,
+        events: AnalysisStreamEvents,
+      },
+      '202': {
+        description: 'Accepted, not finished yet: poll status_url about every 2 s, then read result_url. `Location` is the status URL.',
+        json: analysisPending,
+      },
     },
     extraErrors: ['unprocessable_entity'],
   },
@@ -195,7 +213,11 @@ export const API_ROUTES = keyedById({
     limit: 'concurrent_streams',
     request: { body: ChatRequest },
     responses: {
-      '200': { description: 'The reply: an SSE stream (stream true) or a JSON body (stream false).', json: ChatResponse, events: ChatStreamEvents },
+      '200': {
+        description: 'The reply: an SSE stream (stream true) or a JSON body (stream false).',
+        json: ChatResponse,
+        events: ChatStreamEvents,
+      },
     },
     extraErrors: ['not_found', 'conflict'],
   },
@@ -219,12 +241,13 @@ export const API_ROUTES = keyedById({
     path: '/api/jobs/{job_type}/{job_id}/status',
     tag: 'Jobs',
     summary: 'Job status',
-    description: 'Status of a job, with its progress and current step. Poll about every 2 s while pending or running. The API key needs the scope of the job\'s product ({job_type}). Another tenant\'s job is reported as not found.',
+    description:
+      "Status of a job, with its progress and current step. Poll about every 2 s while pending or running. The API key needs the scope of the job's product ({job_type}). Another tenant's job is reported as not found.",
     scope: 'job_type',
     limit: 'per_minute',
     request: { params: JobPathParams },
     responses: {
-      '200': { description: 'The job\'s current state.', json: JobStatusResponse },
+      '200': { description: "The job's current state.", json: JobStatusResponse },
     },
   },
   getJobResult: {
@@ -232,7 +255,8 @@ export const API_ROUTES = keyedById({
     path: '/api/jobs/{job_type}/{job_id}/result',
     tag: 'Jobs',
     summary: 'Job result',
-    description: 'Result of a completed job. Before the job has completed the answer is 409 (poll the status URL). The API key needs the scope of the job\'s product ({job_type}).',
+    description:
+      "Result of a completed job. Before the job has completed the answer is 409 (poll the status URL). The API key needs the scope of the job's product ({job_type}).",
     scope: 'job_type',
     limit: 'per_minute',
     request: { params: JobPathParams },
@@ -258,7 +282,8 @@ export const API_ROUTES = keyedById({
     path: '/api/customer-tools/',
     tag: 'Customer tools',
     summary: 'Create a customer tool',
-    description: 'Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer\'s API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool\'s time limit and a 1 MiB response cap.',
+    description:
+      "Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.",
     scope: 'tools',
     limit: 'per_minute',
     request: { body: CustomerToolCreateRequest },
@@ -286,7 +311,7 @@ export const API_ROUTES = keyedById({
     tag: 'Customer tools',
     summary: 'Customer tool call audit',
     description:
-      'The most recent calls the AI (or the portal\'s test button) made to the tool, newest first: which job or conversation, the outcome, the HTTP status, the duration and the response size. Arguments, header values and response bodies are never recorded.',
+      "The most recent calls the AI (or the portal's test button) made to the tool, newest first: which job or conversation, the outcome, the HTTP status, the duration and the response size. Arguments, header values and response bodies are never recorded.",
     scope: 'tools',
     limit: 'per_minute',
     request: { params: CustomerToolPathParams, query: CustomerToolCallsQuery },
@@ -299,7 +324,8 @@ export const API_ROUTES = keyedById({
     path: '/api/customer-tools/{id}',
     tag: 'Customer tools',
     summary: 'Replace a customer tool',
-    description: 'Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them.',
+    description:
+      'Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them.',
     scope: 'tools',
     limit: 'per_minute',
     request: { params: CustomerToolPathParams, body: CustomerToolUpdateRequest },

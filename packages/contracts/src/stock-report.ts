@@ -4,7 +4,10 @@ import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, 
 import { requestObject } from './internal';
 
 export const StockReportRequest = requestObject({
-  symbols: symbolList({ min: 1, max: 2 }).meta({ description: 'One symbol gives a single-stock analysis, two give a comparison.', examples: [['AAPL'], ['AAPL', 'MSFT']] }),
+  symbols: symbolList({ min: 1, max: 2 }).meta({
+    description: 'One symbol gives a single-stock analysis, two give a comparison.',
+    examples: [['AAPL'], ['AAPL', 'MSFT']],
+  }),
   language: Language.default(DEFAULT_LANGUAGE),
   data: CustomData.optional(),
 }).meta({

@@ -63,7 +63,9 @@ describe('PortfolioComposition', () => {
   });
 
   it('rejects the same symbol twice, whatever its case', () => {
-    expect(rejected(PortfolioComposition, [holding('AAPL', 50), holding(' aapl', 50)])).toBe('[1].symbol: duplicate symbol "AAPL", already at position 0');
+    expect(rejected(PortfolioComposition, [holding('AAPL', 50), holding(' aapl', 50)])).toBe(
+      '[1].symbol: duplicate symbol "AAPL", already at position 0',
+    );
   });
 
   it('accepts 50 holdings and rejects 51 or none', () => {
@@ -97,11 +99,16 @@ describe('OutputFormat', () => {
     expect(rejected(AnalysisRequest, { prompt: 'p', output_format: { type: 'json_schema' } })).toBe(
       'output_format.schema: is required when type is json_schema',
     );
-    expect(ok(OutputFormat, { type: 'json_schema', schema: { summary: 'string', score: 'number' } }).schema).toEqual({ summary: 'string', score: 'number' });
+    expect(ok(OutputFormat, { type: 'json_schema', schema: { summary: 'string', score: 'number' } }).schema).toEqual({
+      summary: 'string',
+      score: 'number',
+    });
   });
 
   it('rejects schema with any other type', () => {
-    expect(rejected(OutputFormat, { type: 'markdown', schema: { a: 'string' } })).toBe('schema: is only allowed when type is json_schema (type is markdown)');
+    expect(rejected(OutputFormat, { type: 'markdown', schema: { a: 'string' } })).toBe(
+      'schema: is only allowed when type is json_schema (type is markdown)',
+    );
     expect(rejected(OutputFormat, { schema: { a: 'string' } })).toBe('schema: is only allowed when type is json_schema (type is markdown)');
     rejected(OutputFormat, { type: 'json', schema: { a: 'string' } });
   });

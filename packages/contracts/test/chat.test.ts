@@ -7,7 +7,11 @@ describe('ChatRequest', () => {
   });
 
   it('continues a conversation and can turn streaming off', () => {
-    expect(ok(ChatRequest, { message: 'more', conversation_id: UUID, stream: false })).toEqual({ message: 'more', conversation_id: UUID, stream: false });
+    expect(ok(ChatRequest, { message: 'more', conversation_id: UUID, stream: false })).toEqual({
+      message: 'more',
+      conversation_id: UUID,
+      stream: false,
+    });
     expect(ok(ChatRequest, { message: 'more', conversation_id: null }).conversation_id).toBeNull();
   });
 
@@ -31,7 +35,9 @@ describe('ChatRequest', () => {
 
   it('rejects a non-boolean stream and unknown fields', () => {
     expect(rejected(ChatRequest, { message: 'hi', stream: 'false' })).toBe('stream: must be true or false');
-    expect(rejected(ChatRequest, { message: 'hi', history: [] })).toBe('unknown field "history" (allowed: message, conversation_id, stream)');
+    expect(rejected(ChatRequest, { message: 'hi', history: [] })).toBe(
+      'unknown field "history" (allowed: message, conversation_id, stream)',
+    );
   });
 });
 

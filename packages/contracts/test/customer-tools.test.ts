@@ -30,7 +30,9 @@ describe('CustomerToolCreateRequest', () => {
   });
 
   it('requires the model-facing fields', () => {
-    expect(rejected(CustomerToolCreateRequest, {})).toBe('name: is required; description: is required; endpoint: is required; input_schema: is required');
+    expect(rejected(CustomerToolCreateRequest, {})).toBe(
+      'name: is required; description: is required; endpoint: is required; input_schema: is required',
+    );
   });
 
   it.each(['a', 'getPositions', 'get_positions_2', `a${'b'.repeat(63)}`])('accepts the name %j', (name) => {
@@ -45,7 +47,9 @@ describe('CustomerToolCreateRequest', () => {
 
   it('bounds the description to 1..1024 characters', () => {
     ok(CustomerToolCreateRequest, withField('description', 'd'.repeat(1024)));
-    expect(rejected(CustomerToolCreateRequest, withField('description', 'd'.repeat(1025)))).toBe('description: must be at most 1024 characters');
+    expect(rejected(CustomerToolCreateRequest, withField('description', 'd'.repeat(1025)))).toBe(
+      'description: must be at most 1024 characters',
+    );
     expect(rejected(CustomerToolCreateRequest, withField('description', '  '))).toBe('description: must not be empty');
   });
 
@@ -58,12 +62,16 @@ describe('CustomerToolCreateRequest', () => {
       );
     });
 
-    it.each(['http://api.example.com/x', 'ftp://api.example.com/x', 'https:api.example.com', '//api.example.com', 'not a url', '/relative'])(
-      'rejects %j',
-      (endpoint) => {
-        expect(rejected(CustomerToolCreateRequest, withField('endpoint', endpoint))).toMatch(/^endpoint: must be an absolute https:\/\/ URL/);
-      },
-    );
+    it.each([
+      'http://api.example.com/x',
+      'ftp://api.example.com/x',
+      'https:api.example.com',
+      '//api.example.com',
+      'not a url',
+      '/relative',
+    ])('rejects %j', (endpoint) => {
+      expect(rejected(CustomerToolCreateRequest, withField('endpoint', endpoint))).toMatch(/^endpoint: must be an absolute https:\/\/ URL/);
+    });
 
     it('rejects credentials in the URL', () => {
       expect(rejected(CustomerToolCreateRequest, withField('endpoint', 'https://user:secret@api.example.com/x'))).toBe(
@@ -94,9 +102,15 @@ describe('CustomerToolCreateRequest', () => {
 
     it('caps the size', () => {
       const overhead = JSON.stringify({ type: 'object', description: '' }).length;
-      ok(CustomerToolCreateRequest, withField('input_schema', { type: 'object', description: 'x'.repeat(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES - overhead) }));
+      ok(
+        CustomerToolCreateRequest,
+        withField('input_schema', { type: 'object', description: 'x'.repeat(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES - overhead) }),
+      );
       expect(
-        rejected(CustomerToolCreateRequest, withField('input_schema', { type: 'object', description: 'x'.repeat(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES - overhead + 1) })),
+        rejected(
+          CustomerToolCreateRequest,
+          withField('input_schema', { type: 'object', description: 'x'.repeat(CUSTOMER_TOOL_INPUT_SCHEMA_MAX_BYTES - overhead + 1) }),
+        ),
       ).toBe('input_schema: must be at most 16384 bytes (16 KiB) when serialised as JSON, got 16385 bytes');
     });
   });
@@ -108,7 +122,9 @@ describe('CustomerToolCreateRequest', () => {
     });
 
     it.each(['Bad Name', 'x:y', 'x\r\ny', 'é', '(x)'])('rejects the header name %j', (name) => {
-      expect(rejected(CustomerToolCreateRequest, withField('headers', { [name]: 'v' }))).toMatch(/: invalid name: must be 1 to 128 HTTP token characters/);
+      expect(rejected(CustomerToolCreateRequest, withField('headers', { [name]: 'v' }))).toMatch(
+        /: invalid name: must be 1 to 128 HTTP token characters/,
+      );
     });
 
     it.each(['Host', 'content-length', 'Transfer-Encoding', 'CONNECTION', 'Upgrade', 'TE', 'Keep-Alive'])('forbids %s', (name) => {
@@ -155,13 +171,19 @@ describe('CustomerToolCreateRequest', () => {
   });
 
   it('rejects unknown fields such as a misspelt header map', () => {
-    expect(rejected(CustomerToolCreateRequest, withField('header', {}))).toMatch(/^unknown field "header" \(allowed: name, description, endpoint, method, input_schema, headers, enabled, timeout_ms, products\)$/);
+    expect(rejected(CustomerToolCreateRequest, withField('header', {}))).toMatch(
+      /^unknown field "header" \(allowed: name, description, endpoint, method, input_schema, headers, enabled, timeout_ms, products\)$/,
+    );
   });
 });
 
 describe('CustomerToolUpdateRequest', () => {
   it('resets omitted fields to their defaults (full replacement)', () => {
-    expect(ok(CustomerToolUpdateRequest, { ...minimal, enabled: false })).toMatchObject({ enabled: false, method: 'POST', timeout_ms: 10_000 });
+    expect(ok(CustomerToolUpdateRequest, { ...minimal, enabled: false })).toMatchObject({
+      enabled: false,
+      method: 'POST',
+      timeout_ms: 10_000,
+    });
   });
 
   it('distinguishes omitted headers (keep) from {} (remove all)', () => {
@@ -200,6 +222,8 @@ describe('CustomerTool responses', () => {
 
   it('validates the {id} path parameter', () => {
     ok(CustomerToolPathParams, { id: UUID });
-    expect(rejected(CustomerToolPathParams, { id: '42' })).toBe('id: must be a UUID such as 3fa85f64-5717-4562-b3fc-2c963f66afa6, got "42"');
+    expect(rejected(CustomerToolPathParams, { id: '42' })).toBe(
+      'id: must be a UUID such as 3fa85f64-5717-4562-b3fc-2c963f66afa6, got "42"',
+    );
   });
 });

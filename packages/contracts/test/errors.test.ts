@@ -43,7 +43,9 @@ function errorOf(schema: z.ZodType, value: unknown): z.ZodError {
 describe('formatZodError', () => {
   it('names each field and why, joined in one line', () => {
     const symbols = Array.from({ length: 12 }, (_, index) => `S${index}`);
-    expect(formatZodError(errorOf(NewsRequest, { symbols, n: 21 }))).toBe('symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20');
+    expect(formatZodError(errorOf(NewsRequest, { symbols, n: 21 }))).toBe(
+      'symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20',
+    );
   });
 
   it('writes array indexes and odd keys the way a reader would look them up', () => {

@@ -1,11 +1,4 @@
-import {
-  AnalysisDoneEvent,
-  AnalysisStreamEvents,
-  ChatStreamEvent,
-  ChatStreamEvents,
-  ErrorBody,
-  formatSse,
-} from '../src';
+import { AnalysisDoneEvent, AnalysisStreamEvents, ChatStreamEvent, ChatStreamEvents, ErrorBody, formatSse } from '../src';
 import { UUID, ok, rejected } from './helpers';
 
 const samples = {

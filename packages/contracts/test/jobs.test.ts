@@ -1,11 +1,4 @@
-import {
-  JobPathParams,
-  JobResultByType,
-  JobResultResponse,
-  JobResultResponseByType,
-  JobStatusResponse,
-  JobType,
-} from '../src';
+import { JobPathParams, JobResultByType, JobResultResponse, JobResultResponseByType, JobStatusResponse, JobType } from '../src';
 import { UUID, ok, rejected } from './helpers';
 
 describe('JobPathParams', () => {
@@ -39,7 +32,9 @@ describe('JobStatusResponse', () => {
 
   it('carries error exactly when failed', () => {
     expect(rejected(JobStatusResponse, { ...base, status: 'failed' })).toMatch(/^error: /);
-    expect(rejected(JobStatusResponse, { ...base, error: { type: 'internal_error', detail: 'x' } })).toBe('error: is only present when status is failed');
+    expect(rejected(JobStatusResponse, { ...base, error: { type: 'internal_error', detail: 'x' } })).toBe(
+      'error: is only present when status is failed',
+    );
     rejected(JobStatusResponse, { ...base, status: 'failed', error: { type: 'oops', detail: 'x' } });
   });
 });

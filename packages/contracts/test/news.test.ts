@@ -43,7 +43,9 @@ describe('NewsRequest', () => {
   });
 
   it('rejects unknown fields by name, listing the allowed ones', () => {
-    expect(rejected(NewsRequest, { symbols: ['A'], langauge: 'de' })).toBe('unknown field "langauge" (allowed: symbols, n, language, data)');
+    expect(rejected(NewsRequest, { symbols: ['A'], langauge: 'de' })).toBe(
+      'unknown field "langauge" (allowed: symbols, n, language, data)',
+    );
   });
 
   it('rejects a body that is not an object', () => {
@@ -51,7 +53,9 @@ describe('NewsRequest', () => {
   });
 
   it('reports several problems at once', () => {
-    expect(rejected(NewsRequest, { symbols: symbols(12), n: 21 })).toBe('symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20');
+    expect(rejected(NewsRequest, { symbols: symbols(12), n: 21 })).toBe(
+      'symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20',
+    );
   });
 
   it('types the input with optional defaults and the output without', () => {

@@ -94,7 +94,9 @@ describe('OpenAPI document structure', () => {
   });
 
   it('has one operation per route, with a unique operationId, the same method and path', () => {
-    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, id: op.operationId })));
+    const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ path, method, id: op.operationId })),
+    );
     expect(operations).toHaveLength(routes.length);
     expect(new Set(operations.map((op) => op.id)).size).toBe(routes.length);
     for (const route of routes) expect(operations).toContainEqual({ path: route.path, method: route.method, id: route.id });
@@ -111,7 +113,9 @@ describe('OpenAPI document structure', () => {
   });
 
   it('requires the X-API-Key on every route but the documentation, naming the scope', () => {
-    expect(document.components.securitySchemes.ApiKey).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }));
+    expect(document.components.securitySchemes.ApiKey).toEqual(
+      expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }),
+    );
     for (const route of routes) {
       const security = document.paths[route.path]?.[route.method]?.security;
       if (route.scope === null) expect(security).toEqual([]);
@@ -119,12 +123,13 @@ describe('OpenAPI document structure', () => {
     }
   });
 
-  it('documents every error a route can answer with the spec\'s error body', () => {
+  it("documents every error a route can answer with the spec's error body", () => {
     const keyed = ['unauthorized', 'forbidden', 'bad_gateway', 'service_unavailable', 'gateway_timeout', 'internal_error'] as const;
     for (const route of routes) {
       const expected = errorStatuses(route);
       if (route.scope !== null) for (const type of keyed) expect(expected).toContain(type);
-      if (route.request?.body !== undefined) expect(expected).toEqual(expect.arrayContaining(['validation_error', 'unsupported_media_type']));
+      if (route.request?.body !== undefined)
+        expect(expected).toEqual(expect.arrayContaining(['validation_error', 'unsupported_media_type']));
       if (route.limit !== null) expect(expected).toContain('rate_limit_exceeded');
       for (const type of expected) {
         const content = documentedResponse(route, String(ERROR_STATUS[type])).content as Record<string, { schema: unknown }>;
@@ -133,7 +138,7 @@ describe('OpenAPI document structure', () => {
     }
   });
 
-  it('documents event streams as text/event-stream with each event\'s schema', () => {
+  it("documents event streams as text/event-stream with each event's schema", () => {
     const streaming = routes.filter((route) => Object.values(route.responses).some((response) => response.events !== undefined));
     expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis']);
     for (const route of streaming) {
@@ -141,7 +146,8 @@ describe('OpenAPI document structure', () => {
       const events = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
       const expected = route.id === 'createAnalysis' ? AnalysisStreamEvents : ChatStreamEvents;
       expect(Object.keys(events)).toEqual(Object.keys(expected));
-      for (const [name, schema] of Object.entries(expected)) expect(events[name]?.$ref).toBe(`#/components/schemas/${z.globalRegistry.get(schema)?.id}`);
+      for (const [name, schema] of Object.entries(expected))
+        expect(events[name]?.$ref).toBe(`#/components/schemas/${z.globalRegistry.get(schema)?.id}`);
     }
   });
 });
@@ -172,14 +178,33 @@ const tool = {
 const errorSample = { detail: 'The chat service failed while streaming the response.', status_code: 502, type: 'bad_gateway' };
 
 /** Bodies the services send, per route and success status. Every documented success response needs one. */
-const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; events?: Record<string, unknown>; none?: true; html?: string }>>> = {
-  createNews: { '200': { json: [example(NewsResponse), { ...example(NewsResponse), from_cache: false, news: [] }] }, '202': { json: [example(AsyncJobResponse)] } },
-  createStockReport: { '200': { json: [example(StockReportResponse)] }, '202': { json: [{ job_id: UUID, status: 'pending', from_cache: false, ...jobUrls('stock-report', UUID) }] } },
+const SAMPLES: Record<
+  ApiRouteId,
+  Partial<Record<string, { json?: unknown[]; events?: Record<string, unknown>; none?: true; html?: string }>>
+> = {
+  createNews: {
+    '200': { json: [example(NewsResponse), { ...example(NewsResponse), from_cache: false, news: [] }] },
+    '202': { json: [example(AsyncJobResponse)] },
+  },
+  createStockReport: {
+    '200': { json: [example(StockReportResponse)] },
+    '202': { json: [{ job_id: UUID, status: 'pending', from_cache: false, ...jobUrls('stock-report', UUID) }] },
+  },
   createAnalysis: {
     '200': {
       json: [
-        { job_id: UUID, status: 'completed', ...jobUrls('analysis', UUID), result: { format: 'markdown', content: '## Rates\nModerate exposure.' } },
-        { job_id: UUID, status: 'completed', ...jobUrls('analysis', UUID), result: { format: 'json_schema', content: { summary: 'Moderate', risk_score: 0.4 } } },
+        {
+          job_id: UUID,
+          status: 'completed',
+          ...jobUrls('analysis', UUID),
+          result: { format: 'markdown', content: '## Rates\nModerate exposure.' },
+        },
+        {
+          job_id: UUID,
+          status: 'completed',
+          ...jobUrls('analysis', UUID),
+          result: { format: 'json_schema', content: { summary: 'Moderate', risk_score: 0.4 } },
+        },
       ],
       events: { synthesis_chunk: { chunk: 'Rates ' }, done: { job_id: UUID, status: 'completed' }, error: errorSample },
     },
@@ -198,13 +223,22 @@ const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; eve
       },
     },
   },
-  chatStream: { '200': { events: { token: { type: 'token', content: 'More' }, done: { type: 'done', conversation_id: UUID }, error: errorSample } }, '204': { none: true } },
+  chatStream: {
+    '200': { events: { token: { type: 'token', content: 'More' }, done: { type: 'done', conversation_id: UUID }, error: errorSample } },
+    '204': { none: true },
+  },
   getJobStatus: {
     '200': {
       json: [
         example(JobStatusResponse),
         { job_id: UUID, status: 'completed', progress: 100, currently_working_on: 'Done' },
-        { job_id: UUID, status: 'failed', progress: 40, currently_working_on: 'Analysing', error: { type: 'gateway_timeout', detail: 'The model did not answer in time.' } },
+        {
+          job_id: UUID,
+          status: 'failed',
+          progress: 40,
+          currently_working_on: 'Analysing',
+          error: { type: 'gateway_timeout', detail: 'The model did not answer in time.' },
+        },
       ],
     },
   },
@@ -212,7 +246,14 @@ const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; eve
     '200': {
       json: [
         { job_id: UUID, status: 'completed', result: { news: example(NewsResponse).news } },
-        { job_id: UUID, status: 'completed', result: { detailed_analysis: example(StockReportResponse).detailed_analysis, quick_insights: example(StockReportResponse).quick_insights } },
+        {
+          job_id: UUID,
+          status: 'completed',
+          result: {
+            detailed_analysis: example(StockReportResponse).detailed_analysis,
+            quick_insights: example(StockReportResponse).quick_insights,
+          },
+        },
         { job_id: UUID, status: 'completed', result: { format: 'markdown', content: 'Text' } },
       ],
     },
@@ -225,8 +266,36 @@ const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; eve
       json: [
         {
           calls: [
-            { id: UUID, tool_id: UUID, tool_name: 'get_portfolio_positions', source: 'job', product: 'analysis', job_id: UUID, conversation_id: null, outcome: 'ok', http_status: 200, duration_ms: 182, response_bytes: 1_024, error: null, created_at: '2026-01-05T10:00:00.000Z' },
-            { id: UUID, tool_id: UUID, tool_name: 'get_portfolio_positions', source: 'portal_test', product: null, job_id: null, conversation_id: null, outcome: 'blocked_address', http_status: null, duration_ms: 3, response_bytes: 0, error: 'the endpoint does not resolve to a public internet address', created_at: '2026-01-05T10:00:00Z' },
+            {
+              id: UUID,
+              tool_id: UUID,
+              tool_name: 'get_portfolio_positions',
+              source: 'job',
+              product: 'analysis',
+              job_id: UUID,
+              conversation_id: null,
+              outcome: 'ok',
+              http_status: 200,
+              duration_ms: 182,
+              response_bytes: 1_024,
+              error: null,
+              created_at: '2026-01-05T10:00:00.000Z',
+            },
+            {
+              id: UUID,
+              tool_id: UUID,
+              tool_name: 'get_portfolio_positions',
+              source: 'portal_test',
+              product: null,
+              job_id: null,
+              conversation_id: null,
+              outcome: 'blocked_address',
+              http_status: null,
+              duration_ms: 3,
+              response_bytes: 0,
+              error: 'the endpoint does not resolve to a public internet address',
+              created_at: '2026-01-05T10:00:00Z',
+            },
           ],
         },
         { calls: [] },
@@ -242,7 +311,7 @@ const SAMPLES: Record<ApiRouteId, Partial<Record<string, { json?: unknown[]; eve
 const cases = routes.flatMap((route) => Object.keys(route.responses).map((status) => [`${route.id} ${status}`, route, status] as const));
 
 describe('documented response schemas', () => {
-  it.each(cases)('%s: what the service sends parses with the zod schema and with the document\'s JSON Schema', (_name, route, status) => {
+  it.each(cases)("%s: what the service sends parses with the zod schema and with the document's JSON Schema", (_name, route, status) => {
     const sample = SAMPLES[route.id as ApiRouteId][status];
     expect(sample).toBeDefined();
     const documented = documentedResponse(route, status);
@@ -293,10 +362,14 @@ describe('documented response schemas', () => {
     }
     const status = routes.find((route) => route.id === 'getJobStatus') as ApiRoute;
     const failedWithoutError = { job_id: UUID, status: 'failed', progress: 10, currently_working_on: 'x' };
-    expect(documentValidator((documentedResponse(status, '200').content as Record<string, Json>)['application/json']?.schema).safeParse(failedWithoutError).success).toBe(false);
+    expect(
+      documentValidator((documentedResponse(status, '200').content as Record<string, Json>)['application/json']?.schema).safeParse(
+        failedWithoutError,
+      ).success,
+    ).toBe(false);
   });
 
-  it('documents error bodies that the spec\'s error body of every status parses', () => {
+  it("documents error bodies that the spec's error body of every status parses", () => {
     const validator = documentValidator({ $ref: '#/components/schemas/ErrorBody' });
     for (const [type, status] of Object.entries(ERROR_STATUS)) {
       const body = { detail: 'x', status_code: status, type };
@@ -307,10 +380,11 @@ describe('documented response schemas', () => {
     expect(validator.safeParse({ detail: 'x', status_code: 400, type: 'teapot' }).success).toBe(false);
   });
 
-  it('documents request bodies that accept each schema\'s own example', () => {
+  it("documents request bodies that accept each schema's own example", () => {
     for (const route of routes) {
       if (route.request?.body === undefined) continue;
-      const schema = (deref(document.paths[route.path]?.[route.method]?.requestBody).content as Record<string, Json>)['application/json']?.schema;
+      const schema = (deref(document.paths[route.path]?.[route.method]?.requestBody).content as Record<string, Json>)['application/json']
+        ?.schema;
       const examples = z.globalRegistry.get(route.request.body)?.examples as unknown[];
       expect(examples.length).toBeGreaterThan(0);
       for (const body of examples) {

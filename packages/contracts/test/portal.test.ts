@@ -4,7 +4,11 @@ import { PORTAL_PAGES, PortalForm, type RouteEntry } from '../src';
 
 describe('portal forms', () => {
   it('reads each declared field as sent, a repeated name as its list, and drops the rest', () => {
-    expect(PORTAL_PAGES.createKey.request.body.parse({ csrf: 't', name: 'ci', scopes: ['news', 'chat'], other: 'x' })).toEqual({ csrf: 't', name: 'ci', scopes: ['news', 'chat'] });
+    expect(PORTAL_PAGES.createKey.request.body.parse({ csrf: 't', name: 'ci', scopes: ['news', 'chat'], other: 'x' })).toEqual({
+      csrf: 't',
+      name: 'ci',
+      scopes: ['news', 'chat'],
+    });
     expect(PORTAL_PAGES.createKey.request.body.parse({ scopes: 'news' })).toEqual({ scopes: 'news' });
   });
 

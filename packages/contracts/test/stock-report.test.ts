@@ -1,4 +1,11 @@
-import { DetailedAnalysisItem, StockReportProductResponse, StockReportRequest, StockReportResponse, StockReportResult, jobUrls } from '../src';
+import {
+  DetailedAnalysisItem,
+  StockReportProductResponse,
+  StockReportRequest,
+  StockReportResponse,
+  StockReportResult,
+  jobUrls,
+} from '../src';
 import { UUID, ok, rejected } from './helpers';
 
 describe('StockReportRequest', () => {
@@ -40,7 +47,9 @@ describe('StockReportResult', () => {
     ok(StockReportResult, result);
     ok(StockReportResult, { ...result, quick_insights: ['1', '2', '3', '4'] });
     expect(rejected(StockReportResult, { ...result, quick_insights: ['1'] })).toBe('quick_insights: expected 2 to 4 quick insights');
-    expect(rejected(StockReportResult, { ...result, quick_insights: ['1', '2', '3', '4', '5'] })).toBe('quick_insights: expected 2 to 4 quick insights');
+    expect(rejected(StockReportResult, { ...result, quick_insights: ['1', '2', '3', '4', '5'] })).toBe(
+      'quick_insights: expected 2 to 4 quick insights',
+    );
   });
 
   it('requires at least one detailed analysis item', () => {
@@ -48,7 +57,8 @@ describe('StockReportResult', () => {
   });
 
   it('accepts the five categories only', () => {
-    for (const category of ['growth', 'profitability', 'risk', 'valuation', 'competitive']) ok(DetailedAnalysisItem, { ...analysis, category });
+    for (const category of ['growth', 'profitability', 'risk', 'valuation', 'competitive'])
+      ok(DetailedAnalysisItem, { ...analysis, category });
     expect(rejected(DetailedAnalysisItem, { ...analysis, category: 'momentum' })).toMatch(/^category: /);
   });
 
@@ -56,6 +66,8 @@ describe('StockReportResult', () => {
     const completed = { job_id: UUID, status: 'completed', from_cache: false, ...result };
     expect(ok(StockReportResponse, completed)).toEqual(completed);
     expect(ok(StockReportProductResponse, completed).status).toBe('completed');
-    expect(ok(StockReportProductResponse, { job_id: UUID, status: 'pending', from_cache: false, ...jobUrls('stock-report', UUID) }).status).toBe('pending');
+    expect(
+      ok(StockReportProductResponse, { job_id: UUID, status: 'pending', from_cache: false, ...jobUrls('stock-report', UUID) }).status,
+    ).toBe('pending');
   });
 });

@@ -19,7 +19,10 @@ const encryptionKey = () =>
 const encryptionKeys = () =>
   z.string().transform((raw, ctx): EncryptionKey[] => {
     const keys: EncryptionKey[] = [];
-    for (const item of raw.split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+    for (const item of raw
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== '')) {
       const parsed = parseEncryptionKey(item);
       if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
       else keys.push(parsed);
@@ -49,11 +52,15 @@ export function keyringFromConfig(config: CustomerToolsConfig): Keyring {
 }
 
 /** The runtime a product worker (or the portal) uses, built from its config. Close it at shutdown. */
-export function createCustomerToolsFromConfig(config: CustomerToolsConfig, { pool, logger }: { pool: Pool; logger?: Logger }): CustomerToolRuntime {
+export function createCustomerToolsFromConfig(
+  config: CustomerToolsConfig,
+  { pool, logger }: { pool: Pool; logger?: Logger },
+): CustomerToolRuntime {
   const executor = createToolExecutor({
     allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
     maxResponseBytes: config.CUSTOMER_TOOLS_MAX_RESPONSE_BYTES,
   });
-  if (config.CUSTOMER_TOOLS_ALLOW_LOOPBACK) logger?.warn('CUSTOMER_TOOLS_ALLOW_LOOPBACK is on: customer tools may call loopback addresses. This is for tests only.');
+  if (config.CUSTOMER_TOOLS_ALLOW_LOOPBACK)
+    logger?.warn('CUSTOMER_TOOLS_ALLOW_LOOPBACK is on: customer tools may call loopback addresses. This is for tests only.');
   return createCustomerToolRuntime({ pool, keyring: keyringFromConfig(config), executor, ...(logger === undefined ? {} : { logger }) });
 }

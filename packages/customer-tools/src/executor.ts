@@ -141,27 +141,24 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
   const connect: buildConnector.connector = (connectOptions, callback) => {
     const host = bareAddress(connectOptions.hostname);
     const addresses = isIP(host) !== 0 ? Promise.resolve([host]) : resolve(host);
-    addresses.then(
-      (resolved) => {
+    addresses
+      .then((resolved) => {
         if (resolved.length === 0) throw new UnresolvedHostError(`${host} did not resolve`);
         // One non-public answer refuses the host: a name that mixes public and internal addresses is an attack.
         if (!resolved.every((address) => isAllowedAddress(address, policy))) throw new BlockedAddressError(host);
         const address = resolved[0] as string;
-        baseConnect(
-          { ...connectOptions, hostname: address, servername: isIP(host) === 0 ? host : '' },
-          (error, socket) => {
-            if (error !== null) {
-              callback(error, null);
-            } else if (socket.remoteAddress !== undefined && !isAllowedAddress(socket.remoteAddress, policy)) {
-              socket.destroy();
-              callback(new BlockedAddressError(host), null);
-            } else {
-              callback(null, socket);
-            }
-          },
-        );
-      },
-    ).catch((error: unknown) => callback(error as Error, null));
+        baseConnect({ ...connectOptions, hostname: address, servername: isIP(host) === 0 ? host : '' }, (error, socket) => {
+          if (error !== null) {
+            callback(error, null);
+          } else if (socket.remoteAddress !== undefined && !isAllowedAddress(socket.remoteAddress, policy)) {
+            socket.destroy();
+            callback(new BlockedAddressError(host), null);
+          } else {
+            callback(null, socket);
+          }
+        });
+      })
+      .catch((error: unknown) => callback(error as Error, null));
   };
 
   const agent = new Agent({ connect, keepAliveTimeout: 4_000, connections: 16 });
@@ -188,14 +185,20 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
       if (timeout.signal.aborted) return result('timeout', { ...fields, error: `no complete answer within ${request.timeoutMs} ms` });
       if (signal?.aborted) return result('aborted', { ...fields, error: 'the run was aborted' });
       if (findCause(error, BlockedAddressError)) {
-        return result('blocked_address', { error: 'the endpoint does not resolve to a public internet address; only public addresses can be called' });
+        return result('blocked_address', {
+          error: 'the endpoint does not resolve to a public internet address; only public addresses can be called',
+        });
       }
-      if (findCause(error, UnresolvedHostError) || errorCode(error) === 'ENOTFOUND') return result('connection_failed', { error: 'the endpoint host name could not be resolved' });
+      if (findCause(error, UnresolvedHostError) || errorCode(error) === 'ENOTFOUND')
+        return result('connection_failed', { error: 'the endpoint host name could not be resolved' });
       if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
         return result('timeout', { ...fields, error: `no complete answer within ${request.timeoutMs} ms` });
       }
       const code = errorCode(error);
-      return result('connection_failed', { ...fields, error: code === undefined ? 'the connection to the endpoint failed' : `the connection to the endpoint failed (${code})` });
+      return result('connection_failed', {
+        ...fields,
+        error: code === undefined ? 'the connection to the endpoint failed' : `the connection to the endpoint failed (${code})`,
+      });
     };
 
     let response: Dispatcher.ResponseData;
@@ -228,7 +231,11 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
     if (statusCode >= 300 && statusCode < 400) {
       clearTimeout(timer);
       body.destroy();
-      return result('redirect_refused', { httpStatus: statusCode, contentType, error: `the endpoint answered with a redirect (HTTP ${statusCode}); redirects are not followed` });
+      return result('redirect_refused', {
+        httpStatus: statusCode,
+        contentType,
+        error: `the endpoint answered with a redirect (HTTP ${statusCode}); redirects are not followed`,
+      });
     }
     const chunks: Buffer[] = [];
     let bytes = 0;
@@ -253,8 +260,15 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
       clearTimeout(timer);
     }
     const text = Buffer.concat(chunks).toString('utf8');
-    if (statusCode >= 200 && statusCode < 300) return result('ok', { httpStatus: statusCode, contentType, responseBytes: bytes, body: text });
-    return result('http_error', { httpStatus: statusCode, contentType, responseBytes: bytes, body: text, error: `the endpoint answered HTTP ${statusCode}` });
+    if (statusCode >= 200 && statusCode < 300)
+      return result('ok', { httpStatus: statusCode, contentType, responseBytes: bytes, body: text });
+    return result('http_error', {
+      httpStatus: statusCode,
+      contentType,
+      responseBytes: bytes,
+      body: text,
+      error: `the endpoint answered HTTP ${statusCode}`,
+    });
   }
 
   return {

@@ -3,12 +3,7 @@
 // and the runtime that hands a tenant's tools to the AI engine. See docs/customer-tools.md.
 export { isAllowedAddress, type AddressPolicy } from './address';
 export { MAX_CALLS_LISTED, listCalls, recordCall, type CallOrigin, type CallRecord } from './audit';
-export {
-  createCustomerToolsFromConfig,
-  customerToolsConfigShape,
-  keyringFromConfig,
-  type CustomerToolsConfig,
-} from './config';
+export { createCustomerToolsFromConfig, customerToolsConfigShape, keyringFromConfig, type CustomerToolsConfig } from './config';
 export {
   CALL_OUTCOMES,
   DEFAULT_MAX_RESPONSE_BYTES,

@@ -90,7 +90,9 @@ function dotted(pointer: string): string {
 
 function dottedSegments(segments: readonly string[]): string {
   return segments
-    .map((segment) => (/^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : /^\d+$/.test(segment) ? `[${segment}]` : `[${JSON.stringify(segment)}]`))
+    .map((segment) =>
+      /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : /^\d+$/.test(segment) ? `[${segment}]` : `[${JSON.stringify(segment)}]`,
+    )
     .join('');
 }
 
@@ -98,7 +100,19 @@ function dottedSegments(segments: readonly string[]): string {
 // `default` and `examples` hold data, so a `pattern` inside them is not a keyword and is not looked at.
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies'];
 const SCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items'];
-const SCHEMAS = ['additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'items', 'contains', 'propertyNames', 'not', 'if', 'then', 'else', 'additionalItems'];
+const SCHEMAS = [
+  'additionalProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'items',
+  'contains',
+  'propertyNames',
+  'not',
+  'if',
+  'then',
+  'else',
+  'additionalItems',
+];
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -111,7 +125,8 @@ function patternProblems(schema: unknown, field: string, at: string[] = []): str
     if (problem !== null) problems.push(`${field}${dottedSegments(path)}: ${problem}`);
   };
   if (typeof schema.pattern === 'string') check(schema.pattern, [...at, 'pattern']);
-  if (isObject(schema.patternProperties)) for (const key of Object.keys(schema.patternProperties)) check(key, [...at, 'patternProperties', key]);
+  if (isObject(schema.patternProperties))
+    for (const key of Object.keys(schema.patternProperties)) check(key, [...at, 'patternProperties', key]);
   for (const keyword of SCHEMA_MAPS) {
     const map = schema[keyword];
     if (isObject(map)) for (const [name, sub] of Object.entries(map)) problems.push(...patternProblems(sub, field, [...at, keyword, name]));

@@ -19,7 +19,9 @@ const ENGINE_DEADLINE_GRACE_MS = 2_000;
 const ERROR_BODY_EXCERPT_BYTES = 2_048;
 
 /** Which run the tools are loaded for: a product job, or a chat conversation. */
-export type LoadContext = { tenantId: string; product: CustomerToolProduct } & ({ jobId: string; conversationId?: undefined } | { conversationId: string; jobId?: undefined });
+export type LoadContext = { tenantId: string; product: CustomerToolProduct } & (
+  { jobId: string; conversationId?: undefined } | { conversationId: string; jobId?: undefined }
+);
 
 export interface CustomerToolRuntimeOptions {
   pool: Pool;
@@ -90,15 +92,32 @@ function cut(text: string, maxBytes: number): string {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes <= maxBytes) return text;
   // Cut on a character boundary: decoding a byte slice drops a trailing partial character as U+FFFD, removed here.
-  const head = Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '');
+  const head = Buffer.from(text, 'utf8')
+    .subarray(0, maxBytes)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
   return `${head}\n[truncated: the response was ${bytes} bytes; the first ${Buffer.byteLength(head, 'utf8')} are shown]`;
 }
 
-export function createCustomerToolRuntime({ pool, keyring, executor, logger, maxResultBytes = DEFAULT_MODEL_RESULT_BYTES }: CustomerToolRuntimeOptions): CustomerToolRuntime {
+export function createCustomerToolRuntime({
+  pool,
+  keyring,
+  executor,
+  logger,
+  maxResultBytes = DEFAULT_MODEL_RESULT_BYTES,
+}: CustomerToolRuntimeOptions): CustomerToolRuntime {
   const prisma = prismaFor(pool);
   const audit = async (row: LoadedTool, origin: CallOrigin, result: CallResult): Promise<CallRecord | null> => {
     logger?.info(
-      { toolId: row.id, tool: row.name, source: origin.source, outcome: result.outcome, httpStatus: result.httpStatus, durationMs: result.durationMs, bytes: result.responseBytes },
+      {
+        toolId: row.id,
+        tool: row.name,
+        source: origin.source,
+        outcome: result.outcome,
+        httpStatus: result.httpStatus,
+        durationMs: result.durationMs,
+        bytes: result.responseBytes,
+      },
       'customer tool called',
     );
     try {
@@ -128,7 +147,7 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
       validate = compileInputSchema(row.inputSchema);
     } catch (error) {
       // Schemas are compiled on registration; one that no longer compiles (an Ajv upgrade) is left out, not fatal.
-      logger?.warn({ err: error, toolId: row.id }, 'a customer tool\'s input schema does not compile; the tool is not offered');
+      logger?.warn({ err: error, toolId: row.id }, "a customer tool's input schema does not compile; the tool is not offered");
       return null;
     }
     return {
@@ -174,13 +193,25 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
     load: async (context) => (await offer(context)).tools,
 
     async toolsFor(tenantId: string, product: ToolProduct, owner: ToolRunOwner) {
-      return offer(owner.jobId !== undefined ? { tenantId, product, jobId: owner.jobId } : { tenantId, product, conversationId: owner.conversationId });
+      return offer(
+        owner.jobId !== undefined ? { tenantId, product, jobId: owner.jobId } : { tenantId, product, conversationId: owner.conversationId },
+      );
     },
 
     async testCall(tenantId, toolId, input, signal) {
       const found = await prisma.customerTool.findFirst({
         where: { tenantId, id: toolId },
-        select: { id: true, tenantId: true, name: true, description: true, endpoint: true, method: true, inputSchema: true, headersCiphertext: true, timeoutMs: true },
+        select: {
+          id: true,
+          tenantId: true,
+          name: true,
+          description: true,
+          endpoint: true,
+          method: true,
+          inputSchema: true,
+          headersCiphertext: true,
+          timeoutMs: true,
+        },
       });
       if (found === null) return null;
       const row: LoadedTool = {
@@ -194,7 +225,7 @@ export function createCustomerToolRuntime({ pool, keyring, executor, logger, max
         validate = compileInputSchema(row.inputSchema);
       } catch (error) {
         // Registered before a rule that now refuses it (a pattern RE2 cannot run): the customer must edit it.
-        logger?.warn({ err: error, toolId: row.id }, 'a customer tool\'s input schema does not compile; the test call is refused');
+        logger?.warn({ err: error, toolId: row.id }, "a customer tool's input schema does not compile; the test call is refused");
         return { inputProblems: ['input_schema: no longer accepted; edit the tool to see why'], result: null, record: null };
       }
       const inputProblems = validate(input);

@@ -52,7 +52,8 @@ export function parseEncryptionKey(text: string): EncryptionKey | string {
   if (!KEY_ID_PATTERN.test(id)) return 'the key id must be 1 to 32 letters, digits, ".", "_" or "-"';
   const encoded = text.slice(separator + 1).trim();
   const key = Buffer.from(encoded, 'base64');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || key.length !== KEY_BYTES) return `key ${id}: expected exactly ${KEY_BYTES} bytes, base64-encoded`;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || key.length !== KEY_BYTES)
+    return `key ${id}: expected exactly ${KEY_BYTES} bytes, base64-encoded`;
   return { id, key };
 }
 
@@ -120,6 +121,7 @@ export function sealedBytes(bytes: Uint8Array | null): Buffer | null {
 export function openHeaders(keyring: Keyring, sealed: Buffer | null, context: SealContext): Record<string, string> {
   if (sealed === null) return {};
   const value: unknown = JSON.parse(keyring.open(sealed, context).toString('utf8'));
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SecretsError('stored header secrets are not an object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new SecretsError('stored header secrets are not an object');
   return Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }

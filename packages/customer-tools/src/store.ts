@@ -143,7 +143,11 @@ export interface ToolStoreOptions {
  * millisecond precision: the tool-set digest in cache keys reads updated_at to the microsecond, so two saves
  * within a millisecond would leave cached results of the older definition in use.
  */
-async function stampUpdated(tx: Prisma.TransactionClient, tenantId: string, id: string): Promise<{ endpoint: string; header_names: string[] } | null> {
+async function stampUpdated(
+  tx: Prisma.TransactionClient,
+  tenantId: string,
+  id: string,
+): Promise<{ endpoint: string; header_names: string[] } | null> {
   const rows = await tx.$queryRaw<{ endpoint: string; header_names: string[] }[]>`
     UPDATE customer_tools SET updated_at = now() WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING endpoint, header_names`;
   return rows[0] ?? null;
@@ -154,7 +158,11 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
   // Every statement names the tenant: another tenant's tool is not found, exactly as one that does not exist.
   return {
     async list(tenantId) {
-      const rows = await prisma.customerTool.findMany({ where: { tenantId }, select: TOOL_FIELDS, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+      const rows = await prisma.customerTool.findMany({
+        where: { tenantId },
+        select: TOOL_FIELDS,
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
       return rows.map(toStored);
     },
 
@@ -172,7 +180,10 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
           // Serialises creations per tenant, so two concurrent requests cannot both pass the cap (Prisma has no advisory locks).
           await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('customer_tools:' || ${tenantId}::text))`;
           if ((await tx.customerTool.count({ where: { tenantId } })) >= maxToolsPerTenant) {
-            throw new CustomerToolError('invalid', `name: this account already has ${maxToolsPerTenant} tools, the most allowed; delete one first`);
+            throw new CustomerToolError(
+              'invalid',
+              `name: this account already has ${maxToolsPerTenant} tools, the most allowed; delete one first`,
+            );
           }
           // created_at and updated_at are the database's (the column defaults), as the digest needs.
           const row = await tx.customerTool.create({
@@ -274,7 +285,10 @@ export async function reencryptToolSecrets(pool: Pool, keyring: Keyring): Promis
     const context = { tenantId: row.tenantId, toolId: row.id };
     const resealed = keyring.seal(keyring.open(sealed, context), context);
     // Only if nobody changed the headers meanwhile; a concurrent update has sealed with the current key anyway.
-    const { count } = await prisma.customerTool.updateMany({ where: { id: row.id, headersCiphertext: row.headersCiphertext }, data: { headersCiphertext: resealed } });
+    const { count } = await prisma.customerTool.updateMany({
+      where: { id: row.id, headersCiphertext: row.headersCiphertext },
+      data: { headersCiphertext: resealed },
+    });
     changed += count;
   }
   return changed;

@@ -107,7 +107,14 @@ describe('the tool executor refuses every non-public target before connecting', 
   });
 
   it('with the test-only loopback switch, still refuses private, metadata and mapped addresses', async () => {
-    for (const host of ['10.0.0.1', '169.254.169.254', '[fd00:ec2::254]', 'internal.example.com', `[::ffff:127.0.0.1]:${canary.port}`, `mixed.example.com:${canary.port}`]) {
+    for (const host of [
+      '10.0.0.1',
+      '169.254.169.254',
+      '[fd00:ec2::254]',
+      'internal.example.com',
+      `[::ffff:127.0.0.1]:${canary.port}`,
+      `mixed.example.com:${canary.port}`,
+    ]) {
       const result = await loopbackOnly.call(request(`https://${host}/v1`));
       expect({ host, outcome: result.outcome }).toEqual({ host, outcome: 'blocked_address' });
     }
@@ -132,7 +139,9 @@ describe('the tool executor refuses every non-public target before connecting', 
     });
 
     it('POSTs the arguments as JSON with the configured headers, and reads the answer', async () => {
-      const result = await loopbackOnly.call(request(`${api.url}/positions`, { headers: { Authorization: 'Bearer s3cret', 'X-Tenant': 'acme' } }));
+      const result = await loopbackOnly.call(
+        request(`${api.url}/positions`, { headers: { Authorization: 'Bearer s3cret', 'X-Tenant': 'acme' } }),
+      );
       expect(result).toMatchObject({ outcome: 'ok', httpStatus: 200, error: null });
       expect(JSON.parse(result.body ?? '')).toMatchObject({ method: 'POST', body: { account: 'A-1' } });
       expect(result.responseBytes).toBe(Buffer.byteLength(result.body ?? ''));
@@ -141,7 +150,9 @@ describe('the tool executor refuses every non-public target before connecting', 
     });
 
     it('sends GET arguments as query parameters', async () => {
-      const result = await loopbackOnly.call(request(`${api.url}/positions?v=2`, { method: 'GET', input: { account: 'A 1', symbols: ['AAPL', 'MSFT'], limit: 3 } }));
+      const result = await loopbackOnly.call(
+        request(`${api.url}/positions?v=2`, { method: 'GET', input: { account: 'A 1', symbols: ['AAPL', 'MSFT'], limit: 3 } }),
+      );
       expect(result.outcome).toBe('ok');
       expect(api.requests.at(-1)?.path).toBe('/positions?v=2&account=A+1&symbols=AAPL&symbols=MSFT&limit=3');
     });
@@ -152,12 +163,14 @@ describe('the tool executor refuses every non-public target before connecting', 
     });
 
     it('never follows a redirect, so a public endpoint cannot bounce the call to an internal one', async () => {
-      const result = await loopbackOnly.call(request(`${api.url}/redirect?to=${encodeURIComponent(`https://127.0.0.1:${canary.port}/latest/meta-data`)}`));
+      const result = await loopbackOnly.call(
+        request(`${api.url}/redirect?to=${encodeURIComponent(`https://127.0.0.1:${canary.port}/latest/meta-data`)}`),
+      );
       expect(result).toMatchObject({ outcome: 'redirect_refused', httpStatus: 302 });
       expect(canary.connections()).toBe(0);
     });
 
-    it('gives up on an API that never answers, at the tool\'s time limit', async () => {
+    it("gives up on an API that never answers, at the tool's time limit", async () => {
       const result = await loopbackOnly.call(request(`${api.url}/hang`, { timeoutMs: 300 }));
       expect(result).toMatchObject({ outcome: 'timeout', httpStatus: null });
       expect(result.error).toMatch(/within 300 ms/);

@@ -18,22 +18,36 @@ describe('tool input schemas are real JSON Schemas', () => {
 
   it('names the path of every problem inside input_schema', () => {
     expect(inputSchemaProblems({ type: 'object', properties: { age: { type: 'integr' }, tags: { type: 'array', items: 3 } } })).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^input_schema\.properties\.age\.type: /), expect.stringMatching(/^input_schema\.properties\.tags\.items: /)]),
+      expect.arrayContaining([
+        expect.stringMatching(/^input_schema\.properties\.age\.type: /),
+        expect.stringMatching(/^input_schema\.properties\.tags\.items: /),
+      ]),
     );
-    expect(inputSchemaProblems({ type: 'object', required: 'account' })).toEqual([expect.stringMatching(/^input_schema\.required: must be array/)]);
+    expect(inputSchemaProblems({ type: 'object', required: 'account' })).toEqual([
+      expect.stringMatching(/^input_schema\.required: must be array/),
+    ]);
   });
 
   it('refuses references it would have to fetch, and other drafts', () => {
     expect(inputSchemaProblems({ type: 'object', properties: { a: { $ref: 'https://169.254.169.254/schema.json' } } })).toEqual([
       expect.stringMatching(/^input_schema: \$ref .* cannot be resolved/),
     ]);
-    expect(inputSchemaProblems({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object' })).toEqual([expect.stringMatching(/only JSON Schema draft 2020-12/)]);
+    expect(inputSchemaProblems({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object' })).toEqual([
+      expect.stringMatching(/only JSON Schema draft 2020-12/),
+    ]);
   });
 
   it('validates arguments against the compiled schema', () => {
-    const validate = compileInputSchema({ type: 'object', properties: { account: { type: 'string' } }, required: ['account'], additionalProperties: false });
+    const validate = compileInputSchema({
+      type: 'object',
+      properties: { account: { type: 'string' } },
+      required: ['account'],
+      additionalProperties: false,
+    });
     expect(validate({ account: 'A-1' })).toEqual([]);
-    expect(validate({ account: 7, extra: true })).toEqual(expect.arrayContaining(['arguments.account: must be string', 'arguments: must NOT have additional properties']));
+    expect(validate({ account: 7, extra: true })).toEqual(
+      expect.arrayContaining(['arguments.account: must be string', 'arguments: must NOT have additional properties']),
+    );
   });
 
   it('lets two tenants use the same $id', () => {
@@ -48,12 +62,23 @@ describe('public addresses', () => {
     expect(isAllowedAddress(address)).toBe(true);
   });
 
-  it.each(['127.0.0.1', '0.0.0.0', '10.1.2.3', '169.254.169.254', '100.100.100.200', '::1', '::', '::ffff:8.8.8.8', '64:ff9b::808:808', '64:ff9b:1::1', 'fd00:ec2::254', 'fe80::1%eth0', 'not-an-ip'])(
-    'refuses %s',
-    (address) => {
-      expect(isAllowedAddress(address)).toBe(false);
-    },
-  );
+  it.each([
+    '127.0.0.1',
+    '0.0.0.0',
+    '10.1.2.3',
+    '169.254.169.254',
+    '100.100.100.200',
+    '::1',
+    '::',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '64:ff9b:1::1',
+    'fd00:ec2::254',
+    'fe80::1%eth0',
+    'not-an-ip',
+  ])('refuses %s', (address) => {
+    expect(isAllowedAddress(address)).toBe(false);
+  });
 
   it('the loopback switch allows 127.0.0.0/8 and ::1 and nothing else', () => {
     expect(isAllowedAddress('127.0.0.2', { allowLoopback: true })).toBe(true);
@@ -96,12 +121,19 @@ describe('customer regular expressions run in linear time', () => {
   it('accepts the ECMA-262 spellings RE2 can run, with the same answers', () => {
     const validate = compileInputSchema({
       type: 'object',
-      properties: { word: { type: 'string', pattern: '^\\u00e9(?<rest>\\p{L}+)$' }, code: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' } },
+      properties: {
+        word: { type: 'string', pattern: '^\\u00e9(?<rest>\\p{L}+)$' },
+        code: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' },
+      },
       patternProperties: { '^x-': { type: 'integer' } },
     });
     expect(validate({ word: 'étude', code: 'AB-123', 'x-a': 1 })).toEqual([]);
     expect(validate({ word: 'etude', code: 'AB-12', 'x-a': 'one' })).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^arguments\.word: must match pattern/), expect.stringMatching(/^arguments\.code: must match pattern/), expect.stringMatching(/^arguments\["x-a"\]: must be integer/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/^arguments\.word: must match pattern/),
+        expect.stringMatching(/^arguments\.code: must match pattern/),
+        expect.stringMatching(/^arguments\["x-a"\]: must be integer/),
+      ]),
     );
   });
 
@@ -114,7 +146,10 @@ describe('customer regular expressions run in linear time', () => {
       const problems = inputSchemaProblems(schema);
       const answer = compileInputSchema(schema)({ s: 'a'.repeat(100000) + '!' });
       process.stdout.write(JSON.stringify({ problems, answer }));`;
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', '-e', script], { cwd: path.resolve(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', '-e', script], {
+      cwd: path.resolve(__dirname, '..'),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const guard = setTimeout(() => child.kill('SIGKILL'), 40_000);
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

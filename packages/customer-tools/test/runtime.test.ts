@@ -50,11 +50,21 @@ describe('customer tools in an AI run', () => {
     api = await startFakeCustomerApi();
     canary = await startCanary();
     claude = await startFakeAnthropic();
-    const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-test-0000000000', ANTHROPIC_BASE_URL: claude.url, AI_MAX_RETRIES: '0', AI_WEB_SEARCH: 'false' });
+    const config = parseConfig(aiConfigShape, {
+      ANTHROPIC_API_KEY: 'sk-ant-test-0000000000',
+      ANTHROPIC_BASE_URL: claude.url,
+      AI_MAX_RETRIES: '0',
+      AI_WEB_SEARCH: 'false',
+    });
     engine = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider() });
     store = createToolStore({ pool, keyring, maxToolsPerTenant: 3 });
     // Loopback allowed: the fake customer API lives on 127.0.0.1, as the test configuration of a worker would allow.
-    runtime = createCustomerToolRuntime({ pool, keyring, logger, executor: createToolExecutor({ allowLoopback: true, ca: (await testCertificate()).cert }) });
+    runtime = createCustomerToolRuntime({
+      pool,
+      keyring,
+      logger,
+      executor: createToolExecutor({ allowLoopback: true, ca: (await testCertificate()).cert }),
+    });
     const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme'), ('globex') RETURNING id");
     tenantId = rows[0]?.id ?? '';
     otherTenantId = rows[1]?.id ?? '';
@@ -74,12 +84,25 @@ describe('customer tools in an AI run', () => {
   });
 
   it('reports which tool set a run offered, read in the same statement as the tools, for the result cache', async () => {
-    const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-test-0000000000', ANTHROPIC_BASE_URL: claude.url, AI_MAX_RETRIES: '0', AI_WEB_SEARCH: 'false' });
-    const offering = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider(), customerTools: { toolsFor: (...args) => runtime.toolsFor(...args) } });
-    const digest = async () => (await pool.query<{ d: string | null }>("SELECT customer_tool_set_digest($1, 'analysis') AS d", [tenantId])).rows[0]!.d;
+    const config = parseConfig(aiConfigShape, {
+      ANTHROPIC_API_KEY: 'sk-ant-test-0000000000',
+      ANTHROPIC_BASE_URL: claude.url,
+      AI_MAX_RETRIES: '0',
+      AI_WEB_SEARCH: 'false',
+    });
+    const offering = await createAiEngine({
+      config,
+      logger,
+      marketData: new SampleMarketDataProvider(),
+      customerTools: { toolsFor: (...args) => runtime.toolsFor(...args) },
+    });
+    const digest = async () =>
+      (await pool.query<{ d: string | null }>("SELECT customer_tool_set_digest($1, 'analysis') AS d", [tenantId])).rows[0]!.d;
     const run = async () => {
       claude.reply(textReply('An answer.'));
-      const outcome = await offering.analysis(AnalysisRequest.parse({ prompt: 'Positions?' }), { caller: { tenantId, jobId: randomUUID() } });
+      const outcome = await offering.analysis(AnalysisRequest.parse({ prompt: 'Positions?' }), {
+        caller: { tenantId, jobId: randomUUID() },
+      });
       return outcome.customerToolSet;
     };
     try {
@@ -98,7 +121,9 @@ describe('customer tools in an AI run', () => {
       // Tools handed in without the identity of their set are still tenant input: never a shared result.
       claude.reply(textReply('An answer.'));
       const [loaded] = await runtime.load({ tenantId, product: 'chat', jobId: randomUUID() });
-      expect((await offering.analysis(AnalysisRequest.parse({ prompt: 'Positions?' }), { customerTools: [loaded!] })).customerToolSet).toBe('unidentified');
+      expect((await offering.analysis(AnalysisRequest.parse({ prompt: 'Positions?' }), { customerTools: [loaded!] })).customerToolSet).toBe(
+        'unidentified',
+      );
     } finally {
       await offering.close();
     }
@@ -110,19 +135,37 @@ describe('customer tools in an AI run', () => {
     const customerTools = await runtime.load({ tenantId, product: 'analysis', jobId });
     expect(customerTools.map((definition) => definition.name)).toEqual(['get_positions']);
 
-    claude.reply(toolUseReply('get_positions', { account: 'A-1' }), (request) => textReply(`Seen: ${toolResults(request.body)[0]?.text ?? ''}`));
+    claude.reply(toolUseReply('get_positions', { account: 'A-1' }), (request) =>
+      textReply(`Seen: ${toolResults(request.body)[0]?.text ?? ''}`),
+    );
     const { result } = await engine.analysis(AnalysisRequest.parse({ prompt: 'How is account A-1 positioned?' }), { customerTools });
 
     // The model was offered the customer's schema as written, and got the API's answer back.
-    const offered = (claude.requests[0]?.body as { tools: { name: string; input_schema: unknown }[] }).tools.find((t) => t.name === 'get_positions');
-    expect(offered?.input_schema).toEqual({ type: 'object', properties: { account: { type: 'string' } }, required: ['account'], additionalProperties: false });
+    const offered = (claude.requests[0]?.body as { tools: { name: string; input_schema: unknown }[] }).tools.find(
+      (t) => t.name === 'get_positions',
+    );
+    expect(offered?.input_schema).toEqual({
+      type: 'object',
+      properties: { account: { type: 'string' } },
+      required: ['account'],
+      additionalProperties: false,
+    });
     expect(result.content).toContain('"symbol":"AAPL"');
     expect(api.requests.at(-1)).toMatchObject({ method: 'POST', path: '/positions', body: '{"account":"A-1"}' });
     expect(api.requests.at(-1)?.headers.authorization).toBe('Bearer customer-secret-123');
 
     const calls = await listCalls(pool, tenantId, tool.id);
     expect(calls).toEqual([
-      expect.objectContaining({ toolId: tool.id, toolName: 'get_positions', source: 'job', product: 'analysis', jobId, outcome: 'ok', httpStatus: 200, error: null }),
+      expect.objectContaining({
+        toolId: tool.id,
+        toolName: 'get_positions',
+        source: 'job',
+        product: 'analysis',
+        jobId,
+        outcome: 'ok',
+        httpStatus: 200,
+        error: null,
+      }),
     ]);
     expect(calls[0]?.responseBytes).toBeGreaterThan(0);
     const { rows } = await pool.query('SELECT * FROM customer_tool_calls');
@@ -138,7 +181,9 @@ describe('customer tools in an AI run', () => {
     const toolResult = toolResults(claude.requests[1]?.body as never)[0];
     expect(toolResult).toMatchObject({ isError: true });
     expect(canary.connections()).toBe(0);
-    expect(await listCalls(pool, tenantId, tool.id)).toEqual([expect.objectContaining({ outcome: 'blocked_address', httpStatus: null, jobId })]);
+    expect(await listCalls(pool, tenantId, tool.id)).toEqual([
+      expect.objectContaining({ outcome: 'blocked_address', httpStatus: null, jobId }),
+    ]);
   });
 
   it('offers only enabled tools of the tenant that allow the product', async () => {
@@ -146,12 +191,13 @@ describe('customer tools in an AI run', () => {
     await store.create(tenantId, toolInput({ name: 'disabled', enabled: false }));
     await store.create(tenantId, toolInput({ name: 'for_all' }));
     await store.create(otherTenantId, toolInput({ name: 'not_yours' }));
-    const names = async (product: 'news' | 'chat') => (await runtime.load({ tenantId, product, conversationId: randomUUID() })).map((tool) => tool.name);
+    const names = async (product: 'news' | 'chat') =>
+      (await runtime.load({ tenantId, product, conversationId: randomUUID() })).map((tool) => tool.name);
     expect(await names('news')).toEqual(['for_all']);
     expect(await names('chat')).toEqual(['for_chat', 'for_all']);
   });
 
-  it('validates the model\'s arguments against the schema before anything is sent', async () => {
+  it("validates the model's arguments against the schema before anything is sent", async () => {
     await store.create(tenantId, toolInput());
     const before = api.requests.length;
     const customerTools = await runtime.load({ tenantId, product: 'analysis', jobId: randomUUID() });
@@ -163,16 +209,26 @@ describe('customer tools in an AI run', () => {
 
   it('stores tools per tenant: duplicate names conflict, the cap holds, schemas are compiled, headers stay sealed', async () => {
     const tool = await store.create(tenantId, toolInput());
-    await expect(store.create(tenantId, toolInput())).rejects.toMatchObject({ kind: 'conflict', detail: 'name: a tool named "get_positions" already exists' });
+    await expect(store.create(tenantId, toolInput())).rejects.toMatchObject({
+      kind: 'conflict',
+      detail: 'name: a tool named "get_positions" already exists',
+    });
     await expect(store.create(otherTenantId, toolInput())).resolves.toMatchObject({ name: 'get_positions' });
-    await expect(store.create(tenantId, toolInput({ name: 'bad', input_schema: { type: 'object', properties: { a: { type: 'nope' } } } }))).rejects.toBeInstanceOf(CustomerToolError);
+    await expect(
+      store.create(tenantId, toolInput({ name: 'bad', input_schema: { type: 'object', properties: { a: { type: 'nope' } } } })),
+    ).rejects.toBeInstanceOf(CustomerToolError);
     await store.create(tenantId, toolInput({ name: 'two' }));
     await store.create(tenantId, toolInput({ name: 'three' }));
-    await expect(store.create(tenantId, toolInput({ name: 'four' }))).rejects.toMatchObject({ kind: 'invalid', detail: expect.stringContaining('3 tools') });
+    await expect(store.create(tenantId, toolInput({ name: 'four' }))).rejects.toMatchObject({
+      kind: 'invalid',
+      detail: expect.stringContaining('3 tools'),
+    });
 
     expect(await store.get(otherTenantId, tool.id)).toBeNull();
     expect(await store.delete(otherTenantId, tool.id)).toBe(false);
-    const { rows } = await pool.query<{ headers_ciphertext: Buffer }>('SELECT headers_ciphertext FROM customer_tools WHERE id = $1', [tool.id]);
+    const { rows } = await pool.query<{ headers_ciphertext: Buffer }>('SELECT headers_ciphertext FROM customer_tools WHERE id = $1', [
+      tool.id,
+    ]);
     expect(rows[0]?.headers_ciphertext.toString('latin1')).not.toContain('customer-secret-123');
     expect(await store.headersOf(tenantId, tool.id)).toEqual({ Authorization: 'Bearer customer-secret-123' });
 

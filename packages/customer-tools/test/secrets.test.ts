@@ -64,7 +64,9 @@ describe('header secrets at rest', () => {
     });
     expect(config.CUSTOMER_TOOLS_ALLOW_LOOPBACK).toBe(false);
     expect(keyringFromConfig(config).current.id).toBe('k2');
-    expect(() => parseConfig(customerToolsConfigShape, { CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${short}` })).toThrow(/CUSTOMER_TOOLS_ENCRYPTION_KEY/);
+    expect(() => parseConfig(customerToolsConfigShape, { CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${short}` })).toThrow(
+      /CUSTOMER_TOOLS_ENCRYPTION_KEY/,
+    );
     try {
       parseConfig(customerToolsConfigShape, { CUSTOMER_TOOLS_ENCRYPTION_KEY: `k1:${short}` });
     } catch (error) {

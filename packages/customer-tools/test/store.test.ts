@@ -56,15 +56,26 @@ describe('the tool store', () => {
       const { headers: _omitted, ...update } = toolInput({ endpoint });
       const refused = await store.update(tenantId, tool.id, update).catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(CustomerToolError);
-      expect(refused).toMatchObject({ kind: 'invalid', reason: 'origin_changed', detail: expect.stringMatching(/^headers: the endpoint moves from https:\/\/api\.example\.com to /) });
-      expect(await store.get(tenantId, tool.id)).toMatchObject({ endpoint: 'https://api.example.com/positions', headerNames: ['Authorization'] });
+      expect(refused).toMatchObject({
+        kind: 'invalid',
+        reason: 'origin_changed',
+        detail: expect.stringMatching(/^headers: the endpoint moves from https:\/\/api\.example\.com to /),
+      });
+      expect(await store.get(tenantId, tool.id)).toMatchObject({
+        endpoint: 'https://api.example.com/positions',
+        headerNames: ['Authorization'],
+      });
       expect(await store.headersOf(tenantId, tool.id)).toEqual({ Authorization: 'Bearer customer-secret-123' });
     },
   );
 
   it('moves a tool to another origin when the update says which headers to send there (or none)', async () => {
     const tool = await store.create(tenantId, toolInput());
-    const moved = await store.update(tenantId, tool.id, toolInput({ endpoint: 'https://new.example.com/p', headers: { 'X-Key': 'new-secret' } }));
+    const moved = await store.update(
+      tenantId,
+      tool.id,
+      toolInput({ endpoint: 'https://new.example.com/p', headers: { 'X-Key': 'new-secret' } }),
+    );
     expect(moved).toMatchObject({ endpoint: 'https://new.example.com/p', headerNames: ['X-Key'] });
     expect(await store.headersOf(tenantId, tool.id)).toEqual({ 'X-Key': 'new-secret' });
     const bare = await store.update(tenantId, tool.id, toolInput({ endpoint: 'https://third.example.com/p', headers: {} }));
@@ -74,7 +85,7 @@ describe('the tool store', () => {
     expect((await store.update(tenantId, tool.id, update))?.endpoint).toBe('https://fourth.example.com/p');
   });
 
-  it('answers null for a tool that is not the tenant\'s, whatever the endpoint', async () => {
+  it("answers null for a tool that is not the tenant's, whatever the endpoint", async () => {
     const tool = await store.create(tenantId, toolInput());
     const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('globex') RETURNING id");
     const { headers: _omitted, ...update } = toolInput({ endpoint: 'https://collector.evil.example/' });
@@ -83,10 +94,22 @@ describe('the tool store', () => {
 
   it('a stored schema that no longer compiles (a backreference saved before RE2) refuses the test call with a problem, not an error', async () => {
     const tool = await store.create(tenantId, toolInput({ headers: {} }));
-    await pool.query('UPDATE customer_tools SET input_schema = $2 WHERE id = $1', [tool.id, { type: 'object', properties: { s: { type: 'string', pattern: '^(a)\\1$' } } }]);
-    const runtime = createCustomerToolRuntime({ pool, keyring, logger: createLogger({ service: 'store-test', level: 'silent' }), executor: createToolExecutor() });
+    await pool.query('UPDATE customer_tools SET input_schema = $2 WHERE id = $1', [
+      tool.id,
+      { type: 'object', properties: { s: { type: 'string', pattern: '^(a)\\1$' } } },
+    ]);
+    const runtime = createCustomerToolRuntime({
+      pool,
+      keyring,
+      logger: createLogger({ service: 'store-test', level: 'silent' }),
+      executor: createToolExecutor(),
+    });
     try {
-      expect(await runtime.testCall(tenantId, tool.id, { s: 'aa' })).toEqual({ inputProblems: ['input_schema: no longer accepted; edit the tool to see why'], result: null, record: null });
+      expect(await runtime.testCall(tenantId, tool.id, { s: 'aa' })).toEqual({
+        inputProblems: ['input_schema: no longer accepted; edit the tool to see why'],
+        result: null,
+        record: null,
+      });
     } finally {
       await runtime.close();
     }

@@ -37,7 +37,11 @@ const ADD_ONE = `
  * The statement that adds `hits[i]` to counter `keys[i]` in windows of `windowMs` (a named prepared statement;
  * pass it to `query`, adding a `query_timeout` where the caller wants one). Rows come back as CounterRow.
  */
-export function addCounterHits(keys: readonly string[], hits: readonly number[], windowMs: number): { name: string; text: string; values: unknown[] } {
+export function addCounterHits(
+  keys: readonly string[],
+  hits: readonly number[],
+  windowMs: number,
+): { name: string; text: string; values: unknown[] } {
   if (keys.length !== hits.length) throw new TypeError('addCounterHits needs one hit count per key');
   return keys.length === 1
     ? { name: 'rate-limit-counter-add-one', text: ADD_ONE, values: [keys[0], hits[0], windowMs] }

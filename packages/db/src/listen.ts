@@ -51,7 +51,11 @@ const CHANNEL_NAME = /^[a-z_][a-z0-9_]*$/;
  * LISTENs on `channels` and hands every notification to `handler` (which must not throw; one that does is
  * logged). A lost connection is replaced, after a jittered backoff, for as long as the listener is open.
  */
-export function listen(channels: string | readonly string[], handler: (payload: string, channel: string) => void, options: ListenOptions): Listener {
+export function listen(
+  channels: string | readonly string[],
+  handler: (payload: string, channel: string) => void,
+  options: ListenOptions,
+): Listener {
   const names = typeof channels === 'string' ? [channels] : [...channels];
   if (names.length === 0) throw new TypeError('listen needs at least one channel');
   for (const name of names) if (!CHANNEL_NAME.test(name)) throw new TypeError(`not a plain channel name: ${name}`);
@@ -99,7 +103,10 @@ export function listen(channels: string | readonly string[], handler: (payload: 
     const wasListening = listening;
     listening = false;
     if (wasListening && onLost) safely('onLost', onLost);
-    logger.warn({ err: error, channels: names }, wasListening ? `lost the LISTEN connection on ${label}; reconnecting` : `cannot LISTEN on ${label}; retrying`);
+    logger.warn(
+      { err: error, channels: names },
+      wasListening ? `lost the LISTEN connection on ${label}; reconnecting` : `cannot LISTEN on ${label}; retrying`,
+    );
     const delay = Math.min(maxReconnectDelayMs, reconnectDelayMs * 2 ** failures++);
     // Jittered, so that replicas cut off together (a database restart) do not all come back at the same instant.
     retryTimer = setTimeout(connect, delay * (0.8 + Math.random() * 0.4));

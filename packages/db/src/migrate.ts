@@ -39,10 +39,9 @@ export async function migrate({ databaseUrl, log = () => undefined }: MigrateOpt
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'fin-migrate' });
   await client.connect();
   try {
-    const { rows } = await client.query<{ exists: boolean }>(
-      'SELECT to_regclass($1) IS NOT NULL AS exists',
-      [`public.${MIGRATIONS_TABLE}`],
-    );
+    const { rows } = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
+      `public.${MIGRATIONS_TABLE}`,
+    ]);
     if (rows[0]?.exists) {
       const applied = await client.query<{ name: string }>(`SELECT name FROM ${MIGRATIONS_TABLE}`);
       const unknown = applied.rows.map((row) => row.name).filter((name) => !known.has(name));

@@ -9,7 +9,12 @@ interface Line {
 }
 
 /** A logger that keeps its lines, so a test can tell what the listener reported. */
-function recordingLogger(): { lines: Line[]; info(details: object, message: string): void; warn(details: object, message: string): void; error(details: object, message: string): void } {
+function recordingLogger(): {
+  lines: Line[];
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+} {
   const lines: Line[] = [];
   return {
     lines,
@@ -44,9 +49,19 @@ describe('listen', () => {
   const notify = (channel: string, payload: string) => admin.query('SELECT pg_notify($1, $2)', [channel, payload]);
   /** Terminates the backend whose last statement was `statement`; resolves to how many were terminated. */
   const terminate = async (statement: string) =>
-    (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = $1', [statement])).rowCount;
+    (
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = $1', [
+        statement,
+      ])
+    ).rowCount;
   const listenerConnections = async (statement: string) =>
-    Number((await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1', [statement])).rows[0]?.n);
+    Number(
+      (
+        await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1', [
+          statement,
+        ])
+      ).rows[0]?.n,
+    );
 
   function start(channels: string | string[], options: Partial<Parameters<typeof listen>[2]> = {}) {
     const logger = recordingLogger();

@@ -51,7 +51,9 @@ describe('the local database record (how tools find the database of npm start)',
     const pid = endedPid();
     recordLocalDatabase(dataDir, { url, pid, embedded: true, startedAt: '' });
     expect(() => resolveToolDatabase({}, dataDir)).toThrow(NoDatabaseError);
-    expect(() => resolveToolDatabase({}, dataDir)).toThrow(`npm start is not running (process ${pid} has ended; its embedded database is stopped with it)`);
+    expect(() => resolveToolDatabase({}, dataDir)).toThrow(
+      `npm start is not running (process ${pid} has ended; its embedded database is stopped with it)`,
+    );
     expect(() => resolveToolDatabase({}, dataDir)).toThrow('Start it with "npm start"');
   });
 

@@ -105,9 +105,9 @@ describe('migrations', () => {
     // A completed job must carry its result.
     await expect(insertJob('00000000-0000-4000-8000-000000000003', 'completed')).rejects.toThrow(/jobs_result_when_completed/);
     await insertJob('00000000-0000-4000-8000-000000000004', 'completed', '{"news": []}');
-    await expect(
-      query("UPDATE jobs SET progress = 101 WHERE id = '00000000-0000-4000-8000-000000000001'"),
-    ).rejects.toThrow(/check constraint/);
+    await expect(query("UPDATE jobs SET progress = 101 WHERE id = '00000000-0000-4000-8000-000000000001'")).rejects.toThrow(
+      /check constraint/,
+    );
   });
 
   it('serve the typed Prisma client', async () => {

@@ -61,11 +61,17 @@ describe('createPool', () => {
   });
 
   it('applies session settings to every connection, and refuses one that is not a plain name and value', async () => {
-    const pool = createPool({ connectionString: db.url, applicationName: 'settings-test', max: 2, sessionSettings: { synchronous_commit: 'off' } });
+    const pool = createPool({
+      connectionString: db.url,
+      applicationName: 'settings-test',
+      max: 2,
+      sessionSettings: { synchronous_commit: 'off' },
+    });
     try {
       const [a, b] = await Promise.all([pool.connect(), pool.connect()]);
       try {
-        for (const client of [a, b]) expect((await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]?.synchronous_commit).toBe('off');
+        for (const client of [a, b])
+          expect((await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]?.synchronous_commit).toBe('off');
       } finally {
         a.release();
         b.release();
@@ -83,7 +89,11 @@ describe('createPool', () => {
     } finally {
       await plain.end();
     }
-    expect(() => createPool({ connectionString: db.url, applicationName: 'x', sessionSettings: { 'work_mem=1; DROP': 'x' } })).toThrow(TypeError);
-    expect(() => createPool({ connectionString: db.url, applicationName: 'x', sessionSettings: { work_mem: '1 -c fsync=off' } })).toThrow(TypeError);
+    expect(() => createPool({ connectionString: db.url, applicationName: 'x', sessionSettings: { 'work_mem=1; DROP': 'x' } })).toThrow(
+      TypeError,
+    );
+    expect(() => createPool({ connectionString: db.url, applicationName: 'x', sessionSettings: { work_mem: '1 -c fsync=off' } })).toThrow(
+      TypeError,
+    );
   });
 });

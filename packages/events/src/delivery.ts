@@ -170,7 +170,9 @@ export function envelopeProcessor<T extends AnyTopic>(
     }
     // The handler runs in a span of the publisher's trace, so its logs and the events it writes continue it.
     const span = childSpan(parseTraceparent(message.headers[TRACEPARENT_HEADER]));
-    const result = await runInSpan(span, () => withRetries(message, signal, context, (attempt) => handler(envelope, metaOf(message, attempt, signal))));
+    const result = await runInSpan(span, () =>
+      withRetries(message, signal, context, (attempt) => handler(envelope, metaOf(message, attempt, signal))),
+    );
     if (result.status === 'aborted') return 'abandon';
     if (result.status === 'failed') {
       context.logger.error(
@@ -212,9 +214,7 @@ function decodeDeadLetter(message: RawMessage): DeadLetter {
 export function deadLetterProcessor(handler: DeadLetterHandler, context: ProcessorContext): RawProcessor {
   return async (message, signal) => {
     const letter = decodeDeadLetter(message);
-    const result = await withRetries(message, signal, context, (attempt) =>
-      handler(letter, metaOf(message, attempt, signal)),
-    );
+    const result = await withRetries(message, signal, context, (attempt) => handler(letter, metaOf(message, attempt, signal)));
     if (result.status === 'aborted') return 'abandon';
     if (result.status === 'failed') {
       context.logger.error(

@@ -17,10 +17,10 @@ export async function processOnce<T>(
   work: (client: PoolClient) => Promise<T>,
 ): Promise<ProcessOnceResult<T>> {
   const run = async (client: PoolClient): Promise<ProcessOnceResult<T>> => {
-    const { rowCount } = await client.query(
-      'INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-      [consumer, eventId],
-    );
+    const { rowCount } = await client.query('INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+      consumer,
+      eventId,
+    ]);
     if (rowCount === 0) return { status: 'duplicate' };
     return { status: 'processed', result: await work(client) };
   };

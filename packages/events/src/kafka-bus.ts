@@ -1,15 +1,6 @@
 import { type Logger } from '@fin/log';
 import { consumerLag } from '@fin/metrics';
-import {
-  type IHeaders,
-  Kafka,
-  type KafkaConfig,
-  type KafkaMessage,
-  type LogEntry,
-  Partitioners,
-  logLevel,
-  type Message,
-} from 'kafkajs';
+import { type IHeaders, Kafka, type KafkaConfig, type KafkaMessage, type LogEntry, Partitioners, logLevel, type Message } from 'kafkajs';
 import { encodeEnvelope, type EventBus, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
@@ -88,12 +79,7 @@ export function createKafkaBus({
     });
   }
 
-  async function consume(
-    logicalTopics: string[],
-    groupId: string,
-    concurrency: number,
-    processor: RawProcessor,
-  ): Promise<Subscription> {
+  async function consume(logicalTopics: string[], groupId: string, concurrency: number, processor: RawProcessor): Promise<Subscription> {
     if (closing) throw new Error('The event bus is closed');
     const topics = logicalTopics.map((topic) => topicPrefix + topic);
     const consumer = kafka.consumer({
@@ -208,9 +194,7 @@ export function createKafkaBus({
 
   return {
     async publish(messages) {
-      await send(
-        messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })),
-      );
+      await send(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })));
     },
 
     async subscribe(options) {

@@ -11,7 +11,10 @@ export function kafkaConfigShape(clientId: string) {
     KAFKA_BROKERS: csv().pipe(z.array(z.string()).min(1, 'expected at least one host:port')),
     KAFKA_CLIENT_ID: z.string().default(clientId),
     /** Prepended to topic and consumer-group names, so environments (or test runs) can share a cluster. */
-    KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may contain only letters, digits, ".", "_" and "-"').default(''),
+    KAFKA_TOPIC_PREFIX: z
+      .string()
+      .regex(/^[a-zA-Z0-9._-]*$/, 'may contain only letters, digits, ".", "_" and "-"')
+      .default(''),
     /** A consumer that stops heartbeating this long loses its partitions to the rest of its group. */
     KAFKA_SESSION_TIMEOUT_MS: int(6_000, 300_000).default(10_000),
   };

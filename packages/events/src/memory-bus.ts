@@ -143,11 +143,7 @@ function settled<T>(work: () => T): Promise<T> {
   });
 }
 
-export function createMemoryBus({
-  logger,
-  partitions = 3,
-  maxRetainedPerPartition = 100_000,
-}: MemoryBusOptions): MemoryEventBus {
+export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartition = 100_000 }: MemoryBusOptions): MemoryEventBus {
   const log = logger.child({ component: 'memory-bus' });
   const topics = new Map<string, PartitionLog[]>();
   const groups = new Map<string, Group>();
@@ -256,7 +252,9 @@ export function createMemoryBus({
 
   return {
     publish: (messages) =>
-      settled(() => append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })))),
+      settled(() =>
+        append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers }))),
+      ),
 
     publishRaw,
 
@@ -271,7 +269,10 @@ export function createMemoryBus({
     subscribeDeadLetters: (options) =>
       settled(() => {
         const topics = selectedTopics(options);
-        const processor = deadLetterProcessor(options.handler, processorContext(options, log, () => Promise.resolve()));
+        const processor = deadLetterProcessor(
+          options.handler,
+          processorContext(options, log, () => Promise.resolve()),
+        );
         const names = topics.map((topic) => topic.deadLetterTopic);
         return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY);
       }),

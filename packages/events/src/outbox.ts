@@ -37,7 +37,15 @@ export async function appendToOutbox<T extends AnyTopic>(
     `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
      SELECT $1::text, $2::text, $3::uuid, $4::text, $5::jsonb, $6::jsonb
      FROM (SELECT pg_advisory_xact_lock($7::int, hashtext($1::text || E'\\n' || $2::text))) AS key_lock`,
-    [topic.name, key, envelope.id, envelope.type, JSON.stringify(envelope), JSON.stringify({ ...traceHeaders(), ...headers }), OUTBOX_KEY_LOCK_CLASS],
+    [
+      topic.name,
+      key,
+      envelope.id,
+      envelope.type,
+      JSON.stringify(envelope),
+      JSON.stringify({ ...traceHeaders(), ...headers }),
+      OUTBOX_KEY_LOCK_CLASS,
+    ],
   );
   return envelope;
 }

@@ -170,10 +170,9 @@ export function createOutboxRelay({
   /** One database session: stand by until the leader lock is ours, then lead until stopped. */
   async function session(client: PoolClient): Promise<void> {
     for (;;) {
-      const { rows } = await client.query<{ acquired: boolean }>(
-        'SELECT pg_try_advisory_lock($1::int, 0) AS acquired',
-        [RELAY_LEADER_LOCK_CLASS],
-      );
+      const { rows } = await client.query<{ acquired: boolean }>('SELECT pg_try_advisory_lock($1::int, 0) AS acquired', [
+        RELAY_LEADER_LOCK_CLASS,
+      ]);
       if (rows[0]?.acquired) break;
       if (!(await sleep(standbyIntervalMs, stopping.signal))) return;
     }

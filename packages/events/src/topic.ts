@@ -8,11 +8,7 @@ export type DeadLetterTopicName<Name extends string> = `${Name}.dlq`;
  * producers and consumers parse. Schemas evolve additively under one `version`; a consumer treats a message
  * of a newer version than it knows as poison (it is dead-lettered, to be replayed once the consumer is upgraded).
  */
-export interface TopicDefinition<
-  Name extends string = string,
-  Type extends string = string,
-  Schema extends z.ZodType = z.ZodType,
-> {
+export interface TopicDefinition<Name extends string = string, Type extends string = string, Schema extends z.ZodType = z.ZodType> {
   readonly name: Name;
   readonly eventType: Type;
   readonly version: number;

@@ -200,7 +200,10 @@ describe.each([
       { topic: topic.name, key: 'k', envelope: valid },
     ]);
 
-    await waitFor(() => handled.length === 1 && letters.length === 3, { what: 'the valid message and three dead letters', timeoutMs: 4_000 });
+    await waitFor(() => handled.length === 1 && letters.length === 3, {
+      what: 'the valid message and three dead letters',
+      timeoutMs: 4_000,
+    });
     expect(handled).toEqual([valid]);
     expect(letters.map(({ letter }) => [letter.reason, letter.attempts])).toEqual([
       ['poison', 0],
@@ -218,9 +221,7 @@ describe.each([
     const topic = await newTopic();
     const received = { a: [] as string[], b: [] as string[], shared1: [] as string[], shared2: [] as string[] };
     const subscribe = async (groupId: string, into: string[]) =>
-      subscriptions.push(
-        await harness.bus.subscribe({ topic, groupId, handler: async (envelope) => void into.push(envelope.id) }),
-      );
+      subscriptions.push(await harness.bus.subscribe({ topic, groupId, handler: async (envelope) => void into.push(envelope.id) }));
     const shared = uniqueName('shared');
     await subscribe(uniqueName('group-a'), received.a);
     await subscribe(uniqueName('group-b'), received.b);
@@ -233,11 +234,9 @@ describe.each([
     for (let seq = 1; seq <= 30; seq += 1) ids.push((await publisher.publish(topic, `key-${seq}`, { seq, label: 'fan-out' })).id);
 
     const all = [...ids].sort();
-    await waitFor(
-      () =>
-        received.a.length === 30 && received.b.length === 30 && received.shared1.length + received.shared2.length === 30,
-      { what: `every delivery ${JSON.stringify([received.a.length, received.b.length, received.shared1.length, received.shared2.length])}` },
-    );
+    await waitFor(() => received.a.length === 30 && received.b.length === 30 && received.shared1.length + received.shared2.length === 30, {
+      what: `every delivery ${JSON.stringify([received.a.length, received.b.length, received.shared1.length, received.shared2.length])}`,
+    });
     expect([...received.a].sort()).toEqual(all);
     expect([...received.b].sort()).toEqual(all);
     expect([...received.shared1, ...received.shared2].sort()).toEqual(all);

@@ -23,7 +23,12 @@ const tenantId = randomUUID();
 
 describe('the job catalog', () => {
   it('maps each topic name to its definition and dead-letter topic', () => {
-    expect(Object.keys(eventCatalog)).toEqual(['jobs.news.requested', 'jobs.stock-report.requested', 'jobs.analysis.requested', 'jobs.events']);
+    expect(Object.keys(eventCatalog)).toEqual([
+      'jobs.news.requested',
+      'jobs.stock-report.requested',
+      'jobs.analysis.requested',
+      'jobs.events',
+    ]);
     expect(eventCatalog['jobs.news.requested']).toBe(jobRequestTopics.news);
     expect(jobRequestTopics.news).toMatchObject({ eventType: 'job.requested', version: 2, deadLetterTopic: 'jobs.news.requested.dlq' });
     expect(jobsEventsTopic).toMatchObject({ eventType: 'job.state', version: 1, deadLetterTopic: 'jobs.events.dlq' });
@@ -39,12 +44,29 @@ describe('the job catalog', () => {
   });
 
   it('reads a version 1 job request, which carried the request body, without the body', () => {
-    const v1 = { id: randomUUID(), type: 'job.requested', version: 1, occurredAt: new Date().toISOString(), payload: { job_id: jobId, job_type: 'news', tenant_id: tenantId, request: { data: { secret: 1 } } } };
-    expect(decodeEnvelope(jobRequestTopics.news, JSON.stringify(v1)).payload).toEqual({ job_id: jobId, job_type: 'news', tenant_id: tenantId });
+    const v1 = {
+      id: randomUUID(),
+      type: 'job.requested',
+      version: 1,
+      occurredAt: new Date().toISOString(),
+      payload: { job_id: jobId, job_type: 'news', tenant_id: tenantId, request: { data: { secret: 1 } } },
+    };
+    expect(decodeEnvelope(jobRequestTopics.news, JSON.stringify(v1)).payload).toEqual({
+      job_id: jobId,
+      job_type: 'news',
+      tenant_id: tenantId,
+    });
   });
 
   it('accepts job state events within their bounds, and a failure only with its reason', () => {
-    const running = { job_id: jobId, job_type: 'news', seq: 2, status: 'running', progress: 40, currently_working_on: 'Reading sources' } as const;
+    const running = {
+      job_id: jobId,
+      job_type: 'news',
+      seq: 2,
+      status: 'running',
+      progress: 40,
+      currently_working_on: 'Reading sources',
+    } as const;
     expect(createEnvelope(jobsEventsTopic, running).payload).toEqual(running);
     const completed = { ...running, seq: 3, status: 'completed', progress: 100, result: { summary: 'ok' } } as const;
     expect(createEnvelope(jobsEventsTopic, completed).payload.result).toEqual({ summary: 'ok' });
@@ -54,7 +76,9 @@ describe('the job catalog', () => {
     const failed = { ...running, status: 'failed', error: { type: 'service_unavailable', detail: 'Provider down' } } as const;
     expect(createEnvelope(jobsEventsTopic, failed).payload.error).toEqual(failed.error);
     // The reason's type is one of the API's error types: what the status endpoint will answer with.
-    expect(() => createEnvelope(jobsEventsTopic, { ...failed, error: { type: 'upstream_error' as 'service_unavailable', detail: 'Provider down' } })).toThrow(/error\.type/);
+    expect(() =>
+      createEnvelope(jobsEventsTopic, { ...failed, error: { type: 'upstream_error' as 'service_unavailable', detail: 'Provider down' } }),
+    ).toThrow(/error\.type/);
   });
 });
 

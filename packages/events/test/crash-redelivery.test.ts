@@ -23,9 +23,7 @@ function startChild(topic: string, groupId: string) {
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   createInterface({ input: child.stdout }).on('line', (line) => reports.push(JSON.parse(line) as Report));
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
-    child.on('close', (code, signal) => resolve(signal ?? code)),
-  );
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('close', (code, signal) => resolve(signal ?? code)));
   const find = (event: Report['event']) => {
     const failure = reports.find((report) => report.event === 'error');
     if (failure) throw new Error(`The child consumer failed: ${failure.message}\n${stderr}`);

@@ -42,7 +42,13 @@ export async function makeKafkaBus(): Promise<BusHarness> {
   return {
     bus,
     async createTopics(topics) {
-      deleters.push(await createTopics(kafka, topics.flatMap((topic) => [topic.name, topic.deadLetterTopic]), 3));
+      deleters.push(
+        await createTopics(
+          kafka,
+          topics.flatMap((topic) => [topic.name, topic.deadLetterTopic]),
+          3,
+        ),
+      );
     },
     async publishRaw(topic, key, value) {
       if (!producer) {

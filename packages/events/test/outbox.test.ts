@@ -67,7 +67,7 @@ describe('transactional outbox through the relay and a real broker', () => {
     (await pool.query<OutboxRow>('SELECT id::text AS id, * FROM outbox WHERE event_id = $1', [eventId])).rows[0];
   const delivered = (eventId: string) => received.find(({ envelope }) => envelope.id === eventId);
 
-  it('carries the writer\'s W3C trace to the consumer, whose handler runs in a child span of it', async () => {
+  it("carries the writer's W3C trace to the consumer, whose handler runs in a child span of it", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const span = childSpan(parseTraceparent(`00-${traceId}-00f067aa0ba902b7-01`));
     const envelope = await runInSpan(span, () => appendToOutbox(pool, topic, 'traced', { seq: 1, label: 'traced' }));
@@ -185,8 +185,7 @@ describe('relay housekeeping and failures', () => {
     await db.drop();
   });
 
-  const rowOf = async (eventId: string) =>
-    (await pool.query<OutboxRow>('SELECT * FROM outbox WHERE event_id = $1', [eventId])).rows[0];
+  const rowOf = async (eventId: string) => (await pool.query<OutboxRow>('SELECT * FROM outbox WHERE event_id = $1', [eventId])).rows[0];
 
   it('deletes published rows past the retention, and only those', async () => {
     const topic = testTopic('cleanup');
@@ -221,10 +220,13 @@ describe('relay housekeeping and failures', () => {
 
     relay = createOutboxRelay({ pool, bus, logger: testLogger(), pollIntervalMs: 100, backoff: { initialMs: 50, maxMs: 100 } });
     relay.start();
-    const failed = await waitFor(async () => {
-      const current = await rowOf(blocked.id);
-      return current && current.attempts >= 1 && current;
-    }, { what: 'a failed attempt', timeoutMs: 30_000 });
+    const failed = await waitFor(
+      async () => {
+        const current = await rowOf(blocked.id);
+        return current && current.attempts >= 1 && current;
+      },
+      { what: 'a failed attempt', timeoutMs: 30_000 },
+    );
     expect(failed.published_at).toBeNull();
     expect(failed.last_error).toMatch(/topic|partition/i);
     expect((await rowOf(behind.id))?.published_at).toBeNull();

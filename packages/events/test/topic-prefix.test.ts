@@ -15,7 +15,11 @@ describe('Kafka bus with a topic prefix', () => {
       expect(created.sort()).toEqual([`${prefix}${topic.name}`, `${prefix}${topic.name}.dlq`].sort());
       const received: { envelope: Envelope; topic: string }[] = [];
       const groupId = uniqueName('group');
-      const subscription = await bus.subscribe({ topic, groupId, handler: async (envelope, meta) => void received.push({ envelope, topic: meta.topic }) });
+      const subscription = await bus.subscribe({
+        topic,
+        groupId,
+        handler: async (envelope, meta) => void received.push({ envelope, topic: meta.topic }),
+      });
       await createPublisher(bus).publish(topic, 'k', { seq: 1, label: 'one' });
       await waitFor(() => received.length === 1);
       expect(received[0]?.topic).toBe(topic.name);

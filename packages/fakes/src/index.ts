@@ -42,4 +42,10 @@ export {
   type ReplyHandler,
   type ScriptedReply,
 } from './anthropic/types';
-export { startFakeFinnhub, type FakeFinnhub, type FakeFinnhubOptions, type FinnhubFault, type FinnhubRecordedRequest } from './finnhub/server';
+export {
+  startFakeFinnhub,
+  type FakeFinnhub,
+  type FakeFinnhubOptions,
+  type FinnhubFault,
+  type FinnhubRecordedRequest,
+} from './finnhub/server';

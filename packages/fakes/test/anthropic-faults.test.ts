@@ -16,7 +16,13 @@ const ask = (content: string) => ({ model: 'claude-sonnet-5-5', max_tokens: 512,
 let fake: FakeAnthropic;
 
 const clientFor = (options: { maxRetries?: number; timeout?: number; apiKey?: string } = {}) =>
-  new Anthropic({ apiKey: options.apiKey ?? 'test', baseURL: fake.url, maxRetries: options.maxRetries ?? 0, timeout: options.timeout, logLevel: 'off' });
+  new Anthropic({
+    apiKey: options.apiKey ?? 'test',
+    baseURL: fake.url,
+    maxRetries: options.maxRetries ?? 0,
+    timeout: options.timeout,
+    logLevel: 'off',
+  });
 
 beforeAll(async () => {
   fake = await startFakeAnthropic();
@@ -40,7 +46,9 @@ describe('HTTP errors', () => {
 
   it('surfaces a 429 as RateLimitError with the API body when retries are exhausted', async () => {
     fake.reply(errorReply('rate_limit_error', { retryAfterSeconds: 0.01 }), errorReply('rate_limit_error', { retryAfterSeconds: 0.01 }));
-    const error = await clientFor({ maxRetries: 1 }).messages.create(ask('x')).catch((caught: unknown) => caught);
+    const error = await clientFor({ maxRetries: 1 })
+      .messages.create(ask('x'))
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RateLimitError);
     expect((error as RateLimitError).headers.get('retry-after')).toBe('0.01');
     expect(fake.requests).toHaveLength(2);
@@ -52,7 +60,9 @@ describe('HTTP errors', () => {
       errorReply('overloaded_error', { retryAfterSeconds: 0.01 }),
       textReply('not reached'),
     );
-    const error = await clientFor({ maxRetries: 1 }).messages.create(ask('busy?')).catch((caught: unknown) => caught);
+    const error = await clientFor({ maxRetries: 1 })
+      .messages.create(ask('busy?'))
+      .catch((caught: unknown) => caught);
 
     expect(error).toBeInstanceOf(OverloadedError);
     const overloaded = error as OverloadedError;
@@ -73,7 +83,9 @@ describe('HTTP errors', () => {
     ['api_error', 500],
   ] as const)('answers %s with status %i', async (type, status) => {
     fake.reply(errorReply(type, { message: `scripted ${type}` }));
-    const error = (await clientFor().messages.create(ask('x')).catch((caught: unknown) => caught)) as APIError;
+    const error = (await clientFor()
+      .messages.create(ask('x'))
+      .catch((caught: unknown) => caught)) as APIError;
     expect(error).toBeInstanceOf(APIError);
     expect(error.status).toBe(status);
     expect(error.type).toBe(type);
@@ -94,7 +106,9 @@ describe('HTTP errors', () => {
   });
 
   it('answers unknown paths with the API not_found_error', async () => {
-    const error = await clientFor().models.retrieve('claude-sonnet-5-5').catch((caught: unknown) => caught);
+    const error = await clientFor()
+      .models.retrieve('claude-sonnet-5-5')
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(NotFoundError);
   });
 });
@@ -121,7 +135,10 @@ describe('streaming faults', () => {
 
   it('sends a malformed data line that makes the SDK stream throw', async () => {
     fake.reply(textReply(long, { faults: { malformedJson: true } }));
-    const error = (await clientFor().messages.stream(ask('broken')).finalMessage().catch((caught: unknown) => caught)) as Error;
+    const error = (await clientFor()
+      .messages.stream(ask('broken'))
+      .finalMessage()
+      .catch((caught: unknown) => caught)) as Error;
     // MessageStream wraps the JSON.parse failure in an AnthropicError whose cause is the SyntaxError.
     expect(error).toBeInstanceOf(AnthropicError);
     expect((error.cause as Error).name).toBe('SyntaxError');
@@ -163,7 +180,9 @@ describe('streaming faults', () => {
 describe('non-streamed faults', () => {
   it('sends a body cut off mid-JSON: the SDK call fails', async () => {
     fake.reply(textReply('whole answer', { faults: { malformedJson: true } }));
-    const error = (await clientFor().messages.create(ask('broken')).catch((caught: unknown) => caught)) as Error;
+    const error = (await clientFor()
+      .messages.create(ask('broken'))
+      .catch((caught: unknown) => caught)) as Error;
     expect(error.name).toBe('SyntaxError');
     expect(error.message).toMatch(/JSON/);
   });
@@ -178,7 +197,9 @@ describe('non-streamed faults', () => {
   it('never answers a hanging reply: the SDK timeout fires', async () => {
     fake.reply(hangingReply());
     const started = Date.now();
-    const error = await clientFor({ timeout: 200 }).messages.create(ask('hang')).catch((caught: unknown) => caught);
+    const error = await clientFor({ timeout: 200 })
+      .messages.create(ask('hang'))
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(APIConnectionTimeoutError);
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -194,7 +215,9 @@ describe('non-streamed faults', () => {
 
   it('refuses a streaming fault on a non-streamed request instead of ignoring it', async () => {
     fake.reply(textReply('x', { faults: { failMidStream: { afterEvents: 1, error: { type: 'api_error' } } } }));
-    await expect(clientFor().messages.create(ask('mismatch'))).rejects.toThrow(/not streamed, but its scripted reply has a streaming fault/);
+    await expect(clientFor().messages.create(ask('mismatch'))).rejects.toThrow(
+      /not streamed, but its scripted reply has a streaming fault/,
+    );
   });
 });
 

@@ -187,7 +187,11 @@ describe('tool use', () => {
     {
       name: 'market_data',
       description: 'Quote, profile, metrics and news for a symbol.',
-      input_schema: { type: 'object', properties: { symbol: { type: 'string' }, fields: { type: 'array', items: { type: 'string' } } }, required: ['symbol'] },
+      input_schema: {
+        type: 'object',
+        properties: { symbol: { type: 'string' }, fields: { type: 'array', items: { type: 'string' } } },
+        required: ['symbol'],
+      },
     },
   ];
   const input = { symbol: 'AAPL', fields: ['quote', 'profile', 'metrics', 'news'] };
@@ -253,15 +257,25 @@ describe('web search', () => {
 
   it('shows the search, its results and the citations to the SDK (non-streamed)', async () => {
     fake.reply(script());
-    const response = await client.messages.create({ ...ask('NVDA news'), tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] });
+    const response = await client.messages.create({
+      ...ask('NVDA news'),
+      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+    });
 
     const [use, result, answer] = response.content;
     expect(use).toMatchObject({ type: 'server_tool_use', name: 'web_search', input: { query: 'NVIDIA latest earnings' } });
     expect(result?.type).toBe('web_search_tool_result');
-    if (use?.type !== 'server_tool_use' || result?.type !== 'web_search_tool_result' || answer?.type !== 'text') throw new Error('unexpected blocks');
+    if (use?.type !== 'server_tool_use' || result?.type !== 'web_search_tool_result' || answer?.type !== 'text')
+      throw new Error('unexpected blocks');
     expect(result.tool_use_id).toBe(use.id);
     expect(result.content).toEqual([
-      expect.objectContaining({ type: 'web_search_result', url: results[0]!.url, title: 'NVIDIA results', page_age: '1 day ago', encrypted_content: expect.any(String) }),
+      expect.objectContaining({
+        type: 'web_search_result',
+        url: results[0]!.url,
+        title: 'NVIDIA results',
+        page_age: '1 day ago',
+        encrypted_content: expect.any(String),
+      }),
       expect.objectContaining({ type: 'web_search_result', url: results[1]!.url, page_age: null }),
     ]);
     expect(answer.citations).toEqual([
@@ -318,8 +332,22 @@ describe('structured outputs', () => {
     fake.reply(jsonReply({}));
     const request = client.messages.create({
       ...ask('Rate AAPL'),
-      output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { nested: { type: 'object', properties: {}, additionalProperties: false }, open: { type: 'object', properties: {} } } , additionalProperties: false } } },
+      output_config: {
+        format: {
+          type: 'json_schema',
+          schema: {
+            type: 'object',
+            properties: {
+              nested: { type: 'object', properties: {}, additionalProperties: false },
+              open: { type: 'object', properties: {} },
+            },
+            additionalProperties: false,
+          },
+        },
+      },
     });
-    await expect(request).rejects.toThrow(/output_config\.format\.schema\.properties\.open: For 'object' type, 'additionalProperties' must be explicitly set to false/);
+    await expect(request).rejects.toThrow(
+      /output_config\.format\.schema\.properties\.open: For 'object' type, 'additionalProperties' must be explicitly set to false/,
+    );
   });
 });

@@ -10,7 +10,10 @@ beforeAll(async () => {
 afterEach(() => finnhub.reset());
 afterAll(() => finnhub.close());
 
-async function get(path: string, init: { token?: string | null; signal?: AbortSignal } = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
+async function get(
+  path: string,
+  init: { token?: string | null; signal?: AbortSignal } = {},
+): Promise<{ status: number; body: unknown; headers: Headers }> {
   const token = init.token === undefined ? TOKEN : init.token;
   const response = await fetch(`${finnhub.apiBaseUrl}${path}`, { headers: token ? { 'X-Finnhub-Token': token } : {}, signal: init.signal });
   const text = await response.text();
@@ -67,7 +70,10 @@ describe('endpoints', () => {
   });
 
   it('refuses premium endpoints with 403 and unknown paths with 404', async () => {
-    expect(await get('/stock/price-target?symbol=AAPL')).toMatchObject({ status: 403, body: { error: "You don't have access to this resource." } });
+    expect(await get('/stock/price-target?symbol=AAPL')).toMatchObject({
+      status: 403,
+      body: { error: "You don't have access to this resource." },
+    });
     expect(await get('/nothing-here?symbol=AAPL')).toMatchObject({ status: 404, body: '404 page not found' });
   });
 });

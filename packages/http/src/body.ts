@@ -33,7 +33,6 @@ export function jsonBody({ limit = DEFAULT_BODY_LIMIT_BYTES }: { limit?: number 
   return [requireJsonContentType(), express.json({ limit, type: JSON_TYPES, strict: true, verify: checkBodyDigest })];
 }
 
-
 /** The SHA-256 of no bytes: the digest signed for a request without a body. */
 export const EMPTY_BODY_DIGEST: Buffer = createHash('sha256').digest();
 

@@ -52,14 +52,20 @@ function withCause(error: AppError, cause: unknown): AppError {
 export function toHttpError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   if (isUndecodableBody(error)) return withCause(badRequest('The request body could not be decoded as its Content-Encoding says.'), error);
-  if (isUndecodablePathParameter(error)) return withCause(badRequest('The request path is not valid: a path segment is not valid percent-encoding.'), error);
+  if (isUndecodablePathParameter(error))
+    return withCause(badRequest('The request path is not valid: a path segment is not valid percent-encoding.'), error);
   if (isBodyParserError(error)) {
     switch (error.type) {
       case 'entity.parse.failed':
         return withCause(badRequest(NOT_JSON_DETAIL), error);
       case 'entity.too.large':
         // A 400 like every other bad input (the spec's error table has no 413): the field is the body itself.
-        return withCause(badRequest(`body: must be at most ${error.limit === undefined ? 'the size this service accepts' : formatBytes(error.limit)}; send a shorter prompt, message or data.`), error);
+        return withCause(
+          badRequest(
+            `body: must be at most ${error.limit === undefined ? 'the size this service accepts' : formatBytes(error.limit)}; send a shorter prompt, message or data.`,
+          ),
+          error,
+        );
       case 'encoding.unsupported':
         return withCause(unsupportedMediaType('The Content-Encoding of the request body is not supported.'), error);
       case 'charset.unsupported':

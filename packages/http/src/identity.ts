@@ -106,7 +106,12 @@ function hmac(key: IdentityKey, message: string): Buffer {
  * The identity headers for one upstream request. Every call makes a new nonce: a request sent again (a retry)
  * must be signed again, since the service accepts each nonce once.
  */
-export function signIdentity(identity: InternalIdentity, key: IdentityKey, request: SignedRequest, now: number = Date.now()): Record<string, string> {
+export function signIdentity(
+  identity: InternalIdentity,
+  key: IdentityKey,
+  request: SignedRequest,
+  now: number = Date.now(),
+): Record<string, string> {
   const { caller, requestId } = identity;
   const tenantId = caller?.tenantId ?? '';
   const keyId = caller?.keyId ?? '';
@@ -117,7 +122,10 @@ export function signIdentity(identity: InternalIdentity, key: IdentityKey, reque
   const nonce = randomUUID();
   const timestamp = String(now);
   const bodyDigest = bodyDigestHex(request.body);
-  const signature = hmac(key, canonical(request.method, request.path, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest)).toString('hex');
+  const signature = hmac(
+    key,
+    canonical(request.method, request.path, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest),
+  ).toString('hex');
   return {
     [IDENTITY_HEADERS.tenantId]: tenantId,
     [IDENTITY_HEADERS.keyId]: keyId,
@@ -195,7 +203,13 @@ const BODY_MISMATCH = 'body does not match its signed digest';
  */
 export function verifyIdentity(
   key: IdentityKey,
-  { maxSkewMs = DEFAULT_MAX_SKEW_MS, allowAnonymous = false, logger, maxRememberedNonces = DEFAULT_MAX_REMEMBERED_NONCES, now = Date.now }: VerifyIdentityOptions = {},
+  {
+    maxSkewMs = DEFAULT_MAX_SKEW_MS,
+    allowAnonymous = false,
+    logger,
+    maxRememberedNonces = DEFAULT_MAX_REMEMBERED_NONCES,
+    now = Date.now,
+  }: VerifyIdentityOptions = {},
 ): RequestHandler {
   const seen = new SeenNonces(2 * maxSkewMs, maxRememberedNonces);
   const refusal = (res: Response | undefined, reason: string): AppError => {
@@ -213,15 +227,23 @@ export function verifyIdentity(
     const requestId = headers[IDENTITY_HEADERS.requestId];
     const nonce = headers[IDENTITY_HEADERS.nonce];
     const bodyDigest = headers[IDENTITY_HEADERS.bodyDigest];
-    if (typeof signature !== 'string' || typeof timestamp !== 'string' || typeof requestId !== 'string' || typeof nonce !== 'string' || typeof bodyDigest !== 'string') {
+    if (
+      typeof signature !== 'string' ||
+      typeof timestamp !== 'string' ||
+      typeof requestId !== 'string' ||
+      typeof nonce !== 'string' ||
+      typeof bodyDigest !== 'string'
+    ) {
       return 'missing identity headers';
     }
     const tenantId = stringOr(headers[IDENTITY_HEADERS.tenantId]);
     const keyId = stringOr(headers[IDENTITY_HEADERS.keyId]);
     const scopes = stringOr(headers[IDENTITY_HEADERS.scopes]);
-    if (!SIGNATURE_PATTERN.test(signature) || !SIGNATURE_PATTERN.test(bodyDigest) || !TOKEN_PATTERN.test(nonce)) return 'malformed signature';
+    if (!SIGNATURE_PATTERN.test(signature) || !SIGNATURE_PATTERN.test(bodyDigest) || !TOKEN_PATTERN.test(nonce))
+      return 'malformed signature';
     const at = now();
-    if (!TIMESTAMP_PATTERN.test(timestamp) || Math.abs(at - Number(timestamp)) > maxSkewMs) return 'signature timestamp outside the allowed skew';
+    if (!TIMESTAMP_PATTERN.test(timestamp) || Math.abs(at - Number(timestamp)) > maxSkewMs)
+      return 'signature timestamp outside the allowed skew';
 
     const expected = hmac(key, canonical(req.method, req.originalUrl, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest));
     if (!timingSafeEqual(Buffer.from(signature, 'hex'), expected)) return 'signature mismatch';

@@ -6,7 +6,15 @@
 // the access-log line are only made when needed (a log line, an outgoing request, a sampled or failed request).
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { accessLogPolicyOf, currentScope, LazySpanScope, runInScope, TRACEPARENT_HEADER, type AccessLogPolicy, type Logger } from '@fin/log';
+import {
+  accessLogPolicyOf,
+  currentScope,
+  LazySpanScope,
+  runInScope,
+  TRACEPARENT_HEADER,
+  type AccessLogPolicy,
+  type Logger,
+} from '@fin/log';
 import type { Request, RequestHandler, Response } from 'express';
 import { recordRequest } from './metrics';
 
@@ -58,7 +66,9 @@ class Context extends LazySpanScope implements RequestContext {
   }
 
   get logger(): Logger {
-    return (this.child ??= this.pipeline.logger.child(this.fields === undefined ? { requestId: this.requestId } : { requestId: this.requestId, ...this.fields }));
+    return (this.child ??= this.pipeline.logger.child(
+      this.fields === undefined ? { requestId: this.requestId } : { requestId: this.requestId, ...this.fields },
+    ));
   }
 
   /** Fields for every later line (the child logger, if one was made, is made again with them). */

@@ -13,7 +13,11 @@ import { currentRequest, type RequestContext } from './request-context';
 type InputPart = 'params' | 'query' | 'body' | 'headers';
 
 /** The schema an entry declares for one part of the request, or undefined. */
-type SchemaOf<R, K extends InputPart> = R extends { readonly request: infer Request } ? (Request extends { readonly [P in K]: infer S } ? S : undefined) : undefined;
+type SchemaOf<R, K extends InputPart> = R extends { readonly request: infer Request }
+  ? Request extends { readonly [P in K]: infer S }
+    ? S
+    : undefined
+  : undefined;
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 /** What the handler of `R` is given: each part parsed by its schema (undefined when the entry declares none). */

@@ -64,7 +64,15 @@ const notReady = (detail: string) => ({ detail, status_code: 503, type: 'service
  * bodies, the service's routes, a 404 for everything else and the error translator. It never listens.
  */
 export function createServiceApp(options: ServiceAppOptions): express.Express {
-  const { name, logger, readiness, lifecycle = createLifecycle(), readinessTimeoutMs = DEFAULT_READINESS_TIMEOUT_MS, jsonBodyLimit, routes } = options;
+  const {
+    name,
+    logger,
+    readiness,
+    lifecycle = createLifecycle(),
+    readinessTimeoutMs = DEFAULT_READINESS_TIMEOUT_MS,
+    jsonBodyLimit,
+    routes,
+  } = options;
   const app = express();
   app.disable('x-powered-by');
   // Answers are per-tenant and mostly uncacheable: hashing every body for an ETag costs more than it saves.

@@ -115,7 +115,11 @@ export interface SignalSource {
 }
 
 /** Calls `shutdown` on SIGTERM and SIGINT. Returns a function that removes the listeners. */
-export function onShutdownSignals(shutdown: (signal: string) => Promise<void>, source: SignalSource = process, signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): () => void {
+export function onShutdownSignals(
+  shutdown: (signal: string) => Promise<void>,
+  source: SignalSource = process,
+  signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'],
+): () => void {
   const listeners = signals.map((signal) => {
     const listener = () => void shutdown(signal);
     source.on(signal, listener);

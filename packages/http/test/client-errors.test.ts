@@ -36,7 +36,11 @@ describe('answerClientErrors', () => {
       ];
       for (const [head, detail] of cases) {
         const answer = parse(await exchange(server.port, head));
-        expect(answer).toEqual({ status: 400, contentType: 'application/json; charset=utf-8', body: { detail, status_code: 400, type: 'validation_error' } });
+        expect(answer).toEqual({
+          status: 400,
+          contentType: 'application/json; charset=utf-8',
+          body: { detail, status_code: 400, type: 'validation_error' },
+        });
         expect(ErrorBody.parse(answer.body)).toEqual(answer.body);
       }
       expect(lines.filter((line) => line.msg === 'request refused by the HTTP parser').map((line) => line.code)).toEqual([

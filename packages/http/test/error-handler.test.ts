@@ -25,7 +25,11 @@ describe('errorHandler', () => {
       }),
     );
     const res = await request(app).get('/limited').expect(429);
-    expect(res.body).toEqual({ detail: 'Rate limit exceeded for news: 100 requests per minute.', status_code: 429, type: 'rate_limit_exceeded' });
+    expect(res.body).toEqual({
+      detail: 'Rate limit exceeded for news: 100 requests per minute.',
+      status_code: 429,
+      type: 'rate_limit_exceeded',
+    });
     expect(ErrorBody.parse(res.body)).toEqual(res.body);
     expect(res.headers['retry-after']).toBe('12');
     expect(res.headers['x-ratelimit-limit']).toBe('100');
@@ -60,16 +64,32 @@ describe('errorHandler', () => {
   it('answers an oversized body with 400 validation_error naming the body and the limit', async () => {
     const { logger } = captureLogger();
     const app = appWith(logger, (a) => a.post('/echo', (req, res) => void res.json(req.body)));
-    const res = await request(app).post('/echo').send({ data: 'x'.repeat(2000) }).expect(400);
-    expect(res.body).toEqual({ detail: 'body: must be at most 1 KiB; send a shorter prompt, message or data.', status_code: 400, type: 'validation_error' });
+    const res = await request(app)
+      .post('/echo')
+      .send({ data: 'x'.repeat(2000) })
+      .expect(400);
+    expect(res.body).toEqual({
+      detail: 'body: must be at most 1 KiB; send a shorter prompt, message or data.',
+      status_code: 400,
+      type: 'validation_error',
+    });
   });
 
   it('answers a non-JSON body with 415 unsupported_media_type, and an unknown encoding too', async () => {
     const { logger } = captureLogger();
     const app = appWith(logger, (a) => a.post('/echo', (req, res) => void res.json(req.body)));
     const text = await request(app).post('/echo').set('Content-Type', 'text/plain').send('symbols=AAPL').expect(415);
-    expect(text.body).toEqual({ detail: 'The request body must be JSON, sent with Content-Type: application/json.', status_code: 415, type: 'unsupported_media_type' });
-    const encoded = await request(app).post('/echo').set('Content-Type', 'application/json').set('Content-Encoding', 'x-unknown').send('{}').expect(415);
+    expect(text.body).toEqual({
+      detail: 'The request body must be JSON, sent with Content-Type: application/json.',
+      status_code: 415,
+      type: 'unsupported_media_type',
+    });
+    const encoded = await request(app)
+      .post('/echo')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'x-unknown')
+      .send('{}')
+      .expect(415);
     expect(ErrorBody.parse(encoded.body).type).toBe('unsupported_media_type');
   });
 
@@ -99,7 +119,11 @@ describe('errorHandler', () => {
       expect({ segment, status: res.status, body: res.body as unknown }).toEqual({
         segment,
         status: 400,
-        body: { detail: 'The request path is not valid: a path segment is not valid percent-encoding.', status_code: 400, type: 'validation_error' },
+        body: {
+          detail: 'The request path is not valid: a path segment is not valid percent-encoding.',
+          status_code: 400,
+          type: 'validation_error',
+        },
       });
     }
     await request(app).get('/tools/%41').expect(200, { id: 'A' });
@@ -118,7 +142,9 @@ describe('errorHandler', () => {
 
   it('answers unknown routes with 404 in the spec body', async () => {
     const { logger } = captureLogger();
-    const res = await request(appWith(logger, () => {})).delete('/api/nothing').expect(404);
+    const res = await request(appWith(logger, () => {}))
+      .delete('/api/nothing')
+      .expect(404);
     expect(res.body).toEqual({ detail: 'No route for DELETE /api/nothing.', status_code: 404, type: 'not_found' });
   });
 

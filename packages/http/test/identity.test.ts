@@ -21,7 +21,11 @@ const KEY = identityKey(SECRET, 'news');
 const NOW = 1_767_225_600_000;
 const identity: InternalIdentity = {
   requestId: 'req-1',
-  caller: { tenantId: '6f1c2b8e-0d3a-4e5f-9a7b-1c2d3e4f5a6b', keyId: '0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d', scopes: ['news', 'stock-report'] },
+  caller: {
+    tenantId: '6f1c2b8e-0d3a-4e5f-9a7b-1c2d3e4f5a6b',
+    keyId: '0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d',
+    scopes: ['news', 'stock-report'],
+  },
 };
 
 function service(options: Parameters<typeof verifyIdentity>[1] = {}) {
@@ -44,7 +48,7 @@ describe('signed internal identity', () => {
     expect(res.body).toEqual(identity);
   });
 
-  it('names the caller\'s tenant on the request\'s log lines once the identity is verified', async () => {
+  it("names the caller's tenant on the request's log lines once the identity is verified", async () => {
     const { app, lines } = service();
     const headers = signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, NOW);
     await request(app).post('/api/products/news').set(headers).expect(200);
@@ -74,7 +78,12 @@ describe('signed internal identity', () => {
   });
 
   it('refuses a signature made with another secret', async () => {
-    const headers = signIdentity(identity, identityKey('another-secret-that-is-also-32-characters', 'news'), { method: 'POST', path: '/api/products/news' }, NOW);
+    const headers = signIdentity(
+      identity,
+      identityKey('another-secret-that-is-also-32-characters', 'news'),
+      { method: 'POST', path: '/api/products/news' },
+      NOW,
+    );
     await request(service().app).post('/api/products/news').set(headers).expect(401);
   });
 
@@ -88,10 +97,22 @@ describe('signed internal identity', () => {
   it('accepts a signature within the allowed skew and refuses a stale or future one', async () => {
     const { app } = service({ maxSkewMs: 30_000 });
     const at = (time: number) => signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, time);
-    await request(app).post('/api/products/news').set(at(NOW - 30_000)).expect(200);
-    await request(app).post('/api/products/news').set(at(NOW + 30_000)).expect(200);
-    await request(app).post('/api/products/news').set(at(NOW - 30_001)).expect(401);
-    await request(app).post('/api/products/news').set(at(NOW + 30_001)).expect(401);
+    await request(app)
+      .post('/api/products/news')
+      .set(at(NOW - 30_000))
+      .expect(200);
+    await request(app)
+      .post('/api/products/news')
+      .set(at(NOW + 30_000))
+      .expect(200);
+    await request(app)
+      .post('/api/products/news')
+      .set(at(NOW - 30_001))
+      .expect(401);
+    await request(app)
+      .post('/api/products/news')
+      .set(at(NOW + 30_001))
+      .expect(401);
   });
 
   it('refuses a request forwarded without a caller unless the route allows anonymous requests', async () => {
@@ -107,7 +128,9 @@ describe('signed internal identity', () => {
   });
 
   it('will not sign a field that could break the header format', () => {
-    expect(() => signIdentity({ requestId: 'r', caller: { tenantId: 't', keyId: 'k', scopes: ['news,admin'] } }, KEY, { method: 'GET', path: '/' })).toThrow(TypeError);
+    expect(() =>
+      signIdentity({ requestId: 'r', caller: { tenantId: 't', keyId: 'k', scopes: ['news,admin'] } }, KEY, { method: 'GET', path: '/' }),
+    ).toThrow(TypeError);
     expect(() => signIdentity({ requestId: 'a b', caller: null }, KEY, { method: 'GET', path: '/' })).toThrow(TypeError);
   });
 
@@ -121,7 +144,8 @@ describe('signed internal identity', () => {
 
 describe('the signed body', () => {
   const body = { topic: 'rates', limit: 5 };
-  const signed = (sent: unknown) => signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news', body: JSON.stringify(sent) }, NOW);
+  const signed = (sent: unknown) =>
+    signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news', body: JSON.stringify(sent) }, NOW);
 
   /** The parser before verifyIdentity, as createServiceApp mounts it, or after it, as the portal's API does. */
   function withParser(order: 'parser first' | 'verifier first') {
@@ -144,12 +168,22 @@ describe('the signed body', () => {
     expect(res.body).toEqual({ body, identity });
   });
 
-  it.each(['parser first', 'verifier first'] as const)('refuses a body altered after signing, before the handler runs (%s)', async (order) => {
-    const { app, lines } = withParser(order);
-    const res = await request(app).post('/api/products/news').set(signed(body)).send({ ...body, topic: 'someone else\'s' }).expect(401);
-    expect(res.body).toEqual(refused);
-    expect(lines.find((line) => line.reason !== undefined)).toMatchObject({ level: 'warn', reason: 'body does not match its signed digest' });
-  });
+  it.each(['parser first', 'verifier first'] as const)(
+    'refuses a body altered after signing, before the handler runs (%s)',
+    async (order) => {
+      const { app, lines } = withParser(order);
+      const res = await request(app)
+        .post('/api/products/news')
+        .set(signed(body))
+        .send({ ...body, topic: "someone else's" })
+        .expect(401);
+      expect(res.body).toEqual(refused);
+      expect(lines.find((line) => line.reason !== undefined)).toMatchObject({
+        level: 'warn',
+        reason: 'body does not match its signed digest',
+      });
+    },
+  );
 
   it.each(['parser first', 'verifier first'] as const)('refuses a body added to a request signed without one (%s)', async (order) => {
     const headers = signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, NOW);
@@ -163,7 +197,10 @@ describe('the signed body', () => {
   it('checks the bytes any parser reads, not only JSON (checkBodyDigest as its verify option)', async () => {
     const { logger } = captureLogger();
     const app = express();
-    app.use(verifyIdentity(KEY, { now: () => NOW, allowAnonymous: true }), express.urlencoded({ extended: false, verify: checkBodyDigest }));
+    app.use(
+      verifyIdentity(KEY, { now: () => NOW, allowAnonymous: true }),
+      express.urlencoded({ extended: false, verify: checkBodyDigest }),
+    );
     app.post('/portal/login', (req, res) => {
       const form: unknown = req.body;
       res.json(form);
@@ -189,14 +226,20 @@ describe('replayed requests', () => {
   it('accepts the same identity and request id signed again (a new nonce each time)', async () => {
     const { app } = service();
     for (let attempt = 0; attempt < 3; attempt++) {
-      await request(app).post('/api/products/news').set(signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, NOW)).expect(200);
+      await request(app)
+        .post('/api/products/news')
+        .set(signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, NOW))
+        .expect(200);
     }
   });
 
   it('does not let a forged request use up the nonce of a real one', async () => {
     const { app } = service();
     const headers = signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, NOW);
-    await request(app).post('/api/products/news').set({ ...headers, 'x-fin-tenant-id': '11111111-2222-4333-8444-555555555555' }).expect(401);
+    await request(app)
+      .post('/api/products/news')
+      .set({ ...headers, 'x-fin-tenant-id': '11111111-2222-4333-8444-555555555555' })
+      .expect(401);
     await request(app).post('/api/products/news').set(headers).expect(200);
   });
 
@@ -230,7 +273,7 @@ describe('replayed requests', () => {
 });
 
 describe('keys per service', () => {
-  it('refuses a signature made with another service\'s key derived from the same secret', async () => {
+  it("refuses a signature made with another service's key derived from the same secret", async () => {
     const { app, lines } = service();
     const headers = signIdentity(identity, identityKey(SECRET, 'chat'), { method: 'POST', path: '/api/products/news' }, NOW);
     await request(app).post('/api/products/news').set(headers).expect(401);

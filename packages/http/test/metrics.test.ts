@@ -5,7 +5,9 @@ import { createServiceApp, trackEventStream } from '../src';
 import { captureLogger, listen } from './helpers';
 
 const count = async (labels: { service: string; route: string; status: string }) =>
-  (await httpRequests.get()).values.find(({ labels: actual }) => actual.service === labels.service && actual.route === labels.route && actual.status === labels.status)?.value ?? 0;
+  (await httpRequests.get()).values.find(
+    ({ labels: actual }) => actual.service === labels.service && actual.route === labels.route && actual.status === labels.status,
+  )?.value ?? 0;
 
 describe('HTTP metrics of every service app', () => {
   const app = createServiceApp({
@@ -27,7 +29,9 @@ describe('HTTP metrics of every service app', () => {
     await request(app).get('/things/1').expect(200);
     await request(app).get('/things/2').expect(200);
     expect(await count({ service: 'metrics-test', route: '/things/:id', status: '200' })).toBe(before + 2);
-    const durations = (await httpRequestDuration.get()).values.filter((value) => value.labels.route === '/things/:id' && value.metricName?.endsWith('_count'));
+    const durations = (await httpRequestDuration.get()).values.filter(
+      (value) => value.labels.route === '/things/:id' && value.metricName?.endsWith('_count'),
+    );
     expect(durations[0]?.value).toBeGreaterThanOrEqual(2);
   });
 

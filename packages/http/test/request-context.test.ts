@@ -51,7 +51,7 @@ describe('requestContext', () => {
     expect(lines.every((line) => line.requestId === res.headers['x-request-id'])).toBe(true);
   });
 
-  it('runs the request in a span of the caller\'s W3C trace, so every log line carries its trace id', async () => {
+  it("runs the request in a span of the caller's W3C trace, so every log line carries its trace id", async () => {
     const { logger, lines } = captureLogger();
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     await request(appWith(logger)).get('/work').set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`).expect(200);
@@ -68,7 +68,7 @@ describe('requestContext', () => {
     expect(lines[0]?.trace_id).toMatch(/^[0-9a-f]{32}$/);
   });
 
-  it('adds the caller\'s tenant, once known, to every later line of the request and to its completion line', async () => {
+  it("adds the caller's tenant, once known, to every later line of the request and to its completion line", async () => {
     const { logger, lines } = captureLogger();
     const app = express();
     app.use(requestContext({ logger }));
@@ -101,12 +101,16 @@ describe('requestContext', () => {
     const server = await listen(appWith(logger));
     try {
       const body = await new Promise<string>((resolve, reject) => {
-        const req = http.request(`${server.url}/work`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'chunked-1' }, agent: false }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => resolve(text));
-        });
+        const req = http.request(
+          `${server.url}/work`,
+          { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'chunked-1' }, agent: false },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (text += chunk));
+            res.on('end', () => resolve(text));
+          },
+        );
         req.on('error', reject);
         req.write('{"symbols":');
         setImmediate(() => req.end('["AAPL"]}'));
@@ -127,7 +131,7 @@ describe('requestContext', () => {
     expect(lines).toEqual([expect.objectContaining({ msg: 'request completed', level: 'debug', path: '/healthz' })]);
   });
 
-  it('gives outgoing requests the same span as the request\'s log lines, in the caller\'s trace', async () => {
+  it("gives outgoing requests the same span as the request's log lines, in the caller's trace", async () => {
     const { logger, lines } = captureLogger();
     const app = express();
     app.use(requestContext({ logger }));
@@ -146,7 +150,11 @@ describe('requestContext', () => {
 describe('access-log sampling', () => {
   function sampled(accessLog: { sampleRate?: number; slowMs?: number }) {
     const lines: Record<string, unknown>[] = [];
-    const logger = createLogger({ service: 'test', accessLog, destination: { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) } });
+    const logger = createLogger({
+      service: 'test',
+      accessLog,
+      destination: { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+    });
     const app = express();
     app.use(requestContext({ logger }));
     app.get('/ok', (_req, res) => void res.json({}));
@@ -156,7 +164,8 @@ describe('access-log sampling', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(': open\n\n');
     });
-    const completed = () => lines.filter((line) => line.msg === 'request completed').map((line) => [line.path, line.status, line.aborted ?? false]);
+    const completed = () =>
+      lines.filter((line) => line.msg === 'request completed').map((line) => [line.path, line.status, line.aborted ?? false]);
     return { app, completed };
   }
 

@@ -5,7 +5,18 @@ import { API_ROUTES, ErrorBody, JobPathParams, type NewsRequest, type RouteEntry
 import express from 'express';
 import request from 'supertest';
 import { z } from 'zod';
-import { conflict, errorHandler, identityKey, jsonBody, requestContext, route, signIdentity, toExpressPath, verifyIdentity, type Caller } from '../src';
+import {
+  conflict,
+  errorHandler,
+  identityKey,
+  jsonBody,
+  requestContext,
+  route,
+  signIdentity,
+  toExpressPath,
+  verifyIdentity,
+  type Caller,
+} from '../src';
 import { captureLogger } from './helpers';
 
 const KEY = identityKey('route-test-secret', 'news');
@@ -29,17 +40,22 @@ function signed(method: string, path: string, body?: unknown, caller: Caller | n
 }
 
 function post(app: express.Express, path: string, body: unknown, caller: Caller | null = CALLER) {
-  return request(app).post(path).set(signed('POST', path, body, caller)).send(body as object);
+  return request(app)
+    .post(path)
+    .set(signed('POST', path, body, caller))
+    .send(body as object);
 }
 
 const errorOf = (res: { body: unknown }): ErrorBody => ErrorBody.parse(res.body);
 
 function get(app: express.Express, path: string, caller: Caller | null = CALLER) {
-  return request(app).get(path).set(signed('GET', path, undefined, caller));
+  return request(app)
+    .get(path)
+    .set(signed('GET', path, undefined, caller));
 }
 
 describe('route', () => {
-  it('registers the entry\'s method and path, hands the handler the parsed body (normalised, with defaults) and sends what it returns', async () => {
+  it("registers the entry's method and path, hands the handler the parsed body (normalised, with defaults) and sends what it returns", async () => {
     const seen: NewsRequest[] = [];
     const app = appWith((a) =>
       route(a, API_ROUTES.createNews, ({ body }) => {
@@ -57,7 +73,10 @@ describe('route', () => {
   it('turns the path template into express parameters', async () => {
     expect(toExpressPath('/api/jobs/{job_type}/{job_id}/status')).toBe('/api/jobs/:job_type/:job_id/status');
     const app = appWith((a) => route(a, API_ROUTES.getJobStatus, ({ params }) => params));
-    await get(app, '/api/jobs/news/3FA85F64-5717-4562-B3FC-2C963F66AFA6/status').expect(200, { job_type: 'news', job_id: '3FA85F64-5717-4562-B3FC-2C963F66AFA6' });
+    await get(app, '/api/jobs/news/3FA85F64-5717-4562-B3FC-2C963F66AFA6/status').expect(200, {
+      job_type: 'news',
+      job_id: '3FA85F64-5717-4562-B3FC-2C963F66AFA6',
+    });
   });
 
   it('keeps the status the handler set', async () => {
@@ -107,7 +126,7 @@ describe('route', () => {
   describe('headers', () => {
     const headersApp = () => appWith((a) => route(a, API_ROUTES.createNews, ({ headers }) => ({ headers })));
 
-    it('hands the handler the declared headers by the contract\'s names, whatever their case on the wire', async () => {
+    it("hands the handler the declared headers by the contract's names, whatever their case on the wire", async () => {
       const body = { symbols: ['AAPL'] };
       const res = await request(headersApp())
         .post('/api/products/news')
@@ -128,14 +147,30 @@ describe('route', () => {
     it('refuses a malformed header with 400 naming the header as the contract writes it', async () => {
       const body = { symbols: ['AAPL'] };
       for (const bad of ['bad key with spaces', 'x'.repeat(256), '']) {
-        const res = await request(headersApp()).post('/api/products/news').set(signed('POST', '/api/products/news', body)).set('Idempotency-Key', bad).send(body).expect(400);
-        expect(res.body).toEqual({ detail: 'Idempotency-Key: must be 1 to 255 visible ASCII characters.', status_code: 400, type: 'validation_error' });
+        const res = await request(headersApp())
+          .post('/api/products/news')
+          .set(signed('POST', '/api/products/news', body))
+          .set('Idempotency-Key', bad)
+          .send(body)
+          .expect(400);
+        expect(res.body).toEqual({
+          detail: 'Idempotency-Key: must be 1 to 255 visible ASCII characters.',
+          status_code: 400,
+          type: 'validation_error',
+        });
       }
     });
 
     it('reports a bad header together with a bad body', async () => {
       const body = { symbols: ['AAPL'], n: 0 };
-      const res = errorOf(await request(headersApp()).post('/api/products/news').set(signed('POST', '/api/products/news', body)).set('Idempotency-Key', 'a b').send(body).expect(400));
+      const res = errorOf(
+        await request(headersApp())
+          .post('/api/products/news')
+          .set(signed('POST', '/api/products/news', body))
+          .set('Idempotency-Key', 'a b')
+          .send(body)
+          .expect(400),
+      );
       expect(res.detail).toBe('n: must be at least 1; Idempotency-Key: must be 1 to 255 visible ASCII characters.');
     });
   });
@@ -177,7 +212,7 @@ describe('route', () => {
     });
   });
 
-  it('types the handler\'s input from the entry', () => {
+  it("types the handler's input from the entry", () => {
     // Compile-time checks (the test project is type-checked): each part has its schema's output type.
     const router = express.Router();
     route(router, API_ROUTES.createNews, ({ body, headers, caller, params, query }) => {
@@ -197,7 +232,7 @@ describe('route', () => {
     expect(router.stack).toHaveLength(2);
   });
 
-  it('runs the route\'s own middleware first, before its input is checked', async () => {
+  it("runs the route's own middleware first, before its input is checked", async () => {
     const order: string[] = [];
     const app = appWith((a) =>
       route(
@@ -221,7 +256,12 @@ describe('route', () => {
     await post(app, '/api/products/news', { symbols: ['AAPL'] }).expect(200);
     expect(order).toEqual(['before', 'handler']);
     // Refused by the middleware: the invalid body is never looked at.
-    await request(app).post('/api/products/news').set(signed('POST', '/api/products/news', { symbols: [] })).set('X-Refuse', 'yes').send({ symbols: [] }).expect(403, { refused: true });
+    await request(app)
+      .post('/api/products/news')
+      .set(signed('POST', '/api/products/news', { symbols: [] }))
+      .set('X-Refuse', 'yes')
+      .send({ symbols: [] })
+      .expect(403, { refused: true });
     expect(order).toEqual(['before', 'handler', 'before']);
   });
 
@@ -232,13 +272,20 @@ describe('route', () => {
         throw conflict('A tool named get_positions already exists.');
       }),
     );
-    const tool = { name: 'get_positions', description: 'Positions.', endpoint: 'https://api.example.com/p', input_schema: { type: 'object' } };
+    const tool = {
+      name: 'get_positions',
+      description: 'Positions.',
+      endpoint: 'https://api.example.com/p',
+      input_schema: { type: 'object' },
+    };
     const res = await post(app, '/api/customer-tools/', tool, { ...CALLER, scopes: ['tools'] }).expect(409);
     expect(res.body).toEqual({ detail: 'A tool named get_positions already exists.', status_code: 409, type: 'conflict' });
   });
 
   it('gives the handler the request id and the request logger', async () => {
-    const app = appWith((a) => route(a, API_ROUTES.listCustomerTools, (_input, { requestId, logger }) => ({ requestId, hasLogger: logger !== undefined })));
+    const app = appWith((a) =>
+      route(a, API_ROUTES.listCustomerTools, (_input, { requestId, logger }) => ({ requestId, hasLogger: logger !== undefined })),
+    );
     await get(app, '/api/customer-tools/').set('X-Request-Id', 'abc-1').expect(200, { requestId: 'abc-1', hasLogger: true });
   });
 });

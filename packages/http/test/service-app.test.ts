@@ -54,7 +54,7 @@ describe('createServiceApp', () => {
     await request(app).get('/healthz').expect(200);
   });
 
-  it('runs a lifecycle\'s shutdown hook once, when shutdown begins', () => {
+  it("runs a lifecycle's shutdown hook once, when shutdown begins", () => {
     const calls: boolean[] = [];
     const lifecycle = createLifecycle(() => calls.push(lifecycle.shuttingDown));
     expect(calls).toEqual([]);
@@ -65,10 +65,28 @@ describe('createServiceApp', () => {
 
   it('mounts the routes between the JSON body parser and the 404 and error translator', async () => {
     const { app } = serviceWith(async () => {});
-    await request(app).post('/echo').send({ a: 1 }).expect(200, { body: { a: 1 } });
-    expect(ErrorBody.parse((await request(app).post('/echo').send({ a: 'x'.repeat(100) }).expect(400)).body).type).toBe('validation_error');
-    expect(ErrorBody.parse((await request(app).post('/echo').set('Content-Type', 'text/plain').send('a').expect(415)).body).type).toBe('unsupported_media_type');
-    expect((await request(app).get('/nothing').expect(404)).body).toEqual({ detail: 'No route for GET /nothing.', status_code: 404, type: 'not_found' });
+    await request(app)
+      .post('/echo')
+      .send({ a: 1 })
+      .expect(200, { body: { a: 1 } });
+    expect(
+      ErrorBody.parse(
+        (
+          await request(app)
+            .post('/echo')
+            .send({ a: 'x'.repeat(100) })
+            .expect(400)
+        ).body,
+      ).type,
+    ).toBe('validation_error');
+    expect(ErrorBody.parse((await request(app).post('/echo').set('Content-Type', 'text/plain').send('a').expect(415)).body).type).toBe(
+      'unsupported_media_type',
+    );
+    expect((await request(app).get('/nothing').expect(404)).body).toEqual({
+      detail: 'No route for GET /nothing.',
+      status_code: 404,
+      type: 'not_found',
+    });
     const res = await request(app).get('/healthz');
     expect(res.headers['x-request-id']).toBeDefined();
     expect(res.headers['x-powered-by']).toBeUndefined();

@@ -68,11 +68,18 @@ async function fixture(): Promise<Fixture> {
   });
   const server = await listen(app);
   const close = server.server.close.bind(server.server);
-  server.server.close = ((callback?: (error?: Error) => void) => {
+  server.server.close = (callback?: (error?: Error) => void) => {
     events.push('stopped accepting');
     return close(callback);
-  });
-  return { server, lifecycle, events, slowStarted: started.promise, finishSlow: () => finish.resolve(), streamClosed: streamClosed.promise };
+  };
+  return {
+    server,
+    lifecycle,
+    events,
+    slowStarted: started.promise,
+    finishSlow: () => finish.resolve(),
+    streamClosed: streamClosed.promise,
+  };
 }
 
 const closers = (events: string[], failing?: string): Closer[] =>
@@ -91,7 +98,14 @@ describe('createShutdown', () => {
     try {
       const inFlight = get(`${server.url}/slow`);
       await slowStarted;
-      const shutdown = createShutdown({ logger, lifecycle, servers: [server.server], drainTimeoutMs: 60_000, closers: closers(events), exit: (code) => events.push(`exit ${code}`) });
+      const shutdown = createShutdown({
+        logger,
+        lifecycle,
+        servers: [server.server],
+        drainTimeoutMs: 60_000,
+        closers: closers(events),
+        exit: (code) => events.push(`exit ${code}`),
+      });
       const done = shutdown('SIGTERM');
 
       expect(lifecycle.shuttingDown).toBe(true);
@@ -101,7 +115,15 @@ describe('createShutdown', () => {
       finishSlow();
       expect(await inFlight).toEqual({ status: 200, body: '{"done":true}' });
       await done;
-      expect(events).toEqual(['readiness off', 'stopped accepting', 'open request answered', 'kafka consumer', 'kafka producer', 'database pool', 'exit 0']);
+      expect(events).toEqual([
+        'readiness off',
+        'stopped accepting',
+        'open request answered',
+        'kafka consumer',
+        'kafka producer',
+        'database pool',
+        'exit 0',
+      ]);
     } finally {
       finishSlow();
       await server.close();
@@ -120,10 +142,25 @@ describe('createShutdown', () => {
       client.on('error', () => {});
       await streamOpen.promise;
 
-      const shutdown = createShutdown({ logger, lifecycle, servers: [server.server], drainTimeoutMs: 50, closers: closers(events), exit: (code) => events.push(`exit ${code}`) });
+      const shutdown = createShutdown({
+        logger,
+        lifecycle,
+        servers: [server.server],
+        drainTimeoutMs: 50,
+        closers: closers(events),
+        exit: (code) => events.push(`exit ${code}`),
+      });
       await shutdown('SIGTERM');
       await streamClosed;
-      expect(events).toEqual(['readiness off', 'stopped accepting', 'stream closed', 'kafka consumer', 'kafka producer', 'database pool', 'exit 0']);
+      expect(events).toEqual([
+        'readiness off',
+        'stopped accepting',
+        'stream closed',
+        'kafka consumer',
+        'kafka producer',
+        'database pool',
+        'exit 0',
+      ]);
     } finally {
       await server.close();
     }
@@ -135,14 +172,30 @@ describe('createShutdown', () => {
     try {
       const inFlight = get(`${server.url}/slow`);
       await slowStarted;
-      const shutdown = createShutdown({ logger, lifecycle, servers: [server.server], drainTimeoutMs: 60_000, closers: closers(events), exit: (code) => events.push(`exit ${code}`) });
+      const shutdown = createShutdown({
+        logger,
+        lifecycle,
+        servers: [server.server],
+        drainTimeoutMs: 60_000,
+        closers: closers(events),
+        exit: (code) => events.push(`exit ${code}`),
+      });
       const first = shutdown('SIGTERM');
       void shutdown('SIGINT');
       expect(events).toEqual(['readiness off', 'stopped accepting', 'exit 1']);
       finishSlow();
       await inFlight;
       await first;
-      expect(events).toEqual(['readiness off', 'stopped accepting', 'exit 1', 'open request answered', 'kafka consumer', 'kafka producer', 'database pool', 'exit 0']);
+      expect(events).toEqual([
+        'readiness off',
+        'stopped accepting',
+        'exit 1',
+        'open request answered',
+        'kafka consumer',
+        'kafka producer',
+        'database pool',
+        'exit 0',
+      ]);
     } finally {
       finishSlow();
       await server.close();
@@ -153,7 +206,14 @@ describe('createShutdown', () => {
     const { server, lifecycle, events } = await fixture();
     const { logger, lines } = captureLogger();
     try {
-      const shutdown = createShutdown({ logger, lifecycle, servers: [server.server], drainTimeoutMs: 1_000, closers: closers(events, 'kafka producer'), exit: (code) => events.push(`exit ${code}`) });
+      const shutdown = createShutdown({
+        logger,
+        lifecycle,
+        servers: [server.server],
+        drainTimeoutMs: 1_000,
+        closers: closers(events, 'kafka producer'),
+        exit: (code) => events.push(`exit ${code}`),
+      });
       await shutdown('SIGTERM');
       expect(events.slice(-4)).toEqual(['kafka consumer', 'kafka producer', 'database pool', 'exit 1']);
       expect(lines.find((line) => line.msg === 'closing failed')).toMatchObject({ level: 'error', closer: 'kafka producer' });

@@ -110,7 +110,8 @@ export async function runAttempt(
   const jobLog = settings.logger.child({ jobId: job.id, tenantId: job.tenantId, attempt: job.attempt });
   const store = attemptRecorder({ pool, workerId, retryDelayMs: settings.retryDelayMs, logger: jobLog }, job);
   // A worker's claim has written `running` already (claimAndStart); a job created claimed (inline.ts) has not.
-  if (!job.eventsWritten) await store.progress(STARTING_PROGRESS, job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting');
+  if (!job.eventsWritten)
+    await store.progress(STARTING_PROGRESS, job.attempt > 1 ? `Starting again (attempt ${job.attempt} of ${job.maxAttempts})` : 'Starting');
 
   const controller = new AbortController();
   const abort = (why: Aborted['why']) => !controller.signal.aborted && controller.abort(new Aborted(why));
@@ -120,12 +121,10 @@ export async function runAttempt(
   if (stop.signal.aborted) onStop();
   const limit = setTimeout(() => abort('time_limit'), timeLimitMs);
   const heartbeat = setInterval(() => {
-    store
-      .renew(leaseMs)
-      .then(
-        (renewed) => !renewed && abort('lease_lost'),
-        (error: unknown) => jobLog.warn({ err: error }, 'Renewing the lease failed'),
-      );
+    store.renew(leaseMs).then(
+      (renewed) => !renewed && abort('lease_lost'),
+      (error: unknown) => jobLog.warn({ err: error }, 'Renewing the lease failed'),
+    );
   }, heartbeatMs);
   // Progress is written in order, one step at a time, so steps never overtake each other, and at most one per
   // progressIntervalMs: a step reported sooner waits, and is replaced by a later one that arrives meanwhile. A
@@ -146,7 +145,10 @@ export async function runAttempt(
         const { numbersLeft } = await store.progress(Math.min(99, Math.max(0, Math.round(step.percent))), step.text);
         if (!numbersLeft && !progressCapped) {
           progressCapped = true;
-          jobLog.warn({ maxEvents: SEQ_PER_ATTEMPT - 2 }, 'This attempt reported more progress steps than one attempt can number; later steps are not recorded');
+          jobLog.warn(
+            { maxEvents: SEQ_PER_ATTEMPT - 2 },
+            'This attempt reported more progress steps than one attempt can number; later steps are not recorded',
+          );
         }
       })
       .catch((error: unknown) => jobLog.warn({ err: error }, 'Recording progress failed'));
@@ -193,7 +195,8 @@ export async function runAttempt(
     }
     let verdict: FailureVerdict;
     if (stopped) verdict = { ...settings.classify(stop.signal.reason), retry: false };
-    else if (reason instanceof Aborted) verdict = { retry: false, type: 'gateway_timeout', detail: `The job took longer than its ${timeLimitMs / 1000} s time limit.` };
+    else if (reason instanceof Aborted)
+      verdict = { retry: false, type: 'gateway_timeout', detail: `The job took longer than its ${timeLimitMs / 1000} s time limit.` };
     else verdict = settings.classify(reason);
     const retry = verdict.retry && job.attempt < job.maxAttempts;
     const error = { type: verdict.type, detail: verdict.detail };

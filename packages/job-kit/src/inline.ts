@@ -56,7 +56,15 @@ export function createInlineRunner(options: InlineRunnerOptions): InlineRunner {
       });
       if (submitted.kind === 'replayed') return { ...submitted, kind: 'replayed' };
       if (submitted.kind !== 'created') throw new Error(`An inline job cannot be ${submitted.kind}: inline jobs have no cache key`);
-      const job: JobToRun = { id: submitted.jobId, type: settings.jobType, tenantId: params.tenantId, request: params.request, attempt: 1, maxAttempts: 1, cacheKey: null };
+      const job: JobToRun = {
+        id: submitted.jobId,
+        type: settings.jobType,
+        tenantId: params.tenantId,
+        request: params.request,
+        attempt: 1,
+        maxAttempts: 1,
+        cacheKey: null,
+      };
       const outcome = await runAttempt(
         logged,
         job,
@@ -75,7 +83,11 @@ export function createInlineRunner(options: InlineRunnerOptions): InlineRunner {
         default:
           // Only a lease lost to the reaper (this process stalled past its lease) gets here; the job is the
           // reaper's to fail.
-          return { kind: 'failed', jobId: job.id, error: { type: 'internal_error', detail: 'The job was interrupted and did not complete.' } };
+          return {
+            kind: 'failed',
+            jobId: job.id,
+            error: { type: 'internal_error', detail: 'The job was interrupted and did not complete.' },
+          };
       }
     },
   };

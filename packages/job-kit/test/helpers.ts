@@ -14,7 +14,10 @@ export interface EventRow {
 
 /** The outbox rows of a job, oldest first: each row's topic and payload. */
 export async function outboxOf(pool: Pool, jobId: string): Promise<{ topic: string; payload: EventRow }[]> {
-  const { rows } = await pool.query<{ topic: string; envelope: { payload: EventRow } }>('SELECT topic, envelope FROM outbox WHERE message_key = $1 ORDER BY id', [jobId]);
+  const { rows } = await pool.query<{ topic: string; envelope: { payload: EventRow } }>(
+    'SELECT topic, envelope FROM outbox WHERE message_key = $1 ORDER BY id',
+    [jobId],
+  );
   return rows.map((row) => ({ topic: row.topic, payload: row.envelope.payload }));
 }
 

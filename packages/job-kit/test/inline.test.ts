@@ -46,7 +46,15 @@ describe('inline job runner', () => {
   const outbox = (jobId: string) => outboxOf(pool, jobId);
 
   async function jobRow(jobId: string) {
-    const { rows } = await pool.query<{ status: string; attempts: number; max_attempts: number; lease_owner: string | null; released: boolean; request: unknown; result: unknown }>(
+    const { rows } = await pool.query<{
+      status: string;
+      attempts: number;
+      max_attempts: number;
+      lease_owner: string | null;
+      released: boolean;
+      request: unknown;
+      result: unknown;
+    }>(
       'SELECT status, attempts, max_attempts, lease_owner, lease_expires_at IS NULL AS released, request, result FROM jobs WHERE id = $1',
       [jobId],
     );
@@ -67,7 +75,13 @@ describe('inline job runner', () => {
     );
     expect(outcome).toEqual({ kind: 'completed', jobId: startedWith, result: { format: 'markdown', content: 'done' } });
     // `running` is written by the runner before the work starts, under its lease.
-    expect(rowWhileRunning).toMatchObject({ status: 'running', attempts: 1, max_attempts: 1, lease_owner: inline.workerId, request: { prompt: 'p' } });
+    expect(rowWhileRunning).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      max_attempts: 1,
+      lease_owner: inline.workerId,
+      request: { prompt: 'p' },
+    });
 
     const events = await outbox(outcome.jobId);
     // Only job.state events: no job.requested, so no worker ever runs this job.
@@ -77,9 +91,17 @@ describe('inline job runner', () => {
       [1002, 'running', 40, 'Writing'],
       [1003, 'completed', 100, 'Completed'],
     ]);
-    expect(events[2]!.payload).toMatchObject({ result: { format: 'markdown', content: 'done' }, usage: { input_tokens: 3, output_tokens: 4 } });
+    expect(events[2]!.payload).toMatchObject({
+      result: { format: 'markdown', content: 'done' },
+      usage: { input_tokens: 3, output_tokens: 4 },
+    });
     // The result is in the job too, committed with the completion and its event.
-    expect(await jobRow(outcome.jobId)).toMatchObject({ status: 'completed', result: { format: 'markdown', content: 'done' }, lease_owner: null, released: true });
+    expect(await jobRow(outcome.jobId)).toMatchObject({
+      status: 'completed',
+      result: { format: 'markdown', content: 'done' },
+      lease_owner: null,
+      released: true,
+    });
   });
 
   it('aborts the work when the caller stops it, and fails the job with the reason the caller gave', async () => {
@@ -98,7 +120,11 @@ describe('inline job runner', () => {
     expect(workAborted).toBe(true);
     expect(outcome).toMatchObject({ kind: 'failed', error: { type: 'service_unavailable', detail: 'The client left.' } });
     const events = await outbox(outcome.jobId);
-    expect(events.at(-1)!.payload).toMatchObject({ status: 'failed', seq: 1002, error: { type: 'service_unavailable', detail: 'The client left.' } });
+    expect(events.at(-1)!.payload).toMatchObject({
+      status: 'failed',
+      seq: 1002,
+      error: { type: 'service_unavailable', detail: 'The client left.' },
+    });
     // The job is finished for good: not handed back for a retry.
     expect(await jobRow(outcome.jobId)).toMatchObject({ status: 'failed', lease_owner: null, released: true });
   });
@@ -112,10 +138,14 @@ describe('inline job runner', () => {
   });
 
   it('fails a run that exceeds its time limit', async () => {
-    const outcome = await runner({ timeLimitMs: 150 }).run({ tenantId, request: { prompt: 'slow' } }, (_job, ctx) =>
-      new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('x')))),
+    const outcome = await runner({ timeLimitMs: 150 }).run(
+      { tenantId, request: { prompt: 'slow' } },
+      (_job, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('x')))),
     );
-    expect(outcome).toMatchObject({ kind: 'failed', error: { type: 'gateway_timeout', detail: 'The job took longer than its 0.15 s time limit.' } });
+    expect(outcome).toMatchObject({
+      kind: 'failed',
+      error: { type: 'gateway_timeout', detail: 'The job took longer than its 0.15 s time limit.' },
+    });
   });
 
   it('keeps the lease alive while the work runs', async () => {
@@ -146,7 +176,9 @@ describe('inline job runner', () => {
     });
     expect(ranAgain).toBe(false);
     expect(again).toMatchObject({ kind: 'replayed', jobId: first.jobId });
-    await expect(runner().run({ tenantId, request: { prompt: 'other' }, idempotencyKey: key }, async () => ({ result: {} }))).rejects.toMatchObject({
+    await expect(
+      runner().run({ tenantId, request: { prompt: 'other' }, idempotencyKey: key }, async () => ({ result: {} })),
+    ).rejects.toMatchObject({
       constructor: AppError,
       type: 'unprocessable_entity',
     });

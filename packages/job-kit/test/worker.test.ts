@@ -108,10 +108,13 @@ describe('job worker', () => {
   const events = (jobId: string) => jobEvents(pool, jobId);
 
   async function lease(jobId: string) {
-    const { rows } = await pool.query<{ status: string; result: unknown; lease_owner: string | null; lease_expires_at: Date | null; attempts: number }>(
-      'SELECT status, result, lease_owner, lease_expires_at, attempts FROM jobs WHERE id = $1',
-      [jobId],
-    );
+    const { rows } = await pool.query<{
+      status: string;
+      result: unknown;
+      lease_owner: string | null;
+      lease_expires_at: Date | null;
+      attempts: number;
+    }>('SELECT status, result, lease_owner, lease_expires_at, attempts FROM jobs WHERE id = $1', [jobId]);
     return rows[0]!;
   }
 
@@ -142,7 +145,13 @@ describe('job worker', () => {
     expect(list.at(-1)).toMatchObject({ result: { news: [] }, usage: { input_tokens: 10, output_tokens: 5 } });
     // The state is the job row's, committed with the event: completed with its result, the lease released, and
     // not claimable again.
-    expect(await lease(jobId)).toMatchObject({ status: 'completed', result: { news: [] }, lease_owner: null, lease_expires_at: null, attempts: 1 });
+    expect(await lease(jobId)).toMatchObject({
+      status: 'completed',
+      result: { news: [] },
+      lease_owner: null,
+      lease_expires_at: null,
+      attempts: 1,
+    });
 
     // A duplicate delivery of the same request does not run the job again.
     await request(jobId);
@@ -175,7 +184,7 @@ describe('job worker', () => {
     ]);
   });
 
-  it('never numbers an event into the next attempt\'s range, however many steps an attempt reports', async () => {
+  it("never numbers an event into the next attempt's range, however many steps an attempt reports", async () => {
     await startWorker({
       timeLimitMs: 60_000,
       leaseMs: 10_000,
@@ -187,10 +196,13 @@ describe('job worker', () => {
     });
     const jobId = await newJob();
     await request(jobId);
-    const list = await waitFor(async () => {
-      const found = await events(jobId);
-      return found.some((event) => event.status === 'completed') && found;
-    }, { timeoutMs: 60_000, what: 'the job to complete' });
+    const list = await waitFor(
+      async () => {
+        const found = await events(jobId);
+        return found.some((event) => event.status === 'completed') && found;
+      },
+      { timeoutMs: 60_000, what: 'the job to complete' },
+    );
     const seqs = list.map((event) => event.seq);
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(Math.max(...seqs)).toBe(1999);
@@ -293,7 +305,11 @@ describe('job worker', () => {
     const proxy = await startDatabaseProxy(db.url);
     const unreliable = createPool({ connectionString: proxy.url, applicationName: 'worker-test-proxied', max: 4 });
     const deadLetters: unknown[] = [];
-    const watch = await bus.subscribeDeadLetters({ topic: jobRequestTopics.news, groupId: 'dead-letter-watch', handler: async (letter) => void deadLetters.push(letter) });
+    const watch = await bus.subscribeDeadLetters({
+      topic: jobRequestTopics.news,
+      groupId: 'dead-letter-watch',
+      handler: async (letter) => void deadLetters.push(letter),
+    });
     try {
       await startWorker({ pool: unreliable, requestBackoff: { initialMs: 10, maxMs: 20 } });
       const jobId = await newJob();

@@ -10,7 +10,11 @@ import { traceHeaders } from '@fin/log';
  * envelope, headers, lock class. `envelope` turns the envelope's parameter into the inserted value (to fill in
  * what only the statement knows).
  */
-export function outboxInsertFrom(source: string, first: number, envelope: (parameter: string) => string = (parameter) => `${parameter}::jsonb`): string {
+export function outboxInsertFrom(
+  source: string,
+  first: number,
+  envelope: (parameter: string) => string = (parameter) => `${parameter}::jsonb`,
+): string {
   const p = (n: number) => `$${first + n}`;
   return `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
     SELECT ${p(0)}::text, ${p(1)}::text, ${p(2)}::uuid, ${p(3)}::text, ${envelope(p(4))}, ${p(5)}::jsonb
@@ -20,5 +24,13 @@ export function outboxInsertFrom(source: string, first: number, envelope: (param
 /** The parameters of outboxInsertFrom for `payload` (checked against the topic's schema, as every producer does). */
 export function outboxValues(payload: JobStateEventPayload): unknown[] {
   const envelope = createEnvelope(jobsEventsTopic, payload);
-  return [jobsEventsTopic.name, payload.job_id, envelope.id, envelope.type, JSON.stringify(envelope), JSON.stringify(traceHeaders()), OUTBOX_KEY_LOCK_CLASS];
+  return [
+    jobsEventsTopic.name,
+    payload.job_id,
+    envelope.id,
+    envelope.type,
+    JSON.stringify(envelope),
+    JSON.stringify(traceHeaders()),
+    OUTBOX_KEY_LOCK_CLASS,
+  ];
 }

@@ -62,7 +62,10 @@ function leasedJobOf(claim: { jobId: string; jobType: JobType }, row: ClaimedRow
  * attempt. Undefined when the job is finished, out of attempts, or leased by a live runner (a second delivery of
  * its request).
  */
-export async function claimJob(db: Queryable, claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number }): Promise<LeasedJob | undefined> {
+export async function claimJob(
+  db: Queryable,
+  claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number },
+): Promise<LeasedJob | undefined> {
   const { rows } = await db.query<ClaimedRow>({
     name: 'job-store-claim',
     text: `UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
@@ -100,9 +103,20 @@ const CLAIM_AND_START_SQL = `WITH claimed AS (
  * `workerId` and marked `running` ("Starting", or "Starting again (attempt N of M)") with its event, numbered 1
  * within the attempt. Undefined, with nothing written, when claimJob would find nothing to claim.
  */
-export async function claimAndStart(db: Queryable, claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number }): Promise<LeasedJob | undefined> {
+export async function claimAndStart(
+  db: Queryable,
+  claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number },
+): Promise<LeasedJob | undefined> {
   // seq, progress and the step's text are placeholders that the statement replaces with the claim's own.
-  const values = outboxValues({ job_id: claim.jobId, job_type: claim.jobType, seq: 1, status: 'running', progress: STARTING_PROGRESS, currently_working_on: 'Starting', worker_id: claim.workerId });
+  const values = outboxValues({
+    job_id: claim.jobId,
+    job_type: claim.jobType,
+    seq: 1,
+    status: 'running',
+    progress: STARTING_PROGRESS,
+    currently_working_on: 'Starting',
+    worker_id: claim.workerId,
+  });
   const { rows } = await db.query<ClaimedRow & { progress: number }>({
     name: 'job-store-claim-and-start',
     text: CLAIM_AND_START_SQL,
@@ -130,7 +144,10 @@ export interface Completion {
  * under a key that does not describe it (in the worst case, a shared key for a result that saw the tenant's tools).
  * The entry belongs to the tenant when the key does (custom data, a tool set, or a no-cache refresh).
  */
-function cacheEntryOf(job: Pick<LeasedJob, 'cacheKey' | 'tenantId'>, reportedToolSet: string | null | undefined): { key: string; tenantId: string | null } | undefined {
+function cacheEntryOf(
+  job: Pick<LeasedJob, 'cacheKey' | 'tenantId'>,
+  reportedToolSet: string | null | undefined,
+): { key: string; tenantId: string | null } | undefined {
   if (job.cacheKey === null) return undefined;
   const key = describeCacheKey(job.cacheKey);
   if (reportedToolSet === undefined || reportedToolSet !== key.toolSet) return undefined;
@@ -205,11 +222,27 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
   const lease = [job.id, workerId, job.attempt];
   const event = (fields: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id'>, number: number): JobStateEventPayload => {
     lastProgress = Math.max(lastProgress, fields.progress);
-    return { ...fields, progress: lastProgress, job_id: job.id, job_type: job.type, seq: job.attempt * SEQ_PER_ATTEMPT + number, worker_id: workerId };
+    return {
+      ...fields,
+      progress: lastProgress,
+      job_id: job.id,
+      job_type: job.type,
+      seq: job.attempt * SEQ_PER_ATTEMPT + number,
+      worker_id: workerId,
+    };
   };
   const finalNumber = () => (n = Math.min(n + 1, last));
 
-  async function finish(status: 'completed' | 'failed', fields: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id' | 'status'>, column: { result: string | null; error: JobError | null; usage?: Completion['usage']; cache?: { key: string; tenantId: string | null } }): Promise<boolean> {
+  async function finish(
+    status: 'completed' | 'failed',
+    fields: Omit<JobStateEventPayload, 'job_id' | 'job_type' | 'seq' | 'worker_id' | 'status'>,
+    column: {
+      result: string | null;
+      error: JobError | null;
+      usage?: Completion['usage'];
+      cache?: { key: string; tenantId: string | null };
+    },
+  ): Promise<boolean> {
     const payload = event({ ...fields, status }, finalNumber());
     const { rows } = await withTransaction(pool, (client) =>
       client.query<{ age_seconds: number }>({
@@ -281,23 +314,38 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
           // Observers (an event stream, webhooks) get the result with the event, not by reading the job back.
           result: completion.result,
           ...(completion.customerToolSet !== undefined ? { customer_tool_set: completion.customerToolSet } : {}),
-          ...(completion.usage ? { usage: { input_tokens: completion.usage.inputTokens, output_tokens: completion.usage.outputTokens } } : {}),
+          ...(completion.usage
+            ? { usage: { input_tokens: completion.usage.inputTokens, output_tokens: completion.usage.outputTokens } }
+            : {}),
         },
-        { result: JSON.stringify(completion.result), error: null, ...(completion.usage ? { usage: completion.usage } : {}), ...(cache ? { cache } : {}) },
+        {
+          result: JSON.stringify(completion.result),
+          error: null,
+          ...(completion.usage ? { usage: completion.usage } : {}),
+          ...(cache ? { cache } : {}),
+        },
       );
     },
 
     /** Failed for good, with a reason a client may read. */
     fail(error: { type: string; detail: string }, usage?: Completion['usage']): Promise<boolean> {
       const readable = clientError(error);
-      return finish('failed', { progress: 0, currently_working_on: 'Failed', error: readable }, { result: null, error: readable, ...(usage ? { usage } : {}) });
+      return finish(
+        'failed',
+        { progress: 0, currently_working_on: 'Failed', error: readable },
+        { result: null, error: readable, ...(usage ? { usage } : {}) },
+      );
     },
 
     /** A retryable failure: the lease is kept `retryDelayMs` with nobody holding it, then the reaper requests the job again. */
     async retryLater(currentlyWorkingOn: string): Promise<boolean> {
       const payload = event({ status: 'running', progress: 0, currently_working_on: currentlyWorkingOn }, finalNumber());
       const { rowCount } = await withTransaction(pool, (client) =>
-        client.query({ name: 'job-store-retry', text: RETRY_SQL, values: [...lease, currentlyWorkingOn, payload.seq, retryDelayMs, ...outboxValues(payload)] }),
+        client.query({
+          name: 'job-store-retry',
+          text: RETRY_SQL,
+          values: [...lease, currentlyWorkingOn, payload.seq, retryDelayMs, ...outboxValues(payload)],
+        }),
       );
       return rowCount === 1;
     },

@@ -24,7 +24,9 @@ const COLUMNS = 'id::text AS id, tenant_id::text AS tenant_id, type, attempts, m
 
 /** Whether this transaction holds the reaper's lock (false: another replica is sweeping). */
 export async function tryReaperLock(client: PoolClient): Promise<boolean> {
-  const { rows } = await client.query<{ acquired: boolean }>('SELECT pg_try_advisory_xact_lock($1::int, 0) AS acquired', [REAPER_LOCK_CLASS]);
+  const { rows } = await client.query<{ acquired: boolean }>('SELECT pg_try_advisory_xact_lock($1::int, 0) AS acquired', [
+    REAPER_LOCK_CLASS,
+  ]);
   return rows[0]?.acquired === true;
 }
 
@@ -58,7 +60,12 @@ export async function unclaimedJobs(client: PoolClient, limit: number, timeoutMs
  */
 export async function requeueJob(client: PoolClient, job: ReapableJob, currentlyWorkingOn: string): Promise<boolean> {
   const type = JobType.safeParse(job.type);
-  const payload = JobRequestedPayload.safeParse({ job_id: job.id, job_type: job.type, tenant_id: job.tenant_id, attempt: job.attempts + 1 });
+  const payload = JobRequestedPayload.safeParse({
+    job_id: job.id,
+    job_type: job.type,
+    tenant_id: job.tenant_id,
+    attempt: job.attempts + 1,
+  });
   if (!type.success || !payload.success) return false;
   await client.query(
     `UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL, currently_working_on = $2, updated_at = now(),
@@ -84,7 +91,15 @@ export async function failJob(client: PoolClient, job: ReapableJob, error: JobEr
     const { rows } = await client.query<{ age_seconds: number }>(`${FAIL_UPDATE} RETURNING ${AGE}`, values);
     return rows[0]?.age_seconds ?? 0;
   }
-  const payload = outboxValues({ job_id: job.id, job_type: type.data, seq, status: 'failed', progress: job.progress, currently_working_on: 'Failed', error });
+  const payload = outboxValues({
+    job_id: job.id,
+    job_type: type.data,
+    seq,
+    status: 'failed',
+    progress: job.progress,
+    currently_working_on: 'Failed',
+    error,
+  });
   const { rows } = await client.query<{ age_seconds: number }>(
     `WITH failed AS (${FAIL_UPDATE} RETURNING id, ${AGE}),
        event AS (${outboxInsertFrom('failed', 4)})

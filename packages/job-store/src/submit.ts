@@ -101,7 +101,15 @@ async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypa
       SELECT o.tool_set, hit.source_job, hit.result::text AS result, hit.created_at, hit.expires_at,
              COALESCE((SELECT id FROM own), (SELECT id FROM served)) AS job_id
         FROM offered o LEFT JOIN hit ON true`,
-    values: [params.tenantId, params.jobType, keys.shared ?? null, keys.own, withToolSet(keys.own, ''), bypass, JSON.stringify(params.request)],
+    values: [
+      params.tenantId,
+      params.jobType,
+      keys.shared ?? null,
+      keys.own,
+      withToolSet(keys.own, ''),
+      bypass,
+      JSON.stringify(params.request),
+    ],
   });
   const row = rows[0];
   if (row === undefined) throw new Error('the cache lookup returned no row');
@@ -109,17 +117,27 @@ async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypa
   const jobKey = toolSet !== null ? withToolSet(keys.own, toolSet) : bypass || keys.shared === undefined ? keys.own : keys.shared;
   const { source_job, result, created_at, expires_at, job_id } = row;
   if (source_job === null || result === null || created_at === null || expires_at === null || job_id === null) return { jobKey };
-  return { jobKey, hit: { kind: 'cached', jobId: job_id, resultJson: result, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at } };
+  return {
+    jobKey,
+    hit: { kind: 'cached', jobId: job_id, resultJson: result, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at },
+  };
 }
 
 function requestHash(jobType: string, request: Record<string, unknown>): Buffer {
-  return createHash('sha256').update(`${jobType}\n${canonicalJson(request)}`).digest();
+  return createHash('sha256')
+    .update(`${jobType}\n${canonicalJson(request)}`)
+    .digest();
 }
 
 async function replay(client: PoolClient, params: SubmitParams, key: string): Promise<JobOutcome | undefined> {
   // Serialises submissions with the same key, so two concurrent first uses cannot both create a job.
-  await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1 || E\'\\n\' || $2, 0))', [params.tenantId, key]);
-  const { rows } = await client.query<{ request_hash: Buffer; job_id: string; status: JobOutcome['status']; result: Record<string, unknown> | null }>(
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || E'\\n' || $2, 0))", [params.tenantId, key]);
+  const { rows } = await client.query<{
+    request_hash: Buffer;
+    job_id: string;
+    status: JobOutcome['status'];
+    result: Record<string, unknown> | null;
+  }>(
     `SELECT k.request_hash, k.job_id, j.status, j.result
        FROM idempotency_keys k JOIN jobs j ON j.id = k.job_id
       WHERE k.tenant_id = $1 AND k.key = $2`,
@@ -187,7 +205,12 @@ async function createOrJoin(client: PoolClient, params: SubmitParams, missed?: C
     if (inserted.rowCount === 1) {
       // The request itself stays in the job row, where the worker reads it when it claims the job: the event
       // only says which job to run, so no request body (custom data included) travels through Kafka.
-      await appendToOutbox(client, jobRequestTopics[params.jobType], jobId, { job_id: jobId, job_type: params.jobType, tenant_id: params.tenantId, attempt: 1 });
+      await appendToOutbox(client, jobRequestTopics[params.jobType], jobId, {
+        job_id: jobId,
+        job_type: params.jobType,
+        tenant_id: params.tenantId,
+        attempt: 1,
+      });
       return { kind: 'created', jobId, status: 'pending' };
     }
     // Another request created the identical job a moment ago: join it on the next round.

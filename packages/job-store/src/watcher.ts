@@ -8,9 +8,7 @@ import type { Logger } from '@fin/log';
 
 const CHANNEL = 'job_finished';
 
-export type FinishedJob =
-  | { status: 'completed'; result: Record<string, unknown> }
-  | { status: 'failed'; error: JobError };
+export type FinishedJob = { status: 'completed'; result: Record<string, unknown> } | { status: 'failed'; error: JobError };
 
 export interface JobWatcher {
   /** The job's final state once it is completed or failed (at once if it already is); undefined if `signal` aborts first. */

@@ -23,17 +23,28 @@ describe('job state written under the lease', () => {
   /** A pending news job filed under `cacheKey`, as a submission leaves it. */
   async function newJob(cacheKey: string | null = null, maxAttempts = 3): Promise<string> {
     const id = randomUUID();
-    await pool.query("INSERT INTO jobs (id, tenant_id, type, request, cache_key, max_attempts) VALUES ($1, $2, 'news', '{}', $3, $4)", [id, tenantId, cacheKey, maxAttempts]);
+    await pool.query("INSERT INTO jobs (id, tenant_id, type, request, cache_key, max_attempts) VALUES ($1, $2, 'news', '{}', $3, $4)", [
+      id,
+      tenantId,
+      cacheKey,
+      maxAttempts,
+    ]);
     return id;
   }
   const claim = (jobId: string, workerId: string) => claimJob(pool, { jobId, jobType: 'news', workerId, leaseMs: 30_000 });
   const recorder = (job: LeasedJob, workerId: string) => attemptRecorder({ pool, workerId, retryDelayMs: 60_000 }, job);
   const row = async (id: string) =>
     (
-      await pool.query<{ status: string; progress: number; currently_working_on: string | null; result: unknown; error: unknown; event_seq: number; lease_owner: string | null; attempts: number }>(
-        'SELECT status, progress, currently_working_on, result, error, event_seq, lease_owner, attempts FROM jobs WHERE id = $1',
-        [id],
-      )
+      await pool.query<{
+        status: string;
+        progress: number;
+        currently_working_on: string | null;
+        result: unknown;
+        error: unknown;
+        event_seq: number;
+        lease_owner: string | null;
+        attempts: number;
+      }>('SELECT status, progress, currently_working_on, result, error, event_seq, lease_owner, attempts FROM jobs WHERE id = $1', [id])
     ).rows[0]!;
   const events = async (id: string) =>
     (
@@ -43,7 +54,12 @@ describe('job state written under the lease', () => {
       )
     ).rows.map((r) => r.payload);
   const cacheEntry = async (key: string) =>
-    (await pool.query<{ job_id: string; tenant_id: string | null; result: unknown }>('SELECT job_id, tenant_id, result FROM result_cache WHERE cache_key = $1', [key])).rows[0];
+    (
+      await pool.query<{ job_id: string; tenant_id: string | null; result: unknown }>(
+        'SELECT job_id, tenant_id, result FROM result_cache WHERE cache_key = $1',
+        [key],
+      )
+    ).rows[0];
 
   it('writes each step and its event together, numbered within the attempt, progress never lower', async () => {
     const id = await newJob();
@@ -55,7 +71,13 @@ describe('job state written under the lease', () => {
     expect(await w1.progress(5, 'Starting')).toEqual({ written: true, numbersLeft: true });
     expect(await w1.progress(40, 'Reading the news')).toMatchObject({ written: true });
     expect(await w1.progress(20, 'Ranking')).toMatchObject({ written: true });
-    expect(await row(id)).toMatchObject({ status: 'running', progress: 40, currently_working_on: 'Ranking', event_seq: 1003, lease_owner: 'w1' });
+    expect(await row(id)).toMatchObject({
+      status: 'running',
+      progress: 40,
+      currently_working_on: 'Ranking',
+      event_seq: 1003,
+      lease_owner: 'w1',
+    });
     expect((await events(id)).map((e) => [e.seq, e.status, e.progress])).toEqual([
       [1001, 'running', 5],
       [1002, 'running', 40],
@@ -68,7 +90,14 @@ describe('job state written under the lease', () => {
     const start = (workerId: string) => claimAndStart(pool, { jobId: id, jobType: 'news', workerId, leaseMs: 30_000 });
     const job = (await start('w1'))!;
     expect(job).toMatchObject({ id, attempt: 1, maxAttempts: 3, tenantId, cacheKey: null, eventsWritten: 1, progress: 5 });
-    expect(await row(id)).toMatchObject({ status: 'running', progress: 5, currently_working_on: 'Starting', event_seq: 1001, lease_owner: 'w1', attempts: 1 });
+    expect(await row(id)).toMatchObject({
+      status: 'running',
+      progress: 5,
+      currently_working_on: 'Starting',
+      event_seq: 1001,
+      lease_owner: 'w1',
+      attempts: 1,
+    });
     // A second delivery finds the lease live and writes nothing.
     expect(await start('w2')).toBeUndefined();
     expect(await claimJob(pool, { jobId: id, jobType: 'news', workerId: 'w2', leaseMs: 30_000 })).toBeUndefined();
@@ -81,9 +110,14 @@ describe('job state written under the lease', () => {
     expect(await w1.complete({ result: { news: ['stale'] }, customerToolSet: null })).toBe(false);
     expect(await recorder(second, 'w2').complete({ result: { news: ['fresh'] }, customerToolSet: null })).toBe(true);
     const envelopes = (
-      await pool.query<{ envelope: { type: string; payload: Record<string, unknown> } }>("SELECT envelope FROM outbox WHERE topic = 'jobs.events' AND message_key = $1 ORDER BY id", [id])
+      await pool.query<{ envelope: { type: string; payload: Record<string, unknown> } }>(
+        "SELECT envelope FROM outbox WHERE topic = 'jobs.events' AND message_key = $1 ORDER BY id",
+        [id],
+      )
     ).rows.map((r) => r.envelope);
-    expect(envelopes.map((e) => [e.payload.seq, e.payload.status, e.payload.progress, e.payload.currently_working_on, e.payload.worker_id])).toEqual([
+    expect(
+      envelopes.map((e) => [e.payload.seq, e.payload.status, e.payload.progress, e.payload.currently_working_on, e.payload.worker_id]),
+    ).toEqual([
       [1001, 'running', 5, 'Starting', 'w1'],
       [1002, 'running', 40, 'Reading the news', 'w1'],
       [2001, 'running', 40, 'Starting again (attempt 2 of 3)', 'w2'],
@@ -112,7 +146,13 @@ describe('job state written under the lease', () => {
     expect(await row(id)).toMatchObject({ status: 'running', progress: 30, lease_owner: 'w2', attempts: 2 });
     const fresh = recorder(second, 'w2');
     expect(await fresh.complete({ result: { news: ['fresh'] }, customerToolSet: null })).toBe(true);
-    expect(await row(id)).toMatchObject({ status: 'completed', progress: 100, result: { news: ['fresh'] }, event_seq: 2001, lease_owner: null });
+    expect(await row(id)).toMatchObject({
+      status: 'completed',
+      progress: 100,
+      result: { news: ['fresh'] },
+      event_seq: 2001,
+      lease_owner: null,
+    });
     // One completion event, the fresh attempt's; the stale attempt's writes left no events.
     expect((await events(id)).map((e) => [e.seq, e.status])).toEqual([
       [1001, 'running'],
@@ -125,7 +165,11 @@ describe('job state written under the lease', () => {
     const job = (await claim(id, 'w1'))!;
     const w1 = recorder(job, 'w1');
     expect(await w1.fail({ type: 'not_a_type', detail: '  ' })).toBe(true);
-    expect(await row(id)).toMatchObject({ status: 'failed', error: { type: 'internal_error', detail: 'The job failed.' }, lease_owner: null });
+    expect(await row(id)).toMatchObject({
+      status: 'failed',
+      error: { type: 'internal_error', detail: 'The job failed.' },
+      lease_owner: null,
+    });
     // Even with its lease given back by hand, the finished job takes no write and no new claim.
     await pool.query("UPDATE jobs SET lease_owner = 'w1' WHERE id = $1", [id]);
     expect(await w1.progress(50, 'After the end')).toMatchObject({ written: false });
@@ -162,7 +206,11 @@ describe('job state written under the lease', () => {
       const id = await newJob(keys.shared);
       const job = (await claim(id, 'w1'))!;
       expect(job.cacheKey).toBe(keys.shared);
-      await recorder(job, 'w1').complete({ result: { news: ['shared'] }, customerToolSet: null, usage: { inputTokens: 10, outputTokens: 5 } });
+      await recorder(job, 'w1').complete({
+        result: { news: ['shared'] },
+        customerToolSet: null,
+        usage: { inputTokens: 10, outputTokens: 5 },
+      });
       expect(await cacheEntry(keys.shared!)).toEqual({ job_id: id, tenant_id: null, result: { news: ['shared'] } });
       const { rows } = await pool.query('SELECT input_tokens, output_tokens FROM jobs WHERE id = $1', [id]);
       expect(rows[0]).toEqual({ input_tokens: 10, output_tokens: 5 });
@@ -204,7 +252,12 @@ describe('job state written under the lease', () => {
     const r1 = recorder(job, 'w1');
     await r1.progress(5, 'Starting');
     expect(await r1.retryLater('Retrying shortly')).toBe(true);
-    expect(await row(retried)).toMatchObject({ status: 'running', currently_working_on: 'Retrying shortly', lease_owner: null, event_seq: 1002 });
+    expect(await row(retried)).toMatchObject({
+      status: 'running',
+      currently_working_on: 'Retrying shortly',
+      lease_owner: null,
+      event_seq: 1002,
+    });
     // Not claimable until the reaper requests it (the lease runs for the retry delay).
     expect(await claim(retried, 'w2')).toBeUndefined();
   });

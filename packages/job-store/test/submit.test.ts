@@ -24,7 +24,11 @@ describe('submitJob', () => {
 
   const request = { symbols: ['AAPL'], n: 5, language: 'en' };
   /** A news submission; `key` names the request (its parameters), so each test has keys of its own. */
-  const params = ({ key = 'x', data, ...over }: Partial<SubmitParams> & { key?: string; data?: Record<string, unknown> } = {}): SubmitParams => {
+  const params = ({
+    key = 'x',
+    data,
+    ...over
+  }: Partial<SubmitParams> & { key?: string; data?: Record<string, unknown> } = {}): SubmitParams => {
     const tenantId = over.tenantId ?? tenantA;
     return {
       tenantId,
@@ -36,7 +40,8 @@ describe('submitJob', () => {
   };
 
   /** An outcome with a cached result parsed (a hit carries it as the database's JSON text). */
-  const served = (outcome: SubmitOutcome) => (outcome.kind === 'cached' ? { ...outcome, result: JSON.parse(outcome.resultJson) as unknown } : outcome);
+  const served = (outcome: SubmitOutcome) =>
+    outcome.kind === 'cached' ? { ...outcome, result: JSON.parse(outcome.resultJson) as unknown } : outcome;
 
   async function outboxCount(jobId: string): Promise<number> {
     const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE message_key = $1', [jobId]);
@@ -76,7 +81,10 @@ describe('submitJob', () => {
     expect(rows[0]).toEqual({ status: 'pending', type: 'news', tenant_id: tenantA });
     expect(await outboxCount(outcome.jobId)).toBe(1);
     // The event names the job; the request (custom data included) stays in Postgres, where the worker reads it.
-    const { rows: events } = await pool.query<{ payload: Record<string, unknown> }>("SELECT envelope->'payload' AS payload FROM outbox WHERE message_key = $1", [outcome.jobId]);
+    const { rows: events } = await pool.query<{ payload: Record<string, unknown> }>(
+      "SELECT envelope->'payload' AS payload FROM outbox WHERE message_key = $1",
+      [outcome.jobId],
+    );
     expect(events[0]!.payload).toEqual({ job_id: outcome.jobId, job_type: 'news', tenant_id: tenantA, attempt: 1 });
   });
 
@@ -89,7 +97,8 @@ describe('submitJob', () => {
   });
 
   it('counts each submission by how it was answered, for the cache hit ratio', async () => {
-    const counted = async (result: string) => (await jobSubmissions.get()).values.find((value) => value.labels.type === 'news' && value.labels.result === result)?.value ?? 0;
+    const counted = async (result: string) =>
+      (await jobSubmissions.get()).values.find((value) => value.labels.type === 'news' && value.labels.result === result)?.value ?? 0;
     const [created, joined, cached] = [await counted('created'), await counted('joined'), await counted('cached')];
     const first = await submitJob(pool, params({ key: 'k-metrics' }));
     await submitJob(pool, params({ key: 'k-metrics' }));
@@ -162,12 +171,23 @@ describe('submitJob', () => {
     expect(first.kind).toBe('created');
     const key = await complete(first.jobId, { news: ['with C tools'] });
     const digest = (await pool.query<{ d: string }>("SELECT customer_tool_set_digest($1, 'news') AS d", [tenantC])).rows[0]!.d;
-    expect(key).toBe(withToolSet(cacheKeysFor({ jobType: 'news', parameters: { ...request, v: 'k-tools' }, tenantId: tenantC }).own, digest));
+    expect(key).toBe(
+      withToolSet(cacheKeysFor({ jobType: 'news', parameters: { ...request, v: 'k-tools' }, tenantId: tenantC }).own, digest),
+    );
     expect(describeCacheKey(key)).toEqual({ tenantScoped: true, toolSet: digest });
     // C gets its own result back; B, and any other tenant, still get the shared one.
-    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC })))).toMatchObject({ kind: 'cached', result: { news: ['with C tools'] } });
-    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantB })))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
-    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantA })))).toMatchObject({ kind: 'cached', result: { news: ['plain'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC })))).toMatchObject({
+      kind: 'cached',
+      result: { news: ['with C tools'] },
+    });
+    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantB })))).toMatchObject({
+      kind: 'cached',
+      result: { news: ['plain'] },
+    });
+    expect(served(await submitJob(pool, params({ key: 'k-tools', tenantId: tenantA })))).toMatchObject({
+      kind: 'cached',
+      result: { news: ['plain'] },
+    });
     // A changed tool is another tool set: the entry made with the old one is not served.
     await pool.query("UPDATE customer_tools SET description = 'Now also returns cash.', updated_at = now() WHERE id = $1", [tool]);
     expect((await submitJob(pool, params({ key: 'k-tools', tenantId: tenantC }))).kind).toBe('created');
@@ -188,7 +208,10 @@ describe('submitJob', () => {
     expect(refresh.kind).toBe('created');
     expect(describeCacheKey(await complete(refresh.jobId, { news: ['fresh'] }))).toEqual({ tenantScoped: true, toolSet: null });
     expect(served(await submitJob(pool, params({ key: 'k-refresh' })))).toMatchObject({ kind: 'cached', result: { news: ['fresh'] } });
-    expect(served(await submitJob(pool, params({ key: 'k-refresh', tenantId: tenantB })))).toMatchObject({ kind: 'cached', result: { news: ['old'] } });
+    expect(served(await submitJob(pool, params({ key: 'k-refresh', tenantId: tenantB })))).toMatchObject({
+      kind: 'cached',
+      result: { news: ['old'] },
+    });
   });
 
   it('serves a hit for a request with an Idempotency-Key on the transaction’s own connection', async () => {

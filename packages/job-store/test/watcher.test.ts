@@ -6,10 +6,16 @@ import { createJobWatcher, submitJob } from '../src';
 const logger = createLogger({ service: 'job-store-test', level: 'silent' });
 
 /** Finishes a job as its runner's final commit would (status with result or error). */
-async function finishJob(pool: Pool, jobId: string, outcome: { result: Record<string, unknown> } | { error: { type: string; detail: string } }): Promise<void> {
+async function finishJob(
+  pool: Pool,
+  jobId: string,
+  outcome: { result: Record<string, unknown> } | { error: { type: string; detail: string } },
+): Promise<void> {
   await pool.query(
-    "UPDATE jobs SET status = $2, result = $3, error = $4, progress = 100, finished_at = now() WHERE id = $1",
-    'result' in outcome ? [jobId, 'completed', JSON.stringify(outcome.result), null] : [jobId, 'failed', null, JSON.stringify(outcome.error)],
+    'UPDATE jobs SET status = $2, result = $3, error = $4, progress = 100, finished_at = now() WHERE id = $1',
+    'result' in outcome
+      ? [jobId, 'completed', JSON.stringify(outcome.result), null]
+      : [jobId, 'failed', null, JSON.stringify(outcome.error)],
   );
 }
 
@@ -68,10 +74,15 @@ describe('job watcher', () => {
     try {
       const jobId = await newJob();
       const waiting = watcher.finished(jobId, never());
-      const { rows } = await waitFor(async () => {
-        const found = await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN job_finished'");
-        return found.rowCount === 1 && found;
-      }, { what: 'the LISTEN connection' });
+      const { rows } = await waitFor(
+        async () => {
+          const found = await pool.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN job_finished'",
+          );
+          return found.rowCount === 1 && found;
+        },
+        { what: 'the LISTEN connection' },
+      );
       expect(rows).toHaveLength(1);
       await finishJob(pool, jobId, { result: { format: 'json', content: {} } });
       expect(await waiting).toEqual({ status: 'completed', result: { format: 'json', content: {} } });

@@ -71,7 +71,13 @@ let stdout: pino.DestinationStream | undefined;
  * last STDOUT_FLUSH_MS of lines.
  */
 export function standardOutput(): pino.DestinationStream {
-  return (stdout ??= pino.destination({ dest: 1, sync: false, minLength: STDOUT_BUFFER_BYTES, maxWrite: 4 * STDOUT_BUFFER_BYTES, periodicFlush: STDOUT_FLUSH_MS }));
+  return (stdout ??= pino.destination({
+    dest: 1,
+    sync: false,
+    minLength: STDOUT_BUFFER_BYTES,
+    maxWrite: 4 * STDOUT_BUFFER_BYTES,
+    periodicFlush: STDOUT_FLUSH_MS,
+  }));
 }
 
 let timeMs = -1;
@@ -94,7 +100,10 @@ export function accessLogPolicyOf(logger: Logger): AccessLogPolicy {
   return (logger as Logger & { [ACCESS_LOG_POLICY]?: AccessLogPolicy })[ACCESS_LOG_POLICY] ?? DEFAULT_ACCESS_LOG_POLICY;
 }
 
-function checkedPolicy({ sampleRate = DEFAULT_ACCESS_LOG_POLICY.sampleRate, slowMs = DEFAULT_ACCESS_LOG_POLICY.slowMs }: Partial<AccessLogPolicy>): AccessLogPolicy {
+function checkedPolicy({
+  sampleRate = DEFAULT_ACCESS_LOG_POLICY.sampleRate,
+  slowMs = DEFAULT_ACCESS_LOG_POLICY.slowMs,
+}: Partial<AccessLogPolicy>): AccessLogPolicy {
   if (!(sampleRate >= 0 && sampleRate <= 1)) throw new RangeError(`the access-log sample rate must be between 0 and 1, got ${sampleRate}`);
   if (!(slowMs >= 0)) throw new RangeError(`the access-log slow threshold must be 0 ms or more, got ${slowMs}`);
   return Object.freeze({ sampleRate, slowMs });

@@ -58,7 +58,10 @@ describe('redaction', () => {
     const { lines, destination } = capture();
     write(make(destination));
     // The stacks differ by the column of the call that logged them.
-    return lines.map(({ time: _time, ...rest }) => JSON.parse(JSON.stringify(rest).replace(/"stack":"(?:[^"\\]|\\.)*"/g, '"stack":""')) as Record<string, unknown>);
+    return lines.map(
+      ({ time: _time, ...rest }) =>
+        JSON.parse(JSON.stringify(rest).replace(/"stack":"(?:[^"\\]|\\.)*"/g, '"stack":""')) as Record<string, unknown>,
+    );
   }
 
   class HttpError extends Error {
@@ -71,10 +74,31 @@ describe('redaction', () => {
     { requestId: 'r1', method: 'POST', path: '/api/products/news', status: 200, durationMs: 1.25 },
     { apiKey: 'k', api_key: 'k', password: 'p', secret: 's', token: 't', authorization: 'a', other: 'kept' },
     { apiKey: null, token: 42, secret: { nested: true }, password: ['a'] },
-    { req: { headers: { 'x-api-key': 'k', authorization: 'Bearer x', cookie: 'c', 'proxy-authorization': 'p', 'x-fin-signature': 's', host: 'api' }, url: '/x' } },
+    {
+      req: {
+        headers: {
+          'x-api-key': 'k',
+          authorization: 'Bearer x',
+          cookie: 'c',
+          'proxy-authorization': 'p',
+          'x-fin-signature': 's',
+          host: 'api',
+        },
+        url: '/x',
+      },
+    },
     { headers: { 'x-api-key': 'k', accept: '*/*' }, nested: { token: 't', password: 'p', keep: 1, headers: { cookie: 'c' } } },
-    { tool: { headers: { 'X-Customer-Token': 'abc' }, name: 'prices', token: 't' }, config: { ANTHROPIC_API_KEY: 'sk-ant', PORT: 8080, secret: 'x' } },
-    { list: [{ token: 'in array' }], deep: { a: { token: 'two levels down stays' } }, when: new Date(0), nothing: null, missing: undefined },
+    {
+      tool: { headers: { 'X-Customer-Token': 'abc' }, name: 'prices', token: 't' },
+      config: { ANTHROPIC_API_KEY: 'sk-ant', PORT: 8080, secret: 'x' },
+    },
+    {
+      list: [{ token: 'in array' }],
+      deep: { a: { token: 'two levels down stays' } },
+      when: new Date(0),
+      nothing: null,
+      missing: undefined,
+    },
     { err: new HttpError('refused') },
     { err: Object.assign(new Error('with cause', { cause: new Error('inner') }), { authorization: 'Bearer y', code: 'E1' }) },
     { error: Object.assign(new Error('not the err key'), { token: 't', code: 'E2' }) },
@@ -84,7 +108,7 @@ describe('redaction', () => {
   it.each(objects.map((object, index) => [index, object]))('writes object %i exactly as pino redact would', (_index, object) => {
     const write = (logger: Logger) => logger.warn(object, 'message');
     expect(linesOf(write, (destination) => createLogger({ service: 'gateway', destination }))).toEqual(
-      linesOf(write, (destination) => reference(destination))
+      linesOf(write, (destination) => reference(destination)),
     );
   });
 
@@ -93,7 +117,9 @@ describe('redaction', () => {
       logger.child({ token: 't', requestId: 'r2', upstream: { headers: { authorization: 'x' } } }).info({ ok: true }, 'child');
       logger.error(new HttpError('direct'));
     };
-    expect(linesOf(write, (destination) => createLogger({ service: 'gateway', destination }))).toEqual(linesOf(write, (destination) => reference(destination)));
+    expect(linesOf(write, (destination) => createLogger({ service: 'gateway', destination }))).toEqual(
+      linesOf(write, (destination) => reference(destination)),
+    );
   });
 
   it('leaves the logged objects unchanged', () => {

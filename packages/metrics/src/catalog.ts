@@ -49,7 +49,7 @@ export const jobsFinished = new Counter({
 
 export const jobDuration = new Histogram({
   name: 'fin_job_duration_seconds',
-  help: 'Time from a job\'s creation to its final state, by job type and outcome.',
+  help: "Time from a job's creation to its final state, by job type and outcome.",
   labelNames: ['type', 'outcome'] as const,
   buckets: JOB_BUCKETS,
   registers: [registry],
@@ -57,7 +57,7 @@ export const jobDuration = new Histogram({
 
 export const consumerLag = new Gauge({
   name: 'fin_kafka_consumer_lag',
-  help: 'Messages behind the end of the partition when the last batch was fetched, by consumer group, topic and partition (the KEDA scaler reads the broker\'s own figure; this one is for dashboards).',
+  help: "Messages behind the end of the partition when the last batch was fetched, by consumer group, topic and partition (the KEDA scaler reads the broker's own figure; this one is for dashboards).",
   labelNames: ['group', 'topic', 'partition'] as const,
   registers: [registry],
 });

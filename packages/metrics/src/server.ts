@@ -28,7 +28,15 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-export async function startMetricsServer({ port: listenPort, host, logger }: { port: number; host: string; logger: Logger }): Promise<MetricsServer> {
+export async function startMetricsServer({
+  port: listenPort,
+  host,
+  logger,
+}: {
+  port: number;
+  host: string;
+  logger: Logger;
+}): Promise<MetricsServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
@@ -53,7 +61,9 @@ export async function startMetricsServer({ port: listenPort, host, logger }: { p
   } catch (error) {
     const code = (error as { code?: string }).code;
     throw new Error(
-      code === 'EADDRINUSE' ? `METRICS_PORT ${listenPort} is in use on ${host}; set METRICS_PORT to a free port (0 picks one).` : `The metrics listener could not start: ${String(error)}`,
+      code === 'EADDRINUSE'
+        ? `METRICS_PORT ${listenPort} is in use on ${host}; set METRICS_PORT to a free port (0 picks one).`
+        : `The metrics listener could not start: ${String(error)}`,
       { cause: error },
     );
   }

@@ -81,7 +81,9 @@ const NEEDS_FIGURES =
 
 function chatTickers(text: string): string[] {
   const named = SAMPLE_COMPANIES.filter(([pattern]) => pattern.test(text)).map(([, symbol]) => symbol);
-  const tickers = [...text.matchAll(/\$?\b([A-Z]{2,5})\b/g)].flatMap(([, ticker]) => (ticker === undefined || NOT_TICKERS.has(ticker) ? [] : [ticker]));
+  const tickers = [...text.matchAll(/\$?\b([A-Z]{2,5})\b/g)].flatMap(([, ticker]) =>
+    ticker === undefined || NOT_TICKERS.has(ticker) ? [] : [ticker],
+  );
   return [...named, ...tickers];
 }
 
@@ -227,7 +229,8 @@ const MEASURES = {
   size: { label: 'market capitalisation', value: (side) => side.o?.profile?.marketCap ?? null, format: billions, higherIsBetter: true },
 } satisfies Record<string, Measure>;
 
-const figures = (sides: Side[], measure: Measure) => sides.map((side) => `${side.symbol} ${measure.format(measure.value(side))}`).join(' vs ');
+const figures = (sides: Side[], measure: Measure) =>
+  sides.map((side) => `${side.symbol} ${measure.format(measure.value(side))}`).join(' vs ');
 
 /** The better and the weaker of two companies on a measure; undefined when a figure is missing. */
 function ranked(a: Side, b: Side, measure: Measure): { lead: string; lag: string } | undefined {
@@ -269,7 +272,10 @@ const INSIGHTS: InsightPlan[] = [
       thesis: 'Growth is the main driver of the investment case.',
     },
     compared: (lead, lag) => ({
-      implications: [`${lead}'s faster growth can justify a higher multiple than ${lag}'s.`, `A slowdown at ${lead} would narrow its lead over ${lag}.`],
+      implications: [
+        `${lead}'s faster growth can justify a higher multiple than ${lag}'s.`,
+        `A slowdown at ${lead} would narrow its lead over ${lag}.`,
+      ],
       thesis: `${lead} is the stronger grower of the two; ${lag} has to win on other measures.`,
     }),
   },
@@ -283,7 +289,10 @@ const INSIGHTS: InsightPlan[] = [
       thesis: 'Profitability underpins earnings quality.',
     },
     compared: (lead, lag) => ({
-      implications: [`${lead} keeps more of each dollar of revenue than ${lag}, leaving more to reinvest or return.`, `Margin pressure would hurt ${lag}'s earnings more than ${lead}'s.`],
+      implications: [
+        `${lead} keeps more of each dollar of revenue than ${lag}, leaving more to reinvest or return.`,
+        `Margin pressure would hurt ${lag}'s earnings more than ${lead}'s.`,
+      ],
       thesis: `${lead} is the more profitable of the two.`,
     }),
   },
@@ -297,7 +306,10 @@ const INSIGHTS: InsightPlan[] = [
       thesis: 'Valuation sets the margin of safety.',
     },
     compared: (lead, lag) => ({
-      implications: [`${lag}'s higher multiple leaves less room for disappointment than ${lead}'s.`, `${lag} needs faster earnings growth than ${lead} to justify its price.`],
+      implications: [
+        `${lag}'s higher multiple leaves less room for disappointment than ${lead}'s.`,
+        `${lag} needs faster earnings growth than ${lead} to justify its price.`,
+      ],
       thesis: `${lead} is the cheaper of the two on earnings.`,
     }),
   },
@@ -311,7 +323,10 @@ const INSIGHTS: InsightPlan[] = [
       thesis: 'Risk is moderate relative to the market.',
     },
     compared: (lead, lag) => ({
-      implications: [`${lag} is likely to fall further than ${lead} in a market sell-off.`, `For the same risk budget, a position in ${lag} should be smaller than one in ${lead}.`],
+      implications: [
+        `${lag} is likely to fall further than ${lead} in a market sell-off.`,
+        `For the same risk budget, a position in ${lag} should be smaller than one in ${lead}.`,
+      ],
       thesis: `${lead} is the steadier holding of the two.`,
     }),
   },
@@ -321,11 +336,17 @@ const INSIGHTS: InsightPlan[] = [
     measure: MEASURES.size,
     keyMetric: (sides) => `Market capitalisation: ${figures(sides, MEASURES.size)}`,
     single: {
-      implications: ['Scale funds research and distribution that smaller rivals cannot match.', 'Size alone does not protect against disruption.'],
+      implications: [
+        'Scale funds research and distribution that smaller rivals cannot match.',
+        'Size alone does not protect against disruption.',
+      ],
       thesis: 'Scale is a competitive advantage.',
     },
     compared: (lead, lag) => ({
-      implications: [`${lead}'s larger scale gives it more to spend on research and distribution than ${lag}.`, `${lag} has more room than ${lead} to grow before size slows it down.`],
+      implications: [
+        `${lead}'s larger scale gives it more to spend on research and distribution than ${lag}.`,
+        `${lag} has more room than ${lead} to grow before size slows it down.`,
+      ],
       thesis: `${lead} is the larger competitor of the two.`,
     }),
   },
@@ -335,7 +356,10 @@ function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
   const sides = symbols.slice(0, 2).map((symbol) => ({ symbol, o: data.overviews.get(symbol) }));
   const [a, b] = sides as [Side, Side | undefined];
   const subject = b ? `${a.symbol} versus ${b.symbol}` : name(a.o, a.symbol);
-  const uses = clientData.length > 0 ? `The client's data (${clientData.join(', ')}) was weighed ${b ? `for both ${a.symbol} and ${b.symbol}` : 'alongside the market data'}.` : undefined;
+  const uses =
+    clientData.length > 0
+      ? `The client's data (${clientData.join(', ')}) was weighed ${b ? `for both ${a.symbol} and ${b.symbol}` : 'alongside the market data'}.`
+      : undefined;
   return INSIGHTS.map((plan, index) => {
     const order = b && ranked(a, b, plan.measure);
     const text = !b
@@ -343,7 +367,10 @@ function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
       : order
         ? plan.compared(order.lead, order.lag)
         : {
-            implications: [`The available data cannot rank ${a.symbol} against ${b.symbol} on ${plan.measure.label}.`, `Compare ${a.symbol}'s and ${b.symbol}'s next reported figures before choosing.`],
+            implications: [
+              `The available data cannot rank ${a.symbol} against ${b.symbol} on ${plan.measure.label}.`,
+              `Compare ${a.symbol}'s and ${b.symbol}'s next reported figures before choosing.`,
+            ],
             thesis: `${plan.title} does not separate ${a.symbol} from ${b.symbol} on the available data.`,
           };
     return {
@@ -365,7 +392,9 @@ function comparedInsights(a: Side, b: Side): string[] {
   ];
   return sentences.map(([measure, sentence]) => {
     const order = ranked(a, b, measure);
-    const said = order ? sentence(order.lead, order.lag) : `The sample data cannot rank ${a.symbol} against ${b.symbol} on ${measure.label}`;
+    const said = order
+      ? sentence(order.lead, order.lag)
+      : `The sample data cannot rank ${a.symbol} against ${b.symbol} on ${measure.label}`;
     return `${said} (${measure.label} ${figures([a, b], measure)}, sample data).`;
   });
 }

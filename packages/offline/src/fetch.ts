@@ -5,7 +5,16 @@
 // request the API would refuse fails offline too.
 import { apiId } from './ids';
 import { checkHeaders, checkMessagesBody, parseBody, type Rejection } from './validation';
-import { errorBody, estimateInputTokens, renderEvents, renderMessage, resolveReply, serializeEvent, type RenderOptions, type SseEvent } from './wire';
+import {
+  errorBody,
+  estimateInputTokens,
+  renderEvents,
+  renderMessage,
+  resolveReply,
+  serializeEvent,
+  type RenderOptions,
+  type SseEvent,
+} from './wire';
 import { API_ERROR_STATUS, type StandInModel } from './wire-types';
 
 /** Text in pieces of 12 characters, so that every answer streams in several deltas as the API's do. */

@@ -52,12 +52,7 @@ export function toolResults(body: MessagesRequestBody): ToolResultView[] {
     .map((block) => {
       const toolUseId = String(block.tool_use_id);
       const content = block.content;
-      const text =
-        typeof content === 'string'
-          ? content
-          : Array.isArray(content)
-            ? textOf(content as RequestContentBlock[])
-            : '';
+      const text = typeof content === 'string' ? content : Array.isArray(content) ? textOf(content as RequestContentBlock[]) : '';
       return { toolUseId, toolName: names.get(toolUseId), text, isError: block.is_error === true };
     });
 }

@@ -86,7 +86,11 @@ function metrics(symbol: string, figures: MetricFigures, fiscalPeriods: string[]
   };
 }
 
-function news(symbol: string, firstId: number, items: Array<{ at: string; slug: string; headline: string; summary: string; category?: string }>): FinnhubNewsItem[] {
+function news(
+  symbol: string,
+  firstId: number,
+  items: Array<{ at: string; slug: string; headline: string; summary: string; category?: string }>,
+): FinnhubNewsItem[] {
   return items.map((item, index) => ({
     category: item.category ?? 'company',
     datetime: unix(item.at),
@@ -154,13 +158,15 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-19T14:30:00Z',
           slug: 'apple-services-revenue-record-quarter',
           headline: 'Apple services revenue sets another quarterly record as device sales hold steady',
-          summary: 'Subscription and App Store revenue grew at a double-digit pace, offsetting flat hardware unit sales and lifting gross margin.',
+          summary:
+            'Subscription and App Store revenue grew at a double-digit pace, offsetting flat hardware unit sales and lifting gross margin.',
         },
         {
           at: '2026-11-17T11:05:00Z',
           slug: 'apple-on-device-ai-rollout',
           headline: 'Apple widens on-device AI features to older iPhone models',
-          summary: 'The update extends local language-model features to two prior hardware generations, a move analysts tie to upgrade-cycle expectations.',
+          summary:
+            'The update extends local language-model features to two prior hardware generations, a move analysts tie to upgrade-cycle expectations.',
         },
         {
           at: '2026-11-14T16:45:00Z',
@@ -218,7 +224,8 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-20T13:10:00Z',
           slug: 'microsoft-azure-capacity-expansion',
           headline: 'Microsoft details new Azure data-center capacity for AI workloads',
-          summary: 'The company said added capacity in three regions should ease supply constraints that weighed on cloud growth last quarter.',
+          summary:
+            'The company said added capacity in three regions should ease supply constraints that weighed on cloud growth last quarter.',
         },
         {
           at: '2026-11-18T09:40:00Z',
@@ -281,14 +288,16 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-19T21:20:00Z',
           slug: 'nvidia-quarterly-results-data-center',
           headline: 'NVIDIA quarterly revenue beats guidance on data-center demand',
-          summary: 'Data-center revenue rose sharply year over year; the company guided next quarter above consensus and flagged supply of advanced packaging as the main constraint.',
+          summary:
+            'Data-center revenue rose sharply year over year; the company guided next quarter above consensus and flagged supply of advanced packaging as the main constraint.',
           category: 'earnings',
         },
         {
           at: '2026-11-16T12:00:00Z',
           slug: 'nvidia-export-rules-update',
           headline: 'New export rules add licensing step for some NVIDIA accelerators',
-          summary: 'The rules affect a subset of shipments to certain regions; the company said it expects limited impact on the current quarter.',
+          summary:
+            'The rules affect a subset of shipments to certain regions; the company said it expects limited impact on the current quarter.',
           category: 'regulation',
         },
         {
@@ -348,7 +357,8 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-18T17:25:00Z',
           slug: 'alphabet-cloud-backlog',
           headline: 'Google Cloud backlog grows as enterprise AI contracts lengthen',
-          summary: 'Multi-year commitments lifted reported backlog; operating margin in the cloud segment improved for a fourth straight quarter.',
+          summary:
+            'Multi-year commitments lifted reported backlog; operating margin in the cloud segment improved for a fourth straight quarter.',
         },
         {
           at: '2026-11-13T08:50:00Z',
@@ -402,7 +412,8 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-19T13:00:00Z',
           slug: 'amazon-aws-custom-chips',
           headline: 'AWS expands availability of in-house AI training chips',
-          summary: 'The company said its custom accelerators now back a larger share of internal and customer training jobs, lowering unit costs.',
+          summary:
+            'The company said its custom accelerators now back a larger share of internal and customer training jobs, lowering unit costs.',
         },
         {
           at: '2026-11-17T15:35:00Z',
@@ -414,7 +425,8 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-12T18:10:00Z',
           slug: 'amazon-advertising-growth',
           headline: 'Amazon advertising revenue grows faster than retail sales',
-          summary: 'Sponsored listings and streaming ads drove the increase, making advertising the second-largest profit contributor after AWS.',
+          summary:
+            'Sponsored listings and streaming ads drove the increase, making advertising the second-largest profit contributor after AWS.',
         },
       ]),
     },
@@ -461,19 +473,22 @@ export const SAMPLE_MARKET_DATA: SampleMarketData = {
           at: '2026-11-20T12:45:00Z',
           slug: 'tesla-deliveries-outlook',
           headline: 'Tesla trims delivery outlook citing softer demand in Europe',
-          summary: 'The company now expects full-year deliveries slightly below last year; price cuts in several markets weighed on automotive margin.',
+          summary:
+            'The company now expects full-year deliveries slightly below last year; price cuts in several markets weighed on automotive margin.',
         },
         {
           at: '2026-11-18T16:20:00Z',
           slug: 'tesla-energy-storage-record',
           headline: 'Tesla energy storage deployments reach a quarterly record',
-          summary: 'Utility-scale battery installations more than offset weaker vehicle sales in the energy segment, which carries higher margins.',
+          summary:
+            'Utility-scale battery installations more than offset weaker vehicle sales in the energy segment, which carries higher margins.',
         },
         {
           at: '2026-11-15T07:55:00Z',
           slug: 'tesla-robotaxi-permit',
           headline: 'Tesla receives limited driverless testing permit in a second state',
-          summary: 'The permit allows testing without a safety driver in a restricted area; commercial service still requires further approvals.',
+          summary:
+            'The permit allows testing without a safety driver in a restricted area; commercial service still requires further approvals.',
         },
       ]),
     },

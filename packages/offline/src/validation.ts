@@ -42,7 +42,9 @@ export function parseBody(raw: string): { body: unknown } | Rejection {
 }
 
 function blocks(content: unknown): RequestContentBlock[] {
-  return Array.isArray(content) ? content.filter((block): block is RequestContentBlock => isRecord(block) && typeof block.type === 'string') : [];
+  return Array.isArray(content)
+    ? content.filter((block): block is RequestContentBlock => isRecord(block) && typeof block.type === 'string')
+    : [];
 }
 
 /** Every object in a structured-output schema must close itself with additionalProperties: false. */
@@ -139,14 +141,17 @@ export function checkMessagesBody(body: unknown, { countTokens = false } = {}): 
   if (typeof body.model !== 'string' || body.model === '') return invalid('model: Field required');
   if (!countTokens) {
     if (body.max_tokens === undefined) return invalid('max_tokens: Field required');
-    if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1) return invalid('max_tokens: Input should be greater than or equal to 1');
+    if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1)
+      return invalid('max_tokens: Input should be greater than or equal to 1');
   }
   if (!Array.isArray(body.messages)) return invalid('messages: Field required');
   if (body.messages.length === 0) return invalid('messages: at least one message is required');
   for (const [index, message] of (body.messages as unknown[]).entries()) {
     if (!isRecord(message)) return invalid(`messages.${index}: Input should be a valid dictionary`);
-    if (message.role !== 'user' && message.role !== 'assistant') return invalid(`messages.${index}.role: Input should be 'user' or 'assistant'`);
-    if (typeof message.content !== 'string' && !Array.isArray(message.content)) return invalid(`messages.${index}.content: Input should be a valid list`);
+    if (message.role !== 'user' && message.role !== 'assistant')
+      return invalid(`messages.${index}.role: Input should be 'user' or 'assistant'`);
+    if (typeof message.content !== 'string' && !Array.isArray(message.content))
+      return invalid(`messages.${index}.content: Input should be a valid list`);
   }
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) return invalid('tools: Input should be a valid list');
@@ -161,5 +166,7 @@ export function checkMessagesBody(body: unknown, { countTokens = false } = {}): 
       }
     }
   }
-  return checkOutputConfig(body) ?? checkToolPairing(body.messages as Array<Record<string, unknown>>) ?? { body: body as MessagesRequestBody };
+  return (
+    checkOutputConfig(body) ?? checkToolPairing(body.messages as Array<Record<string, unknown>>) ?? { body: body as MessagesRequestBody }
+  );
 }

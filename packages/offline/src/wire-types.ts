@@ -4,13 +4,7 @@
 
 /** Every stop reason the Messages API reports. */
 export type StopReason =
-  | 'end_turn'
-  | 'max_tokens'
-  | 'stop_sequence'
-  | 'tool_use'
-  | 'pause_turn'
-  | 'refusal'
-  | 'model_context_window_exceeded';
+  'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';
 
 /** The `error.type` values of the API's error bodies, with the HTTP status each is sent with by default. */
 export const API_ERROR_STATUS = {
@@ -69,12 +63,7 @@ export interface ServerToolUseScript {
 }
 
 export type WebSearchErrorCode =
-  | 'invalid_tool_input'
-  | 'unavailable'
-  | 'max_uses_exceeded'
-  | 'too_many_requests'
-  | 'query_too_long'
-  | 'request_too_large';
+  'invalid_tool_input' | 'unavailable' | 'max_uses_exceeded' | 'too_many_requests' | 'query_too_long' | 'request_too_large';
 
 export interface WebSearchToolResultScript {
   type: 'web_search_tool_result';

@@ -172,11 +172,17 @@ function chunk(value: string, size: number): string[] {
 
 function blockEvents(block: ContentScript, index: number, options: RenderOptions): SseEvent[] {
   const events: SseEvent[] = [];
-  const delta = (value: Record<string, unknown>): SseEvent => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: value } });
+  const delta = (value: Record<string, unknown>): SseEvent => ({
+    event: 'content_block_delta',
+    data: { type: 'content_block_delta', index, delta: value },
+  });
   const wire = wireBlock(block);
   switch (block.type) {
     case 'text': {
-      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '', citations: null } } });
+      events.push({
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index, content_block: { type: 'text', text: '', citations: null } },
+      });
       // The API sends a cited passage's citation ahead of its text.
       for (const citation of (wire.citations as Array<Record<string, unknown>> | null) ?? []) {
         events.push(delta({ type: 'citations_delta', citation }));
@@ -253,6 +259,11 @@ export function serializeEvent(event: SseEvent): string {
 }
 
 /** The body of an error answer, as the API words it. */
-export function errorBody(type: ApiErrorType, message: string, requestId: string, details?: Record<string, unknown>): Record<string, unknown> {
+export function errorBody(
+  type: ApiErrorType,
+  message: string,
+  requestId: string,
+  details?: Record<string, unknown>,
+): Record<string, unknown> {
   return { type: 'error', error: details ? { type, message, details } : { type, message }, request_id: requestId };
 }

@@ -8,17 +8,24 @@ import { messagesApiFetch, offlineAnalyst, OFFLINE_NOTICE, toolResults, toolUse,
 
 const MODEL = 'claude-sonnet-5-5';
 const tools: Tool[] = [
-  { name: 'market_data', description: 'Quote of a symbol', input_schema: { type: 'object', properties: { symbol: { type: 'string' } }, required: ['symbol'] } },
+  {
+    name: 'market_data',
+    description: 'Quote of a symbol',
+    input_schema: { type: 'object', properties: { symbol: { type: 'string' } }, required: ['symbol'] },
+  },
 ];
 
 /** Asks for a quote first; once the tool answered, says what it returned. */
 const quoteModel: StandInModel = ({ body }) => {
   const results = toolResults(body);
   if (results.length === 0) return { content: [toolUse('market_data', { symbol: 'AAPL', kind: 'overview' })] };
-  return { content: [{ type: 'text', text: `The tool said: ${results.map((result) => result.text).join('; ')}. That is all I know about it.` }] };
+  return {
+    content: [{ type: 'text', text: `The tool said: ${results.map((result) => result.text).join('; ')}. That is all I know about it.` }],
+  };
 };
 
-const clientFor = (model: StandInModel) => new Anthropic({ apiKey: 'offline-mode', baseURL: 'http://offline-analyst.invalid', maxRetries: 0, fetch: messagesApiFetch(model) });
+const clientFor = (model: StandInModel) =>
+  new Anthropic({ apiKey: 'offline-mode', baseURL: 'http://offline-analyst.invalid', maxRetries: 0, fetch: messagesApiFetch(model) });
 
 const question: MessageParam = { role: 'user', content: 'What does AAPL trade at?' };
 
@@ -26,7 +33,11 @@ const question: MessageParam = { role: 'user', content: 'What does AAPL trade at
 function answered(toolCall: Anthropic.Messages.Message, result: string): MessageParam[] {
   const call = toolCall.content.find((block) => block.type === 'tool_use');
   if (call?.type !== 'tool_use') throw new Error('no tool_use block');
-  return [question, { role: 'assistant', content: toolCall.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: result }] }];
+  return [
+    question,
+    { role: 'assistant', content: toolCall.content },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: result }] },
+  ];
 }
 
 describe('the in-process Messages API', () => {
@@ -56,7 +67,9 @@ describe('the in-process Messages API', () => {
     toolStream.on('inputJson', (partial) => inputDeltas.push(partial));
     const toolCall = await toolStream.finalMessage();
     expect(toolCall.stop_reason).toBe('tool_use');
-    expect(toolCall.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'market_data', input: { symbol: 'AAPL', kind: 'overview' } })]);
+    expect(toolCall.content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'market_data', input: { symbol: 'AAPL', kind: 'overview' } }),
+    ]);
     expect(inputDeltas.length).toBeGreaterThan(1);
 
     const answerStream = client.messages.stream({ model: MODEL, max_tokens: 1024, tools, messages: answered(toolCall, 'AAPL 231.50') });
@@ -71,7 +84,9 @@ describe('the in-process Messages API', () => {
 
   it('sends the raw server-sent events of the API, pings included', async () => {
     const client = clientFor(quoteModel);
-    const response = await client.messages.create({ model: MODEL, max_tokens: 1024, tools, messages: [question], stream: true }).asResponse();
+    const response = await client.messages
+      .create({ model: MODEL, max_tokens: 1024, tools, messages: [question], stream: true })
+      .asResponse();
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const frames = (await response.text()).split('\n\n').filter(Boolean);
     const types = frames.map((frame) => /^event: (\S+)\ndata: \{"type":"(\S+?)"/.exec(frame)?.slice(1, 3));
@@ -90,7 +105,12 @@ describe('the in-process Messages API', () => {
       additionalProperties: false,
     } as const;
     const client = clientFor(() => ({ content: [{ type: 'text', text: JSON.stringify({ summary: 'Solid quarter', score: 0.8 }) }] }));
-    const response = await client.messages.parse({ model: MODEL, max_tokens: 1024, messages: [question], output_config: { format: jsonSchemaOutputFormat(schema) } });
+    const response = await client.messages.parse({
+      model: MODEL,
+      max_tokens: 1024,
+      messages: [question],
+      output_config: { format: jsonSchemaOutputFormat(schema) },
+    });
     expect(response.parsed_output).toEqual({ summary: 'Solid quarter', score: 0.8 });
   });
 
@@ -99,7 +119,9 @@ describe('the in-process Messages API', () => {
     const toolCall = await client.messages.create({ model: MODEL, max_tokens: 1024, tools, messages: [question] });
     // The tool call left without its result.
     const unanswered: MessageParam[] = [question, { role: 'assistant', content: toolCall.content }, { role: 'user', content: 'And?' }];
-    await expect(client.messages.create({ model: MODEL, max_tokens: 1024, tools, messages: unanswered })).rejects.toBeInstanceOf(BadRequestError);
+    await expect(client.messages.create({ model: MODEL, max_tokens: 1024, tools, messages: unanswered })).rejects.toBeInstanceOf(
+      BadRequestError,
+    );
     await expect(client.models.list()).rejects.toBeInstanceOf(NotFoundError);
     const broken = clientFor(() => {
       throw new Error('no answer');
@@ -130,7 +152,9 @@ describe('the in-process Messages API', () => {
     const system = 'You are a research assistant.';
     const ask = { model: MODEL, max_tokens: 1024, system, tools };
     const toolCall = await client.messages.stream({ ...ask, messages: [question] }).finalMessage();
-    expect(toolCall.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'market_data', input: { symbol: 'AAPL', kind: 'overview' } })]);
+    expect(toolCall.content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'market_data', input: { symbol: 'AAPL', kind: 'overview' } }),
+    ]);
     const answer = await client.messages.stream({ ...ask, messages: answered(toolCall, 'no data') }).finalMessage();
     const reply = answer.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
     expect(reply).toContain(OFFLINE_NOTICE);

@@ -51,10 +51,14 @@ async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T>
 /** Runs the real migration command (as deployments do) against `url`. */
 export function runMigrationCommand(url: string, extraArgs: string[] = []): Promise<{ code: number; output: string }> {
   const dbPackage = path.dirname(MIGRATIONS_DIR);
-  return runCommand(process.execPath, ['--conditions=development', '--import', 'tsx', path.join(dbPackage, 'src/cli.ts'), 'migrate', ...extraArgs], {
-    cwd: dbPackage,
-    env: { ...process.env, DATABASE_URL: url },
-  });
+  return runCommand(
+    process.execPath,
+    ['--conditions=development', '--import', 'tsx', path.join(dbPackage, 'src/cli.ts'), 'migrate', ...extraArgs],
+    {
+      cwd: dbPackage,
+      env: { ...process.env, DATABASE_URL: url },
+    },
+  );
 }
 
 async function ensureTemplate(admin: pg.Client): Promise<string> {
@@ -82,9 +86,7 @@ async function ensureTemplate(admin: pg.Client): Promise<string> {
 }
 
 async function dropAbandoned(admin: pg.Client): Promise<void> {
-  const { rows } = await admin.query<{ datname: string }>(
-    "SELECT datname FROM pg_database WHERE datname LIKE 'fin\\_t\\_%'",
-  );
+  const { rows } = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'fin\\_t\\_%'");
   for (const { datname } of rows) {
     const pid = Number(datname.split('_')[2]);
     if (!Number.isInteger(pid) || isAlive(pid)) continue;
@@ -111,9 +113,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     return {
       name,
       url: urlFor(name),
-      drop: () => withAdmin(async (client) => {
-        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      }),
+      drop: () =>
+        withAdmin(async (client) => {
+          await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        }),
     };
   });
 }
@@ -126,9 +129,10 @@ export async function createEmptyDatabase(): Promise<TestDatabase> {
     return {
       name,
       url: urlFor(name),
-      drop: () => withAdmin(async (client) => {
-        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      }),
+      drop: () =>
+        withAdmin(async (client) => {
+          await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        }),
     };
   });
 }

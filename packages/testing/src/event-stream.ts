@@ -80,7 +80,8 @@ export function openEventStream(url: string, init: EventStreamRequest = {}): Pro
       };
       const line = (text: string) => {
         if (text === '') {
-          if (frame.data.length > 0) push({ ...(frame.id === undefined ? {} : { id: frame.id }), event: frame.event ?? 'message', data: parseData(frame.data) });
+          if (frame.data.length > 0)
+            push({ ...(frame.id === undefined ? {} : { id: frame.id }), event: frame.event ?? 'message', data: parseData(frame.data) });
           frame = { data: [] };
           return;
         }

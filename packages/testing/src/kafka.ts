@@ -22,11 +22,7 @@ export function testKafka(clientId = uniqueName('test')): Kafka {
 }
 
 /** Creates topics and returns a function that deletes them. */
-export async function createTopics(
-  kafka: Kafka,
-  topics: string[],
-  numPartitions = 3,
-): Promise<() => Promise<void>> {
+export async function createTopics(kafka: Kafka, topics: string[], numPartitions = 3): Promise<() => Promise<void>> {
   const admin = kafka.admin();
   await admin.connect();
   try {

@@ -8,7 +8,17 @@ import NodeEnvironment from 'jest-environment-node';
  * The comparison is against the handles that existed when the file started (Jest's own IPC channel,
  * stdio), and waits briefly because sockets finish closing on a later tick than `end()` returns.
  */
-const WATCHED = new Set(['TCPSocketWrap', 'TCPServerWrap', 'TCPWRAP', 'TCPSERVERWRAP', 'PipeWrap', 'PIPEWRAP', 'ProcessWrap', 'PROCESSWRAP', 'UDPWRAP']);
+const WATCHED = new Set([
+  'TCPSocketWrap',
+  'TCPServerWrap',
+  'TCPWRAP',
+  'TCPSERVERWRAP',
+  'PipeWrap',
+  'PIPEWRAP',
+  'ProcessWrap',
+  'PROCESSWRAP',
+  'UDPWRAP',
+]);
 const GRACE_MS = 3_000;
 
 export function openHandles(): Map<string, number> {

@@ -42,7 +42,11 @@ describe('openEventStream', () => {
     ]);
     expect(client.comments).toEqual(['keep-alive']);
     expect(client.retryMs).toBe(1500);
-    expect(last).toMatchObject({ method: 'POST', body: '{"message":"hi"}', headers: { 'last-event-id': 'a:0', 'content-type': 'application/json' } });
+    expect(last).toMatchObject({
+      method: 'POST',
+      body: '{"message":"hi"}',
+      headers: { 'last-event-id': 'a:0', 'content-type': 'application/json' },
+    });
   });
 
   it('leaves mid-stream by closing its connection, which ends the stream', async () => {

@@ -81,7 +81,8 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
   async function answerWhenDone(request: Request, caller: Caller, res: express.Response): Promise<AnalysisResponse> {
     const outcome = await submitJob(pool, { ...caller, jobType: 'analysis', request: { ...request }, maxAttempts: settings.maxAttempts });
     const urls = jobUrls('analysis', outcome.jobId);
-    let finished: FinishedJob | undefined = outcome.kind === 'replayed' && outcome.result ? { status: 'completed', result: outcome.result } : undefined;
+    let finished: FinishedJob | undefined =
+      outcome.kind === 'replayed' && outcome.result ? { status: 'completed', result: outcome.result } : undefined;
     if (!finished && settings.inlineWaitMs > 0 && !lifecycle.shuttingDown) {
       const waiting = new AbortController();
       abortWhenClientLeaves(res, waiting);
@@ -93,7 +94,8 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
       }
     }
     if (finished?.status === 'failed') throw jobFailure(outcome.jobId, finished.error);
-    if (finished?.status === 'completed') return AnalysisResponse.parse({ job_id: outcome.jobId, status: 'completed', result: finished.result, ...urls });
+    if (finished?.status === 'completed')
+      return AnalysisResponse.parse({ job_id: outcome.jobId, status: 'completed', result: finished.result, ...urls });
     res.status(202).setHeader('Location', urls.status_url);
     return { job_id: outcome.jobId, status: 'pending', ...urls };
   }
@@ -115,7 +117,8 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
   async function replay(jobId: string, events: AnalysisEventStream, stop: AbortController): Promise<void> {
     const job = await watcher.finished(jobId, stop.signal);
     if (job) finish(events, jobId, job, true);
-    else if (stop.signal.reason instanceof RequestStopped && stop.signal.reason.why === 'shutdown') events.send('error', stop.signal.reason.error.toBody());
+    else if (stop.signal.reason instanceof RequestStopped && stop.signal.reason.why === 'shutdown')
+      events.send('error', stop.signal.reason.error.toBody());
   }
 
   async function stream(request: Request, caller: Caller, res: express.Response, log: Logger): Promise<void> {
@@ -124,16 +127,20 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
     abortWhenClientLeaves(res, stop);
     const untrack = openRequests.track('stream', stop);
     let events: AnalysisEventStream | undefined;
-    const open = (jobId: string) => (events ??= openEventStream(res, { location: jobUrls('analysis', jobId).status_url, heartbeatMs: settings.heartbeatMs }));
+    const open = (jobId: string) =>
+      (events ??= openEventStream(res, { location: jobUrls('analysis', jobId).status_url, heartbeatMs: settings.heartbeatMs }));
     try {
-      const outcome = await runner.run({ ...caller, request: { ...request }, signal: stop.signal, onStart: (jobId) => void open(jobId) }, async (job, ctx) => {
-        const run = { signal: ctx.signal, onProgress: ctx.progress, caller: { tenantId: job.tenantId, jobId: job.id } };
-        for await (const item of engine.analysisStream(request, run)) {
-          if (item.kind === 'result') return { result: item.result.result, usage: item.result.usage };
-          if (item.event.type === 'text') events?.send('synthesis_chunk', { chunk: item.event.text });
-        }
-        throw new Error('The analysis stream ended without a result.');
-      });
+      const outcome = await runner.run(
+        { ...caller, request: { ...request }, signal: stop.signal, onStart: (jobId) => void open(jobId) },
+        async (job, ctx) => {
+          const run = { signal: ctx.signal, onProgress: ctx.progress, caller: { tenantId: job.tenantId, jobId: job.id } };
+          for await (const item of engine.analysisStream(request, run)) {
+            if (item.kind === 'result') return { result: item.result.result, usage: item.result.usage };
+            if (item.event.type === 'text') events?.send('synthesis_chunk', { chunk: item.event.text });
+          }
+          throw new Error('The analysis stream ended without a result.');
+        },
+      );
       if (outcome.kind === 'replayed') {
         await replay(outcome.jobId, open(outcome.jobId), stop);
       } else if (outcome.kind === 'failed') {
@@ -142,7 +149,9 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
         // So that the result URL serves the result by the time the client reads `done`; a slow job-status service
         // only delays `done`, never fails the stream.
         if (settings.doneWaitMs > 0) {
-          await watcher.finished(outcome.jobId, within(stop, settings.doneWaitMs)).catch((error: unknown) => log.warn({ err: error }, 'Waiting for the job to be recorded failed'));
+          await watcher
+            .finished(outcome.jobId, within(stop, settings.doneWaitMs))
+            .catch((error: unknown) => log.warn({ err: error }, 'Waiting for the job to be recorded failed'));
         }
         finish(open(outcome.jobId), outcome.jobId, { status: 'completed', result: outcome.result }, false);
       }

@@ -14,7 +14,10 @@ export interface AnalysisEventStream {
  * nothing else is written a `: keep-alive` comment goes out every `heartbeatMs` so that proxies and clients do
  * not take a model that is still thinking for a dead connection. Writes after the client left are dropped.
  */
-export function openEventStream(res: express.Response, { location, heartbeatMs }: { location: string; heartbeatMs: number }): AnalysisEventStream {
+export function openEventStream(
+  res: express.Response,
+  { location, heartbeatMs }: { location: string; heartbeatMs: number },
+): AnalysisEventStream {
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache');

@@ -19,13 +19,19 @@ export const clientLeft = () =>
   new RequestStopped(
     'client_left',
     // Not the service's fault, and not the request's: like a 503, it says the request itself can be sent again.
-    new AppError('service_unavailable', 'The analysis was cancelled because the client closed the stream before it finished. Send the request again to run it.'),
+    new AppError(
+      'service_unavailable',
+      'The analysis was cancelled because the client closed the stream before it finished. Send the request again to run it.',
+    ),
   );
 
 const shuttingDown = () =>
   new RequestStopped(
     'shutdown',
-    new AppError('service_unavailable', 'The analysis service is restarting and stopped this analysis before it finished. Send the request again.'),
+    new AppError(
+      'service_unavailable',
+      'The analysis service is restarting and stopped this analysis before it finished. Send the request again.',
+    ),
   );
 
 export interface OpenRequests {

@@ -40,22 +40,33 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   }
 
   function post(app: ReturnType<typeof createApp>, body: unknown, tenantId = bed.tenantA, headers: Record<string, string> = {}) {
-    return request(app).post(PATH).set(signed(tenantId, body)).set(headers).send(body as object);
+    return request(app)
+      .post(PATH)
+      .set(signed(tenantId, body))
+      .set(headers)
+      .send(body as object);
   }
 
   /** The id of the job the next POST of `prompt` creates, once it is in the database. */
   async function jobOf(prompt: string): Promise<string> {
-    return waitFor(async () => {
-      const { rows } = await bed.pool.query<{ id: string }>("SELECT id FROM jobs WHERE request->>'prompt' = $1", [prompt]);
-      return rows[0]?.id;
-    }, { what: `the job of "${prompt}"` });
+    return waitFor(
+      async () => {
+        const { rows } = await bed.pool.query<{ id: string }>("SELECT id FROM jobs WHERE request->>'prompt' = $1", [prompt]);
+        return rows[0]?.id;
+      },
+      { what: `the job of "${prompt}"` },
+    );
   }
 
   it('queues the job and answers 202 with the job URLs when it is not done in time', async () => {
     const { app } = appWith();
     const res = await post(app, { prompt: '  Rate exposure of AAPL?  ', symbols: ['aapl'] }).expect(202);
     const body = AnalysisResponse.parse(res.body);
-    expect(body).toMatchObject({ status: 'pending', status_url: `/api/jobs/analysis/${body.job_id}/status`, result_url: `/api/jobs/analysis/${body.job_id}/result` });
+    expect(body).toMatchObject({
+      status: 'pending',
+      status_url: `/api/jobs/analysis/${body.job_id}/status`,
+      result_url: `/api/jobs/analysis/${body.job_id}/result`,
+    });
     expect(res.headers.location).toBe(body.status_url);
     const { rows } = await bed.pool.query('SELECT type, status, request, max_attempts FROM jobs WHERE id = $1', [body.job_id]);
     expect(rows[0]).toEqual({
@@ -67,7 +78,9 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     // The workers are asked for it; results of this product are never cached.
     const events = await outboxOf(bed.pool, body.job_id);
     expect(events.map((event) => event.topic)).toEqual(['jobs.analysis.requested']);
-    expect((await bed.pool.query<{ cache_key: string | null }>('SELECT cache_key FROM jobs WHERE id = $1', [body.job_id])).rows[0]?.cache_key).toBeNull();
+    expect(
+      (await bed.pool.query<{ cache_key: string | null }>('SELECT cache_key FROM jobs WHERE id = $1', [body.job_id])).rows[0]?.cache_key,
+    ).toBeNull();
   });
 
   it('answers 200 with the result inline when the job completes while the request waits', async () => {
@@ -87,14 +100,18 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     });
   });
 
-  it('answers with the job\'s own error when it fails while the request waits', async () => {
+  it("answers with the job's own error when it fails while the request waits", async () => {
     const { app } = appWith({ inlineWaitMs: 30_000 });
     const done = post(app, { prompt: 'Declined one' }).then((res) => res);
     const jobId = await jobOf('Declined one');
     await finishJob(bed.pool, jobId, { error: { type: 'validation_error', detail: 'The AI model declined this request.' } });
     const res = await done;
     expect(res.status).toBe(400);
-    expect(ErrorBody.parse(res.body)).toEqual({ detail: 'The AI model declined this request.', status_code: 400, type: 'validation_error' });
+    expect(ErrorBody.parse(res.body)).toEqual({
+      detail: 'The AI model declined this request.',
+      status_code: 400,
+      type: 'validation_error',
+    });
     expect(res.headers.location).toBe(`/api/jobs/analysis/${jobId}/status`);
   });
 
@@ -133,17 +150,69 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     ['a whitespace prompt', { prompt: ' \n\t ' }, 'prompt: must not be empty'],
     ['a prompt over 8,000 characters', { prompt: 'x'.repeat(8001) }, 'prompt: must be at most 8000 characters'],
     ['a prompt that is not a string', { prompt: 42 }, 'prompt: must be a string'],
-    ['an unknown output format', { prompt: 'p', output_format: { type: 'xml' } }, 'output_format.type: must be one of json_schema, json, markdown, got "xml"'],
-    ['json_schema without a schema', { prompt: 'p', output_format: { type: 'json_schema' } }, 'output_format.schema: is required when type is json_schema'],
-    ['an unknown type name in the schema', { prompt: 'p', output_format: { type: 'json_schema', schema: { risk: 'float' } } }, 'output_format.schema.risk: must be one of string, number, integer, boolean, array, object, got "float"'],
-    ['an empty schema', { prompt: 'p', output_format: { type: 'json_schema', schema: {} } }, 'output_format.schema: must define 1 to 50 fields, got 0'],
-    ['a schema with type json', { prompt: 'p', output_format: { type: 'json', schema: { a: 'string' } } }, 'output_format.schema: is only allowed when type is json_schema'],
-    ['a stream flag that is not a boolean', { prompt: 'p', output_format: { stream: 'yes' } }, 'output_format.stream: must be true or false'],
-    ['a negative percentage', { prompt: 'p', portfolio_composition: [{ symbol: 'AAPL', percentage: -5 }, { symbol: 'MSFT', percentage: 105 }] }, 'portfolio_composition[0].percentage: must not be negative'],
-    ['a percentage over 100', { prompt: 'p', portfolio_composition: [{ symbol: 'AAPL', percentage: 101 }] }, 'portfolio_composition[0].percentage: must not be over 100'],
-    ['percentages far from 100 in total', { prompt: 'p', portfolio_composition: [{ symbol: 'AAPL', percentage: 50 }, { symbol: 'MSFT', percentage: 20 }] }, 'portfolio_composition: percentages must add up to 100 (±1), got 70'],
+    [
+      'an unknown output format',
+      { prompt: 'p', output_format: { type: 'xml' } },
+      'output_format.type: must be one of json_schema, json, markdown, got "xml"',
+    ],
+    [
+      'json_schema without a schema',
+      { prompt: 'p', output_format: { type: 'json_schema' } },
+      'output_format.schema: is required when type is json_schema',
+    ],
+    [
+      'an unknown type name in the schema',
+      { prompt: 'p', output_format: { type: 'json_schema', schema: { risk: 'float' } } },
+      'output_format.schema.risk: must be one of string, number, integer, boolean, array, object, got "float"',
+    ],
+    [
+      'an empty schema',
+      { prompt: 'p', output_format: { type: 'json_schema', schema: {} } },
+      'output_format.schema: must define 1 to 50 fields, got 0',
+    ],
+    [
+      'a schema with type json',
+      { prompt: 'p', output_format: { type: 'json', schema: { a: 'string' } } },
+      'output_format.schema: is only allowed when type is json_schema',
+    ],
+    [
+      'a stream flag that is not a boolean',
+      { prompt: 'p', output_format: { stream: 'yes' } },
+      'output_format.stream: must be true or false',
+    ],
+    [
+      'a negative percentage',
+      {
+        prompt: 'p',
+        portfolio_composition: [
+          { symbol: 'AAPL', percentage: -5 },
+          { symbol: 'MSFT', percentage: 105 },
+        ],
+      },
+      'portfolio_composition[0].percentage: must not be negative',
+    ],
+    [
+      'a percentage over 100',
+      { prompt: 'p', portfolio_composition: [{ symbol: 'AAPL', percentage: 101 }] },
+      'portfolio_composition[0].percentage: must not be over 100',
+    ],
+    [
+      'percentages far from 100 in total',
+      {
+        prompt: 'p',
+        portfolio_composition: [
+          { symbol: 'AAPL', percentage: 50 },
+          { symbol: 'MSFT', percentage: 20 },
+        ],
+      },
+      'portfolio_composition: percentages must add up to 100 (±1), got 70',
+    ],
     ['data over 64 KiB', { prompt: 'p', data: { blob: 'x'.repeat(70 * 1024) } }, 'data: must be at most 65536 bytes'],
-    ['11 symbols', { prompt: 'p', symbols: Array.from({ length: 11 }, (_, i) => `S${i}`) }, 'symbols: expected at most 10 distinct symbols, got 11'],
+    [
+      '11 symbols',
+      { prompt: 'p', symbols: Array.from({ length: 11 }, (_, i) => `S${i}`) },
+      'symbols: expected at most 10 distinct symbols, got 11',
+    ],
     ['an unknown field', { prompt: 'p', format: 'markdown' }, 'unknown field "format"'],
   ])('rejects %s with a 400 validation_error naming the field', async (_label, body, detail) => {
     const { app } = appWith();
@@ -163,7 +232,10 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   it('refuses a body over the size limit with 400 naming the body, and a request that did not come through the gateway with 401', async () => {
     const { app } = appWith();
     const big = await post(app, { prompt: 'p', data: { blob: 'x'.repeat(300 * 1024) } }).expect(400);
-    expect(ErrorBody.parse(big.body)).toMatchObject({ type: 'validation_error', detail: expect.stringMatching(/^body: must be at most 256 KiB/) });
+    expect(ErrorBody.parse(big.body)).toMatchObject({
+      type: 'validation_error',
+      detail: expect.stringMatching(/^body: must be at most 256 KiB/),
+    });
     const direct = await request(app).post(PATH).send({ prompt: 'p' }).expect(401);
     expect(ErrorBody.parse(direct.body).type).toBe('unauthorized');
   });

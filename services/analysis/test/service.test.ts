@@ -40,7 +40,14 @@ describe('analysis service shutdown with open streams', () => {
     });
     const service = await startAnalysisService({ config, logger, pool: bed.pool, bus, engine: bed.engine });
     const exits: number[] = [];
-    const shutdown = createShutdown({ logger, lifecycle: service.lifecycle, servers: [service.server!], drainTimeoutMs: 20_000, closers: service.closers, exit: (code) => exits.push(code) });
+    const shutdown = createShutdown({
+      logger,
+      lifecycle: service.lifecycle,
+      servers: [service.server!],
+      drainTimeoutMs: 20_000,
+      closers: service.closers,
+      exit: (code) => exits.push(code),
+    });
     return {
       service,
       url: `http://127.0.0.1:${(service.server!.address() as AddressInfo).port}`,
@@ -88,7 +95,7 @@ describe('analysis service shutdown with open streams', () => {
     expect(exits).toEqual([0]);
     // The job is not left running: it is failed, with its event in the outbox, and its lease is released.
     expect((await outboxOf(bed.pool, jobId)).at(-1)?.payload).toMatchObject({ status: 'failed', error: { type: 'service_unavailable' } });
-    const { rows } = await bed.pool.query("SELECT status, lease_owner, lease_expires_at FROM jobs WHERE id = $1", [jobId]);
+    const { rows } = await bed.pool.query('SELECT status, lease_owner, lease_expires_at FROM jobs WHERE id = $1', [jobId]);
     expect(rows[0]).toEqual({ status: 'failed', lease_owner: null, lease_expires_at: null });
     await waitFor(() => bed.fake.requests[0]?.cancelled === true, { what: 'the model call to be cancelled' });
   });
@@ -110,7 +117,11 @@ describe('analysis service shutdown with open streams', () => {
     service.lifecycle.beginShutdown();
     const res = await fetch(`${url}${PATH}`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Connection: 'close', ...signed(bed.tenantA, { prompt: 'Too late.', output_format: { stream: true } }) },
+      headers: {
+        'Content-Type': 'application/json',
+        Connection: 'close',
+        ...signed(bed.tenantA, { prompt: 'Too late.', output_format: { stream: true } }),
+      },
       body: JSON.stringify({ prompt: 'Too late.', output_format: { stream: true } }),
     });
     expect(res.status).toBe(503);

@@ -78,14 +78,19 @@ describe('POST /api/analysis, streamed', () => {
     return frames;
   }
 
-  const chunksOf = (frames: SseFrame[]) => frames.filter((frame) => frame.event === 'synthesis_chunk').map((frame) => AnalysisSynthesisChunkEvent.parse(frame.data).chunk);
+  const chunksOf = (frames: SseFrame[]) =>
+    frames.filter((frame) => frame.event === 'synthesis_chunk').map((frame) => AnalysisSynthesisChunkEvent.parse(frame.data).chunk);
   const named = (frames: SseFrame[]) => frames.filter((frame) => frame.event !== undefined);
   const jobIdOf = (res: Response) => /^\/api\/jobs\/analysis\/([0-9a-f-]{36})\/status$/.exec(res.headers.get('location') ?? '')?.[1];
 
   it('streams the synthesis in several chunks, then done; the job runs here, reported like any job, its result the streamed text', async () => {
     bed.fake.reply(textReply(MARKDOWN));
     const url = await serve();
-    const res = await post(url, { prompt: 'How rate-sensitive are AAPL and MSFT?', symbols: ['AAPL', 'MSFT'], output_format: { stream: true } });
+    const res = await post(url, {
+      prompt: 'How rate-sensitive are AAPL and MSFT?',
+      symbols: ['AAPL', 'MSFT'],
+      output_format: { stream: true },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const jobId = jobIdOf(res);
@@ -101,7 +106,10 @@ describe('POST /api/analysis, streamed', () => {
 
     // A real job: its row with the result, and job.state events through the outbox that end with `completed` (no
     // worker is asked).
-    const { rows } = await bed.pool.query("SELECT type, tenant_id, max_attempts, request, result, status = 'completed' AND lease_owner IS NULL AS finished FROM jobs WHERE id = $1", [jobId]);
+    const { rows } = await bed.pool.query(
+      "SELECT type, tenant_id, max_attempts, request, result, status = 'completed' AND lease_owner IS NULL AS finished FROM jobs WHERE id = $1",
+      [jobId],
+    );
     expect(rows[0]).toMatchObject({
       type: 'analysis',
       tenant_id: bed.tenantA,
@@ -120,7 +128,10 @@ describe('POST /api/analysis, streamed', () => {
   it('streams a json_schema answer as the JSON text of the validated result', async () => {
     bed.fake.reply(jsonReply({ summary: 'Moderate.', risk_score: 0.4 }));
     const url = await serve();
-    const res = await post(url, { prompt: 'Score it.', output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' }, stream: true } });
+    const res = await post(url, {
+      prompt: 'Score it.',
+      output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' }, stream: true },
+    });
     const frames = await readAll(res);
     const text = chunksOf(frames).join('');
     expect(JSON.parse(text)).toEqual({ summary: 'Moderate.', risk_score: 0.4 });
@@ -156,7 +167,9 @@ describe('POST /api/analysis, streamed', () => {
     await reading;
     // The upstream request to the model was cancelled, not left running.
     await waitFor(() => bed.fake.requests[0]?.cancelled === true, { what: 'the model call to be cancelled' });
-    const failed = await waitFor(async () => (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'failed'), { what: 'the job to fail' });
+    const failed = await waitFor(async () => (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'failed'), {
+      what: 'the job to fail',
+    });
     expect(failed.payload.error).toEqual({
       type: 'service_unavailable',
       detail: 'The analysis was cancelled because the client closed the stream before it finished. Send the request again to run it.',
@@ -182,7 +195,10 @@ describe('POST /api/analysis, streamed', () => {
     expect(chunksOf(frames).join('')).toBe('Recorded answer.');
     expect(named(frames).at(-1)).toEqual({ event: 'done', data: { job_id: jobId, status: 'completed' } });
     // The runner committed the result with its completion, before done was sent.
-    const { rows } = await bed.pool.query<{ status: string; result: { content: string } | null }>('SELECT status, result FROM jobs WHERE id = $1', [jobId]);
+    const { rows } = await bed.pool.query<{ status: string; result: { content: string } | null }>(
+      'SELECT status, result FROM jobs WHERE id = $1',
+      [jobId],
+    );
     expect(rows[0]).toMatchObject({ status: 'completed', result: { content: 'Recorded answer.' } });
   });
 

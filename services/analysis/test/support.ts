@@ -54,7 +54,13 @@ export async function createTestBed(options: { handler?: ReplyHandler } = {}): P
 /** The identity headers the gateway would add for `tenantId` posting `body` (sent as JSON, or as the string given). */
 export function signed(tenantId: string, body?: unknown, path = PATH): Record<string, string> {
   const bytes = body === undefined || typeof body === 'string' ? body : JSON.stringify(body);
-  return { ...signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['analysis'] } }, identityKey(SECRET, 'analysis'), { method: 'POST', path, body: bytes }) };
+  return {
+    ...signIdentity(
+      { requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['analysis'] } },
+      identityKey(SECRET, 'analysis'),
+      { method: 'POST', path, body: bytes },
+    ),
+  };
 }
 
 export interface OutboxEvent {
@@ -78,11 +84,21 @@ export async function outboxOf(pool: Pool, jobId: string): Promise<OutboxEvent[]
 }
 
 /** What the job-status service does with a final event: the job row takes its status, result or error. */
-export async function finishJob(pool: Pool, jobId: string, outcome: { result: Record<string, unknown> } | { error: { type: string; detail: string } }): Promise<void> {
+export async function finishJob(
+  pool: Pool,
+  jobId: string,
+  outcome: { result: Record<string, unknown> } | { error: { type: string; detail: string } },
+): Promise<void> {
   if ('result' in outcome) {
-    await pool.query("UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1", [jobId, JSON.stringify(outcome.result)]);
+    await pool.query("UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1", [
+      jobId,
+      JSON.stringify(outcome.result),
+    ]);
   } else {
-    await pool.query("UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1", [jobId, JSON.stringify(outcome.error)]);
+    await pool.query("UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1", [
+      jobId,
+      JSON.stringify(outcome.error),
+    ]);
   }
 }
 

@@ -35,14 +35,22 @@ describe('analysis worker role', () => {
     const request = AnalysisRequest.parse(input);
     const { jobId } = await submitJob(bed.pool, { tenantId: bed.tenantA, jobType: 'analysis', request: { ...request }, maxAttempts });
     const final = await waitFor(
-      async () => (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'completed' || event.payload.status === 'failed'),
+      async () =>
+        (await outboxOf(bed.pool, jobId)).find((event) => event.payload.status === 'completed' || event.payload.status === 'failed'),
       { what: `job ${jobId} to finish` },
     );
     return final.payload;
   }
 
-  it('answers json_schema with exactly the schema\'s fields, each of the type named', async () => {
-    const schema = { summary: 'string', risk_score: 'number', holdings: 'integer', hedged: 'boolean', risks: 'array', exposure: 'object' } as const;
+  it("answers json_schema with exactly the schema's fields, each of the type named", async () => {
+    const schema = {
+      summary: 'string',
+      risk_score: 'number',
+      holdings: 'integer',
+      hedged: 'boolean',
+      risks: 'array',
+      exposure: 'object',
+    } as const;
     const final = await run({
       prompt: 'How exposed is this portfolio to rising rates?',
       portfolio_composition: [
@@ -62,14 +70,20 @@ describe('analysis worker role', () => {
 
   it('repairs a model answer of the wrong shape', async () => {
     bed.fake.reply(jsonReply({ summary: 'Fine.', risk_score: 'low', extra: true }), jsonReply({ summary: 'Fine.', risk_score: 0.2 }));
-    const final = await run({ prompt: 'Score it.', output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' } } });
+    const final = await run({
+      prompt: 'Score it.',
+      output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' } },
+    });
     expect(final).toMatchObject({ status: 'completed', result: { format: 'json_schema', content: { summary: 'Fine.', risk_score: 0.2 } } });
   });
 
   it('fails the job with a clear reason when the answer cannot be repaired', async () => {
     bed.fake.reply(textReply('Not JSON at all.'), textReply('Still not JSON.'));
     const final = await run({ prompt: 'Give me JSON.', output_format: { type: 'json' } });
-    expect(final).toMatchObject({ status: 'failed', error: { type: 'internal_error', detail: 'The AI model did not produce a valid result.' } });
+    expect(final).toMatchObject({
+      status: 'failed',
+      error: { type: 'internal_error', detail: 'The AI model did not produce a valid result.' },
+    });
   });
 
   it('answers markdown and json in their formats', async () => {

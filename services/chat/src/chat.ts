@@ -113,7 +113,12 @@ export function createChat(deps: ChatDeps): Chat {
       if (interruption !== undefined) log.info({ reason: interruption }, 'reply interrupted');
       else log[body.status_code >= 500 ? 'error' : 'warn']({ err: error, type: body.type }, 'reply failed');
       await store
-        .finishReply(reply.id, { status: interruption === undefined ? 'failed' : 'interrupted', text: reply.text, events: reply.events, error: body })
+        .finishReply(reply.id, {
+          status: interruption === undefined ? 'failed' : 'interrupted',
+          text: reply.text,
+          events: reply.events,
+          error: body,
+        })
         .catch((storeError: unknown) => log.error({ err: storeError }, 'could not record how the reply ended; its lease will expire'));
       reply.fail(body);
     } finally {

@@ -20,8 +20,16 @@ const NOT_PART = 'It is not part of the conversation; send the message again.';
 export const INTERRUPTION_ERRORS: Record<Interruption, ErrorBody> = {
   // Nobody was listening when this happened; a client that re-attaches later reads it.
   detached: { detail: `This reply was interrupted when its client disconnected. ${NOT_PART}`, status_code: 409, type: 'conflict' },
-  superseded: { detail: `This reply was interrupted by a newer message in the conversation. ${NOT_PART}`, status_code: 409, type: 'conflict' },
-  shutdown: { detail: `The chat service is shutting down, so this reply was interrupted. ${NOT_PART}`, status_code: 503, type: 'service_unavailable' },
+  superseded: {
+    detail: `This reply was interrupted by a newer message in the conversation. ${NOT_PART}`,
+    status_code: 409,
+    type: 'conflict',
+  },
+  shutdown: {
+    detail: `The chat service is shutting down, so this reply was interrupted. ${NOT_PART}`,
+    status_code: 503,
+    type: 'service_unavailable',
+  },
 };
 
 const body = (type: ErrorBody['type'], status: number, detail: string): ErrorBody => ({ detail, status_code: status, type });

@@ -45,7 +45,9 @@ const REPLY_IN_PROGRESS_DETAIL =
 
 /** The conversation, locked for the turn (Prisma has no row locks); other tenants' conversations do not exist. */
 async function lockConversation(tx: Prisma.TransactionClient, tenantId: string, conversationId: string): Promise<void> {
-  const locked = await tx.$queryRaw<unknown[]>`SELECT 1 FROM conversations WHERE id = ${conversationId}::uuid AND tenant_id = ${tenantId}::uuid FOR UPDATE`;
+  const locked = await tx.$queryRaw<
+    unknown[]
+  >`SELECT 1 FROM conversations WHERE id = ${conversationId}::uuid AND tenant_id = ${tenantId}::uuid FOR UPDATE`;
   if (locked.length === 0) throw conversationNotFound(conversationId);
 }
 
@@ -69,10 +71,24 @@ interface Turn {
   leaseMs: number;
 }
 
-type ReplyRow = { id: string; conversation_id: string; status: ReplyStatus; events: ChatStreamEvent[] | null; error: ErrorBody | null; lease_live: boolean };
+type ReplyRow = {
+  id: string;
+  conversation_id: string;
+  status: ReplyStatus;
+  events: ChatStreamEvent[] | null;
+  error: ErrorBody | null;
+  lease_live: boolean;
+};
 
 function toStoredReply(row: ReplyRow): StoredReply {
-  return { id: row.id, conversationId: row.conversation_id, status: row.status, events: row.events ?? [], error: row.error, leaseLive: row.lease_live };
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    status: row.status,
+    events: row.events ?? [],
+    error: row.error,
+    leaseLive: row.lease_live,
+  };
 }
 
 const REPLY_COLUMNS = Prisma.sql`m.id::text, m.conversation_id::text, m.status, m.events, m.error, coalesce(m.lease_expires_at > now(), false) AS lease_live`;
@@ -83,7 +99,12 @@ export interface ConversationStore {
    * streaming reply, in one transaction under the conversation's row lock. 404 for a conversation the
    * tenant does not have; 409 while another reply of the conversation is being written.
    */
-  startTurn(tenantId: string, conversationId: string | null, message: string, options: { contextPairs: number; leaseMs: number }): Promise<TurnStart>;
+  startTurn(
+    tenantId: string,
+    conversationId: string | null,
+    message: string,
+    options: { contextPairs: number; leaseMs: number },
+  ): Promise<TurnStart>;
   /** Records how a reply ended; false when it was no longer streaming (its lease had been taken over). */
   finishReply(replyId: string, end: ReplyEnd): Promise<boolean>;
   /** Extends the leases of these streaming replies; returns those that are still streaming. */
@@ -99,7 +120,14 @@ export function createConversationStore(prisma: PrismaClient): ConversationStore
   return {
     async startTurn(tenantId, conversationId, message, { contextPairs, leaseMs }) {
       const replyId = randomUUID();
-      const turn = (id: string, lastSeq: number): Turn => ({ conversationId: id, userMessageId: randomUUID(), replyId, seq: lastSeq + 1, message, leaseMs });
+      const turn = (id: string, lastSeq: number): Turn => ({
+        conversationId: id,
+        userMessageId: randomUUID(),
+        replyId,
+        seq: lastSeq + 1,
+        message,
+        leaseMs,
+      });
       if (conversationId === null) {
         // A new conversation has nothing to lock or read: one statement, atomic on its own, writes it and the turn
         // (the messages' foreign keys are checked at the end of the statement, when the conversation exists).
@@ -115,7 +143,11 @@ export function createConversationStore(prisma: PrismaClient): ConversationStore
             UPDATE messages SET status = 'interrupted', lease_expires_at = NULL, finished_at = now(), error = ${ABANDONED_REPLY_ERROR}::jsonb
              WHERE conversation_id = ${conversationId}::uuid AND status = 'streaming' AND lease_expires_at <= now()`;
           // At most one reply streams, and only the latest turn's can: the last message says whether one does.
-          const last = await tx.message.findFirst({ where: { conversationId }, orderBy: { seq: 'desc' }, select: { seq: true, status: true } });
+          const last = await tx.message.findFirst({
+            where: { conversationId },
+            orderBy: { seq: 'desc' },
+            select: { seq: true, status: true },
+          });
           if (last?.status === 'streaming') throw conflict(REPLY_IN_PROGRESS_DETAIL);
           // The newest complete replies with the question each answers, newest first.
           const context = await tx.$queryRaw<{ question: string; answer: string }[]>`

@@ -52,11 +52,19 @@ describe('chat errors', () => {
     expect(error.detail).toContain(detail);
   });
 
-  it('treats another tenant\'s conversation and reply exactly like missing ones (404)', async () => {
+  it("treats another tenant's conversation and reply exactly like missing ones (404)", async () => {
     const { conversationId, replyId } = await conversation(context.shared.tenantA);
     const missing = randomUUID();
-    const theirs = await expectError(context.chat.post({ message: 'Hello?', conversation_id: conversationId }, context.shared.tenantB), 404, 'not_found');
-    const none = await expectError(context.chat.post({ message: 'Hello?', conversation_id: missing }, context.shared.tenantB), 404, 'not_found');
+    const theirs = await expectError(
+      context.chat.post({ message: 'Hello?', conversation_id: conversationId }, context.shared.tenantB),
+      404,
+      'not_found',
+    );
+    const none = await expectError(
+      context.chat.post({ message: 'Hello?', conversation_id: missing }, context.shared.tenantB),
+      404,
+      'not_found',
+    );
     expect(theirs.detail.replace(conversationId, '<id>')).toBe(none.detail.replace(missing, '<id>'));
 
     await expectError(context.chat.stream({ conversation_id: conversationId }, { tenant: context.shared.tenantB }), 404, 'not_found');
@@ -76,7 +84,11 @@ describe('chat errors', () => {
 
   it('ends the stream with an error event when the model fails mid-reply; the failed turn is not context', async () => {
     const { conversationId } = await conversation();
-    context.shared.fake.reply(textReply('The yield curve is inverted because', { faults: { failMidStream: { afterEvents: 4, error: { type: 'overloaded_error' } } } }));
+    context.shared.fake.reply(
+      textReply('The yield curve is inverted because', {
+        faults: { failMidStream: { afterEvents: 4, error: { type: 'overloaded_error' } } },
+      }),
+    );
     const frames = await (await context.chat.post({ message: 'Why is the curve inverted?', conversation_id: conversationId })).rest();
 
     expectValidChatEvents(frames);

@@ -5,7 +5,20 @@ import { ChatDoneEvent } from '@fin/contracts';
 import { hangingReply, textReply, toolUseReply } from '@fin/fakes';
 import { createShutdown } from '@fin/http';
 import { waitFor, type SseFrame } from '@fin/testing';
-import { compact, conversationOf, expectValidChatEvents, gate, logger, outline, readUntil, startChat, startShared, textOf, type ChatInstance, type Shared } from './support';
+import {
+  compact,
+  conversationOf,
+  expectValidChatEvents,
+  gate,
+  logger,
+  outline,
+  readUntil,
+  startChat,
+  startShared,
+  textOf,
+  type ChatInstance,
+  type Shared,
+} from './support';
 
 const LONG = 'Bond prices fall when yields rise, because the fixed coupons of existing bonds become less attractive. '.repeat(5);
 
@@ -20,12 +33,16 @@ afterAll(() => shared?.close());
 const replyIdOf = (frames: readonly SseFrame[]) => frames[0]!.id!.split(':')[0]!;
 
 async function replyRow(replyId: string) {
-  const { rows } = await shared.pool.query<{ status: string; content: string; error: { type: string } | null }>('SELECT status, content, error FROM messages WHERE id = $1', [replyId]);
+  const { rows } = await shared.pool.query<{ status: string; content: string; error: { type: string } | null }>(
+    'SELECT status, content, error FROM messages WHERE id = $1',
+    [replyId],
+  );
   return rows[0];
 }
 
 /** Waits until the reply is no longer streaming; returns its row. */
-const ended = (replyId: string) => waitFor(async () => (await replyRow(replyId))?.status !== 'streaming' && replyRow(replyId), { what: `reply ${replyId} to end` });
+const ended = (replyId: string) =>
+  waitFor(async () => (await replyRow(replyId))?.status !== 'streaming' && replyRow(replyId), { what: `reply ${replyId} to end` });
 
 async function conversationOn(chat: ChatInstance): Promise<string> {
   const frames = await (await chat.post({ message: 'What is a bond?' })).rest();
@@ -75,7 +92,14 @@ describe('without a re-attach window', () => {
     await waitFor(() => shared.fake.requests.length === 2, { what: 'both model calls to start' });
 
     const exits: number[] = [];
-    const shutdown = createShutdown({ logger, lifecycle: service.lifecycle, servers: [service.server], drainTimeoutMs: 1_000, closers: service.closers, exit: (code) => exits.push(code) });
+    const shutdown = createShutdown({
+      logger,
+      lifecycle: service.lifecycle,
+      servers: [service.server],
+      drainTimeoutMs: 1_000,
+      closers: service.closers,
+      exit: (code) => exits.push(code),
+    });
     const stopped = shutdown('SIGTERM');
     const streams = await Promise.all([writing.rest(), thinking.rest()]);
     await stopped;
@@ -84,7 +108,10 @@ describe('without a re-attach window', () => {
     for (const frames of streams) {
       expectValidChatEvents(frames);
       expect(frames.at(-1)).toMatchObject({ event: 'error', data: { type: 'service_unavailable', status_code: 503 } });
-      expect(await replyRow(frames.at(-1)!.id!.split(':')[0]!)).toMatchObject({ status: 'interrupted', error: { type: 'service_unavailable' } });
+      expect(await replyRow(frames.at(-1)!.id!.split(':')[0]!)).toMatchObject({
+        status: 'interrupted',
+        error: { type: 'service_unavailable' },
+      });
     }
     expect(shared.fake.requests.map((request) => request.cancelled)).toEqual([true, true]);
   });
@@ -119,7 +146,7 @@ describe('with a re-attach window', () => {
     expect(shared.fake.requests.some((request) => request.cancelled)).toBe(false);
   });
 
-  it('replays a finished reply from storage, answers 204 once nothing is left, and never sends the query\'s message again', async () => {
+  it("replays a finished reply from storage, answers 204 once nothing is left, and never sends the query's message again", async () => {
     const frames = await (await chat.stream({ message: 'How is GOOGL doing?' })).rest();
     const { conversation_id } = ChatDoneEvent.parse(frames.at(-1)?.data);
 
@@ -127,7 +154,9 @@ describe('with a re-attach window', () => {
     expect(await fromStorage.rest()).toEqual(frames.slice(3));
     const nothingLeft = await chat.stream({ message: 'How is GOOGL doing?' }, { lastEventId: frames.at(-1)!.id! });
     expect(nothingLeft.status).toBe(204);
-    const { rows } = await shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [conversation_id]);
+    const { rows } = await shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [
+      conversation_id,
+    ]);
     expect(rows[0]?.n).toBe(2);
 
     const latest = await chat.stream({ conversation_id });

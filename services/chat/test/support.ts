@@ -10,7 +10,14 @@ import { createPool, type Pool } from '@fin/db';
 import { startFakeAnthropic, type FakeAnthropic, type MessagesRequestBody } from '@fin/fakes';
 import { identityKey, signIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
-import { createTestDatabase, openEventStream, testCustomerToolsKey, type EventStreamClient, type SseFrame, type TestDatabase } from '@fin/testing';
+import {
+  createTestDatabase,
+  openEventStream,
+  testCustomerToolsKey,
+  type EventStreamClient,
+  type SseFrame,
+  type TestDatabase,
+} from '@fin/testing';
 import { chatConfigShape } from '../src/config';
 import { startChatService, type ChatService } from '../src/service';
 
@@ -34,7 +41,12 @@ export async function startShared(): Promise<Shared> {
   const pool = createPool({ connectionString: db.url, applicationName: 'chat-test', max: 10 });
   const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme'), ('globex') RETURNING id::text");
   const fake = await startFakeAnthropic({ handler: offlineAnalyst() });
-  const config = parseConfig(aiConfigShape, { ANTHROPIC_API_KEY: 'sk-ant-test-0000000000', ANTHROPIC_BASE_URL: fake.url, AI_MAX_RETRIES: '0', AI_WEB_SEARCH: 'false' });
+  const config = parseConfig(aiConfigShape, {
+    ANTHROPIC_API_KEY: 'sk-ant-test-0000000000',
+    ANTHROPIC_BASE_URL: fake.url,
+    AI_MAX_RETRIES: '0',
+    AI_WEB_SEARCH: 'false',
+  });
   const engine = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider() });
   return {
     db,
@@ -55,7 +67,11 @@ export async function startShared(): Promise<Shared> {
 export interface ChatInstance extends ChatService {
   url: string;
   /** A signed request, as the gateway forwards it; the answer read as an event stream (or a body). */
-  send(method: 'GET' | 'POST', path: string, options?: { tenant?: string; body?: unknown; headers?: Record<string, string> }): Promise<EventStreamClient>;
+  send(
+    method: 'GET' | 'POST',
+    path: string,
+    options?: { tenant?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<EventStreamClient>;
   /** POST /api/chat as tenant A unless said otherwise. */
   post(body: unknown, tenant?: string): Promise<EventStreamClient>;
   /** GET /api/chat/stream with this query. */
@@ -80,7 +96,11 @@ export async function startChat(shared: Shared, env: Record<string, string> = {}
   const url = `http://127.0.0.1:${(service.server.address() as AddressInfo).port}`;
   const send: ChatInstance['send'] = (method, path, options = {}) => {
     const caller = { tenantId: options.tenant ?? shared.tenantA, keyId: randomUUID(), scopes: ['chat'] };
-    const signed = signIdentity({ requestId: randomUUID(), caller }, KEY, { method, path, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+    const signed = signIdentity({ requestId: randomUUID(), caller }, KEY, {
+      method,
+      path,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    });
     return openEventStream(`${url}${path}`, { method, body: options.body, headers: { ...signed, ...options.headers } });
   };
   return {

@@ -23,7 +23,14 @@ describe('chat turns', () => {
     const frames = await client.rest();
 
     expectValidChatEvents(frames);
-    expect(compact(outline(frames))).toEqual(['node_start:research', 'tool_start:market_data', 'tool_end:market_data', 'node_start:answer', 'token', 'done']);
+    expect(compact(outline(frames))).toEqual([
+      'node_start:research',
+      'tool_start:market_data',
+      'tool_end:market_data',
+      'node_start:answer',
+      'token',
+      'done',
+    ]);
     const replyId = frames[0]!.id!.split(':')[0];
     expect(frames.map((frame) => frame.id)).toEqual(frames.map((_frame, index) => `${replyId}:${index + 1}`));
     expect(textOf(frames)).toMatch(/Apple.*last traded at [\d.]+.*P\/E/);
@@ -32,7 +39,9 @@ describe('chat turns', () => {
     // The model was offered the market_data tool and used it.
     expect(context.shared.fake.requests[0]?.body?.tools?.map((tool) => tool.name)).toContain('market_data');
 
-    const { rows } = await context.shared.pool.query('SELECT status, content, output_tokens > 0 AS counted FROM messages WHERE id = $1', [replyId]);
+    const { rows } = await context.shared.pool.query('SELECT status, content, output_tokens > 0 AS counted FROM messages WHERE id = $1', [
+      replyId,
+    ]);
     expect(rows[0]).toEqual({ status: 'complete', content: textOf(frames), counted: true });
   });
 
@@ -42,12 +51,16 @@ describe('chat turns', () => {
     const second = await turn('And its margins?', first.conversationId);
 
     expect(second.conversationId).toBe(first.conversationId);
-    expect(conversationOf(context.shared.fake.requests[before]?.body)).toEqual(['How is MSFT doing?', textOf(first.frames), 'And its margins?']);
+    expect(conversationOf(context.shared.fake.requests[before]?.body)).toEqual([
+      'How is MSFT doing?',
+      textOf(first.frames),
+      'And its margins?',
+    ]);
     // The follow-up names no company: the model took it from the first turn.
     expect(textOf(second.frames)).toMatch(/MSFT.*net margin/);
   });
 
-  it('still answers the 12th turn, with the last 10 exchanges as the model\'s context', async () => {
+  it("still answers the 12th turn, with the last 10 exchanges as the model's context", async () => {
     let conversationId: string | null = null;
     const replies: string[] = [];
     for (let n = 1; n <= 12; n++) {
@@ -57,9 +70,14 @@ describe('chat turns', () => {
     }
     const seen = conversationOf(context.shared.fake.requests.at(-1)?.body);
     // Turns 2 to 11 in full (question, reply), then the 12th question: turn 1 is left out.
-    const expected = Array.from({ length: 10 }, (_unused, index) => [`Question ${index + 2}: what is a dividend?`, replies[index + 1]!]).flat();
+    const expected = Array.from({ length: 10 }, (_unused, index) => [
+      `Question ${index + 2}: what is a dividend?`,
+      replies[index + 1]!,
+    ]).flat();
     expect(seen).toEqual([...expected, 'Question 12: what is a dividend?']);
-    const { rows } = await context.shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [conversationId]);
+    const { rows } = await context.shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [
+      conversationId,
+    ]);
     expect(rows[0]?.n).toBe(24);
   });
 
@@ -69,11 +87,14 @@ describe('chat turns', () => {
     expect(client.headers['content-type']).toMatch(/^application\/json/);
     const answer = ChatResponse.parse(await client.body());
     expect(answer.response).toMatch(/Tesla.*last traded at/);
-    const { rows } = await context.shared.pool.query("SELECT conversation_id::text, status, content FROM messages WHERE id = $1 AND role = 'assistant'", [answer.message_id]);
+    const { rows } = await context.shared.pool.query(
+      "SELECT conversation_id::text, status, content FROM messages WHERE id = $1 AND role = 'assistant'",
+      [answer.message_id],
+    );
     expect(rows[0]).toEqual({ conversation_id: answer.conversation_id, status: 'complete', content: answer.response });
   });
 
-  it('refuses a message while the conversation\'s reply is being written (409), and takes it once that reply is done', async () => {
+  it("refuses a message while the conversation's reply is being written (409), and takes it once that reply is done", async () => {
     const { conversationId } = await turn('What is a P/E ratio?');
     const thinking = gate();
     context.shared.fake.reply(async () => {

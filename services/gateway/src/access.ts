@@ -31,7 +31,10 @@ function clientAddressOf(req: Request, trustedProxyHops: number): string | undef
   const peer = req.socket.remoteAddress;
   if (trustedProxyHops === 0) return peer;
   const header = req.headers['x-forwarded-for'];
-  const chain = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const chain = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   return chain[chain.length - trustedProxyHops] ?? chain[0] ?? peer;
 }
 
@@ -69,7 +72,11 @@ export function checkScope(route: GatewayRoute): RequestHandler {
 }
 
 /** The last event of a stream whose key was revoked (or whose tenant was disabled) while it was open. */
-const REVOKED_STREAM = { detail: 'Invalid API key: it was revoked while this stream was open.', status_code: 401, type: 'unauthorized' } as const;
+const REVOKED_STREAM = {
+  detail: 'Invalid API key: it was revoked while this stream was open.',
+  status_code: 401,
+  type: 'unauthorized',
+} as const;
 
 /**
  * Ends the response's event stream, with a last `error` event, as soon as the caller's key is revoked or its

@@ -63,7 +63,12 @@ const refuseDotSegments: RequestHandler = (req, _res, next) => {
 export function createApp(deps: GatewayDeps): express.Express {
   const { logger, authenticator, rateLimits, upstreams, signingSecret, readiness, lifecycle } = deps;
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...deps.limits };
-  const proxy: ProxyOptions = { logger, signingKeys: signingKeysFor(signingSecret), responseTimeoutMs: limits.responseTimeoutMs, idleTimeoutMs: limits.idleTimeoutMs };
+  const proxy: ProxyOptions = {
+    logger,
+    signingKeys: signingKeysFor(signingSecret),
+    responseTimeoutMs: limits.responseTimeoutMs,
+    idleTimeoutMs: limits.idleTimeoutMs,
+  };
 
   const documentJson = JSON.stringify(createOpenApiDocument());
   const docsPage = renderDocsPage(JSON.parse(documentJson));
@@ -86,7 +91,8 @@ export function createApp(deps: GatewayDeps): express.Express {
     const handlers: RequestHandler[] = [authenticate(authenticator, deps.trustedProxyHops), checkScope(route)];
     if (target.limit !== null) handlers.push(rateLimits.forProduct(target.limit));
     if (route.limit === 'concurrent_streams') handlers.push(holdChatSlot(rateLimits, logger));
-    if (Object.values(route.responses).some((response) => response.events !== undefined)) handlers.push(endStreamOnRevocation(authenticator));
+    if (Object.values(route.responses).some((response) => response.events !== undefined))
+      handlers.push(endStreamOnRevocation(authenticator));
     handlers.push(...readBody({ limit: limits.maxBodyBytes, json: true }));
     handlers.push(forwardTo(upstreams[target.upstream], proxy, (res) => callerFrom(principalOf(res))));
     return handlers;
@@ -108,7 +114,12 @@ export function createApp(deps: GatewayDeps): express.Express {
       };
       for (const route of GATEWAY_ROUTES) register[route.method](route.expressPath, handlersFor(route));
       for (const { prefix, upstream } of PASS_THROUGH_PREFIXES) {
-        app.use(prefix, refuseDotSegments, ...readBody({ limit: limits.maxBodyBytes, json: false }), forwardTo(upstreams[upstream], proxy, () => null));
+        app.use(
+          prefix,
+          refuseDotSegments,
+          ...readBody({ limit: limits.maxBodyBytes, json: false }),
+          forwardTo(upstreams[upstream], proxy, () => null),
+        );
       }
     },
   });

@@ -37,7 +37,10 @@ const ROUTE_TARGETS = {
 } as const satisfies Record<ApiRouteId, RouteTarget>;
 
 /** The scope a job's status and result need: that of the job's product. */
-export const JOB_TYPE_SCOPES = { news: 'news', 'stock-report': 'stock-report', analysis: 'analysis' } as const satisfies Record<JobType, Scope>;
+export const JOB_TYPE_SCOPES = { news: 'news', 'stock-report': 'stock-report', analysis: 'analysis' } as const satisfies Record<
+  JobType,
+  Scope
+>;
 
 export interface GatewayRoute extends ApiRoute {
   readonly id: ApiRouteId;
@@ -56,4 +59,6 @@ export const GATEWAY_ROUTES: readonly GatewayRoute[] = API_ROUTE_LIST.map((route
  * Prefixes forwarded as they are, without an API key: the portal's web pages (a browser application, not part
  * of the API, so not in the OpenAPI document). The portal sees these requests as anonymous.
  */
-export const PASS_THROUGH_PREFIXES: readonly { readonly prefix: string; readonly upstream: UpstreamName }[] = [{ prefix: '/portal', upstream: 'portal' }];
+export const PASS_THROUGH_PREFIXES: readonly { readonly prefix: string; readonly upstream: UpstreamName }[] = [
+  { prefix: '/portal', upstream: 'portal' },
+];

@@ -62,7 +62,9 @@ describe('admin CLI (a real child process against a real database)', () => {
     await auth.authenticate(created.api_key); // cached from here on
 
     const listed = await ok(['keys', 'list', '--tenant', 'acme', '--json']);
-    expect(JSON.parse(listed)).toEqual([expect.objectContaining({ id: created.id, status: 'active', display_prefix: created.api_key.slice(0, 10) })]);
+    expect(JSON.parse(listed)).toEqual([
+      expect.objectContaining({ id: created.id, status: 'active', display_prefix: created.api_key.slice(0, 10) }),
+    ]);
     expect(listed).not.toContain(created.api_key.slice(10));
     expect(listed).not.toMatch(/hash/i);
 
@@ -80,7 +82,9 @@ describe('admin CLI (a real child process against a real database)', () => {
   it('restricts scopes and sets an expiry', async () => {
     await ok(['tenants', 'create', 'scoped']);
     const before = Date.now();
-    const created = JSON.parse(await ok(['keys', 'create', '--tenant', 'scoped', '--scopes', 'news,chat', '--name', 'ci', '--expires-in', '2h', '--json'])) as {
+    const created = JSON.parse(
+      await ok(['keys', 'create', '--tenant', 'scoped', '--scopes', 'news,chat', '--name', 'ci', '--expires-in', '2h', '--json']),
+    ) as {
       api_key: string;
       scopes: string[];
       name: string;
@@ -150,10 +154,15 @@ describe('admin CLI (a real child process against a real database)', () => {
     expect((await auth.authenticate(apiKey)).limitOverrides).toEqual({});
     await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'news', '--per-minute', '500']);
     await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'chat', '--concurrent', '25']);
-    expect(await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'chat-turns', '--per-minute', '120'])).toContain('chat-turns limited to 120 requests per minute for the account');
+    expect(await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'chat-turns', '--per-minute', '120'])).toContain(
+      'chat-turns limited to 120 requests per minute for the account',
+    );
     const shown = JSON.parse(await ok(['limits', 'show', '--json'])) as { tenants: unknown[] };
     expect(shown.tenants).toEqual([{ name: 'bigcorp', overrides: { news: 500, chat: 25, 'chat-turns': 120 } }]);
-    await waitFor(async () => (await auth.authenticate(apiKey)).limitOverrides.news === 500, { timeoutMs: 5_000, what: 'the override to arrive' });
+    await waitFor(async () => (await auth.authenticate(apiKey)).limitOverrides.news === 500, {
+      timeoutMs: 5_000,
+      what: 'the override to arrive',
+    });
     await ok(['limits', 'clear', '--tenant', 'bigcorp', '--product', 'news']);
     expect(JSON.parse(await ok(['limits', 'show', '--tenant', 'bigcorp', '--json']))).toMatchObject({
       tenants: [{ name: 'bigcorp', overrides: { chat: 25, 'chat-turns': 120 } }],

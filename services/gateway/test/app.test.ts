@@ -18,7 +18,8 @@ function send(h: Harness, route: GatewayRoute, apiKey: string | undefined, jobTy
   return body === undefined ? req : req.send(body);
 }
 
-const scopeOf = (route: GatewayRoute, jobType = 'news'): Scope => (route.scope === 'job_type' ? JOB_TYPE_SCOPES[jobType as keyof typeof JOB_TYPE_SCOPES] : (route.scope as Scope));
+const scopeOf = (route: GatewayRoute, jobType = 'news'): Scope =>
+  route.scope === 'job_type' ? JOB_TYPE_SCOPES[jobType as keyof typeof JOB_TYPE_SCOPES] : (route.scope as Scope);
 
 describe('every API route', () => {
   let h: Harness;
@@ -34,7 +35,21 @@ describe('every API route', () => {
 
   it('covers the whole table', () => {
     expect(proxied.map((route) => route.id).sort()).toEqual(
-      ['chat', 'chatStream', 'createAnalysis', 'createCustomerTool', 'createNews', 'createStockReport', 'deleteCustomerTool', 'getCustomerTool', 'getJobResult', 'getJobStatus', 'listCustomerToolCalls', 'listCustomerTools', 'updateCustomerTool'].sort(),
+      [
+        'chat',
+        'chatStream',
+        'createAnalysis',
+        'createCustomerTool',
+        'createNews',
+        'createStockReport',
+        'deleteCustomerTool',
+        'getCustomerTool',
+        'getJobResult',
+        'getJobStatus',
+        'listCustomerToolCalls',
+        'listCustomerTools',
+        'updateCustomerTool',
+      ].sort(),
     );
   });
 
@@ -42,7 +57,11 @@ describe('every API route', () => {
     const service = h.services[route.target.upstream];
     const before = service.received.length;
     const res = await send(h, route, undefined).expect(401);
-    expect(ErrorBody.parse(res.body)).toEqual({ detail: 'Missing API key: send it in the X-API-Key header.', status_code: 401, type: 'unauthorized' });
+    expect(ErrorBody.parse(res.body)).toEqual({
+      detail: 'Missing API key: send it in the X-API-Key header.',
+      status_code: 401,
+      type: 'unauthorized',
+    });
     expect(service.received.length).toBe(before);
   });
 
@@ -82,18 +101,25 @@ describe('every API route', () => {
     }
   });
 
-  it.each(table.filter(([, route]) => route.target.limit !== null))('%s: the limiter\'s 429 reaches the client with its headers', async (_name, route) => {
-    if (route.target.limit === null) throw new Error('unreachable');
-    h.rateLimits.exhausted.add(route.target.limit);
-    const service = h.services[route.target.upstream];
-    const before = service.received.length;
-    const res = await send(h, route, KEYS.all).expect(429);
-    expect(ErrorBody.parse(res.body)).toEqual({ detail: `Rate limit exceeded: 100 ${route.target.limit} requests per minute.`, status_code: 429, type: 'rate_limit_exceeded' });
-    expect(res.headers['retry-after']).toBe('42');
-    expect(res.headers['x-ratelimit-remaining']).toBe('0');
-    expect(res.headers['x-ratelimit-reset']).toBe('1767225660');
-    expect(service.received.length).toBe(before);
-  });
+  it.each(table.filter(([, route]) => route.target.limit !== null))(
+    "%s: the limiter's 429 reaches the client with its headers",
+    async (_name, route) => {
+      if (route.target.limit === null) throw new Error('unreachable');
+      h.rateLimits.exhausted.add(route.target.limit);
+      const service = h.services[route.target.upstream];
+      const before = service.received.length;
+      const res = await send(h, route, KEYS.all).expect(429);
+      expect(ErrorBody.parse(res.body)).toEqual({
+        detail: `Rate limit exceeded: 100 ${route.target.limit} requests per minute.`,
+        status_code: 429,
+        type: 'rate_limit_exceeded',
+      });
+      expect(res.headers['retry-after']).toBe('42');
+      expect(res.headers['x-ratelimit-remaining']).toBe('0');
+      expect(res.headers['x-ratelimit-reset']).toBe('1767225660');
+      expect(service.received.length).toBe(before);
+    },
+  );
 });
 
 describe('job routes', () => {
@@ -119,7 +145,11 @@ describe('job routes', () => {
 
   it('refuses a job type that does not exist with 400 naming the parameter', async () => {
     const res = await request(h.app).get(`/api/jobs/weather/${UUID}/result`).set('X-API-Key', KEYS.all).expect(400);
-    expect(res.body).toEqual({ detail: 'job_type: must be one of news, stock-report, analysis, got "weather"', status_code: 400, type: 'validation_error' });
+    expect(res.body).toEqual({
+      detail: 'job_type: must be one of news, stock-report, analysis, got "weather"',
+      status_code: 400,
+      type: 'validation_error',
+    });
   });
 });
 
@@ -138,16 +168,26 @@ describe('gateway probes and ids', () => {
   });
 
   it('echoes a well-formed X-Request-Id and sends the same id to the service', async () => {
-    const res = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('X-Request-Id', 'trace-42').send({ symbols: ['AAPL'] }).expect(200);
+    const res = await request(h.app)
+      .post('/api/products/news')
+      .set('X-API-Key', KEYS.all)
+      .set('X-Request-Id', 'trace-42')
+      .send({ symbols: ['AAPL'] })
+      .expect(200);
     expect(res.headers['x-request-id']).toBe('trace-42');
     const received = h.services.news.received.at(-1);
     expect(received?.headers['x-request-id']).toBe('trace-42');
     expect(received?.identity.requestId).toBe('trace-42');
   });
 
-  it('continues the caller\'s W3C trace to the service in a span of its own', async () => {
+  it("continues the caller's W3C trace to the service in a span of its own", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`).send({ symbols: ['AAPL'] }).expect(200);
+    await request(h.app)
+      .post('/api/products/news')
+      .set('X-API-Key', KEYS.all)
+      .set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`)
+      .send({ symbols: ['AAPL'] })
+      .expect(200);
     const forwarded = String(h.services.news.received.at(-1)?.headers.traceparent);
     expect(forwarded).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     expect(forwarded).not.toContain('00f067aa0ba902b7');

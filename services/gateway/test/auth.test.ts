@@ -95,7 +95,11 @@ describe('API-key authentication', () => {
     for (const missing of [undefined, '']) {
       const error = await rejection(auth.authenticate(missing));
       expect(error.status).toBe(401);
-      expect(error.toBody()).toEqual({ detail: 'Missing API key: send it in the X-API-Key header.', status_code: 401, type: 'unauthorized' });
+      expect(error.toBody()).toEqual({
+        detail: 'Missing API key: send it in the X-API-Key header.',
+        status_code: 401,
+        type: 'unauthorized',
+      });
     }
   });
 
@@ -145,7 +149,8 @@ describe('API-key authentication', () => {
 
     // Five failures (unknown keys and a malformed one) are each answered 401; then the address gets 429 for
     // every key that is not already verified, without a lookup.
-    for (let attempt = 0; attempt < 4; attempt++) expect((await rejection(auth.authenticate(generateApiKey().key, attacker))).status).toBe(401);
+    for (let attempt = 0; attempt < 4; attempt++)
+      expect((await rejection(auth.authenticate(generateApiKey().key, attacker))).status).toBe(401);
     expect((await rejection(auth.authenticate('fin_not-a-real-key', attacker))).status).toBe(401);
     expect(lookups() - before).toBe(4);
     for (const key of [generateApiKey().key, 'fin_not-a-real-key']) {
@@ -222,7 +227,14 @@ describe('API-key authentication', () => {
     const revoked = await createKey(pool, { tenant });
     const principal = await auth.authenticate(revoked.apiKey);
     await revokeKey(pool, revoked.key.id);
-    await waitFor(async () => (await auth.authenticate(revoked.apiKey).then(() => false, () => true)), { timeoutMs: 5_000, what: 'the revocation to arrive' });
+    await waitFor(
+      async () =>
+        await auth.authenticate(revoked.apiKey).then(
+          () => false,
+          () => true,
+        ),
+      { timeoutMs: 5_000, what: 'the revocation to arrive' },
+    );
     let ended = false;
     auth.watch(principal, () => (ended = true));
     await waitFor(() => ended, { timeoutMs: 5_000, what: 'the late watcher to be told' });
@@ -240,7 +252,9 @@ describe('API-key authentication', () => {
 
     const auth = await replica();
     const bodies = await Promise.all(
-      [generateApiKey().key, revoked.apiKey, expired.apiKey, ofDisabled.apiKey].map(async (apiKey) => (await rejection(auth.authenticate(apiKey))).toBody()),
+      [generateApiKey().key, revoked.apiKey, expired.apiKey, ofDisabled.apiKey].map(async (apiKey) =>
+        (await rejection(auth.authenticate(apiKey))).toBody(),
+      ),
     );
     for (const body of bodies) expect(body).toEqual({ detail: 'Invalid API key.', status_code: 401, type: 'unauthorized' });
   });
@@ -253,10 +267,17 @@ describe('API-key authentication', () => {
     await auth.authenticate(apiKey);
     await auth.authenticate(apiKey);
     expect(queries).toHaveLength(1); // the second came from the cache
-    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: unknown) => (error as AppError).status === 401)), {
-      timeoutMs: 5_000,
-      what: 'the expired key to be refused',
-    });
+    await waitFor(
+      async () =>
+        await auth.authenticate(apiKey).then(
+          () => false,
+          (error: unknown) => (error as AppError).status === 401,
+        ),
+      {
+        timeoutMs: 5_000,
+        what: 'the expired key to be refused',
+      },
+    );
   });
 
   it('answers 403 for a key without the product scope', async () => {
@@ -332,7 +353,10 @@ describe('API-key authentication', () => {
       await warm(apiKey, a, b);
       const revokedAt = Date.now();
       await revokeKey(pool, key.displayPrefix);
-      await waitFor(async () => (await refused(a, apiKey)) && (await refused(b, apiKey)), { timeoutMs: 5_000, what: 'both replicas to refuse' });
+      await waitFor(async () => (await refused(a, apiKey)) && (await refused(b, apiKey)), {
+        timeoutMs: 5_000,
+        what: 'both replicas to refuse',
+      });
       expect(Date.now() - revokedAt).toBeLessThan(2_000);
       expect(a.cacheSize).toBe(0);
       expect(b.cacheSize).toBe(0);
@@ -348,7 +372,10 @@ describe('API-key authentication', () => {
       await warm(apiKey, a, b);
       await warm(otherKey, a, b);
       await disableTenant(pool, tenant);
-      await waitFor(async () => (await refused(a, apiKey)) && (await refused(b, apiKey)), { timeoutMs: 5_000, what: 'both replicas to refuse' });
+      await waitFor(async () => (await refused(a, apiKey)) && (await refused(b, apiKey)), {
+        timeoutMs: 5_000,
+        what: 'both replicas to refuse',
+      });
       expect(a.cacheSize).toBe(1);
       await expect(a.authenticate(otherKey)).resolves.toMatchObject({ tenantName: other });
     });
@@ -383,10 +410,17 @@ describe('API-key authentication', () => {
     await waitFor(() => !auth.listening, { what: 'the listener to notice' });
     await revokeKey(pool, key.id);
     const started = Date.now();
-    await waitFor(async () => (await auth.authenticate(apiKey).then(() => false, (error: unknown) => (error as AppError).status === 401)), {
-      timeoutMs: 5_000,
-      what: 'the revoked key to be refused without notifications',
-    });
+    await waitFor(
+      async () =>
+        await auth.authenticate(apiKey).then(
+          () => false,
+          (error: unknown) => (error as AppError).status === 401,
+        ),
+      {
+        timeoutMs: 5_000,
+        what: 'the revoked key to be refused without notifications',
+      },
+    );
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(auth.listening).toBe(false);
     await waitFor(() => auth.listening, { timeoutMs: 10_000, what: 'the listener to reconnect' });
@@ -398,7 +432,8 @@ describe('API-key authentication', () => {
     const { pool: countingPool, queries } = counted(pool);
     const auth = await replica({ lastUsedFlushMs: 3_600_000 }, countingPool);
     for (let index = 0; index < 25; index++) await auth.authenticate(apiKey);
-    const lastUsed = async () => (await pool.query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys WHERE id = $1', [key.id])).rows[0]?.last_used_at;
+    const lastUsed = async () =>
+      (await pool.query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys WHERE id = $1', [key.id])).rows[0]?.last_used_at;
     expect(await lastUsed()).toBeNull();
     await auth.flushLastUsed();
     expect(await lastUsed()).toBeInstanceOf(Date);

@@ -9,8 +9,16 @@ import { startHarness, type Harness } from './support/harness';
 /** Routes the gateway serves that are operational, not part of the API (Kubernetes probes). */
 const OPERATIONAL = new Set(['GET /healthz', 'GET /readyz']);
 
-type Operation = { 'x-required-scope'?: unknown; 'x-rate-limit'?: unknown; responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }> };
-type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { responses: Record<string, { headers?: Record<string, unknown> }> } };
+type Operation = {
+  'x-required-scope'?: unknown;
+  'x-rate-limit'?: unknown;
+  responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }>;
+};
+type Document = {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { responses: Record<string, { headers?: Record<string, unknown> }> };
+};
 
 /** "METHOD /path/{param}" for every route registered on the app, read from express's router. */
 function servedRoutes(app: express.Express): string[] {
@@ -32,7 +40,12 @@ describe('OpenAPI document', () => {
   let document: Document;
   beforeAll(async () => {
     h = await startHarness();
-    document = (await request(h.app).get('/api/openapi.json').expect(200).expect('Content-Type', /application\/json/)).body as Document;
+    document = (
+      await request(h.app)
+        .get('/api/openapi.json')
+        .expect(200)
+        .expect('Content-Type', /application\/json/)
+    ).body as Document;
   });
   afterAll(async () => {
     await h.close();
@@ -58,10 +71,15 @@ describe('OpenAPI document', () => {
       const concurrent = route.target.kind === 'proxy' && route.target.upstream === 'chat';
       expect(operation?.['x-rate-limit']).toBe(concurrent ? 'concurrent_streams' : perMinute ? 'per_minute' : null);
       for (const [status, response] of Object.entries(operation?.responses ?? {})) {
-        const headers = response.$ref === undefined ? response.headers : document.components.responses[response.$ref.split('/').pop() ?? '']?.headers;
+        const headers =
+          response.$ref === undefined ? response.headers : document.components.responses[response.$ref.split('/').pop() ?? '']?.headers;
         // Chat is counted per minute too (its successes carry the headers); its 429 is either limit's, documented once.
         const limited = status.startsWith('2') || (status === '429' && !concurrent);
-        expect([route.id, status, Object.keys(headers ?? {}).includes('X-RateLimit-Limit')]).toEqual([route.id, status, perMinute && limited]);
+        expect([route.id, status, Object.keys(headers ?? {}).includes('X-RateLimit-Limit')]).toEqual([
+          route.id,
+          status,
+          perMinute && limited,
+        ]);
       }
       expect(Object.keys(operation?.responses ?? {}).includes('429')).toBe(perMinute || concurrent);
     }
@@ -78,7 +96,10 @@ describe('docs page', () => {
   });
 
   it('lists every route with its summary, is self-contained and its links resolve', async () => {
-    const res = await request(h.app).get('/docs').expect(200).expect('Content-Type', /text\/html/);
+    const res = await request(h.app)
+      .get('/docs')
+      .expect(200)
+      .expect('Content-Type', /text\/html/);
     expect(res.headers['content-security-policy']).toBe("default-src 'none'; style-src 'unsafe-inline'");
     const html = res.text;
     for (const route of GATEWAY_ROUTES) {

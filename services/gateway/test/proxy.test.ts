@@ -99,18 +99,32 @@ describe('forwarding', () => {
 
   it('forwards the body byte for byte', async () => {
     const raw = '{"symbols": [" aapl "],\n   "n": 1.0, "data": {"ü": "€"}}';
-    await request(h.app).post('/api/customer-tools/').set('X-API-Key', KEYS.all).set('Content-Type', 'application/json').send(raw).expect(200);
+    await request(h.app)
+      .post('/api/customer-tools/')
+      .set('X-API-Key', KEYS.all)
+      .set('Content-Type', 'application/json')
+      .send(raw)
+      .expect(200);
     expect(h.services.portal.received.at(-1)?.body).toBe(raw);
   });
 
-  it('forwards a body that arrives in pieces after the head byte for byte, in the request\'s own context', async () => {
+  it("forwards a body that arrives in pieces after the head byte for byte, in the request's own context", async () => {
     const gateway = await listen(h.app);
     try {
       const raw = `{"symbols": ["AAPL"], "data": "${'x'.repeat(3000)}"}`;
       const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = http.request(
           `${gateway.url}/api/customer-tools/`,
-          { method: 'POST', agent: false, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'content-length': Buffer.byteLength(raw), 'x-request-id': 'pieces-1' } },
+          {
+            method: 'POST',
+            agent: false,
+            headers: {
+              'x-api-key': KEYS.all,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(raw),
+              'x-request-id': 'pieces-1',
+            },
+          },
           (res) => {
             let body = '';
             res.setEncoding('utf8');
@@ -136,29 +150,41 @@ describe('forwarding', () => {
     }
   });
 
-  it('passes the service\'s answer through: status, headers and body', async () => {
-    const res = await request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(202);
+  it("passes the service's answer through: status, headers and body", async () => {
+    const res = await request(h.app)
+      .post('/api/products/news')
+      .set('X-API-Key', KEYS.all)
+      .send({ symbols: ['AAPL'] })
+      .expect(202);
     expect(res.headers['x-cache']).toBe('miss');
     expect(AsyncJobResponse.parse(res.body)).toEqual(asyncJob);
   });
 
-  it('passes an error in the spec\'s body through unchanged', async () => {
+  it("passes an error in the spec's body through unchanged", async () => {
     const res = await request(h.app).get(`/api/jobs/news/${UUID}/status`).set('X-API-Key', KEYS.all).expect(404);
     expect(res.body).toEqual({ detail: `No news job ${UUID}.`, status_code: 404, type: 'not_found' });
     expect(res.headers['x-ratelimit-limit']).toBe('100');
   });
 
-  it('replaces an error that is not in the spec\'s body, never echoing it', async () => {
+  it("replaces an error that is not in the spec's body, never echoing it", async () => {
     const crashed = await request(h.app).post('/api/analysis').set('X-API-Key', KEYS.all).send({ prompt: 'x' }).expect(500);
     expect(ErrorBody.parse(crashed.body)).toEqual({ detail: 'An internal error occurred.', status_code: 500, type: 'internal_error' });
     expect(crashed.text).not.toContain('/srv/');
 
-    const odd = await request(h.app).post('/api/products/stock-report').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(400);
-    expect(odd.body).toEqual({ detail: 'The stock-report service rejected the request as invalid.', status_code: 400, type: 'validation_error' });
+    const odd = await request(h.app)
+      .post('/api/products/stock-report')
+      .set('X-API-Key', KEYS.all)
+      .send({ symbols: ['AAPL'] })
+      .expect(400);
+    expect(odd.body).toEqual({
+      detail: 'The stock-report service rejected the request as invalid.',
+      status_code: 400,
+      type: 'validation_error',
+    });
     expect(odd.text).not.toContain('/srv/');
   });
 
-  it('forwards the portal\'s pages without an API key, with the browser\'s cookies, as an anonymous request', async () => {
+  it("forwards the portal's pages without an API key, with the browser's cookies, as an anonymous request", async () => {
     const res = await request(h.app).get('/portal/tools').set('Cookie', 'portal_session=xyz').set('X-API-Key', KEYS.all).expect(200);
     expect(res.text).toBe('<h1>Your tools</h1>');
     expect(res.headers['set-cookie']).toEqual([expect.stringContaining('portal_session=abc')]);
@@ -168,7 +194,7 @@ describe('forwarding', () => {
     expect(received?.headers['x-api-key']).toBeUndefined();
   });
 
-  it('passes the portal\'s own 4xx HTML pages to the browser, but still replaces a 5xx page', async () => {
+  it("passes the portal's own 4xx HTML pages to the browser, but still replaces a 5xx page", async () => {
     const missing = await request(h.app).get('/portal/tools/0/edit').expect(404);
     expect(missing.text).toBe('<h1>Not found</h1>');
     const broken = await request(h.app).get('/portal/broken').expect(500);
@@ -185,13 +211,23 @@ describe('forwarding', () => {
     expect(h.services.portal.received.length).toBe(before);
   });
 
-  it('puts the path prefix of a service\'s base URL before the forwarded path', async () => {
+  it("puts the path prefix of a service's base URL before the forwarded path", async () => {
     const upstreams = createUpstreams(
-      Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, `${h.services[name].url}/v2/`])) as Record<(typeof UPSTREAM_NAMES)[number], string>,
+      Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, `${h.services[name].url}/v2/`])) as Record<
+        (typeof UPSTREAM_NAMES)[number],
+        string
+      >,
       { connectTimeoutMs: 2_000 },
     );
     try {
-      const app = createApp({ logger, authenticator: h.auth, rateLimits: h.rateLimits, upstreams, signingSecret: SECRET, readiness: async () => {} });
+      const app = createApp({
+        logger,
+        authenticator: h.auth,
+        rateLimits: h.rateLimits,
+        upstreams,
+        signingSecret: SECRET,
+        readiness: async () => {},
+      });
       const res = await request(app).get('/api/chat/stream?conversation_id=x').set('X-API-Key', KEYS.all).expect(200);
       expect(res.body).toMatchObject({ service: 'chat', path: '/v2/api/chat/stream?conversation_id=x' });
     } finally {
@@ -199,9 +235,20 @@ describe('forwarding', () => {
     }
   });
 
-  it('reports a service that refuses the gateway\'s signature (secrets differ) as 502', async () => {
-    const app = createApp({ logger, authenticator: h.auth, rateLimits: h.rateLimits, upstreams: h.upstreams, signingSecret: 'a-different-secret-of-32-characters!!', readiness: async () => {} });
-    const res = await request(app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(502);
+  it("reports a service that refuses the gateway's signature (secrets differ) as 502", async () => {
+    const app = createApp({
+      logger,
+      authenticator: h.auth,
+      rateLimits: h.rateLimits,
+      upstreams: h.upstreams,
+      signingSecret: 'a-different-secret-of-32-characters!!',
+      readiness: async () => {},
+    });
+    const res = await request(app)
+      .post('/api/products/news')
+      .set('X-API-Key', KEYS.all)
+      .send({ symbols: ['AAPL'] })
+      .expect(502);
     expect(res.body).toEqual({ detail: 'The news service failed.', status_code: 502, type: 'bad_gateway' });
   });
 
@@ -216,7 +263,13 @@ describe('forwarding', () => {
   });
 
   it('signs every request it forwards anew: the same request twice, even with the same request id, carries two nonces', async () => {
-    const send = () => request(h.app).post('/api/products/news').set('X-API-Key', KEYS.all).set('X-Request-Id', 'client-chosen-id').send({ symbols: ['AAPL'] }).expect(202);
+    const send = () =>
+      request(h.app)
+        .post('/api/products/news')
+        .set('X-API-Key', KEYS.all)
+        .set('X-Request-Id', 'client-chosen-id')
+        .send({ symbols: ['AAPL'] })
+        .expect(202);
     await send();
     await send();
     const [first, second] = h.services.news.received.slice(-2);
@@ -225,15 +278,32 @@ describe('forwarding', () => {
     expect(first?.headers['x-fin-nonce']).not.toBe(second?.headers['x-fin-nonce']);
   });
 
-  it('signs for each service with that service\'s own key: a service reached in another\'s place refuses (502)', async () => {
+  it("signs for each service with that service's own key: a service reached in another's place refuses (502)", async () => {
     const upstreams = createUpstreams(
-      { ...(Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, h.services[name].url])) as Record<(typeof UPSTREAM_NAMES)[number], string>), news: h.services.chat.url },
+      {
+        ...(Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, h.services[name].url])) as Record<
+          (typeof UPSTREAM_NAMES)[number],
+          string
+        >),
+        news: h.services.chat.url,
+      },
       { connectTimeoutMs: 2_000 },
     );
     try {
       const before = h.services.chat.received.length;
-      const app = createApp({ logger, authenticator: h.auth, rateLimits: h.rateLimits, upstreams, signingSecret: SECRET, readiness: async () => {} });
-      await request(app).post('/api/products/news').set('X-API-Key', KEYS.all).send({ symbols: ['AAPL'] }).expect(502);
+      const app = createApp({
+        logger,
+        authenticator: h.auth,
+        rateLimits: h.rateLimits,
+        upstreams,
+        signingSecret: SECRET,
+        readiness: async () => {},
+      });
+      await request(app)
+        .post('/api/products/news')
+        .set('X-API-Key', KEYS.all)
+        .send({ symbols: ['AAPL'] })
+        .expect(502);
       expect(h.services.chat.received.length).toBe(before);
     } finally {
       await destroyUpstreams(upstreams);

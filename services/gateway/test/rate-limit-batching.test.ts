@@ -110,7 +110,7 @@ describe('rate-limit store: batched statements and local counting', () => {
     await store.close();
   });
 
-  it('ends a counter\'s local view with its window', async () => {
+  it("ends a counter's local view with its window", async () => {
     const store = new PostgresRateLimitStore(pool, 'tools:', 1_000, new FailOpenBreaker(5_000), 2_000);
     const first = await sequential(store, 'windowed', 1_000_000, 40);
     expect(first).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
@@ -164,7 +164,9 @@ describe('rate-limit store: batched statements and local counting', () => {
     const other = createPool({ connectionString: db.url, applicationName: 'batching-test-d', max: 4 });
     try {
       const limit = 20_000;
-      const [idle, busy] = [pool, other].map((on) => new PostgresRateLimitStore(on, 'chat-turns:', 60_000, new FailOpenBreaker(5_000), 2_000)) as [PostgresRateLimitStore, PostgresRateLimitStore];
+      const [idle, busy] = [pool, other].map(
+        (on) => new PostgresRateLimitStore(on, 'chat-turns:', 60_000, new FailOpenBreaker(5_000), 2_000),
+      ) as [PostgresRateLimitStore, PostgresRateLimitStore];
       let admitted = 0;
       const until = (store: PostgresRateLimitStore) =>
         Promise.all(
@@ -210,7 +212,9 @@ describe('rate-limit store: batched statements and local counting', () => {
       const counts = results.filter((result) => result.key === key).map((result) => result.totalHits);
       expect(counts.sort((a, b) => a - b)).toEqual(Array.from({ length: 1 + (i % 3) }, (_, n) => n + 1));
     });
-    const { rows } = await pool.query<{ counter_key: string; hits: number }>("SELECT counter_key, hits FROM rate_limit_counters WHERE counter_key LIKE 'stock-report:many-%'");
+    const { rows } = await pool.query<{ counter_key: string; hits: number }>(
+      "SELECT counter_key, hits FROM rate_limit_counters WHERE counter_key LIKE 'stock-report:many-%'",
+    );
     expect(rows).toHaveLength(200);
     for (const row of rows) expect(row.hits).toBe(1 + (Number(row.counter_key.split('-').at(-1)) % 3));
   });
@@ -226,7 +230,7 @@ describe('rate-limit store: batched statements and local counting', () => {
           Promise.all(
             Array.from({ length: 20 }, async (_, client) => {
               for (let hit = 0; hit < 30; hit++) {
-                const index = which === 0 ? (client * 7 + hit) % keys.length : (keys.length - 1 - ((client * 11 + hit) % keys.length));
+                const index = which === 0 ? (client * 7 + hit) % keys.length : keys.length - 1 - ((client * 11 + hit) % keys.length);
                 const key = keys[index] as string;
                 // A limit too small for hits reserved ahead: the database then holds exactly the hits made.
                 store.limitFor(key, 100);
@@ -237,7 +241,9 @@ describe('rate-limit store: batched statements and local counting', () => {
         ),
       );
       expect(perStore).toHaveLength(2);
-      const { rows } = await pool.query<{ total: string }>("SELECT sum(hits)::text AS total FROM rate_limit_counters WHERE counter_key LIKE 'tools:overlap-%'");
+      const { rows } = await pool.query<{ total: string }>(
+        "SELECT sum(hits)::text AS total FROM rate_limit_counters WHERE counter_key LIKE 'tools:overlap-%'",
+      );
       expect(Number(rows[0]?.total)).toBe(2 * 20 * 30);
     } finally {
       await other.end();

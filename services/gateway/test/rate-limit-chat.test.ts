@@ -83,7 +83,9 @@ describe('concurrent chat streams', () => {
 
     const error = await refusal(limits.acquireChatSlot(who));
     expect(error.toBody()).toEqual({
-      detail: expect.stringMatching(/^Too many concurrent chat requests: this account may have 10 in flight at once, all of its API keys together/),
+      detail: expect.stringMatching(
+        /^Too many concurrent chat requests: this account may have 10 in flight at once, all of its API keys together/,
+      ),
       status_code: 429,
       type: 'rate_limit_exceeded',
     });
@@ -100,7 +102,7 @@ describe('concurrent chat streams', () => {
     await expect(limits.acquireChatSlot(other)).resolves.toEqual(expect.any(Function));
   });
 
-  it('counts the chat requests of all of an account\'s keys together, across replicas', async () => {
+  it("counts the chat requests of all of an account's keys together, across replicas", async () => {
     const a = replica();
     const b = replica({}, poolB);
     const first = await principal();
@@ -120,7 +122,7 @@ describe('concurrent chat streams', () => {
     await refusal(a.acquireChatSlot(await principal({}, first)));
   });
 
-  it('keeps a slot whose client left taken for the chat service\'s detach grace, then frees it', async () => {
+  it("keeps a slot whose client left taken for the chat service's detach grace, then frees it", async () => {
     // The chat service runs a reply on for its grace after the client left: the slot stands for that reply.
     const limits = replica({ chatDetachGraceMs: 200 });
     const who = await principal({ chat: 1 });
@@ -129,7 +131,10 @@ describe('concurrent chat streams', () => {
     await refusal(limits.acquireChatSlot(who));
     expect(await liveSlots(who.keyId)).toBe(1);
     // Not renewed any more: it expires on its own (grace + margin), and the next request takes it over.
-    const next = await waitFor(() => limits.acquireChatSlot(who).catch(() => undefined), { timeoutMs: 10_000, what: 'the detached slot to free itself' });
+    const next = await waitFor(() => limits.acquireChatSlot(who).catch(() => undefined), {
+      timeoutMs: 10_000,
+      what: 'the detached slot to free itself',
+    });
     await next('ended');
     // A reply that ended (the service ended the response) frees its slot at once.
     await expect(limits.acquireChatSlot(who)).resolves.toEqual(expect.any(Function));
@@ -171,7 +176,10 @@ describe('concurrent chat streams', () => {
     await sleep(1_100);
     for (let slot = 0; slot < 10; slot++) await survivor.acquireChatSlot(who);
     await refusal(survivor.acquireChatSlot(who));
-    const { rows } = await pool.query<{ holders: number }>('SELECT count(DISTINCT holder)::int AS holders FROM chat_stream_slots WHERE key_id = $1', [who.keyId]);
+    const { rows } = await pool.query<{ holders: number }>(
+      'SELECT count(DISTINCT holder)::int AS holders FROM chat_stream_slots WHERE key_id = $1',
+      [who.keyId],
+    );
     expect(rows[0]?.holders).toBe(1); // the lapsed slots were deleted, not left beside the new ones
   });
 

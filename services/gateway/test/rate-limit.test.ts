@@ -114,7 +114,9 @@ describe('per-minute rate limits', () => {
     }
     const refused = await request(app).get('/news').set('x-test-key', header).expect(429);
     expect(refused.body).toEqual({
-      detail: expect.stringMatching(/^Rate limit exceeded: this account may make 100 news requests per minute, all of its API keys together\. Retry in \d+ s\.$/),
+      detail: expect.stringMatching(
+        /^Rate limit exceeded: this account may make 100 news requests per minute, all of its API keys together\. Retry in \d+ s\.$/,
+      ),
       status_code: 429,
       type: 'rate_limit_exceeded',
     });
@@ -130,7 +132,14 @@ describe('per-minute rate limits', () => {
     const limits = limitsWith();
     const app = appFor(limits, principals);
     const { header } = caller();
-    const expected: Record<LimitedProduct, number> = { news: 100, 'stock-report': 20, analysis: 20, jobs: 600, tools: 60, 'chat-turns': 60 };
+    const expected: Record<LimitedProduct, number> = {
+      news: 100,
+      'stock-report': 20,
+      analysis: 20,
+      jobs: 600,
+      tools: 60,
+      'chat-turns': 60,
+    };
     expect(limits.limits).toEqual(expected);
     for (const [product, limit] of Object.entries(expected)) {
       for (let hit = 1; hit <= 3; hit++) {
@@ -167,13 +176,18 @@ describe('per-minute rate limits', () => {
     const first = caller();
     const second = caller({}, first.principal);
     for (let hit = 1; hit <= 60; hit++) {
-      const res = await request(app).get('/chat-turns').set('x-test-key', (hit % 2 === 0 ? first : second).header).expect(200);
+      const res = await request(app)
+        .get('/chat-turns')
+        .set('x-test-key', (hit % 2 === 0 ? first : second).header)
+        .expect(200);
       expect(res.headers['x-ratelimit-limit']).toBe('60');
       expect(res.headers['x-ratelimit-remaining']).toBe(String(60 - hit));
     }
     const refused = await request(app).get('/chat-turns').set('x-test-key', first.header).expect(429);
     expect(refused.body).toEqual({
-      detail: expect.stringMatching(/^Rate limit exceeded: this account may make 60 chat requests per minute, all of its API keys together\. Retry in \d+ s\.$/),
+      detail: expect.stringMatching(
+        /^Rate limit exceeded: this account may make 60 chat requests per minute, all of its API keys together\. Retry in \d+ s\.$/,
+      ),
       status_code: 429,
       type: 'rate_limit_exceeded',
     });
@@ -233,7 +247,10 @@ describe('per-minute rate limits', () => {
       const statuses = await Promise.all(
         Array.from({ length: 300 }, async (_, index) => {
           const server = servers[index % 2] as { url: string };
-          const res = await send(`${server.url}/news`, { dispatcher: agent, headers: { 'x-test-key': index % 3 === 0 ? otherKey : header } });
+          const res = await send(`${server.url}/news`, {
+            dispatcher: agent,
+            headers: { 'x-test-key': index % 3 === 0 ? otherKey : header },
+          });
           await res.body.dump();
           return { status: res.statusCode, via: index % 2 };
         }),
@@ -293,7 +310,9 @@ describe('per-minute rate limits', () => {
     );
     const swept = await limits.sweep();
     expect(swept.counters).toBeGreaterThanOrEqual(1);
-    const { rows } = await pool.query<{ counter_key: string }>("SELECT counter_key FROM rate_limit_counters WHERE counter_key LIKE 'sweep:%'");
+    const { rows } = await pool.query<{ counter_key: string }>(
+      "SELECT counter_key FROM rate_limit_counters WHERE counter_key LIKE 'sweep:%'",
+    );
     expect(rows.map((row) => row.counter_key)).toEqual(['sweep:live']);
   });
 });

@@ -195,7 +195,7 @@ describe('event streams', () => {
     expect(h.rateLimits.slotEvents.slice(slots)).toEqual(['release detached']);
   });
 
-  it('ends an open chat stream with an error event when its key is revoked, and closes the service\'s side', async () => {
+  it("ends an open chat stream with an error event when its key is revoked, and closes the service's side", async () => {
     current = scenario('hold');
     const client = await openStream(gateway.url, '/api/chat');
     expect(await client.next()).toEqual({ event: 'token', data: { type: 'token', content: 'Apple ' } });
@@ -204,7 +204,10 @@ describe('event streams', () => {
 
     h.auth.revoke();
     const last = await client.next();
-    expect(last).toEqual({ event: 'error', data: { detail: 'Invalid API key: it was revoked while this stream was open.', status_code: 401, type: 'unauthorized' } });
+    expect(last).toEqual({
+      event: 'error',
+      data: { detail: 'Invalid API key: it was revoked while this stream was open.', status_code: 401, type: 'unauthorized' },
+    });
     expect(ChatStreamEvents.error.parse((last as SseEvent).data)).toBeTruthy();
     expect(await client.next()).toBe('end');
     expect(await current.closed.promise).toBe(false);
@@ -216,7 +219,9 @@ describe('event streams', () => {
 
   it('ends an open analysis stream the same way when its key is revoked', async () => {
     current = scenario('hold');
-    const client = await openStream(gateway.url, '/api/analysis', { body: { prompt: 'Hold', output_format: { type: 'markdown', stream: true } } });
+    const client = await openStream(gateway.url, '/api/analysis', {
+      body: { prompt: 'Hold', output_format: { type: 'markdown', stream: true } },
+    });
     expect(await client.next()).toEqual({ event: 'synthesis_chunk', data: { chunk: 'Rates ' } });
     h.auth.revoke();
     expect(await client.next()).toEqual({ event: 'error', data: expect.objectContaining({ status_code: 401, type: 'unauthorized' }) });
@@ -234,15 +239,23 @@ describe('event streams', () => {
     await waitFor(() => h.auth.watching() === 0, { what: 'the ended stream to stop being watched' });
   });
 
-  it('refuses a chat request beyond the key\'s concurrent streams with 429', async () => {
+  it("refuses a chat request beyond the key's concurrent streams with 429", async () => {
     current = scenario('hold');
     h.rateLimits.chatSlotsPerKey = 1;
     try {
       const first = await openStream(gateway.url, '/api/chat');
       await first.next();
-      const second = await fetch(`${gateway.url}/api/chat`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: '{}' });
+      const second = await fetch(`${gateway.url}/api/chat`, {
+        method: 'POST',
+        headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(second.status).toBe(429);
-      expect(ErrorBody.parse(await second.json())).toEqual({ detail: 'Already 1 chat requests in flight for this API key.', status_code: 429, type: 'rate_limit_exceeded' });
+      expect(ErrorBody.parse(await second.json())).toEqual({
+        detail: 'Already 1 chat requests in flight for this API key.',
+        status_code: 429,
+        type: 'rate_limit_exceeded',
+      });
       first.leave();
       await waitFor(() => h.rateLimits.heldBy() === 0, { what: 'the chat slot to be released' });
     } finally {
@@ -250,12 +263,15 @@ describe('event streams', () => {
     }
   });
 
-  it('ends the client\'s stream with an error event when the service fails mid-stream, never with half an event', async () => {
+  it("ends the client's stream with an error event when the service fails mid-stream, never with half an event", async () => {
     current = scenario('crash');
     const client = await openStream(gateway.url, '/api/chat');
     expect(await client.next()).toEqual({ event: 'token', data: { type: 'token', content: 'Apple ' } });
     const failure = await client.next();
-    expect(failure).toEqual({ event: 'error', data: { detail: 'The chat service failed while streaming the response.', status_code: 502, type: 'bad_gateway' } });
+    expect(failure).toEqual({
+      event: 'error',
+      data: { detail: 'The chat service failed while streaming the response.', status_code: 502, type: 'bad_gateway' },
+    });
     expect(ChatStreamEvents.error.parse((failure as SseEvent).data)).toBeTruthy();
     expect(await client.next()).toBe('end');
     await waitFor(() => h.rateLimits.heldBy() === 0, { what: 'the chat slot to be released' });
@@ -275,7 +291,9 @@ describe('event streams', () => {
   });
 
   it('passes the analysis stream through the same way', async () => {
-    const client = await openStream(gateway.url, '/api/analysis', { body: { prompt: 'Rates?', output_format: { type: 'markdown', stream: true } } });
+    const client = await openStream(gateway.url, '/api/analysis', {
+      body: { prompt: 'Rates?', output_format: { type: 'markdown', stream: true } },
+    });
     const chunk = await client.next();
     const done = await client.next();
     expect(chunk).toEqual({ event: 'synthesis_chunk', data: AnalysisStreamEvents.synthesis_chunk.parse({ chunk: 'Rates ' }) });
@@ -285,7 +303,11 @@ describe('event streams', () => {
 
   it('aborts the upstream request when the client leaves before the service answered', async () => {
     current = scenario('hold');
-    const req = http.request(`${gateway.url}/api/products/news`, { method: 'POST', agent: false, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' } });
+    const req = http.request(`${gateway.url}/api/products/news`, {
+      method: 'POST',
+      agent: false,
+      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' },
+    });
     req.on('error', () => {});
     req.end('{"symbols":["AAPL"]}');
     await current.sentFirst.promise;

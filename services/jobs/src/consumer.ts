@@ -25,7 +25,13 @@ export interface JobEventObserverOptions {
  * the same transaction as the event, so nothing here applies anything: the consumer logs each event and hands it
  * to `onEvent`, and the bus counts it (fin_events_handled_total{group="jobs-service"}). Thin on purpose.
  */
-export function startJobEventObserver({ bus, logger, topic = jobsEventsTopic, groupId = JOBS_CONSUMER, onEvent }: JobEventObserverOptions): Promise<Subscription> {
+export function startJobEventObserver({
+  bus,
+  logger,
+  topic = jobsEventsTopic,
+  groupId = JOBS_CONSUMER,
+  onEvent,
+}: JobEventObserverOptions): Promise<Subscription> {
   const log = logger.child({ component: 'job-events' });
   return bus.subscribe({
     topic,

@@ -88,7 +88,10 @@ async function reap(client: PoolClient, job: ReapableJob, logger: Logger, failed
     logger.error({ jobId: job.id, type: job.type }, 'lease expired on a job that cannot be requested again: job failed');
     failed.push({
       type: job.type,
-      seconds: await failJob(client, job, { type: 'internal_error', detail: 'The job did not finish: its worker stopped responding and it could not be retried.' }),
+      seconds: await failJob(client, job, {
+        type: 'internal_error',
+        detail: 'The job did not finish: its worker stopped responding and it could not be retried.',
+      }),
     });
     return 'failed';
   }
@@ -101,7 +104,13 @@ async function reap(client: PoolClient, job: ReapableJob, logger: Logger, failed
  * requests them again, or fails them after `max_attempts`; and fails jobs no worker claimed in time. One replica
  * sweeps at a time (job-store's reaper lock); a job is requeued exactly once per expired lease.
  */
-export function createLeaseReaper({ pool, logger, intervalMs = 2_000, batchSize = 100, unclaimedTimeoutMs = 300_000 }: LeaseReaperOptions): LeaseReaper {
+export function createLeaseReaper({
+  pool,
+  logger,
+  intervalMs = 2_000,
+  batchSize = 100,
+  unclaimedTimeoutMs = 300_000,
+}: LeaseReaperOptions): LeaseReaper {
   const log = logger.child({ component: 'lease-reaper' });
   const stopping = new AbortController();
   let running: Promise<void> | undefined;

@@ -1,7 +1,15 @@
 // The one test through the real broker: job events published on Kafka reach the observer, in order per job, and
 // the observer writes nothing (the runner already committed the state the events describe).
 import { type Pool, createPool } from '@fin/db';
-import { type EventBus, type JobStateEventPayload, type Subscription, createKafkaBus, createPublisher, defineTopic, jobsEventsTopic } from '@fin/events';
+import {
+  type EventBus,
+  type JobStateEventPayload,
+  type Subscription,
+  createKafkaBus,
+  createPublisher,
+  defineTopic,
+  jobsEventsTopic,
+} from '@fin/events';
 import { type TestDatabase, createTestDatabase, createTopics, testKafka, uniqueName, waitFor } from '@fin/testing';
 import { startJobEventObserver } from '../src/consumer';
 import { NEWS_RESULT, createTenant, insertJob, jobRow, testLogger } from './support';
@@ -13,7 +21,12 @@ describe('job event observer on Kafka', () => {
   let subscription: Subscription | undefined;
   let deleteTopics: () => Promise<void>;
   // jobs.events' schema and event type under a name of this test's own.
-  const topic = defineTopic({ name: uniqueName('jobs-events-test'), eventType: jobsEventsTopic.eventType, version: jobsEventsTopic.version, schema: jobsEventsTopic.schema });
+  const topic = defineTopic({
+    name: uniqueName('jobs-events-test'),
+    eventType: jobsEventsTopic.eventType,
+    version: jobsEventsTopic.version,
+    schema: jobsEventsTopic.schema,
+  });
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -34,10 +47,23 @@ describe('job event observer on Kafka', () => {
     const tenantId = await createTenant(pool);
     const id = await insertJob(pool, { tenantId, status: 'running', progress: 60, attempts: 1, eventSeq: 1002 });
     const seen: JobStateEventPayload[] = [];
-    subscription = await startJobEventObserver({ bus, logger: testLogger(), topic, groupId: uniqueName('jobs-service'), onEvent: (event) => void seen.push(event) });
+    subscription = await startJobEventObserver({
+      bus,
+      logger: testLogger(),
+      topic,
+      groupId: uniqueName('jobs-service'),
+      onEvent: (event) => void seen.push(event),
+    });
 
     const publisher = createPublisher(bus);
-    const event = (seq: number, fields: object) => ({ job_id: id, job_type: 'news' as const, seq, status: 'running' as const, progress: 0, ...fields });
+    const event = (seq: number, fields: object) => ({
+      job_id: id,
+      job_type: 'news' as const,
+      seq,
+      status: 'running' as const,
+      progress: 0,
+      ...fields,
+    });
     await publisher.publish(topic, id, event(1001, { progress: 20, currently_working_on: 'Fetching news for AAPL' }));
     await publisher.publish(topic, id, event(1002, { progress: 60, currently_working_on: 'Ranking news by relevance' }));
     await publisher.publish(topic, id, event(1003, { status: 'completed', progress: 100, result: NEWS_RESULT, customer_tool_set: null }));
@@ -50,7 +76,9 @@ describe('job event observer on Kafka', () => {
     ]);
     // Observing is not applying: the row is as the runner left it, and nothing was cached or recorded.
     expect(await jobRow(pool, id)).toMatchObject({ status: 'running', progress: 60, event_seq: 1002, result: null });
-    const { rows } = await pool.query<{ n: string }>('SELECT (SELECT count(*) FROM result_cache) + (SELECT count(*) FROM processed_events) AS n');
+    const { rows } = await pool.query<{ n: string }>(
+      'SELECT (SELECT count(*) FROM result_cache) + (SELECT count(*) FROM processed_events) AS n',
+    );
     expect(rows[0]?.n).toBe('0');
   });
 });

@@ -45,27 +45,54 @@ describe('job status and result endpoints', () => {
     it('reports a pending job with a readable step even before a worker said anything', async () => {
       const id = await insertJob(pool, { tenantId });
       const res = await get(statusPath('news', id)).expect(200);
-      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'pending', progress: 0, currently_working_on: 'Waiting for a worker' });
+      expect(JobStatusResponse.parse(res.body)).toEqual({
+        job_id: id,
+        status: 'pending',
+        progress: 0,
+        currently_working_on: 'Waiting for a worker',
+      });
       expect(res.headers['cache-control']).toBe('no-store');
     });
 
     it('reports a running job with its progress and step', async () => {
-      const id = await insertJob(pool, { tenantId, type: 'stock-report', status: 'running', progress: 45, currentlyWorkingOn: 'Looking up market data' });
+      const id = await insertJob(pool, {
+        tenantId,
+        type: 'stock-report',
+        status: 'running',
+        progress: 45,
+        currentlyWorkingOn: 'Looking up market data',
+      });
       const res = await get(statusPath('stock-report', id)).expect(200);
-      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'running', progress: 45, currently_working_on: 'Looking up market data' });
+      expect(JobStatusResponse.parse(res.body)).toEqual({
+        job_id: id,
+        status: 'running',
+        progress: 45,
+        currently_working_on: 'Looking up market data',
+      });
     });
 
     it('reports a completed job without its result', async () => {
       const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
       const res = await get(statusPath('news', id)).expect(200);
-      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'completed', progress: 100, currently_working_on: 'Completed' });
+      expect(JobStatusResponse.parse(res.body)).toEqual({
+        job_id: id,
+        status: 'completed',
+        progress: 100,
+        currently_working_on: 'Completed',
+      });
     });
 
     it('reports a failed job with its reason', async () => {
       const error = { type: 'internal_error', detail: 'The job did not finish: its worker stopped responding on all 3 attempts.' };
       const id = await insertJob(pool, { tenantId, type: 'analysis', status: 'failed', progress: 30, error });
       const res = await get(statusPath('analysis', id)).expect(200);
-      expect(JobStatusResponse.parse(res.body)).toEqual({ job_id: id, status: 'failed', progress: 30, currently_working_on: 'Failed', error });
+      expect(JobStatusResponse.parse(res.body)).toEqual({
+        job_id: id,
+        status: 'failed',
+        progress: 30,
+        currently_working_on: 'Failed',
+        error,
+      });
     });
 
     it('answers an upper-case job id with the canonical id', async () => {
@@ -105,12 +132,18 @@ describe('job status and result endpoints', () => {
     });
 
     it('says why a failed job will never have a result, without Retry-After', async () => {
-      const id = await insertJob(pool, { tenantId, status: 'failed', progress: 30, error: { type: 'gateway_timeout', detail: 'The news model did not answer within 30 s.' } });
+      const id = await insertJob(pool, {
+        tenantId,
+        status: 'failed',
+        progress: 30,
+        error: { type: 'gateway_timeout', detail: 'The news model did not answer within 30 s.' },
+      });
       const res = await get(resultPath('news', id)).expect(409);
       expect(ErrorBody.parse(res.body)).toEqual({
         type: 'conflict',
         status_code: 409,
-        detail: 'The job failed and will not complete. Reason: The news model did not answer within 30 s. Submit the request again to retry.',
+        detail:
+          'The job failed and will not complete. Reason: The news model did not answer within 30 s. Submit the request again to retry.',
       });
       expect(res.headers['retry-after']).toBeUndefined();
     });
@@ -153,9 +186,15 @@ describe('job status and result endpoints', () => {
       const id = await insertJob(pool, { tenantId });
       const path = statusPath('news', id);
       const unsigned = await request(app).get(path).expect(401);
-      const wrongSecret = await request(app).get(path).set(signedGet(path, tenantId, 'another-secret-0123456789abcdef01234')).expect(401);
+      const wrongSecret = await request(app)
+        .get(path)
+        .set(signedGet(path, tenantId, 'another-secret-0123456789abcdef01234'))
+        .expect(401);
       // A signature for another path cannot be replayed here.
-      const otherPath = await request(app).get(path).set(signedGet(statusPath('news', randomUUID()), tenantId)).expect(401);
+      const otherPath = await request(app)
+        .get(path)
+        .set(signedGet(statusPath('news', randomUUID()), tenantId))
+        .expect(401);
       // Refused before validation: an unsigned caller learns nothing about the path either.
       const invalidPath = await request(app).get(statusPath('chat', 'x')).expect(401);
       for (const res of [unsigned, wrongSecret, otherPath, invalidPath]) {

@@ -71,7 +71,11 @@ describe('lease reaper', () => {
     });
     const outbox = await outboxFor(id);
     expect(outbox).toEqual([
-      { topic: jobRequestTopics['stock-report'].name, message_key: id, payload: { job_id: id, job_type: 'stock-report', tenant_id: tenantId, attempt: 2 } },
+      {
+        topic: jobRequestTopics['stock-report'].name,
+        message_key: id,
+        payload: { job_id: id, job_type: 'stock-report', tenant_id: tenantId, attempt: 2 },
+      },
     ]);
     expect(JobRequestedPayload.safeParse(outbox[0]?.payload).success).toBe(true);
 
@@ -83,13 +87,30 @@ describe('lease reaper', () => {
     const lost = runner(id, 'worker-1', 1, 'stock-report');
     expect(await lost.progress(60, 'Zombie step')).toMatchObject({ written: false });
     expect(await lost.complete({ result: { news: [] }, customerToolSet: null })).toBe(false);
-    await pool.query("UPDATE jobs SET attempts = 2, lease_owner = 'worker-2', lease_expires_at = now() + interval '30 seconds' WHERE id = $1", [id]);
+    await pool.query(
+      "UPDATE jobs SET attempts = 2, lease_owner = 'worker-2', lease_expires_at = now() + interval '30 seconds' WHERE id = $1",
+      [id],
+    );
     expect(await runner(id, 'worker-2', 2, 'stock-report').progress(5, 'Looking up market data')).toMatchObject({ written: true });
-    expect(await jobRow(pool, id)).toMatchObject({ status: 'running', progress: 40, currently_working_on: 'Looking up market data', event_seq: 2001 });
+    expect(await jobRow(pool, id)).toMatchObject({
+      status: 'running',
+      progress: 40,
+      currently_working_on: 'Looking up market data',
+      event_seq: 2001,
+    });
   });
 
   it('fails a job whose last attempt lost its lease, with the reason', async () => {
-    const id = await insertJob(pool, { tenantId, status: 'running', progress: 70, attempts: 3, maxAttempts: 3, eventSeq: 3002, leaseOwner: 'worker-3', leaseSeconds: -1 });
+    const id = await insertJob(pool, {
+      tenantId,
+      status: 'running',
+      progress: 70,
+      attempts: 3,
+      maxAttempts: 3,
+      eventSeq: 3002,
+      leaseOwner: 'worker-3',
+      leaseSeconds: -1,
+    });
     expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
     const row = await jobRow(pool, id);
     expect(row).toMatchObject({
@@ -106,7 +127,15 @@ describe('lease reaper', () => {
       {
         topic: jobsEventsTopic.name,
         message_key: id,
-        payload: { job_id: id, job_type: 'news', seq: 4000, status: 'failed', progress: 70, currently_working_on: 'Failed', error: row.error },
+        payload: {
+          job_id: id,
+          job_type: 'news',
+          seq: 4000,
+          status: 'failed',
+          progress: 70,
+          currently_working_on: 'Failed',
+          error: row.error,
+        },
       },
     ]);
     // A dead worker's completion attempted afterwards changes nothing.
@@ -121,9 +150,24 @@ describe('lease reaper', () => {
   });
 
   it('leaves live leases, unclaimed jobs and finished jobs alone', async () => {
-    const live = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: 30, currentlyWorkingOn: 'Ranking news by relevance' });
+    const live = await insertJob(pool, {
+      tenantId,
+      status: 'running',
+      attempts: 1,
+      leaseOwner: 'worker-1',
+      leaseSeconds: 30,
+      currentlyWorkingOn: 'Ranking news by relevance',
+    });
     const unclaimed = await insertJob(pool, { tenantId });
-    const done = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: { news: [] }, attempts: 1, leaseOwner: 'worker-1', leaseSeconds: -60 });
+    const done = await insertJob(pool, {
+      tenantId,
+      status: 'completed',
+      progress: 100,
+      result: { news: [] },
+      attempts: 1,
+      leaseOwner: 'worker-1',
+      leaseSeconds: -60,
+    });
     expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0 });
     expect(await jobRow(pool, live)).toMatchObject({ lease_owner: 'worker-1', currently_working_on: 'Ranking news by relevance' });
     expect(await jobRow(pool, unclaimed)).toMatchObject({ status: 'pending', currently_working_on: null });
@@ -139,7 +183,10 @@ describe('lease reaper', () => {
     expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
     expect(await jobRow(pool, stale)).toMatchObject({
       status: 'failed',
-      error: { type: 'service_unavailable', detail: 'The job could not be started: no worker picked it up within 5 minute(s). Please submit the request again.' },
+      error: {
+        type: 'service_unavailable',
+        detail: 'The job could not be started: no worker picked it up within 5 minute(s). Please submit the request again.',
+      },
     });
     expect(await jobRow(pool, recent)).toMatchObject({ status: 'pending' });
     expect((await outboxFor(stale)).map((event) => event.topic)).toEqual([jobsEventsTopic.name]);
@@ -152,20 +199,26 @@ describe('lease reaper', () => {
          ('jobs-service', gen_random_uuid(), now() - interval '8 days'), ('jobs-service', gen_random_uuid(), now() - interval '1 day')`,
     );
     await reaper().sweep();
-    const { rows } = await pool.query<{ age: string }>("SELECT (now() - processed_at > interval '2 days')::text AS age FROM processed_events");
+    const { rows } = await pool.query<{ age: string }>(
+      "SELECT (now() - processed_at > interval '2 days')::text AS age FROM processed_events",
+    );
     expect(rows).toEqual([{ age: 'false' }]);
   });
 
   it('never requeues a job twice when two reapers sweep at once', async () => {
     // More than one batch, so the reapers contend across several transactions.
     const ids = await Promise.all(
-      Array.from({ length: 12 }, (_, index) => insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: `worker-${index}`, leaseSeconds: -10 })),
+      Array.from({ length: 12 }, (_, index) =>
+        insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: `worker-${index}`, leaseSeconds: -10 }),
+      ),
     );
     const [first, second] = [reaper(), reaper()];
     const results = await Promise.all([first.sweep(), second.sweep(), first.sweep(), second.sweep()]);
     expect(results.reduce((sum, result) => sum + result.requeued, 0)).toBe(12);
 
-    const { rows } = await pool.query<{ message_key: string; count: string }>('SELECT message_key, count(*) FROM outbox GROUP BY message_key');
+    const { rows } = await pool.query<{ message_key: string; count: string }>(
+      'SELECT message_key, count(*) FROM outbox GROUP BY message_key',
+    );
     expect(rows.map((row) => row.message_key).sort()).toEqual([...ids].sort());
     expect(rows.every((row) => row.count === '1')).toBe(true);
   });
@@ -190,10 +243,13 @@ describe('lease reaper', () => {
     background.start();
     try {
       const id = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: -1 });
-      const requested = await waitFor(async () => {
-        const rows = await outboxFor(id);
-        return rows.length > 0 && rows;
-      }, { what: 'the background sweep to requeue the job' });
+      const requested = await waitFor(
+        async () => {
+          const rows = await outboxFor(id);
+          return rows.length > 0 && rows;
+        },
+        { what: 'the background sweep to requeue the job' },
+      );
       expect(requested).toHaveLength(1);
     } finally {
       await background.stop();

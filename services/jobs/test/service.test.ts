@@ -26,7 +26,13 @@ describe('startJobsService', () => {
     pool = createPool({ connectionString: db.url, applicationName: 'jobs-service-test' });
     bus = createMemoryBus({ logger });
     service = await startJobsService({
-      config: { PORT: 0, HOST: '127.0.0.1', INTERNAL_SIGNING_SECRET: SECRET, JOB_REAPER_INTERVAL_MS: 50, JOB_UNCLAIMED_TIMEOUT_MS: 300_000 },
+      config: {
+        PORT: 0,
+        HOST: '127.0.0.1',
+        INTERNAL_SIGNING_SECRET: SECRET,
+        JOB_REAPER_INTERVAL_MS: 50,
+        JOB_UNCLAIMED_TIMEOUT_MS: 300_000,
+      },
       logger,
       bus,
       pool,
@@ -46,7 +52,7 @@ describe('startJobsService', () => {
   const getStatus = async (id: string, tenantId: string) => {
     const path = `/api/jobs/news/${id}/status`;
     const res = await fetch(`${service.url}${path}`, { headers: signedGet(path, tenantId) });
-    return { code: res.status, body: (await res.json()) };
+    return { code: res.status, body: await res.json() };
   };
 
   it('answers the status endpoint with what the runner wrote, and observes the events the relay publishes', async () => {
@@ -56,14 +62,22 @@ describe('startJobsService', () => {
     const runner = attemptRecorder({ pool, workerId: 'worker-1', retryDelayMs: 1_000 }, job);
     await runner.progress(40, 'Ranking news by relevance');
     // Written by the runner itself: the status endpoint answers it at once, whatever the relay and bus are doing.
-    expect((await getStatus(id, tenantId)).body).toEqual({ job_id: id, status: 'running', progress: 40, currently_working_on: 'Ranking news by relevance' });
+    expect((await getStatus(id, tenantId)).body).toEqual({
+      job_id: id,
+      status: 'running',
+      progress: 40,
+      currently_working_on: 'Ranking news by relevance',
+    });
     await runner.complete({ result: NEWS_RESULT, customerToolSet: null });
     expect(JobStatusResponse.parse((await getStatus(id, tenantId)).body).status).toBe('completed');
     // The relay publishes both events and the observer receives them, in order.
-    const seen = await waitFor(() => {
-      const mine = observed.filter((event) => event.job_id === id);
-      return mine.length === 2 && mine;
-    }, { what: 'the observer to receive both events' });
+    const seen = await waitFor(
+      () => {
+        const mine = observed.filter((event) => event.job_id === id);
+        return mine.length === 2 && mine;
+      },
+      { what: 'the observer to receive both events' },
+    );
     expect(seen.map((event) => [event.seq, event.status])).toEqual([
       [1001, 'running'],
       [1002, 'completed'],
@@ -85,7 +99,10 @@ describe('startJobsService', () => {
       // The relay marks its batch published after handing it to the bus, which may deliver it before the mark commits.
       const rows = await waitFor(
         async () => {
-          const { rows: found } = await pool.query<{ published: boolean }>('SELECT published_at IS NOT NULL AS published FROM outbox WHERE message_key = $1', [id]);
+          const { rows: found } = await pool.query<{ published: boolean }>(
+            'SELECT published_at IS NOT NULL AS published FROM outbox WHERE message_key = $1',
+            [id],
+          );
           return found.every((row) => row.published) && found;
         },
         { what: 'the relay to mark the request published' },
@@ -141,7 +158,11 @@ describe('jobs configuration', () => {
   it('names every bad variable and never echoes the secret', () => {
     let error: unknown;
     try {
-      parseConfig(jobsConfigShape, { DATABASE_URL: valid.DATABASE_URL, INTERNAL_SIGNING_SECRET: 'short-secret', JOB_REAPER_INTERVAL_MS: 'soon' });
+      parseConfig(jobsConfigShape, {
+        DATABASE_URL: valid.DATABASE_URL,
+        INTERNAL_SIGNING_SECRET: 'short-secret',
+        JOB_REAPER_INTERVAL_MS: 'soon',
+      });
     } catch (caught) {
       error = caught;
     }

@@ -105,5 +105,9 @@ export const NEWS_RESULT = {
 
 /** Identity headers for a GET of `path` by `tenantId`, signed as the gateway signs them. */
 export function signedGet(path: string, tenantId: string, secret = SECRET): Record<string, string> {
-  return signIdentity({ requestId: `req-${randomUUID()}`, caller: { tenantId, keyId: `key-${tenantId}`, scopes: ['news', 'stock-report', 'analysis'] } }, identityKey(secret, 'jobs'), { method: 'GET', path });
+  return signIdentity(
+    { requestId: `req-${randomUUID()}`, caller: { tenantId, keyId: `key-${tenantId}`, scopes: ['news', 'stock-report', 'analysis'] } },
+    identityKey(secret, 'jobs'),
+    { method: 'GET', path },
+  );
 }

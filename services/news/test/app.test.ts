@@ -30,8 +30,16 @@ describe('POST /api/products/news (API role)', () => {
   });
 
   function post(body: unknown, tenantId = tenantA, headers: Record<string, string> = {}) {
-    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['news'] } }, identityKey(SECRET, 'news'), { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) });
-    return request(app).post(PATH).set(signed).set(headers).send(body as object);
+    const signed = signIdentity(
+      { requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['news'] } },
+      identityKey(SECRET, 'news'),
+      { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) },
+    );
+    return request(app)
+      .post(PATH)
+      .set(signed)
+      .set(headers)
+      .send(body as object);
   }
 
   async function completeWithCache(jobId: string, news: unknown[]): Promise<void> {
@@ -39,7 +47,11 @@ describe('POST /api/products/news (API role)', () => {
       "UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1 RETURNING cache_key",
       [jobId, JSON.stringify({ news })],
     );
-    await pool.query("INSERT INTO result_cache (cache_key, job_type, job_id, result) VALUES ($1, 'news', $2, $3)", [rows[0]!.cache_key, jobId, JSON.stringify({ news })]);
+    await pool.query("INSERT INTO result_cache (cache_key, job_type, job_id, result) VALUES ($1, 'news', $2, $3)", [
+      rows[0]!.cache_key,
+      jobId,
+      JSON.stringify({ news }),
+    ]);
   }
 
   it('accepts a new request with 202 and the job envelope', async () => {
@@ -110,7 +122,10 @@ describe('POST /api/products/news (API role)', () => {
   });
 
   it('refuses a request that did not come through the gateway', async () => {
-    const res = await request(app).post(PATH).send({ symbols: ['AAPL'] }).expect(401);
+    const res = await request(app)
+      .post(PATH)
+      .send({ symbols: ['AAPL'] })
+      .expect(401);
     expect(ErrorBody.parse(res.body).type).toBe('unauthorized');
   });
 });

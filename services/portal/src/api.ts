@@ -42,7 +42,9 @@ function toApiCall(call: CallRecord) {
 }
 
 export function mountCustomerToolsApi(app: express.Express, { store, pool }: { store: ToolStore; pool: Pool }): void {
-  route(app, API_ROUTES.listCustomerTools, async ({ caller }): Promise<CustomerToolListResponse> => ({ tools: (await store.list(tenantOf(caller))).map(toApiTool) }));
+  route(app, API_ROUTES.listCustomerTools, async ({ caller }): Promise<CustomerToolListResponse> => ({
+    tools: (await store.list(tenantOf(caller))).map(toApiTool),
+  }));
 
   route(app, API_ROUTES.createCustomerTool, async ({ body, caller }, { res }) => {
     const tool = await translated(store.create(tenantOf(caller), body));

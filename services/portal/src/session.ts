@@ -87,7 +87,8 @@ export function createSessions({ secret, secureCookies, ttlMs, now = Date.now }:
         const parsed: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
         if (!Array.isArray(parsed) || parsed.length !== 4) return null;
         const [keyId, tenantId, nonce, expiresAt] = parsed as unknown[];
-        if (typeof keyId !== 'string' || typeof tenantId !== 'string' || typeof nonce !== 'string' || typeof expiresAt !== 'number') return null;
+        if (typeof keyId !== 'string' || typeof tenantId !== 'string' || typeof nonce !== 'string' || typeof expiresAt !== 'number')
+          return null;
         if (expiresAt <= now()) return null;
         return { keyId, tenantId, nonce, expiresAt };
       } catch {

@@ -46,10 +46,18 @@ export function createPortalThrottle({ pool, limits, windowMs = 60_000 }: Portal
   return {
     async hit(action, { client, tenantId }) {
       const parties: { key: string; limit: number; who: string }[] = [];
-      if (client !== undefined) parties.push({ key: `portal:${action}:client:${client}`, limit: limits[action].perClient, who: 'from this address' });
-      if (tenantId !== undefined) parties.push({ key: `portal:${action}:tenant:${tenantId}`, limit: limits[action].perTenant, who: 'for this account' });
+      if (client !== undefined)
+        parties.push({ key: `portal:${action}:client:${client}`, limit: limits[action].perClient, who: 'from this address' });
+      if (tenantId !== undefined)
+        parties.push({ key: `portal:${action}:tenant:${tenantId}`, limit: limits[action].perTenant, who: 'for this account' });
       if (parties.length === 0) return null;
-      const { rows } = await pool.query<CounterRow>(addCounterHits(parties.map((party) => party.key), parties.map(() => 1), windowMs));
+      const { rows } = await pool.query<CounterRow>(
+        addCounterHits(
+          parties.map((party) => party.key),
+          parties.map(() => 1),
+          windowMs,
+        ),
+      );
       for (const party of parties) {
         const row = rows.find((candidate) => candidate.counter_key === party.key);
         if (row === undefined || row.hits <= party.limit) continue;
@@ -75,7 +83,10 @@ function clientKey(address: string): string {
   const front = head === '' ? [] : head.split(':');
   const back = tail === undefined || tail === '' ? [] : tail.split(':');
   const groups = tail === undefined ? front : [...front, ...Array<string>(8 - front.length - back.length).fill('0'), ...back];
-  return `${groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**

@@ -31,8 +31,14 @@ describe('the customer-tools API', () => {
     await h.pool.query('DELETE FROM customer_tools');
   });
 
-  const call = (method: 'get' | 'post' | 'put' | 'delete', path: string, body?: unknown, caller: { tenantId: string; keyId: string; scopes?: string[] } | null = acme) => {
-    const req = request(h.app)[method](path).set(h.signed(method.toUpperCase(), path, caller, body));
+  const call = (
+    method: 'get' | 'post' | 'put' | 'delete',
+    path: string,
+    body?: unknown,
+    caller: { tenantId: string; keyId: string; scopes?: string[] } | null = acme,
+  ) => {
+    const agent = request(h.app);
+    const req = agent[method](path).set(h.signed(method.toUpperCase(), path, caller, body));
     return body === undefined ? req : req.send(body as object);
   };
 
@@ -40,7 +46,14 @@ describe('the customer-tools API', () => {
     const created = await call('post', '/api/customer-tools/', tool);
     expect(created.status).toBe(201);
     const body = CustomerTool.parse(created.body);
-    expect(body).toMatchObject({ name: 'get_positions', method: 'POST', enabled: true, timeout_ms: 10_000, header_names: ['Authorization'], products: ['news', 'stock-report', 'analysis', 'chat'] });
+    expect(body).toMatchObject({
+      name: 'get_positions',
+      method: 'POST',
+      enabled: true,
+      timeout_ms: 10_000,
+      header_names: ['Authorization'],
+      products: ['news', 'stock-report', 'analysis', 'chat'],
+    });
     expect(created.headers.location).toBe(`/api/customer-tools/${body.id}`);
     expect(JSON.stringify(created.body)).not.toContain('top-secret-value');
 
@@ -50,9 +63,20 @@ describe('the customer-tools API', () => {
     expect(CustomerToolListResponse.parse(list.body).tools.map((t) => t.id)).toEqual([body.id]);
     expect(JSON.stringify(list.body)).not.toContain('top-secret-value');
 
-    const replaced = await call('put', `/api/customer-tools/${body.id}`, { ...tool, headers: undefined, enabled: false, method: 'GET', products: ['chat'] });
+    const replaced = await call('put', `/api/customer-tools/${body.id}`, {
+      ...tool,
+      headers: undefined,
+      enabled: false,
+      method: 'GET',
+      products: ['chat'],
+    });
     expect(replaced.status).toBe(200);
-    expect(CustomerTool.parse(replaced.body)).toMatchObject({ enabled: false, method: 'GET', products: ['chat'], header_names: ['Authorization'] });
+    expect(CustomerTool.parse(replaced.body)).toMatchObject({
+      enabled: false,
+      method: 'GET',
+      products: ['chat'],
+      header_names: ['Authorization'],
+    });
     const cleared = await call('put', `/api/customer-tools/${body.id}`, { ...tool, headers: {} });
     expect(CustomerTool.parse(cleared.body).header_names).toEqual([]);
 
@@ -64,7 +88,10 @@ describe('the customer-tools API', () => {
     const cases: [unknown, RegExp][] = [
       [{ ...tool, input_schema: { type: 'object', properties: { age: { type: 'integr' } } } }, /^input_schema\.properties\.age\.type: /],
       [{ ...tool, input_schema: { type: 'array' } }, /^input_schema\.type: must be "object"/],
-      [{ ...tool, input_schema: { type: 'object', properties: { a: { $ref: 'https://evil.example/s.json' } } } }, /^input_schema: \$ref .* cannot be resolved/],
+      [
+        { ...tool, input_schema: { type: 'object', properties: { a: { $ref: 'https://evil.example/s.json' } } } },
+        /^input_schema: \$ref .* cannot be resolved/,
+      ],
       [{ ...tool, name: '1-bad name' }, /^name: must start with a letter/],
       [{ ...tool, endpoint: 'http://api.example.com/' }, /^endpoint: must be an absolute https:\/\/ URL/],
       [{ ...tool, endpoint: 'https://user:pw@api.example.com/' }, /^endpoint: must not contain a user name or password/],
@@ -74,7 +101,10 @@ describe('the customer-tools API', () => {
     ];
     for (const [payload, detail] of cases) {
       const res = await call('post', '/api/customer-tools/', payload);
-      expect({ status: res.status, body: ErrorBody.parse(res.body) }).toEqual({ status: 400, body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(detail) } });
+      expect({ status: res.status, body: ErrorBody.parse(res.body) }).toEqual({
+        status: 400,
+        body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(detail) },
+      });
     }
     expect(CustomerToolListResponse.parse((await call('get', '/api/customer-tools/')).body).tools).toEqual([]);
   });
@@ -100,18 +130,30 @@ describe('the customer-tools API', () => {
     const samePlace = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://api.example.com/v2/positions' });
     expect(CustomerTool.parse(samePlace.body).header_names).toEqual(['Authorization']);
 
-    for (const endpoint of ['https://collector.evil.example/positions', 'https://api.example.com:8443/positions', 'https://sub.api.example.com/positions']) {
+    for (const endpoint of [
+      'https://collector.evil.example/positions',
+      'https://api.example.com:8443/positions',
+      'https://sub.api.example.com/positions',
+    ]) {
       const moved = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint });
       expect({ status: moved.status, body: ErrorBody.parse(moved.body) }).toEqual({
         status: 400,
-        body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(/^headers: the endpoint moves from https:\/\/api\.example\.com to https:\/\/.*send headers again/) },
+        body: {
+          status_code: 400,
+          type: 'validation_error',
+          detail: expect.stringMatching(/^headers: the endpoint moves from https:\/\/api\.example\.com to https:\/\/.*send headers again/),
+        },
       });
     }
     const unchanged = CustomerTool.parse((await call('get', `/api/customer-tools/${id}`)).body);
     expect(unchanged).toMatchObject({ endpoint: 'https://api.example.com/v2/positions', header_names: ['Authorization'] });
 
     // Saying what to send there is accepted: new headers, or none.
-    const withNew = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://new.example.com/p', headers: { 'X-Key': 'other' } });
+    const withNew = await call('put', `/api/customer-tools/${id}`, {
+      ...rest,
+      endpoint: 'https://new.example.com/p',
+      headers: { 'X-Key': 'other' },
+    });
     expect(CustomerTool.parse(withNew.body)).toMatchObject({ endpoint: 'https://new.example.com/p', header_names: ['X-Key'] });
     const withNone = await call('put', `/api/customer-tools/${id}`, { ...rest, endpoint: 'https://third.example.com/p', headers: {} });
     expect(CustomerTool.parse(withNone.body).header_names).toEqual([]);
@@ -120,17 +162,27 @@ describe('the customer-tools API', () => {
   });
 
   it('refuses a schema pattern RE2 cannot run, naming the keyword; a catastrophic one is accepted and runs in linear time', async () => {
-    const refused = await call('post', '/api/customer-tools/', { ...tool, input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^(a)\\1$' } } } });
+    const refused = await call('post', '/api/customer-tools/', {
+      ...tool,
+      input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^(a)\\1$' } } },
+    });
     expect({ status: refused.status, body: ErrorBody.parse(refused.body) }).toEqual({
       status: 400,
-      body: { status_code: 400, type: 'validation_error', detail: expect.stringMatching(/^input_schema\.properties\.x\.pattern: backreferences/) },
+      body: {
+        status_code: 400,
+        type: 'validation_error',
+        detail: expect.stringMatching(/^input_schema\.properties\.x\.pattern: backreferences/),
+      },
     });
-    const accepted = await call('post', '/api/customer-tools/', { ...tool, input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^(a+)+$' } } } });
+    const accepted = await call('post', '/api/customer-tools/', {
+      ...tool,
+      input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^(a+)+$' } } },
+    });
     expect(accepted.status).toBe(201);
   });
 
-  it('another tenant\'s tool is a 404, on every route', async () => {
-    const id = (CustomerTool.parse((await call('post', '/api/customer-tools/', tool)).body)).id;
+  it("another tenant's tool is a 404, on every route", async () => {
+    const id = CustomerTool.parse((await call('post', '/api/customer-tools/', tool)).body).id;
     for (const [method, path, body] of [
       ['get', `/api/customer-tools/${id}`],
       ['put', `/api/customer-tools/${id}`, tool],
@@ -138,12 +190,17 @@ describe('the customer-tools API', () => {
       ['get', `/api/customer-tools/${id}/calls`],
     ] as const) {
       const res = await call(method, path, body, globex);
-      expect({ path, method, status: res.status, type: (res.body as ErrorBody).type }).toEqual({ path, method, status: 404, type: 'not_found' });
+      expect({ path, method, status: res.status, type: (res.body as ErrorBody).type }).toEqual({
+        path,
+        method,
+        status: 404,
+        type: 'not_found',
+      });
     }
     expect((await call('get', `/api/customer-tools/${id}`)).status).toBe(200);
   });
 
-  it('lists a tool\'s audited calls, newest first, with a bounded limit', async () => {
+  it("lists a tool's audited calls, newest first, with a bounded limit", async () => {
     const id = CustomerTool.parse((await call('post', '/api/customer-tools/', tool)).body).id;
     await h.pool.query(
       `INSERT INTO customer_tool_calls (tenant_id, tool_id, tool_name, source, product, job_id, outcome, http_status, duration_ms, response_bytes, created_at)
@@ -152,8 +209,12 @@ describe('the customer-tools API', () => {
       [acme.tenantId, id],
     );
     const res = await call('get', `/api/customer-tools/${id}/calls?limit=1`);
-    expect(CustomerToolCallListResponse.parse(res.body).calls).toEqual([expect.objectContaining({ source: 'portal_test', outcome: 'timeout', http_status: null })]);
-    expect(ErrorBody.parse((await call('get', `/api/customer-tools/${id}/calls?limit=0`)).body).detail).toMatch(/^limit: must be at least 1/);
+    expect(CustomerToolCallListResponse.parse(res.body).calls).toEqual([
+      expect.objectContaining({ source: 'portal_test', outcome: 'timeout', http_status: null }),
+    ]);
+    expect(ErrorBody.parse((await call('get', `/api/customer-tools/${id}/calls?limit=0`)).body).detail).toMatch(
+      /^limit: must be at least 1/,
+    );
   });
 
   it('refuses requests that did not come through the gateway, and keys without the tools scope', async () => {

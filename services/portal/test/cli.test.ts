@@ -52,13 +52,18 @@ describe('portal CLI: reencrypt', () => {
     expect(first.stdout).toBe('re-encrypted 1 tool with key k2\n');
     expect(reencrypt(env).stdout).toBe('re-encrypted 0 tools with key k2\n');
     // The old key can go: the secret opens with the new key alone.
-    expect(await createToolStore({ pool, keyring: createKeyring(fresh) }).headersOf(tenantId, tool.id)).toEqual({ Authorization: 'Bearer rotate-me' });
+    expect(await createToolStore({ pool, keyring: createKeyring(fresh) }).headersOf(tenantId, tool.id)).toEqual({
+      Authorization: 'Bearer rotate-me',
+    });
     // The secret values never reach the output.
     expect(first.stdout + first.stderr).not.toContain(old.key.toString('base64'));
   });
 
   it('refuses unknown commands with its usage', () => {
-    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/cli.ts', 'rotate'], { cwd: path.join(__dirname, '..'), encoding: 'utf8' });
+    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/cli.ts', 'rotate'], {
+      cwd: path.join(__dirname, '..'),
+      encoding: 'utf8',
+    });
     expect(run.status).toBe(64);
     expect(run.stderr).toContain('Usage: cli reencrypt');
   });

@@ -26,7 +26,14 @@ describe('portal limits', () => {
   }
 
   const usableKeys = async (tenantId: string) =>
-    ((await h.pool.query('SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())', [tenantId])).rows[0] as { n: number }).n;
+    (
+      (
+        await h.pool.query(
+          'SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())',
+          [tenantId],
+        )
+      ).rows[0] as { n: number }
+    ).n;
 
   describe('API keys', () => {
     it('gives a generated key an expiry (90 days by default) and lists it', async () => {
@@ -34,7 +41,9 @@ describe('portal limits', () => {
       const { browser, csrf } = await signedIn(tenantId);
       const made = await browser.go('post', '/portal/keys', { csrf, name: 'nightly', scopes: ['news'] });
       expect(made.text).toMatch(/It expires on <time id="new-key-expires"/);
-      const { rows } = await h.pool.query<{ days: number }>("SELECT round(extract(epoch FROM expires_at - created_at) / 86400)::int AS days FROM api_keys WHERE name = 'nightly'");
+      const { rows } = await h.pool.query<{ days: number }>(
+        "SELECT round(extract(epoch FROM expires_at - created_at) / 86400)::int AS days FROM api_keys WHERE name = 'nightly'",
+      );
       expect(rows).toEqual([{ days: 90 }]);
       const listed = await browser.go('get', '/portal/keys');
       expect(listed.text).toContain('<th>Expires</th>');
@@ -50,7 +59,10 @@ describe('portal limits', () => {
       expect(full.text).toContain('already has 25 active keys');
 
       // One expires and one is revoked: two new keys fit, and no more.
-      const { rows } = await h.pool.query<{ id: string }>('SELECT id FROM api_keys WHERE tenant_id = $1 AND scopes = $2::text[] ORDER BY created_at DESC LIMIT 2', [tenantId, ['news', 'stock-report', 'analysis', 'chat', 'tools']]);
+      const { rows } = await h.pool.query<{ id: string }>(
+        'SELECT id FROM api_keys WHERE tenant_id = $1 AND scopes = $2::text[] ORDER BY created_at DESC LIMIT 2',
+        [tenantId, ['news', 'stock-report', 'analysis', 'chat', 'tools']],
+      );
       await h.pool.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [rows[0]?.id]);
       await h.pool.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [rows[1]?.id]);
       expect((await browser.go('post', '/portal/keys', { csrf, scopes: ['news'] })).text).toContain('<code id="new-key">');
@@ -78,16 +90,27 @@ describe('portal limits', () => {
       const browser = new Browser(h, '198.51.100.7');
       const login = await browser.go('get', '/portal/login');
       for (let attempt = 0; attempt < 3; attempt++) {
-        expect((await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: 'fin_wrong' })).text).toContain('Invalid API key.');
+        expect((await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: 'fin_wrong' })).text).toContain(
+          'Invalid API key.',
+        );
       }
       const refused = await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: apiKey });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-      expect(ErrorBody.parse(refused.body)).toEqual({ status_code: 429, type: 'rate_limit_exceeded', detail: expect.stringMatching(/^Too many sign-in attempts from this address: at most 3 per 60 s\. Retry in \d+ s\.$/) });
+      expect(ErrorBody.parse(refused.body)).toEqual({
+        status_code: 429,
+        type: 'rate_limit_exceeded',
+        detail: expect.stringMatching(/^Too many sign-in attempts from this address: at most 3 per 60 s\. Retry in \d+ s\.$/),
+      });
       expect(refused.headers['set-cookie']?.toString() ?? '').not.toContain('fin_portal_session=');
 
       // A browser asking for HTML gets a page saying the same.
-      const page = await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: apiKey }, { Accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
+      const page = await browser.go(
+        'post',
+        '/portal/login',
+        { csrf: csrfOf(login.text), api_key: apiKey },
+        { Accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+      );
       expect(page.status).toBe(429);
       expect(page.headers['content-type']).toMatch(/^text\/html/);
       expect(page.text).toContain('Too many sign-in attempts from this address');
@@ -101,7 +124,8 @@ describe('portal limits', () => {
     it('counts an IPv6 client by its /64, and refuses sign-ins to one tenant beyond its own limit from any address', async () => {
       const tenantId = await h.tenant('busy-tenant');
       const { apiKey } = await h.key(tenantId);
-      for (const address of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::2', '2001:0db8:0001:0002::3']) expect((await new Browser(h, address).signIn(apiKey)).status).toBe(303);
+      for (const address of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::2', '2001:0db8:0001:0002::3'])
+        expect((await new Browser(h, address).signIn(apiKey)).status).toBe(303);
       expect((await new Browser(h, '2001:db8:1:2::4').signIn(apiKey)).status).toBe(429);
       // A 4th sign-in for the tenant from a fresh address passes; the 5th is over the tenant's 4.
       expect((await new Browser(h, '203.0.113.50').signIn(apiKey)).status).toBe(303);

@@ -28,7 +28,7 @@ function env(databaseUrl: string): Record<string, string> {
   };
 }
 
-describe('the portal\'s session secret', () => {
+describe("the portal's session secret", () => {
   let db: TestDatabase;
   let pool: Pool;
   let portal: PortalService;
@@ -38,7 +38,11 @@ describe('the portal\'s session secret', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'portal-session-test', max: 4 });
-    portal = await startPortalService({ config: parseConfig(portalConfigShape, env(db.url)), logger: createLogger({ service: 'portal-test', level: 'silent' }), pool });
+    portal = await startPortalService({
+      config: parseConfig(portalConfigShape, env(db.url)),
+      logger: createLogger({ service: 'portal-test', level: 'silent' }),
+      pool,
+    });
     const { rows: tenants } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme') RETURNING id");
     tenantId = tenants[0]!.id;
     const generated = generateApiKey();
@@ -79,7 +83,10 @@ describe('the portal\'s session secret', () => {
 
   /** GET /portal/tools through the gateway (signed, anonymous) with this session cookie. */
   const toolsPage = (cookie: string) => {
-    const signed = signIdentity({ requestId: 'session-test', caller: null }, identityKey(INTERNAL_SIGNING_SECRET, 'portal'), { method: 'GET', path: '/portal/tools' });
+    const signed = signIdentity({ requestId: 'session-test', caller: null }, identityKey(INTERNAL_SIGNING_SECRET, 'portal'), {
+      method: 'GET',
+      path: '/portal/tools',
+    });
     return request(portal.server).get('/portal/tools').set(signed).set('Cookie', `${SESSION_COOKIE}=${cookie}`);
   };
 
@@ -100,7 +107,9 @@ describe('the portal\'s session secret', () => {
   it('refuses a session cookie signed with the internal signing secret, as sessions were signed before', async () => {
     // The earlier scheme: HMAC-SHA256 under HMAC(INTERNAL_SIGNING_SECRET, "fin-portal-session-v1").
     const key = createHmac('sha256', INTERNAL_SIGNING_SECRET).update('fin-portal-session-v1').digest();
-    const payload = Buffer.from(JSON.stringify([keyId, tenantId, randomBytes(18).toString('base64url'), Date.now() + 60_000])).toString('base64url');
+    const payload = Buffer.from(JSON.stringify([keyId, tenantId, randomBytes(18).toString('base64url'), Date.now() + 60_000])).toString(
+      'base64url',
+    );
     const forged = `${payload}.${createHmac('sha256', key).update(`session:${payload}`).digest('base64url')}`;
     const res = await toolsPage(forged);
     expect(res.status).toBe(303);

@@ -53,7 +53,9 @@ describe('the web portal', () => {
     const wrong = await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: 'fin_notakey' });
     expect(wrong.text).toContain('Invalid API key.');
     const { apiKey: newsOnly } = await h.key(tenantId, ['news']);
-    expect((await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: newsOnly })).text).toContain('does not have the tools scope');
+    expect((await browser.go('post', '/portal/login', { csrf: csrfOf(login.text), api_key: newsOnly })).text).toContain(
+      'does not have the tools scope',
+    );
     const forged = await new Browser(h).go('post', '/portal/login', { csrf: 'forged-token-forged-token', api_key: apiKey });
     expect(forged.status).toBe(403);
     expect(forged.headers['set-cookie']?.toString() ?? '').not.toContain('fin_portal_session=');
@@ -94,14 +96,19 @@ describe('the web portal', () => {
     const notJson = await browser.go('post', '/portal/tools', { ...form, input_schema: '{type: object}' });
     expect(notJson.text).toMatch(/input_schema: is not valid JSON/);
 
-    const good = await browser.go('post', '/portal/tools', { ...form, input_schema: '{"type": "object", "properties": {"account": {"type": "string"}}}' });
+    const good = await browser.go('post', '/portal/tools', {
+      ...form,
+      input_schema: '{"type": "object", "properties": {"account": {"type": "string"}}}',
+    });
     expect(good.status).toBe(303);
     const list = await browser.go('get', '/portal/tools');
     expect(list.text).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; positions');
     expect(list.text).not.toContain('<script>alert');
     expect(list.text).toContain('headers: Authorization');
     expect(list.text).not.toContain('portal-secret-1');
-    const { rows } = await h.pool.query<{ products: string[]; timeout_ms: number }>("SELECT products, timeout_ms FROM customer_tools WHERE name = 'get_positions'");
+    const { rows } = await h.pool.query<{ products: string[]; timeout_ms: number }>(
+      "SELECT products, timeout_ms FROM customer_tools WHERE name = 'get_positions'",
+    );
     expect(rows[0]).toEqual({ products: ['news', 'analysis'], timeout_ms: 5000 });
   });
 
@@ -132,15 +139,25 @@ describe('the web portal', () => {
 
     // Ticking "remove all stored headers", or typing new ones, moves it; the same origin keeps them without asking.
     expect((await browser.go('post', action, { ...form, endpoint: 'https://api.example.com/v2', headers: '' })).status).toBe(303);
-    expect((await browser.go('post', action, { ...form, endpoint: 'https://other.example.com/p', headers: '', clear_headers: 'on' })).status).toBe(303);
+    expect(
+      (await browser.go('post', action, { ...form, endpoint: 'https://other.example.com/p', headers: '', clear_headers: 'on' })).status,
+    ).toBe(303);
     const moved2 = await h.pool.query("SELECT endpoint, header_names FROM customer_tools WHERE name = 'moving_tool'");
     expect(moved2.rows[0]).toEqual({ endpoint: 'https://other.example.com/p', header_names: [] });
   });
 
-  it('refuses form posts without the session\'s CSRF token, or from another site', async () => {
+  it("refuses form posts without the session's CSRF token, or from another site", async () => {
     const { browser, csrf } = await signedIn();
     const before = (await h.pool.query('SELECT count(*)::int AS n FROM customer_tools')).rows[0] as { n: number };
-    const form = { name: 'x_tool', description: 'd', endpoint: 'https://api.example.com/', method: 'POST', input_schema: '{"type":"object"}', timeout_ms: '1000', products: 'news' };
+    const form = {
+      name: 'x_tool',
+      description: 'd',
+      endpoint: 'https://api.example.com/',
+      method: 'POST',
+      input_schema: '{"type":"object"}',
+      timeout_ms: '1000',
+      products: 'news',
+    };
     expect((await browser.go('post', '/portal/tools', form)).status).toBe(403);
     expect((await browser.go('post', '/portal/tools', { ...form, csrf: `${csrf}x` })).status).toBe(403);
     expect((await browser.go('post', '/portal/tools', { ...form, csrf }, { Origin: 'https://evil.example' })).status).toBe(403);
@@ -148,7 +165,7 @@ describe('the web portal', () => {
     expect((await h.pool.query('SELECT count(*)::int AS n FROM customer_tools')).rows[0]).toEqual(before);
   });
 
-  it('generates a key shown once (only its hash stored), within the signed-in key\'s scopes, and revokes keys', async () => {
+  it("generates a key shown once (only its hash stored), within the signed-in key's scopes, and revokes keys", async () => {
     const { browser, csrf } = await signedIn();
     const made = await browser.go('post', '/portal/keys', { csrf, name: 'reporting <b>job</b>', scopes: ['news', 'tools'] });
     expect(made.status).toBe(200);
@@ -156,7 +173,9 @@ describe('the web portal', () => {
     const key = /<code id="new-key">(fin_[0-9A-Za-z]{42})<\/code>/.exec(made.text)?.[1] ?? '';
     expect(key).not.toBe('');
     expect(made.text).toContain('reporting &lt;b&gt;job&lt;/b&gt;');
-    const { rows } = await h.pool.query<{ key_hash: Buffer; scopes: string[]; id: string }>("SELECT id, key_hash, scopes FROM api_keys WHERE name = 'reporting <b>job</b>'");
+    const { rows } = await h.pool.query<{ key_hash: Buffer; scopes: string[]; id: string }>(
+      "SELECT id, key_hash, scopes FROM api_keys WHERE name = 'reporting <b>job</b>'",
+    );
     expect(rows[0]?.key_hash.equals(hashApiKey(key))).toBe(true);
     expect(rows[0]?.scopes).toEqual(['news', 'tools']);
     const again = await browser.go('get', '/portal/keys');
@@ -173,7 +192,9 @@ describe('the web portal', () => {
 
     const revoked = await browser.go('post', `/portal/keys/${rows[0]?.id ?? ''}/revoke`, { csrf });
     expect(revoked.status).toBe(303);
-    expect((await h.pool.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [rows[0]?.id])).rows[0]?.revoked_at).not.toBeNull();
+    expect(
+      (await h.pool.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [rows[0]?.id])).rows[0]?.revoked_at,
+    ).not.toBeNull();
   });
 
   it('revoking the key a session was made from ends the session', async () => {

@@ -83,7 +83,16 @@ export async function startEmbeddedPostgres({ dataDir, logger }: { dataDir: stri
     writeFileSync(passwordCopy, `${password}\n`, { mode: 0o600 });
     if (tools.account) chownSync(passwordCopy, tools.account.uid, tools.account.gid);
     try {
-      await tools.run('initdb', ['-D', clusterDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${passwordCopy}`, '--encoding=UTF8', '--no-instructions']);
+      await tools.run('initdb', [
+        '-D',
+        clusterDir,
+        '-U',
+        'postgres',
+        '--auth=scram-sha-256',
+        `--pwfile=${passwordCopy}`,
+        '--encoding=UTF8',
+        '--no-instructions',
+      ]);
     } finally {
       rmSync(passwordCopy, { force: true });
     }
@@ -95,7 +104,11 @@ export async function startEmbeddedPostgres({ dataDir, logger }: { dataDir: stri
   await ctl('start', ['-o', serverOptions]);
   const url = `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
   if (fresh) {
-    const admin = createPool({ connectionString: url.replace(new RegExp(`/${DATABASE}$`), '/postgres'), applicationName: 'npm-start', max: 1 });
+    const admin = createPool({
+      connectionString: url.replace(new RegExp(`/${DATABASE}$`), '/postgres'),
+      applicationName: 'npm-start',
+      max: 1,
+    });
     try {
       await admin.query(`CREATE DATABASE ${DATABASE}`);
     } finally {
@@ -123,4 +136,3 @@ export function postgresPidOf(dataDir: string): number | undefined {
   const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
   return Number.isInteger(pid) && isRunning(pid) ? pid : undefined;
 }
-

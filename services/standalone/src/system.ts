@@ -124,7 +124,9 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
   const started: Closer[] = [];
   const units: Unit[] = [];
   const unwind = async () => {
-    for (const unit of units.reverse()) for (const closer of [unit.server ? serverCloser(unit.server) : undefined, ...unit.closers]) await closer?.close().catch(() => undefined);
+    for (const unit of units.reverse())
+      for (const closer of [unit.server ? serverCloser(unit.server) : undefined, ...unit.closers])
+        await closer?.close().catch(() => undefined);
     await closeStarted(started.reverse());
   };
 
@@ -167,14 +169,21 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     const engine: AiEngine = await createAiEngine({ config: parseConfig(aiConfigShape, shared), logger: log, customerTools });
     started.push({ name: 'AI engine', close: () => engine.close() });
 
-    const serviceConfig = <S extends Shape>(shape: S, extra: Record<string, string> = {}) => parseConfig(withBusApplied(shape), { ...shared, ...extra });
+    const serviceConfig = <S extends Shape>(shape: S, extra: Record<string, string> = {}) =>
+      parseConfig(withBusApplied(shape), { ...shared, ...extra });
 
     // 4. The services behind the gateway, each on a free loopback port.
     const jobsLogger = loggerFor('jobs');
     const jobs = await startJobsService({ config: serviceConfig(jobsConfigShape), logger: jobsLogger, bus, pool, outboxRelay: false });
     units.push({ name: 'jobs', ...jobs });
 
-    const news = await startNewsService({ config: serviceConfig(newsConfigShape, { NEWS_ROLE: 'all' }), logger: loggerFor('news'), pool, bus, engine });
+    const news = await startNewsService({
+      config: serviceConfig(newsConfigShape, { NEWS_ROLE: 'all' }),
+      logger: loggerFor('news'),
+      pool,
+      bus,
+      engine,
+    });
     units.push({ name: 'news', ...news });
 
     const stockReport = await startStockReportService({
@@ -262,7 +271,12 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
  * through both); then each service's closers (workers finish or hand back their jobs, consumers stop, relays
  * stop); then the engine, the bus, the pool and last the embedded database. `exit` receives 0 or 1.
  */
-export function createStandaloneShutdown(system: Standalone, logger: Logger, exit: (code: number) => void, drainTimeoutMs = 10_000): (signal: string) => Promise<void> {
+export function createStandaloneShutdown(
+  system: Standalone,
+  logger: Logger,
+  exit: (code: number) => void,
+  drainTimeoutMs = 10_000,
+): (signal: string) => Promise<void> {
   const lifecycles: Lifecycle[] = system.units.map((unit) => unit.lifecycle);
   return createShutdown({
     logger,

@@ -34,7 +34,10 @@ describe('the admin CLI and migrate against npm start', () => {
     const port = await freePort();
     const started = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
     running = started;
-    await waitFor(() => started.output().includes('Ctrl-C stops everything') || started.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    await waitFor(() => started.output().includes('Ctrl-C stops everything') || started.child.exitCode !== null, {
+      timeoutMs: 45_000,
+      what: 'the banner',
+    });
     const output = started.output();
     const devKey = /Development API key\s+(\S+)/.exec(output)?.[1];
     expect(devKey).toMatch(/^fin_/);
@@ -47,7 +50,9 @@ describe('the admin CLI and migrate against npm start', () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain('local-dev');
     expect(listed.stdout).toContain(devKey!.slice(0, 10));
-    expect(listed.stderr).toMatch(/admin: database postgresql:\/\/\S+:\*\*\*@127\.0\.0\.1:\d+\/\S+ \(the database of npm start, process \d+/);
+    expect(listed.stderr).toMatch(
+      /admin: database postgresql:\/\/\S+:\*\*\*@127\.0\.0\.1:\d+\/\S+ \(the database of npm start, process \d+/,
+    );
 
     // The README's two commands give a key that works against the running API.
     expect((await npmRun('admin', ['tenants', 'create', 'acme'], dataDir)).code).toBe(0);
@@ -72,6 +77,8 @@ describe('the admin CLI and migrate against npm start', () => {
     expect(await started.exited).toBe(0);
     const stopped = await npmRun('admin', ['keys', 'list'], dataDir);
     expect(stopped.code).toBe(1);
-    expect(stopped.stderr).toMatch(/admin: npm start is not running \(process \d+ has ended; its embedded database is stopped with it\)\. Start it with "npm start"/);
+    expect(stopped.stderr).toMatch(
+      /admin: npm start is not running \(process \d+ has ended; its embedded database is stopped with it\)\. Start it with "npm start"/,
+    );
   }, 180_000);
 });

@@ -51,7 +51,9 @@ export function launchNpmStart(env: Record<string, string>): Launched {
 /** The command line and environment of the system process npm start recorded in DATA_DIR/database.json (Linux). */
 export function recordedProcess(dataDir: string): { argv: string[]; cwd: string; env: Record<string, string> } {
   const { pid } = JSON.parse(readFileSync(path.join(dataDir, 'database.json'), 'utf8')) as { pid: number };
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '');
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    .split('\0')
+    .filter((arg) => arg !== '');
   const env = Object.fromEntries(
     readFileSync(`/proc/${pid}/environ`, 'utf8')
       .split('\0')

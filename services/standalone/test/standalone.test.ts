@@ -31,7 +31,10 @@ describe('npm start on embedded defaults', () => {
   it('prints a working key and curl line, stops cleanly on SIGTERM, and keeps jobs and keys across a restart', async () => {
     const port = await freePort();
     running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
-    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, {
+      timeoutMs: 45_000,
+      what: 'the banner',
+    });
     const output = running.output();
     expect(output).toContain(`http://127.0.0.1:${port}`);
     expect(output).toContain(`http://127.0.0.1:${port}/portal/tools`);
@@ -54,9 +57,12 @@ describe('npm start on embedded defaults', () => {
     expect(accepted.status).toBe(202);
     const envelope = AsyncJobResponse.parse(await accepted.json());
     const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => JobStatusResponse.parse(await (await fetch(`${base}${envelope.status_url}`, { headers })).json()).status === 'completed', {
-      what: 'the job to complete',
-    });
+    await waitFor(
+      async () => JobStatusResponse.parse(await (await fetch(`${base}${envelope.status_url}`, { headers })).json()).status === 'completed',
+      {
+        what: 'the job to complete',
+      },
+    );
 
     // The same key works for every product and the customer-tools API; the portal's pages are served.
     const post = (route: string, payload: unknown) => fetch(`${base}${route}`, { method: 'POST', headers, body: JSON.stringify(payload) });
@@ -82,7 +88,10 @@ describe('npm start on embedded defaults', () => {
     expect(postgresPidOf(path.join(dataDir, 'postgres'))).toBeUndefined();
 
     running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
-    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, { timeoutMs: 45_000, what: 'the banner' });
+    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, {
+      timeoutMs: 45_000,
+      what: 'the banner',
+    });
     // The same key again (still valid), and the job and its result are still there.
     expect(curlLine(running.output()).key).toBe(key);
     const result = await fetch(`${base}${envelope.result_url}`, { headers });

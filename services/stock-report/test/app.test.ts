@@ -12,9 +12,27 @@ const PATH = '/api/products/stock-report';
 
 const REPORT: StockReportResult = {
   detailed_analysis: [
-    { title: 'Growth: NVDA versus MSFT', keyMetric: 'Revenue growth NVDA 62% vs MSFT 15%', implications: ['NVDA outgrows MSFT.'], investmentThesis: 'NVDA leads.', category: 'growth' },
-    { title: 'Valuation: NVDA versus MSFT', keyMetric: 'P/E NVDA 49 vs MSFT 36', implications: ['MSFT is cheaper than NVDA.'], investmentThesis: 'MSFT is cheaper.', category: 'valuation' },
-    { title: 'Risk: NVDA versus MSFT', keyMetric: 'Beta NVDA 1.7 vs MSFT 0.9', implications: ['NVDA swings more than MSFT.'], investmentThesis: 'MSFT is steadier.', category: 'risk' },
+    {
+      title: 'Growth: NVDA versus MSFT',
+      keyMetric: 'Revenue growth NVDA 62% vs MSFT 15%',
+      implications: ['NVDA outgrows MSFT.'],
+      investmentThesis: 'NVDA leads.',
+      category: 'growth',
+    },
+    {
+      title: 'Valuation: NVDA versus MSFT',
+      keyMetric: 'P/E NVDA 49 vs MSFT 36',
+      implications: ['MSFT is cheaper than NVDA.'],
+      investmentThesis: 'MSFT is cheaper.',
+      category: 'valuation',
+    },
+    {
+      title: 'Risk: NVDA versus MSFT',
+      keyMetric: 'Beta NVDA 1.7 vs MSFT 0.9',
+      implications: ['NVDA swings more than MSFT.'],
+      investmentThesis: 'MSFT is steadier.',
+      category: 'risk',
+    },
   ],
   quick_insights: ['NVDA grows faster than MSFT.', 'MSFT is cheaper than NVDA.'],
 };
@@ -39,8 +57,16 @@ describe('POST /api/products/stock-report (API role)', () => {
   });
 
   function post(body: unknown, tenantId = tenantA, headers: Record<string, string> = {}) {
-    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } }, identityKey(SECRET, 'stock-report'), { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) });
-    return request(app).post(PATH).set(signed).set(headers).send(body as object);
+    const signed = signIdentity(
+      { requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } },
+      identityKey(SECRET, 'stock-report'),
+      { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) },
+    );
+    return request(app)
+      .post(PATH)
+      .set(signed)
+      .set(headers)
+      .send(body as object);
   }
 
   /** What the jobs service does when a job completes: stores its result and fills the cache (tenant-owned with data). */
@@ -120,7 +146,9 @@ describe('POST /api/products/stock-report (API role)', () => {
     const a = await post({ symbols: ['AMZN'] }, tenantA, { 'Idempotency-Key': key }).expect(202);
     const b = await post({ symbols: ['AMZN'] }, tenantA, { 'Idempotency-Key': key, 'Cache-Control': 'no-cache' }).expect(202);
     expect(AsyncJobResponse.parse(b.body).job_id).toBe(AsyncJobResponse.parse(a.body).job_id);
-    expect(ErrorBody.parse((await post({ symbols: ['AAPL'] }, tenantA, { 'Idempotency-Key': key }).expect(422)).body).type).toBe('unprocessable_entity');
+    expect(ErrorBody.parse((await post({ symbols: ['AAPL'] }, tenantA, { 'Idempotency-Key': key }).expect(422)).body).type).toBe(
+      'unprocessable_entity',
+    );
   });
 
   it.each([
@@ -147,7 +175,10 @@ describe('POST /api/products/stock-report (API role)', () => {
   });
 
   it('refuses a request that did not come through the gateway', async () => {
-    const res = await request(app).post(PATH).send({ symbols: ['AAPL'] }).expect(401);
+    const res = await request(app)
+      .post(PATH)
+      .send({ symbols: ['AAPL'] })
+      .expect(401);
     expect(ErrorBody.parse(res.body).type).toBe('unauthorized');
   });
 });

@@ -3,7 +3,15 @@ import { AiError, offlineAnalyst } from '@fin/ai';
 import { parseConfig } from '@fin/config';
 import { AsyncJobResponse, StockReportResult } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
-import { errorReply, startFakeAnthropic, startFakeFinnhub, systemText, toolResults, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
+import {
+  errorReply,
+  startFakeAnthropic,
+  startFakeFinnhub,
+  systemText,
+  toolResults,
+  type FakeAnthropic,
+  type FakeFinnhub,
+} from '@fin/fakes';
 import { identityKey, signIdentity } from '@fin/http';
 import { classifyFailure, type ProductService } from '@fin/job-kit';
 import { createLogger } from '@fin/log';
@@ -68,8 +76,15 @@ describe('stock-report service: API and worker over Kafka', () => {
   });
 
   function post(body: unknown) {
-    const signed = signIdentity({ requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } }, identityKey(SECRET, 'stock-report'), { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) });
-    return request(service.server!).post(PATH).set(signed).send(body as object);
+    const signed = signIdentity(
+      { requestId: randomUUID(), caller: { tenantId, keyId: randomUUID(), scopes: ['stock-report'] } },
+      identityKey(SECRET, 'stock-report'),
+      { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) },
+    );
+    return request(service.server!)
+      .post(PATH)
+      .set(signed)
+      .send(body as object);
   }
 
   async function events(jobId: string): Promise<JobEvent[]> {
@@ -81,10 +96,10 @@ describe('stock-report service: API and worker over Kafka', () => {
   }
 
   async function finalEvent(jobId: string): Promise<JobEvent> {
-    return waitFor(
-      async () => (await events(jobId)).find((event) => event.status === 'completed' || event.status === 'failed'),
-      { timeoutMs: 45_000, what: `job ${jobId} to finish` },
-    );
+    return waitFor(async () => (await events(jobId)).find((event) => event.status === 'completed' || event.status === 'failed'), {
+      timeoutMs: 45_000,
+      what: `job ${jobId} to finish`,
+    });
   }
 
   /** The request bodies of the model calls whose system prompt mentions `marker`. */
@@ -105,7 +120,9 @@ describe('stock-report service: API and worker over Kafka', () => {
     expect(system).toMatch(/<client_data>[\s\S]*up 94% year on year[\s\S]*<\/client_data>/);
     expect(JSON.stringify(calls[0]!.messages)).toContain('Compare NVDA with MSFT.');
     // The model looked both companies up through market_data, which reached (fake) Finnhub for each.
-    const looked = toolResults(calls.at(-1)!).map((result) => result.text).join('\n');
+    const looked = toolResults(calls.at(-1)!)
+      .map((result) => result.text)
+      .join('\n');
     expect(looked).toMatch(/"symbol":\s*"NVDA"/);
     expect(looked).toMatch(/"symbol":\s*"MSFT"/);
     expect(new Set(finnhub.requests.map((call) => call.query.symbol))).toEqual(new Set(['NVDA', 'MSFT']));
@@ -133,7 +150,10 @@ describe('stock-report service: API and worker over Kafka', () => {
     claude.reply(errorReply('invalid_request_error', { message: 'internal detail: messages.0 malformed' }));
     const { job_id: jobId } = AsyncJobResponse.parse((await post({ symbols: ['GOOGL'] }).expect(202)).body);
     const final = await finalEvent(jobId);
-    expect(final).toMatchObject({ status: 'failed', error: { type: 'internal_error', detail: 'The AI service could not process the job.' } });
+    expect(final).toMatchObject({
+      status: 'failed',
+      error: { type: 'internal_error', detail: 'The AI service could not process the job.' },
+    });
   });
 });
 

@@ -78,7 +78,8 @@ function isoDay(value: string | Date, field: string, provider: ProviderName): st
 export function normaliseNewsQuery(query: NewsQuery, provider: ProviderName): { from: string; to: string; limit: number } {
   const from = isoDay(query.from, 'from', provider);
   const to = isoDay(query.to, 'to', provider);
-  if (from > to) throw new MarketDataError('invalid_request', `${provider}: news window starts (${from}) after it ends (${to})`, { provider });
+  if (from > to)
+    throw new MarketDataError('invalid_request', `${provider}: news window starts (${from}) after it ends (${to})`, { provider });
   const limit = query.limit ?? DEFAULT_NEWS_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_NEWS_LIMIT) {
     throw new MarketDataError('invalid_request', `${provider}: news limit must be an integer from 1 to ${MAX_NEWS_LIMIT}`, { provider });
@@ -87,7 +88,10 @@ export function normaliseNewsQuery(query: NewsQuery, provider: ProviderName): { 
 }
 
 function invalid(provider: ProviderName, what: string, symbol: string, cause: unknown): MarketDataError {
-  return new MarketDataError('invalid_response', `${provider} returned a ${what} for ${symbol} that is not in the documented shape`, { provider, cause });
+  return new MarketDataError('invalid_response', `${provider} returned a ${what} for ${symbol} that is not in the documented shape`, {
+    provider,
+    cause,
+  });
 }
 
 /** Parses our output schema; a failure means the provider sent values we cannot vouch for. */
@@ -108,7 +112,8 @@ const httpUrl = (value: string | undefined): string | null => {
   const candidate = text(value);
   return candidate && z.url({ protocol: /^https?$/ }).safeParse(candidate).success ? candidate : null;
 };
-const millions = (value: number | null | undefined): number | null => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value * 1_000_000) : null);
+const millions = (value: number | null | undefined): number | null =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value * 1_000_000) : null;
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
 
 export function toQuote(body: unknown, symbol: string, provider: ProviderName): Quote {
@@ -167,7 +172,10 @@ export function toProfile(body: unknown, symbol: string, provider: ProviderName)
 
 function series(points: z.infer<typeof SeriesWire> | undefined, scale: number): MetricPoint[] {
   return (points ?? [])
-    .filter((point): point is { period: string; v: number } => typeof point.v === 'number' && Number.isFinite(point.v) && z.iso.date().safeParse(point.period).success)
+    .filter(
+      (point): point is { period: string; v: number } =>
+        typeof point.v === 'number' && Number.isFinite(point.v) && z.iso.date().safeParse(point.period).success,
+    )
     .map((point) => ({ period: point.period, value: round(point.v * scale, 4) }))
     .sort((a, b) => b.period.localeCompare(a.period));
 }
@@ -224,7 +232,12 @@ function clip(value: string, max: number): string {
  * Items that are not in the documented shape or link anywhere but http(s) are dropped one by one rather than
  * failing the list: a news feed with one bad entry is still a news feed.
  */
-export function toCompanyNews(body: unknown, symbol: string, window: { from: string; to: string; limit: number }, provider: ProviderName): CompanyNews {
+export function toCompanyNews(
+  body: unknown,
+  symbol: string,
+  window: { from: string; to: string; limit: number },
+  provider: ProviderName,
+): CompanyNews {
   const raw = wire(z.array(z.unknown()), body, provider, 'news list', symbol);
   const items: NewsItem[] = [];
   for (const entry of raw) {

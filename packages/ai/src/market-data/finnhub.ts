@@ -5,7 +5,15 @@
 // error messages; redirects are refused so the header is never replayed to another host.
 import { MarketDataError, type MarketDataErrorKind } from './errors';
 import { normaliseNewsQuery, normaliseSymbol, toCompanyNews, toMetrics, toProfile, toQuote } from './finnhub-format';
-import { type CompanyNews, type CompanyProfile, type KeyMetrics, type MarketDataCallOptions, type MarketDataProvider, type NewsQuery, type Quote } from './types';
+import {
+  type CompanyNews,
+  type CompanyProfile,
+  type KeyMetrics,
+  type MarketDataCallOptions,
+  type MarketDataProvider,
+  type NewsQuery,
+  type Quote,
+} from './types';
 
 const FINNHUB_DEFAULT_BASE_URL = 'https://finnhub.io/api/v1';
 
@@ -59,7 +67,11 @@ export class FinnhubProvider implements MarketDataProvider {
 
   async metrics(symbol: string, options: MarketDataCallOptions = {}): Promise<KeyMetrics> {
     const normalised = normaliseSymbol(symbol, PROVIDER);
-    return toMetrics(await this.#get('/stock/metric', { symbol: normalised, metric: 'all' }, 'metrics', options.signal), normalised, PROVIDER);
+    return toMetrics(
+      await this.#get('/stock/metric', { symbol: normalised, metric: 'all' }, 'metrics', options.signal),
+      normalised,
+      PROVIDER,
+    );
   }
 
   async companyNews(symbol: string, query: NewsQuery): Promise<CompanyNews> {
@@ -74,7 +86,12 @@ export class FinnhubProvider implements MarketDataProvider {
     return value.split(this.#token).join('[redacted]');
   }
 
-  #error(kind: MarketDataErrorKind, what: string, detail: string, extra: { status?: number; retryAfterSeconds?: number; cause?: unknown } = {}): MarketDataError {
+  #error(
+    kind: MarketDataErrorKind,
+    what: string,
+    detail: string,
+    extra: { status?: number; retryAfterSeconds?: number; cause?: unknown } = {},
+  ): MarketDataError {
     return new MarketDataError(kind, this.#redact(`Finnhub ${what} request failed: ${detail}`), { provider: PROVIDER, ...extra });
   }
 

@@ -9,7 +9,20 @@ import { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type 
 
 const NEWS_HOST = 'https://news.example.com';
 const NAME_SUFFIXES = ['Inc', 'Corp', 'Holdings Inc', 'Group Inc', 'Technologies Inc', 'Industries Inc', 'Systems Corp', 'Brands Inc'];
-const INDUSTRIES = ['Technology', 'Semiconductors', 'Media', 'Retail', 'Automobiles', 'Banking', 'Pharmaceuticals', 'Machinery', 'Energy', 'Telecommunication', 'Insurance', 'Utilities'];
+const INDUSTRIES = [
+  'Technology',
+  'Semiconductors',
+  'Media',
+  'Retail',
+  'Automobiles',
+  'Banking',
+  'Pharmaceuticals',
+  'Machinery',
+  'Energy',
+  'Telecommunication',
+  'Insurance',
+  'Utilities',
+];
 const EXCHANGES = ['NASDAQ NMS - GLOBAL MARKET', 'NEW YORK STOCK EXCHANGE, INC.'];
 /** Ids of invented news items start here, far from the bundled items' ids. */
 const NEWS_ID_BASE = 900_000_000;
@@ -186,7 +199,8 @@ const STORIES: readonly Story[] = [
     slug: 'guidance-update',
     category: 'earnings',
     headline: ({ name }) => `${name} guides next quarter slightly below consensus`,
-    summary: () => 'Management cited slower orders from large customers and said it is holding its full-year target while it watches demand.',
+    summary: () =>
+      'Management cited slower orders from large customers and said it is holding its full-year target while it watches demand.',
   },
   {
     slug: 'share-buyback',
@@ -231,19 +245,22 @@ const STORIES: readonly Story[] = [
     slug: 'peer-warning',
     category: 'company',
     headline: ({ name, sector }) => `${name} shares slip after a peer in the ${sector} sector warns on demand`,
-    summary: ({ name }) => `A competitor's profit warning weighed on the sector; analysts said ${name}'s order book looks more resilient than the peer's.`,
+    summary: ({ name }) =>
+      `A competitor's profit warning weighed on the sector; analysts said ${name}'s order book looks more resilient than the peer's.`,
   },
   {
     slug: 'pricing-review',
     category: 'regulation',
     headline: ({ name }) => `Regulators open review of ${name} pricing practices`,
-    summary: () => 'The review concerns fees charged to business customers; the company said it is cooperating and a decision is not expected before next year.',
+    summary: () =>
+      'The review concerns fees charged to business customers; the company said it is cooperating and a decision is not expected before next year.',
   },
   {
     slug: 'patent-settlement',
     category: 'regulation',
     headline: ({ name }) => `${name} settles patent dispute with a competitor`,
-    summary: () => 'The settlement ends litigation over a set of product patents; the company said the one-off payment involved is not material.',
+    summary: () =>
+      'The settlement ends litigation over a set of product patents; the company said the one-off payment involved is not material.',
   },
 ];
 
@@ -254,7 +271,9 @@ const STORIES: readonly Story[] = [
  */
 export function synthesiseNews(symbol: string, company: SampleSymbolData, count: number, before: number): FinnhubNewsItem[] {
   const random = draw(`news:${symbol}`);
-  const order = STORIES.map((story) => ({ story, key: random.between(0, 1) })).sort((a, b) => a.key - b.key).map(({ story }) => story);
+  const order = STORIES.map((story) => ({ story, key: random.between(0, 1) }))
+    .sort((a, b) => a.key - b.key)
+    .map(({ story }) => story);
   const growth = company.metrics.metric.revenueGrowthTTMYoy;
   const context: StoryContext = {
     name: company.profile.name,

@@ -5,7 +5,15 @@ import { type SampleMarketData, type SampleSymbolData } from '@fin/offline';
 import { UnknownSymbolError } from './errors';
 import { normaliseNewsQuery, normaliseSymbol, toCompanyNews, toMetrics, toProfile, toQuote } from './finnhub-format';
 import { synthesiseCompany, synthesiseNews } from './sample-synthesis';
-import { type CompanyNews, type CompanyProfile, type KeyMetrics, type MarketDataCallOptions, type MarketDataProvider, type NewsQuery, type Quote } from './types';
+import {
+  type CompanyNews,
+  type CompanyProfile,
+  type KeyMetrics,
+  type MarketDataCallOptions,
+  type MarketDataProvider,
+  type NewsQuery,
+  type Quote,
+} from './types';
 
 const PROVIDER = 'sample';
 

@@ -2,7 +2,15 @@
 import { createServer } from 'node:net';
 import { inspect } from 'node:util';
 import { SAMPLE_MARKET_DATA, startFakeFinnhub, type FakeFinnhub } from '@fin/fakes';
-import { CompanyNews, CompanyProfile, FinnhubProvider, KeyMetrics, MarketDataError, Quote, UnknownSymbolError } from '../../src/market-data';
+import {
+  CompanyNews,
+  CompanyProfile,
+  FinnhubProvider,
+  KeyMetrics,
+  MarketDataError,
+  Quote,
+  UnknownSymbolError,
+} from '../../src/market-data';
 
 import { createHttpFetch } from '../../src/transport';
 
@@ -59,7 +67,9 @@ describe.each([
         provider: 'finnhub',
         sample: false,
       });
-      expect(finnhub.requests).toEqual([expect.objectContaining({ endpoint: '/quote', query: { symbol: 'AAPL' }, tokenVia: 'header', status: 200 })]);
+      expect(finnhub.requests).toEqual([
+        expect.objectContaining({ endpoint: '/quote', query: { symbol: 'AAPL' }, tokenVia: 'header', status: 200 }),
+      ]);
     });
 
     it('maps a company profile, turning millions into units', async () => {
@@ -125,7 +135,12 @@ describe.each([
       const good = SAMPLE_MARKET_DATA.symbols.TSLA!.news[0]!;
       finnhub.addFault({
         endpoint: '/company-news',
-        body: JSON.stringify([good, { ...good, id: 2, url: 'javascript:alert(1)' }, { headline: 'no url or date' }, { ...good, id: 3, datetime: 0 }]),
+        body: JSON.stringify([
+          good,
+          { ...good, id: 2, url: 'javascript:alert(1)' },
+          { headline: 'no url or date' },
+          { ...good, id: 3, datetime: 0 },
+        ]),
       });
       const news = await provider.companyNews('TSLA', { from: '2026-11-01', to: '2026-11-20' });
       expect(news.items.map((item) => item.id)).toEqual([String(good.id)]);
@@ -135,7 +150,9 @@ describe.each([
       expect((await failure(provider.quote('^GSPC'))).kind).toBe('invalid_request');
       expect((await failure(provider.companyNews('AAPL', { from: '2026-11-20', to: '2026-11-01' }))).kind).toBe('invalid_request');
       expect((await failure(provider.companyNews('AAPL', { from: 'last week', to: '2026-11-01' }))).kind).toBe('invalid_request');
-      expect((await failure(provider.companyNews('AAPL', { from: '2026-11-01', to: '2026-11-20', limit: 500 }))).kind).toBe('invalid_request');
+      expect((await failure(provider.companyNews('AAPL', { from: '2026-11-01', to: '2026-11-20', limit: 500 }))).kind).toBe(
+        'invalid_request',
+      );
       expect(finnhub.requests).toHaveLength(0);
     });
   });

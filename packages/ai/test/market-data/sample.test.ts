@@ -1,6 +1,14 @@
 // The offline provider: the bundled sample through the same normaliser as the live adapter, marked as sample.
 import { SAMPLE_MARKET_DATA, startFakeFinnhub } from '@fin/fakes';
-import { CompanyNews, CompanyProfile, FinnhubProvider, KeyMetrics, Quote, SampleMarketDataProvider, UnknownSymbolError } from '../../src/market-data';
+import {
+  CompanyNews,
+  CompanyProfile,
+  FinnhubProvider,
+  KeyMetrics,
+  Quote,
+  SampleMarketDataProvider,
+  UnknownSymbolError,
+} from '../../src/market-data';
 
 const sample = new SampleMarketDataProvider();
 const window = { from: '2020-01-01', to: '2020-01-31' };
@@ -62,7 +70,8 @@ describe('SampleMarketDataProvider', () => {
     const [meta, zzzz] = await Promise.all([sample.profile('META'), sample.profile('ZZZZ')]);
     expect(meta.name).not.toBe(zzzz.name);
     expect((await sample.quote('META')).price).not.toBe((await sample.quote('ZZZZ')).price);
-    const headlines = async (symbol: string) => (await sample.companyNews(symbol, window)).items.map((item) => item.headline.replace(symbol, ''));
+    const headlines = async (symbol: string) =>
+      (await sample.companyNews(symbol, window)).items.map((item) => item.headline.replace(symbol, ''));
     expect(await headlines('META')).not.toEqual(await headlines('ZZZZ'));
   });
 
@@ -76,7 +85,12 @@ describe('SampleMarketDataProvider', () => {
     ] as const) {
       const news = await sample.companyNews(symbol, { ...window, limit });
       expect(news.items).toHaveLength(limit);
-      expect(news.items.map((item) => item.publishedAt)).toEqual(news.items.map((item) => item.publishedAt).sort().reverse());
+      expect(news.items.map((item) => item.publishedAt)).toEqual(
+        news.items
+          .map((item) => item.publishedAt)
+          .sort()
+          .reverse(),
+      );
       for (const key of ['id', 'url', 'headline'] as const) expect(new Set(news.items.map((item) => item[key])).size).toBe(limit);
       if (symbol === 'NVDA') expect(news.items.slice(0, 3)).toEqual(bundled.items);
     }

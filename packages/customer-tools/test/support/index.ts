@@ -27,7 +27,14 @@ export function testCertificate(): Promise<TestCertificate> {
       notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
       extensions: [
         { name: 'basicConstraints', cA: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
       ],
     });
     const dir = mkdtempSync(path.join(tmpdir(), 'fin-tools-cert-'));
@@ -91,7 +98,14 @@ export async function startFakeCustomerApi(): Promise<FakeCustomerApi> {
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ method: req.method, query: Object.fromEntries(url.searchParams), body: body === '' ? null : (JSON.parse(body) as unknown), positions: [{ symbol: 'AAPL', shares: 120 }] }));
+      res.end(
+        JSON.stringify({
+          method: req.method,
+          query: Object.fromEntries(url.searchParams),
+          body: body === '' ? null : (JSON.parse(body) as unknown),
+          positions: [{ symbol: 'AAPL', shares: 120 }],
+        }),
+      );
     });
   });
   server.on('connection', (socket: Socket) => {

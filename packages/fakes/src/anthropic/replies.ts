@@ -53,7 +53,11 @@ export function jsonReply(value: unknown, options: ReplyOptions = {}): MessageRe
 }
 
 /** An assistant turn that calls one client tool (stop_reason tool_use), optionally after some text. */
-export function toolUseReply(name: string, input: unknown, options: ReplyOptions & { preamble?: string; toolUseId?: string } = {}): MessageReply {
+export function toolUseReply(
+  name: string,
+  input: unknown,
+  options: ReplyOptions & { preamble?: string; toolUseId?: string } = {},
+): MessageReply {
   const { preamble, toolUseId, ...rest } = options;
   const blocks: ContentScript[] = preamble ? [text(preamble)] : [];
   blocks.push(toolUse(name, input, toolUseId));

@@ -31,7 +31,15 @@ import {
 } from '@fin/offline';
 import { type Exchange, type ListenOptions, headerRecord, pause, readBody, sendJson, startServer, waitForAbort } from '../http';
 import { defaultErrorMessage } from './replies';
-import { type ErrorReply, type Faults, type MessageReply, type RecordedRequest, type Reply, type ReplyHandler, type ScriptedReply } from './types';
+import {
+  type ErrorReply,
+  type Faults,
+  type MessageReply,
+  type RecordedRequest,
+  type Reply,
+  type ReplyHandler,
+  type ScriptedReply,
+} from './types';
 
 export interface FakeAnthropicOptions extends ListenOptions {
   /**
@@ -132,7 +140,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const contentEvents = events.filter((event) => event.event !== 'ping').length;
     const malformedAt = afterEvents(faults.malformedJson, 2);
     const hangAt = typeof faults.hang === 'object' ? faults.hang.afterEvents : undefined;
-    const at = (threshold: number | undefined, sent: number) => threshold !== undefined && (threshold === sent || (sent === contentEvents && threshold > sent));
+    const at = (threshold: number | undefined, sent: number) =>
+      threshold !== undefined && (threshold === sent || (sent === contentEvents && threshold > sent));
 
     // Faults fire at a checkpoint: before the next non-ping event, or at the end of the stream.
     const faultAt = async (sent: number): Promise<boolean> => {
@@ -142,7 +151,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         return true;
       }
       if (at(malformedAt, sent)) {
-        res.end(`event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut of\n\n`);
+        res.end(
+          `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut of\n\n`,
+        );
         return true;
       }
       if (at(faults.dropConnectionAfterEvents, sent)) {
@@ -190,7 +201,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     }
 
     if (!request.stream && (faults.failMidStream || faults.delayBetweenEventsMs)) {
-      throw new Error(`fake-anthropic: request #${request.index} is not streamed, but its scripted reply has a streaming fault (failMidStream/delayBetweenEventsMs)`);
+      throw new Error(
+        `fake-anthropic: request #${request.index} is not streamed, but its scripted reply has a streaming fault (failMidStream/delayBetweenEventsMs)`,
+      );
     }
     if (request.stream) return writeStream(exchange, body, reply, requestId);
 
@@ -234,26 +247,40 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const isMessages = path === '/v1/messages' || path === '/v1/messages/count_tokens';
     if (req.method !== 'POST' || !isMessages) {
       request.answeredBy = 'builtin';
-      reject({ type: 'not_found_error', message: `Not found: ${req.method ?? ''} ${path}` }); return;
+      reject({ type: 'not_found_error', message: `Not found: ${req.method ?? ''} ${path}` });
+      return;
     }
     const headerProblem = checkHeaders(headers, validation);
-    if (headerProblem) { reject(headerProblem); return; }
+    if (headerProblem) {
+      reject(headerProblem);
+      return;
+    }
     const parsed = parseBody(rawBody);
-    if ('type' in parsed) { reject(parsed); return; }
+    if ('type' in parsed) {
+      reject(parsed);
+      return;
+    }
     if (typeof parsed.body === 'object' && parsed.body !== null) {
       request.body = parsed.body as MessagesRequestBody;
       request.stream = (parsed.body as { stream?: unknown }).stream === true;
     }
     if (validation.validateBody) {
       const checked = checkMessagesBody(parsed.body, { countTokens: path === '/v1/messages/count_tokens' });
-      if ('type' in checked) { reject(checked); return; }
+      if ('type' in checked) {
+        reject(checked);
+        return;
+      }
     }
     const body = request.body;
-    if (!body) { reject({ type: 'invalid_request_error', message: 'Input should be a valid dictionary' }); return; }
+    if (!body) {
+      reject({ type: 'invalid_request_error', message: 'Input should be a valid dictionary' });
+      return;
+    }
 
     if (path === '/v1/messages/count_tokens') {
       request.answeredBy = 'builtin';
-      sendJson(res, 200, { input_tokens: estimateInputTokens(body) }, { 'request-id': requestId }); return;
+      sendJson(res, 200, { input_tokens: estimateInputTokens(body) }, { 'request-id': requestId });
+      return;
     }
 
     const typed = request as RecordedRequest & { body: MessagesRequestBody };
@@ -264,7 +291,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       scripted = handler;
     } else {
       request.answeredBy = 'unscripted';
-      sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, NO_RETRY); return;
+      sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, NO_RETRY);
+      return;
     }
     const reply = typeof scripted === 'function' ? await scripted(typed, { index: request.index }) : scripted;
     await answer(exchange, request, body, reply, requestId);

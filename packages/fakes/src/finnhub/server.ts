@@ -65,7 +65,13 @@ export interface FakeFinnhub {
 }
 
 /** The endpoints of Finnhub's paid plans that a free key is refused (403). */
-const PREMIUM_ENDPOINTS = new Set(['/stock/price-target', '/stock/revenue-estimate', '/stock/eps-estimate', '/stock/ownership', '/stock/fund-ownership']);
+const PREMIUM_ENDPOINTS = new Set([
+  '/stock/price-target',
+  '/stock/revenue-estimate',
+  '/stock/eps-estimate',
+  '/stock/ownership',
+  '/stock/fund-ownership',
+]);
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -84,7 +90,10 @@ function errorResponse(status: number): { contentType: string; body: string } {
     default:
       // What the edge proxy in front of the API returns when the backend is down or slow.
       return status >= 500
-        ? { contentType: 'text/html', body: `<html><head><title>${status}</title></head><body><center><h1>${status}</h1></center></body></html>` }
+        ? {
+            contentType: 'text/html',
+            body: `<html><head><title>${status}</title></head><body><center><h1>${status}</h1></center></body></html>`,
+          }
         : json(`Request failed with status ${status}.`);
   }
 }
@@ -175,9 +184,13 @@ export async function startFakeFinnhub(options: FakeFinnhubOptions): Promise<Fak
     const token = headerToken ?? queryToken;
     if (!token) {
       record.status = 401;
-      sendJson(res, 401, { error: 'Please use an API key.' }, rateLimitHeaders()); return;
+      sendJson(res, 401, { error: 'Please use an API key.' }, rateLimitHeaders());
+      return;
     }
-    if (token !== options.token) { respondError(401); return; }
+    if (token !== options.token) {
+      respondError(401);
+      return;
+    }
 
     if (Date.now() - windowStart >= 60_000) {
       windowStart = Date.now();
@@ -195,15 +208,33 @@ export async function startFakeFinnhub(options: FakeFinnhubOptions): Promise<Fak
       fault.remaining--;
       if (fault.latencyMs && !(await pause(fault.latencyMs, signal))) return;
       if (fault.hang) return waitForAbort(signal);
-      if (fault.body !== undefined) { respond(fault.status ?? 200, 'application/json; charset=utf-8', fault.body, fault.chunked); return; }
-      if (fault.status !== undefined) { respondError(fault.status); return; }
+      if (fault.body !== undefined) {
+        respond(fault.status ?? 200, 'application/json; charset=utf-8', fault.body, fault.chunked);
+        return;
+      }
+      if (fault.status !== undefined) {
+        respondError(fault.status);
+        return;
+      }
     }
 
-    if (options.rateLimitPerMinute !== undefined && windowCount > options.rateLimitPerMinute) { respondError(429); return; }
-    if (PREMIUM_ENDPOINTS.has(endpoint)) { respondError(403); return; }
-    if (req.method !== 'GET') { respond(405, 'text/plain; charset=utf-8', 'Method Not Allowed'); return; }
+    if (options.rateLimitPerMinute !== undefined && windowCount > options.rateLimitPerMinute) {
+      respondError(429);
+      return;
+    }
+    if (PREMIUM_ENDPOINTS.has(endpoint)) {
+      respondError(403);
+      return;
+    }
+    if (req.method !== 'GET') {
+      respond(405, 'text/plain; charset=utf-8', 'Method Not Allowed');
+      return;
+    }
     const [status, body] = route(endpoint, url.searchParams);
-    if (status === 404) { respond(404, 'text/plain; charset=utf-8', '404 page not found'); return; }
+    if (status === 404) {
+      respond(404, 'text/plain; charset=utf-8', '404 page not found');
+      return;
+    }
     respond(status, 'application/json; charset=utf-8', JSON.stringify(body), fault?.chunked);
   }
 

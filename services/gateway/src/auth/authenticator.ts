@@ -325,10 +325,13 @@ export function createAuthenticator({
       // Expiry sends no notification: the key's streams end when it comes.
       const expiresAt = expiries.get(principal.keyId);
       if (expiresAt !== undefined && expiresAt - Date.now() < MAX_TIMER_MS) {
-        expiryTimer = setTimeout(() => {
-          callbacks.delete(callback);
-          onInvalid();
-        }, Math.max(0, expiresAt - Date.now()));
+        expiryTimer = setTimeout(
+          () => {
+            callbacks.delete(callback);
+            onInvalid();
+          },
+          Math.max(0, expiresAt - Date.now()),
+        );
         expiryTimer.unref();
       }
       // Authenticated just before a change of its key or tenant arrived: the principal may predate it.

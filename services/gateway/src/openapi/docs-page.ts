@@ -27,7 +27,10 @@ const anchor = (kind: string, name: string) => `${kind}-${name.replace(/[^\w-]/g
 /** A schema as indented JSON, its $refs turned into links to the components further down. */
 function schemaBlock(schema: unknown): string {
   const json = escapeHtml(JSON.stringify(schema, null, 2));
-  const linked = json.replace(/&quot;#\/components\/(schemas|responses|headers|parameters)\/([^&]+)&quot;/g, (_match, kind: string, name: string) => `&quot;<a href="#${anchor(kind, name)}">#/components/${kind}/${name}</a>&quot;`);
+  const linked = json.replace(
+    /&quot;#\/components\/(schemas|responses|headers|parameters)\/([^&]+)&quot;/g,
+    (_match, kind: string, name: string) => `&quot;<a href="#${anchor(kind, name)}">#/components/${kind}/${name}</a>&quot;`,
+  );
   return `<pre>${linked}</pre>`;
 }
 
@@ -52,9 +55,15 @@ function content(value: unknown): string {
   return Object.entries(isObject(value) ? value : {})
     .map(([mediaType, media]) => {
       const events = field(media, 'x-sse-events');
-      const eventList = Object.keys(events).length === 0
-        ? ''
-        : `<p>Events:</p><ul>${Object.entries(events).map(([event, ref]) => `<li><code>${escapeHtml(event)}</code>: <a href="#${anchor('schemas', refName(ref) ?? '')}">${escapeHtml(refName(ref) ?? '')}</a></li>`).join('')}</ul>`;
+      const eventList =
+        Object.keys(events).length === 0
+          ? ''
+          : `<p>Events:</p><ul>${Object.entries(events)
+              .map(
+                ([event, ref]) =>
+                  `<li><code>${escapeHtml(event)}</code>: <a href="#${anchor('schemas', refName(ref) ?? '')}">${escapeHtml(refName(ref) ?? '')}</a></li>`,
+              )
+              .join('')}</ul>`;
       return `<p><code>${escapeHtml(mediaType)}</code></p>${eventList}${schemaBlock(field(media, 'schema'))}`;
     })
     .join('');
@@ -66,7 +75,8 @@ function responses(operation: Json, components: Json): string {
     const resolved = name === undefined ? response : field(field(components, 'responses'), name);
     const link = name === undefined ? '' : ` (<a href="#${anchor('responses', name)}">${escapeHtml(name)}</a>)`;
     const headers = Object.keys(field(resolved, 'headers'));
-    const headerNote = headers.length === 0 ? '' : `<p>Headers: ${headers.map((header) => `<code>${escapeHtml(header)}</code>`).join(', ')}</p>`;
+    const headerNote =
+      headers.length === 0 ? '' : `<p>Headers: ${headers.map((header) => `<code>${escapeHtml(header)}</code>`).join(', ')}</p>`;
     return `<details${status.startsWith('2') ? ' open' : ''}><summary><strong>${escapeHtml(status)}</strong> ${escapeHtml(text(isObject(resolved) ? resolved.description : undefined))}${link}</summary>${headerNote}${content(field(resolved, 'content'))}</details>`;
   });
   return `<h4>Responses</h4>${items.join('')}`;
@@ -100,7 +110,9 @@ export function renderDocsPage(document: unknown): string {
     for (const [method, operation] of Object.entries(isObject(item) ? item : {})) {
       if (!isObject(operation)) continue;
       sections.push(operationSection(path, method, operation, components));
-      toc.push(`<li><a href="#${anchor('op', text(operation.operationId))}"><code>${escapeHtml(method.toUpperCase())} ${escapeHtml(path)}</code></a> — ${escapeHtml(text(operation.summary))}</li>`);
+      toc.push(
+        `<li><a href="#${anchor('op', text(operation.operationId))}"><code>${escapeHtml(method.toUpperCase())} ${escapeHtml(path)}</code></a> — ${escapeHtml(text(operation.summary))}</li>`,
+      );
     }
   }
   const componentSections = (['schemas', 'responses', 'headers', 'parameters'] as const)

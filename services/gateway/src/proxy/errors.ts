@@ -20,7 +20,8 @@ const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 /** An error raised before the service sent its response headers. */
 export function upstreamFailure(upstream: Upstream, error: unknown, responseTimeoutMs: number): AppError {
   const code = errorCode(error);
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') return gatewayTimeout(`The ${upstream.label} service did not answer within ${seconds(responseTimeoutMs)}.`, error);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT')
+    return gatewayTimeout(`The ${upstream.label} service did not answer within ${seconds(responseTimeoutMs)}.`, error);
   if (code !== undefined && UNAVAILABLE.has(code)) return serviceUnavailable(`The ${upstream.label} service is unavailable.`, error);
   return badGateway(`The ${upstream.label} service failed to answer.`, error);
 }

@@ -199,10 +199,20 @@ function setHeaders(res: Response, headers: Record<string, string | string[]>): 
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
 
-async function relayEventStream(response: Dispatcher.ResponseData, res: Response, signal: AbortSignal, upstream: Upstream, options: ProxyOptions): Promise<void> {
+async function relayEventStream(
+  response: Dispatcher.ResponseData,
+  res: Response,
+  signal: AbortSignal,
+  upstream: Upstream,
+  options: ProxyOptions,
+): Promise<void> {
   res.status(response.statusCode);
   // No compression and no buffering anywhere on the way (X-Accel-Buffering: nginx-based ingresses).
-  setHeaders(res, { ...responseHeaders(response.headers, ['content-length', 'content-encoding']), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  setHeaders(res, {
+    ...responseHeaders(response.headers, ['content-length', 'content-encoding']),
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+  });
   res.flushHeaders();
   trackEventStream('gateway', res);
   res.socket?.setNoDelay(true);
@@ -230,7 +240,8 @@ async function relayError(
   const encoded = headers['content-encoding'] !== undefined && headers['content-encoding'] !== 'identity';
   // A portal page saying "not found" or "refused" to a browser is the portal's own HTML, not a leaked internal
   // error page: 4xx HTML pages pass (5xx and 401 are still replaced).
-  const portalPage = browserPage && statusCode < 500 && statusCode !== 401 && bytes !== undefined && /^text\/html\b/i.test(contentType ?? '');
+  const portalPage =
+    browserPage && statusCode < 500 && statusCode !== 401 && bytes !== undefined && /^text\/html\b/i.test(contentType ?? '');
   if (!encoded && (portalPage || isPassableErrorBody(statusCode, bytes, contentType))) {
     res.status(statusCode);
     setHeaders(res, responseHeaders(headers, ['content-length']));
@@ -241,7 +252,9 @@ async function relayError(
   const level = statusCode === 401 || statusCode >= 500 ? 'error' : 'warn';
   log(res, options, upstream)[level](
     { status: statusCode, sent: replacement.status_code, body: bytes?.subarray(0, 2048).toString('utf8') },
-    statusCode === 401 ? 'the service refused the gateway\'s identity signature: is INTERNAL_SIGNING_SECRET the same everywhere, and do the clocks agree?' : 'the service answered an error without the spec\'s error body; replaced',
+    statusCode === 401
+      ? "the service refused the gateway's identity signature: is INTERNAL_SIGNING_SECRET the same everywhere, and do the clocks agree?"
+      : "the service answered an error without the spec's error body; replaced",
   );
   res.status(replacement.status_code);
   setHeaders(res, responseHeaders(headers, ['content-length', 'content-type', 'content-encoding', 'etag', 'last-modified']));

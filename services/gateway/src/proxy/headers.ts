@@ -7,7 +7,17 @@ import { TRACEPARENT_HEADER, traceHeaders } from '@fin/log';
 import type { Request } from 'express';
 
 /** RFC 9110 §7.6.1 plus the historical ones. */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
 
 const DROPPED_FROM_REQUESTS = new Set([
   ...HOP_BY_HOP,
@@ -41,7 +51,12 @@ function connectionTokens(headers: IncomingHttpHeaders): ReadonlySet<string> {
   const value = headers.connection;
   if (value === undefined || value === 'keep-alive' || value === 'close') return NONE;
   const text = Array.isArray(value) ? value.join(',') : value;
-  return new Set(text.split(',').map((token) => token.trim().toLowerCase()).filter((token) => token !== ''));
+  return new Set(
+    text
+      .split(',')
+      .map((token) => token.trim().toLowerCase())
+      .filter((token) => token !== ''),
+  );
 }
 
 export interface ForwardedRequestHeaders {
@@ -51,7 +66,10 @@ export interface ForwardedRequestHeaders {
 }
 
 /** The headers sent to the service (the identity headers are added to this object by the caller). */
-export function requestHeaders(req: Request, { requestId, browserCredentials }: ForwardedRequestHeaders): Record<string, string | string[]> {
+export function requestHeaders(
+  req: Request,
+  { requestId, browserCredentials }: ForwardedRequestHeaders,
+): Record<string, string | string[]> {
   const { headers } = req;
   const named = connectionTokens(headers);
   const out: Record<string, string | string[]> = {};
@@ -63,10 +81,12 @@ export function requestHeaders(req: Request, { requestId, browserCredentials }: 
   }
   const forwardedFor = headers['x-forwarded-for'];
   const clientAddress = req.socket.remoteAddress;
-  if (clientAddress !== undefined) out['x-forwarded-for'] = typeof forwardedFor === 'string' ? `${forwardedFor}, ${clientAddress}` : clientAddress;
+  if (clientAddress !== undefined)
+    out['x-forwarded-for'] = typeof forwardedFor === 'string' ? `${forwardedFor}, ${clientAddress}` : clientAddress;
   const proto = headers['x-forwarded-proto'];
   // No proxy is trusted ('trust proxy' is off), so express's req.protocol is the connection's own.
-  out['x-forwarded-proto'] = typeof proto === 'string' ? proto : (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  out['x-forwarded-proto'] =
+    typeof proto === 'string' ? proto : (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
   const host = headers['x-forwarded-host'] ?? headers.host;
   if (typeof host === 'string') out['x-forwarded-host'] = host;
   out['x-request-id'] = requestId;

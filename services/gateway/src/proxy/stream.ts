@@ -115,7 +115,8 @@ class EventStreamCopy {
     this.#onError = (error) => this.#finish(error);
     // Closed without its end: the service's connection failed (an error event usually comes first).
     this.#onClose = () => {
-      if (!body.readableEnded) this.#finish(Object.assign(new Error('the service closed the stream before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      if (!body.readableEnded)
+        this.#finish(Object.assign(new Error('the service closed the stream before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
     };
     this.#onAbort = () => this.#finish(signal.reason ?? new Error('aborted'));
     signal.addEventListener('abort', this.#onAbort, { once: true });

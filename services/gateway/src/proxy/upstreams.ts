@@ -46,7 +46,12 @@ class ReleaseRawHeaders implements Dispatcher.DispatchHandler {
     this.handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
     this.handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
     (controller as { rawHeaders?: unknown }).rawHeaders = null;
   }
@@ -64,7 +69,8 @@ class ReleaseRawHeaders implements Dispatcher.DispatchHandler {
   }
 }
 
-const releaseRawHeaders: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) => dispatch(options, new ReleaseRawHeaders(handler));
+const releaseRawHeaders: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
+  dispatch(options, new ReleaseRawHeaders(handler));
 
 export function createUpstream(name: UpstreamName, baseUrl: string, { connectTimeoutMs }: UpstreamOptions): Upstream {
   const url = new URL(baseUrl);

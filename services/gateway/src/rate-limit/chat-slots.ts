@@ -123,10 +123,10 @@ export function createChatSlots({ pool, logger, maxConcurrent, leaseMs, heartbea
           if (how === 'ended') await pool.query('DELETE FROM chat_stream_slots WHERE slot_id = $1', [slotId]);
           else {
             // No longer renewed: it frees itself when the reply has surely stopped (reclaimed by acquire or sweep).
-            await pool.query(`UPDATE chat_stream_slots SET lease_expires_at = now() + $2::int * interval '1 millisecond' WHERE slot_id = $1`, [
-              slotId,
-              detachedHoldMs,
-            ]);
+            await pool.query(
+              `UPDATE chat_stream_slots SET lease_expires_at = now() + $2::int * interval '1 millisecond' WHERE slot_id = $1`,
+              [slotId, detachedHoldMs],
+            );
           }
         } catch (error) {
           // The lease runs out on its own; the slot is only unavailable until then.

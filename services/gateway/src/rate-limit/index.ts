@@ -1,2 +1,2 @@
-export { createRateLimits,  } from './rate-limits';
-export {   type RateLimits } from './types';
+export { createRateLimits } from './rate-limits';
+export { type RateLimits } from './types';

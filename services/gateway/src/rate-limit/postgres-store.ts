@@ -287,10 +287,9 @@ export class PostgresRateLimitStore implements Store {
   }
 
   async decrement(key: string): Promise<void> {
-    await this.pool.query(
-      'UPDATE rate_limit_counters SET hits = hits - 1 WHERE counter_key = $1 AND reset_at > now() AND hits > 0',
-      [this.prefix + key],
-    );
+    await this.pool.query('UPDATE rate_limit_counters SET hits = hits - 1 WHERE counter_key = $1 AND reset_at > now() AND hits > 0', [
+      this.prefix + key,
+    ]);
   }
 
   async resetKey(key: string): Promise<void> {

@@ -213,7 +213,11 @@ export function createRateLimits({
       clearInterval(sweepTimer);
       await sweeping;
       // Hits counted locally go to the shared counters before the pool closes.
-      await Promise.all(stores.map((store) => store.close().catch((error: unknown) => logger.warn({ err: error }, 'could not send the last rate-limit counts'))));
+      await Promise.all(
+        stores.map((store) =>
+          store.close().catch((error: unknown) => logger.warn({ err: error }, 'could not send the last rate-limit counts')),
+        ),
+      );
       await chat.close();
     },
   };

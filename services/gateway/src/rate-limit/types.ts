@@ -4,7 +4,7 @@ import type { RequestHandler } from 'express';
 import type { Principal } from '../auth/types';
 
 // What is counted per account and minute, and the defaults, belong to the key store with the tenants' overrides.
-export {  type LimitedProduct } from '@fin/api-keys';
+export { type LimitedProduct } from '@fin/api-keys';
 
 export interface RateLimits {
   /**

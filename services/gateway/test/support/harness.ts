@@ -4,7 +4,16 @@
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkBodyDigest, createServiceApp, identityKey, identityOf, tooManyRequests, unauthorized, verifyIdentity, type InternalIdentity } from '@fin/http';
+import {
+  checkBodyDigest,
+  createServiceApp,
+  identityKey,
+  identityOf,
+  tooManyRequests,
+  unauthorized,
+  verifyIdentity,
+  type InternalIdentity,
+} from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import express, { type RequestHandler } from 'express';
 import { createApp, type ProxyLimits } from '../../src/app';
@@ -34,7 +43,13 @@ class TestAuthenticator implements Authenticator {
   readonly seen: (string | undefined)[] = [];
   private readonly principals = new Map<string, Principal>([
     [KEYS.all, principal('key-all', ALL_SCOPES)],
-    ...ALL_SCOPES.map((scope): [string, Principal] => [KEYS.without(scope), principal(`key-without-${scope}`, ALL_SCOPES.filter((s) => s !== scope))]),
+    ...ALL_SCOPES.map((scope): [string, Principal] => [
+      KEYS.without(scope),
+      principal(
+        `key-without-${scope}`,
+        ALL_SCOPES.filter((s) => s !== scope),
+      ),
+    ]),
   ]);
   /** Makes authenticate() fail as a broken dependency would (not with an AppError). */
   failWith: Error | undefined;
@@ -87,7 +102,11 @@ class TestRateLimits implements RateLimits {
     return (_req, res, next) => {
       const caller = res.locals.principal as Principal;
       this.hits.push({ product, keyId: caller.keyId });
-      const headers = { 'X-RateLimit-Limit': '100', 'X-RateLimit-Remaining': this.exhausted.has(product) ? '0' : '99', 'X-RateLimit-Reset': '1767225660' };
+      const headers = {
+        'X-RateLimit-Limit': '100',
+        'X-RateLimit-Remaining': this.exhausted.has(product) ? '0' : '99',
+        'X-RateLimit-Reset': '1767225660',
+      };
       res.set(headers);
       if (this.exhausted.has(product)) {
         next(tooManyRequests(`Rate limit exceeded: 100 ${product} requests per minute.`, 42, headers));
@@ -99,7 +118,8 @@ class TestRateLimits implements RateLimits {
 
   async acquireChatSlot(caller: Principal): Promise<ReleaseChatSlot> {
     const count = this.held.get(caller.keyId) ?? 0;
-    if (count >= this.chatSlotsPerKey) throw tooManyRequests(`Already ${this.chatSlotsPerKey} chat requests in flight for this API key.`, 1);
+    if (count >= this.chatSlotsPerKey)
+      throw tooManyRequests(`Already ${this.chatSlotsPerKey} chat requests in flight for this API key.`, 1);
     this.held.set(caller.keyId, count + 1);
     this.slotEvents.push('acquire');
     return async (how) => {
@@ -174,7 +194,13 @@ async function startFakeService(name: UpstreamName, mount?: (app: express.Expres
       a.use(express.raw({ type: () => true, verify: checkBodyDigest }));
       a.use((req, res, next) => {
         const body: unknown = req.body;
-        received.push({ method: req.method, path: req.originalUrl, identity: identityOf(res), headers: req.headers, body: Buffer.isBuffer(body) ? body.toString('utf8') : '' });
+        received.push({
+          method: req.method,
+          path: req.originalUrl,
+          identity: identityOf(res),
+          headers: req.headers,
+          body: Buffer.isBuffer(body) ? body.toString('utf8') : '',
+        });
         next();
       });
       mount?.(a);
@@ -215,7 +241,15 @@ export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOpt
   );
   const auth = new TestAuthenticator();
   const rateLimits = new TestRateLimits();
-  const app = createApp({ logger, authenticator: auth, rateLimits, upstreams, signingSecret: SECRET, readiness: async () => {}, ...(limits === undefined ? {} : { limits }) });
+  const app = createApp({
+    logger,
+    authenticator: auth,
+    rateLimits,
+    upstreams,
+    signingSecret: SECRET,
+    readiness: async () => {},
+    ...(limits === undefined ? {} : { limits }),
+  });
   return {
     app,
     auth,
@@ -238,7 +272,10 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 }
 
 /** A concrete request for a route of the table: path parameters filled in, a JSON body where it takes one. */
-export function sampleRequest(route: { method: string; path: string; request?: { body?: unknown; query?: unknown } }, jobType = 'news'): { path: string; body: object | undefined } {
+export function sampleRequest(
+  route: { method: string; path: string; request?: { body?: unknown; query?: unknown } },
+  jobType = 'news',
+): { path: string; body: object | undefined } {
   const path = route.path.replace('{job_type}', jobType).replace('{job_id}', UUID).replace('{id}', UUID);
   const query = route.request?.query !== undefined ? `?conversation_id=${UUID}` : '';
   return { path: `${path}${query}`, body: route.request?.body !== undefined ? { sample: true } : undefined };

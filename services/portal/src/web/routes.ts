@@ -103,8 +103,16 @@ export function portalRoutes(deps: PortalDeps): express.Router {
   router.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100, verify: checkBodyDigest }));
   router.post(/.*/, (req, res, next) => {
     if (isCrossSite(req)) {
-      loggerOf(res, logger).warn({ origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'refused a cross-site portal form post');
-      page(res, 403, { title: 'Request refused', body: html`<p>This form was sent from another site and was refused.</p><p><a href="/portal/tools">Back to the portal</a></p>` }); return;
+      loggerOf(res, logger).warn(
+        { origin: req.headers.origin, site: req.headers['sec-fetch-site'] },
+        'refused a cross-site portal form post',
+      );
+      page(res, 403, {
+        title: 'Request refused',
+        body: html`<p>This form was sent from another site and was refused.</p>
+          <p><a href="/portal/tools">Back to the portal</a></p>`,
+      });
+      return;
     }
     next();
   });
@@ -116,11 +124,17 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       if (session === null || account === null) {
         if (session !== null) sessions.clear(res);
         noStore(res);
-        res.redirect(303, '/portal/login'); return;
+        res.redirect(303, '/portal/login');
+        return;
       }
       res.locals.portal = { session, account, csrf: sessions.csrfToken(session) } satisfies Signed;
       if (req.method === 'POST' && !sessions.checkCsrf(session, PortalForm.parse(req.body).csrf)) {
-        page(res, 403, { title: 'Request refused', body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p><p><a href="/portal/tools">Back to your tools</a></p>` }); return;
+        page(res, 403, {
+          title: 'Request refused',
+          body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p>
+            <p><a href="/portal/tools">Back to your tools</a></p>`,
+        });
+        return;
       }
       next();
     } catch (error) {
@@ -135,7 +149,12 @@ export function portalRoutes(deps: PortalDeps): express.Router {
    * Counts an attempt; over a limit, a 429 with Retry-After: a browser gets a page saying so (and false), any other
    * client the error body every API answers with (thrown, for the service's error translator).
    */
-  const admitted = async (req: Request, res: Response, action: ThrottledAction, who: { client?: boolean; tenantId?: string }): Promise<boolean> => {
+  const admitted = async (
+    req: Request,
+    res: Response,
+    action: ThrottledAction,
+    who: { client?: boolean; tenantId?: string },
+  ): Promise<boolean> => {
     const refusal: Refusal | null = await throttle.hit(action, {
       ...(who.client === true ? { client: clientAddressOf(req, deps.clientAddressHops) } : {}),
       ...(who.tenantId === undefined ? {} : { tenantId: who.tenantId }),
@@ -144,7 +163,11 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     loggerOf(res, logger).warn({ action, tenantId: who.tenantId }, 'portal attempt refused: over its limit');
     if (req.accepts(['json', 'html']) !== 'html') throw tooManyRequests(refusal.detail, refusal.retryAfterSeconds);
     res.set('Retry-After', String(refusal.retryAfterSeconds));
-    page(res, 429, { title: 'Too many attempts', body: html`<p>${refusal.detail}</p><p><a href="/portal/tools">Back to the portal</a></p>` });
+    page(res, 429, {
+      title: 'Too many attempts',
+      body: html`<p>${refusal.detail}</p>
+        <p><a href="/portal/tools">Back to the portal</a></p>`,
+    });
     return false;
   };
 
@@ -153,7 +176,15 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     page(res, status, { title, account: { tenantName: account.tenantName, csrf }, current, body });
   };
 
-  const notFound = (res: Response) => shell(res, 'Not found', html`<p>There is no such tool in this account.</p><p><a href="/portal/tools">Back to your tools</a></p>`, 'tools', 404);
+  const notFound = (res: Response) =>
+    shell(
+      res,
+      'Not found',
+      html`<p>There is no such tool in this account.</p>
+        <p><a href="/portal/tools">Back to your tools</a></p>`,
+      'tools',
+      404,
+    );
 
   const toolId = (id: string): string | null => (UUID.test(id) ? id.toLowerCase() : null);
 
@@ -164,39 +195,55 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     page(res, status, {
       title: 'Sign in',
       body: html`${problemList(problems)}
-<form method="post" action="/portal/login" class="narrow">
-  <input type="hidden" name="csrf" value="${token}">
-  <label for="api_key">API key <small>a key with the tools scope, e.g. from your account manager</small></label>
-  <input id="api_key" name="api_key" type="password" autocomplete="off" spellcheck="false" required ${problems.length > 0 ? html`aria-invalid="true"` : ''}>
-  <p><button type="submit">Sign in</button></p>
-</form>`,
+        <form method="post" action="/portal/login" class="narrow">
+          <input type="hidden" name="csrf" value="${token}" />
+          <label for="api_key">API key <small>a key with the tools scope, e.g. from your account manager</small></label>
+          <input
+            id="api_key"
+            name="api_key"
+            type="password"
+            autocomplete="off"
+            spellcheck="false"
+            required
+            ${problems.length > 0 ? html`aria-invalid="true"` : ''}
+          />
+          <p><button type="submit">Sign in</button></p>
+        </form>`,
     });
   };
 
   route(router, PORTAL_PAGES.home, (_input, { res }) => res.redirect(303, '/portal/tools'));
   route(router, PORTAL_PAGES.signInPage, (_input, { req, res }) => {
-    if (sessions.read(req) !== null) { res.redirect(303, '/portal/tools'); return; }
+    if (sessions.read(req) !== null) {
+      res.redirect(303, '/portal/tools');
+      return;
+    }
     loginPage(req, res);
   });
-  route(
-    router,
-    PORTAL_PAGES.signIn,
-    async ({ body }, { req, res }) => {
-      if (!sessions.checkLoginToken(req, formText(body.csrf))) { loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403); return; }
-      // Counted before the key is looked up, so a flood of attempts costs no database lookups once over the limit.
-      if (!(await admitted(req, res, 'sign_in', { client: true }))) return;
-      const result = await signIn(pool, formText(body.api_key));
-      if (!result.ok) {
-        loggerOf(res, logger).warn({ reason: result.reason }, 'portal sign-in refused');
-        loginPage(req, res, [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'], 200); return;
-      }
-      if (!(await admitted(req, res, 'sign_in', { tenantId: result.account.tenantId }))) return;
-      sessions.issue(res, result.account.keyId, result.account.tenantId);
-      loggerOf(res, logger).info({ tenantId: result.account.tenantId, keyId: result.account.keyId }, 'portal sign-in');
-      noStore(res);
-      res.redirect(303, '/portal/tools');
-    },
-  );
+  route(router, PORTAL_PAGES.signIn, async ({ body }, { req, res }) => {
+    if (!sessions.checkLoginToken(req, formText(body.csrf))) {
+      loginPage(req, res, ['The sign-in form was out of date. Please try again.'], 403);
+      return;
+    }
+    // Counted before the key is looked up, so a flood of attempts costs no database lookups once over the limit.
+    if (!(await admitted(req, res, 'sign_in', { client: true }))) return;
+    const result = await signIn(pool, formText(body.api_key));
+    if (!result.ok) {
+      loggerOf(res, logger).warn({ reason: result.reason }, 'portal sign-in refused');
+      loginPage(
+        req,
+        res,
+        [result.reason === 'scope' ? 'This API key does not have the tools scope, which the portal needs.' : 'Invalid API key.'],
+        200,
+      );
+      return;
+    }
+    if (!(await admitted(req, res, 'sign_in', { tenantId: result.account.tenantId }))) return;
+    sessions.issue(res, result.account.keyId, result.account.tenantId);
+    loggerOf(res, logger).info({ tenantId: result.account.tenantId, keyId: result.account.keyId }, 'portal sign-in');
+    noStore(res);
+    res.redirect(303, '/portal/tools');
+  });
   route(
     router,
     PORTAL_PAGES.signOut,
@@ -217,25 +264,62 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       const { account, csrf } = signedOf(res);
       const tools = await store.list(account.tenantId);
       const rows = tools.map(
-        (tool) => html`<tr data-tool="${tool.name}">
-  <td><strong>${tool.name}</strong><div class="muted">${tool.description}</div></td>
-  <td><code>${tool.method} ${tool.endpoint}</code>${tool.headerNames.length > 0 ? html`<div class="muted">headers: ${tool.headerNames.join(', ')}</div>` : ''}</td>
-  <td>${tool.products.join(', ')}</td>
-  <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span></td>
-  <td class="actions">
-    <a href="/portal/tools/${tool.id}/edit">Edit</a>
-    <a href="/portal/tools/${tool.id}/test">Test</a>
-    <a href="/portal/tools/${tool.id}/calls">Calls</a>
-    <form method="post" action="/portal/tools/${tool.id}/enabled" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="enabled" value="${tool.enabled ? 'off' : 'on'}"><button type="submit" class="link">${tool.enabled ? 'Disable' : 'Enable'}</button></form>
-    <form method="post" action="/portal/tools/${tool.id}/delete" class="inline" data-confirm="Delete the tool ${tool.name}? The AI stops using it at once."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Delete</button></form>
-  </td>
-</tr>`,
+        (tool) =>
+          html`<tr data-tool="${tool.name}">
+            <td>
+              <strong>${tool.name}</strong>
+              <div class="muted">${tool.description}</div>
+            </td>
+            <td>
+              <code>${tool.method} ${tool.endpoint}</code
+              >${tool.headerNames.length > 0 ? html`<div class="muted">headers: ${tool.headerNames.join(', ')}</div>` : ''}
+            </td>
+            <td>${tool.products.join(', ')}</td>
+            <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span></td>
+            <td class="actions">
+              <a href="/portal/tools/${tool.id}/edit">Edit</a>
+              <a href="/portal/tools/${tool.id}/test">Test</a>
+              <a href="/portal/tools/${tool.id}/calls">Calls</a>
+              <form method="post" action="/portal/tools/${tool.id}/enabled" class="inline">
+                <input type="hidden" name="csrf" value="${csrf}" /><input
+                  type="hidden"
+                  name="enabled"
+                  value="${tool.enabled ? 'off' : 'on'}"
+                /><button type="submit" class="link">${tool.enabled ? 'Disable' : 'Enable'}</button>
+              </form>
+              <form
+                method="post"
+                action="/portal/tools/${tool.id}/delete"
+                class="inline"
+                data-confirm="Delete the tool ${tool.name}? The AI stops using it at once."
+              >
+                <input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="link danger">Delete</button>
+              </form>
+            </td>
+          </tr>`,
       );
       shell(
         res,
         'Your tools',
         html`<p>External APIs the AI may call while it analyses for you. <a href="/portal/tools/new" class="button">New tool</a></p>
-${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><thead><tr><th>Tool</th><th>Endpoint</th><th>Products</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
+          ${
+            tools.length === 0
+              ? html`<p class="empty">No tools yet.</p>`
+              : html`<table>
+                  <thead>
+                    <tr>
+                      <th>Tool</th>
+                      <th>Endpoint</th>
+                      <th>Products</th>
+                      <th>Status</th>
+                      <th></th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${rows}
+                  </tbody>
+                </table>`
+          }`,
       );
     },
     signedIn,
@@ -245,20 +329,34 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     router,
     PORTAL_PAGES.newTool,
     (_input, { res }) => {
-      shell(res, 'New tool', toolForm({ action: '/portal/tools', values: EMPTY_VALUES, problems: new Map(), csrf: signedOf(res).csrf, editing: false }));
+      shell(
+        res,
+        'New tool',
+        toolForm({ action: '/portal/tools', values: EMPTY_VALUES, problems: new Map(), csrf: signedOf(res).csrf, editing: false }),
+      );
     },
     signedIn,
   );
 
   /** Re-renders the form with its problems (200: the page is the answer to the form, as browsers expect). */
-  const formAgain = (res: Response, title: string, action: string, values: ReturnType<typeof parseToolForm>['values'], problems: FieldProblems, editing: boolean) =>
-    shell(res, title, toolForm({ action, values, problems, csrf: signedOf(res).csrf, editing }));
+  const formAgain = (
+    res: Response,
+    title: string,
+    action: string,
+    values: ReturnType<typeof parseToolForm>['values'],
+    problems: FieldProblems,
+    editing: boolean,
+  ) => shell(res, title, toolForm({ action, values, problems, csrf: signedOf(res).csrf, editing }));
 
   const storeProblem = (error: unknown, problems: FieldProblems): boolean => {
     if (!(error instanceof CustomerToolError)) return false;
     // The API's wording asks for `headers` in JSON; the form has a box and a checkbox for it.
     if (error.reason === 'origin_changed') {
-      addProblem(problems, 'headers', 'headers: the endpoint moves to another origin, and stored header values are never sent there: type the headers again, or tick "Remove all stored headers"');
+      addProblem(
+        problems,
+        'headers',
+        'headers: the endpoint moves to another origin, and stored header values are never sent there: type the headers again, or tick "Remove all stored headers"',
+      );
     } else {
       addDetail(problems, error.detail);
     }
@@ -274,7 +372,8 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
         try {
           await store.create(signedOf(res).account.tenantId, request);
           noStore(res);
-          res.redirect(303, '/portal/tools'); return;
+          res.redirect(303, '/portal/tools');
+          return;
         } catch (error) {
           if (!storeProblem(error, problems)) throw error;
         }
@@ -290,8 +389,21 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     async ({ params }, { res }) => {
       const id = toolId(params.id);
       const tool = id === null ? null : await store.get(signedOf(res).account.tenantId, id);
-      if (tool === null) { notFound(res); return; }
-      shell(res, `Edit ${tool.name}`, toolForm({ action: `/portal/tools/${tool.id}`, values: valuesOf(tool), problems: new Map(), csrf: signedOf(res).csrf, editing: true }));
+      if (tool === null) {
+        notFound(res);
+        return;
+      }
+      shell(
+        res,
+        `Edit ${tool.name}`,
+        toolForm({
+          action: `/portal/tools/${tool.id}`,
+          values: valuesOf(tool),
+          problems: new Map(),
+          csrf: signedOf(res).csrf,
+          editing: true,
+        }),
+      );
     },
     signedIn,
   );
@@ -303,14 +415,19 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
       const id = toolId(params.id);
       const tenantId = signedOf(res).account.tenantId;
       const existing = id === null ? null : await store.get(tenantId, id);
-      if (existing === null) { notFound(res); return; }
+      if (existing === null) {
+        notFound(res);
+        return;
+      }
       const { values, request, problems } = parseToolForm(body, { editing: true });
-      if (values.headerNames.length === 0 && formText(body.headers).trim() === '' && formText(body.clear_headers) !== 'on') values.headerNames = existing.headerNames;
+      if (values.headerNames.length === 0 && formText(body.headers).trim() === '' && formText(body.clear_headers) !== 'on')
+        values.headerNames = existing.headerNames;
       if (request !== undefined) {
         try {
           await store.update(tenantId, existing.id, request);
           noStore(res);
-          res.redirect(303, '/portal/tools'); return;
+          res.redirect(303, '/portal/tools');
+          return;
         } catch (error) {
           if (!storeProblem(error, problems)) throw error;
         }
@@ -326,7 +443,10 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     async ({ params, body }, { res }) => {
       const id = toolId(params.id);
       const tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(body.enabled) === 'on');
-      if (tool === null) { notFound(res); return; }
+      if (tool === null) {
+        notFound(res);
+        return;
+      }
       res.redirect(303, '/portal/tools');
     },
     signedIn,
@@ -337,7 +457,10 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     PORTAL_PAGES.deleteTool,
     async ({ params }, { res }) => {
       const id = toolId(params.id);
-      if (id === null || !(await store.delete(signedOf(res).account.tenantId, id))) { notFound(res); return; }
+      if (id === null || !(await store.delete(signedOf(res).account.tenantId, id))) {
+        notFound(res);
+        return;
+      }
       res.redirect(303, '/portal/tools');
     },
     signedIn,
@@ -349,7 +472,10 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     const run = input !== undefined;
     const tenantId = signedOf(res).account.tenantId;
     const tool = id === null ? null : await store.get(tenantId, id);
-    if (tool === null) { notFound(res); return; }
+    if (tool === null) {
+      notFound(res);
+      return;
+    }
     const sample = input ?? JSON.stringify(sampleInput(tool.inputSchema), null, 2);
     const problems: string[] = [];
     let outcome: Html = html``;
@@ -360,41 +486,63 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
       } catch (error) {
         problems.push(`input: is not valid JSON (${error instanceof SyntaxError ? error.message : 'cannot be parsed'})`);
       }
-      if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) problems.push('input: must be a JSON object');
+      if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input)))
+        problems.push('input: must be a JSON object');
       if (problems.length === 0) {
         if (!(await admitted(req, res, 'test_call', { client: true, tenantId }))) return;
         const tested = await runtime.testCall(tenantId, tool.id, input as Record<string, unknown>);
-        if (tested === null) { notFound(res); return; }
+        if (tested === null) {
+          notFound(res);
+          return;
+        }
         problems.push(...tested.inputProblems);
         const result = tested.result;
         if (result !== null) {
-          const shown = result.body === null ? null : result.body.length > TEST_BODY_SHOWN ? `${result.body.slice(0, TEST_BODY_SHOWN)}\n… (cut: ${result.responseBytes} bytes in all)` : result.body;
+          const shown =
+            result.body === null
+              ? null
+              : result.body.length > TEST_BODY_SHOWN
+                ? `${result.body.slice(0, TEST_BODY_SHOWN)}\n… (cut: ${result.responseBytes} bytes in all)`
+                : result.body;
           outcome = html`<section class="result" id="result" aria-live="polite">
-  <h2>What came back</h2>
-  <dl>
-    <dt>Outcome</dt><dd><span class="badge ${result.outcome === 'ok' ? 'on' : 'off'}" id="outcome">${result.outcome}</span></dd>
-    <dt>HTTP status</dt><dd>${result.httpStatus ?? '—'}</dd>
-    <dt>Duration</dt><dd>${result.durationMs} ms</dd>
-    <dt>Bytes</dt><dd>${result.responseBytes}</dd>
-    ${result.error === null ? '' : html`<dt>Problem</dt><dd>${result.error}</dd>`}
-  </dl>
-  ${shown === null ? '' : html`<pre class="code" id="response-body">${shown}</pre>`}
-</section>`;
+            <h2>What came back</h2>
+            <dl>
+              <dt>Outcome</dt>
+              <dd><span class="badge ${result.outcome === 'ok' ? 'on' : 'off'}" id="outcome">${result.outcome}</span></dd>
+              <dt>HTTP status</dt>
+              <dd>${result.httpStatus ?? '—'}</dd>
+              <dt>Duration</dt>
+              <dd>${result.durationMs} ms</dd>
+              <dt>Bytes</dt>
+              <dd>${result.responseBytes}</dd>
+              ${
+                result.error === null
+                  ? ''
+                  : html`<dt>Problem</dt>
+                      <dd>${result.error}</dd>`
+              }
+            </dl>
+            ${shown === null ? '' : html`<pre class="code" id="response-body">${shown}</pre>`}
+          </section>`;
         }
       }
     }
     shell(
       res,
       `Test ${tool.name}`,
-      html`<p>Calls <code>${tool.method} ${tool.endpoint}</code> once with the input below, exactly as the AI would (public addresses only, no redirects, the tool's ${tool.timeoutMs} ms limit). The call is recorded in the tool's <a href="/portal/tools/${tool.id}/calls">calls</a>.</p>
-${problemList(problems)}
-<form method="post" action="/portal/tools/${tool.id}/test">
-  <input type="hidden" name="csrf" value="${signedOf(res).csrf}">
-  <label for="input">Sample input <small>JSON matching the tool's input schema</small></label>
-  <textarea id="input" name="input" rows="8" class="code" spellcheck="false" data-json>${sample}</textarea>
-  <p><button type="submit">Call it once</button> <a href="/portal/tools">Back to your tools</a></p>
-</form>
-${outcome}`,
+      html`<p>
+          Calls <code>${tool.method} ${tool.endpoint}</code> once with the input below, exactly as the AI would (public addresses only, no
+          redirects, the tool's ${tool.timeoutMs} ms limit). The call is recorded in the tool's
+          <a href="/portal/tools/${tool.id}/calls">calls</a>.
+        </p>
+        ${problemList(problems)}
+        <form method="post" action="/portal/tools/${tool.id}/test">
+          <input type="hidden" name="csrf" value="${signedOf(res).csrf}" />
+          <label for="input">Sample input <small>JSON matching the tool's input schema</small></label>
+          <textarea id="input" name="input" rows="8" class="code" spellcheck="false" data-json>${sample}</textarea>
+          <p><button type="submit">Call it once</button> <a href="/portal/tools">Back to your tools</a></p>
+        </form>
+        ${outcome}`,
     );
   };
 
@@ -408,22 +556,53 @@ ${outcome}`,
       const id = toolId(params.id);
       const tenantId = signedOf(res).account.tenantId;
       const tool = id === null ? null : await store.get(tenantId, id);
-      if (tool === null) { notFound(res); return; }
+      if (tool === null) {
+        notFound(res);
+        return;
+      }
       const calls = await listCalls(pool, tenantId, tool.id, 100);
       const rows = calls.map(
-        (call) => html`<tr>
-  <td>${call.createdAt.toISOString()}</td>
-  <td>${call.source === 'portal_test' ? 'portal test' : call.source === 'job' ? html`${call.product} job <code>${call.jobId}</code>` : html`chat <code>${call.conversationId}</code>`}</td>
-  <td><span class="badge ${call.outcome === 'ok' ? 'on' : 'off'}">${call.outcome}</span>${call.error === null ? '' : html`<div class="muted">${call.error}</div>`}</td>
-  <td>${call.httpStatus ?? '—'}</td><td>${call.durationMs} ms</td><td>${call.responseBytes}</td>
-</tr>`,
+        (call) =>
+          html`<tr>
+            <td>${call.createdAt.toISOString()}</td>
+            <td>
+              ${call.source === 'portal_test' ? 'portal test' : call.source === 'job' ? html`${call.product} job <code>${call.jobId}</code>` : html`chat <code>${call.conversationId}</code>`}
+            </td>
+            <td>
+              <span class="badge ${call.outcome === 'ok' ? 'on' : 'off'}">${call.outcome}</span
+              >${call.error === null ? '' : html`<div class="muted">${call.error}</div>`}
+            </td>
+            <td>${call.httpStatus ?? '—'}</td>
+            <td>${call.durationMs} ms</td>
+            <td>${call.responseBytes}</td>
+          </tr>`,
       );
       shell(
         res,
         `Calls of ${tool.name}`,
-        html`<p>The most recent calls the AI (or the test button) made to this tool. Arguments, header values and answers are never recorded.</p>
-${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><thead><tr><th>When (UTC)</th><th>Made by</th><th>Outcome</th><th>HTTP</th><th>Duration</th><th>Bytes</th></tr></thead><tbody>${rows}</tbody></table>`}
-<p><a href="/portal/tools">Back to your tools</a></p>`,
+        html`<p>
+            The most recent calls the AI (or the test button) made to this tool. Arguments, header values and answers are never recorded.
+          </p>
+          ${
+            calls.length === 0
+              ? html`<p class="empty">No calls yet.</p>`
+              : html`<table>
+                  <thead>
+                    <tr>
+                      <th>When (UTC)</th>
+                      <th>Made by</th>
+                      <th>Outcome</th>
+                      <th>HTTP</th>
+                      <th>Duration</th>
+                      <th>Bytes</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${rows}
+                  </tbody>
+                </table>`
+          }
+          <p><a href="/portal/tools">Back to your tools</a></p>`,
       );
     },
     signedIn,
@@ -435,30 +614,72 @@ ${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><t
     const { account, csrf } = signedOf(res);
     const keys = await listKeys(pool, account.tenantId);
     const rows = keys.map(
-      (key) => html`<tr data-key="${key.displayPrefix}">
-  <td><code>${key.displayPrefix}…</code>${key.id === account.keyId ? html` <span class="badge">this session</span>` : ''}</td>
-  <td>${key.name ?? ''}</td><td>${key.scopes.join(', ')}</td>
-  <td><span class="badge ${key.status === 'active' ? 'on' : 'off'}">${key.status}</span></td>
-  <td>${key.createdAt.toISOString().slice(0, 10)}</td><td>${key.expiresAt?.toISOString().slice(0, 10) ?? 'never'}</td><td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
-  <td>${key.status === 'active' ? html`<form method="post" action="/portal/keys/${key.id}/revoke" class="inline" data-confirm="Revoke ${key.displayPrefix}…? Requests with it fail from now on."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Revoke</button></form>` : ''}</td>
-</tr>`,
+      (key) =>
+        html`<tr data-key="${key.displayPrefix}">
+          <td><code>${key.displayPrefix}…</code>${key.id === account.keyId ? html` <span class="badge">this session</span>` : ''}</td>
+          <td>${key.name ?? ''}</td>
+          <td>${key.scopes.join(', ')}</td>
+          <td><span class="badge ${key.status === 'active' ? 'on' : 'off'}">${key.status}</span></td>
+          <td>${key.createdAt.toISOString().slice(0, 10)}</td>
+          <td>${key.expiresAt?.toISOString().slice(0, 10) ?? 'never'}</td>
+          <td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
+          <td>
+            ${key.status === 'active' ? html`<form method="post" action="/portal/keys/${key.id}/revoke" class="inline" data-confirm="Revoke ${key.displayPrefix}…? Requests with it fail from now on."><input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="link danger">Revoke</button></form>` : ''}
+          </td>
+        </tr>`,
     );
     const created = extra.created;
     shell(
       res,
       'API keys',
-      html`${created === undefined ? '' : html`<section class="new-key" role="status"><h2>Your new API key</h2><p>Copy it now: it is shown only this once, and only its hash is stored. It expires on <time id="new-key-expires" datetime="${created.expiresAt.toISOString()}">${created.expiresAt.toISOString().slice(0, 10)}</time>.</p><p><code id="new-key">${created.apiKey}</code> <button type="button" data-copy="new-key">Copy</button></p></section>`}
-${problemList(extra.problems ?? [])}
-<form method="post" action="/portal/keys" class="narrow">
-  <input type="hidden" name="csrf" value="${csrf}">
-  <label for="key_name">Name <small>optional, to tell keys apart</small></label>
-  <input id="key_name" name="name" maxlength="200" autocomplete="off">
-  <fieldset><legend>Scopes</legend>
-  ${API_SCOPES.map((scope) => html`<label class="check"><input type="checkbox" name="scopes" value="${scope}" ${account.scopes.includes(scope) ? html`checked` : html`disabled`}> ${scope}</label>`)}
-  </fieldset>
-  <p><button type="submit">Generate key</button> <small>Keys generated here expire after ${String(deps.keyTtlDays)} days; an account holds at most ${String(MAX_ACTIVE_KEYS_PER_TENANT)} keys that are neither revoked nor expired.</small></p>
-</form>
-<table><thead><tr><th>Key</th><th>Name</th><th>Scopes</th><th>Status</th><th>Created</th><th>Expires</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`,
+      html`${
+          created === undefined
+            ? ''
+            : html`<section class="new-key" role="status">
+                <h2>Your new API key</h2>
+                <p>
+                  Copy it now: it is shown only this once, and only its hash is stored. It expires on
+                  <time id="new-key-expires" datetime="${created.expiresAt.toISOString()}"
+                    >${created.expiresAt.toISOString().slice(0, 10)}</time
+                  >.
+                </p>
+                <p><code id="new-key">${created.apiKey}</code> <button type="button" data-copy="new-key">Copy</button></p>
+              </section>`
+        }
+        ${problemList(extra.problems ?? [])}
+        <form method="post" action="/portal/keys" class="narrow">
+          <input type="hidden" name="csrf" value="${csrf}" />
+          <label for="key_name">Name <small>optional, to tell keys apart</small></label>
+          <input id="key_name" name="name" maxlength="200" autocomplete="off" />
+          <fieldset>
+            <legend>Scopes</legend>
+            ${API_SCOPES.map((scope) => html`<label class="check"><input type="checkbox" name="scopes" value="${scope}" ${account.scopes.includes(scope) ? html`checked` : html`disabled`} /> ${scope}</label>`)}
+          </fieldset>
+          <p>
+            <button type="submit">Generate key</button>
+            <small
+              >Keys generated here expire after ${String(deps.keyTtlDays)} days; an account holds at most
+              ${String(MAX_ACTIVE_KEYS_PER_TENANT)} keys that are neither revoked nor expired.</small
+            >
+          </p>
+        </form>
+        <table>
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Name</th>
+              <th>Scopes</th>
+              <th>Status</th>
+              <th>Created</th>
+              <th>Expires</th>
+              <th>Last used</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            ${rows}
+          </tbody>
+        </table>`,
       'keys',
     );
   };
@@ -470,9 +691,17 @@ ${problemList(extra.problems ?? [])}
     async ({ body }, { res }) => {
       const raw = body.scopes;
       const scopes = Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : [];
-      const result = await createTenantKey(pool, signedOf(res).account, { name: formText(body.name), scopes }, { ttlDays: deps.keyTtlDays });
+      const result = await createTenantKey(
+        pool,
+        signedOf(res).account,
+        { name: formText(body.name), scopes },
+        { ttlDays: deps.keyTtlDays },
+      );
       if (!result.ok) return keysPage(res, { problems: [`${result.field}: ${result.message}`] });
-      loggerOf(res, logger).info({ tenantId: signedOf(res).account.tenantId, keyId: result.id, expiresAt: result.expiresAt }, 'API key generated in the portal');
+      loggerOf(res, logger).info(
+        { tenantId: signedOf(res).account.tenantId, keyId: result.id, expiresAt: result.expiresAt },
+        'API key generated in the portal',
+      );
       await keysPage(res, { created: { apiKey: result.apiKey, expiresAt: result.expiresAt } });
     },
     signedIn,
@@ -484,7 +713,15 @@ ${problemList(extra.problems ?? [])}
       const id = params.id;
       const { account } = signedOf(res);
       if (!UUID.test(id) || !(await revokeTenantKey(pool, account.tenantId, id))) {
-        shell(res, 'Not found', html`<p>There is no such key in this account.</p><p><a href="/portal/keys">Back to your keys</a></p>`, 'keys', 404); return;
+        shell(
+          res,
+          'Not found',
+          html`<p>There is no such key in this account.</p>
+            <p><a href="/portal/keys">Back to your keys</a></p>`,
+          'keys',
+          404,
+        );
+        return;
       }
       loggerOf(res, logger).info({ tenantId: account.tenantId, keyId: id }, 'API key revoked in the portal');
       res.redirect(303, id.toLowerCase() === account.keyId ? '/portal/login' : '/portal/keys');

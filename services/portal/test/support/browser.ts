@@ -18,8 +18,16 @@ export class Browser {
     const body =
       form === undefined
         ? undefined
-        : new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v.map((item): [string, string] => [k, item]) : [[k, v] as [string, string]]))).toString();
-    let req = request(this.h.app)[method](path).set(this.h.signed(method.toUpperCase(), path, null, body)).set('X-Forwarded-For', this.address).set(headers);
+        : new URLSearchParams(
+            Object.entries(form).flatMap(([k, v]) =>
+              Array.isArray(v) ? v.map((item): [string, string] => [k, item]) : [[k, v] as [string, string]],
+            ),
+          ).toString();
+    const agent = request(this.h.app);
+    let req = agent[method](path)
+      .set(this.h.signed(method.toUpperCase(), path, null, body))
+      .set('X-Forwarded-For', this.address)
+      .set(headers);
     if (this.cookies.size > 0) req = req.set('Cookie', [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '));
     if (body !== undefined) req = req.type('form').send(body);
     const res = await req;

@@ -26,17 +26,33 @@ export interface Harness {
   tenant(name: string): Promise<string>;
   key(tenantId: string, scopes?: string[]): Promise<{ apiKey: string; keyId: string }>;
   /** Identity headers as the gateway sends them for this method, path and body (sent as JSON, or the string given). */
-  signed(method: string, path: string, caller: { tenantId: string; keyId: string; scopes?: string[] } | null, body?: unknown): Record<string, string>;
+  signed(
+    method: string,
+    path: string,
+    caller: { tenantId: string; keyId: string; scopes?: string[] } | null,
+    body?: unknown,
+  ): Record<string, string>;
 }
 
 /** Generous enough that no test but the throttle's own meets them. */
-const ROOMY: Record<ThrottledAction, ThrottleLimits> = { sign_in: { perClient: 1_000, perTenant: 1_000 }, test_call: { perClient: 1_000, perTenant: 1_000 } };
+const ROOMY: Record<ThrottledAction, ThrottleLimits> = {
+  sign_in: { perClient: 1_000, perTenant: 1_000 },
+  test_call: { perClient: 1_000, perTenant: 1_000 },
+};
 
-export async function startHarness({ maxTools = 50, limits = ROOMY }: { maxTools?: number; limits?: Record<ThrottledAction, ThrottleLimits> } = {}): Promise<Harness> {
+export async function startHarness({
+  maxTools = 50,
+  limits = ROOMY,
+}: { maxTools?: number; limits?: Record<ThrottledAction, ThrottleLimits> } = {}): Promise<Harness> {
   const db: TestDatabase = await createTestDatabase();
   const pool = createPool({ connectionString: db.url, applicationName: 'portal-test' });
   const keyring = createKeyring({ id: 'k1', key: randomBytes(32) });
-  const runtime = createCustomerToolRuntime({ pool, keyring, logger, executor: createToolExecutor({ allowLoopback: true, ca: (await testCertificate()).cert }) });
+  const runtime = createCustomerToolRuntime({
+    pool,
+    keyring,
+    logger,
+    executor: createToolExecutor({ allowLoopback: true, ca: (await testCertificate()).cert }),
+  });
   const store = createToolStore({ pool, keyring, maxToolsPerTenant: maxTools });
   const sessions = createSessions({ secret: SESSION_SECRET, secureCookies: true, ttlMs: 3_600_000 });
   const throttle = createPortalThrottle({ pool, limits });
@@ -63,7 +79,10 @@ export async function startHarness({ maxTools = 50, limits = ROOMY }: { maxTools
     },
     signed(method, path, caller, body) {
       return signIdentity(
-        { requestId: randomBytes(8).toString('hex'), caller: caller === null ? null : { tenantId: caller.tenantId, keyId: caller.keyId, scopes: caller.scopes ?? ['tools'] } },
+        {
+          requestId: randomBytes(8).toString('hex'),
+          caller: caller === null ? null : { tenantId: caller.tenantId, keyId: caller.keyId, scopes: caller.scopes ?? ['tools'] },
+        },
         KEY,
         { method, path, body: body === undefined || typeof body === 'string' ? body : JSON.stringify(body) },
       );
