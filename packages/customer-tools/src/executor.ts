@@ -10,25 +10,15 @@
 // ends in a CallResult (never a throw, never a hang).
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { type CustomerToolCallOutcome } from '@fin/contracts';
 import { Agent, buildConnector, errors as undiciErrors, type Dispatcher } from 'undici';
 import { bareAddress, isAllowedAddress } from './address';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 const USER_AGENT = 'FinancialIntelligenceAPI-CustomerTools/1.0';
 
-/** How a call ended. `ok`: a 2xx answer read in full; `http_error`: a 4xx/5xx answer read in full. */
-export const CALL_OUTCOMES = [
-  'ok',
-  'http_error',
-  'blocked_address',
-  'redirect_refused',
-  'timeout',
-  'response_too_large',
-  'connection_failed',
-  'invalid_endpoint',
-  'aborted',
-] as const;
-export type CallOutcome = (typeof CALL_OUTCOMES)[number];
+/** How a call ended (the contract's outcomes). `ok`: a 2xx answer read in full; `http_error`: a 4xx/5xx answer read in full. */
+export type CallOutcome = CustomerToolCallOutcome;
 
 export interface ToolRequest {
   endpoint: string;

@@ -5,7 +5,6 @@ export { isAllowedAddress, type AddressPolicy } from './address';
 export { MAX_CALLS_LISTED, listCalls, recordCall, type CallOrigin, type CallRecord } from './audit';
 export { createCustomerToolsFromConfig, customerToolsConfigShape, keyringFromConfig, type CustomerToolsConfig } from './config';
 export {
-  CALL_OUTCOMES,
   DEFAULT_MAX_RESPONSE_BYTES,
   createToolExecutor,
   type CallOutcome,
