@@ -51,6 +51,13 @@ export {
   type VerifyIdentityOptions,
 } from './identity';
 export { UNMATCHED_ROUTE, trackEventStream } from './metrics';
-export { DEFAULT_READINESS_TIMEOUT_MS, createLifecycle, createServiceApp, type Lifecycle, type ServiceAppOptions } from './service-app';
+export {
+  DEFAULT_READINESS_TIMEOUT_MS,
+  createLifecycle,
+  createServiceApp,
+  type Lifecycle,
+  type ServiceApp,
+  type ServiceAppOptions,
+} from './service-app';
 export { runService, type RunningService, type RunServiceOptions, type ServiceDefinition } from './run-service';
 export { closeStarted, createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

@@ -63,7 +63,10 @@ const notReady = (detail: string) => ({ detail, status_code: 503, type: 'service
  * 503 in the error body while it throws or once shutdown has begun), request ids and access logs, JSON
  * bodies, the service's routes, a 404 for everything else and the error translator. It never listens.
  */
-export function createServiceApp(options: ServiceAppOptions): express.Express {
+/** A service's express app, named here so that services can declare it without depending on express's types. */
+export type ServiceApp = express.Express;
+
+export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   const {
     name,
     logger,

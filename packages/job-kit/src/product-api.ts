@@ -4,10 +4,18 @@
 import { jobUrls, type API_ROUTES, type AsyncJobResponse } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import type { JobType } from '@fin/events';
-import { createServiceApp, identityKey, route, verifyIdentity, type Lifecycle, type RouteContext, type RouteInput } from '@fin/http';
+import {
+  createServiceApp,
+  identityKey,
+  route,
+  verifyIdentity,
+  type Lifecycle,
+  type RouteContext,
+  type RouteInput,
+  type ServiceApp,
+} from '@fin/http';
 import type { Logger } from '@fin/log';
 import { cacheKeysFor, submitJob, type CachedOutcome, type CacheKeyParts, type CacheKeys, type SubmitOutcome } from '@fin/job-store';
-type ServiceApp = ReturnType<typeof createServiceApp>;
 /** The contract entries of the cached products: each names its path, request schema and headers. */
 type ProductRoute = typeof API_ROUTES.createNews | typeof API_ROUTES.createStockReport;
 type RequestOf<R extends ProductRoute> = RouteInput<R>['body'];

@@ -1,5 +1,6 @@
 import { loadPrompt } from '@fin/ai';
 import { API_ROUTES } from '@fin/contracts';
+import type { ServiceApp } from '@fin/http';
 import { createCachedProductApp, type ProductAppDeps } from '@fin/job-kit';
 
 /**
@@ -8,7 +9,7 @@ import { createCachedProductApp, type ProductAppDeps } from '@fin/job-kit';
  * comparison of A with B is written from A's side), the language and the prompt version; with `data` the entry
  * is the tenant's own.
  */
-export function createApp(deps: ProductAppDeps) {
+export function createApp(deps: ProductAppDeps): ServiceApp {
   return createCachedProductApp(
     {
       jobType: 'stock-report',
