@@ -49,38 +49,31 @@ export function layout({ title, account, current, body }: LayoutOptions): string
         <a href="/portal/tools" ${current === 'tools' ? html`aria-current="page"` : ''}>Tools</a>
         <a href="/portal/keys" ${current === 'keys' ? html`aria-current="page"` : ''}>API keys</a>
         <span class="tenant">${account.tenantName}</span>
-        <form method="post" action="/portal/logout" class="inline">
-          <input type="hidden" name="csrf" value="${account.csrf}" /><button type="submit" class="link">Sign out</button>
-        </form>
+        <form method="post" action="/portal/logout" class="inline"><input type="hidden" name="csrf" value="${account.csrf}"><button type="submit" class="link">Sign out</button></form>
       </nav>`
     : '';
   return `<!doctype html>${
     html`<html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${title} · Financial Intelligence API</title>
-        <link rel="stylesheet" href="/portal/static/portal.css" />
-        <script src="/portal/static/portal.js" defer></script>
-      </head>
-      <body>
-        <header><span class="brand">Financial Intelligence API</span>${nav}</header>
-        <main>
-          <h1>${title}</h1>
-          ${body}
-        </main>
-      </body>
-    </html>`.value
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Financial Intelligence API</title>
+<link rel="stylesheet" href="/portal/static/portal.css">
+<script src="/portal/static/portal.js" defer></script>
+</head>
+<body>
+<header><span class="brand">Financial Intelligence API</span>${nav}</header>
+<main>
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>`.value
   }`;
 }
 
 /** A list of problems at the top of a form, announced to screen readers. */
 export function problemList(problems: readonly string[]): Html {
   if (problems.length === 0) return html``;
-  return html`<div class="problems" role="alert" id="problems">
-    <p>Please correct the following:</p>
-    <ul>
-      ${problems.map((problem) => html`<li>${problem}</li>`)}
-    </ul>
-  </div>`;
+  return html`<div class="problems" role="alert" id="problems"><p>Please correct the following:</p><ul>${problems.map((problem) => html`<li>${problem}</li>`)}</ul></div>`;
 }

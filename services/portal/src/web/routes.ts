@@ -109,8 +109,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       );
       page(res, 403, {
         title: 'Request refused',
-        body: html`<p>This form was sent from another site and was refused.</p>
-          <p><a href="/portal/tools">Back to the portal</a></p>`,
+        body: html`<p>This form was sent from another site and was refused.</p><p><a href="/portal/tools">Back to the portal</a></p>`,
       });
       return;
     }
@@ -131,8 +130,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       if (req.method === 'POST' && !sessions.checkCsrf(session, PortalForm.parse(req.body).csrf)) {
         page(res, 403, {
           title: 'Request refused',
-          body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p>
-            <p><a href="/portal/tools">Back to your tools</a></p>`,
+          body: html`<p>The form was out of date or not sent by this portal. Go back, reload the page and try again.</p><p><a href="/portal/tools">Back to your tools</a></p>`,
         });
         return;
       }
@@ -165,8 +163,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     res.set('Retry-After', String(refusal.retryAfterSeconds));
     page(res, 429, {
       title: 'Too many attempts',
-      body: html`<p>${refusal.detail}</p>
-        <p><a href="/portal/tools">Back to the portal</a></p>`,
+      body: html`<p>${refusal.detail}</p><p><a href="/portal/tools">Back to the portal</a></p>`,
     });
     return false;
   };
@@ -180,8 +177,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     shell(
       res,
       'Not found',
-      html`<p>There is no such tool in this account.</p>
-        <p><a href="/portal/tools">Back to your tools</a></p>`,
+      html`<p>There is no such tool in this account.</p><p><a href="/portal/tools">Back to your tools</a></p>`,
       'tools',
       404,
     );
@@ -195,20 +191,12 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     page(res, status, {
       title: 'Sign in',
       body: html`${problemList(problems)}
-        <form method="post" action="/portal/login" class="narrow">
-          <input type="hidden" name="csrf" value="${token}" />
-          <label for="api_key">API key <small>a key with the tools scope, e.g. from your account manager</small></label>
-          <input
-            id="api_key"
-            name="api_key"
-            type="password"
-            autocomplete="off"
-            spellcheck="false"
-            required
-            ${problems.length > 0 ? html`aria-invalid="true"` : ''}
-          />
-          <p><button type="submit">Sign in</button></p>
-        </form>`,
+<form method="post" action="/portal/login" class="narrow">
+  <input type="hidden" name="csrf" value="${token}">
+  <label for="api_key">API key <small>a key with the tools scope, e.g. from your account manager</small></label>
+  <input id="api_key" name="api_key" type="password" autocomplete="off" spellcheck="false" required ${problems.length > 0 ? html`aria-invalid="true"` : ''}>
+  <p><button type="submit">Sign in</button></p>
+</form>`,
     });
   };
 
@@ -264,62 +252,25 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       const { account, csrf } = signedOf(res);
       const tools = await store.list(account.tenantId);
       const rows = tools.map(
-        (tool) =>
-          html`<tr data-tool="${tool.name}">
-            <td>
-              <strong>${tool.name}</strong>
-              <div class="muted">${tool.description}</div>
-            </td>
-            <td>
-              <code>${tool.method} ${tool.endpoint}</code
-              >${tool.headerNames.length > 0 ? html`<div class="muted">headers: ${tool.headerNames.join(', ')}</div>` : ''}
-            </td>
-            <td>${tool.products.join(', ')}</td>
-            <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span></td>
-            <td class="actions">
-              <a href="/portal/tools/${tool.id}/edit">Edit</a>
-              <a href="/portal/tools/${tool.id}/test">Test</a>
-              <a href="/portal/tools/${tool.id}/calls">Calls</a>
-              <form method="post" action="/portal/tools/${tool.id}/enabled" class="inline">
-                <input type="hidden" name="csrf" value="${csrf}" /><input
-                  type="hidden"
-                  name="enabled"
-                  value="${tool.enabled ? 'off' : 'on'}"
-                /><button type="submit" class="link">${tool.enabled ? 'Disable' : 'Enable'}</button>
-              </form>
-              <form
-                method="post"
-                action="/portal/tools/${tool.id}/delete"
-                class="inline"
-                data-confirm="Delete the tool ${tool.name}? The AI stops using it at once."
-              >
-                <input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="link danger">Delete</button>
-              </form>
-            </td>
-          </tr>`,
+        (tool) => html`<tr data-tool="${tool.name}">
+  <td><strong>${tool.name}</strong><div class="muted">${tool.description}</div></td>
+  <td><code>${tool.method} ${tool.endpoint}</code>${tool.headerNames.length > 0 ? html`<div class="muted">headers: ${tool.headerNames.join(', ')}</div>` : ''}</td>
+  <td>${tool.products.join(', ')}</td>
+  <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span></td>
+  <td class="actions">
+    <a href="/portal/tools/${tool.id}/edit">Edit</a>
+    <a href="/portal/tools/${tool.id}/test">Test</a>
+    <a href="/portal/tools/${tool.id}/calls">Calls</a>
+    <form method="post" action="/portal/tools/${tool.id}/enabled" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="enabled" value="${tool.enabled ? 'off' : 'on'}"><button type="submit" class="link">${tool.enabled ? 'Disable' : 'Enable'}</button></form>
+    <form method="post" action="/portal/tools/${tool.id}/delete" class="inline" data-confirm="Delete the tool ${tool.name}? The AI stops using it at once."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Delete</button></form>
+  </td>
+</tr>`,
       );
       shell(
         res,
         'Your tools',
         html`<p>External APIs the AI may call while it analyses for you. <a href="/portal/tools/new" class="button">New tool</a></p>
-          ${
-            tools.length === 0
-              ? html`<p class="empty">No tools yet.</p>`
-              : html`<table>
-                  <thead>
-                    <tr>
-                      <th>Tool</th>
-                      <th>Endpoint</th>
-                      <th>Products</th>
-                      <th>Status</th>
-                      <th></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${rows}
-                  </tbody>
-                </table>`
-          }`,
+${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><thead><tr><th>Tool</th><th>Endpoint</th><th>Products</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
       );
     },
     signedIn,
@@ -505,44 +456,31 @@ export function portalRoutes(deps: PortalDeps): express.Router {
                 ? `${result.body.slice(0, TEST_BODY_SHOWN)}\n… (cut: ${result.responseBytes} bytes in all)`
                 : result.body;
           outcome = html`<section class="result" id="result" aria-live="polite">
-            <h2>What came back</h2>
-            <dl>
-              <dt>Outcome</dt>
-              <dd><span class="badge ${result.outcome === 'ok' ? 'on' : 'off'}" id="outcome">${result.outcome}</span></dd>
-              <dt>HTTP status</dt>
-              <dd>${result.httpStatus ?? '—'}</dd>
-              <dt>Duration</dt>
-              <dd>${result.durationMs} ms</dd>
-              <dt>Bytes</dt>
-              <dd>${result.responseBytes}</dd>
-              ${
-                result.error === null
-                  ? ''
-                  : html`<dt>Problem</dt>
-                      <dd>${result.error}</dd>`
-              }
-            </dl>
-            ${shown === null ? '' : html`<pre class="code" id="response-body">${shown}</pre>`}
-          </section>`;
+  <h2>What came back</h2>
+  <dl>
+    <dt>Outcome</dt><dd><span class="badge ${result.outcome === 'ok' ? 'on' : 'off'}" id="outcome">${result.outcome}</span></dd>
+    <dt>HTTP status</dt><dd>${result.httpStatus ?? '—'}</dd>
+    <dt>Duration</dt><dd>${result.durationMs} ms</dd>
+    <dt>Bytes</dt><dd>${result.responseBytes}</dd>
+    ${result.error === null ? '' : html`<dt>Problem</dt><dd>${result.error}</dd>`}
+  </dl>
+  ${shown === null ? '' : html`<pre class="code" id="response-body">${shown}</pre>`}
+</section>`;
         }
       }
     }
     shell(
       res,
       `Test ${tool.name}`,
-      html`<p>
-          Calls <code>${tool.method} ${tool.endpoint}</code> once with the input below, exactly as the AI would (public addresses only, no
-          redirects, the tool's ${tool.timeoutMs} ms limit). The call is recorded in the tool's
-          <a href="/portal/tools/${tool.id}/calls">calls</a>.
-        </p>
-        ${problemList(problems)}
-        <form method="post" action="/portal/tools/${tool.id}/test">
-          <input type="hidden" name="csrf" value="${signedOf(res).csrf}" />
-          <label for="input">Sample input <small>JSON matching the tool's input schema</small></label>
-          <textarea id="input" name="input" rows="8" class="code" spellcheck="false" data-json>${sample}</textarea>
-          <p><button type="submit">Call it once</button> <a href="/portal/tools">Back to your tools</a></p>
-        </form>
-        ${outcome}`,
+      html`<p>Calls <code>${tool.method} ${tool.endpoint}</code> once with the input below, exactly as the AI would (public addresses only, no redirects, the tool's ${tool.timeoutMs} ms limit). The call is recorded in the tool's <a href="/portal/tools/${tool.id}/calls">calls</a>.</p>
+${problemList(problems)}
+<form method="post" action="/portal/tools/${tool.id}/test">
+  <input type="hidden" name="csrf" value="${signedOf(res).csrf}">
+  <label for="input">Sample input <small>JSON matching the tool's input schema</small></label>
+  <textarea id="input" name="input" rows="8" class="code" spellcheck="false" data-json>${sample}</textarea>
+  <p><button type="submit">Call it once</button> <a href="/portal/tools">Back to your tools</a></p>
+</form>
+${outcome}`,
     );
   };
 
@@ -562,47 +500,19 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       }
       const calls = await listCalls(pool, tenantId, tool.id, 100);
       const rows = calls.map(
-        (call) =>
-          html`<tr>
-            <td>${call.createdAt.toISOString()}</td>
-            <td>
-              ${call.source === 'portal_test' ? 'portal test' : call.source === 'job' ? html`${call.product} job <code>${call.jobId}</code>` : html`chat <code>${call.conversationId}</code>`}
-            </td>
-            <td>
-              <span class="badge ${call.outcome === 'ok' ? 'on' : 'off'}">${call.outcome}</span
-              >${call.error === null ? '' : html`<div class="muted">${call.error}</div>`}
-            </td>
-            <td>${call.httpStatus ?? '—'}</td>
-            <td>${call.durationMs} ms</td>
-            <td>${call.responseBytes}</td>
-          </tr>`,
+        (call) => html`<tr>
+  <td>${call.createdAt.toISOString()}</td>
+  <td>${call.source === 'portal_test' ? 'portal test' : call.source === 'job' ? html`${call.product} job <code>${call.jobId}</code>` : html`chat <code>${call.conversationId}</code>`}</td>
+  <td><span class="badge ${call.outcome === 'ok' ? 'on' : 'off'}">${call.outcome}</span>${call.error === null ? '' : html`<div class="muted">${call.error}</div>`}</td>
+  <td>${call.httpStatus ?? '—'}</td><td>${call.durationMs} ms</td><td>${call.responseBytes}</td>
+</tr>`,
       );
       shell(
         res,
         `Calls of ${tool.name}`,
-        html`<p>
-            The most recent calls the AI (or the test button) made to this tool. Arguments, header values and answers are never recorded.
-          </p>
-          ${
-            calls.length === 0
-              ? html`<p class="empty">No calls yet.</p>`
-              : html`<table>
-                  <thead>
-                    <tr>
-                      <th>When (UTC)</th>
-                      <th>Made by</th>
-                      <th>Outcome</th>
-                      <th>HTTP</th>
-                      <th>Duration</th>
-                      <th>Bytes</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${rows}
-                  </tbody>
-                </table>`
-          }
-          <p><a href="/portal/tools">Back to your tools</a></p>`,
+        html`<p>The most recent calls the AI (or the test button) made to this tool. Arguments, header values and answers are never recorded.</p>
+${calls.length === 0 ? html`<p class="empty">No calls yet.</p>` : html`<table><thead><tr><th>When (UTC)</th><th>Made by</th><th>Outcome</th><th>HTTP</th><th>Duration</th><th>Bytes</th></tr></thead><tbody>${rows}</tbody></table>`}
+<p><a href="/portal/tools">Back to your tools</a></p>`,
       );
     },
     signedIn,
@@ -614,72 +524,30 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     const { account, csrf } = signedOf(res);
     const keys = await listKeys(pool, account.tenantId);
     const rows = keys.map(
-      (key) =>
-        html`<tr data-key="${key.displayPrefix}">
-          <td><code>${key.displayPrefix}…</code>${key.id === account.keyId ? html` <span class="badge">this session</span>` : ''}</td>
-          <td>${key.name ?? ''}</td>
-          <td>${key.scopes.join(', ')}</td>
-          <td><span class="badge ${key.status === 'active' ? 'on' : 'off'}">${key.status}</span></td>
-          <td>${key.createdAt.toISOString().slice(0, 10)}</td>
-          <td>${key.expiresAt?.toISOString().slice(0, 10) ?? 'never'}</td>
-          <td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
-          <td>
-            ${key.status === 'active' ? html`<form method="post" action="/portal/keys/${key.id}/revoke" class="inline" data-confirm="Revoke ${key.displayPrefix}…? Requests with it fail from now on."><input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="link danger">Revoke</button></form>` : ''}
-          </td>
-        </tr>`,
+      (key) => html`<tr data-key="${key.displayPrefix}">
+  <td><code>${key.displayPrefix}…</code>${key.id === account.keyId ? html` <span class="badge">this session</span>` : ''}</td>
+  <td>${key.name ?? ''}</td><td>${key.scopes.join(', ')}</td>
+  <td><span class="badge ${key.status === 'active' ? 'on' : 'off'}">${key.status}</span></td>
+  <td>${key.createdAt.toISOString().slice(0, 10)}</td><td>${key.expiresAt?.toISOString().slice(0, 10) ?? 'never'}</td><td>${key.lastUsedAt?.toISOString().slice(0, 16).replace('T', ' ') ?? 'never'}</td>
+  <td>${key.status === 'active' ? html`<form method="post" action="/portal/keys/${key.id}/revoke" class="inline" data-confirm="Revoke ${key.displayPrefix}…? Requests with it fail from now on."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Revoke</button></form>` : ''}</td>
+</tr>`,
     );
     const created = extra.created;
     shell(
       res,
       'API keys',
-      html`${
-          created === undefined
-            ? ''
-            : html`<section class="new-key" role="status">
-                <h2>Your new API key</h2>
-                <p>
-                  Copy it now: it is shown only this once, and only its hash is stored. It expires on
-                  <time id="new-key-expires" datetime="${created.expiresAt.toISOString()}"
-                    >${created.expiresAt.toISOString().slice(0, 10)}</time
-                  >.
-                </p>
-                <p><code id="new-key">${created.apiKey}</code> <button type="button" data-copy="new-key">Copy</button></p>
-              </section>`
-        }
-        ${problemList(extra.problems ?? [])}
-        <form method="post" action="/portal/keys" class="narrow">
-          <input type="hidden" name="csrf" value="${csrf}" />
-          <label for="key_name">Name <small>optional, to tell keys apart</small></label>
-          <input id="key_name" name="name" maxlength="200" autocomplete="off" />
-          <fieldset>
-            <legend>Scopes</legend>
-            ${API_SCOPES.map((scope) => html`<label class="check"><input type="checkbox" name="scopes" value="${scope}" ${account.scopes.includes(scope) ? html`checked` : html`disabled`} /> ${scope}</label>`)}
-          </fieldset>
-          <p>
-            <button type="submit">Generate key</button>
-            <small
-              >Keys generated here expire after ${String(deps.keyTtlDays)} days; an account holds at most
-              ${String(MAX_ACTIVE_KEYS_PER_TENANT)} keys that are neither revoked nor expired.</small
-            >
-          </p>
-        </form>
-        <table>
-          <thead>
-            <tr>
-              <th>Key</th>
-              <th>Name</th>
-              <th>Scopes</th>
-              <th>Status</th>
-              <th>Created</th>
-              <th>Expires</th>
-              <th>Last used</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows}
-          </tbody>
-        </table>`,
+      html`${created === undefined ? '' : html`<section class="new-key" role="status"><h2>Your new API key</h2><p>Copy it now: it is shown only this once, and only its hash is stored. It expires on <time id="new-key-expires" datetime="${created.expiresAt.toISOString()}">${created.expiresAt.toISOString().slice(0, 10)}</time>.</p><p><code id="new-key">${created.apiKey}</code> <button type="button" data-copy="new-key">Copy</button></p></section>`}
+${problemList(extra.problems ?? [])}
+<form method="post" action="/portal/keys" class="narrow">
+  <input type="hidden" name="csrf" value="${csrf}">
+  <label for="key_name">Name <small>optional, to tell keys apart</small></label>
+  <input id="key_name" name="name" maxlength="200" autocomplete="off">
+  <fieldset><legend>Scopes</legend>
+  ${API_SCOPES.map((scope) => html`<label class="check"><input type="checkbox" name="scopes" value="${scope}" ${account.scopes.includes(scope) ? html`checked` : html`disabled`}> ${scope}</label>`)}
+  </fieldset>
+  <p><button type="submit">Generate key</button> <small>Keys generated here expire after ${String(deps.keyTtlDays)} days; an account holds at most ${String(MAX_ACTIVE_KEYS_PER_TENANT)} keys that are neither revoked nor expired.</small></p>
+</form>
+<table><thead><tr><th>Key</th><th>Name</th><th>Scopes</th><th>Status</th><th>Created</th><th>Expires</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`,
       'keys',
     );
   };
@@ -716,8 +584,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
         shell(
           res,
           'Not found',
-          html`<p>There is no such key in this account.</p>
-            <p><a href="/portal/keys">Back to your keys</a></p>`,
+          html`<p>There is no such key in this account.</p><p><a href="/portal/keys">Back to your keys</a></p>`,
           'keys',
           404,
         );

@@ -164,63 +164,37 @@ export function toolForm({
 }): Html {
   const all = [...problems.values()].flat();
   return html`${problemList(all)}
-    <form method="post" action="${action}" class="tool-form" novalidate>
-      <input type="hidden" name="csrf" value="${csrf}" />
-      <label for="name">Name <small>what the model calls it: a letter, then letters, digits or _ (at most 64)</small></label>
-      <input id="name" name="name" value="${values.name}" autocomplete="off" spellcheck="false" ${invalid(problems, 'name')} />
-      ${fieldProblems(problems, 'name')}
-      <label for="description">Description <small>tells the model what the tool does and when to use it</small></label>
-      <textarea id="description" name="description" rows="3" ${invalid(problems, 'description')}>${values.description}</textarea>
-      ${fieldProblems(problems, 'description')}
-      <label for="endpoint">Endpoint <small>https:// URL on the public internet</small></label>
-      <input id="endpoint" name="endpoint" value="${values.endpoint}" spellcheck="false" ${invalid(problems, 'endpoint')} />
-      ${fieldProblems(problems, 'endpoint')}
-      <label for="method">Method <small>POST sends the arguments as a JSON body, GET as query parameters</small></label>
-      <select id="method" name="method">
-        ${['POST', 'GET'].map((method) => html`<option ${values.method === method ? html`selected` : ''}>${method}</option>`)}
-      </select>
-      ${fieldProblems(problems, 'method')}
-      <label for="input_schema">Input schema <small>JSON Schema (draft 2020-12) of the arguments, with "type": "object"</small></label>
-      <textarea
-        id="input_schema"
-        name="input_schema"
-        rows="10"
-        class="code"
-        spellcheck="false"
-        data-json
-        ${invalid(problems, 'input_schema')}
-      >
-${values.input_schema}</textarea>
-      ${fieldProblems(problems, 'input_schema')}
-      <label for="headers"
-        >Headers
-        <small
-          >one "Name: value" per line, e.g. Authorization: Bearer …; values are stored encrypted and never shown
-          again${editing ? '. Leave empty to keep the stored headers (only while the endpoint stays on the same origin)' : ''}</small
-        ></label
-      >
-      ${values.headerNames.length > 0 && editing ? html`<p class="note">Stored headers: ${values.headerNames.join(', ')}</p>` : ''}
-      <textarea
-        id="headers"
-        name="headers"
-        rows="3"
-        class="code"
-        spellcheck="false"
-        autocomplete="off"
-        ${invalid(problems, 'headers')}
-      ></textarea>
-      ${editing ? html`<label class="check"><input type="checkbox" name="clear_headers" /> Remove all stored headers</label>` : ''}
-      ${fieldProblems(problems, 'headers')}
-      <label for="timeout_ms">Time limit <small>milliseconds, 100 to 30000</small></label>
-      <input id="timeout_ms" name="timeout_ms" inputmode="numeric" value="${values.timeout_ms}" ${invalid(problems, 'timeout_ms')} />
-      ${fieldProblems(problems, 'timeout_ms')}
-      <fieldset>
-        <legend>Products that may use it</legend>
-        ${PRODUCTS.map((product) => html`<label class="check"><input type="checkbox" name="products" value="${product}" ${values.products.includes(product) ? html`checked` : ''} /> ${product}</label>`)}
-      </fieldset>
-      ${fieldProblems(problems, 'products')}
-      <label class="check"><input type="checkbox" name="enabled" ${values.enabled ? html`checked` : ''} /> Enabled</label>
-      ${fieldProblems(problems, 'form')}
-      <p><button type="submit">${editing ? 'Save changes' : 'Create tool'}</button> <a href="/portal/tools">Cancel</a></p>
-    </form>`;
+<form method="post" action="${action}" class="tool-form" novalidate>
+  <input type="hidden" name="csrf" value="${csrf}">
+  <label for="name">Name <small>what the model calls it: a letter, then letters, digits or _ (at most 64)</small></label>
+  <input id="name" name="name" value="${values.name}" autocomplete="off" spellcheck="false" ${invalid(problems, 'name')}>
+  ${fieldProblems(problems, 'name')}
+  <label for="description">Description <small>tells the model what the tool does and when to use it</small></label>
+  <textarea id="description" name="description" rows="3" ${invalid(problems, 'description')}>${values.description}</textarea>
+  ${fieldProblems(problems, 'description')}
+  <label for="endpoint">Endpoint <small>https:// URL on the public internet</small></label>
+  <input id="endpoint" name="endpoint" value="${values.endpoint}" spellcheck="false" ${invalid(problems, 'endpoint')}>
+  ${fieldProblems(problems, 'endpoint')}
+  <label for="method">Method <small>POST sends the arguments as a JSON body, GET as query parameters</small></label>
+  <select id="method" name="method">${['POST', 'GET'].map((method) => html`<option ${values.method === method ? html`selected` : ''}>${method}</option>`)}</select>
+  ${fieldProblems(problems, 'method')}
+  <label for="input_schema">Input schema <small>JSON Schema (draft 2020-12) of the arguments, with "type": "object"</small></label>
+  <textarea id="input_schema" name="input_schema" rows="10" class="code" spellcheck="false" data-json ${invalid(problems, 'input_schema')}>${values.input_schema}</textarea>
+  ${fieldProblems(problems, 'input_schema')}
+  <label for="headers">Headers <small>one "Name: value" per line, e.g. Authorization: Bearer …; values are stored encrypted and never shown again${editing ? '. Leave empty to keep the stored headers (only while the endpoint stays on the same origin)' : ''}</small></label>
+  ${values.headerNames.length > 0 && editing ? html`<p class="note">Stored headers: ${values.headerNames.join(', ')}</p>` : ''}
+  <textarea id="headers" name="headers" rows="3" class="code" spellcheck="false" autocomplete="off" ${invalid(problems, 'headers')}></textarea>
+  ${editing ? html`<label class="check"><input type="checkbox" name="clear_headers"> Remove all stored headers</label>` : ''}
+  ${fieldProblems(problems, 'headers')}
+  <label for="timeout_ms">Time limit <small>milliseconds, 100 to 30000</small></label>
+  <input id="timeout_ms" name="timeout_ms" inputmode="numeric" value="${values.timeout_ms}" ${invalid(problems, 'timeout_ms')}>
+  ${fieldProblems(problems, 'timeout_ms')}
+  <fieldset><legend>Products that may use it</legend>
+  ${PRODUCTS.map((product) => html`<label class="check"><input type="checkbox" name="products" value="${product}" ${values.products.includes(product) ? html`checked` : ''}> ${product}</label>`)}
+  </fieldset>
+  ${fieldProblems(problems, 'products')}
+  <label class="check"><input type="checkbox" name="enabled" ${values.enabled ? html`checked` : ''}> Enabled</label>
+  ${fieldProblems(problems, 'form')}
+  <p><button type="submit">${editing ? 'Save changes' : 'Create tool'}</button> <a href="/portal/tools">Cancel</a></p>
+</form>`;
 }
