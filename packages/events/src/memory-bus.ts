@@ -136,13 +136,6 @@ function partitionOf(key: string | null, partitions: number, roundRobin: number)
  * group that resubscribes later resumes from its offset or, if that was dropped, from the oldest message kept.
  * Nothing survives the process: this is for single-process mode, not a durable queue.
  */
-/** `work()` run now, its result or its throw settled as a promise: the bus's methods are async to their callers. */
-function settled<T>(work: () => T): Promise<T> {
-  return new Promise<T>((resolve) => {
-    resolve(work());
-  });
-}
-
 export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartition = 100_000 }: MemoryBusOptions): MemoryEventBus {
   const log = logger.child({ component: 'memory-bus' });
   const topics = new Map<string, PartitionLog[]>();
@@ -248,18 +241,18 @@ export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartitio
     return subscription;
   }
 
-  const publishRaw = (message: RawOutgoingMessage) => settled(() => append([message]));
+  const publishRaw = (message: RawOutgoingMessage) => Promise.try(() => append([message]));
 
   return {
     publish: (messages) =>
-      settled(() =>
+      Promise.try(() =>
         append(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers }))),
       ),
 
     publishRaw,
 
     subscribe: (options) =>
-      settled(() => {
+      Promise.try(() => {
         const topics = selectedTopics(options);
         const processor = envelopeProcessor(topics, options.handler, processorContext(options, log, publishRaw));
         const names = topics.map((topic) => topic.name);
@@ -267,7 +260,7 @@ export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartitio
       }),
 
     subscribeDeadLetters: (options) =>
-      settled(() => {
+      Promise.try(() => {
         const topics = selectedTopics(options);
         const processor = deadLetterProcessor(
           options.handler,

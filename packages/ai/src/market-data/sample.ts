@@ -1,7 +1,6 @@
 // Market data from the bundled sample dataset (SAMPLE_MARKET_DATA), for offline mode. Every result is marked
 // `provider: 'sample', sample: true`; consumers must label what they derive from it as sample data.
-import { SAMPLE_MARKET_DATA } from '@fin/offline';
-import { type SampleMarketData, type SampleSymbolData } from '@fin/offline';
+import { SAMPLE_MARKET_DATA, type SampleMarketData, type SampleSymbolData } from '@fin/offline';
 import { UnknownSymbolError } from './errors';
 import { normaliseNewsQuery, normaliseSymbol, toCompanyNews, toMetrics, toProfile, toQuote } from './finnhub-format';
 import { synthesiseCompany, synthesiseNews } from './sample-synthesis';
@@ -16,13 +15,6 @@ import {
 } from './types';
 
 const PROVIDER = 'sample';
-
-/** `work()` run now, its result or its throw (an invalid symbol) settled as a promise, as the interface has it. */
-function settled<T>(work: () => T): Promise<T> {
-  return new Promise<T>((resolve) => {
-    resolve(work());
-  });
-}
 
 /**
  * Offline mode answers for any well-formed symbol, so unlike the live provider this one never reports an unknown
@@ -58,28 +50,28 @@ export class SampleMarketDataProvider implements MarketDataProvider {
   }
 
   quote(symbol: string, _options?: MarketDataCallOptions): Promise<Quote> {
-    return settled(() => {
+    return Promise.try(() => {
       const [normalised, entry] = this.#entry(symbol, 'quote');
       return toQuote(entry.quote, normalised, PROVIDER);
     });
   }
 
   profile(symbol: string, _options?: MarketDataCallOptions): Promise<CompanyProfile> {
-    return settled(() => {
+    return Promise.try(() => {
       const [normalised, entry] = this.#entry(symbol, 'company profile');
       return toProfile(entry.profile, normalised, PROVIDER);
     });
   }
 
   metrics(symbol: string, _options?: MarketDataCallOptions): Promise<KeyMetrics> {
-    return settled(() => {
+    return Promise.try(() => {
       const [normalised, entry] = this.#entry(symbol, 'metrics');
       return toMetrics(entry.metrics, normalised, PROVIDER);
     });
   }
 
   companyNews(symbol: string, query: NewsQuery): Promise<CompanyNews> {
-    return settled(() => {
+    return Promise.try(() => {
       const normalised = normaliseSymbol(symbol, PROVIDER);
       const window = normaliseNewsQuery(query, PROVIDER);
       const entry = this.#company(normalised);
