@@ -28,6 +28,8 @@ export interface ProductSettings {
   maxAttempts: number;
   /** How long a worker's claim on a job lasts without renewal. */
   leaseMs: number;
+  /** On shutdown, how long the worker's jobs in flight may still finish before they are handed back. */
+  drainTimeoutMs: number;
 }
 
 /** The variables every product service reads under the same names: where it listens and what it connects to. */
@@ -35,6 +37,7 @@ export type ProductServiceConfig = KafkaConfig & {
   PORT: number;
   HOST: string;
   DATABASE_URL: string;
+  DATABASE_POOL_MAX: number;
   INTERNAL_SIGNING_SECRET: string;
 };
 
@@ -75,7 +78,9 @@ export interface ProductServiceOptions<Engine extends Closable> extends SharedRe
 export async function startProductService<Engine extends Closable>(options: ProductServiceOptions<Engine>): Promise<ProductService> {
   const { jobType, config, settings, logger } = options;
   const { role } = settings;
-  const pool = options.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `${jobType}-${role}`, max: 10 });
+  const pool =
+    options.pool ??
+    createPool({ connectionString: config.DATABASE_URL, applicationName: `${jobType}-${role}`, max: config.DATABASE_POOL_MAX });
   const bus = options.bus ?? (await connectKafkaBus(config, logger));
   const lifecycle = createLifecycle();
   const engine = role === 'api' ? undefined : (options.engine ?? (await options.createEngine(pool)));
@@ -98,6 +103,7 @@ export async function startProductService<Engine extends Closable>(options: Prod
         timeLimitMs: settings.timeLimitMs,
         concurrency: settings.workerConcurrency,
         leaseMs: settings.leaseMs,
+        drainTimeoutMs: settings.drainTimeoutMs,
       })
     : undefined;
   const closers: Closer[] = [...(worker ? [{ name: `${jobType} worker`, close: () => worker.stop() }] : []), ...last];

@@ -47,6 +47,8 @@ export interface ProductWorkerDeps<Engine> {
   timeLimitMs: number;
   concurrency?: number;
   leaseMs?: number;
+  /** On SIGTERM, how long jobs in flight may still finish before they are handed back. */
+  drainTimeoutMs?: number;
 }
 
 /** How the engine is told about a run: the AI engine's own run context (abort signal, progress sentences). */

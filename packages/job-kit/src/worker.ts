@@ -11,6 +11,11 @@ export interface JobWorkerOptions extends AttemptOptions {
   concurrency?: number;
   /** Delay between retries of a job request whose handling failed (default 200 ms doubling to 10 s). */
   requestBackoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * On stop, how long jobs in flight may still finish (default 0: handed back at once). Their model calls are
+   * paid for; a job that finishes is one the next worker does not run again.
+   */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -24,7 +29,10 @@ const REQUEST_MAX_ATTEMPTS = 50;
 export interface JobWorker {
   readonly workerId: string;
   start(): Promise<void>;
-  /** Stops taking jobs; jobs in flight are aborted and handed back (their leases released for a quick retry). */
+  /**
+   * Stops taking jobs at once, lets jobs in flight finish for up to `drainTimeoutMs`, then aborts those still
+   * running and hands them back (their leases released for a quick retry by another worker).
+   */
   stop(): Promise<void>;
 }
 
@@ -40,8 +48,11 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const { pool, jobType, workerId, leaseMs } = settings;
   const log = options.logger.child({ component: 'job-worker', jobType, workerId });
   const logged = { ...settings, logger: log };
+  const drainTimeoutMs = options.drainTimeoutMs ?? 0;
   const stopping = new AbortController();
   let subscription: Subscription | undefined;
+  /** Jobs claimed and not yet finished, for the drain's log lines. */
+  const running = new Set<string>();
 
   async function handle(payload: JobRequestedPayload): Promise<void> {
     // The claim writes `running` (with its event) in the same statement.
@@ -50,7 +61,31 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       log.debug({ jobId: payload.job_id }, 'Job not claimable (finished, or leased by a live worker); skipped');
       return;
     }
-    await runAttempt(logged, job, options.run, { signal: stopping.signal, onStop: 'handback' });
+    running.add(job.id);
+    try {
+      await runAttempt(logged, job, options.run, { signal: stopping.signal, onStop: 'handback' });
+    } finally {
+      running.delete(job.id);
+    }
+  }
+
+  /**
+   * Stopping the subscription pauses its partitions and waits for the handlers in flight, so nothing new is
+   * claimed while the jobs already claimed run on (their leases renewed as usual). At the drain deadline the
+   * jobs still running are aborted, which hands them back, and the subscription's wait ends with them.
+   */
+  async function drain(stopped: Promise<void>): Promise<void> {
+    if (running.size > 0) log.info({ jobs: [...running], drainTimeoutMs }, 'Worker stopping: finishing the jobs in flight');
+    const deadline = setTimeout(() => {
+      if (running.size > 0) log.warn({ jobs: [...running], drainTimeoutMs }, 'Drain time over: handing back the jobs still running');
+      stopping.abort();
+    }, drainTimeoutMs);
+    try {
+      await stopped;
+    } finally {
+      clearTimeout(deadline);
+      stopping.abort();
+    }
   }
 
   return {
@@ -67,8 +102,8 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       log.info('Worker consuming job requests');
     },
     async stop() {
-      stopping.abort();
-      await subscription?.stop();
+      if (drainTimeoutMs === 0) stopping.abort();
+      await drain(subscription?.stop() ?? Promise.resolve());
     },
   };
 }

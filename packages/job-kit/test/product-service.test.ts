@@ -35,6 +35,7 @@ describe('startProductService', () => {
       PORT: port,
       HOST: '127.0.0.1',
       DATABASE_URL: db.url,
+      DATABASE_POOL_MAX: 10,
       INTERNAL_SIGNING_SECRET: 'product-service-test-secret-0123456789',
       KAFKA_BROKERS: ['127.0.0.1:1'],
       KAFKA_CLIENT_ID: 'news',
@@ -44,7 +45,7 @@ describe('startProductService', () => {
     const start = startProductService({
       jobType: 'news',
       config,
-      settings: { role: 'all', timeLimitMs: 1_000, workerConcurrency: 1, maxAttempts: 3, leaseMs: 1_000 },
+      settings: { role: 'all', timeLimitMs: 1_000, workerConcurrency: 1, maxAttempts: 3, leaseMs: 1_000, drainTimeoutMs: 0 },
       logger,
       pool,
       bus,

@@ -301,6 +301,49 @@ describe('job worker', () => {
     expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
   });
 
+  it('lets a job in flight finish when stopping within its drain time, and claims no new job meanwhile', async () => {
+    const started: string[] = [];
+    const { promise: finished, resolve: finish } = Promise.withResolvers<undefined>();
+    const worker = await startWorker({
+      drainTimeoutMs: 30_000,
+      run: async (job) => {
+        started.push(job.id);
+        await finished;
+        return { result: { news: ['drained'] } };
+      },
+    });
+    const first = await newJob();
+    await request(first);
+    await waitFor(() => started.length === 1, { what: 'the run to start' });
+    const stopping = worker.stop();
+    const second = await newJob();
+    await request(second);
+    finish(undefined);
+    await stopping;
+    expect(await lease(first)).toMatchObject({ status: 'completed', result: { news: ['drained'] }, lease_owner: null });
+    expect((await events(first)).map((event) => event.status)).toEqual(['running', 'completed']);
+    // The request that arrived while draining is left to the next worker.
+    expect(started).toEqual([first]);
+    expect(await lease(second)).toMatchObject({ status: 'pending', attempts: 0 });
+  });
+
+  it('hands back a job still running when its drain time is over', async () => {
+    let started = false;
+    const worker = await startWorker({
+      drainTimeoutMs: 200,
+      run: (_job, { signal }) => {
+        started = true;
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped'))));
+      },
+    });
+    const jobId = await newJob();
+    await request(jobId);
+    await waitFor(() => started, { what: 'the run to start' });
+    await worker.stop();
+    expect(await lease(jobId)).toMatchObject({ status: 'running', lease_owner: null });
+    expect((await events(jobId)).map((event) => event.status)).toEqual(['running']);
+  });
+
   it('keeps retrying a job request while the database is unreachable, and runs the job once it is back', async () => {
     const proxy = await startDatabaseProxy(db.url);
     const unreliable = createPool({ connectionString: proxy.url, applicationName: 'worker-test-proxied', max: 4 });

@@ -4,6 +4,7 @@ import { customerToolsConfigShape } from '@fin/customer-tools';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
+import { databasePoolConfigShape } from '@fin/db';
 
 /** The analysis service's environment (API role, worker role or both). See docs/configuration.md. */
 export const analysisConfigShape = {
@@ -17,6 +18,7 @@ export const analysisConfigShape = {
   /** api: answers POST /api/analysis (and runs streamed analyses); worker: runs analysis jobs; all: both. */
   ANALYSIS_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),
+  ...databasePoolConfigShape,
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   ...logConfigShape(),
   /** An analysis that runs longer fails (the spec's typical time is 30–90 s). */
@@ -25,6 +27,11 @@ export const analysisConfigShape = {
   ANALYSIS_MAX_ATTEMPTS: int(1, 10).default(3),
   /** How long a claim on a job lasts without renewal: a process that dies is noticed after this. */
   ANALYSIS_LEASE_MS: int(1_000, 600_000).default(15_000),
+  /**
+   * On SIGTERM the worker stops claiming jobs and lets those in flight finish for this long (an analysis takes 30–90 s) (their model calls are
+   * paid for), then hands back the rest. k8s: terminationGracePeriodSeconds covers it plus a margin.
+   */
+  WORKER_DRAIN_TIMEOUT_MS: int(0, 3_600_000).default(120_000),
   /**
    * How long a non-streamed request waits for its job before answering 202. Below the gateway's 120 s wait for
    * response headers, and by default below the 60 s idle timeout of common load balancers.

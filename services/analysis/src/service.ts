@@ -36,7 +36,9 @@ export interface AnalysisServiceOptions {
  */
 export async function startAnalysisService({ config, logger, ...shared }: AnalysisServiceOptions): Promise<AnalysisService> {
   const role = config.ANALYSIS_ROLE;
-  const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: `analysis-${role}`, max: 10 });
+  const pool =
+    shared.pool ??
+    createPool({ connectionString: config.DATABASE_URL, applicationName: `analysis-${role}`, max: config.DATABASE_POOL_MAX });
   const bus = shared.bus ?? (await connectKafkaBus(config, logger));
   const engine =
     shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
@@ -65,6 +67,7 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
           timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
           concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
           leaseMs: config.ANALYSIS_LEASE_MS,
+          drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
         });
   if (worker) closers.push({ name: 'analysis worker', close: () => worker.stop() });
 

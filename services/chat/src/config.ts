@@ -4,6 +4,7 @@ import { CHAT_CONTEXT_PAIRS } from '@fin/contracts';
 import { customerToolsConfigShape } from '@fin/customer-tools';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
+import { databasePoolConfigShape } from '@fin/db';
 
 /** The chat service's environment. See docs/configuration.md (Chat). */
 export const chatConfigShape = {
@@ -13,6 +14,7 @@ export const chatConfigShape = {
   HOST: z.string().default('127.0.0.1'),
   ...metricsConfigShape(9084),
   DATABASE_URL: url(['postgres', 'postgresql']),
+  ...databasePoolConfigShape,
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   ...logConfigShape(),
   /** Completed exchanges (a user message and its reply) of a conversation the model sees; older ones are left out. */
@@ -25,8 +27,11 @@ export const chatConfigShape = {
    * reply recorded as interrupted. 0 aborts at once.
    */
   CHAT_DETACH_GRACE_MS: int(0, 60_000).default(5_000),
-  /** Database connections of this process (turns are short transactions; streams hold none). */
-  CHAT_DB_POOL_SIZE: int(1, 100).default(10),
+  /**
+   * Deprecated name of DATABASE_POOL_MAX (turns are short transactions; streams hold none), still read so that
+   * a deployment setting it keeps its pool size: when set, it wins, and the start-up logs a warning.
+   */
+  CHAT_DB_POOL_SIZE: int(1, 100).optional(),
   /**
    * Shutdown: open requests and streams get this long. Replies still being written stop 2 s before it (or at
    * once when it is shorter), each stream ending with an `error` event, and are recorded as interrupted.

@@ -33,7 +33,13 @@ export interface ChatServiceOptions {
  * timeout less a margin to finish, then every open stream gets a last `error` event and ends.
  */
 export async function startChatService({ config, logger, ...shared }: ChatServiceOptions): Promise<ChatService> {
-  const pool = shared.pool ?? createPool({ connectionString: config.DATABASE_URL, applicationName: 'chat', max: config.CHAT_DB_POOL_SIZE });
+  const pool =
+    shared.pool ??
+    createPool({
+      connectionString: config.DATABASE_URL,
+      applicationName: 'chat',
+      max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX,
+    });
   const engine =
     shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
   const chat = createChat({

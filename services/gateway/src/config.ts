@@ -1,6 +1,7 @@
 import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
+import { databasePoolConfigShape } from '@fin/db';
 
 const serviceUrl = () => url(['http', 'https']);
 
@@ -10,6 +11,7 @@ export const gatewayConfigShape = {
   HOST: z.string().default('127.0.0.1'),
   ...metricsConfigShape(9080),
   DATABASE_URL: url(['postgres', 'postgresql']),
+  ...databasePoolConfigShape,
   ...logConfigShape(),
   /** Signs the identity headers the services verify; every service holds the same value. */
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),

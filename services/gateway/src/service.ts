@@ -32,6 +32,7 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
     createPool({
       connectionString: config.DATABASE_URL,
       applicationName: 'gateway',
+      max: config.DATABASE_POOL_MAX,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
       // The gateway writes only short-lived state: rate-limit counters, chat-stream leases, keys' last use. Its
       // commits need not wait for the WAL to reach the disk: every request waits for its counter's commit, and

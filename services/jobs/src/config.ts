@@ -1,4 +1,5 @@
 import { int, logConfigShape, port, secret, url } from '@fin/config';
+import { databasePoolConfigShape } from '@fin/db';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
@@ -11,7 +12,7 @@ export const jobsConfigShape = {
   ...metricsConfigShape(9085),
   DATABASE_URL: url(['postgres', 'postgresql']),
   /** Connections to Postgres; the status endpoint is one primary-key read per request. */
-  DATABASE_POOL_MAX: int(1, 500).default(10),
+  ...databasePoolConfigShape,
   ...logConfigShape(),
   /** Verifies the identity headers the gateway signs; every service holds the same value. */
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),

@@ -4,6 +4,7 @@ import { customerToolsConfigShape } from '@fin/customer-tools';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
+import { databasePoolConfigShape } from '@fin/db';
 
 /** The news service's environment (API role, worker role or both). See docs/configuration.md. */
 export const newsConfigShape = {
@@ -16,6 +17,7 @@ export const newsConfigShape = {
   /** api: answers POST /api/products/news; worker: runs news jobs; all: both in one process. */
   NEWS_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),
+  ...databasePoolConfigShape,
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   ...logConfigShape(),
   /** A news job that runs longer fails ("well under a minute"). */
@@ -24,6 +26,11 @@ export const newsConfigShape = {
   NEWS_MAX_ATTEMPTS: int(1, 10).default(3),
   /** How long a worker's claim on a job lasts without renewal: a worker that dies is replaced after this. */
   NEWS_LEASE_MS: int(1_000, 600_000).default(15_000),
+  /**
+   * On SIGTERM the worker stops claiming jobs and lets those in flight finish for this long (a news job takes seconds) (their model calls are
+   * paid for), then hands back the rest. k8s: terminationGracePeriodSeconds covers it plus a margin.
+   */
+  WORKER_DRAIN_TIMEOUT_MS: int(0, 3_600_000).default(25_000),
   SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
 };
 

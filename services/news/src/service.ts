@@ -25,6 +25,7 @@ export function startNewsService({ config, logger, ...shared }: NewsServiceOptio
       workerConcurrency: config.NEWS_WORKER_CONCURRENCY,
       maxAttempts: config.NEWS_MAX_ATTEMPTS,
       leaseMs: config.NEWS_LEASE_MS,
+      drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
     },
     logger,
     createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),

@@ -3,6 +3,7 @@ import { DEFAULT_MAX_TOOLS_PER_TENANT, customerToolsConfigShape } from '@fin/cus
 import { metricsConfigShape } from '@fin/metrics';
 import { DEFAULT_KEY_TTL_DAYS } from './accounts';
 import { z } from 'zod';
+import { databasePoolConfigShape } from '@fin/db';
 
 /** The portal's environment. See docs/customer-tools.md and docs/configuration.md. */
 export const portalConfigShape = {
@@ -11,6 +12,7 @@ export const portalConfigShape = {
   HOST: z.string().default('127.0.0.1'),
   ...metricsConfigShape(9086),
   DATABASE_URL: url(['postgres', 'postgresql']),
+  ...databasePoolConfigShape,
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   /** Signs the portal's session cookies: the portal's own, never INTERNAL_SIGNING_SECRET (the services hold that one). */
   PORTAL_SESSION_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),

@@ -32,6 +32,7 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     createPool({
       connectionString: config.DATABASE_URL,
       applicationName: 'portal',
+      max: config.DATABASE_POOL_MAX,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     });
   const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });

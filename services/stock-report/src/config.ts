@@ -4,6 +4,7 @@ import { customerToolsConfigShape } from '@fin/customer-tools';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
+import { databasePoolConfigShape } from '@fin/db';
 
 /** The stock-report service's environment (API role, worker role or both). See docs/configuration.md. */
 export const stockReportConfigShape = {
@@ -16,6 +17,7 @@ export const stockReportConfigShape = {
   /** api: answers POST /api/products/stock-report; worker: runs stock-report jobs; all: both in one process. */
   STOCK_REPORT_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   DATABASE_URL: url(['postgres', 'postgresql']),
+  ...databasePoolConfigShape,
   INTERNAL_SIGNING_SECRET: secret(z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -hex 32`)')),
   ...logConfigShape(),
   /** A report that runs longer fails. One symbol takes about 10–20 s and a comparison 30–45 s: twice that, with room. */
@@ -25,6 +27,11 @@ export const stockReportConfigShape = {
   STOCK_REPORT_MAX_ATTEMPTS: int(1, 10).default(3),
   /** How long a worker's claim on a job lasts without renewal: a worker that dies is replaced after this. */
   STOCK_REPORT_LEASE_MS: int(1_000, 600_000).default(15_000),
+  /**
+   * On SIGTERM the worker stops claiming jobs and lets those in flight finish for this long (a comparison takes 30–45 s) (their model calls are
+   * paid for), then hands back the rest. k8s: terminationGracePeriodSeconds covers it plus a margin.
+   */
+  WORKER_DRAIN_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
   SHUTDOWN_DRAIN_TIMEOUT_MS: int(0, 600_000).default(20_000),
 };
 

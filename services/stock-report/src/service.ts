@@ -23,6 +23,7 @@ export function startStockReportService({ config, logger, ...shared }: StockRepo
       workerConcurrency: config.STOCK_REPORT_WORKER_CONCURRENCY,
       maxAttempts: config.STOCK_REPORT_MAX_ATTEMPTS,
       leaseMs: config.STOCK_REPORT_LEASE_MS,
+      drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
     },
     logger,
     createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),
