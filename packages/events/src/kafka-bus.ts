@@ -1,5 +1,5 @@
 import { type Logger } from '@fin/log';
-import { consumerLag } from '@fin/metrics';
+import { clearNotLive, consumerLag, reportNotLive } from '@fin/metrics';
 import { type IHeaders, Kafka, type KafkaConfig, type KafkaMessage, type LogEntry, Partitioners, logLevel, type Message } from 'kafkajs';
 import { encodeEnvelope, type EventBus, type Subscription } from './bus';
 import {
@@ -13,6 +13,7 @@ import {
   selectedTopics,
 } from './delivery';
 import { type AnyTopic, deadLetterTopicName } from './topic';
+import { sendTraced } from './tracing';
 
 export interface KafkaBusOptions {
   kafka: Kafka;
@@ -89,10 +90,18 @@ export function createKafkaBus({
       maxWaitTimeInMs: maxWaitTimeMs,
       allowAutoTopicCreation: false,
     });
-    consumer.on(consumer.events.CRASH, ({ payload }) =>
-      log.error({ err: payload.error, groupId, restart: payload.restart }, 'Kafka consumer crashed'),
-    );
     const stopping = new AbortController();
+    // kafkajs restarts a consumer that crashed on a retriable error; after any other (a message too large for its
+    // dead-letter topic, a bug) it stays stopped and its partitions go to the rest of the group, while the process
+    // looks up. It reports itself not live instead, so that Kubernetes restarts it.
+    let crashed = false;
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      log.error({ err: payload.error, groupId, restart: payload.restart }, 'Kafka consumer crashed');
+      if (!payload.restart) {
+        crashed = true;
+        reportNotLive(stopping, `the Kafka consumer of group ${groupId} crashed and stopped (${payload.error.message})`);
+      }
+    });
     const inFlight = new Set<Promise<void>>();
 
     /** Handles one message; true when it was handled (or dead-lettered) and its offset may be committed. */
@@ -182,9 +191,11 @@ export function createKafkaBus({
       stop: () =>
         (stopped ??= (async () => {
           stopping.abort();
-          consumer.pause(topics.map((topic) => ({ topic })));
+          // A consumer that crashed for good has no group left to pause (kafkajs would throw).
+          if (!crashed) consumer.pause(topics.map((topic) => ({ topic })));
           await Promise.allSettled([...inFlight]);
           await consumer.disconnect();
+          clearNotLive(stopping);
           subscriptions.delete(subscription);
         })()),
     };
@@ -194,7 +205,9 @@ export function createKafkaBus({
 
   return {
     async publish(messages) {
-      await send(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })));
+      await sendTraced(messages, (traced) =>
+        send(traced.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers }))),
+      );
     },
 
     async subscribe(options) {

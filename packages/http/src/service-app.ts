@@ -1,6 +1,7 @@
 // The skeleton every HTTP service shares: request context, health probes, JSON bodies, the routes, the 404 and
 // the one error translator, always in that order.
 import type { Logger } from '@fin/log';
+import { livenessProblems, notLive } from '@fin/metrics';
 import express from 'express';
 import { jsonBody } from './body';
 import { errorHandler, notFoundHandler } from './error-handler';
@@ -59,7 +60,8 @@ function withTimeout(check: () => Promise<void>, timeoutMs: number): Promise<voi
 const notReady = (detail: string) => ({ detail, status_code: 503, type: 'service_unavailable' as const });
 
 /**
- * An express app with `/healthz` (200 while the process runs), `/readyz` (200 when `readiness` resolves,
+ * An express app with `/healthz` (200 while the process runs, 503 once a part of it stopped for good: see
+ * @fin/metrics' liveness), `/readyz` (200 when `readiness` resolves,
  * 503 in the error body while it throws or once shutdown has begun), request ids and access logs, JSON
  * bodies, the service's routes, a 404 for everything else and the error translator. It never listens.
  */
@@ -86,7 +88,9 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   app.use(requestContext({ logger, quietPaths: ['/healthz', '/readyz'], metricsService: name }));
 
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    const problems = livenessProblems();
+    if (problems.length === 0) res.json({ status: 'ok' });
+    else res.status(503).json(notLive(problems));
   });
   app.get('/readyz', async (_req, res) => {
     if (lifecycle.shuttingDown) {

@@ -1,4 +1,5 @@
 import { ErrorBody } from '@fin/contracts';
+import { clearNotLive, reportNotLive } from '@fin/metrics';
 import request from 'supertest';
 import { createLifecycle, createServiceApp } from '../src';
 import { captureLogger } from './helpers';
@@ -37,6 +38,23 @@ describe('createServiceApp', () => {
     const res = await request(app).get('/readyz').expect(503);
     expect(res.body).toEqual({ detail: 'The news service is not ready.', status_code: 503, type: 'service_unavailable' });
     expect(JSON.stringify(lines.find((line) => line.msg === 'readiness check failed'))).toContain('ECONNREFUSED');
+  });
+
+  it('is not alive (503, saying why) while a part of the process has stopped for good, and alive again after', async () => {
+    const { app } = serviceWith(async () => {});
+    const consumer = {};
+    reportNotLive(consumer, 'the Kafka consumer of group g crashed and stopped');
+    try {
+      const res = await request(app).get('/healthz').expect(503);
+      expect(res.body).toEqual({
+        detail: 'Not live: the Kafka consumer of group g crashed and stopped',
+        status_code: 503,
+        type: 'service_unavailable',
+      });
+    } finally {
+      clearNotLive(consumer);
+    }
+    await request(app).get('/healthz').expect(200, { status: 'ok' });
   });
 
   it('is not ready when the readiness check does not finish within its timeout', async () => {

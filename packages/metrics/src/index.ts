@@ -11,4 +11,5 @@ export {
   registry,
   sseStreamsOpen,
 } from './catalog';
+export { clearNotLive, livenessProblems, notLive, reportNotLive } from './liveness';
 export { metricsConfigShape, startMetricsServer, type MetricsServer } from './server';

@@ -1,6 +1,7 @@
 // The metrics listener: GET /metrics in the Prometheus text format, on a port of its own, so the scrape
 // endpoint is never reachable through the gateway's public port or the ingress. It also answers GET /healthz,
-// which gives processes without an API port (the worker roles) a liveness probe.
+// which gives processes without an API port (the worker roles) a liveness probe: 200 while the process runs,
+// 503 once a part of it has stopped for good (liveness.ts).
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,7 @@ import { port } from '@fin/config';
 import type { Logger } from '@fin/log';
 import { z } from 'zod';
 import { registry } from './catalog';
+import { livenessProblems, notLive } from './liveness';
 
 /**
  * METRICS_PORT and METRICS_HOST. Each service has its own default port (its PORT + 1000: gateway 9080, news
@@ -40,7 +42,9 @@ export async function startMetricsServer({
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      const problems = livenessProblems();
+      if (problems.length === 0) res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      else res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify(notLive(problems)));
       return;
     }
     if (req.method !== 'GET' || path !== '/metrics') {
