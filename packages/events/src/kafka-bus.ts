@@ -13,7 +13,6 @@ import {
   selectedTopics,
 } from './delivery';
 import { type AnyTopic, deadLetterTopicName } from './topic';
-import { sendTraced } from './tracing';
 
 export interface KafkaBusOptions {
   kafka: Kafka;
@@ -205,9 +204,7 @@ export function createKafkaBus({
 
   return {
     async publish(messages) {
-      await sendTraced(messages, (traced) =>
-        send(traced.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers }))),
-      );
+      await send(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })));
     },
 
     async subscribe(options) {
