@@ -1,5 +1,6 @@
 import { type Pool, type PoolClient, listen } from '@fin/db';
 import { type Logger } from '@fin/log';
+import { outboxOldestUnpublishedAge, outboxRelayLeader, outboxUnpublishedRows } from '@fin/metrics';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import { type EventBus, type EventHeaders } from './bus';
 import { RELAY_LEADER_LOCK_CLASS } from './outbox';
@@ -17,6 +18,8 @@ export interface OutboxRelayOptions {
   /** Published rows are deleted once older than this (default 1 day). */
   retentionMs?: number;
   cleanupIntervalMs?: number;
+  /** How often the leader counts the unpublished rows for the metrics (default 15 s). */
+  metricsIntervalMs?: number;
   /** Delay before retrying a batch that failed to publish: doubles from `initialMs` to `maxMs`. */
   backoff?: Partial<Backoff>;
 }
@@ -63,6 +66,7 @@ export function createOutboxRelay({
   standbyIntervalMs = 2_000,
   retentionMs = 24 * 60 * 60 * 1_000,
   cleanupIntervalMs = 10 * 60 * 1_000,
+  metricsIntervalMs = 15_000,
   backoff: backoffOptions,
 }: OutboxRelayOptions): OutboxRelay {
   const log = logger.child({ component: 'outbox-relay' });
@@ -147,6 +151,42 @@ export function createOutboxRelay({
     if (deleted > 0) log.info({ deleted }, 'Deleted published outbox rows past retention');
   }
 
+  /**
+   * The outbox's backlog and its oldest row's age, for the metrics. Read by the leader only (one query every
+   * `metricsIntervalMs` for the whole deployment), on a pool connection of its own, so the figures keep coming
+   * while a publish hangs on an unreachable broker, which is when they matter.
+   */
+  function measureBacklog(): () => Promise<void> {
+    let inFlight: Promise<void> | undefined;
+    const measure = () => {
+      // A count still running (a large backlog on a busy database) is not queued behind.
+      inFlight ??= pool
+        .query<{ rows: number; age: number }>(
+          `SELECT count(*)::int AS rows, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
+           FROM outbox WHERE published_at IS NULL`,
+        )
+        .then(
+          ({ rows: [row] }) => {
+            outboxUnpublishedRows.set(row?.rows ?? 0);
+            outboxOldestUnpublishedAge.set(Math.max(0, row?.age ?? 0));
+          },
+          (error: unknown) => log.warn({ err: error }, 'Counting the unpublished outbox rows failed'),
+        )
+        .finally(() => {
+          inFlight = undefined;
+        });
+    };
+    measure();
+    const timer = setInterval(measure, metricsIntervalMs);
+    return async () => {
+      clearInterval(timer);
+      await inFlight;
+      // A standby reports no backlog: the figures across pods are read with max().
+      outboxUnpublishedRows.set(0);
+      outboxOldestUnpublishedAge.set(0);
+    };
+  }
+
   async function lead(client: PoolClient): Promise<void> {
     let failures = 0;
     let nextCleanup = 0;
@@ -177,6 +217,8 @@ export function createOutboxRelay({
       if (!(await sleep(standbyIntervalMs, stopping.signal))) return;
     }
     leader = true;
+    outboxRelayLeader.inc();
+    const stopMeasuring = measureBacklog();
     log.info('Outbox relay is leader');
     // Only the leader listens: a standby has nothing to wake for. Rows committed before LISTEN was in place
     // (or while its connection was down) are read by the batch that `onListening` wakes.
@@ -191,6 +233,8 @@ export function createOutboxRelay({
       await lead(client);
     } finally {
       leader = false;
+      outboxRelayLeader.dec();
+      await stopMeasuring();
       await listener.close();
     }
     await client.query('SELECT pg_advisory_unlock($1::int, 0)', [RELAY_LEADER_LOCK_CLASS]);

@@ -57,7 +57,7 @@ export const jobDuration = new Histogram({
 
 export const consumerLag = new Gauge({
   name: 'fin_kafka_consumer_lag',
-  help: "Messages behind the end of the partition when the last batch was fetched, by consumer group, topic and partition (the KEDA scaler reads the broker's own figure; this one is for dashboards).",
+  help: "Messages not yet consumed, by consumer group, topic and partition: the partition's end offset minus the group's committed offset, read from the broker every KAFKA_LAG_INTERVAL_MS by the job-status service, so a consumer that stalls or is gone shows growing lag.",
   labelNames: ['group', 'topic', 'partition'] as const,
   registers: [registry],
 });
@@ -80,5 +80,105 @@ export const modelRequests = new Counter({
   name: 'fin_model_requests_total',
   help: 'Requests to the model API, by model and outcome (ok or the error kind).',
   labelNames: ['model', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const outboxUnpublishedRows = new Gauge({
+  name: 'fin_outbox_unpublished_rows',
+  help: 'Outbox rows not yet published to Kafka (the whole table, read by every outbox relay every few seconds: take the max across pods).',
+  registers: [registry],
+});
+
+export const outboxOldestUnpublishedAge = new Gauge({
+  name: 'fin_outbox_oldest_unpublished_age_seconds',
+  help: 'Age of the oldest outbox row not yet published (0 when none waits): how late job requests and events reach Kafka.',
+  registers: [registry],
+});
+
+export const outboxRelayLeader = new Gauge({
+  name: 'fin_outbox_relay_leader',
+  help: '1 in the process whose outbox relay holds the leader lock (it alone publishes), 0 in the others: the sum across pods is 1.',
+  registers: [registry],
+});
+
+export const reaperActions = new Counter({
+  name: 'fin_reaper_actions_total',
+  help: "What the lease reaper did to jobs, by action: requeued (a worker's lease ran out, next attempt requested), failed_expired (the lease ran out on the last attempt), failed_unclaimed (no worker claimed the job in time).",
+  labelNames: ['action'] as const,
+  registers: [registry],
+});
+
+/** A connection pool's counters, as pg.Pool keeps them; read at each scrape. */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
+/** The pools of this process by name (`undefined` from a reader: that pool has ended and is forgotten). */
+const poolReaders = new Map<() => PoolStats | undefined, string>();
+
+/** Reports a pool's counters under `name` (pools of one name are added up) from now until the reader says it ended. */
+export function meterPool(name: string, read: () => PoolStats | undefined): void {
+  poolReaders.set(read, name);
+}
+
+function poolStats(): Map<string, PoolStats> {
+  const byName = new Map<string, PoolStats>();
+  for (const [read, name] of poolReaders) {
+    const stats = read();
+    if (stats === undefined) {
+      poolReaders.delete(read);
+      continue;
+    }
+    const sum = byName.get(name) ?? { total: 0, idle: 0, waiting: 0, max: 0 };
+    byName.set(name, {
+      total: sum.total + stats.total,
+      idle: sum.idle + stats.idle,
+      waiting: sum.waiting + stats.waiting,
+      max: sum.max + stats.max,
+    });
+  }
+  return byName;
+}
+
+/** A gauge per pool whose value is read from the pools at scrape time; an ended pool's series goes away. */
+function poolGauge(name: string, help: string, field: keyof PoolStats): Gauge<'pool'> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ['pool'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [pool, stats] of poolStats()) this.set({ pool }, stats[field]);
+    },
+  });
+}
+
+// Pool names are the pool's `application_name` (the service and role, e.g. news-worker). Registered in the
+// registry, read only through it.
+poolGauge('fin_db_pool_connections', 'PostgreSQL connections open in the pool (busy and idle), by pool.', 'total');
+poolGauge('fin_db_pool_idle_connections', 'Open PostgreSQL connections nobody is using, by pool.', 'idle');
+poolGauge(
+  'fin_db_pool_waiting_checkouts',
+  'Requests for a connection queued because every connection of the pool is busy, by pool.',
+  'waiting',
+);
+poolGauge('fin_db_pool_max_connections', 'The most connections the pool opens (its configured size), by pool.', 'max');
+
+export const dbPoolCheckoutWait = new Histogram({
+  name: 'fin_db_pool_checkout_wait_seconds',
+  help: 'Time a request for a connection waited because every connection of the pool was busy, by pool (only such waits are observed: the count is the number of waits).',
+  labelNames: ['pool'] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const buildInfo = new Gauge({
+  name: 'fin_build_info',
+  help: 'Always 1; the labels say which release runs: version (FIN_VERSION, else the package version), commit (FIN_COMMIT, empty when not set) and the Node.js version.',
+  labelNames: ['version', 'commit', 'node_version'] as const,
   registers: [registry],
 });

@@ -1,15 +1,22 @@
 export {
   consumerLag,
+  dbPoolCheckoutWait,
   eventsHandled,
   httpRequestDuration,
   httpRequests,
   jobDuration,
   jobsFinished,
   jobSubmissions,
+  meterPool,
   modelRequests,
   modelTokens,
+  outboxOldestUnpublishedAge,
+  outboxRelayLeader,
+  outboxUnpublishedRows,
+  reaperActions,
   registry,
   sseStreamsOpen,
+  type PoolStats,
 } from './catalog';
 export { clearNotLive, livenessProblems, notLive, reportNotLive } from './liveness';
 export { metricsConfigShape, startMetricsServer, type MetricsServer } from './server';

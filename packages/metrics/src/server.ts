@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { port } from '@fin/config';
 import type { Logger } from '@fin/log';
 import { z } from 'zod';
+import { buildConfigShape, recordBuildInfo } from './build-info';
 import { registry } from './catalog';
 import { livenessProblems, notLive } from './liveness';
 
@@ -20,6 +21,8 @@ export function metricsConfigShape(defaultPort: number) {
     METRICS_PORT: port().default(defaultPort),
     /** 0.0.0.0 in containers, so Prometheus can scrape the pod's address. */
     METRICS_HOST: z.string().default('127.0.0.1'),
+    /** fin_build_info's version and commit (set in the image). */
+    ...buildConfigShape,
   };
 }
 
@@ -34,11 +37,15 @@ export async function startMetricsServer({
   port: listenPort,
   host,
   logger,
+  build = {},
 }: {
   port: number;
   host: string;
   logger: Logger;
+  /** What fin_build_info reports (FIN_VERSION, FIN_COMMIT); the package version when not given. */
+  build?: { version?: string | undefined; commit?: string | undefined };
 }): Promise<MetricsServer> {
+  recordBuildInfo(build);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
