@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { meterPoolUsage } from './pool-metrics';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -39,6 +40,7 @@ export function createPool({ connectionString, applicationName, max = 10, onIdle
     ...(options === undefined ? {} : { options }),
   });
   pool.on('error', (error) => onIdleError?.(error));
+  meterPoolUsage(pool, applicationName, max);
   return pool;
 }
 
