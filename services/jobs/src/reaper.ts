@@ -15,6 +15,7 @@ import {
   type ReapableJob,
 } from '@fin/job-store';
 import { type Logger } from '@fin/log';
+import { reaperActions } from '@fin/metrics';
 
 export interface LeaseReaperOptions {
   pool: Pool;
@@ -99,6 +100,14 @@ async function reap(client: PoolClient, job: ReapableJob, logger: Logger, failed
   return 'requeued';
 }
 
+/** fin_reaper_actions_total, for one committed batch (zero increments still create the series, so rates start at 0). */
+function countActions({ ran, requeued, failed }: SweepResult, unclaimed: number): void {
+  if (!ran) return;
+  reaperActions.inc({ action: 'requeued' }, requeued);
+  reaperActions.inc({ action: 'failed_expired' }, failed - unclaimed);
+  reaperActions.inc({ action: 'failed_unclaimed' }, unclaimed);
+}
+
 /**
  * Every `intervalMs`, finds pending or running jobs whose lease has expired (their worker died or hung) and
  * requests them again, or fails them after `max_attempts`; and fails jobs no worker claimed in time. One replica
@@ -117,6 +126,7 @@ export function createLeaseReaper({
 
   async function batch(): Promise<SweepResult> {
     const failed: Failed[] = [];
+    let unclaimed = 0;
     const result = await withTransaction(pool, async (client) => {
       if (!(await tryReaperLock(client))) return { ran: false, requeued: 0, failed: 0 };
       const swept: SweepResult = { ran: true, requeued: 0, failed: 0 };
@@ -124,13 +134,15 @@ export function createLeaseReaper({
       for (const job of await unclaimedJobs(client, batchSize, unclaimedTimeoutMs)) {
         log.warn({ jobId: job.id }, 'no worker claimed the job in time: job failed');
         failed.push({ type: job.type, seconds: await failJob(client, job, unclaimedError(unclaimedTimeoutMs)) });
-        swept.failed += 1;
+        unclaimed += 1;
       }
+      swept.failed += unclaimed;
       await pruneProcessedEvents(client);
       return swept;
     });
     // After the commit: what the metrics count has happened.
     for (const job of failed) countFinished(job.type, 'failed', job.seconds);
+    countActions(result, unclaimed);
     return result;
   }
 
