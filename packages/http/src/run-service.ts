@@ -33,6 +33,8 @@ const processSettings = z.object({
   ACCESS_LOG_SLOW_MS: z.number(),
   METRICS_PORT: z.number(),
   METRICS_HOST: z.string(),
+  FIN_VERSION: z.string().optional(),
+  FIN_COMMIT: z.string().optional(),
   SHUTDOWN_DRAIN_TIMEOUT_MS: z.number(),
   SHUTDOWN_UNREADY_DELAY_MS: z.number().default(0),
 });
@@ -77,7 +79,12 @@ export async function runService<S extends Shape & { [K in keyof ProcessSettings
   const started: Closer[] = [];
   try {
     service.checkConfig?.(config, logger);
-    const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger });
+    const metrics = await startMetricsServer({
+      port: settings.METRICS_PORT,
+      host: settings.METRICS_HOST,
+      logger,
+      build: { version: settings.FIN_VERSION, commit: settings.FIN_COMMIT },
+    });
     started.push({ name: 'metrics listener', close: () => metrics.close() });
     const running = await service.start({ config, logger });
     const servers = running.server ? [running.server] : [];
