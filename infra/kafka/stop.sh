@@ -15,7 +15,7 @@ if kill -0 "$pid" 2>/dev/null; then
 fi
 data_dir="$(cat "$run_dir/data_dir" 2>/dev/null || true)"
 if [ -z "${KAFKA_DATA_DIR:-}" ] && [ -n "$data_dir" ]; then
-  case "$data_dir" in "${TMPDIR:-/tmp}"/fin-kafka-*) rm -rf "$data_dir" ;; esac
+  case "$data_dir" in "${TMPDIR:-/tmp}"/fin-kafka-*) rm -rf "$data_dir" "$data_dir.secure" ;; esac
 fi
 rm -rf "$run_dir"
 printf '[kafka] stopped (port %s)\n' "$port" >&2

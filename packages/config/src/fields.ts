@@ -13,6 +13,25 @@ export function secret<T extends z.ZodType>(schema: T): T {
   return schema;
 }
 
+/** A rule between variables, run on the parsed config: the problems it finds, each naming its variable. */
+export type CrossCheck = (config: Readonly<Record<string, unknown>>) => { variable: string; message: string }[];
+
+const crossChecks = new WeakMap<z.ZodType, CrossCheck>();
+
+/**
+ * Attaches a rule between variables to a field (a user name that needs its password, a key that needs its
+ * certificate). parseConfig runs it on the parsed config of any shape the field is part of, so every process that
+ * spreads the field's shape into its own gets the rule.
+ */
+export function crossChecked<T extends z.ZodType>(schema: T, check: CrossCheck): T {
+  crossChecks.set(schema, check);
+  return schema;
+}
+
+export function crossCheckOf(schema: z.ZodType): CrossCheck | undefined {
+  return crossChecks.get(schema);
+}
+
 type Wrapped = { _zod: { def: { innerType?: z.ZodType; in?: z.ZodType } } };
 
 export function isSecret(schema: z.ZodType): boolean {

@@ -1,2 +1,2 @@
 export { ConfigError, loadConfig, parseConfig, placeholderSecretProblem, redactConfig, hideUrlPassword, type ConfigIssue } from './parse';
-export { bool, int, port, secret, url, csv, isSecret, logLevel, fraction, logConfigShape } from './fields';
+export { bool, int, port, secret, url, csv, isSecret, logLevel, fraction, logConfigShape, crossChecked, type CrossCheck } from './fields';

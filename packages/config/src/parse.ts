@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isSecret } from './fields';
+import { crossCheckOf, isSecret } from './fields';
 
 export interface ConfigIssue {
   variable: string;
@@ -40,7 +40,8 @@ export function placeholderSecretProblem(value: string): string | undefined {
 /**
  * Parses `env` against an object schema whose keys are environment variable names. Blank values count as
  * absent, so `FOO=` falls back to the default like an unset variable. A secret field holding a placeholder or
- * an all-zero key (placeholderSecretProblem), or the value of another secret field, is refused. Throws ConfigError listing every problem; the message
+ * an all-zero key (placeholderSecretProblem), or the value of another secret field, is refused; then the rules
+ * between variables (crossChecked) run. Throws ConfigError listing every problem; the message
  * never contains the value of a secret field.
  */
 export function parseConfig<S extends Shape>(shape: S, env: NodeJS.ProcessEnv = process.env): z.output<z.ZodObject<S>> {
@@ -61,7 +62,12 @@ export function parseConfig<S extends Shape>(shape: S, env: NodeJS.ProcessEnv = 
     secretOwners.set(value.trim(), owner ?? key);
   }
   const result = z.object(shape).safeParse(input);
-  if (result.success && placeholders.length === 0) return result.data;
+  if (result.success && placeholders.length === 0) {
+    // Rules between variables, once every variable parsed on its own (crossChecked).
+    const crossed = Object.values(shape).flatMap((field) => crossCheckOf(field)?.(result.data) ?? []);
+    if (crossed.length > 0) throw new ConfigError(crossed);
+    return result.data;
+  }
   const refused = new Set(placeholders.map((issue) => issue.variable));
   const issues = (result.success ? [] : result.error.issues).map((issue) => {
     const variable = String(issue.path[0] ?? '(environment)');

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { waitFor } from '@fin/testing';
-import { uniqueName } from '@fin/testing';
+import { secureTestKafka, uniqueName, waitFor } from '@fin/testing';
 import {
   type DeadLetter,
   type DeliveryMeta,
@@ -14,9 +13,13 @@ import { type BusHarness, makeKafkaBus, makeMemoryBus, pause, testTopic } from '
 
 type TestTopic = ReturnType<typeof testTopic>;
 
-// The same behaviour is required of both implementations of EventBus.
+// The same behaviour is required of both implementations of EventBus, and of the Kafka one over each kind of
+// listener a cluster offers: plaintext (the shared broker), mutual TLS, and SASL/SCRAM over TLS (the secure broker
+// of infra/kafka, started on first use).
 describe.each([
-  ['kafka', makeKafkaBus],
+  ['kafka', () => makeKafkaBus()],
+  ['kafka over mutual TLS', async () => makeKafkaBus((await secureTestKafka()).sslEnv)],
+  ['kafka over SASL_SSL with SCRAM-SHA-512', async () => makeKafkaBus((await secureTestKafka()).saslEnv('scram-sha-512'))],
   ['in-process', makeMemoryBus],
 ])('EventBus contract: %s', (_name, makeHarness) => {
   let harness: BusHarness;
@@ -25,7 +28,7 @@ describe.each([
 
   beforeAll(async () => {
     harness = await makeHarness();
-  });
+  }, 120_000);
   afterEach(async () => {
     await Promise.all(subscriptions.map((subscription) => subscription.stop()));
     subscriptions = [];

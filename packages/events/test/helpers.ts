@@ -1,8 +1,18 @@
+import { parseConfig } from '@fin/config';
 import { createLogger, type Logger } from '@fin/log';
 import { createTopics, testKafka, uniqueName } from '@fin/testing';
 import { type Admin, type Kafka, type Producer } from 'kafkajs';
 import { z } from 'zod';
-import { type AnyTopic, createKafkaBus, createMemoryBus, type EventBus, defineTopic } from '../src';
+import {
+  type AnyTopic,
+  createKafka,
+  createKafkaBus,
+  createMemoryBus,
+  type EventBus,
+  defineTopic,
+  kafkaClientConfig,
+  kafkaConfigShape,
+} from '../src';
 
 /** Silent unless LOG_LEVEL is set (e.g. LOG_LEVEL=debug jest). */
 export function testLogger(): Logger {
@@ -32,8 +42,19 @@ export interface BusHarness {
   close(): Promise<void>;
 }
 
-export async function makeKafkaBus(): Promise<BusHarness> {
-  const kafka: Kafka = testKafka();
+/**
+ * A kafkajs client for a test: the shared plaintext broker, or the one a process with the KAFKA_* variables `env`
+ * makes (TLS, SASL: secureTestKafka), through the same parsing and client settings as a service.
+ */
+export function kafkaFor(env?: Record<string, string>): Kafka {
+  if (!env) return testKafka();
+  const config = parseConfig(kafkaConfigShape(uniqueName('test')), env);
+  return createKafka({ logger: testLogger(), ...kafkaClientConfig(config), retry: { retries: 5, initialRetryTime: 100 } });
+}
+
+/** The Kafka bus and its wire-level access, on the shared broker or as `env` connects (kafkaFor). */
+export async function makeKafkaBus(env?: Record<string, string>): Promise<BusHarness> {
+  const kafka = kafkaFor(env);
   const bus = createKafkaBus({ kafka, logger: testLogger(), ...FAST_CONSUMER });
   const admin: Admin = kafka.admin();
   await admin.connect();
