@@ -10,6 +10,7 @@ import type {
   ToolUnion,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
+import { SpanKind, withSpan, type Span } from '@fin/tracing';
 import { AiError, toAiError } from './errors';
 import { MessageAssembler } from './message-events';
 import { MessageEventReader } from './sse-events';
@@ -186,7 +187,34 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
   }
 }
 
-async function streamRound(
+/**
+ * One Messages API call. With traces exported it is a CLIENT span (OpenTelemetry's GenAI conventions) with the
+ * model and the tokens used; never the prompt, the reply or the API key.
+ */
+function streamRound(
+  client: Anthropic,
+  body: MessageCreateParamsNonStreaming,
+  signal: AbortSignal | undefined,
+  onEvent: LoopParams['onEvent'],
+): Promise<Message> {
+  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': body.model };
+  return withSpan(`chat ${body.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    const message = await streamMessage(client, body, signal, onEvent);
+    recordUsage(span, message);
+    return message;
+  });
+}
+
+function recordUsage(span: Span, { model, usage, stop_reason }: Message): void {
+  span.setAttributes({
+    'gen_ai.response.model': model,
+    'gen_ai.usage.input_tokens': usage.input_tokens,
+    'gen_ai.usage.output_tokens': usage.output_tokens,
+    ...(stop_reason === null ? {} : { 'gen_ai.response.finish_reasons': [stop_reason] }),
+  });
+}
+
+async function streamMessage(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
   signal: AbortSignal | undefined,

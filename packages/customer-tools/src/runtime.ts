@@ -6,6 +6,7 @@ import type { CustomerToolProduct } from '@fin/contracts';
 import type { CustomerToolSource, OfferedTools, ToolDefinition, ToolProduct, ToolRunOwner } from '@fin/ai';
 import { prismaFor, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
+import { FIN_ATTRIBUTES, SpanKind, withSpan } from '@fin/tracing';
 import { z } from 'zod';
 import { recordCall, type CallOrigin, type CallRecord } from './audit';
 import type { CallResult, ToolExecutor } from './executor';
@@ -129,16 +130,30 @@ export function createCustomerToolRuntime({
     }
   };
 
+  // With traces exported, each call is an `execute_tool <name>` span: the tool, its outcome and HTTP status only
+  // (never its URL, headers, input or answer, which may hold the customer's credentials and data).
   const call = (row: LoadedTool, input: Record<string, unknown>, signal: AbortSignal | undefined): Promise<CallResult> =>
-    executor.call(
+    withSpan(
+      `execute_tool ${row.name}`,
       {
-        endpoint: row.endpoint,
-        method: row.method,
-        headers: openHeaders(keyring, row.headersCiphertext, { tenantId: row.tenantId, toolId: row.id }),
-        input,
-        timeoutMs: row.timeoutMs,
+        kind: SpanKind.CLIENT,
+        attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': row.name, [FIN_ATTRIBUTES.tenantId]: row.tenantId },
       },
-      signal === undefined ? {} : { signal },
+      async (span) => {
+        const result = await executor.call(
+          {
+            endpoint: row.endpoint,
+            method: row.method,
+            headers: openHeaders(keyring, row.headersCiphertext, { tenantId: row.tenantId, toolId: row.id }),
+            input,
+            timeoutMs: row.timeoutMs,
+          },
+          signal === undefined ? {} : { signal },
+        );
+        span.setAttribute(FIN_ATTRIBUTES.toolOutcome, result.outcome);
+        if (result.httpStatus !== null) span.setAttribute('http.response.status_code', result.httpStatus);
+        return result;
+      },
     );
 
   const definitionOf = (row: LoadedTool, origin: CallOrigin): ToolDefinition | null => {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { meterPoolUsage } from './pool-metrics';
+import { traceClient, tracePool } from './tracing';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -41,6 +42,7 @@ export function createPool({ connectionString, applicationName, max = 10, onIdle
   });
   pool.on('error', (error) => onIdleError?.(error));
   meterPoolUsage(pool, applicationName, max);
+  tracePool(pool);
   return pool;
 }
 
@@ -54,6 +56,7 @@ export function createPool({ connectionString, applicationName, max = 10, onIdle
  */
 export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  const untrace = traceClient(client, pool);
   let broken: Error | undefined;
   const onError = (error: Error) => {
     broken ??= error;
@@ -69,6 +72,7 @@ export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolCl
     throw error;
   } finally {
     client.off('error', onError);
+    untrace();
     client.release(broken);
   }
 }

@@ -1,5 +1,6 @@
-import { childSpan, parseTraceparent, runInSpan, TRACEPARENT_HEADER, type Logger } from '@fin/log';
+import { TRACEPARENT_HEADER, type Logger } from '@fin/log';
 import { eventsHandled } from '@fin/metrics';
+import { SpanKind, withRemoteSpan } from '@fin/tracing';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import {
   type ConsumerOptions,
@@ -12,6 +13,7 @@ import {
 } from './bus';
 import { decodeEnvelope, type EnvelopeOf, PoisonMessageError } from './envelope';
 import { type AnyTopic, deadLetterTopicName } from './topic';
+import { jobAttributes, messageAttributes } from './tracing';
 
 /** A message as read from a topic, before decoding. */
 export interface RawMessage {
@@ -168,10 +170,18 @@ export function envelopeProcessor<T extends AnyTopic>(
       eventsHandled.inc({ group: context.groupId, topic: message.topic, outcome: 'dead_lettered' });
       return 'commit';
     }
-    // The handler runs in a span of the publisher's trace, so its logs and the events it writes continue it.
-    const span = childSpan(parseTraceparent(message.headers[TRACEPARENT_HEADER]));
-    const result = await runInSpan(span, () =>
-      withRetries(message, signal, context, (attempt) => handler(envelope, metaOf(message, attempt, signal))),
+    // The handler runs in a span of the publisher's trace (a CONSUMER span when traces are exported), so its
+    // logs and the events it writes continue it.
+    const attributes = {
+      ...messageAttributes(message.topic, message.key, 'process'),
+      'messaging.consumer.group.name': context.groupId,
+      ...jobAttributes(envelope.payload),
+    };
+    const result = await withRemoteSpan(
+      `process ${message.topic}`,
+      message.headers[TRACEPARENT_HEADER],
+      { kind: SpanKind.CONSUMER, attributes },
+      () => withRetries(message, signal, context, (attempt) => handler(envelope, metaOf(message, attempt, signal))),
     );
     if (result.status === 'aborted') return 'abandon';
     if (result.status === 'failed') {

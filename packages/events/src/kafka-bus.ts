@@ -1,5 +1,5 @@
 import { type Logger } from '@fin/log';
-import { clearNotLive, consumerLag, reportNotLive } from '@fin/metrics';
+import { clearNotLive, reportNotLive } from '@fin/metrics';
 import { type IHeaders, Kafka, type KafkaConfig, type KafkaMessage, type LogEntry, Partitioners, logLevel, type Message } from 'kafkajs';
 import { encodeEnvelope, type EventBus, type Subscription } from './bus';
 import {
@@ -13,6 +13,7 @@ import {
   selectedTopics,
 } from './delivery';
 import { type AnyTopic, deadLetterTopicName } from './topic';
+import { sendTraced } from './tracing';
 
 export interface KafkaBusOptions {
   kafka: Kafka;
@@ -161,10 +162,6 @@ export function createKafkaBus({
               if (!(await handle(batch.topic, batch.partition, message, () => payload.heartbeat()))) break;
               // Moves this consumer's fetch position past the message; the commit makes it durable.
               payload.resolveOffset(message.offset);
-              consumerLag.set(
-                { group: groupId, topic: batch.topic.slice(topicPrefix.length), partition: String(batch.partition) },
-                Number(BigInt(batch.highWatermark) - BigInt(message.offset) - 1n),
-              );
               handled = message.offset;
               commitSoon();
             }
@@ -204,7 +201,9 @@ export function createKafkaBus({
 
   return {
     async publish(messages) {
-      await send(messages.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers })));
+      await sendTraced(messages, (traced) =>
+        send(traced.map(({ topic, key, envelope, headers = {} }) => ({ topic, key, value: encodeEnvelope(envelope), headers }))),
+      );
     },
 
     async subscribe(options) {

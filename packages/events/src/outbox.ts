@@ -1,8 +1,10 @@
 import { type Queryable } from '@fin/db';
 import { traceHeaders } from '@fin/log';
+import { withSpan } from '@fin/tracing';
 import { type EventHeaders } from './bus';
 import { createEnvelope, type EnvelopeOf, type EnvelopeOptions } from './envelope';
 import { type AnyTopic, type PayloadInput } from './topic';
+import { jobAttributes, messageAttributes } from './tracing';
 
 /** Advisory-lock namespaces (the two-integer form), so outbox locks never collide with other advisory locks. */
 export const OUTBOX_KEY_LOCK_CLASS = 0x6f627800; // "obx\0"
@@ -21,14 +23,26 @@ export interface AppendOptions extends EnvelopeOptions {
  * first commits or rolls back before it allocates its id. The relay, which reads unpublished rows in id
  * order, can therefore never see a later event of a key while an earlier one is still uncommitted.
  *
- * The current trace (W3C traceparent) travels in the message headers, so the consumer continues it.
+ * The current trace (W3C traceparent) travels in the message headers, so the consumer continues it; with traces
+ * exported, that is the trace's `outbox <topic>` span, parent of the relay's `send` span.
  */
-export async function appendToOutbox<T extends AnyTopic>(
+export function appendToOutbox<T extends AnyTopic>(
   db: Queryable,
   topic: T,
   key: string,
   payload: PayloadInput<T>,
-  { headers = {}, ...envelopeOptions }: AppendOptions = {},
+  options: AppendOptions = {},
+): Promise<EnvelopeOf<T>> {
+  const attributes = { ...messageAttributes(topic.name, key, 'send'), ...jobAttributes(payload) };
+  return withSpan(`outbox ${topic.name}`, { attributes }, () => insert(db, topic, key, payload, options));
+}
+
+async function insert<T extends AnyTopic>(
+  db: Queryable,
+  topic: T,
+  key: string,
+  payload: PayloadInput<T>,
+  { headers = {}, ...envelopeOptions }: AppendOptions,
 ): Promise<EnvelopeOf<T>> {
   const envelope = createEnvelope(topic, payload, envelopeOptions);
   // The lock is taken in a FROM subquery so that it is held before the row (and its id) is produced,

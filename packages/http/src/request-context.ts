@@ -10,11 +10,14 @@ import {
   accessLogPolicyOf,
   currentScope,
   LazySpanScope,
+  parseTraceparent,
   runInScope,
   TRACEPARENT_HEADER,
   type AccessLogPolicy,
   type Logger,
+  type TraceContext,
 } from '@fin/log';
+import { endSpan, FIN_ATTRIBUTES, SpanKind, startSpan, tracingEnabled, type LiveSpan } from '@fin/tracing';
 import type { Request, RequestHandler, Response } from 'express';
 import { recordRequest } from './metrics';
 
@@ -55,6 +58,8 @@ class Context extends LazySpanScope implements RequestContext {
   private child: Logger | undefined;
   private fields: Record<string, string> | undefined;
   readonly startedAt = performance.now();
+  /** The exported server span, when traces are exported (@fin/tracing); then its ids are the request's span. */
+  readonly exported: LiveSpan | undefined;
 
   constructor(
     readonly requestId: string,
@@ -63,6 +68,11 @@ class Context extends LazySpanScope implements RequestContext {
     readonly pipeline: Pipeline,
   ) {
     super(traceparent);
+    this.exported = tracingEnabled() && !pipeline.quietPaths.includes(req.path) ? startServerSpan(req, traceparent) : undefined;
+  }
+
+  override get span(): TraceContext {
+    return this.exported?.context ?? super.span;
   }
 
   get logger(): Logger {
@@ -75,6 +85,7 @@ class Context extends LazySpanScope implements RequestContext {
   annotate(fields: Record<string, string>): void {
     this.fields = this.fields === undefined ? { ...fields } : { ...this.fields, ...fields };
     this.child = undefined;
+    if (fields.tenantId !== undefined) this.exported?.span.setAttribute(FIN_ATTRIBUTES.tenantId, fields.tenantId);
   }
 
   /** The fields of the access-log line. */
@@ -96,6 +107,27 @@ class Context extends LazySpanScope implements RequestContext {
 }
 
 const CONTEXT = 'finRequestContext';
+
+/** A SERVER span, a child of the caller's `traceparent`; named by its route when the request ends (endServerSpan). */
+function startServerSpan(req: Request, traceparent: string | undefined): LiveSpan | undefined {
+  const query = req.originalUrl.indexOf('?');
+  return startSpan(req.method, parseTraceparent(traceparent), {
+    kind: SpanKind.SERVER,
+    // The path without its query string: a query may carry what a user typed.
+    attributes: { 'http.request.method': req.method, 'url.path': query === -1 ? req.originalUrl : req.originalUrl.slice(0, query) },
+  });
+}
+
+/** Ends the request's span with its status and route (`GET /v1/news/:ticker`); a 5xx marks it failed. */
+function endServerSpan({ span }: LiveSpan, req: Request, res: Response): void {
+  const route: unknown = (req.route as { path?: unknown } | undefined)?.path;
+  if (typeof route === 'string') {
+    span.setAttribute('http.route', req.baseUrl + route);
+    span.updateName(`${req.method} ${req.baseUrl}${route}`);
+  }
+  span.setAttribute('http.response.status_code', res.statusCode);
+  endSpan(span, res.statusCode >= 500 ? new Error(`HTTP ${res.statusCode}`) : undefined);
+}
 
 /** The context of the request being handled, in code that runs on its behalf (also after awaits). */
 export function currentRequest(): RequestContext | undefined {
@@ -146,6 +178,7 @@ function requestClosed(this: Response): void {
   if (context === undefined) return;
   const { pipeline, req } = context;
   const durationMs = performance.now() - context.startedAt;
+  if (context.exported !== undefined) endServerSpan(context.exported, req, this);
   if (pipeline.metricsService !== undefined) recordRequest(pipeline.metricsService, req, this, durationMs / 1000);
 
   const quiet = this.statusCode < 400 && pipeline.quietPaths.includes(req.path);

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig, redactConfig } from '@fin/config';
 import { createLogger, logOptionsOf, type Logger } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
+import { startTracing, tracingConfigShape } from '@fin/tracing';
 import { z } from 'zod';
 import type { Lifecycle } from './service-app';
 import { closeStarted, createShutdown, onShutdownSignals, type Closer, type SignalSource } from './shutdown';
@@ -63,9 +64,10 @@ export interface RunServiceOptions {
 
 /**
  * Runs a service as its own process. In order: parse the config (exit 78 naming every bad variable), create the
- * logger and log the config without secrets, start the metrics listener (first: a port taken there fails before
+ * logger and log the config without secrets, start exporting traces when OTEL_EXPORTER_OTLP_ENDPOINT is set
+ * (@fin/tracing), start the metrics listener (first: a port taken there fails before
  * anything needs closing), start the service, register the fixed shutdown (readiness off, the server drains,
- * the service's closers, the metrics listener; a second signal exits at once), and log that it is up.
+ * the service's closers, the metrics listener, the trace exporter; a second signal exits at once), and log that it is up.
  * Any failure on the way is one fatal line and exit 1, after closing what had started.
  */
 export async function runService<S extends Shape & { [K in keyof ProcessSettings]: z.ZodType<ProcessSettings[K]> }>(
@@ -73,11 +75,16 @@ export async function runService<S extends Shape & { [K in keyof ProcessSettings
   { env = process.env, exit = (code) => process.exit(code), signals = process }: RunServiceOptions = {},
 ): Promise<void> {
   const config = loadConfig(service.configShape, env);
+  const tracingConfig = loadConfig(tracingConfigShape, env);
   const settings = processSettings.parse(config);
   const logger = createLogger({ service: service.name, ...logOptionsOf(settings) });
   logger.info({ config: redactConfig(service.configShape, config) }, 'starting');
   const started: Closer[] = [];
+  // Last in the shutdown order, so that the spans of the shutdown itself are exported too.
+  const traceExport: Closer[] = [];
   try {
+    const tracing = await startTracing({ config: tracingConfig, serviceName: service.name, logger });
+    traceExport.push({ name: 'trace exporter', close: () => tracing.shutdown() });
     service.checkConfig?.(config, logger);
     const metrics = await startMetricsServer({
       port: settings.METRICS_PORT,
@@ -98,7 +105,7 @@ export async function runService<S extends Shape & { [K in keyof ProcessSettings
         servers,
         unreadyDelayMs: settings.SHUTDOWN_UNREADY_DELAY_MS,
         drainTimeoutMs: settings.SHUTDOWN_DRAIN_TIMEOUT_MS,
-        closers: [...running.closers, ...started],
+        closers: [...running.closers, ...started, ...traceExport],
         exit,
       }),
       signals,
@@ -106,7 +113,7 @@ export async function runService<S extends Shape & { [K in keyof ProcessSettings
     const port = (running.server?.address() as AddressInfo | null | undefined)?.port;
     logger.info({ ...(port === undefined ? {} : { port }), metrics: metrics.url }, 'ready');
   } catch (error) {
-    await closeStarted(started);
+    await closeStarted([...started, ...traceExport]);
     fail(logger, exit, error, `${service.name} could not start`);
   }
 }

@@ -116,7 +116,7 @@ describe('runService', () => {
     expect(fixture.lines.map((line) => line.msg)).not.toContain('listening');
   });
 
-  it('shuts down in the fixed order on SIGTERM: readiness off, the server drains, the closers in order, the metrics listener last', async () => {
+  it('shuts down in the fixed order on SIGTERM: readiness off, the server drains, the closers in order, the metrics listener, the trace exporter last', async () => {
     const fixture = start({});
     const ready = await fixture.logged('ready');
     const url = `http://127.0.0.1:${String(ready.port)}`;
@@ -134,6 +134,8 @@ describe('runService', () => {
       'closed worker',
       'closed database pool',
       'closed metrics listener',
+      // Last, so that spans of the shutdown are exported too (a no-op here: no OTEL endpoint is set).
+      'closed trace exporter',
       'stopped',
     ]);
   });

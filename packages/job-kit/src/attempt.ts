@@ -9,6 +9,7 @@ import type { Pool } from '@fin/db';
 import { SEQ_PER_ATTEMPT, type JobType } from '@fin/events';
 import { STARTING_PROGRESS, attemptRecorder, type LeasedJob } from '@fin/job-store';
 import type { Logger } from '@fin/log';
+import { FIN_ATTRIBUTES, withSpan } from '@fin/tracing';
 
 /** A job whose lease the runner holds for this attempt. */
 export type JobToRun = LeasedJob;
@@ -98,9 +99,28 @@ class Aborted extends Error {
  * One attempt at a job whose lease this runner has just claimed: writes `running`, renews the lease while `run`
  * works, writes its progress (at most one step per progress interval), and commits the terminal state with the
  * lease release — only while it still holds the lease, so a runner that was paused or lost its lease cannot
- * overwrite a newer attempt.
+ * overwrite a newer attempt. With traces exported, the attempt is a `job <type>` span of the trace that requested it.
  */
-export async function runAttempt(
+export function runAttempt(
+  settings: AttemptSettings,
+  job: JobToRun,
+  run: (job: JobToRun, ctx: RunContext) => Promise<RunOutcome>,
+  stop: StopPolicy,
+): Promise<AttemptOutcome> {
+  const attributes = {
+    [FIN_ATTRIBUTES.jobId]: job.id,
+    [FIN_ATTRIBUTES.jobType]: job.type,
+    [FIN_ATTRIBUTES.tenantId]: job.tenantId,
+    'fin.job.attempt': job.attempt,
+  };
+  return withSpan(`job ${job.type}`, { attributes }, async (span) => {
+    const outcome = await attempt(settings, job, run, stop);
+    span.setAttribute('fin.job.outcome', outcome.kind);
+    return outcome;
+  });
+}
+
+async function attempt(
   settings: AttemptSettings,
   job: JobToRun,
   run: (job: JobToRun, ctx: RunContext) => Promise<RunOutcome>,

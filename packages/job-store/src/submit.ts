@@ -3,6 +3,7 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '@fi
 import { appendToOutbox, jobRequestTopics, type JobType } from '@fin/events';
 import { AppError } from '@fin/http';
 import { jobSubmissions } from '@fin/metrics';
+import { FIN_ATTRIBUTES, setSpanAttributes } from '@fin/tracing';
 import { canonicalJson, withToolSet, type CacheKeys } from './cache-key';
 
 export interface SubmitParams {
@@ -227,6 +228,13 @@ export async function submitJob(pool: Pool, params: SubmitParams): Promise<Submi
   const outcome = await submit(pool, params);
   // After the commit: what the metric counts has happened (cache hit ratio, coalescing, replays).
   jobSubmissions.inc({ type: params.jobType, result: outcome.kind });
+  // The request's span (when traces are exported) names the job it made, joined or answered from the cache.
+  setSpanAttributes({
+    [FIN_ATTRIBUTES.jobId]: outcome.jobId,
+    [FIN_ATTRIBUTES.jobType]: params.jobType,
+    [FIN_ATTRIBUTES.tenantId]: params.tenantId,
+    'fin.job.submission': outcome.kind,
+  });
   return outcome;
 }
 

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { formatSse } from '@fin/contracts';
 import { identityKey, loggerOf, requestIdOf, signIdentity, trackEventStream, type Caller, type IdentityKey } from '@fin/http';
-import type { Logger } from '@fin/log';
+import { currentTrace, runInSpan, type Logger } from '@fin/log';
+import { endSpan, SpanKind, startSpan, type LiveSpan } from '@fin/tracing';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { bodyOf } from './body';
@@ -68,10 +69,15 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
       if (!res.writableFinished) controller.abort(new ClientGoneError());
     });
 
+    // With traces exported, the hop is a CLIENT span of the request's trace, and the service's span its child.
+    const hop = startHopSpan(upstream, req, res);
     let response: Dispatcher.ResponseData;
     try {
-      response = await send(req, res, upstream, options, who, browserPage, controller.signal);
+      const forward = () => send(req, res, upstream, options, who, browserPage, controller.signal);
+      response = await (hop === undefined ? forward() : runInSpan(hop.context, forward));
+      hop?.span.setAttribute('http.response.status_code', response.statusCode);
     } catch (error) {
+      hop?.span.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
       if (controller.signal.aborted) {
         log(res, options, upstream).info('the client left before the service answered; request aborted');
         return;
@@ -113,6 +119,16 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
       else next(upstreamFailure(upstream, error, options.responseTimeoutMs));
     }
   };
+}
+
+/** The proxy hop's span, ended when the client's response is done (or the client has gone). */
+function startHopSpan(upstream: Upstream, req: Request, res: Response): LiveSpan | undefined {
+  const hop = startSpan(`${req.method} ${upstream.name}`, currentTrace(), {
+    kind: SpanKind.CLIENT,
+    attributes: { 'http.request.method': req.method, 'server.address': upstream.name },
+  });
+  if (hop !== undefined) res.once('close', () => endSpan(hop.span));
+  return hop;
 }
 
 /**

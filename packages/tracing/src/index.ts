@@ -1,0 +1,15 @@
+export { tracingConfigShape, type TracingConfig } from './config';
+export { startTracing, type Tracing } from './sdk';
+export {
+  FIN_ATTRIBUTES,
+  SpanKind,
+  endSpan,
+  setSpanAttributes,
+  startSpan,
+  tracingEnabled,
+  withRemoteSpan,
+  withSpan,
+  type Attributes,
+  type LiveSpan,
+  type Span,
+} from './spans';
