@@ -52,4 +52,5 @@ export { type MemoryBusOptions, type MemoryEventBus, createMemoryBus } from './m
 export { type AppendOptions, OUTBOX_KEY_LOCK_CLASS, appendToOutbox } from './outbox';
 export { type OutboxRelay, type OutboxRelayOptions, createOutboxRelay } from './relay';
 export { type ProcessOnceResult, processOnce } from './idempotency';
+export { type ConsumerLagMonitor, createConsumerLagMonitor } from './lag-monitor';
 export { KafkaStartError, connectKafkaBus, kafkaClientConfig, kafkaConfigShape, type KafkaConfig } from './kafka-config';

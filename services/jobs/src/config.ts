@@ -20,6 +20,11 @@ export const jobsConfigShape = {
   JOB_REAPER_INTERVAL_MS: int(50, 3_600_000).default(2_000),
   /** A job no worker has claimed for this long is failed with a reason instead of staying pending forever. */
   JOB_UNCLAIMED_TIMEOUT_MS: int(1_000, 86_400_000).default(300_000),
+  /**
+   * How often the service reads every consumer group's lag from the broker (fin_kafka_consumer_lag); 0 turns it
+   * off. Every replica reads it: a few small admin requests per group and topic each time.
+   */
+  KAFKA_LAG_INTERVAL_MS: int(0, 3_600_000).default(30_000),
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests may take to finish before they are cut. */

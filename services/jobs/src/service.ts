@@ -4,7 +4,15 @@
 // in-process one) and a shared pool.
 import type { Server } from 'node:http';
 import { createPool, type Pool } from '@fin/db';
-import { connectKafkaBus, createOutboxRelay, type EventBus, type OutboxRelayOptions } from '@fin/events';
+import {
+  connectKafkaBus,
+  createConsumerLagMonitor,
+  createKafka,
+  createOutboxRelay,
+  kafkaClientConfig,
+  type EventBus,
+  type OutboxRelayOptions,
+} from '@fin/events';
 import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
@@ -48,8 +56,8 @@ export interface JobsService {
   url: string;
   lifecycle: Lifecycle;
   /**
-   * In shutdown order, after the HTTP server stopped: event observer, lease reaper, outbox relay, then the bus and
-   * the pool when the service created them.
+   * In shutdown order, after the HTTP server stopped: event observer, consumer lag monitor, lease reaper, outbox
+   * relay, then the bus and the pool when the service created them.
    */
   closers: Closer[];
 }
@@ -81,6 +89,19 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
     ...(onJobEvent === undefined ? {} : { onEvent: onJobEvent }),
   });
   closers.push({ name: 'job event observer', close: () => consumer.stop() });
+
+  // Every consumer group's lag, read from the broker: reported here, by a service that is always up, rather than
+  // by the consumers, which cannot report their own stall (docs/observability.md#consumer-lag).
+  if (!options.bus && own.KAFKA_LAG_INTERVAL_MS > 0) {
+    const lag = createConsumerLagMonitor({
+      kafka: createKafka({ logger, ...kafkaClientConfig(own) }),
+      logger,
+      topicPrefix: own.KAFKA_TOPIC_PREFIX,
+      intervalMs: own.KAFKA_LAG_INTERVAL_MS,
+    });
+    lag.start();
+    closers.push({ name: 'consumer lag monitor', close: () => lag.stop() });
+  }
 
   const reaper = createLeaseReaper({
     pool,
