@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   ConfigError,
   bool,
+  crossChecked,
   csv,
   int,
   logConfigShape,
@@ -96,6 +97,31 @@ describe('parseConfig', () => {
       expect((error as Error).message).toContain('ANTHROPIC_API_KEY');
       expect((error as Error).message).not.toContain(value);
     }
+  });
+});
+
+describe('crossChecked', () => {
+  // A rule between two variables, attached to one of them and kept when the shape is spread into another.
+  const pair = {
+    USER: crossChecked(z.string().optional(), (config) =>
+      config.USER !== undefined && config.PASSWORD === undefined ? [{ variable: 'PASSWORD', message: 'is required with USER' }] : [],
+    ),
+    PASSWORD: secret(z.string()).optional(),
+  };
+  const spread = { ...pair, PORT: port().default(1) };
+
+  it('runs the rule on the parsed config of every shape the field is in', () => {
+    expect(() => parseConfig(spread, { USER: 'svc' })).toThrow(
+      new ConfigError([{ variable: 'PASSWORD', message: 'is required with USER' }]),
+    );
+    expect(parseConfig(spread, { USER: 'svc', PASSWORD: 'pw-0123456789' })).toEqual({ USER: 'svc', PASSWORD: 'pw-0123456789', PORT: 1 });
+    expect(parseConfig(spread, {})).toEqual({ PORT: 1 });
+  });
+
+  it('waits until every variable parses on its own', () => {
+    expect(() => parseConfig(spread, { USER: 'svc', PORT: 'x' })).toThrow(
+      new ConfigError([{ variable: 'PORT', message: 'expected an integer, got "x"' }]),
+    );
   });
 });
 

@@ -161,8 +161,8 @@ export async function connectKafkaBus(config: KafkaConfig, logger: Logger): Prom
 
 /** Kafka could not be used at start-up; the message says what failed, at which broker, and what to check. */
 export class KafkaStartError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
+  constructor(message: string) {
+    super(message);
     this.name = 'KafkaStartError';
   }
 }
@@ -193,7 +193,8 @@ async function prepareTopics(config: KafkaConfig, client: ReturnType<typeof kafk
       );
   } catch (error) {
     if (error instanceof KafkaStartError) throw error;
-    throw new KafkaStartError(describeFailure(error, config, lastBroker), { cause: error });
+    // The message carries the reason; no cause, which loggers would print after it a second time.
+    throw new KafkaStartError(describeFailure(error, config, lastBroker));
   }
 }
 
@@ -221,7 +222,7 @@ function describeFailure(error: unknown, config: KafkaConfig, lastBroker: string
   const root = chain.at(-1);
   const reason = root?.message.replace(/^Connection error: /, '') ?? String(error);
   if (chain.some((cause) => cause.name === 'KafkaJSSASLAuthenticationError')) {
-    return `Kafka refused the SASL ${config.KAFKA_SASL_MECHANISM ?? ''} login of user "${config.KAFKA_SASL_USERNAME ?? ''}" at ${broker}: ${reason}. Check KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD and KAFKA_SASL_MECHANISM.`;
+    return `Kafka refused the SASL ${config.KAFKA_SASL_MECHANISM ?? ''} login of user "${config.KAFKA_SASL_USERNAME ?? ''}" at ${broker}: ${reason.replace(/^SASL [^:]*: /, '')}. Check KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD and KAFKA_SASL_MECHANISM.`;
   }
   const tls = /certificate|SSL|TLS|handshake|self[- ]signed|alert/i.test(reason);
   if (config.KAFKA_SSL && tls) {
