@@ -53,6 +53,22 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
   export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 fi
 
+# The secure broker (an SSL listener and a SASL_SSL one, infra/kafka/start.sh with KAFKA_SECURE=1) is started by
+# the first test that needs it (secureTestKafka of @fin/testing) on KAFKA_SECURE_PORT..+3; a run that started it
+# stops it at the end.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+ours() { [ -f "infra/kafka/.run/$1/kafka.pid" ] && kill -0 "$(cat "infra/kafka/.run/$1/kafka.pid")" 2>/dev/null; }
+secure_port="${KAFKA_SECURE_PORT:-19492}"
+for _ in 1 2 3 4 5; do
+  if ours "$secure_port" || ! { port_open "$secure_port" || port_open "$((secure_port + 1))" || port_open "$((secure_port + 2))" || port_open "$((secure_port + 3))"; }; then break; fi
+  secure_port=$((secure_port + 100))
+done
+export KAFKA_SECURE_PORT="$secure_port"
+secure_was_running=false
+if ours "$KAFKA_SECURE_PORT"; then secure_was_running=true; fi
+stop_secure_kafka() { $secure_was_running || KAFKA_PORT="$KAFKA_SECURE_PORT" bash infra/kafka/stop.sh; }
+trap 'stop_secure_kafka; if ${started_kafka:-false}; then bash infra/kafka/stop.sh; fi' EXIT
+
 step "chromium"
 # The portal's browser tests drive a real headless Chromium (Debian's package), installed here when missing.
 bash scripts/ensure-chromium.sh
@@ -77,7 +93,9 @@ else
   ' "$results" "$e2e_results"
   rm -f "$e2e_results"
 fi
-if $started_kafka; then bash infra/kafka/stop.sh; trap - EXIT; fi
+if $started_kafka; then bash infra/kafka/stop.sh; fi
+stop_secure_kafka
+trap - EXIT
 # The closing line, in the plain "N passed, N failed" form that CI reads.
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
