@@ -1,7 +1,7 @@
 // Validates Kubernetes objects offline against the API's schemas, in two passes:
 //  1. JSON schema: kubernetes-models (generated from the Kubernetes OpenAPI document) for the core API, and the
-//     operators' CRD schemas (@kubernetes-models/keda, strimzi-kafka-operator, cloudnative-pg, gateway-api): types,
-//     required fields, enums, formats.
+//     operators' CRD schemas (@kubernetes-models/keda, strimzi-kafka-operator, cloudnative-pg, gateway-api,
+//     prometheus-operator): types, required fields, enums, formats.
 //  2. Unknown fields: those schemas allow properties they do not define (so does the API server, which drops them,
 //     or rejects them under strict field validation, as `kubectl apply` asks by default). A misspelt field such as
 //     `readinesProbe` would pass silently; the same packages' TypeScript types catch it, so every object is
@@ -20,6 +20,7 @@ const PACKAGES = {
   'kafka.strimzi.io': '@kubernetes-models/strimzi-kafka-operator',
   'postgresql.cnpg.io': '@kubernetes-models/cloudnative-pg',
   'gateway.networking.k8s.io': '@kubernetes-models/gateway-api',
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
 };
 
 function specifierOf({ apiVersion, kind }) {
