@@ -11,6 +11,13 @@ import { deadLetterTopicName } from './topic';
 
 const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 
+/** The same mechanisms as KEDA's Kafka scaler names them (its TriggerAuthentication parameter `sasl`). */
+const KEDA_SASL_SPELLINGS: Readonly<Record<string, string>> = {
+  plaintext: 'plain',
+  scram_sha256: 'scram-sha-256',
+  scram_sha512: 'scram-sha-512',
+};
+
 /** The Kafka part of a process's environment; `clientId` names the process in the broker's logs. */
 export function kafkaConfigShape(clientId: string) {
   return {
@@ -32,9 +39,10 @@ export function kafkaConfigShape(clientId: string) {
     KAFKA_SSL_KEY_FILE: pemFile('private key').optional(),
     /** false accepts any broker certificate: for a first test of a cluster only, never in production. */
     KAFKA_SSL_REJECT_UNAUTHORIZED: bool().default(true),
+    /** KEDA's spellings (plaintext, scram_sha256, scram_sha512) are taken too, so one Secret can serve both. */
     KAFKA_SASL_MECHANISM: z
       .string()
-      .transform((raw) => raw.trim().toLowerCase())
+      .transform((raw) => KEDA_SASL_SPELLINGS[raw.trim().toLowerCase()] ?? raw.trim().toLowerCase())
       .pipe(z.enum(SASL_MECHANISMS, { error: `expected one of ${SASL_MECHANISMS.join(', ')}` }))
       .optional(),
     KAFKA_SASL_USERNAME: z.string().optional(),

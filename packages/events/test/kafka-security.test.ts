@@ -35,7 +35,7 @@ describe('Kafka security configuration', () => {
     expect(parse({}).KAFKA_SASL_MECHANISM).toBeUndefined();
   });
 
-  it('parses mutual TLS and SASL, the mechanism in any case, and never logs the password', () => {
+  it('parses mutual TLS and SASL, the mechanism in any case or as KEDA spells it, and never logs the password', () => {
     const config = parse({
       ...secure.sslEnv,
       KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
@@ -50,6 +50,9 @@ describe('Kafka security configuration', () => {
       KAFKA_SASL_MECHANISM: 'scram-sha-512',
       KAFKA_SASL_USERNAME: 'svc',
     });
+    // KEDA's spelling, from a Secret both read.
+    expect(parse({ ...secure.saslEnv('scram-sha-256'), KAFKA_SASL_MECHANISM: 'scram_sha256' }).KAFKA_SASL_MECHANISM).toBe('scram-sha-256');
+    expect(parse({ ...secure.saslEnv('plain'), KAFKA_SASL_MECHANISM: 'plaintext' }).KAFKA_SASL_MECHANISM).toBe('plain');
     const logged = JSON.stringify(redactConfig(shape, config));
     expect(logged).toContain('"KAFKA_SASL_PASSWORD":"[redacted]"');
     expect(logged).not.toContain('pw-0123456789');
