@@ -134,7 +134,7 @@ describe('starting against the secure broker', () => {
   );
 
   it('fails on a wrong password with one error naming the mechanism, user and broker, never the password', async () => {
-    const env = { ...secure.saslEnv('scram-sha-512'), KAFKA_SASL_PASSWORD: 'not-the-password-42' };
+    const env: Record<string, string> = { ...secure.saslEnv('scram-sha-512'), KAFKA_SASL_PASSWORD: 'not-the-password-42' };
     const error = await startFailure(env);
     expect(error.message).toBe(
       `Kafka refused the SASL scram-sha-512 login of user "fin-scram-512" at ${env.KAFKA_BROKERS}: ` +
