@@ -114,6 +114,13 @@ export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess
   throw new Error(`the fakes did not start:\n${fakes.output()}`);
 }
 
+/** The runner's OTEL_* variables (trace export), passed on to the services. */
+function otelEnv(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined),
+  );
+}
+
 /** The admin CLI against the system's database, as the gateway's image runs it (node dist/admin/cli.js). */
 export async function admin(databaseUrl: string, args: string[]): Promise<string> {
   try {
@@ -178,6 +185,9 @@ export async function startBenchSystem(cleanup: Cleanup, { scenario, profile = [
   const env: Record<string, string> = {
     ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }),
     KAFKA_TOPIC_PREFIX: topicPrefix,
+    // Trace export when the runner's environment sets it (OTEL_EXPORTER_OTLP_ENDPOINT=… npm run bench), to compare
+    // the figures with and without it; the services get nothing else of the runner's environment.
+    ...otelEnv(),
   };
   const secret = env.INTERNAL_SIGNING_SECRET ?? randomBytes(32).toString('hex');
   // Registered before the services, so that it runs after they stopped.

@@ -1,7 +1,7 @@
 // The standard OpenTelemetry variables (opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables),
 // the subset this service honours, parsed at start like every other setting: a bad value stops the start and is
 // named (exit 78), instead of the SDK logging a warning and exporting nowhere.
-import { bool, fraction, secret, url } from '@fin/config';
+import { bool, fraction, int, secret, url } from '@fin/config';
 import { z } from 'zod';
 
 const SAMPLERS = [
@@ -31,6 +31,14 @@ export const tracingConfigShape = {
   OTEL_TRACES_SAMPLER: z.enum(SAMPLERS).default('parentbased_always_on'),
   /** The ratio of the *traceidratio samplers, 0 to 1. */
   OTEL_TRACES_SAMPLER_ARG: fraction().default(1),
+  /** The batch span processor (read here: the SDK no longer reads them itself). */
+  OTEL_BSP_SCHEDULE_DELAY: int(0, 3_600_000).default(5_000),
+  OTEL_BSP_EXPORT_TIMEOUT: int(1, 3_600_000).default(30_000),
+  OTEL_BSP_MAX_QUEUE_SIZE: int(1, 1_000_000).default(2_048),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: int(1, 1_000_000).default(512),
+  /** One export request's time limit (the traces-only variable wins). */
+  OTEL_EXPORTER_OTLP_TIMEOUT: int(1, 3_600_000).default(10_000),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: int(1, 3_600_000).optional(),
 };
 
 export type TracingConfig = z.output<z.ZodObject<typeof tracingConfigShape>>;

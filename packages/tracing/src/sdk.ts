@@ -24,6 +24,11 @@ const OFF: Tracing = { endpoint: undefined, shutdown: () => Promise.resolve() };
 /** Longest the final export may take at shutdown: a collector that is down must not hold the process. */
 const SHUTDOWN_EXPORT_TIMEOUT_MS = 5_000;
 
+/** Resolves false after `ms` (a timer that does not keep the process alive). */
+function timeout(ms: number): Promise<false> {
+  return new Promise((resolve) => setTimeout(() => resolve(false), ms).unref());
+}
+
 /** Starts exporting spans when the configuration names an endpoint; otherwise returns at once, loading nothing. */
 export async function startTracing({ config, serviceName, logger }: StartTracingOptions): Promise<Tracing> {
   const endpoint = tracesEndpoint(config);
@@ -34,11 +39,22 @@ export async function startTracing({ config, serviceName, logger }: StartTracing
     import('@opentelemetry/resources'),
     import('@opentelemetry/semantic-conventions'),
   ]);
-  const exporter = new OTLPTraceExporter({ url: endpoint, headers: exportHeaders(config), timeoutMillis: SHUTDOWN_EXPORT_TIMEOUT_MS });
+  const exporter = new OTLPTraceExporter({
+    url: endpoint,
+    headers: exportHeaders(config),
+    timeoutMillis: config.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? config.OTEL_EXPORTER_OTLP_TIMEOUT,
+  });
+  const processor = new sdk.BatchSpanProcessor({
+    exporter,
+    scheduledDelayMillis: config.OTEL_BSP_SCHEDULE_DELAY,
+    exportTimeoutMillis: config.OTEL_BSP_EXPORT_TIMEOUT,
+    maxQueueSize: config.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: Math.min(config.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, config.OTEL_BSP_MAX_QUEUE_SIZE),
+  });
   const provider = new sdk.TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.OTEL_SERVICE_NAME ?? serviceName }),
     sampler: samplerOf(sdk, config.OTEL_TRACES_SAMPLER, config.OTEL_TRACES_SAMPLER_ARG),
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter })],
+    spanProcessors: [processor],
   });
   // Registered globally too, so a library that traces through @opentelemetry/api reports to the same place.
   trace.setGlobalTracerProvider(provider);
@@ -52,7 +68,8 @@ export async function startTracing({ config, serviceName, logger }: StartTracing
       (stopped ??= (async () => {
         useTracer(undefined);
         try {
-          await provider.shutdown();
+          const done = await Promise.race([provider.shutdown().then(() => true), timeout(SHUTDOWN_EXPORT_TIMEOUT_MS)]);
+          if (!done) logger.warn({ timeoutMs: SHUTDOWN_EXPORT_TIMEOUT_MS }, 'the last spans were not exported in time');
         } catch (error) {
           logger.warn({ err: error }, 'the last spans could not be exported');
         }

@@ -97,6 +97,7 @@ describe('tracing', () => {
     expect(() => config({ OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(ConfigError);
     expect(() => config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
     expect(() => config({ OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    expect(() => config({ OTEL_BSP_SCHEDULE_DELAY: 'soon' })).toThrow(/OTEL_BSP_SCHEDULE_DELAY/);
   });
 
   it('exports spans over OTLP/HTTP JSON, each a child of the span it ran in, continuing a received traceparent', async () => {
