@@ -1,0 +1,267 @@
+// k8s/components/monitoring, as both overlays render it: the PodMonitor scrapes what the pods serve, every alert is
+// complete (the fields promtool and Alertmanager need, a runbook that exists), every rule and dashboard query
+// parses with Prometheus's PromQL parser and reads only metrics the services export (or kube-state-metrics' and
+// Prometheus' own), and the dashboards match Grafana's dashboard schema. The checkers are tested on broken input
+// too, so a check that stopped checking would fail here.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from './support/deployables';
+import { dashboardTypeErrors } from './support/grafana';
+import { render, selects, type K8sObject, type LabelSelector } from './support/kubernetes';
+import { checkPromql, exportedMetricNames, grafanaToPromql, loadPromqlParser, promqlProblems } from './support/promql';
+
+const OVERLAYS = ['k8s/overlays/dev', 'k8s/overlays/prod'];
+
+beforeAll(loadPromqlParser);
+const COMPONENT = path.join(REPO_ROOT, 'k8s/components/monitoring');
+const OPERATIONS_DOC = readFileSync(path.join(REPO_ROOT, 'docs/operations.md'), 'utf8');
+const KNOWN = exportedMetricNames();
+
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface PrometheusRule extends K8sObject {
+  spec: { groups: { name: string; rules: Rule[] }[] };
+}
+interface PodMonitor extends K8sObject {
+  spec: { selector: LabelSelector; podMetricsEndpoints: { port: string; path: string }[] };
+}
+interface Deployment extends K8sObject {
+  spec: { template: { metadata: { labels: Record<string, string> }; spec: { containers: { ports?: { name?: string }[] }[] } } };
+}
+interface GrafanaPanel {
+  id?: number;
+  type: string;
+  title: string;
+  targets?: { expr: string; refId: string }[];
+  panels?: GrafanaPanel[];
+}
+
+/** The anchors GitHub (and most Markdown renderers) give the headings of a document. */
+function anchors(markdown: string): Set<string> {
+  return new Set(
+    [...markdown.matchAll(/^#{1,6}\s+(.+)$/gm)].map(([, heading]) =>
+      heading!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    ),
+  );
+}
+
+const DOC_ANCHORS = anchors(OPERATIONS_DOC);
+const SEVERITIES = ['critical', 'warning'];
+
+/** What promtool check rules and Alertmanager's templates need of an alert, and our runbook convention. */
+function alertProblems(rule: Rule): string[] {
+  const problems: string[] = [];
+  if (!rule.alert || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(rule.alert))
+    problems.push(`alert name ${String(rule.alert)} is not a valid metric name`);
+  if (!rule.expr?.trim()) problems.push('no expr');
+  if (!rule.for || !/^(0|(\d+(ms|s|m|h|d|w|y))+)$/.test(rule.for)) problems.push(`for ${String(rule.for)} is not a duration`);
+  if (!SEVERITIES.includes(rule.labels?.severity ?? ''))
+    problems.push(`labels.severity ${String(rule.labels?.severity)} is not one of ${SEVERITIES.join(', ')}`);
+  if (!rule.annotations?.summary?.trim()) problems.push('no annotations.summary');
+  const runbook = rule.annotations?.runbook_url ?? '';
+  const match = /^https:\/\/\S+\/docs\/operations\.md#([\w-]+)$/.exec(runbook);
+  if (!match) problems.push(`runbook_url ${runbook || '(none)'} does not point at a section of docs/operations.md`);
+  else if (!DOC_ANCHORS.has(match[1]!)) problems.push(`runbook_url's section #${match[1]} is not in docs/operations.md`);
+  return problems;
+}
+
+function panelsOf(panels: GrafanaPanel[]): GrafanaPanel[] {
+  return panels.flatMap((panel) => [panel, ...panelsOf(panel.panels ?? [])]);
+}
+
+const DASHBOARD_FILES = readdirSync(path.join(COMPONENT, 'dashboards')).filter((name) => name.endsWith('.json'));
+const dashboards: Record<string, { uid: string; title: string; panels: GrafanaPanel[] }> = Object.fromEntries(
+  DASHBOARD_FILES.map((name) => [name, JSON.parse(readFileSync(path.join(COMPONENT, 'dashboards', name), 'utf8'))]),
+);
+
+describe.each(OVERLAYS)('%s with the monitoring component', (overlay) => {
+  const objects = render(overlay);
+  const byKind = <T extends K8sObject>(kind: string) => objects.filter((object): object is T => object.kind === kind);
+
+  test('validates: the PodMonitor and PrometheusRule against the prometheus-operator schemas, with no unknown field', () => {
+    const monitoring = objects.filter(
+      (object) => object.apiVersion.startsWith('monitoring.coreos.com/') || object.metadata.name === 'fin-grafana-dashboards',
+    );
+    expect(monitoring.map((object) => object.kind).sort()).toEqual(['ConfigMap', 'PodMonitor', 'PrometheusRule']);
+    const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
+      input: JSON.stringify(monitoring),
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(output)).toEqual([]);
+  });
+
+  test('scrapes the port named metrics of every Deployment, at /metrics', () => {
+    const [monitor] = byKind<PodMonitor>('PodMonitor');
+    expect(monitor?.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
+    const deployments = byKind<Deployment>('Deployment');
+    expect(deployments.length).toBeGreaterThan(5);
+    for (const deployment of deployments) {
+      const { labels } = deployment.spec.template.metadata;
+      const ports = deployment.spec.template.spec.containers.flatMap((container) => container.ports ?? []).map((port) => port.name);
+      expect({
+        deployment: deployment.metadata.name,
+        selected: selects(monitor!.spec.selector, labels),
+        metricsPort: ports.includes('metrics'),
+      }).toEqual({
+        deployment: deployment.metadata.name,
+        selected: true,
+        metricsPort: true,
+      });
+    }
+  });
+
+  test('ships every dashboard in a ConfigMap that Grafana’s sidecar loads', () => {
+    const configMap = byKind<K8sObject & { data: Record<string, string> }>('ConfigMap').find(
+      (object) => object.metadata.name === 'fin-grafana-dashboards',
+    );
+    expect(configMap?.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    expect(Object.keys(configMap?.data ?? {}).sort()).toEqual([...DASHBOARD_FILES].sort());
+  });
+});
+
+describe('alerting rules', () => {
+  const [rules] = render(OVERLAYS[1]!).filter((object): object is PrometheusRule => object.kind === 'PrometheusRule');
+  const all = rules!.spec.groups.flatMap((group) => group.rules);
+
+  test('cover what operators are paged for', () => {
+    const exprs = all.map((rule) => rule.expr).join('\n');
+    for (const metric of [
+      'fin_http_requests_total{status=~"5.."}',
+      'fin_http_request_duration_seconds_bucket',
+      'fin_jobs_finished_total{outcome="failed"}',
+      'fin_events_handled_total{outcome="dead_lettered"}',
+      'fin_kafka_consumer_lag',
+      'fin_outbox_oldest_unpublished_age_seconds',
+      'fin_outbox_relay_leader',
+      'fin_db_pool_checkout_wait_seconds_bucket',
+      'kube_pod_container_status_restarts_total',
+    ])
+      expect(exprs).toContain(metric);
+  });
+
+  test('have unique group and alert names', () => {
+    const groups = rules!.spec.groups.map((group) => group.name);
+    expect(new Set(groups).size).toBe(groups.length);
+    const names = all.map((rule) => rule.alert);
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  test.each(all.map((rule) => [rule.alert ?? rule.record ?? '?', rule] as const))(
+    '%s: alert, expr, for, severity, summary and a runbook section that exists',
+    (_name, rule) => {
+      expect(alertProblems(rule)).toEqual([]);
+    },
+  );
+
+  test.each(all.map((rule) => [rule.alert ?? rule.record ?? '?', rule.expr] as const))(
+    '%s: its expression parses and reads only exported metrics',
+    (_name, expr) => {
+      expect(promqlProblems(expr, KNOWN)).toEqual([]);
+      expect(checkPromql(expr).metrics.length).toBeGreaterThan(0);
+    },
+  );
+});
+
+describe.each(DASHBOARD_FILES)('dashboard %s', (file) => {
+  const dashboard = dashboards[file]!;
+  const panels = panelsOf(dashboard.panels);
+
+  test("matches Grafana's dashboard schema (@grafana/schema), panel options included", () => {
+    expect(dashboardTypeErrors({ [file]: dashboard })[file]).toEqual([]);
+  });
+
+  test('has a uid and unique panel ids, and every panel but rows has queries', () => {
+    expect(dashboard.uid).toMatch(/^[a-z0-9-]{1,40}$/);
+    const ids = panels.map((panel) => panel.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const panel of panels)
+      if (panel.type !== 'row')
+        expect({ panel: panel.title, queries: (panel.targets ?? []).length > 0 }).toEqual({ panel: panel.title, queries: true });
+  });
+
+  test.each(panels.flatMap((panel) => (panel.targets ?? []).map((target) => [`${panel.title} (${target.refId})`, target.expr] as const)))(
+    '%s: the query parses and reads only exported metrics',
+    (_panel, expr) => {
+      expect(promqlProblems(grafanaToPromql(expr), KNOWN)).toEqual([]);
+    },
+  );
+});
+
+describe('the checkers themselves', () => {
+  test('the PromQL check finds syntax errors, range functions over instant vectors and metrics nobody exports', () => {
+    expect(promqlProblems('sum(rate(fin_http_requests_total[5m]))', KNOWN)).toEqual([]);
+    expect(promqlProblems('sum(rate(fin_http_requests_total[5m])', KNOWN)[0]).toMatch(/^syntax error/);
+    expect(promqlProblems('sum by (service) (rate(fin_http_requests_total[5m])) >', KNOWN)[0]).toMatch(/^syntax error/);
+    expect(promqlProblems('rate(fin_http_requests_total[5m]) bogus', KNOWN)[0]).toMatch(/^syntax error/);
+    expect(promqlProblems('rate(fin_http_requests_total)', KNOWN)).toEqual([
+      'rate() takes a range vector (a selector with [duration] or a subquery), got fin_http_requests_total',
+    ]);
+    expect(promqlProblems('sum(fin_http_request_total)', KNOWN)).toEqual(['reads fin_http_request_total, which no service exports']);
+    expect(promqlProblems('{__name__="fin_no_such_metric"}', KNOWN)).toEqual(['reads fin_no_such_metric, which no service exports']);
+    expect(promqlProblems(grafanaToPromql('rate(fin_http_requests_total[$__rate_interval])'), KNOWN)).toEqual([]);
+    expect(promqlProblems('rate(fin_http_requests_total[$window])', KNOWN)[0]).toMatch(/^syntax error/);
+  });
+
+  test('the metric names come from the catalog, with the series a histogram is exported as', () => {
+    expect(KNOWN).toEqual(expect.any(Set));
+    for (const name of [
+      'fin_http_requests_total',
+      'fin_http_request_duration_seconds_bucket',
+      'fin_http_request_duration_seconds_count',
+      'fin_build_info',
+      'fin_process_resident_memory_bytes',
+    ])
+      expect(KNOWN.has(name)).toBe(true);
+    expect(KNOWN.has('fin_http_request_duration_seconds')).toBe(false);
+  });
+
+  test('the alert check finds missing fields and runbook sections that do not exist', () => {
+    const good = all();
+    expect(alertProblems(good)).toEqual([]);
+    expect(alertProblems({ ...good, for: undefined })).toEqual(['for undefined is not a duration']);
+    expect(alertProblems({ ...good, labels: { severity: 'page' } })).toEqual(['labels.severity page is not one of critical, warning']);
+    expect(
+      alertProblems({
+        ...good,
+        annotations: { ...good.annotations, runbook_url: 'https://example.com/docs/operations.md#no-such-runbook' },
+      }),
+    ).toEqual(["runbook_url's section #no-such-runbook is not in docs/operations.md"]);
+
+    function all(): Rule {
+      return {
+        alert: 'FinExample',
+        expr: 'up == 0',
+        for: '5m',
+        labels: { severity: 'warning' },
+        annotations: { summary: 'example', runbook_url: 'https://example.com/docs/operations.md#runbooks' },
+      };
+    }
+  });
+
+  test('the dashboard check refuses a misspelt field, a wrong type and a panel without its required options', () => {
+    const [file] = DASHBOARD_FILES;
+    const dashboard = dashboards[file!]!;
+    const [first, ...rest] = dashboard.panels.filter((panel) => panel.type === 'timeseries') as (GrafanaPanel & Record<string, unknown>)[];
+    const errors = dashboardTypeErrors({
+      misspelt: { ...dashboard, refersh: '30s' },
+      wrongType: { ...dashboard, schemaVersion: '39' },
+      noOptions: { ...dashboard, panels: [{ ...first, options: {} }, ...rest] },
+      good: dashboard,
+    });
+    expect(errors.misspelt?.join(' ')).toMatch(/'"refersh"' does not exist/);
+    expect(errors.wrongType?.join(' ')).toContain("Type 'string' is not assignable to type 'number'");
+    expect(errors.noOptions?.join(' ')).toMatch(/legend/);
+    expect(errors.good).toEqual([]);
+  });
+});
