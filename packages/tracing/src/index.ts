@@ -7,6 +7,7 @@ export {
   setSpanAttributes,
   startSpan,
   tracingEnabled,
+  useTracer,
   withRemoteSpan,
   withSpan,
   type Attributes,

@@ -39,7 +39,10 @@ export function tracingEnabled(): boolean {
   return enabled;
 }
 
-/** Called by startTracing with the SDK's tracer, and with undefined when it shuts down. */
+/**
+ * Called by startTracing with the SDK's tracer, and with undefined when it shuts down; a test records spans by
+ * handing it a tracer of an in-memory provider.
+ */
 export function useTracer(next: Tracer | undefined): void {
   tracer = next ?? trace.getTracer(TRACER_NAME);
   enabled = next !== undefined;
