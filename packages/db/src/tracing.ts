@@ -16,7 +16,9 @@ const OPERATION = /^\s*([A-Za-z]+)/;
 function operationOf(statement: unknown): string | undefined {
   if (typeof statement === 'string') return OPERATION.exec(statement)?.[1]?.toUpperCase();
   if (typeof statement !== 'object' || statement === null) return undefined;
-  const { name, text } = statement as { name?: unknown; text?: unknown };
+  const { name, text, submit } = statement as { name?: unknown; text?: unknown; submit?: unknown };
+  // A Submittable (a cursor, a stream) is returned as it is, not as a promise: left untraced.
+  if (typeof submit === 'function') return undefined;
   if (typeof name === 'string') return name;
   return operationOf(text);
 }
