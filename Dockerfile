@@ -45,8 +45,14 @@ FROM ${NODE_IMAGE} AS runtime
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /opt/yarn-* \
   /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg
 ARG SERVICE
+# What fin_build_info reports (docker build --build-arg FIN_VERSION=1.4.0 --build-arg FIN_COMMIT=$(git rev-parse
+# HEAD)); unset, the metric falls back to the package version. Kubernetes overlays set FIN_VERSION per release.
+ARG FIN_VERSION=""
+ARG FIN_COMMIT=""
 LABEL org.opencontainers.image.title="fin-${SERVICE}" \
-  org.opencontainers.image.description="Financial Intelligence API: the ${SERVICE} service"
+  org.opencontainers.image.description="Financial Intelligence API: the ${SERVICE} service" \
+  org.opencontainers.image.version="${FIN_VERSION}" \
+  org.opencontainers.image.revision="${FIN_COMMIT}"
 # HOST, METRICS_HOST: the services default to 127.0.0.1, which no one outside the container could reach. The
 # metrics listener (METRICS_PORT) also answers GET /healthz: the HEALTHCHECK of worker roles, which have no API.
 # NODE_OPTIONS (also what `npm start` and the benchmarks run the compiled services with, read from here): stack
@@ -57,6 +63,8 @@ ENV NODE_ENV=production \
   HOST=0.0.0.0 \
   METRICS_HOST=0.0.0.0 \
   FIN_SERVICE=${SERVICE} \
+  FIN_VERSION=${FIN_VERSION} \
+  FIN_COMMIT=${FIN_COMMIT} \
   NODE_OPTIONS="--enable-source-maps --max-semi-space-size=4"
 # Owned by root and not writable by the service's user; Kubernetes also mounts the root file system read-only.
 COPY --from=build /out /app
