@@ -50,7 +50,7 @@ const RANGE_FUNCTIONS = new Set([
 ]);
 
 /** Metrics that others export and the rules may read: kube-state-metrics' and Prometheus' own. */
-export const EXTERNAL_METRICS: ReadonlySet<string> = new Set([
+const EXTERNAL_METRICS: ReadonlySet<string> = new Set([
   'up',
   'kube_pod_container_status_restarts_total',
   'kube_pod_container_status_waiting_reason',

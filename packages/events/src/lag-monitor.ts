@@ -19,7 +19,7 @@ export interface ConsumerLagMonitorOptions {
 }
 
 /** One partition's lag for one group, as reported (names without the prefix). */
-export interface LagReading {
+interface LagReading {
   group: string;
   topic: string;
   partition: number;
