@@ -43,7 +43,12 @@ make_tls_material() {
   signed_entry broker "CN=localhost" -ext "SAN=ip:127.0.0.1,dns:localhost" -ext "EKU=serverAuth,clientAuth"
   signed_entry client "CN=fin-test-client" -ext "EKU=clientAuth"
   cp "$tls/client.pem" "$client/client-cert.pem"
-  STORE_PASS="$store_pass" java "$here/PemKey.java" "$tls/client.p12" client > "$client/client-key.pem"
+  # keytool exports no private key: a JDK runs PemKey.java; a runtime without the compiler falls back on openssl.
+  if ! STORE_PASS="$store_pass" java "$here/PemKey.java" "$tls/client.p12" client > "$client/client-key.pem" 2>/dev/null; then
+    command -v openssl >/dev/null || { log "cannot export the client key: neither a JDK (java PemKey.java) nor openssl"; exit 1; }
+    STORE_PASS="$store_pass" openssl pkcs12 -in "$tls/client.p12" -nocerts -nodes -passin env:STORE_PASS |
+      sed -n '/-----BEGIN/,/-----END/p' > "$client/client-key.pem"
+  fi
   chmod 600 "$client"/*.pem
   printf 'store_pass=%s\nplain_pass=%s\nscram256_pass=%s\nscram512_pass=%s\n' \
     "$store_pass" "$(random_secret)" "$(random_secret)" "$(random_secret)" > "$(dirname "$tls")/secrets.env"
