@@ -40,7 +40,10 @@ const offset = (text: string) => BigInt(text);
 /** The lag of each partition a group has committed offsets on; a partition without a commit counts from its start. */
 async function readLag(admin: Admin, topicPrefix: string): Promise<LagReading[]> {
   const { groups } = await admin.listGroups();
-  const ours = groups.filter(({ groupId, protocolType }) => protocolType === 'consumer' && groupId.startsWith(topicPrefix));
+  // Consumer groups (not Kafka Connect's and the like); '' is a group whose offsets were set by a tool, without members.
+  const ours = groups.filter(
+    ({ groupId, protocolType }) => (protocolType === 'consumer' || protocolType === '') && groupId.startsWith(topicPrefix),
+  );
   const committed = await Promise.all(ours.map(async ({ groupId }) => ({ groupId, topics: await admin.fetchOffsets({ groupId }) })));
   const topics = new Set(
     committed.flatMap(({ topics: list }) => list.map(({ topic }) => topic)).filter((topic) => topic.startsWith(topicPrefix)),
