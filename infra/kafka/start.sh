@@ -114,6 +114,9 @@ scram_users=()
 if [ "$secure" = 1 ]; then
   # shellcheck source=secure.sh
   . "$here/secure.sh"
+  if [ -f "$data_dir/meta.properties" ] && [ ! -f "$data_dir.secure/secrets.env" ]; then
+    log "KAFKA_SECURE=1 needs a fresh KAFKA_DATA_DIR: SCRAM users are created when it is formatted"; exit 1
+  fi
   # Beside the data (not in it: every folder of log.dirs must be a partition's), kept and removed with it.
   secure_material "$data_dir.secure" "$run_dir/client"
   secure_properties "$config" "$data_dir.secure/tls" "$run_dir/client"
