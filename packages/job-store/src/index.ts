@@ -25,5 +25,13 @@ export {
   unclaimedJobs,
   type ReapableJob,
 } from './reaper';
-export { readJobResult, readJobStatus, type JobRef, type JobResultRow, type JobStatusRow } from './queries';
+export {
+  countUnfinishedJobs,
+  readJobResult,
+  readJobStatus,
+  type JobRef,
+  type JobResultRow,
+  type JobStatusRow,
+  type UnfinishedCount,
+} from './queries';
 export { createJobWatcher, type FinishedJob, type JobWatcher, type JobWatcherOptions } from './watcher';

@@ -41,3 +41,22 @@ export function readJobStatus(db: Queryable, ref: JobRef): Promise<JobStatusRow 
 export function readJobResult(db: Queryable, ref: JobRef): Promise<JobResultRow | undefined> {
   return read<JobResultRow>(db, 'job-store-result', RESULT_SQL, ref);
 }
+
+/** How many jobs of a type are in one unfinished state. */
+export interface UnfinishedCount {
+  type: string;
+  status: 'pending' | 'running';
+  count: number;
+}
+
+/**
+ * Unfinished jobs by type and status, for the metrics (fin_jobs_in_flight). Reads the partial index of unfinished
+ * jobs (jobs_unfinished_lease_idx), so its cost follows the jobs in flight, not the table.
+ */
+export async function countUnfinishedJobs(db: Queryable): Promise<UnfinishedCount[]> {
+  const { rows } = await db.query<UnfinishedCount>({
+    name: 'jobs-unfinished-count',
+    text: `SELECT type, status, count(*)::int AS count FROM jobs WHERE status IN ('pending', 'running') GROUP BY type, status`,
+  });
+  return rows;
+}

@@ -101,6 +101,13 @@ export const outboxRelayLeader = new Gauge({
   registers: [registry],
 });
 
+export const jobsInFlight = new Gauge({
+  name: 'fin_jobs_in_flight',
+  help: 'Jobs not finished yet, by job type and status (pending: waiting for a worker; running), counted by every job-status service replica every 15 s: take the max across pods.',
+  labelNames: ['type', 'status'] as const,
+  registers: [registry],
+});
+
 export const reaperActions = new Counter({
   name: 'fin_reaper_actions_total',
   help: "What the lease reaper did to jobs, by action: requeued (a worker's lease ran out, next attempt requested), failed_expired (the lease ran out on the last attempt), failed_unclaimed (no worker claimed the job in time).",

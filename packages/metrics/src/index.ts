@@ -6,6 +6,7 @@ export {
   httpRequests,
   jobDuration,
   jobsFinished,
+  jobsInFlight,
   jobSubmissions,
   meterPool,
   modelRequests,
