@@ -1,4 +1,4 @@
-export { databasePoolConfigShape } from './pool-config';
+export { databasePoolConfigShape, sessionPoolOf, type SessionPool } from './pool-config';
 export { createPool, withTransaction, type Pool, type PoolClient, type PoolOptions, type Queryable } from './pool';
 export { createPrismaClient, prismaFor, violatedUniqueIndex, Prisma, PrismaClient } from './prisma';
 export { DatabaseNewerError, MIGRATIONS_DIR, ensureDatabase, knownMigrations, migrate } from './migrate';

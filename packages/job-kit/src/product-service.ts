@@ -1,7 +1,7 @@
 // Starting a product service process (news, stock-report): the roles it runs, on the clients it is given or
 // creates from its config. The API role is product-api.ts, the worker role product-worker.ts.
 import type { Server } from 'node:http';
-import { createPool, type Pool } from '@fin/db';
+import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
 import { createLifecycle, listenOrClose, type Closer, type createServiceApp, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -38,6 +38,7 @@ export type ProductServiceConfig = KafkaConfig & {
   HOST: string;
   DATABASE_URL: string;
   DATABASE_POOL_MAX: number;
+  DATABASE_DIRECT_URL?: string | undefined;
   INTERNAL_SIGNING_SECRET: string;
 };
 
@@ -84,13 +85,20 @@ export async function startProductService<Engine extends Closable>(options: Prod
   const bus = options.bus ?? (await connectKafkaBus(config, logger));
   const lifecycle = createLifecycle();
   const engine = role === 'api' ? undefined : (options.engine ?? (await options.createEngine(pool)));
-  const relay = createOutboxRelay({ pool, bus, logger });
+  // The relay's leader lock and LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a pooler's
+  // (a shared pool comes with its own setup, which has none).
+  const session = sessionPoolOf(pool, {
+    directUrl: options.pool ? undefined : config.DATABASE_DIRECT_URL,
+    applicationName: `${jobType}-${role}`,
+  });
+  const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   relay.start();
   // Closed after the HTTP server and the worker have stopped.
   const last: Closer[] = [
     ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
     { name: 'outbox relay', close: () => relay.stop() },
     ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
     ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
   // A worker that never started stops at once, so it is in the list before its start.

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { createPool, type Pool } from '@fin/db';
+import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
 import { listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -45,13 +45,20 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
   const closers: Closer[] = [];
   const openRequests = createOpenRequests({ streamGraceMs: config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS });
   const lifecycle = lifecycleStopping(openRequests);
-  const relay = createOutboxRelay({ pool, bus, logger });
+  // The relay's leader lock and the watcher's LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a
+  // pooler's (a shared pool comes with its own setup, which has none).
+  const session = sessionPoolOf(pool, {
+    directUrl: shared.pool ? undefined : config.DATABASE_DIRECT_URL,
+    applicationName: `analysis-${role}`,
+  });
+  const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   relay.start();
   // Closed after the worker and the streams have stopped (their last events are in the outbox by then).
   const last: Closer[] = [
     ...(shared.engine ? [] : [{ name: 'AI engine', close: () => engine.close() }]),
     { name: 'outbox relay', close: () => relay.stop() },
     ...(shared.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
     ...(shared.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
 
@@ -73,7 +80,7 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
 
   let app: ReturnType<typeof createApp> | undefined;
   if (role !== 'worker') {
-    const watcher = createJobWatcher({ pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
+    const watcher = createJobWatcher({ pool: session.pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
     closers.push({ name: 'job watcher', close: () => watcher.close() });
     app = createApp({
       pool,

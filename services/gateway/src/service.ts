@@ -1,7 +1,7 @@
 // The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
 // alone; the single-process setup (services/standalone) runs it beside the services it routes to.
 import type { Server } from 'node:http';
-import { createPool, type Pool } from '@fin/db';
+import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { answerClientErrors, createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
@@ -42,7 +42,14 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       // what every replica sees are unchanged.
       sessionSettings: { synchronous_commit: 'off' },
     });
-  const authenticator = createAuthenticator({ pool, logger, failuresPerClient: config.AUTH_FAILURES_PER_MINUTE });
+  // LISTEN api_key_changed is session state: on DATABASE_DIRECT_URL when the main URL is a pooler's.
+  const session = sessionPoolOf(pool, { directUrl: sharedPool ? undefined : config.DATABASE_DIRECT_URL, applicationName: 'gateway' });
+  const authenticator = createAuthenticator({
+    pool,
+    listenPool: session.pool,
+    logger,
+    failuresPerClient: config.AUTH_FAILURES_PER_MINUTE,
+  });
   const rateLimits = createRateLimits({ pool, logger, chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS });
   const upstreams = createUpstreams(
     {
@@ -62,6 +69,7 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
     { name: 'rate limits', close: () => rateLimits.close() },
     { name: 'service connection pools', close: () => closeUpstreams(upstreams) },
   ];
+  if (session.pool !== pool) closers.push({ name: 'direct database pool', close: () => session.close() });
   if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
 
   const app = createApp({

@@ -3,7 +3,7 @@
 // main.ts runs it on Kafka with a pool of its own; a single-process setup or a test can hand it a bus (the
 // in-process one) and a shared pool.
 import type { Server } from 'node:http';
-import { createPool, type Pool } from '@fin/db';
+import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import {
   connectKafkaBus,
   createConsumerLagMonitor,
@@ -18,7 +18,6 @@ import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { JobsConfig } from './config';
 import { startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
-import { createJobGauges } from './job-gauges';
 import { createJobQueries } from './job-queries';
 import { createLeaseReaper } from './reaper';
 
@@ -57,8 +56,8 @@ export interface JobsService {
   url: string;
   lifecycle: Lifecycle;
   /**
-   * In shutdown order, after the HTTP server stopped: event observer, consumer lag monitor, lease reaper, job
-   * gauges, outbox relay, then the bus and the pool when the service created them.
+   * In shutdown order, after the HTTP server stopped: event observer, consumer lag monitor, lease reaper, outbox
+   * relay, then the bus and the pool when the service created them.
    */
   closers: Closer[];
 }
@@ -75,10 +74,18 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
       max: own.DATABASE_POOL_MAX,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     });
+  // The relay's leader lock and LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a pooler's
+  // (a shared pool comes with its own setup, which has none).
+  const session = sessionPoolOf(pool, {
+    directUrl: options.pool || outboxRelay === false ? undefined : own.DATABASE_DIRECT_URL,
+    applicationName: 'jobs',
+    onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
+  });
   const bus = options.bus ?? (await connectKafkaBus(own, logger));
   // Closed after everything that uses them.
   const last: Closer[] = [
     ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
+    ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
     ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
   const closers: Closer[] = [];
@@ -113,12 +120,8 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
   reaper.start();
   closers.push({ name: 'lease reaper', close: () => reaper.stop() });
 
-  const gauges = createJobGauges({ pool, logger });
-  gauges.start();
-  closers.push({ name: 'job gauges', close: () => gauges.stop() });
-
   if (outboxRelay !== false) {
-    const relay = createOutboxRelay({ pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
+    const relay = createOutboxRelay({ pool: session.pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
     relay.start();
     closers.push({ name: 'outbox relay', close: () => relay.stop() });
   }

@@ -7,6 +7,8 @@ import { SCOPES, type Authenticator, type Principal, type Scope } from './types'
 
 export interface AuthenticatorOptions {
   pool: Pool;
+  /** The pool whose settings the LISTEN connection is opened with (a direct one behind a pooler); default `pool`. */
+  listenPool?: Pool;
   logger: Logger;
   /** How long a verified key is served from memory while change notifications are flowing. Default 30 s. */
   cacheTtlMs?: number;
@@ -98,6 +100,7 @@ function toPrincipal(key: ActiveKey): Principal {
  */
 export function createAuthenticator({
   pool,
+  listenPool = pool,
   logger,
   cacheTtlMs = 30_000,
   maxCacheEntries = 10_000,
@@ -197,7 +200,7 @@ export function createAuthenticator({
   };
 
   const listener = listenForKeyChanges({
-    pool,
+    pool: listenPool,
     logger,
     reconnectDelayMs,
     pingIntervalMs,
