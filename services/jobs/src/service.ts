@@ -18,6 +18,7 @@ import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { JobsConfig } from './config';
 import { startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
+import { createJobGauges } from './job-gauges';
 import { createJobQueries } from './job-queries';
 import { createLeaseReaper } from './reaper';
 
@@ -56,8 +57,8 @@ export interface JobsService {
   url: string;
   lifecycle: Lifecycle;
   /**
-   * In shutdown order, after the HTTP server stopped: event observer, consumer lag monitor, lease reaper, outbox
-   * relay, then the bus and the pool when the service created them.
+   * In shutdown order, after the HTTP server stopped: event observer, consumer lag monitor, lease reaper, job
+   * gauges, outbox relay, then the bus and the pool when the service created them.
    */
   closers: Closer[];
 }
@@ -119,6 +120,10 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
   });
   reaper.start();
   closers.push({ name: 'lease reaper', close: () => reaper.stop() });
+
+  const gauges = createJobGauges({ pool, logger });
+  gauges.start();
+  closers.push({ name: 'job gauges', close: () => gauges.stop() });
 
   if (outboxRelay !== false) {
     const relay = createOutboxRelay({ pool: session.pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
