@@ -2,6 +2,7 @@ import { aiConfigShape } from '@fin/ai';
 import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { CHAT_CONTEXT_PAIRS } from '@fin/contracts';
 import { customerToolsConfigShape } from '@fin/customer-tools';
+import type { Logger } from '@fin/log';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
@@ -40,3 +41,13 @@ export const chatConfigShape = {
 };
 
 export type ChatConfig = z.output<z.ZodObject<typeof chatConfigShape>>;
+
+/** The deprecated pool-size variable still works; the start-up says which value is used and what to set instead. */
+export function checkChatConfig(config: ChatConfig, logger: Pick<Logger, 'warn'>): void {
+  if (config.CHAT_DB_POOL_SIZE !== undefined) {
+    logger.warn(
+      { CHAT_DB_POOL_SIZE: config.CHAT_DB_POOL_SIZE, DATABASE_POOL_MAX: config.DATABASE_POOL_MAX },
+      'CHAT_DB_POOL_SIZE is deprecated and sets the pool size in place of DATABASE_POOL_MAX; set DATABASE_POOL_MAX instead',
+    );
+  }
+}
