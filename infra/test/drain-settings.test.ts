@@ -1,9 +1,11 @@
 // Workers drain on SIGTERM: they stop claiming jobs and let those in flight finish for WORKER_DRAIN_TIMEOUT_MS
 // before handing back the rest (packages/job-kit/src/worker.ts). Kubernetes kills the container at
-// terminationGracePeriodSeconds, so in every rendered overlay each worker Deployment's grace period must cover its
-// drain time plus the time to close its connections afterwards; otherwise a drained job is killed mid-commit.
+// terminationGracePeriodSeconds, and Compose at stop_grace_period, so in every rendered overlay and in
+// docker-compose.yml each worker's grace period must cover its drain time plus the time to close its connections
+// afterwards; otherwise a drained job is killed mid-commit.
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import { environmentOf, readCompose, readEnvFile, type ComposeService } from './support/compose';
 import { REPO_ROOT } from './support/deployables';
 import { render, type K8sObject } from './support/kubernetes';
 
@@ -67,5 +69,25 @@ describe.each(OVERLAYS)('drain settings of %s', (overlay) => {
     expect(drain).toMatch(/^\d+$/);
     expect(deployment.graceSeconds).toBeDefined();
     expect(deployment.graceSeconds! * 1_000).toBeGreaterThanOrEqual(Number(drain) + CLOSE_MARGIN_MS);
+  });
+});
+
+/** Compose's durations as used here: `35s`, `2m`, `1m30s`. */
+function seconds(duration: string): number {
+  const match = /^(?:(\d+)m)?(?:(\d+)s)?$/.exec(duration);
+  if (!match || duration === '') throw new Error(`not a duration of minutes and seconds: ${duration}`);
+  return Number(match[1] ?? 0) * 60 + Number(match[2] ?? 0);
+}
+
+describe('drain settings of docker-compose.yml', () => {
+  const compose = readCompose(path.join(REPO_ROOT, 'docker-compose.yml'), readEnvFile(path.join(REPO_ROOT, '.env.example')));
+  const services = compose.services as Record<string, ComposeService & { stop_grace_period?: string }>;
+
+  it.each(PRODUCT_WORKERS)('gives %s a stop_grace_period of at least its drain time plus the closing margin', (name) => {
+    const service = services[name]!;
+    const drain = environmentOf(service).WORKER_DRAIN_TIMEOUT_MS;
+    expect(drain).toMatch(/^\d+$/);
+    expect(service.stop_grace_period).toBeDefined();
+    expect(seconds(service.stop_grace_period!) * 1_000).toBeGreaterThanOrEqual(Number(drain) + CLOSE_MARGIN_MS);
   });
 });
