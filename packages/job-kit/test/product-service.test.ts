@@ -106,6 +106,9 @@ describe('startProductService', () => {
       KAFKA_CLIENT_ID: 'news',
       KAFKA_TOPIC_PREFIX: '',
       KAFKA_SESSION_TIMEOUT_MS: 30_000,
+      KAFKA_SSL: false,
+      KAFKA_SSL_REJECT_UNAUTHORIZED: true,
+      KAFKA_ENSURE_TOPICS: true,
     };
     const service = await startProductService({
       jobType: 'news',

@@ -12,7 +12,7 @@ import { startAnalysisService } from '@fin/analysis/service';
 import { aiConfigShape, createAiEngine, type AiEngine } from '@fin/ai';
 import { chatConfigShape } from '@fin/chat/config';
 import { startChatService } from '@fin/chat/service';
-import { csv, logConfigShape, parseConfig } from '@fin/config';
+import { csv, int, logConfigShape, parseConfig } from '@fin/config';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
 import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
@@ -39,6 +39,8 @@ const standaloneConfigShape = {
   HOST: z.string().default('127.0.0.1'),
   /** Unset: an embedded PostgreSQL in DATA_DIR/postgres. */
   DATABASE_URL: z.string().optional(),
+  /** The one pool every service of the process shares (as DATABASE_POOL_MAX sizes each service's own elsewhere). */
+  DATABASE_POOL_MAX: int(1, 500).default(20),
   /** Unset: the in-process event bus. */
   KAFKA_BROKERS: csv().optional(),
   /** Where the embedded database, its password and the development API key are kept (git-ignored). */
@@ -144,7 +146,7 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     }
     const applied = await migrate({ databaseUrl });
     if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
-    const pool = createPool({ connectionString: databaseUrl, applicationName: 'standalone', max: 20 });
+    const pool = createPool({ connectionString: databaseUrl, applicationName: 'standalone', max: settings.DATABASE_POOL_MAX });
     started.push({ name: 'database pool', close: () => pool.end() });
 
     // 2. Events: Kafka when configured, the in-process bus otherwise.
