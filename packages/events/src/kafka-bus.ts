@@ -1,6 +1,16 @@
 import { type Logger } from '@fin/log';
 import { clearNotLive, reportNotLive } from '@fin/metrics';
-import { type IHeaders, Kafka, type KafkaConfig, type KafkaMessage, type LogEntry, Partitioners, logLevel, type Message } from 'kafkajs';
+import {
+  type Admin,
+  type IHeaders,
+  Kafka,
+  type KafkaConfig,
+  type KafkaMessage,
+  type LogEntry,
+  Partitioners,
+  logLevel,
+  type Message,
+} from 'kafkajs';
 import { encodeEnvelope, type EventBus, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
@@ -280,13 +290,36 @@ export async function ensureTopics(
     const missing = [...new Set(names)].filter((name) => !existing.has(name));
     if (missing.length > 0) {
       await admin.createTopics({
-        waitForLeaders: true,
+        waitForLeaders: false,
         topics: missing.map((topic) => ({ topic, numPartitions: partitions, replicationFactor })),
       });
+      await waitForLeaders(admin, missing);
     }
     return missing;
   } finally {
     await admin.disconnect();
+  }
+}
+
+/**
+ * Waits until every partition of `topics` has a leader. Not kafkajs's waitForLeaders, which gives up when the
+ * broker it asks has not yet heard of a topic just created (KRaft spreads the metadata after the create returns).
+ */
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const led = await admin.fetchTopicMetadata({ topics }).then(
+      ({ topics: found }) => found.every(({ partitions }) => partitions.length > 0 && partitions.every(({ leader }) => leader >= 0)),
+      (error: unknown) => {
+        // The topic is not known yet: itself, or as the cause once kafkajs's own retries are spent.
+        const { type, cause } = error as { type?: unknown; cause?: { type?: unknown } };
+        if ((type ?? cause?.type) !== 'UNKNOWN_TOPIC_OR_PARTITION' || Date.now() > deadline) throw error;
+        return false;
+      },
+    );
+    if (led) return;
+    if (Date.now() > deadline) throw new Error(`The partitions of ${topics.join(', ')} had no leader after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
