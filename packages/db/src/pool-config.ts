@@ -1,4 +1,5 @@
 import { int, url } from '@fin/config';
+import type { z } from 'zod';
 import { createPool, type Pool } from './pool';
 
 /** The largest DATABASE_POOL_MAX accepted: far above any sensible pool, low enough to catch a typo. */
@@ -16,7 +17,7 @@ const MOST_CONNECTIONS = 500;
 export const databasePoolConfigShape = {
   DATABASE_POOL_MAX: int(1, MOST_CONNECTIONS).default(10),
   DATABASE_DIRECT_URL: url(['postgres', 'postgresql']).optional(),
-};
+} satisfies z.ZodRawShape;
 
 /**
  * The direct pool holds the relay's session and serves the job watcher's catch-up reads; LISTEN connections are
