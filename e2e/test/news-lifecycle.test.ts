@@ -38,8 +38,9 @@ describe('news through the whole system', () => {
       finnhubUrl: finnhub.apiBaseUrl,
       finnhubToken: 'finnhub-e2e-token',
     });
-    // Short lease and Kafka session, so a killed worker's job moves on within seconds.
-    system = await startSystem(env, { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+    // Short lease and Kafka session, so a killed worker's job moves on within seconds. No drain time: a stopped worker
+    // hands its job back at once (the drain itself is the fault suite's worker-drain test).
+    system = await startSystem(env, { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000', WORKER_DRAIN_TIMEOUT_MS: '0' });
     gatewayUrl = system.gatewayUrl;
     worker = system.services.find((service) => service.name === 'news-worker')!;
     keyA = system.tenantKey('acme');
@@ -185,7 +186,7 @@ describe('news through the whole system', () => {
     expect(rows[0]?.attempts).toBe(2);
   });
 
-  it('hands a job back when its worker is stopped with SIGTERM mid-run, and another worker finishes it', async () => {
+  it('with no drain time, hands a job back when its worker is stopped with SIGTERM mid-run, and another worker finishes it', async () => {
     let release!: () => void;
     held.set('AMD', new Promise<void>((resolve) => (release = resolve)));
     const { body } = await postNews({ symbols: ['AMD'], n: 2 });
