@@ -3,7 +3,7 @@
 // consumer's fetch loop cannot report its own stall (a hung handler, a crashed consumer, workers scaled to zero),
 // so this reads the committed offsets that stop moving instead: the lag of a stalled group keeps growing.
 import { type Logger } from '@fin/log';
-import { consumerLag } from '@fin/metrics';
+import { consumerLag, refreshEvery } from '@fin/metrics';
 import { type Admin, type Kafka } from 'kafkajs';
 
 export interface ConsumerLagMonitorOptions {
@@ -81,8 +81,6 @@ export function createConsumerLagMonitor({
   const log = logger.child({ component: 'consumer-lag' });
   const admin = kafka.admin();
   let connected: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let inFlight: Promise<unknown> | undefined;
 
   async function measure(): Promise<LagReading[]> {
     connected ??= admin.connect().catch((error: unknown) => {
@@ -97,25 +95,15 @@ export function createConsumerLagMonitor({
     return readings;
   }
 
-  /** A reading on the timer: skipped while the previous one runs; a failure keeps the last figures and is logged. */
-  function tick(): void {
-    inFlight ??= measure()
-      .catch((error: unknown) => log.warn({ err: error }, 'Reading the consumer lag from Kafka failed; keeping the last figures'))
-      .finally(() => {
-        inFlight = undefined;
-      });
-  }
-
+  const refresher = refreshEvery(intervalMs, measure, (error) =>
+    log.warn({ err: error }, 'Reading the consumer lag from Kafka failed; keeping the last figures'),
+  );
   return {
-    start() {
-      if (timer) return;
-      tick();
-      timer = setInterval(tick, intervalMs);
+    start: () => {
+      refresher.start();
     },
     async stop() {
-      clearInterval(timer);
-      timer = undefined;
-      await inFlight;
+      await refresher.stop();
       if (connected) await admin.disconnect();
       connected = undefined;
     },

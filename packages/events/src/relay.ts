@@ -1,6 +1,6 @@
 import { type Pool, type PoolClient, listen } from '@fin/db';
 import { type Logger } from '@fin/log';
-import { outboxOldestUnpublishedAge, outboxRelayLeader, outboxUnpublishedRows } from '@fin/metrics';
+import { outboxOldestUnpublishedAge, outboxRelayLeader, outboxUnpublishedRows, refreshEvery } from '@fin/metrics';
 import { type Backoff, backoffDelay, errorMessage, sleep } from './backoff';
 import { type EventBus, type EventHeaders } from './bus';
 import { RELAY_LEADER_LOCK_CLASS } from './outbox';
@@ -157,30 +157,23 @@ export function createOutboxRelay({
    * while a publish hangs on an unreachable broker, which is when they matter.
    */
   function measureBacklog(): () => Promise<void> {
-    let inFlight: Promise<void> | undefined;
-    const measure = () => {
-      // A count still running (a large backlog on a busy database) is not queued behind.
-      inFlight ??= pool
-        .query<{ rows: number; age: number }>(
+    const refresher = refreshEvery(
+      metricsIntervalMs,
+      async () => {
+        const {
+          rows: [row],
+        } = await pool.query<{ rows: number; age: number }>(
           `SELECT count(*)::int AS rows, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
            FROM outbox WHERE published_at IS NULL`,
-        )
-        .then(
-          ({ rows: [row] }) => {
-            outboxUnpublishedRows.set(row?.rows ?? 0);
-            outboxOldestUnpublishedAge.set(Math.max(0, row?.age ?? 0));
-          },
-          (error: unknown) => log.warn({ err: error }, 'Counting the unpublished outbox rows failed'),
-        )
-        .finally(() => {
-          inFlight = undefined;
-        });
-    };
-    measure();
-    const timer = setInterval(measure, metricsIntervalMs);
+        );
+        outboxUnpublishedRows.set(row?.rows ?? 0);
+        outboxOldestUnpublishedAge.set(Math.max(0, row?.age ?? 0));
+      },
+      (error) => log.warn({ err: error }, 'Counting the unpublished outbox rows failed'),
+    );
+    refresher.start();
     return async () => {
-      clearInterval(timer);
-      await inFlight;
+      await refresher.stop();
       // A standby reports no backlog: the figures across pods are read with max().
       outboxUnpublishedRows.set(0);
       outboxOldestUnpublishedAge.set(0);

@@ -19,5 +19,6 @@ export {
   sseStreamsOpen,
   type PoolStats,
 } from './catalog';
+export { refreshEvery, type Refresher } from './refresh';
 export { clearNotLive, livenessProblems, notLive, reportNotLive } from './liveness';
 export { metricsConfigShape, startMetricsServer, type MetricsServer } from './server';

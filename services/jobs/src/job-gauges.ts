@@ -4,7 +4,7 @@
 import type { Pool } from '@fin/db';
 import { countUnfinishedJobs } from '@fin/job-store';
 import type { Logger } from '@fin/log';
-import { jobsInFlight } from '@fin/metrics';
+import { jobsInFlight, refreshEvery } from '@fin/metrics';
 
 export interface JobGauges {
   start(): void;
@@ -18,8 +18,6 @@ const STATUSES = ['pending', 'running'] as const;
 
 export function createJobGauges({ pool, logger, intervalMs = 15_000 }: { pool: Pool; logger: Logger; intervalMs?: number }): JobGauges {
   const log = logger.child({ component: 'job-gauges' });
-  let timer: NodeJS.Timeout | undefined;
-  let inFlight: Promise<void> | undefined;
   /** Types seen so far: once a type had jobs, its series stay, at 0 when it has none. */
   const types = new Set<string>();
 
@@ -31,25 +29,6 @@ export function createJobGauges({ pool, logger, intervalMs = 15_000 }: { pool: P
         jobsInFlight.set({ type, status }, rows.find((row) => row.type === type && row.status === status)?.count ?? 0);
   }
 
-  function tick(): void {
-    inFlight ??= count()
-      .catch((error: unknown) => log.warn({ err: error }, 'Counting the jobs in flight failed'))
-      .finally(() => {
-        inFlight = undefined;
-      });
-  }
-
-  return {
-    start() {
-      if (timer) return;
-      tick();
-      timer = setInterval(tick, intervalMs);
-    },
-    async stop() {
-      clearInterval(timer);
-      timer = undefined;
-      await inFlight;
-    },
-    count,
-  };
+  const refresher = refreshEvery(intervalMs, count, (error) => log.warn({ err: error }, 'Counting the jobs in flight failed'));
+  return { ...refresher, count };
 }
