@@ -4,7 +4,7 @@ import { appendFileSync } from 'node:fs';
 import { createKey, createTenant, setLimitOverride } from '@fin/api-keys';
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropicOptions } from '@fin/fakes';
 import pg from 'pg';
-import { sharedEnv, startSystem, type System, type SystemOptions } from './system';
+import { sharedEnv, startSystem, type ServiceProcess, type System, type SystemOptions } from './system';
 
 /**
  * `RELIABILITY_SIZE=full` runs every fault scenario at its full size (more jobs, more faults); anything else (or
@@ -282,6 +282,13 @@ export async function settleJobs(client: pg.Client, ids: readonly string[], { ti
 }
 
 /** The process id inside a worker id (`host:pid:random`), as written to jobs.lease_owner. */
+/** The system's news workers still running (not exited, not killed). */
+export function liveNewsWorkers(system: System): ServiceProcess[] {
+  return system.services.filter(
+    (service) => service.name === 'news-worker' && service.child.exitCode === null && service.child.signalCode === null,
+  );
+}
+
 export function pidOfWorkerId(workerId: string): number {
   const pid = Number(workerId.split(':').at(-2));
   if (!Number.isInteger(pid) || pid <= 0) throw new Error(`Not a worker id: ${workerId}`);

@@ -2,7 +2,7 @@ import { AsyncJobResponse } from '@fin/contracts';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
 import { newsRequest, postNews } from '../../src/load';
-import { jobLedger, startFaultSystem, type FaultSystem } from '../../src/reliability';
+import { jobLedger, liveNewsWorkers, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { marker, newRun, scriptedModel, think, type ScriptedModel } from '../../src/scripted-model';
 import type { ServiceProcess, System } from '../../src/system';
 
@@ -48,10 +48,7 @@ describe('fault: a worker stopped (SIGTERM) with a job in flight', () => {
     await db?.drop();
   });
 
-  const liveWorkers = () =>
-    system.services.filter(
-      (service) => service.name === 'news-worker' && service.child.exitCode === null && service.child.signalCode === null,
-    );
+  const liveWorkers = () => liveNewsWorkers(system);
 
   /** Holds the first model call of `held` (its first attempt) until `release()`; every other call is answered. */
   function holdFirstCall(held: string): void {

@@ -6,6 +6,7 @@ import {
   bySize,
   describeOutcomes,
   jobLedger,
+  liveNewsWorkers,
   pidOfWorkerId,
   reportSurvival,
   settleJobs,
@@ -60,10 +61,7 @@ describe('fault: worker processes killed or paused mid-job', () => {
     await db?.drop();
   });
 
-  const liveWorkers = () =>
-    system.services.filter(
-      (service) => service.name === 'news-worker' && service.child.exitCode === null && service.child.signalCode === null,
-    );
+  const liveWorkers = () => liveNewsWorkers(system);
   const processOf = (pid: number): ServiceProcess => {
     const found = system.services.find((service) => service.child.pid === pid);
     if (!found) throw new Error(`No service process has pid ${pid}`);
