@@ -9,7 +9,7 @@ import { failuresOf, runLoad, type LoadResult } from '../lib/load';
 import { describeMachine } from '../lib/machine';
 import { NEWS_PATH, submitAndPoll, type NewsRequestBody } from '../lib/news-jobs';
 import type { BenchOptions } from '../lib/options';
-import { fixed, note, print, table, thousands } from '../lib/output';
+import { fixed, latencyCells, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
 import { FIXED_RATE_HEADERS, fixedRateCells, runFixedRate, type FixedRateResult } from '../lib/rate';
@@ -207,10 +207,7 @@ function report(outcome: Outcome): void {
           target === 'gateway' ? 'gateway → news API' : 'news API, direct (signed identity headers)',
           String(connections),
           thousands(result.rps),
-          ms(result.latencyMs.p50),
-          ms(result.latencyMs.p90),
-          ms(result.latencyMs.p99),
-          ms(result.latencyMs.max),
+          ...latencyCells(result.latencyMs),
           thousands(result.requests),
           `${result.errors + result.timeouts}/${result.non2xx}/${result.mismatches}`,
         ]),

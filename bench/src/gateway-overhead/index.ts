@@ -14,7 +14,7 @@ import { cpuDelta, cpuSnapshot, machineCpu, ownCpuTime, subtract, totalMs, type 
 import { failuresOf, runLoad, type LoadResult } from '../lib/load';
 import { describeMachine, formatMachine } from '../lib/machine';
 import type { BenchOptions } from '../lib/options';
-import { fixed, note, print, table, thousands } from '../lib/output';
+import { fixed, latencyCells, note, print, table, thousands } from '../lib/output';
 import { BENCH_LOG_LEVEL, Cleanup, REPO_ROOT, freePort, startNodeProcess, waitUntilReady, type NodeProcess } from '../lib/processes';
 import { summariseProfile } from '../lib/profile';
 import { NEWS_PATH, NEWS_REQUEST, NEWS_RESPONSE_BODY } from './fixture';
@@ -376,18 +376,7 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
       if (entry === undefined) return [];
       const { result } = entry;
       const failures = `${result.errors + result.timeouts}/${result.non2xx}/${result.mismatches}`;
-      return [
-        [
-          TARGET_LABELS[target],
-          thousands(result.rps),
-          ms(result.latencyMs.p50),
-          ms(result.latencyMs.p90),
-          ms(result.latencyMs.p99),
-          ms(result.latencyMs.max),
-          thousands(result.requests),
-          failures,
-        ],
-      ];
+      return [[TARGET_LABELS[target], thousands(result.rps), ...latencyCells(result.latencyMs), thousands(result.requests), failures]];
     });
     print(table(['target', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'requests', 'errors/non-2xx/bad body'], rows));
     const direct = find(mode.id, 'direct')?.result;

@@ -28,3 +28,8 @@ export function fixed(value: number, digits: number): string {
 export function thousands(value: number): string {
   return Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a';
 }
+
+/** The latency columns every load table prints, in ms with two decimals: p50, p90, p99, max. */
+export function latencyCells(latencyMs: { p50: number; p90: number; p99: number; max: number }): string[] {
+  return [latencyMs.p50, latencyMs.p90, latencyMs.p99, latencyMs.max].map((value) => fixed(value, 2));
+}

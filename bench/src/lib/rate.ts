@@ -11,7 +11,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { quantile } from './load';
-import { fixed, thousands } from './output';
+import { fixed, latencyCells, thousands } from './output';
 
 export interface FixedRateOptions {
   /** Requests per second. */
@@ -138,10 +138,7 @@ export function fixedRateCells(result: FixedRateResult): string[] {
   const { latencyMs } = result;
   return [
     thousands(result.achievedRate),
-    ms(latencyMs.p50),
-    ms(latencyMs.p90),
-    ms(latencyMs.p99),
-    ms(latencyMs.max),
+    ...latencyCells(latencyMs),
     thousands(result.ok),
     `${result.failed}/${result.unfinished}`,
     ms(result.scheduleLagMs.p99),

@@ -18,7 +18,7 @@ import {
   type JobCounts,
 } from '../lib/news-jobs';
 import type { BenchOptions } from '../lib/options';
-import { fixed, note, print, table, thousands } from '../lib/output';
+import { fixed, latencyCells, note, print, table, thousands } from '../lib/output';
 import { withCleanup } from '../lib/processes';
 import { printProfile } from '../lib/profile-report';
 import { FIXED_RATE_HEADERS, fixedRateCells, runFixedRate, type FixedRateResult } from '../lib/rate';
@@ -314,10 +314,7 @@ function report(outcome: Outcome): void {
           label,
           String(connections),
           thousands(result.rps),
-          ms(result.latencyMs.p50),
-          ms(result.latencyMs.p90),
-          ms(result.latencyMs.p99),
-          ms(result.latencyMs.max),
+          ...latencyCells(result.latencyMs),
           thousands(result.requests),
           `${result.errors + result.timeouts}/${result.non2xx}`,
           fixed(createdPerS, 1),
