@@ -25,15 +25,9 @@ export const CUSTOMER_TOOL_TIMEOUT_MIN_MS = 100;
 export const CUSTOMER_TOOL_TIMEOUT_MAX_MS = 30_000;
 export const CUSTOMER_TOOL_TIMEOUT_DEFAULT_MS = 10_000;
 
-/**
- * Headers a customer may not set: hop-by-hop headers (RFC 9110 §7.6.1 and the classic RFC 2616 list) belong
- * to one connection, and Host / Content-Length are computed by our HTTP client; letting a customer set them
- * would allow request smuggling or misrouting. Compared case-insensitively.
- */
-export const FORBIDDEN_TOOL_HEADERS: readonly string[] = [
+/** Hop-by-hop headers (RFC 9110 §7.6.1 plus the historical ones): they belong to one connection, never forwarded. */
+export const HOP_BY_HOP_HEADERS: readonly string[] = [
   'connection',
-  'content-length',
-  'host',
   'keep-alive',
   'proxy-authenticate',
   'proxy-authorization',
@@ -43,6 +37,13 @@ export const FORBIDDEN_TOOL_HEADERS: readonly string[] = [
   'transfer-encoding',
   'upgrade',
 ];
+
+/**
+ * Headers a customer may not set: hop-by-hop headers belong to one connection, and Host / Content-Length are
+ * computed by our HTTP client; letting a customer set them would allow request smuggling or misrouting. Compared
+ * case-insensitively.
+ */
+export const FORBIDDEN_TOOL_HEADERS: readonly string[] = [...HOP_BY_HOP_HEADERS, 'content-length', 'host'];
 
 /** RFC 9110 `token`: the characters allowed in a header field name. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/;

@@ -2,25 +2,13 @@
 // services get the signed identity instead); identity headers a client sends are dropped so that only the
 // gateway's signed ones reach a service.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { HOP_BY_HOP_HEADERS } from '@fin/contracts';
 import { IDENTITY_HEADER_NAMES } from '@fin/http';
 import { TRACEPARENT_HEADER, traceHeaders } from '@fin/log';
 import type { Request } from 'express';
 
-/** RFC 9110 §7.6.1 plus the historical ones. */
-const HOP_BY_HOP = [
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-];
-
 const DROPPED_FROM_REQUESTS = new Set([
-  ...HOP_BY_HOP,
+  ...HOP_BY_HOP_HEADERS,
   'host',
   'x-api-key',
   // The body is forwarded as read (decompressed, at most the size limit); the client computes its length.
@@ -42,7 +30,7 @@ const DROPPED_FROM_REQUESTS = new Set([
 /** Credentials of a browser session: forwarded to the portal's pages, never to the API's services. */
 const BROWSER_CREDENTIALS = new Set(['cookie', 'authorization']);
 
-const DROPPED_FROM_RESPONSES = new Set([...HOP_BY_HOP, 'x-request-id']);
+const DROPPED_FROM_RESPONSES = new Set([...HOP_BY_HOP_HEADERS, 'x-request-id']);
 
 const NONE: ReadonlySet<string> = new Set();
 
