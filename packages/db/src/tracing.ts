@@ -39,15 +39,21 @@ function traced(query: Query, database: string | undefined): Query {
   };
 }
 
+/** Each pool's database name, read once from its URL (traceClient runs for every transaction). */
+const databases = new WeakMap<pg.Pool, string | undefined>();
+
 /** The database a pool connects to (for spans' db.namespace). */
 function databaseOf(pool: pg.Pool): string | undefined {
-  const { connectionString } = pool.options;
-  if (connectionString === undefined) return undefined;
+  if (databases.has(pool)) return databases.get(pool);
+  let database: string | undefined;
   try {
-    return decodeURIComponent(new URL(connectionString).pathname.slice(1)) || undefined;
+    const { connectionString } = pool.options;
+    database = connectionString === undefined ? undefined : decodeURIComponent(new URL(connectionString).pathname.slice(1)) || undefined;
   } catch {
-    return undefined;
+    database = undefined;
   }
+  databases.set(pool, database);
+  return database;
 }
 
 /** Traces `pool.query` when traces are exported. */
