@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { JobId } from './common';
 import { ConversationId } from './chat';
 import { ErrorBody } from './errors';
+import { JobResultResponseByType } from './jobs';
 
 export const ChatTokenEvent = z
   .object({ type: z.literal('token'), content: z.string() })
@@ -87,3 +88,69 @@ export function formatSse(event: string, data: unknown, id?: string): string {
   if (json === undefined) throw new TypeError(`SSE data of event ${event} is not JSON-serialisable`);
   return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${json}\n\n`;
 }
+
+// The event stream of one job (GET /api/jobs/{job_type}/{job_id}/events). Every event carries `id: <seq>`, the
+// job's event number (increasing within the job; a later attempt's numbers sort after an earlier one's), which a
+// reconnecting client sends back in Last-Event-ID.
+
+const jobEventState = {
+  job_id: JobId,
+  progress: z
+    .int()
+    .min(0)
+    .max(100)
+    .meta({ description: 'Percent complete, 0 to 100; never decreases.', examples: [45] }),
+  currently_working_on: z.string().meta({ description: 'Human-readable current step.', examples: ['Looking up market data'] }),
+};
+
+export const JobStatusEvent = z.object({ ...jobEventState, status: z.enum(['pending', 'running']) }).meta({
+  id: 'JobStatusEvent',
+  description:
+    "Event `status`: the job's state when the stream starts (unless Last-Event-ID shows the client has it), and every change of status.",
+});
+export type JobStatusEvent = z.infer<typeof JobStatusEvent>;
+
+export const JobProgressEvent = z
+  .object(jobEventState)
+  .meta({ id: 'JobProgressEvent', description: 'Event `progress`: the progress or the current step changed; the status did not.' });
+export type JobProgressEvent = z.infer<typeof JobProgressEvent>;
+
+export const JobResultEvent = z
+  .union([JobResultResponseByType.news, JobResultResponseByType['stock-report'], JobResultResponseByType.analysis])
+  .meta({
+    id: 'JobResultEvent',
+    description: 'Event `result`: the job completed; the data is what the result URL answers. The stream then ends.',
+  });
+export type JobResultEvent = z.infer<typeof JobResultEvent>;
+
+export const JobErrorEvent = ErrorBody.extend({ job_id: JobId }).meta({
+  id: 'JobErrorEvent',
+  description:
+    "Event `error`: the job failed. The data is the error body of the job's error (its type, the type's HTTP status and the reason) with the job id. The stream then ends.",
+});
+export type JobErrorEvent = z.infer<typeof JobErrorEvent>;
+
+/** Event name → data schema of a job's event stream. */
+export const JobStreamEvents = {
+  status: JobStatusEvent,
+  progress: JobProgressEvent,
+  result: JobResultEvent,
+  error: JobErrorEvent,
+} as const;
+export type JobStreamEventName = keyof typeof JobStreamEvents;
+
+/** Request headers of the job event stream. */
+export const JobEventsHeaders = z
+  .object({
+    'Last-Event-ID': z
+      .string()
+      .regex(/^\d{1,9}$/, { error: 'must be the id of an event of this job stream, such as 2004.' })
+      .optional()
+      .meta({
+        description:
+          "Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting.",
+        examples: ['2004'],
+      }),
+  })
+  .meta({ id: 'JobEventsHeaders', description: 'Request headers of GET /api/jobs/{job_type}/{job_id}/events.' });
+export type JobEventsHeaders = z.infer<typeof JobEventsHeaders>;

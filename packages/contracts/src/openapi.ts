@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
-import { AnalysisStreamEvents, ChatStreamEvents } from './events';
+import { AnalysisStreamEvents, ChatStreamEvents, JobStreamEvents } from './events';
 import {
   API_ROUTE_LIST,
   CHAT_STREAMS_PER_KEY,
@@ -227,7 +227,7 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
   }
   // Event schemas are referenced from x-sse-events, which zod-openapi does not read: register them explicitly.
   const eventSchemas = Object.fromEntries(
-    [...Object.values(ChatStreamEvents), ...Object.values(AnalysisStreamEvents)].map((schema) => [
+    [...Object.values(ChatStreamEvents), ...Object.values(AnalysisStreamEvents), ...Object.values(JobStreamEvents)].map((schema) => [
       z.globalRegistry.get(schema)?.id ?? '',
       schema,
     ]),

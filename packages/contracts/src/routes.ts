@@ -17,7 +17,7 @@ import {
   CustomerToolUpdateRequest,
 } from './customer-tools';
 import type { ErrorType } from './errors';
-import { AnalysisStreamEvents, ChatStreamEvents } from './events';
+import { AnalysisStreamEvents, ChatStreamEvents, JobEventsHeaders, JobStreamEvents } from './events';
 import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
 import { NewsRequest, NewsResponse } from './news';
 import { StockReportRequest, StockReportResponse } from './stock-report';
@@ -264,6 +264,21 @@ export const API_ROUTES = keyedById({
       '200': { description: 'The result; its shape depends on {job_type}.', json: JobResultAnyType },
     },
     extraErrors: ['conflict'],
+  },
+  getJobEvents: {
+    method: 'get',
+    path: '/api/jobs/{job_type}/{job_id}/events',
+    tag: 'Jobs',
+    summary: 'Job event stream',
+    description:
+      "The job's state as an SSE stream, instead of polling: first a `status` event with the current state, then `status` on every change of status and `progress` on every change of progress or current step, and finally `result` (the result URL's answer) when the job completes or `error` (the job's error) when it fails, after which the stream ends. A job already finished gets its final event at once. Every event carries an `id:` that increases within the job; a client that reconnects with Last-Event-ID gets only newer events (204 when it already has the final one). A `: keep-alive` comment keeps a quiet stream open. The API key needs the scope of the job's product ({job_type}); another tenant's job is reported as not found. Each connect counts as one request of the account's per-minute job limit. Each event is `id: <n>`, `event: <name>` and one `data:` line of JSON, then a blank line; `error` always means that the job failed.",
+    scope: 'job_type',
+    limit: 'per_minute',
+    request: { params: JobPathParams, headers: JobEventsHeaders },
+    responses: {
+      '200': { description: "An SSE stream of the job's events.", events: JobStreamEvents },
+      '204': { description: 'Nothing left to send: the job has finished and Last-Event-ID named its final event.' },
+    },
   },
   listCustomerTools: {
     method: 'get',

@@ -70,7 +70,6 @@ const item = {
   content: 'Revenue above expectations.',
   sources: ['https://example.com/a'],
   further_reading: ['http://example.org/b'],
-  citations: [],
   relevance_score: 0.9,
 };
 

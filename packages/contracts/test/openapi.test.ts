@@ -12,6 +12,7 @@ import {
   ERROR_STATUS,
   ErrorBody,
   JobStatusResponse,
+  JobStreamEvents,
   NewsResponse,
   StockReportResponse,
   createOpenApiDocument,
@@ -140,11 +141,12 @@ describe('OpenAPI document structure', () => {
 
   it("documents event streams as text/event-stream with each event's schema", () => {
     const streaming = routes.filter((route) => Object.values(route.responses).some((response) => response.events !== undefined));
-    expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis']);
+    expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis', 'getJobEvents']);
     for (const route of streaming) {
       const content = documentedResponse(route, '200').content as Record<string, Json>;
       const events = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
-      const expected = route.id === 'createAnalysis' ? AnalysisStreamEvents : ChatStreamEvents;
+      const expected =
+        route.id === 'createAnalysis' ? AnalysisStreamEvents : route.id === 'getJobEvents' ? JobStreamEvents : ChatStreamEvents;
       expect(Object.keys(events)).toEqual(Object.keys(expected));
       for (const [name, schema] of Object.entries(expected))
         expect(events[name]?.$ref).toBe(`#/components/schemas/${z.globalRegistry.get(schema)?.id}`);
@@ -257,6 +259,17 @@ const SAMPLES: Record<
         { job_id: UUID, status: 'completed', result: { format: 'markdown', content: 'Text' } },
       ],
     },
+  },
+  getJobEvents: {
+    '200': {
+      events: {
+        status: { job_id: UUID, status: 'running', progress: 5, currently_working_on: 'Starting' },
+        progress: { job_id: UUID, progress: 45, currently_working_on: 'Looking up market data' },
+        result: { job_id: UUID, status: 'completed', result: { news: example(NewsResponse).news } },
+        error: { job_id: UUID, detail: 'The model did not answer in time.', status_code: 504, type: 'gateway_timeout' },
+      },
+    },
+    '204': { none: true },
   },
   listCustomerTools: { '200': { json: [{ tools: [tool] }, { tools: [] }] } },
   createCustomerTool: { '201': { json: [tool] } },

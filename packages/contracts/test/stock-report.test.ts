@@ -38,7 +38,6 @@ const analysis = {
   implications: ['Earnings can outgrow revenue'],
   investmentThesis: 'High-margin services underpin the valuation.',
   category: 'profitability',
-  citations: [],
 };
 
 describe('StockReportResult', () => {

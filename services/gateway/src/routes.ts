@@ -26,6 +26,7 @@ const ROUTE_TARGETS = {
   chatStream: { kind: 'proxy', upstream: 'chat', limit: 'chat-turns' },
   getJobStatus: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
   getJobResult: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
+  getJobEvents: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
   listCustomerTools: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   createCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   getCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },

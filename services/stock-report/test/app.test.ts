@@ -18,7 +18,6 @@ const REPORT: StockReportResult = {
       implications: ['NVDA outgrows MSFT.'],
       investmentThesis: 'NVDA leads.',
       category: 'growth',
-      citations: [],
     },
     {
       title: 'Valuation: NVDA versus MSFT',
@@ -26,7 +25,6 @@ const REPORT: StockReportResult = {
       implications: ['MSFT is cheaper than NVDA.'],
       investmentThesis: 'MSFT is cheaper.',
       category: 'valuation',
-      citations: [],
     },
     {
       title: 'Risk: NVDA versus MSFT',
@@ -34,7 +32,6 @@ const REPORT: StockReportResult = {
       implications: ['NVDA swings more than MSFT.'],
       investmentThesis: 'MSFT is steadier.',
       category: 'risk',
-      citations: [],
     },
   ],
   quick_insights: ['NVDA grows faster than MSFT.', 'MSFT is cheaper than NVDA.'],
