@@ -17,6 +17,7 @@ const item = (index: number, symbol: string): NewsResponse['news'][number] => ({
     `https://example.org/markets/${symbol.toLowerCase()}/${index}`,
   ],
   further_reading: [`https://example.net/analysis/${symbol.toLowerCase()}-services-${index}`],
+  citations: [],
   relevance_score: Math.round((0.95 - index * 0.05) * 100) / 100,
 });
 

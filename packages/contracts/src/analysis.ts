@@ -1,5 +1,6 @@
 // POST /api/analysis
 import { z } from 'zod';
+import { Citations } from './citations';
 import { CustomData, GenerationMeta, JobId, JobResultUrl, JobStatusUrl, StockSymbol, symbolList } from './common';
 import { UNSTORABLE_TEXT_MESSAGE, fieldError, isStorableText, quote, requestObject } from './internal';
 
@@ -163,9 +164,9 @@ const JsonObject = z.record(z.string(), z.unknown());
  */
 export const AnalysisResult = z
   .discriminatedUnion('format', [
-    z.object({ format: z.literal('markdown'), content: z.string(), meta: GenerationMeta.optional() }),
-    z.object({ format: z.literal('json'), content: JsonObject, meta: GenerationMeta.optional() }),
-    z.object({ format: z.literal('json_schema'), content: JsonObject, meta: GenerationMeta.optional() }),
+    z.object({ format: z.literal('markdown'), content: z.string(), citations: Citations, meta: GenerationMeta.optional() }),
+    z.object({ format: z.literal('json'), content: JsonObject, citations: Citations, meta: GenerationMeta.optional() }),
+    z.object({ format: z.literal('json_schema'), content: JsonObject, citations: Citations, meta: GenerationMeta.optional() }),
   ])
   .meta({
     id: 'AnalysisResult',

@@ -2,6 +2,7 @@
 // Each schema and its type share one name; the OpenAPI document is generated from these objects.
 export * from './errors';
 export * from './common';
+export * from './citations';
 export * from './news';
 export * from './stock-report';
 export * from './analysis';

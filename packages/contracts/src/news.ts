@@ -1,5 +1,6 @@
 // POST /api/products/news
 import { z } from 'zod';
+import { Citations } from './citations';
 import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, Language, symbolList } from './common';
 import { fieldError, requestObject } from './internal';
 
@@ -33,6 +34,7 @@ export const NewsItem = z
     content: z.string(),
     sources: z.array(WebUrl).meta({ description: 'Where the facts in this item come from.' }),
     further_reading: z.array(WebUrl),
+    citations: Citations,
     relevance_score: z
       .number()
       .min(0)
@@ -69,6 +71,16 @@ export const NewsResponse = z
             content: 'Apple reported revenue above analyst expectations, driven by services growth.',
             sources: ['https://example.com/apple-earnings'],
             further_reading: ['https://example.com/apple-services'],
+            citations: [
+              {
+                url: 'https://example.com/apple-earnings',
+                title: 'Apple beats estimates on services strength',
+                publisher: 'Example News',
+                published_at: '2026-10-30',
+                quote: 'Revenue came in above analyst expectations as services grew 14%.',
+                source: 'market_data',
+              },
+            ],
             relevance_score: 0.92,
           },
         ],

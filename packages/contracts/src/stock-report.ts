@@ -1,5 +1,6 @@
 // POST /api/products/stock-report
 import { z } from 'zod';
+import { Citations } from './citations';
 import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, Language, symbolList } from './common';
 import { requestObject } from './internal';
 
@@ -30,6 +31,7 @@ export const DetailedAnalysisItem = z
     implications: z.array(z.string()).meta({ description: 'Investment implications.' }),
     investmentThesis: z.string().meta({ description: 'One-line investment summary.' }),
     category: DetailedAnalysisCategory,
+    citations: Citations,
   })
   .meta({ id: 'DetailedAnalysisItem', description: 'One insight of a stock report.' });
 export type DetailedAnalysisItem = z.infer<typeof DetailedAnalysisItem>;

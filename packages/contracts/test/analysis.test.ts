@@ -158,9 +158,9 @@ describe('AnalysisResult and AnalysisResponse', () => {
   });
 
   it('reads a result as the text a stream of it carries: markdown as is, JSON indented by two spaces', () => {
-    expect(analysisText({ format: 'markdown', content: '  # Title\n' })).toBe('  # Title\n');
+    expect(analysisText({ format: 'markdown', content: '  # Title\n', citations: [] })).toBe('  # Title\n');
     const content = { summary: 'x', scores: [1, 2], nested: { ok: true } };
-    const text = analysisText({ format: 'json_schema', content });
+    const text = analysisText({ format: 'json_schema', content, citations: [] });
     expect(text).toBe(JSON.stringify(content, null, 2));
     expect(JSON.parse(text)).toEqual(content);
   });

@@ -70,6 +70,7 @@ const item = {
   content: 'Revenue above expectations.',
   sources: ['https://example.com/a'],
   further_reading: ['http://example.org/b'],
+  citations: [],
   relevance_score: 0.9,
 };
 

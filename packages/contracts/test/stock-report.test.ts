@@ -38,6 +38,7 @@ const analysis = {
   implications: ['Earnings can outgrow revenue'],
   investmentThesis: 'High-margin services underpin the valuation.',
   category: 'profitability',
+  citations: [],
 };
 
 describe('StockReportResult', () => {

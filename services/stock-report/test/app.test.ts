@@ -18,6 +18,7 @@ const REPORT: StockReportResult = {
       implications: ['NVDA outgrows MSFT.'],
       investmentThesis: 'NVDA leads.',
       category: 'growth',
+      citations: [],
     },
     {
       title: 'Valuation: NVDA versus MSFT',
@@ -25,6 +26,7 @@ const REPORT: StockReportResult = {
       implications: ['MSFT is cheaper than NVDA.'],
       investmentThesis: 'MSFT is cheaper.',
       category: 'valuation',
+      citations: [],
     },
     {
       title: 'Risk: NVDA versus MSFT',
@@ -32,6 +34,7 @@ const REPORT: StockReportResult = {
       implications: ['NVDA swings more than MSFT.'],
       investmentThesis: 'MSFT is steadier.',
       category: 'risk',
+      citations: [],
     },
   ],
   quick_insights: ['NVDA grows faster than MSFT.', 'MSFT is cheaper than NVDA.'],
