@@ -6,7 +6,7 @@ import { CHAT_STREAMS_PER_KEY, CHAT_TURNS_PER_MINUTE, RATE_LIMITS_PER_MINUTE } f
  * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
  * polling, customer-tool calls, and chat turns (every POST /api/chat and GET /api/chat/stream).
  */
-export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'] as const;
+export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'] as const;
 export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
 
 /**
@@ -22,6 +22,7 @@ export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.f
   ...RATE_LIMITS_PER_MINUTE,
   jobs: 600,
   tools: 60,
+  webhooks: 60,
   'chat-turns': CHAT_TURNS_PER_MINUTE,
 });
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Citations } from './citations';
 import { CustomData, GenerationMeta, JobId, JobResultUrl, JobStatusUrl, StockSymbol, symbolList } from './common';
 import { UNSTORABLE_TEXT_MESSAGE, fieldError, isStorableText, quote, requestObject } from './internal';
+import { CallbackUrl } from './webhooks';
 
 /** Longest prompt accepted, in UTF-16 code units (JavaScript string length) after trimming. */
 export const ANALYSIS_PROMPT_MAX = 8000;
@@ -134,6 +135,7 @@ export const AnalysisRequest = requestObject({
   symbols: symbolList({ min: 0, max: ANALYSIS_SYMBOLS_MAX }).optional(),
   portfolio_composition: PortfolioComposition.optional(),
   data: CustomData.optional(),
+  callback_url: CallbackUrl,
   output_format: OutputFormat.default({ type: 'markdown', stream: false }),
 }).meta({
   id: 'AnalysisRequest',

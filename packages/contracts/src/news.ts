@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Citations } from './citations';
 import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, Language, symbolList } from './common';
 import { fieldError, requestObject } from './internal';
+import { CallbackUrl } from './webhooks';
 
 export const NEWS_SYMBOLS_MAX = 10;
 export const NEWS_ITEMS_DEFAULT = 5;
@@ -18,6 +19,7 @@ export const NewsRequest = requestObject({
     .meta({ description: 'Number of news items to return.', examples: [5] }),
   language: Language.default(DEFAULT_LANGUAGE),
   data: CustomData.optional(),
+  callback_url: CallbackUrl,
 }).meta({
   id: 'NewsRequest',
   description: 'Relevant market news for 1 to 10 symbols.',

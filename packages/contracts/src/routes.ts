@@ -21,9 +21,22 @@ import { AnalysisStreamEvents, ChatStreamEvents, JobEventsHeaders, JobStreamEven
 import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
 import { NewsRequest, NewsResponse } from './news';
 import { StockReportRequest, StockReportResponse } from './stock-report';
+import {
+  WebhookCreateRequest,
+  WebhookCreated,
+  WebhookDeliveriesQuery,
+  WebhookDelivery,
+  WebhookDeliveryListResponse,
+  WebhookDeliveryPathParams,
+  Webhook,
+  WebhookListResponse,
+  WebhookPathParams,
+  WebhookSecretRotated,
+  WebhookUpdateRequest,
+} from './webhooks';
 
 /** What an API key can be allowed to use. A key without the scope a route needs gets 403. */
-export const API_SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools'] as const;
+export const API_SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'] as const;
 export type ApiScope = (typeof API_SCOPES)[number];
 
 /**
@@ -360,6 +373,141 @@ export const API_ROUTES = keyedById({
     request: { params: CustomerToolPathParams },
     responses: {
       '204': { description: 'Deleted.' },
+    },
+  },
+  listWebhooks: {
+    method: 'get',
+    path: '/api/webhooks/',
+    tag: 'Webhooks',
+    summary: 'List webhook endpoints',
+    description: 'The endpoints this account registered to be told when its jobs finish.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    responses: {
+      '200': { description: 'The endpoints, oldest first.', json: WebhookListResponse },
+    },
+  },
+  createWebhook: {
+    method: 'post',
+    path: '/api/webhooks/',
+    tag: 'Webhooks',
+    summary: 'Create a webhook endpoint',
+    description:
+      'Registers an https URL that receives `job.completed` and/or `job.failed` for every job of this account, as a signed JSON POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`). The answer holds the signing secret, shown this once. A delivery succeeds on a 2xx answer within 10 s; otherwise it is retried with exponential backoff for 24 hours, then marked failed. Deliveries go only to public internet addresses (checked when each is sent; an IP literal that is not public is refused here); redirects are not followed. At most 20 endpoints per account.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { body: WebhookCreateRequest },
+    responses: {
+      '201': { description: 'Created; `secret` is shown only in this answer.', json: WebhookCreated },
+    },
+    extraErrors: ['conflict'],
+  },
+  getWebhook: {
+    method: 'get',
+    path: '/api/webhooks/{id}',
+    tag: 'Webhooks',
+    summary: 'Get a webhook endpoint',
+    description: 'One endpoint (without its secret).',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookPathParams },
+    responses: {
+      '200': { description: 'The endpoint.', json: Webhook },
+    },
+  },
+  updateWebhook: {
+    method: 'put',
+    path: '/api/webhooks/{id}',
+    tag: 'Webhooks',
+    summary: 'Replace a webhook endpoint',
+    description: 'Replaces an endpoint: omitted optional fields take their defaults. The signing secret is kept.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookPathParams, body: WebhookUpdateRequest },
+    responses: {
+      '200': { description: 'The updated endpoint.', json: Webhook },
+    },
+  },
+  deleteWebhook: {
+    method: 'delete',
+    path: '/api/webhooks/{id}',
+    tag: 'Webhooks',
+    summary: 'Delete a webhook endpoint',
+    description: 'Removes an endpoint with its deliveries; nothing more is sent to it.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookPathParams },
+    responses: {
+      '204': { description: 'Deleted.' },
+    },
+  },
+  rotateWebhookSecret: {
+    method: 'post',
+    path: '/api/webhooks/{id}/rotate-secret',
+    tag: 'Webhooks',
+    summary: 'Rotate a signing secret',
+    description:
+      'Makes a new signing secret, shown this once. For 24 hours every delivery carries two signatures, one with the new and one with the previous secret, so receivers can switch without missing a delivery.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookPathParams },
+    responses: {
+      '200': { description: 'The new secret.', json: WebhookSecretRotated },
+    },
+  },
+  testWebhook: {
+    method: 'post',
+    path: '/api/webhooks/{id}/test',
+    tag: 'Webhooks',
+    summary: 'Send a test event',
+    description:
+      'Queues a `webhook.test` delivery to the endpoint, signed and retried like any other; its attempts show in the deliveries list.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookPathParams },
+    responses: {
+      '202': { description: 'Queued.', json: WebhookDelivery },
+    },
+  },
+  listWebhookDeliveries: {
+    method: 'get',
+    path: '/api/webhooks/{id}/deliveries',
+    tag: 'Webhooks',
+    summary: 'Webhook deliveries',
+    description:
+      "The endpoint's most recent deliveries, newest first, each with every attempt: when, the outcome, the HTTP status, the duration, the first 1,024 characters of the answer, and when the next attempt is due.",
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookPathParams, query: WebhookDeliveriesQuery },
+    responses: {
+      '200': { description: 'The deliveries, newest first.', json: WebhookDeliveryListResponse },
+    },
+  },
+  redeliverWebhookDelivery: {
+    method: 'post',
+    path: '/api/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+    tag: 'Webhooks',
+    summary: 'Redeliver',
+    description:
+      'Sends a delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: WebhookDeliveryPathParams },
+    responses: {
+      '202': { description: 'Queued.', json: WebhookDelivery },
+    },
+  },
+  rotateCallbackSecret: {
+    method: 'post',
+    path: '/api/webhooks/callback-secret',
+    tag: 'Webhooks',
+    summary: 'Create or rotate the callback secret',
+    description:
+      "Makes the account's callback secret, shown this once: deliveries to a product request's `callback_url` are signed with it, like webhooks. A request with `callback_url` is refused until the account has one. Rotating keeps the previous secret signing too for 24 hours.",
+    scope: 'webhooks',
+    limit: 'per_minute',
+    responses: {
+      '200': { description: 'The new secret.', json: WebhookSecretRotated },
     },
   },
   getOpenApiDocument: {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Citations } from './citations';
 import { AsyncJobResponse, CustomData, DEFAULT_LANGUAGE, GenerationMeta, JobId, Language, symbolList } from './common';
 import { requestObject } from './internal';
+import { CallbackUrl } from './webhooks';
 
 export const StockReportRequest = requestObject({
   symbols: symbolList({ min: 1, max: 2 }).meta({
@@ -11,6 +12,7 @@ export const StockReportRequest = requestObject({
   }),
   language: Language.default(DEFAULT_LANGUAGE),
   data: CustomData.optional(),
+  callback_url: CallbackUrl,
 }).meta({
   id: 'StockReportRequest',
   description: 'Equity analysis of one symbol, or a comparison of two.',

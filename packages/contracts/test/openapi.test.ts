@@ -177,6 +177,39 @@ const tool = {
   updated_at: '2026-01-05T10:00:00+00:00',
 };
 
+const webhook = {
+  id: UUID,
+  url: 'https://hooks.example.com/fin',
+  events: ['job.completed', 'job.failed'],
+  description: 'order pipeline',
+  enabled: true,
+  created_at: '2026-01-05T10:00:00.000Z',
+  updated_at: '2026-01-05T10:00:00+00:00',
+};
+
+const delivery = {
+  id: UUID,
+  webhook_id: UUID,
+  event_type: 'job.completed',
+  job_id: UUID,
+  job_type: 'news',
+  status: 'succeeded',
+  attempt_count: 2,
+  next_attempt_at: null,
+  created_at: '2026-01-05T10:00:00.000Z',
+  attempts: [
+    { attempted_at: '2026-01-05T10:00:05.000Z', outcome: 'ok', http_status: 204, duration_ms: 41, error: null, response_excerpt: null },
+    {
+      attempted_at: '2026-01-05T10:00:00.000Z',
+      outcome: 'http_error',
+      http_status: 500,
+      duration_ms: 12,
+      error: 'the endpoint answered HTTP 500',
+      response_excerpt: 'oops',
+    },
+  ],
+};
+
 const errorSample = { detail: 'The chat service failed while streaming the response.', status_code: 502, type: 'bad_gateway' };
 
 /** Bodies the services send, per route and success status. Every documented success response needs one. */
@@ -317,6 +350,20 @@ const SAMPLES: Record<
   },
   updateCustomerTool: { '200': { json: [{ ...tool, enabled: false, header_names: [] }] } },
   deleteCustomerTool: { '204': { none: true } },
+  listWebhooks: { '200': { json: [{ webhooks: [webhook] }, { webhooks: [] }] } },
+  createWebhook: { '201': { json: [{ ...webhook, secret: `whsec_${'A'.repeat(43)}=` }] } },
+  getWebhook: { '200': { json: [webhook] } },
+  updateWebhook: { '200': { json: [{ ...webhook, enabled: false, events: ['job.failed'] }] } },
+  deleteWebhook: { '204': { none: true } },
+  rotateWebhookSecret: {
+    '200': { json: [{ secret: `whsec_${'B'.repeat(43)}=`, previous_secret_expires_at: '2026-01-06T10:00:00.000Z' }] },
+  },
+  testWebhook: { '202': { json: [{ ...delivery, event_type: 'webhook.test', job_id: null, job_type: null, attempts: [] }] } },
+  listWebhookDeliveries: { '200': { json: [{ deliveries: [delivery] }] } },
+  redeliverWebhookDelivery: { '202': { json: [{ ...delivery, status: 'pending', next_attempt_at: '2026-01-05T10:00:05.000Z' }] } },
+  rotateCallbackSecret: {
+    '200': { json: [{ secret: `whsec_${'C'.repeat(43)}=`, previous_secret_expires_at: '2026-01-06T10:00:00.000Z' }] },
+  },
   getOpenApiDocument: { '200': { json: [document] } },
   getApiDocs: { '200': { html: '<!doctype html><title>API</title>' } },
 };

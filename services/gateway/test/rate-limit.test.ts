@@ -29,7 +29,7 @@ function appFor(limits: PostgresRateLimits, principals: Map<string, Principal>):
     if (who) res.locals.principal = who;
     next();
   });
-  for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'] as LimitedProduct[]) {
+  for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'] as LimitedProduct[]) {
     app.get(`/${product}`, limits.forProduct(product), (_req, res) => {
       res.json({ ok: true });
     });
@@ -138,6 +138,7 @@ describe('per-minute rate limits', () => {
       analysis: 20,
       jobs: 600,
       tools: 60,
+      webhooks: 60,
       'chat-turns': 60,
     };
     expect(limits.limits).toEqual(expected);

@@ -52,6 +52,7 @@ const DESCRIBED: Record<LimitedProduct, string> = {
   analysis: 'analysis requests',
   jobs: 'job status or result requests',
   tools: 'customer-tool requests',
+  webhooks: 'webhook requests',
   'chat-turns': 'chat requests',
 };
 const LOG_EVERY_MS = 10_000;
