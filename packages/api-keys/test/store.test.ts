@@ -48,7 +48,7 @@ describe('tenants, keys and limit overrides (operators)', () => {
       tenant: 'hashes',
       name: 'ci',
       status: 'active',
-      scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools'],
+      scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'],
     });
     expect(key.displayPrefix).toBe(apiKey.slice(0, 10));
     const { rows } = await pool.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [key.id]);

@@ -24,7 +24,7 @@ import { UPSTREAM_NAMES, type UpstreamName } from '../../src/routes';
 
 export const SECRET = 'gateway-test-secret-0123456789abcdef';
 export const UUID = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
-export const ALL_SCOPES: readonly Scope[] = ['news', 'stock-report', 'analysis', 'chat', 'tools'];
+export const ALL_SCOPES: readonly Scope[] = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'];
 
 export const logger: Logger = createLogger({ service: 'gateway-test', level: 'silent' });
 

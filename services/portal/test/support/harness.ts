@@ -69,7 +69,7 @@ export async function startHarness({
       const { rows } = await pool.query<{ id: string }>('INSERT INTO tenants (name) VALUES ($1) RETURNING id', [name]);
       return (rows[0] as { id: string }).id;
     },
-    async key(tenantId, scopes = ['news', 'stock-report', 'analysis', 'chat', 'tools']) {
+    async key(tenantId, scopes = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks']) {
       const generated = generateApiKey();
       const { rows } = await pool.query<{ id: string }>(
         'INSERT INTO api_keys (tenant_id, display_prefix, key_hash, scopes) VALUES ($1, $2, $3, $4) RETURNING id',
