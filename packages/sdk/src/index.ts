@@ -1,0 +1,26 @@
+// @financial-intelligence/sdk: the typed client of the Financial Intelligence API.
+export { FinancialIntelligence, JobHandle, OPERATION_METHODS } from './client';
+export type { CachedProductRequestOptions, ChatStreamOptions, ProductRequestOptions, ProductResponse } from './client';
+export type { APIResponse, ClientOptions, Fetch, RequestOptions } from './core';
+export {
+  APIConnectionError,
+  APIError,
+  APITimeoutError,
+  AuthenticationError,
+  ConflictError,
+  FinancialIntelligenceError,
+  InternalServerError,
+  JobFailedError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+  UnprocessableEntityError,
+  ValidationError,
+} from './errors';
+export type { RateLimitInfo } from './errors';
+export type { WaitOptions } from './jobs';
+export { SseParser } from './sse';
+export type { SseMessage } from './sse';
+export { AnalysisStream, ChatStream } from './streams';
+export type { AnalysisEvent, ChatEvent, StreamEvent, StreamResponse } from './streams';
+export type * from './types';

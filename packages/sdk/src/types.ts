@@ -1,0 +1,68 @@
+// Names for the generated types (src/generated/openapi.ts, made from the API's OpenAPI document): the request
+// bodies, answers and event data of every route.
+import type { components, operations } from './generated/openapi';
+
+export type { components, operations, paths } from './generated/openapi';
+
+type Schemas = components['schemas'];
+
+/** An API operation, by its OpenAPI operationId. */
+export type OperationId = keyof operations;
+
+export type ErrorBody = Schemas['ErrorBody'];
+export type ErrorType = Schemas['ErrorType'];
+export type JobType = Schemas['JobType'];
+export type JobError = Schemas['JobError'];
+export type JobStatusResponse = Schemas['JobStatusResponse'];
+export type AsyncJobResponse = Schemas['AsyncJobResponse'];
+
+export type NewsRequest = Schemas['NewsRequest'];
+export type NewsResponse = Schemas['NewsResponse'];
+export type NewsResult = Schemas['NewsResult'];
+export type NewsJobResultResponse = Schemas['NewsJobResultResponse'];
+
+export type StockReportRequest = Schemas['StockReportRequest'];
+export type StockReportResponse = Schemas['StockReportResponse'];
+export type StockReportResult = Schemas['StockReportResult'];
+export type StockReportJobResultResponse = Schemas['StockReportJobResultResponse'];
+
+export type AnalysisRequest = Schemas['AnalysisRequest'];
+export type AnalysisResult = Schemas['AnalysisResult'];
+export type AnalysisJobResultResponse = Schemas['AnalysisJobResultResponse'];
+/** The 200 answer of a non-streamed POST /api/analysis that completed in time. */
+export type AnalysisCompletedResponse = operations['createAnalysis']['responses']['200']['content']['application/json'];
+/** The 202 answer of POST /api/analysis: not finished yet. */
+export type AnalysisPendingResponse = operations['createAnalysis']['responses']['202']['content']['application/json'];
+export type AnalysisSynthesisChunkEvent = Schemas['AnalysisSynthesisChunkEvent'];
+export type AnalysisDoneEvent = Schemas['AnalysisDoneEvent'];
+
+export type ChatRequest = Schemas['ChatRequest'];
+export type ChatResponse = Schemas['ChatResponse'];
+export type ChatStreamQuery = NonNullable<operations['chatStream']['parameters']['query']>;
+export type ChatTokenEvent = Schemas['ChatTokenEvent'];
+export type ChatNodeStartEvent = Schemas['ChatNodeStartEvent'];
+export type ChatToolStartEvent = Schemas['ChatToolStartEvent'];
+export type ChatToolEndEvent = Schemas['ChatToolEndEvent'];
+export type ChatDoneEvent = Schemas['ChatDoneEvent'];
+
+export type CustomerTool = Schemas['CustomerTool'];
+export type CustomerToolCreateRequest = Schemas['CustomerToolCreateRequest'];
+export type CustomerToolUpdateRequest = Schemas['CustomerToolUpdateRequest'];
+export type CustomerToolListResponse = Schemas['CustomerToolListResponse'];
+export type CustomerToolCall = Schemas['CustomerToolCall'];
+export type CustomerToolCallListResponse = Schemas['CustomerToolCallListResponse'];
+export type CustomerToolCallsQuery = NonNullable<operations['listCustomerToolCalls']['parameters']['query']>;
+
+/** The `result` of a completed job, by job type. */
+export interface JobResultByType {
+  news: NewsResult;
+  'stock-report': StockReportResult;
+  analysis: AnalysisResult;
+}
+
+/** The answer of the result route, by job type. */
+export interface JobResultResponseByType {
+  news: NewsJobResultResponse;
+  'stock-report': StockReportJobResultResponse;
+  analysis: AnalysisJobResultResponse;
+}
