@@ -46,6 +46,7 @@ function main(): void {
       chat: config.CHAT_URL,
       jobs: config.JOBS_URL,
       portal: config.PORTAL_URL,
+      mcp: config.MCP_URL,
     },
     { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
   );

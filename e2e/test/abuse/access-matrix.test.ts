@@ -49,7 +49,8 @@ function fill(path: string, values: Record<string, string>): string {
 function operationsOf(routes: readonly ApiRoute[]): Operation[] {
   const operations: Operation[] = [];
   for (const route of routes) {
-    if (route.scope === null) continue;
+    // The MCP endpoint names no resource: what its tools touch is checked on the routes they call (and below).
+    if (route.scope === null || route.scope === 'any') continue;
     const success = Number(Object.keys(route.responses).sort()[0]);
     const method = route.method.toUpperCase();
     const pathParameters = Object.keys(route.request?.params?.shape ?? {});

@@ -10,6 +10,7 @@ export * from './chat';
 export * from './events';
 export * from './jobs';
 export * from './customer-tools';
+export * from './mcp';
 export * from './webhooks';
 export * from './routes';
 export * from './portal';

@@ -20,7 +20,8 @@ export function errorStatuses(route: ApiRoute): ErrorType[] {
   const types: ErrorType[] = [];
   const hasInput = route.request !== undefined;
   if (hasInput) types.push('validation_error');
-  if (route.scope !== null) types.push('unauthorized', 'forbidden');
+  if (route.scope !== null) types.push('unauthorized');
+  if (route.scope !== null && route.scope !== 'any') types.push('forbidden');
   if (route.request?.params !== undefined) types.push('not_found');
   types.push(...(route.extraErrors ?? []));
   if (route.request?.body !== undefined) types.push('unsupported_media_type');
@@ -101,6 +102,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
   unauthorized: 'Missing, malformed, unknown, revoked or expired API key.',
   forbidden: 'The API key does not have the scope this route needs; `detail` names it.',
   not_found: "No such resource (another tenant's resources are reported the same way).",
+  method_not_allowed: 'The route does not offer this method; `Allow` names those it does.',
   conflict: "The request conflicts with the resource's current state.",
   payload_too_large: 'The request body exceeds the size limit (256 KiB by default).',
   unsupported_media_type: 'The request body is not application/json.',
@@ -175,6 +177,7 @@ function successResponse(route: ApiRoute, response: ApiResponse): ZodOpenApiResp
 
 function scopeNote(route: ApiRoute): string {
   if (route.scope === null) return '';
+  if (route.scope === 'any') return "\n\nRequires an API key, of any scope (what it offers depends on the key's scopes).";
   const scope =
     route.scope === 'job_type'
       ? "the scope of the job's product ({job_type}: news, stock-report or analysis)"
@@ -196,7 +199,7 @@ function operation(route: ApiRoute, errorResponses: Map<string, ZodOpenApiRespon
     summary: route.summary,
     description: `${route.description}${scopeNote(route)}`,
     // 3.1 allows role names in the requirement of a non-OAuth scheme: the key's required scope.
-    security: route.scope === null ? [] : [{ ApiKey: route.scope === 'job_type' ? [] : [route.scope] }],
+    security: route.scope === null ? [] : [{ ApiKey: route.scope === 'job_type' || route.scope === 'any' ? [] : [route.scope] }],
     'x-required-scope': route.scope,
     'x-rate-limit': route.limit,
     parameters: [{ $ref: '#/components/parameters/RequestId' }],

@@ -19,6 +19,7 @@ import {
 import type { ErrorType } from './errors';
 import { AnalysisStreamEvents, ChatStreamEvents, JobEventsHeaders, JobStreamEvents } from './events';
 import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
+import { McpMessage, McpStreamEvents } from './mcp';
 import { NewsRequest, NewsResponse } from './news';
 import { StockReportRequest, StockReportResponse } from './stock-report';
 import {
@@ -75,9 +76,10 @@ export interface RouteEntry {
   readonly path: string;
   /**
    * The scope the API key needs: a scope; `job_type` for the scope of the product named by the {job_type}
-   * path parameter; null for a route that needs no API key.
+   * path parameter; `any` for a route any valid key may use (what it offers then depends on the key's scopes:
+   * the MCP endpoint); null for a route that needs no API key.
    */
-  readonly scope: ApiScope | 'job_type' | null;
+  readonly scope: ApiScope | 'job_type' | 'any' | null;
   readonly request?: {
     readonly params?: z.ZodObject;
     readonly query?: z.ZodObject;
@@ -509,6 +511,36 @@ export const API_ROUTES = keyedById({
     responses: {
       '200': { description: 'The new secret.', json: WebhookSecretRotated },
     },
+  },
+  mcp: {
+    method: 'post',
+    path: '/mcp',
+    tag: 'MCP',
+    summary: 'MCP server (streamable HTTP)',
+    description: `The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the \`X-API-Key\` header. The server is stateless (no \`Mcp-Session-Id\`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat, job_status and job_result; tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status and job_result later; while waiting, progress is sent as \`notifications/progress\` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC \`message\` events (progress notifications, then the response); notifications and responses alone with 202. ${SSE_NOTE}`,
+    scope: 'any',
+    limit: null,
+    // One message: batches are not part of the protocol since its 2025-06-18 revision.
+    request: { body: McpMessage },
+    responses: {
+      '200': {
+        description: 'The JSON-RPC response, with any progress notifications before it, as an SSE stream.',
+        events: McpStreamEvents,
+      },
+      '202': { description: 'Accepted: the body held only notifications or responses.' },
+    },
+  },
+  mcpStream: {
+    method: 'get',
+    path: '/mcp',
+    tag: 'MCP',
+    summary: 'MCP server-initiated stream (not offered)',
+    description:
+      "The streamable HTTP transport's optional stream of server-initiated messages. This server is stateless and sends nothing unasked, so it answers 405, which tells MCP clients to carry on without it.",
+    scope: 'any',
+    limit: null,
+    responses: {},
+    extraErrors: ['method_not_allowed'],
   },
   getOpenApiDocument: {
     method: 'get',

@@ -13,6 +13,7 @@ import {
   ErrorBody,
   JobStatusResponse,
   JobStreamEvents,
+  McpStreamEvents,
   NewsResponse,
   StockReportResponse,
   createOpenApiDocument,
@@ -120,7 +121,7 @@ describe('OpenAPI document structure', () => {
     for (const route of routes) {
       const security = document.paths[route.path]?.[route.method]?.security;
       if (route.scope === null) expect(security).toEqual([]);
-      else expect(security).toEqual([{ ApiKey: route.scope === 'job_type' ? [] : [route.scope] }]);
+      else expect(security).toEqual([{ ApiKey: route.scope === 'job_type' || route.scope === 'any' ? [] : [route.scope] }]);
     }
   });
 
@@ -128,7 +129,10 @@ describe('OpenAPI document structure', () => {
     const keyed = ['unauthorized', 'forbidden', 'bad_gateway', 'service_unavailable', 'gateway_timeout', 'internal_error'] as const;
     for (const route of routes) {
       const expected = errorStatuses(route);
-      if (route.scope !== null) for (const type of keyed) expect(expected).toContain(type);
+      // A route any key may use (the MCP endpoint) has no scope to refuse with 403.
+      if (route.scope !== null)
+        for (const type of keyed) if (type !== 'forbidden' || route.scope !== 'any') expect(expected).toContain(type);
+      if (route.scope === 'any') expect(expected).not.toContain('forbidden');
       if (route.request?.body !== undefined)
         expect(expected).toEqual(expect.arrayContaining(['validation_error', 'unsupported_media_type']));
       if (route.limit !== null) expect(expected).toContain('rate_limit_exceeded');
@@ -141,12 +145,18 @@ describe('OpenAPI document structure', () => {
 
   it("documents event streams as text/event-stream with each event's schema", () => {
     const streaming = routes.filter((route) => Object.values(route.responses).some((response) => response.events !== undefined));
-    expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis', 'getJobEvents']);
+    expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis', 'getJobEvents', 'mcp']);
     for (const route of streaming) {
       const content = documentedResponse(route, '200').content as Record<string, Json>;
       const events = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
       const expected =
-        route.id === 'createAnalysis' ? AnalysisStreamEvents : route.id === 'getJobEvents' ? JobStreamEvents : ChatStreamEvents;
+        route.id === 'createAnalysis'
+          ? AnalysisStreamEvents
+          : route.id === 'getJobEvents'
+            ? JobStreamEvents
+            : route.id === 'mcp'
+              ? McpStreamEvents
+              : ChatStreamEvents;
       expect(Object.keys(events)).toEqual(Object.keys(expected));
       for (const [name, schema] of Object.entries(expected))
         expect(events[name]?.$ref).toBe(`#/components/schemas/${z.globalRegistry.get(schema)?.id}`);
@@ -364,6 +374,15 @@ const SAMPLES: Record<
   rotateCallbackSecret: {
     '200': { json: [{ secret: `whsec_${'C'.repeat(43)}=`, previous_secret_expires_at: '2026-01-06T10:00:00.000Z' }] },
   },
+  mcp: {
+    '200': {
+      events: {
+        message: { jsonrpc: '2.0', id: 2, result: { content: [{ type: 'text', text: '{"news":[]}' }], isError: false } },
+      },
+    },
+    '202': { none: true },
+  },
+  mcpStream: {},
   getOpenApiDocument: { '200': { json: [document] } },
   getApiDocs: { '200': { html: '<!doctype html><title>API</title>' } },
 };

@@ -56,6 +56,7 @@ const JobTypeParam = JobPathParams.pick({ job_type: true });
 
 /** The scope a request on `route` needs. A {job_type} that is not a job type is a 400 naming the parameter. */
 function requiredScope(route: GatewayRoute, jobType: unknown): Scope | null {
+  if (route.scope === 'any') return null;
   if (route.scope !== 'job_type') return route.scope;
   const parsed = JobTypeParam.safeParse({ job_type: jobType });
   if (!parsed.success) throw badRequest(formatZodError(parsed.error));

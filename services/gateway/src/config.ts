@@ -23,6 +23,7 @@ export const gatewayConfigShape = {
   CHAT_URL: serviceUrl().default('http://127.0.0.1:8084'),
   JOBS_URL: serviceUrl().default('http://127.0.0.1:8085'),
   PORTAL_URL: serviceUrl().default('http://127.0.0.1:8086'),
+  MCP_URL: serviceUrl().default('http://127.0.0.1:8087'),
 
   /** Time to open a connection to a service; a service that does not accept in time is unavailable (503). */
   UPSTREAM_CONNECT_TIMEOUT_MS: int(1, 60_000).default(2_000),

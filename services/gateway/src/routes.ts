@@ -8,7 +8,7 @@ import type { Scope } from './auth/types';
 import type { LimitedProduct } from './rate-limit/types';
 
 /** The services behind the gateway. */
-export const UPSTREAM_NAMES = ['news', 'stock-report', 'analysis', 'chat', 'jobs', 'portal'] as const;
+export const UPSTREAM_NAMES = ['news', 'stock-report', 'analysis', 'chat', 'jobs', 'portal', 'mcp'] as const;
 export type UpstreamName = (typeof UPSTREAM_NAMES)[number];
 
 type RouteTarget =
@@ -43,6 +43,9 @@ const ROUTE_TARGETS = {
   listWebhookDeliveries: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   redeliverWebhookDelivery: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   rotateCallbackSecret: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
+  // Not counted itself: each tool call is a request of its own through the gateway, counted as a direct one is.
+  mcp: { kind: 'proxy', upstream: 'mcp', limit: null },
+  mcpStream: { kind: 'proxy', upstream: 'mcp', limit: null },
   getOpenApiDocument: { kind: 'local' },
   getApiDocs: { kind: 'local' },
 } as const satisfies Record<ApiRouteId, RouteTarget>;

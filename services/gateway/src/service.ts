@@ -59,6 +59,7 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       chat: config.CHAT_URL,
       jobs: config.JOBS_URL,
       portal: config.PORTAL_URL,
+      mcp: config.MCP_URL,
     },
     { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
   );

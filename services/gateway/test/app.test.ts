@@ -48,6 +48,8 @@ describe('every API route', () => {
         'getJobStatus',
         'listCustomerToolCalls',
         'listCustomerTools',
+        'mcp',
+        'mcpStream',
         'updateCustomerTool',
       ].sort(),
     );
@@ -70,14 +72,17 @@ describe('every API route', () => {
     expect(res.body).toEqual({ detail: 'Missing or invalid API key.', status_code: 401, type: 'unauthorized' });
   });
 
-  it.each(table)('%s: 403 naming the scope for a key without it, before any rate-limit hit', async (_name, route) => {
-    const scope = scopeOf(route);
-    const hits = h.rateLimits.hits.length;
-    const res = await send(h, route, KEYS.without(scope)).expect(403);
-    expect(ErrorBody.parse(res.body).type).toBe('forbidden');
-    expect(ErrorBody.parse(res.body).detail).toBe(`This API key does not have the ${scope} scope.`);
-    expect(h.rateLimits.hits.length).toBe(hits);
-  });
+  it.each(table.filter(([, route]) => route.scope !== 'any'))(
+    '%s: 403 naming the scope for a key without it, before any rate-limit hit',
+    async (_name, route) => {
+      const scope = scopeOf(route);
+      const hits = h.rateLimits.hits.length;
+      const res = await send(h, route, KEYS.without(scope)).expect(403);
+      expect(ErrorBody.parse(res.body).type).toBe('forbidden');
+      expect(ErrorBody.parse(res.body).detail).toBe(`This API key does not have the ${scope} scope.`);
+      expect(h.rateLimits.hits.length).toBe(hits);
+    },
+  );
 
   it.each(table)('%s: counted by the limiter (or holds a chat slot) and reaches its service', async (_name, route) => {
     const hits = h.rateLimits.hits.length;
@@ -120,6 +125,33 @@ describe('every API route', () => {
       expect(service.received.length).toBe(before);
     },
   );
+});
+
+describe('the MCP endpoint', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('takes a key of any scope, and forwards X-API-Key to the MCP service alone (its tools call the API with it)', async () => {
+    const res = await request(h.app)
+      .post('/mcp')
+      .set('X-API-Key', KEYS.without('news'))
+      .send({ jsonrpc: '2.0', id: 1, method: 'ping' })
+      .expect(200);
+    expect(res.body).toMatchObject({ service: 'mcp', method: 'POST', path: '/mcp' });
+    expect(h.services.mcp.received.at(-1)?.headers['x-api-key']).toBe(KEYS.without('news'));
+
+    await request(h.app)
+      .post('/api/products/news')
+      .set('X-API-Key', KEYS.all)
+      .send({ symbols: ['AAPL'] })
+      .expect(200);
+    expect(h.services.news.received.at(-1)?.headers['x-api-key']).toBeUndefined();
+  });
 });
 
 describe('job routes', () => {

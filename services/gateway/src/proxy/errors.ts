@@ -53,6 +53,7 @@ const GENERIC_DETAIL: Record<ErrorType, (label: string) => string> = {
   unauthorized: (label) => `The ${label} service failed.`,
   forbidden: () => 'Access denied.',
   not_found: () => 'Not found.',
+  method_not_allowed: () => 'This method is not allowed on this route.',
   conflict: () => 'The request conflicts with the current state of the resource.',
   payload_too_large: () => 'The request body is too large.',
   unsupported_media_type: () => 'The request body must be JSON, sent with Content-Type: application/json.',

@@ -1,5 +1,6 @@
 // Which headers cross the gateway. Hop-by-hop headers belong to one connection; the API key stops here (the
-// services get the signed identity instead); identity headers a client sends are dropped so that only the
+// services get the signed identity instead), except on its way to the MCP service, which calls the API back
+// through the gateway with it; identity headers a client sends are dropped so that only the
 // gateway's signed ones reach a service.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { HOP_BY_HOP_HEADERS } from '@fin/contracts';
@@ -51,12 +52,17 @@ export interface ForwardedRequestHeaders {
   requestId: string;
   /** Keep cookies and Authorization (the portal's web pages). */
   browserCredentials: boolean;
+  /**
+   * Keep X-API-Key: the MCP service's tools call the public API with the caller's own key, so that the caller's
+   * scopes, rate limits and cache apply to them exactly as to direct requests. No other service ever sees a key.
+   */
+  apiKey?: boolean;
 }
 
 /** The headers sent to the service (the identity headers are added to this object by the caller). */
 export function requestHeaders(
   req: Request,
-  { requestId, browserCredentials }: ForwardedRequestHeaders,
+  { requestId, browserCredentials, apiKey = false }: ForwardedRequestHeaders,
 ): Record<string, string | string[]> {
   const { headers } = req;
   const named = connectionTokens(headers);
@@ -67,6 +73,8 @@ export function requestHeaders(
     if (!browserCredentials && BROWSER_CREDENTIALS.has(name)) continue;
     out[name] = value;
   }
+  const key = headers['x-api-key'];
+  if (apiKey && typeof key === 'string') out['x-api-key'] = key;
   const forwardedFor = headers['x-forwarded-for'];
   const clientAddress = req.socket.remoteAddress;
   if (clientAddress !== undefined)

@@ -23,6 +23,7 @@ const LABELS: Record<UpstreamName, string> = {
   chat: 'chat',
   jobs: 'job-status',
   portal: 'portal',
+  mcp: 'MCP',
 };
 
 export interface UpstreamOptions {
