@@ -11,6 +11,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
 import { SpanKind, withSpan, type Span } from '@fin/tracing';
+import { RetrievedDocuments } from './citations';
 import { AiError, toAiError } from './errors';
 import { MessageAssembler } from './message-events';
 import { MessageEventReader } from './sse-events';
@@ -57,6 +58,8 @@ export interface LoopResult {
   usage: Usage;
   /** Every URL that tools and web search returned during the run: the only URLs a result may cite. */
   groundingUrls: Set<string>;
+  /** Every document tools and web search returned during the run, with its material: what citations may quote. */
+  documents: RetrievedDocuments;
   rounds: number;
   toolCalls: number;
   /** The whole conversation including this run's turns, for a follow-up (e.g. a repair round). */
@@ -121,6 +124,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
 
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const groundingUrls = new Set<string>();
+  const documents = new RetrievedDocuments();
   let toolCalls = 0;
   let toolsClosed = apiTools.length === 0;
 
@@ -141,7 +145,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
     const message = await streamRound(client, body, signal, onEvent);
     usage.inputTokens += message.usage.input_tokens;
     usage.outputTokens += message.usage.output_tokens;
-    collectServerUrls(message.content, groundingUrls);
+    collectServerUrls(message.content, groundingUrls, documents);
     messages.push({ role: 'assistant', content: message.content as MessageParam['content'] });
 
     if (usage.inputTokens + usage.outputTokens > caps.maxTotalTokens) {
@@ -159,6 +163,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
         stopReason: message.stop_reason,
         usage,
         groundingUrls,
+        documents,
         rounds: round,
         toolCalls,
         messages,
@@ -181,7 +186,11 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
       // Looked up when a tool is called, not indexed per run: a chat reply's run is held for as long as it streams.
       // (The last of a name wins, and names are listed once, as an index by name would have it.)
       const tool = tools.findLast((candidate) => candidate.name === call.name);
-      results.push(await executeTool(tool, call, groundingUrls, signal, onEvent, [...new Set(tools.map((candidate) => candidate.name))]));
+      results.push(
+        await executeTool(tool, call, { urls: groundingUrls, documents }, signal, onEvent, [
+          ...new Set(tools.map((candidate) => candidate.name)),
+        ]),
+      );
     }
     messages.push({ role: 'user', content: results });
   }
@@ -266,11 +275,24 @@ function finalText(content: readonly ContentBlock[]): string {
     .join('');
 }
 
-/** URLs the server-side web search returned, and URLs cited in text (citations point at search results). */
-function collectServerUrls(content: readonly ContentBlock[], urls: Set<string>): void {
+/**
+ * URLs the server-side web search returned, registered as documents (title and page age from the result), and
+ * the passages the API cites from them in text blocks: the page text itself reaches us only encrypted, so the
+ * cited text is the material a quote of a search result is checked against.
+ */
+function collectServerUrls(content: readonly ContentBlock[], urls: Set<string>, documents: RetrievedDocuments): void {
   for (const block of content) {
     if (block.type === 'web_search_tool_result' && Array.isArray(block.content)) {
-      for (const result of block.content) urls.add(result.url);
+      for (const result of block.content) {
+        urls.add(result.url);
+        documents.add({ url: result.url, title: result.title, publishedAt: result.page_age ?? null, source: 'web_search', text: '' });
+      }
+    }
+  }
+  for (const block of content) {
+    if (block.type !== 'text') continue;
+    for (const citation of block.citations ?? []) {
+      if (citation.type === 'web_search_result_location') documents.addPassage(citation.url, citation.cited_text);
     }
   }
 }
@@ -292,7 +314,7 @@ function serializedContent(content: unknown): string {
 async function executeTool(
   tool: ToolDefinition | undefined,
   call: { id: string; name: string; input: unknown },
-  urls: Set<string>,
+  retrieved: { urls: Set<string>; documents: RetrievedDocuments },
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
   available: string[],
@@ -328,7 +350,8 @@ async function executeTool(
     if (Buffer.byteLength(serialized, 'utf8') > limit) {
       throw new ToolFailure(`${tool.name} returned more than ${limit} bytes; the result was discarded.`);
     }
-    for (const url of output.urls ?? []) urls.add(url);
+    for (const url of output.urls ?? []) retrieved.urls.add(url);
+    for (const document of output.documents ?? []) retrieved.documents.add(document);
     onEvent?.({ type: 'tool_end', tool: tool.name, ok: true });
     return {
       type: 'tool_result',

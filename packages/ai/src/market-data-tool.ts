@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { type MarketDataProvider, MarketDataError } from './market-data';
-import { defineTool, type ToolDefinition } from './tools';
+import type { MarketDataResource } from './market-data/types';
+import type { RetrievedDocument } from './citations';
+import { defineTool, type ToolDefinition, type ToolOutput } from './tools';
 
 const NEWS_WINDOW_DAYS = 14;
 
@@ -13,7 +15,9 @@ export const MarketDataInput = z.object({
 
 /**
  * The `market_data` tool: quote, profile, key metrics and recent company news from the configured provider.
- * News article URLs are returned as grounding URLs, so results may cite them.
+ * News article URLs are returned as grounding URLs, so results may cite them. Every article and every figure
+ * resource (quote, profile, metrics) is returned as a document with the text the model is shown of it, so a
+ * result's citations can quote them.
  */
 export function marketDataTool(provider: MarketDataProvider): ToolDefinition<typeof MarketDataInput> {
   return defineTool({
@@ -35,18 +39,39 @@ export function marketDataTool(provider: MarketDataProvider): ToolDefinition<typ
             url: item.url,
             published_at: item.publishedAt,
           }));
-          return { content: { symbol: news.symbol, sample: news.sample, articles: items }, urls: items.map((item) => item.url) };
+          return {
+            content: { symbol: news.symbol, sample: news.sample, articles: items },
+            urls: items.map((item) => item.url),
+            documents: items.map((item) => ({
+              url: item.url,
+              title: item.headline,
+              publisher: item.source || null,
+              publishedAt: item.published_at,
+              source: 'market_data' as const,
+              text: `${item.headline}\n${item.summary}`,
+            })),
+          };
         }
-        if (kind === 'quote') return { content: await provider.quote(symbol, { signal }) };
-        if (kind === 'profile') return { content: await provider.profile(symbol, { signal }) };
-        if (kind === 'metrics') return { content: await provider.metrics(symbol, { signal }) };
+        const figures = new Figures(provider, symbol);
+        if (kind === 'quote') return figures.output(await provider.quote(symbol, { signal }), 'quote');
+        if (kind === 'profile') return figures.output(await provider.profile(symbol, { signal }), 'profile');
+        if (kind === 'metrics') return figures.output(await provider.metrics(symbol, { signal }), 'metrics');
         const [quote, profile, metrics] = await Promise.all([
           provider.quote(symbol, { signal }),
           provider.profile(symbol, { signal }),
           provider.metrics(symbol, { signal }),
         ]);
         const { annual: _annual, ...keyMetrics } = metrics;
-        return { content: { symbol: quote.symbol, sample: quote.sample, quote, profile, metrics: keyMetrics } };
+        return {
+          content: {
+            symbol: quote.symbol,
+            sample: quote.sample,
+            quote: figures.cited(quote, 'quote'),
+            profile: figures.cited(profile, 'profile'),
+            metrics: figures.cited(keyMetrics, 'metrics'),
+          },
+          documents: [figures.document(quote, 'quote'), figures.document(profile, 'profile'), figures.document(keyMetrics, 'metrics')],
+        };
       } catch (error) {
         // The model sees a short, safe reason (e.g. unknown symbol); the loop turns this into an error result.
         if (error instanceof MarketDataError) return { content: { symbol, error: error.kind, message: error.message } };
@@ -54,4 +79,44 @@ export function marketDataTool(provider: MarketDataProvider): ToolDefinition<typ
       }
     },
   });
+}
+
+const RESOURCE_TITLES: Record<MarketDataResource, string> = {
+  quote: 'stock quote',
+  profile: 'company profile',
+  metrics: 'key financial metrics',
+};
+
+/**
+ * The figures of one symbol as documents: each resource under its provider URL, its material the JSON the model
+ * reads of it (the model's copy also names the URL, as `source_url`, so the material is a prefix of what it reads).
+ */
+class Figures {
+  constructor(
+    private readonly provider: MarketDataProvider,
+    private readonly symbol: string,
+  ) {}
+
+  document(value: object, kind: MarketDataResource): RetrievedDocument {
+    const asOf = kind === 'quote' && 'asOf' in value && typeof value.asOf === 'string' ? value.asOf : null;
+    const name =
+      kind === 'profile' && 'name' in value && typeof value.name === 'string' && value.name ? value.name : this.symbol.toUpperCase();
+    return {
+      url: this.provider.resourceUrl(kind, this.symbol),
+      title: `${name} ${RESOURCE_TITLES[kind]}`,
+      publisher: this.provider.publisher,
+      publishedAt: asOf,
+      source: 'market_data',
+      text: JSON.stringify(value),
+    };
+  }
+
+  /** The figures as the model reads them: with the `source_url` a citation of them names. */
+  cited(value: object, kind: MarketDataResource): object {
+    return { ...value, source_url: this.provider.resourceUrl(kind, this.symbol) };
+  }
+
+  output(value: object, kind: MarketDataResource): ToolOutput {
+    return { content: this.cited(value, kind), documents: [this.document(value, kind)] };
+  }
 }

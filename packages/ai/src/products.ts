@@ -4,19 +4,23 @@ import {
   AnalysisResult,
   analysisText,
   DetailedAnalysisCategory,
+  DetailedAnalysisItem,
   NewsResult,
   StockReportResult,
+  type Citation,
   type AnalysisRequest,
   type GenerationMeta,
   type NewsRequest,
   type OutputSchemaTypeName,
   type StockReportRequest,
 } from '@fin/contracts';
+import { citationsResolved } from '@fin/metrics';
 import { z } from 'zod';
+import { CitationClaim, resolveCitations } from './citations';
 import type { AiConfig } from './config';
 import { AiError } from './errors';
 import { clampScore, GroundingSet } from './grounding';
-import { runToolLoop, type EngineEvent, type LoopParams, type Usage } from './loop';
+import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type Usage } from './loop';
 import { loadPrompt, renderCustomData, type Prompt } from './prompts';
 import { streamOf, type StreamItem } from './stream';
 import { generateStructured } from './structured';
@@ -93,6 +97,7 @@ const NewsDraft = z.object({
       content: z.string().min(1),
       sources: z.array(z.string()),
       further_reading: z.array(z.string()),
+      citations: z.array(CitationClaim).optional(),
       relevance_score: z.number(),
     }),
   ),
@@ -101,7 +106,8 @@ const NewsDraft = z.object({
 /**
  * News for 1–10 symbols. Every URL in `sources`/`further_reading` was returned by a tool or web search in this
  * run (others are dropped); an item left without a source is dropped; scores are clamped to 0–1; items are
- * ordered by relevance and at most `n` are returned.
+ * ordered by relevance and at most `n` are returned. Each item's citations are the model's {url, quote} claims
+ * that hold against the documents the run retrieved (citations.ts), completed from those documents.
  */
 export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx: RunContext = {}): Promise<ProductOutcome<NewsResult>> {
   const prompt = loadPrompt('news');
@@ -128,6 +134,7 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
       content: item.content.trim(),
       sources: grounding.filter(item.sources).kept,
       further_reading: grounding.filter(item.further_reading).kept,
+      citations: resolveCitations(item.citations, out.documents, 'news').kept,
       relevance_score: clampScore(item.relevance_score),
     }))
     .filter((item) => item.sources.length > 0)
@@ -141,16 +148,24 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
 
 const MIN_CATEGORIES = 3;
 
-const StockReportDraft = StockReportResult.omit({ meta: true }).superRefine((value, ctx) => {
-  const categories = new Set(value.detailed_analysis.map((item) => item.category));
-  if (categories.size < Math.min(MIN_CATEGORIES, DetailedAnalysisCategory.options.length)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['detailed_analysis'],
-      message: `cover at least ${MIN_CATEGORIES} different categories (got ${[...categories].join(', ') || 'none'})`,
-    });
-  }
-});
+/** An insight as the model writes it: its citations are claims ({url, quote}), resolved against the run's documents. */
+const InsightDraft = DetailedAnalysisItem.omit({ citations: true }).extend({ citations: z.array(CitationClaim).optional() });
+
+const StockReportDraft = z
+  .object({
+    detailed_analysis: z.array(InsightDraft).min(1),
+    quick_insights: StockReportResult.shape.quick_insights,
+  })
+  .superRefine((value, ctx) => {
+    const categories = new Set(value.detailed_analysis.map((item) => item.category));
+    if (categories.size < Math.min(MIN_CATEGORIES, DetailedAnalysisCategory.options.length)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['detailed_analysis'],
+        message: `cover at least ${MIN_CATEGORIES} different categories (got ${[...categories].join(', ') || 'none'})`,
+      });
+    }
+  });
 
 /** One symbol: a single-stock analysis. Two: a comparison, in which every insight weighs one against the other. */
 export async function generateStockReport(
@@ -179,7 +194,11 @@ export async function generateStockReport(
     onEvent: toolProgress(ctx, 10, 70),
   });
   ctx.onProgress?.(90, 'Reviewing the analysis');
-  const result = StockReportResult.parse({ ...out.value, meta: meta(deps, model, prompt) });
+  const detailed = out.value.detailed_analysis.map((item) => ({
+    ...item,
+    citations: resolveCitations(item.citations, out.documents, 'stock-report').kept,
+  }));
+  const result = StockReportResult.parse({ ...out.value, detailed_analysis: detailed, meta: meta(deps, model, prompt) });
   return { result, usage: out.usage };
 }
 
@@ -303,8 +322,14 @@ async function runAnalysis(
     });
     if (out.stopReason === 'max_tokens') throw new AiError('invalid_output', 'The answer was cut off at the output token limit.');
     if (synthesis.content === '') throw new AiError('invalid_output', 'The model returned an empty answer.');
-    const result = AnalysisResult.parse({ format: 'markdown', content: synthesis.content, meta: generatedMeta() });
-    return { result, usage: out.usage };
+    const cited = await citationsFor(params, out);
+    const result = AnalysisResult.parse({
+      format: 'markdown',
+      content: synthesis.content,
+      citations: cited.citations,
+      meta: generatedMeta(),
+    });
+    return { result, usage: addUsage(out.usage, cited.usage) };
   }
   const fields = format.type === 'json_schema' ? (format.schema ?? {}) : undefined;
   const schema = fields ? schemaForFields(fields) : z.record(z.string(), z.unknown());
@@ -312,9 +337,51 @@ async function runAnalysis(
   const constrained = fields !== undefined && Object.values(fields).every((type) => type !== 'array' && type !== 'object');
   const out = await generateStructured({ ...params, schema, constrained, onEvent: progress });
   ctx.onProgress?.(90, 'Checking the answer');
-  const result = AnalysisResult.parse({ format: format.type, content: out.value, meta: generatedMeta() });
+  const cited = await citationsFor(params, { ...out.loop, documents: out.documents });
+  const result = AnalysisResult.parse({ format: format.type, content: out.value, citations: cited.citations, meta: generatedMeta() });
   for (const text of jsonChunks(analysisText(result))) emit({ type: 'text', text });
-  return { result, usage: out.usage };
+  return { result, usage: addUsage(out.usage, cited.usage) };
+}
+
+/** What the model is asked, after it has answered, for the passages its answer rests on. */
+export const CITATION_REQUEST =
+  'List the passages of the retrieved material (tool results and web search results in this conversation) that support your answer. ' +
+  "For each, give the url of the material exactly as it was returned (an article's url, a figure resource's source_url, a search result's URL) " +
+  'and the quote, copied word for word from that material. Cite only material you used; an empty list is right when you used none.';
+
+const CitationList = z.object({ citations: z.array(CitationClaim) });
+
+const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
+
+function addUsage(a: Usage, b: Usage): Usage {
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+}
+
+/**
+ * The citations of an analysis. Its content is free-form (text, or an object of the caller's shape), so there is
+ * no place in it for them: after the answer, one more round of the same conversation asks for {url, quote} claims
+ * as structured output (tools offered but not callable), and they are resolved against the run's documents.
+ * No round when the run retrieved nothing. A failure of this round leaves the analysis without citations rather
+ * than failing it (counted as fin_citations_total{outcome="unavailable"}); an abort still aborts.
+ */
+async function citationsFor(
+  params: Omit<LoopParams, 'onEvent'>,
+  answered: Pick<LoopResult, 'messages' | 'documents'>,
+): Promise<{ citations: Citation[]; usage: Usage }> {
+  if (answered.documents.size === 0) return { citations: [], usage: NO_USAGE };
+  try {
+    const out = await generateStructured({
+      ...params,
+      caps: { ...params.caps, maxRounds: 1 },
+      messages: [...answered.messages, { role: 'user', content: CITATION_REQUEST }],
+      schema: CitationList,
+    });
+    return { citations: resolveCitations(out.value.citations, answered.documents, 'analysis').kept, usage: out.usage };
+  } catch (error) {
+    if (error instanceof AiError && error.kind === 'aborted') throw error;
+    citationsResolved.inc({ product: 'analysis', outcome: 'unavailable' });
+    return { citations: [], usage: NO_USAGE };
+  }
 }
 
 /** A custom analysis in the requested output format; the result always satisfies it or the run fails. */

@@ -18,6 +18,7 @@ export interface StructuredResult<T> {
   value: T;
   usage: Usage;
   groundingUrls: Set<string>;
+  documents: LoopResult['documents'];
   /** True when the first answer failed validation and the repair round fixed it. */
   repaired: boolean;
   loop: LoopResult;
@@ -65,7 +66,14 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
   const first = await runToolLoop({ ...loopParams, outputFormat });
   const firstCheck = check(schema, first.text);
   if (firstCheck.ok && first.stopReason !== 'max_tokens') {
-    return { value: firstCheck.value, usage: first.usage, groundingUrls: first.groundingUrls, repaired: false, loop: first };
+    return {
+      value: firstCheck.value,
+      usage: first.usage,
+      groundingUrls: first.groundingUrls,
+      documents: first.documents,
+      repaired: false,
+      loop: first,
+    };
   }
   const problems =
     first.stopReason === 'max_tokens' ? 'the answer was cut off before it was complete' : firstCheck.ok ? '' : firstCheck.problems;
@@ -90,7 +98,14 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
   };
   const secondCheck = check(schema, repair.text);
   if (secondCheck.ok && repair.stopReason !== 'max_tokens') {
-    return { value: secondCheck.value, usage, groundingUrls: first.groundingUrls, repaired: true, loop: repair };
+    return {
+      value: secondCheck.value,
+      usage,
+      groundingUrls: first.groundingUrls,
+      documents: first.documents,
+      repaired: true,
+      loop: repair,
+    };
   }
   throw new AiError(
     'invalid_output',

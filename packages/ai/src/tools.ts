@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { RetrievedDocument } from './citations';
 
 export interface ToolContext {
   signal: AbortSignal;
@@ -8,6 +9,8 @@ export interface ToolContext {
 export interface ToolOutput {
   content: unknown;
   urls?: readonly string[];
+  /** The documents the result is made of, with the text the model is shown of each: what citations may quote. */
+  documents?: readonly RetrievedDocument[];
 }
 
 /** A tool we execute: the model sees its name, description and input schema; we validate the input before running it. */

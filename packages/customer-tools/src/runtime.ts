@@ -100,6 +100,19 @@ function cut(text: string, maxBytes: number): string {
   return `${head}\n[truncated: the response was ${bytes} bytes; the first ${Buffer.byteLength(head, 'utf8')} are shown]`;
 }
 
+/**
+ * The endpoint as a citation names it: scheme, host and path only. Its query and user info are left out, since a
+ * customer may have put a key there; the answer quoted is the endpoint's either way.
+ */
+function citableUrl(endpoint: string): string | undefined {
+  try {
+    const url = new URL(endpoint);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return undefined;
+  }
+}
+
 export function createCustomerToolRuntime({
   pool,
   keyring,
@@ -174,7 +187,13 @@ export function createCustomerToolRuntime({
       async execute(input, { signal }) {
         const result = await call(row, input as Record<string, unknown>, signal);
         await audit(row, origin, result);
-        if (result.outcome === 'ok' || result.outcome === 'http_error') return { content: modelText(result, maxResultBytes) };
+        if (result.outcome === 'http_error') return { content: modelText(result, maxResultBytes) };
+        if (result.outcome === 'ok') {
+          const text = modelText(result, maxResultBytes);
+          // What the model read of a successful answer is material a result may quote, under the endpoint's URL.
+          const url = citableUrl(row.endpoint);
+          return { content: text, documents: url === undefined ? [] : [{ url, title: row.name, source: 'customer_tool', text }] };
+        }
         throw new Error(`${row.name} failed: ${result.error ?? result.outcome}`);
       },
     };

@@ -83,6 +83,13 @@ export const modelRequests = new Counter({
   registers: [registry],
 });
 
+export const citationsResolved = new Counter({
+  name: 'fin_citations_total',
+  help: 'Citations the model claimed in a result, by product and outcome: kept, or dropped because the URL was not retrieved in the run (unknown_url) or the quote does not occur in the retrieved material (quote_not_found).',
+  labelNames: ['product', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const outboxUnpublishedRows = new Gauge({
   name: 'fin_outbox_unpublished_rows',
   help: 'Outbox rows not yet published to Kafka (the whole table, read by every outbox relay every few seconds: take the max across pods).',

@@ -1,4 +1,5 @@
 export {
+  citationsResolved,
   consumerLag,
   dbPoolCheckoutWait,
   eventsHandled,

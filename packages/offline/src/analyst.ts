@@ -29,7 +29,37 @@ interface Overview {
 interface ToolData {
   articles: Map<string, Article[]>;
   overviews: Map<string, Overview>;
+  /** Each overview as the tool returned it (with the `source_url` of each part), for citing its figures. */
+  raw: Map<string, Record<string, unknown>>;
 }
+
+/** A citation as the model claims it: the URL of retrieved material and a passage copied from it. */
+interface CitationClaim {
+  url: string;
+  quote: string;
+}
+
+/**
+ * The figure `key` of one part (quote, profile, metrics) of a symbol's overview, cited as the model would: the
+ * part's `source_url` and the figure's JSON exactly as the tool output spells it (`"peRatioTtm":35.2`).
+ */
+function figureCitation(data: ToolData, symbol: string, part: 'quote' | 'profile' | 'metrics', key: string): CitationClaim[] {
+  const section = data.raw.get(symbol)?.[part];
+  if (typeof section !== 'object' || section === null) return [];
+  const fields = section as Record<string, unknown>;
+  const url = fields.source_url;
+  const value = fields[key];
+  if (typeof url !== 'string' || value === undefined || value === null) return [];
+  return [{ url, quote: JSON.stringify({ [key]: value }).slice(1, -1) }];
+}
+
+/** An article cited by its summary (its headline when the summary is too short to be a passage). */
+function articleCitation(article: Article): CitationClaim {
+  return { url: article.url, quote: article.summary.trim().length >= 20 ? article.summary : article.headline };
+}
+
+/** What the engine asks after an analysis (CITATION_REQUEST of @fin/ai): the passages the answer rests on. */
+const CITATION_REQUEST_START = 'List the passages of the retrieved material';
 
 export const OFFLINE_NOTICE = 'Offline mode: generated from bundled sample data, not live research.';
 
@@ -123,7 +153,7 @@ function symbolsFor(product: Product, system: string, user: string, body: Messag
 }
 
 function toolData(body: MessagesRequestBody): ToolData {
-  const data: ToolData = { articles: new Map(), overviews: new Map() };
+  const data: ToolData = { articles: new Map(), overviews: new Map(), raw: new Map() };
   for (const result of toolResults(body)) {
     const json = /<tool_output[^>]*>\n?([\s\S]*?)\n?<\/tool_output>/.exec(result.text)?.[1];
     if (!json) continue;
@@ -135,7 +165,10 @@ function toolData(body: MessagesRequestBody): ToolData {
     }
     const symbol = typeof value.symbol === 'string' ? value.symbol : '';
     if (Array.isArray(value.articles)) data.articles.set(symbol, value.articles as Article[]);
-    else data.overviews.set(symbol, value as unknown as Overview);
+    else {
+      data.overviews.set(symbol, value as unknown as Overview);
+      data.raw.set(symbol, value);
+    }
   }
   return data;
 }
@@ -183,6 +216,7 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
     content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook.`,
     sources: [article.url],
     further_reading: next ? [next.url] : [],
+    citations: [articleCitation(article)],
   }));
   const first = picked.length;
   for (let index = 0; items.length < n && index < first * NEWS_ANGLES.length; index++) {
@@ -191,7 +225,7 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
     if (pick === undefined || angleOf === undefined) break;
     const { symbol, article, next } = pick;
     const angle = angleOf(symbol, article);
-    items.push({ ...angle, sources: [article.url], further_reading: next ? [next.url] : [] });
+    items.push({ ...angle, sources: [article.url], further_reading: next ? [next.url] : [], citations: [articleCitation(article)] });
   }
   const news = items.map((item, index) => ({
     ...item,
@@ -254,6 +288,8 @@ interface InsightPlan {
   category: string;
   title: string;
   measure: Measure;
+  /** The figures of the overview the insight cites: [part, key]. */
+  cites: [part: 'quote' | 'profile' | 'metrics', key: string][];
   keyMetric: (sides: Side[]) => string;
   /** A single company: what the figure means. */
   single: { implications: string[]; thesis: string };
@@ -264,6 +300,7 @@ interface InsightPlan {
 const INSIGHTS: InsightPlan[] = [
   {
     category: 'growth',
+    cites: [['metrics', 'revenueGrowthTtmYoyPercent']],
     title: 'Revenue growth',
     measure: MEASURES.growth,
     keyMetric: (sides) => `Revenue growth (TTM, year on year): ${figures(sides, MEASURES.growth)}`,
@@ -281,6 +318,7 @@ const INSIGHTS: InsightPlan[] = [
   },
   {
     category: 'profitability',
+    cites: [['metrics', 'netProfitMarginTtmPercent']],
     title: 'Profitability',
     measure: MEASURES.margin,
     keyMetric: (sides) => `Net profit margin (TTM): ${figures(sides, MEASURES.margin)}`,
@@ -298,6 +336,7 @@ const INSIGHTS: InsightPlan[] = [
   },
   {
     category: 'valuation',
+    cites: [['metrics', 'peRatioTtm']],
     title: 'Valuation',
     measure: MEASURES.pe,
     keyMetric: (sides) => `Price/earnings (TTM): ${figures(sides, MEASURES.pe)}`,
@@ -315,6 +354,10 @@ const INSIGHTS: InsightPlan[] = [
   },
   {
     category: 'risk',
+    cites: [
+      ['metrics', 'beta'],
+      ['metrics', 'debtToEquity'],
+    ],
     title: 'Risk profile',
     measure: MEASURES.beta,
     keyMetric: (sides) => `Beta: ${figures(sides, MEASURES.beta)}; debt/equity: ${figures(sides, MEASURES.leverage)}`,
@@ -332,6 +375,7 @@ const INSIGHTS: InsightPlan[] = [
   },
   {
     category: 'competitive',
+    cites: [['profile', 'marketCap']],
     title: 'Scale',
     measure: MEASURES.size,
     keyMetric: (sides) => `Market capitalisation: ${figures(sides, MEASURES.size)}`,
@@ -353,6 +397,8 @@ const INSIGHTS: InsightPlan[] = [
 ];
 
 function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
+  const citationsOf = (plan: InsightPlan) =>
+    symbols.slice(0, 2).flatMap((symbol) => plan.cites.flatMap(([part, key]) => figureCitation(data, symbol, part, key)));
   const sides = symbols.slice(0, 2).map((symbol) => ({ symbol, o: data.overviews.get(symbol) }));
   const [a, b] = sides as [Side, Side | undefined];
   const subject = b ? `${a.symbol} versus ${b.symbol}` : name(a.o, a.symbol);
@@ -379,6 +425,7 @@ function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
       implications: index === 0 && uses ? [...text.implications, uses] : text.implications,
       investmentThesis: text.thesis,
       category: plan.category,
+      citations: citationsOf(plan),
     };
   });
 }
@@ -481,6 +528,21 @@ function chatAnswer(symbols: string[], user: string, data: ToolData): AssistantR
   return textTurn(text);
 }
 
+/** The passages an analysis rests on: the figures it quoted for each symbol, and the articles the tools returned. */
+function citationsAnswer(symbols: string[], data: ToolData): AssistantReply {
+  const figures: [part: 'quote' | 'profile' | 'metrics', key: string][] = [
+    ['metrics', 'revenueGrowthTtmYoyPercent'],
+    ['metrics', 'netProfitMarginTtmPercent'],
+    ['metrics', 'peRatioTtm'],
+    ['metrics', 'beta'],
+  ];
+  const citations = [
+    ...symbols.flatMap((symbol) => figures.flatMap(([part, key]) => figureCitation(data, symbol, part, key))),
+    ...[...data.articles.values()].flatMap((articles) => articles.slice(0, 2).map(articleCitation)),
+  ];
+  return jsonTurn({ citations });
+}
+
 /** The offline mode's model. Deterministic: the same request gets the same reply. */
 export function offlineAnalyst(): StandInModel {
   return (request) => {
@@ -496,6 +558,7 @@ export function offlineAnalyst(): StandInModel {
       return turn(symbols.map((symbol) => toolUse('market_data', { symbol, kind })));
     }
     const data = toolData(body);
+    if (user.startsWith(CITATION_REQUEST_START)) return citationsAnswer(symbols, data);
     if (product === 'news') return newsAnswer(symbols, user, data);
     if (product === 'stock-report') return stockReportAnswer(symbols, data, system);
     if (product === 'analysis') return analysisAnswer(body, system, symbols, data);

@@ -7,7 +7,7 @@ import { createJobWatcher, type JobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from '../src/open-requests';
 import { createTestBed, finishJob, logger, outboxOf, PATH, SECRET, signed, type TestBed } from './support';
 
-const RESULT = { format: 'markdown', content: '## Answer\n\nRates matter.' };
+const RESULT = { format: 'markdown', content: '## Answer\n\nRates matter.', citations: [] };
 
 describe('POST /api/analysis, not streamed (API role)', () => {
   let bed: TestBed;

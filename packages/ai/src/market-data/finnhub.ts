@@ -11,8 +11,10 @@ import {
   type KeyMetrics,
   type MarketDataCallOptions,
   type MarketDataProvider,
+  type MarketDataResource,
   type NewsQuery,
   type Quote,
+  resourceUrlUnder,
 } from './types';
 
 const FINNHUB_DEFAULT_BASE_URL = 'https://finnhub.io/api/v1';
@@ -40,6 +42,7 @@ class TimeoutSignal extends Error {}
 
 export class FinnhubProvider implements MarketDataProvider {
   readonly name = 'finnhub' as const;
+  readonly publisher = 'Finnhub';
   readonly #token: string;
   readonly #baseUrl: string;
   readonly #timeoutMs: number;
@@ -53,6 +56,10 @@ export class FinnhubProvider implements MarketDataProvider {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
     this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  resourceUrl(kind: MarketDataResource, symbol: string): string {
+    return resourceUrlUnder(this.#baseUrl, kind, symbol);
   }
 
   async quote(symbol: string, options: MarketDataCallOptions = {}): Promise<Quote> {

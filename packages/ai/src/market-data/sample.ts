@@ -10,11 +10,15 @@ import {
   type KeyMetrics,
   type MarketDataCallOptions,
   type MarketDataProvider,
+  type MarketDataResource,
   type NewsQuery,
   type Quote,
+  resourceUrlUnder,
 } from './types';
 
 const PROVIDER = 'sample';
+/** Where the sample figures pretend to be served from: a reserved name (RFC 2606), like the sample news links. */
+const SAMPLE_RESOURCE_BASE = 'https://sample-market-data.example.com/api/v1';
 
 /**
  * Offline mode answers for any well-formed symbol, so unlike the live provider this one never reports an unknown
@@ -25,11 +29,16 @@ const PROVIDER = 'sample';
  */
 export class SampleMarketDataProvider implements MarketDataProvider {
   readonly name = 'sample' as const;
+  readonly publisher = 'Sample market data (offline mode)';
   /** The day the snapshot pretends to be from (YYYY-MM-DD). */
   readonly asOf: string;
 
   constructor(private readonly data: SampleMarketData = SAMPLE_MARKET_DATA) {
     this.asOf = data.as_of;
+  }
+
+  resourceUrl(kind: MarketDataResource, symbol: string): string {
+    return resourceUrlUnder(SAMPLE_RESOURCE_BASE, kind, symbol);
   }
 
   /** The symbols the bundled dataset covers; others get invented sample data. */

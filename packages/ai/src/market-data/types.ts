@@ -103,6 +103,23 @@ export const CompanyNews = z.object({
 });
 export type CompanyNews = z.infer<typeof CompanyNews>;
 
+export type MarketDataResource = 'quote' | 'profile' | 'metrics';
+
+/** The provider path of each resource (Finnhub's; the sample provider mirrors them). */
+export const RESOURCE_PATHS: Readonly<Record<MarketDataResource, string>> = {
+  quote: '/quote',
+  profile: '/stock/profile2',
+  metrics: '/stock/metric',
+};
+
+/** `base` + the resource's path + its query (the symbol; all metrics for `metrics`). */
+export function resourceUrlUnder(base: string, kind: MarketDataResource, symbol: string): string {
+  const url = new URL(`${base}${RESOURCE_PATHS[kind]}`);
+  url.searchParams.set('symbol', symbol.trim().toUpperCase());
+  if (kind === 'metrics') url.searchParams.set('metric', 'all');
+  return url.toString();
+}
+
 export interface MarketDataCallOptions {
   /** Aborts the call (e.g. the tool loop's per-tool timeout); the call rejects with MarketDataError 'aborted'. */
   signal?: AbortSignal;
@@ -128,6 +145,13 @@ export interface NewsQuery extends MarketDataCallOptions {
  */
 export interface MarketDataProvider {
   readonly name: 'finnhub' | 'sample';
+  /** Who publishes the figures, as a citation names them. */
+  readonly publisher: string;
+  /**
+   * The resource the figures of `kind` for a symbol are read from, without credentials: the URL a citation of
+   * them names. Finnhub's endpoint URLs; the sample provider's invented ones under sample-market-data.example.com.
+   */
+  resourceUrl(kind: MarketDataResource, symbol: string): string;
   quote(symbol: string, options?: MarketDataCallOptions): Promise<Quote>;
   profile(symbol: string, options?: MarketDataCallOptions): Promise<CompanyProfile>;
   metrics(symbol: string, options?: MarketDataCallOptions): Promise<KeyMetrics>;
