@@ -90,7 +90,13 @@ export function createKafkaBus({
     });
   }
 
-  async function consume(logicalTopics: string[], groupId: string, concurrency: number, processor: RawProcessor): Promise<Subscription> {
+  async function consume(
+    logicalTopics: string[],
+    groupId: string,
+    concurrency: number,
+    processor: RawProcessor,
+    ephemeral = false,
+  ): Promise<Subscription> {
     if (closing) throw new Error('The event bus is closed');
     const topics = logicalTopics.map((topic) => topicPrefix + topic);
     const consumer = kafka.consumer({
@@ -128,7 +134,7 @@ export function createKafkaBus({
 
     try {
       await consumer.connect();
-      await consumer.subscribe({ topics, fromBeginning });
+      await consumer.subscribe({ topics, fromBeginning: ephemeral ? false : fromBeginning });
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -148,6 +154,7 @@ export function createKafkaBus({
               const offset = handled;
               if (offset === undefined) return Promise.resolve();
               handled = undefined;
+              if (ephemeral) return Promise.resolve();
               return consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(offset) + 1n).toString() }]);
             };
             /** Sends a commit unless one is in flight; that one sends the latest handled offset when it is done. */
@@ -224,6 +231,7 @@ export function createKafkaBus({
         options.groupId,
         options.concurrency ?? DEFAULT_CONCURRENCY,
         envelopeProcessor(topics, options.handler, context),
+        options.ephemeral,
       );
     },
 

@@ -211,10 +211,17 @@ export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartitio
     }
   }
 
-  function join(groupId: string, topicNames: string[], processor: RawProcessor, concurrency: number): Subscription {
+  function join(groupId: string, topicNames: string[], processor: RawProcessor, concurrency: number, ephemeral = false): Subscription {
     if (closing) throw new Error('The event bus is closed');
     let group = groups.get(groupId);
-    if (!group) groups.set(groupId, (group = { members: [], committed: new Map(), runners: new Map() }));
+    if (!group) {
+      group = { members: [], committed: new Map(), runners: new Map() };
+      groups.set(groupId, group);
+      // A group of one subscription's lifetime starts at the newest messages (see ConsumerOptions.ephemeral).
+      if (ephemeral)
+        for (const topic of topicNames)
+          topicLog(topic).forEach((partition, index) => group?.committed.set(`${topic}\0${index}`, partition.end));
+    }
     const member = new Member(new Set(topicNames), processor, concurrency);
     group.members.push(member);
     const joined = group;
@@ -256,7 +263,7 @@ export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartitio
         const topics = selectedTopics(options);
         const processor = envelopeProcessor(topics, options.handler, processorContext(options, log, publishRaw));
         const names = topics.map((topic) => topic.name);
-        return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY);
+        return join(options.groupId, names, processor, options.concurrency ?? DEFAULT_CONCURRENCY, options.ephemeral);
       }),
 
     subscribeDeadLetters: (options) =>

@@ -29,9 +29,12 @@ export {
   countUnfinishedJobs,
   readJobResult,
   readJobStatus,
+  readJobStreamState,
+  readJobStreamStates,
   type JobRef,
   type JobResultRow,
   type JobStatusRow,
+  type JobStreamRow,
   type UnfinishedCount,
 } from './queries';
 export { createJobWatcher, type FinishedJob, type JobWatcher, type JobWatcherOptions } from './watcher';

@@ -42,6 +42,35 @@ export function readJobResult(db: Queryable, ref: JobRef): Promise<JobResultRow 
   return read<JobResultRow>(db, 'job-store-result', RESULT_SQL, ref);
 }
 
+/** What a job's event stream reads: the status fields, the number of the last event, and the result once completed. */
+export interface JobStreamRow extends JobResultRow {
+  id: string;
+  event_seq: number;
+}
+
+const STREAM_COLUMNS =
+  "id::text AS id, status, progress, currently_working_on, error, event_seq, CASE WHEN status = 'completed' THEN result END AS result";
+const STREAM_SQL = `SELECT ${STREAM_COLUMNS} FROM jobs ${WHERE}`;
+
+/** The job's state as its event stream shows it, or undefined when the caller has no such job. */
+export function readJobStreamState(db: Queryable, ref: JobRef): Promise<JobStreamRow | undefined> {
+  return read<JobStreamRow>(db, 'job-store-stream', STREAM_SQL, ref);
+}
+
+/**
+ * The states of jobs whose streams are open, in one read (their tenants were checked when each stream opened).
+ * Missing ids (a job deleted meanwhile) are left out.
+ */
+export async function readJobStreamStates(db: Queryable, jobIds: readonly string[]): Promise<JobStreamRow[]> {
+  if (jobIds.length === 0) return [];
+  const { rows } = await db.query<JobStreamRow>({
+    name: 'job-store-streams',
+    text: `SELECT ${STREAM_COLUMNS} FROM jobs WHERE id = ANY($1::uuid[])`,
+    values: [jobIds],
+  });
+  return rows;
+}
+
 /** How many jobs of a type are in one unfinished state. */
 export interface UnfinishedCount {
   type: string;

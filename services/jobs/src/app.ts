@@ -3,11 +3,14 @@ import { createServiceApp, identityKey, route, verifyIdentity, type Caller, type
 import { type Logger } from '@fin/log';
 import type express from 'express';
 import { type JobQueries, type JobRef } from './job-queries';
+import { type JobStreams } from './job-streams';
 
 export interface JobsAppDeps {
   logger: Logger;
   /** Answers of the two endpoints (createJobQueries over the database pool). */
   queries: JobQueries;
+  /** The job event streams of this process. */
+  streams: JobStreams;
   /** INTERNAL_SIGNING_SECRET: requests without the gateway's valid signature are refused (401). */
   signingSecret: string;
   /** Whether the database is reachable. */
@@ -16,10 +19,10 @@ export interface JobsAppDeps {
 }
 
 /**
- * The job-status HTTP application: GET /api/jobs/{job_type}/{job_id}/status and /result, for the tenant the
- * gateway vouches for. Pure: it never listens.
+ * The job-status HTTP application: GET /api/jobs/{job_type}/{job_id}/status, /result and /events, for the tenant
+ * the gateway vouches for. Pure: it never listens.
  */
-export function createApp({ logger, queries, signingSecret, readiness, lifecycle }: JobsAppDeps): express.Express {
+export function createApp({ logger, queries, streams, signingSecret, readiness, lifecycle }: JobsAppDeps): express.Express {
   return createServiceApp({
     name: 'jobs',
     logger,
@@ -43,6 +46,10 @@ export function createApp({ logger, queries, signingSecret, readiness, lifecycle
       route(app, API_ROUTES.getJobResult, ({ params, caller }, { res }) => {
         res.set('Cache-Control', 'no-store');
         return queries.result(refOf(params, caller));
+      });
+      route(app, API_ROUTES.getJobEvents, async ({ params, headers, caller }, { res }) => {
+        const last = headers['Last-Event-ID'];
+        await streams.serve(refOf(params, caller), last === undefined ? undefined : Number(last), res);
       });
     },
   });

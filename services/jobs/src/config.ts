@@ -25,6 +25,12 @@ export const jobsConfigShape = {
    * off. Every replica reads it: a few small admin requests per group and topic each time.
    */
   KAFKA_LAG_INTERVAL_MS: int(0, 3_600_000).default(30_000),
+  /** A `: keep-alive` comment on every open job event stream this often; each tick also re-reads the streams' jobs. */
+  JOB_EVENTS_KEEP_ALIVE_MS: int(100, 300_000).default(15_000),
+  /** Job event streams open at once in one process; beyond, 503. */
+  JOB_EVENTS_MAX_STREAMS: int(1, 1_000_000).default(10_000),
+  /** Job event streams open at once per account in one process; beyond, 429. */
+  JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT: int(1, 100_000).default(100),
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests may take to finish before they are cut. */

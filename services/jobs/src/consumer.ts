@@ -1,3 +1,5 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { type EventBus, type JobStateEventPayload, type Subscription, type TopicDefinition, jobsEventsTopic } from '@fin/events';
 import { type Logger } from '@fin/log';
 
@@ -41,6 +43,32 @@ export function startJobEventObserver({
       const event = envelope.payload;
       log.debug({ jobId: event.job_id, seq: event.seq, status: event.status, eventId: envelope.id }, 'job event');
       await onEvent?.(event);
+    },
+  });
+}
+
+export interface JobEventBroadcastOptions {
+  bus: Pick<EventBus, 'subscribe'>;
+  topic?: JobEventsTopic;
+  /** Called with every job.state event published while the subscription runs; must not throw. */
+  onEvent: (event: JobStateEventPayload) => void;
+}
+
+/**
+ * Every job.state event, to this process: a consumer group of its own (named after the host, unique per start), so
+ * that each replica hears the events of every partition, whichever replica's observer (the shared group above)
+ * owns them; a client's event stream may be served by any replica. The group is ephemeral: it starts at the
+ * newest events and commits nothing, leaving nothing behind on the broker when the process stops. An event it
+ * misses (while joining, or while the broker is away) is made up for by the streams reading their jobs again.
+ */
+export function startJobEventBroadcast({ bus, topic = jobsEventsTopic, onEvent }: JobEventBroadcastOptions): Promise<Subscription> {
+  return bus.subscribe({
+    topic,
+    groupId: `jobs-streams.${hostname()}.${randomUUID().slice(0, 8)}`,
+    ephemeral: true,
+    handler: (envelope) => {
+      onEvent(envelope.payload);
+      return Promise.resolve();
     },
   });
 }

@@ -17,7 +17,7 @@ export interface JobQueries {
  * The same answer for a job that does not exist, one of another job type and one of another tenant, so that a
  * caller cannot learn that someone else's job id exists.
  */
-const JOB_NOT_FOUND_DETAIL = 'Job not found.';
+export const JOB_NOT_FOUND_DETAIL = 'Job not found.';
 
 /** Seconds a client should wait before polling again (the spec suggests 2 s). */
 const POLL_INTERVAL_SECONDS = 2;
@@ -34,12 +34,14 @@ const UNKNOWN_FAILURE: JobError = { type: 'internal_error', detail: 'The job fai
 
 type StatusRow = JobStatusRow;
 
-function failureOf(row: StatusRow): JobError {
+/** Why the job failed, as clients see it (a stored error that does not parse reads as a generic failure). */
+export function failureOf(row: Pick<StatusRow, 'error'>): JobError {
   const parsed = JobError.safeParse(row.error);
   return parsed.success ? parsed.data : UNKNOWN_FAILURE;
 }
 
-function stepOf(row: StatusRow): string {
+/** The current step, as clients see it: the worker's own words, or the status's default. */
+export function stepOf(row: Pick<StatusRow, 'status' | 'currently_working_on'>): string {
   return row.currently_working_on ?? DEFAULT_STEP[row.status];
 }
 

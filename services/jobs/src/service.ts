@@ -17,16 +17,18 @@ import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fi
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import type { JobsConfig } from './config';
-import { startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
+import { startJobEventBroadcast, startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
 import { createJobGauges } from './job-gauges';
 import { createJobQueries } from './job-queries';
+import { createJobStreams } from './job-streams';
 import { createLeaseReaper } from './reaper';
 
 /** What the service reads of its config when it is handed its bus and pool. */
 type JobsServiceSettings = Pick<
   JobsConfig,
   'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'
->;
+> &
+  Partial<Pick<JobsConfig, 'JOB_EVENTS_KEEP_ALIVE_MS' | 'JOB_EVENTS_MAX_STREAMS' | 'JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT'>>;
 
 interface JobsServiceCommonOptions {
   logger: Logger;
@@ -55,16 +57,17 @@ export interface JobsService {
   server: Server;
   /** Where the server listens, e.g. http://127.0.0.1:8085 (PORT 0 picks a free port). */
   url: string;
+  /** Its beginShutdown also ends the open job event streams (clients reconnect to another replica). */
   lifecycle: Lifecycle;
   /**
-   * In shutdown order, after the HTTP server stopped: event observer, consumer lag monitor, lease reaper, job
+   * In shutdown order, after the HTTP server stopped: the job event streams' subscription, event observer, consumer lag monitor, lease reaper, job
    * gauges, outbox relay, then the bus and the pool when the service created them.
    */
   closers: Closer[];
 }
 
 export async function startJobsService(options: JobsServiceOptions): Promise<JobsService> {
-  const { config, logger, lifecycle = createLifecycle(), outboxRelay = true, eventsTopic, groupId, onJobEvent } = options;
+  const { config, logger, outboxRelay = true, eventsTopic, groupId, onJobEvent } = options;
   // Without a bus or a pool given, the config is the whole JobsConfig (JobsServiceOptions).
   const own = config as JobsConfig;
   const pool =
@@ -90,6 +93,30 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
     ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
   const closers: Closer[] = [];
+  const streams = createJobStreams({
+    db: pool,
+    logger,
+    keepAliveMs: config.JOB_EVENTS_KEEP_ALIVE_MS ?? 15_000,
+    maxStreams: config.JOB_EVENTS_MAX_STREAMS ?? 10_000,
+    maxStreamsPerTenant: config.JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT ?? 100,
+  });
+  // Beginning the shutdown ends the streams, which would otherwise hold the HTTP drain until their jobs finish.
+  const base = options.lifecycle ?? createLifecycle();
+  const lifecycle: Lifecycle = {
+    get shuttingDown() {
+      return base.shuttingDown;
+    },
+    beginShutdown() {
+      base.beginShutdown();
+      streams.close();
+    },
+  };
+  const broadcast = await startJobEventBroadcast({
+    bus,
+    ...(eventsTopic === undefined ? {} : { topic: eventsTopic }),
+    onEvent: (event) => streams.onEvent(event),
+  });
+  closers.push({ name: 'job event streams subscription', close: () => broadcast.stop() });
   const consumer = await startJobEventObserver({
     bus,
     logger,
@@ -135,6 +162,7 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
   const app = createApp({
     logger,
     queries: createJobQueries(pool),
+    streams,
     signingSecret: config.INTERNAL_SIGNING_SECRET,
     readiness: async () => {
       await pool.query('SELECT 1');

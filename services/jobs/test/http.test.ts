@@ -7,6 +7,7 @@ import type express from 'express';
 import request from 'supertest';
 import { createApp } from '../src/app';
 import { createJobQueries } from '../src/job-queries';
+import { createJobStreams } from '../src/job-streams';
 import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
 
 const NOT_FOUND = { detail: 'Job not found.', status_code: 404, type: 'not_found' };
@@ -26,6 +27,7 @@ describe('job status and result endpoints', () => {
     app = createApp({
       logger: testLogger(),
       queries: createJobQueries(pool),
+      streams: createJobStreams({ db: pool, logger: testLogger(), keepAliveMs: 15_000, maxStreams: 10, maxStreamsPerTenant: 10 }),
       signingSecret: SECRET,
       readiness: async () => {
         await pool.query('SELECT 1');

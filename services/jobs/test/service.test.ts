@@ -113,7 +113,7 @@ describe('startJobsService', () => {
     }
   });
 
-  it('shuts down in order: readiness off, HTTP stopped, then observer, reaper, job gauges and relay', async () => {
+  it("shuts down in order: readiness off, HTTP stopped, then the streams' subscription, observer, reaper, job gauges and relay", async () => {
     await expect(fetch(`${service.url}/readyz`).then((res) => res.status)).resolves.toBe(200);
     const shutdown = createShutdown({
       logger,
@@ -133,7 +133,7 @@ describe('startJobsService', () => {
     expect(exits).toEqual([0]);
     expect(service.lifecycle.shuttingDown).toBe(true);
     expect(service.server.listening).toBe(false);
-    expect(closed).toEqual(['job event observer', 'lease reaper', 'job gauges', 'outbox relay']);
+    expect(closed).toEqual(['job event streams subscription', 'job event observer', 'lease reaper', 'job gauges', 'outbox relay']);
   });
 });
 
