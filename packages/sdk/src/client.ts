@@ -2,8 +2,8 @@
 // each method one route. Product requests return a JobHandle: awaiting it gives the API's answer (200 with the
 // result, or 202 with the job URLs); its result() gives the result either way, following the job when it runs.
 import { type APIResponse, type ClientOptions, type HttpRequest, type RequestOptions, Transport, newIdempotencyKey } from './core';
-import { type WaitOptions, jobPath, waitForJob } from './jobs';
-import { AnalysisStream, ChatStream } from './streams';
+import { type WaitOptions, jobEvents, jobPath, waitForJob } from './jobs';
+import { AnalysisStream, ChatStream, type JobEventStream, McpStream } from './streams';
 import type {
   AnalysisCompletedResponse,
   AnalysisPendingResponse,
@@ -23,6 +23,7 @@ import type {
   JobResultResponseByType,
   JobStatusResponse,
   JobType,
+  McpMessage,
   NewsRequest,
   NewsResponse,
   NewsResult,
@@ -30,6 +31,15 @@ import type {
   StockReportRequest,
   StockReportResponse,
   StockReportResult,
+  Webhook,
+  WebhookCreateRequest,
+  WebhookCreated,
+  WebhookDeliveriesQuery,
+  WebhookDelivery,
+  WebhookDeliveryListResponse,
+  WebhookListResponse,
+  WebhookSecretRotated,
+  WebhookUpdateRequest,
 } from './types';
 
 /** Options of a product request (POST /api/products/…, POST /api/analysis). */
@@ -115,6 +125,10 @@ function productHeaders(options: CachedProductRequestOptions): Record<string, st
     'Idempotency-Key': options.idempotencyKey ?? newIdempotencyKey(),
     ...(options.cacheControl !== undefined ? { 'Cache-Control': options.cacheControl } : {}),
   };
+}
+
+function webhookPath(id: string): string {
+  return `/api/webhooks/${encodeURIComponent(id)}`;
 }
 
 function requestOptions(options: RequestOptions): RequestOptions {
@@ -244,7 +258,13 @@ export class FinancialIntelligence {
           path: jobPath(jobType, jobId, 'result'),
         })
       ).data,
-    /** Waits for the job: its result, or JobFailedError. */
+    /**
+     * GET /api/jobs/{job_type}/{job_id}/events: status, progress, then result (a failed job throws
+     * JobFailedError). `lastEventId` resumes after that event.
+     */
+    events: (jobType: JobType, jobId: string, options: RequestOptions & { lastEventId?: string } = {}): JobEventStream =>
+      jobEvents(this.transport, jobType, jobId, { ...requestOptions(options), lastEventId: options.lastEventId }),
+    /** Waits for the job (following its event stream, else polling): its result, or JobFailedError. */
     wait: <T extends JobType>(jobType: T, jobId: string, options: WaitOptions = {}): Promise<JobResultByType[T]> =>
       waitForJob(this.transport, jobType, jobId, options),
   };
@@ -292,6 +312,76 @@ export class FinancialIntelligence {
       ).data,
   };
 
+  /** Webhooks on job completion: /api/webhooks/. */
+  readonly webhooks = {
+    list: async (options: RequestOptions = {}): Promise<WebhookListResponse> =>
+      (await this.transport.json<WebhookListResponse>({ ...requestOptions(options), method: 'GET', path: '/api/webhooks/' })).data,
+    /** Registers an endpoint; the answer's `secret` is shown only this once. */
+    create: async (body: WebhookCreateRequest, options: RequestOptions = {}): Promise<WebhookCreated> =>
+      (await this.transport.json<WebhookCreated>({ ...requestOptions(options), method: 'POST', path: '/api/webhooks/', body })).data,
+    get: async (id: string, options: RequestOptions = {}): Promise<Webhook> =>
+      (await this.transport.json<Webhook>({ ...requestOptions(options), method: 'GET', path: webhookPath(id) })).data,
+    update: async (id: string, body: WebhookUpdateRequest, options: RequestOptions = {}): Promise<Webhook> =>
+      (await this.transport.json<Webhook>({ ...requestOptions(options), method: 'PUT', path: webhookPath(id), body })).data,
+    delete: async (id: string, options: RequestOptions = {}): Promise<void> => {
+      await this.transport.json<undefined>({ ...requestOptions(options), method: 'DELETE', path: webhookPath(id) });
+    },
+    /** A new signing secret for the endpoint, shown this once. */
+    rotateSecret: async (id: string, options: RequestOptions = {}): Promise<WebhookSecretRotated> =>
+      (
+        await this.transport.json<WebhookSecretRotated>({
+          ...requestOptions(options),
+          method: 'POST',
+          path: `${webhookPath(id)}/rotate-secret`,
+        })
+      ).data,
+    /** Queues a test delivery to the endpoint. */
+    test: async (id: string, options: RequestOptions = {}): Promise<WebhookDelivery> =>
+      (await this.transport.json<WebhookDelivery>({ ...requestOptions(options), method: 'POST', path: `${webhookPath(id)}/test` })).data,
+    /** The endpoint's deliveries, newest first, with every attempt. */
+    deliveries: async (
+      id: string,
+      query: WebhookDeliveriesQuery = {},
+      options: RequestOptions = {},
+    ): Promise<WebhookDeliveryListResponse> =>
+      (
+        await this.transport.json<WebhookDeliveryListResponse>({
+          ...requestOptions(options),
+          method: 'GET',
+          path: `${webhookPath(id)}/deliveries`,
+          query: query,
+        })
+      ).data,
+    /** Sends a delivery again. */
+    redeliver: async (id: string, deliveryId: string, options: RequestOptions = {}): Promise<WebhookDelivery> =>
+      (
+        await this.transport.json<WebhookDelivery>({
+          ...requestOptions(options),
+          method: 'POST',
+          path: `${webhookPath(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`,
+        })
+      ).data,
+    /** A new secret for the account's one-off `callback_url` deliveries, shown this once. */
+    rotateCallbackSecret: async (options: RequestOptions = {}): Promise<WebhookSecretRotated> =>
+      (
+        await this.transport.json<WebhookSecretRotated>({
+          ...requestOptions(options),
+          method: 'POST',
+          path: '/api/webhooks/callback-secret',
+        })
+      ).data,
+  };
+
+  /** The Model Context Protocol endpoint (/mcp), for code that speaks MCP itself; AI assistants use an MCP client. */
+  readonly mcp = {
+    /** POST /mcp: one JSON-RPC message; its answer's messages (none for a notification or a response: 202). */
+    send: (message: McpMessage, options: RequestOptions = {}): McpStream =>
+      new McpStream(this.transport, { ...requestOptions(options), method: 'POST', path: '/mcp', body: message }),
+    /** GET /mcp: the server-initiated stream, which this server does not offer (405 APIError). */
+    listen: (options: RequestOptions = {}): McpStream =>
+      new McpStream(this.transport, { ...requestOptions(options), method: 'GET', path: '/mcp' }),
+  };
+
   /** The API's own description. */
   readonly meta = {
     /** GET /api/openapi.json: the OpenAPI 3.1 document. */
@@ -320,12 +410,25 @@ export const OPERATION_METHODS = {
   chatStream: 'chat.attach',
   getJobStatus: 'jobs.status',
   getJobResult: 'jobs.result',
+  getJobEvents: 'jobs.events',
   listCustomerTools: 'customerTools.list',
   createCustomerTool: 'customerTools.create',
   getCustomerTool: 'customerTools.get',
   listCustomerToolCalls: 'customerTools.calls',
   updateCustomerTool: 'customerTools.update',
   deleteCustomerTool: 'customerTools.delete',
+  listWebhooks: 'webhooks.list',
+  createWebhook: 'webhooks.create',
+  getWebhook: 'webhooks.get',
+  updateWebhook: 'webhooks.update',
+  deleteWebhook: 'webhooks.delete',
+  rotateWebhookSecret: 'webhooks.rotateSecret',
+  testWebhook: 'webhooks.test',
+  listWebhookDeliveries: 'webhooks.deliveries',
+  redeliverWebhookDelivery: 'webhooks.redeliver',
+  rotateCallbackSecret: 'webhooks.rotateCallbackSecret',
+  mcp: 'mcp.send',
+  mcpStream: 'mcp.listen',
   getOpenApiDocument: 'meta.openApiDocument',
   getApiDocs: 'meta.docsPage',
 } as const satisfies Record<OperationId, string>;

@@ -21,6 +21,6 @@ export type { RateLimitInfo } from './errors';
 export type { WaitOptions } from './jobs';
 export { SseParser } from './sse';
 export type { SseMessage } from './sse';
-export { AnalysisStream, ChatStream } from './streams';
-export type { AnalysisEvent, ChatEvent, StreamEvent, StreamResponse } from './streams';
+export { AnalysisStream, ChatStream, JobEventStream, McpStream } from './streams';
+export type { AnalysisEvent, ChatEvent, JobEvent, McpEvent, StreamEvent, StreamResponse } from './streams';
 export type * from './types';

@@ -1,7 +1,10 @@
-// Following a job to its end: its result when it completes, a JobFailedError when it fails. Polls the status
-// route every pollIntervalMs (2 s, as the API asks), reporting each status to onProgress, then reads the result.
+// Following a job to its end: its result when it completes, a JobFailedError when it fails. Follows the job's
+// event stream (GET /api/jobs/{job_type}/{job_id}/events, re-attaching with Last-Event-ID when it drops),
+// reporting each state to onProgress; against an API without that route (404), or when the stream cannot be
+// kept, polls the status route every pollIntervalMs (2 s, as the API asks), then reads the result.
 import { type RequestOptions, type Transport, sleep } from './core';
-import { JobFailedError } from './errors';
+import { APIConnectionError, InternalServerError, JobFailedError, NotFoundError } from './errors';
+import { JobEventStream } from './streams';
 import type { JobResultByType, JobResultResponseByType, JobStatusResponse, JobType } from './types';
 
 export interface WaitOptions extends RequestOptions {
@@ -9,6 +12,52 @@ export interface WaitOptions extends RequestOptions {
   pollIntervalMs?: number;
   /** Called with every status read while the job runs (progress, currently_working_on). */
   onProgress?: (status: JobStatusResponse) => void;
+}
+
+/** The job's event stream. */
+export function jobEvents(
+  transport: Transport,
+  jobType: JobType,
+  jobId: string,
+  options: RequestOptions & { lastEventId?: string } = {},
+): JobEventStream {
+  const { lastEventId, ...request } = options;
+  return new JobEventStream(
+    transport,
+    {
+      ...request,
+      method: 'GET',
+      path: jobPath(jobType, jobId, 'events'),
+      headers: { ...request.headers, ...(lastEventId !== undefined ? { 'Last-Event-ID': lastEventId } : {}) },
+    },
+    jobType,
+    jobId,
+    request.maxRetries ?? transport.maxRetries,
+  );
+}
+
+/** Follows the event stream to the result; undefined when it cannot (no such route, or the stream gave out). */
+async function followEvents<T extends JobType>(
+  transport: Transport,
+  jobType: T,
+  jobId: string,
+  options: WaitOptions,
+): Promise<JobResultByType[T] | undefined> {
+  const { onProgress, pollIntervalMs: _interval, ...request } = options;
+  let status: JobStatusResponse['status'] = 'pending';
+  try {
+    for await (const event of jobEvents(transport, jobType, jobId, request)) {
+      if (event.event === 'result') return event.data.result as JobResultByType[T];
+      if (event.event === 'status') status = event.data.status;
+      onProgress?.({ ...event.data, status });
+    }
+  } catch (error) {
+    if (error instanceof JobFailedError) throw error;
+    // 404 from an API without the route (the job itself was just created), or a connection that could not be
+    // kept: polling takes over. Anything else (401, 403, an abort) is the caller's to see.
+    if (!(error instanceof NotFoundError) && !(error instanceof APIConnectionError) && !(error instanceof InternalServerError)) throw error;
+  }
+  return undefined;
 }
 
 export function jobPath(jobType: JobType, jobId: string, leaf: 'status' | 'result' | 'events'): string {
@@ -22,6 +71,8 @@ export async function waitForJob<T extends JobType>(
   jobId: string,
   options: WaitOptions = {},
 ): Promise<JobResultByType[T]> {
+  const followed = await followEvents(transport, jobType, jobId, options);
+  if (followed !== undefined) return followed;
   const { pollIntervalMs = 2000, onProgress, ...request } = options;
   for (;;) {
     const { data: status } = await transport.json<JobStatusResponse>({

@@ -5,7 +5,7 @@
 // AbortSignal given to the call. The chat stream re-attaches when its connection drops before `done`: it sends
 // GET /api/chat/stream with Last-Event-ID (the id of the last event it read), which replays the events after it.
 import { type HttpRequest, type Transport, isAborted, sleep } from './core';
-import { APIConnectionError, APIError, apiError } from './errors';
+import { APIConnectionError, APIError, JobFailedError, apiError } from './errors';
 import { SseParser, readSse, type SseMessage } from './sse';
 import type {
   AnalysisDoneEvent,
@@ -16,6 +16,10 @@ import type {
   ChatToolEndEvent,
   ChatToolStartEvent,
   ErrorBody,
+  JobErrorEvent,
+  JobProgressEvent,
+  JobResultEvent,
+  JobStatusEvent,
   JobType,
 } from './types';
 
@@ -40,9 +44,17 @@ export type ChatEvent =
   | StreamEvent<'token', ChatTokenEvent>
   | StreamEvent<'done', ChatDoneEvent>;
 
+export type JobEvent =
+  StreamEvent<'status', JobStatusEvent> | StreamEvent<'progress', JobProgressEvent> | StreamEvent<'result', JobResultEvent>;
+
+/** A JSON-RPC message of the MCP endpoint's answer stream. */
+export type McpEvent = StreamEvent<'message', Record<string, unknown>>;
+
 export type AnalysisEvent = StreamEvent<'synthesis_chunk', AnalysisSynthesisChunkEvent> | StreamEvent<'done', AnalysisDoneEvent>;
 
 interface StreamSettings {
+  /** The error an `error` event stands for (default: its body as an APIError). */
+  errorOf?: (data: ErrorBody, headers: Headers) => Error;
   /** Event names the stream yields; others (added to the API later) are skipped. */
   events: readonly string[];
   /** Event names after which the stream is over. */
@@ -109,23 +121,29 @@ class EventStream<E extends StreamEvent<string, unknown>> implements AsyncIterab
       }
       if (response.status === 204 || response.body === null) return;
       const parser = new SseParser();
+      // The error of an `error` event: the end of the stream, never a reason to re-attach.
+      let ended: Error | undefined;
       let retryMs = 1000;
       try {
         for await (const message of readSse(response.body, parser)) {
           if (message.id !== undefined) this.lastEventId = message.id;
           reconnects = 0;
-          if (message.event === 'error') throw apiError(...errorOf(message, response.headers));
+          if (message.event === 'error') {
+            const [status, body, headers] = errorOf(message, response.headers);
+            ended = this.settings.errorOf?.(body, headers) ?? apiError(status, body, headers);
+            throw ended;
+          }
           if (!this.settings.events.includes(message.event)) continue;
           const event = { event: message.event, id: message.id, data: JSON.parse(message.data) as unknown } as E;
           this.seen(event);
           yield event;
           if (this.settings.final.includes(message.event)) return;
         }
-        retryMs = parser.retryMs ?? retryMs;
       } catch (error) {
-        if (error instanceof APIError || isAborted(this.signal) || error instanceof SyntaxError) throw error;
+        if (error === ended || isAborted(this.signal) || error instanceof SyntaxError) throw error;
         if (!this.mayReconnect(error, reconnects)) throw error;
       }
+      retryMs = parser.retryMs ?? retryMs;
       // The body ended (or the connection broke) before the final event.
       if (!this.mayReconnect(undefined, reconnects)) throw new APIConnectionError('The event stream ended before its final event.');
       reconnects++;
@@ -219,5 +237,34 @@ export class AnalysisStream extends EventStream<AnalysisEvent> {
       else return { job_id: event.data.job_id, text };
     }
     throw new APIConnectionError('The analysis stream ended without its done event.');
+  }
+}
+
+/**
+ * A job's events (GET /api/jobs/{job_type}/{job_id}/events): `status`, `progress`, then `result` when it
+ * completes. A failed job ends the stream with JobFailedError. Re-attaches with Last-Event-ID when the connection
+ * drops.
+ */
+export class JobEventStream extends EventStream<JobEvent> {
+  constructor(transport: Transport, request: HttpRequest, jobType: JobType, jobId: string, maxReconnects: number) {
+    super(transport, request, {
+      events: ['status', 'progress', 'result'],
+      final: ['result'],
+      reconnect: (lastEventId) => ({ ...request, headers: { ...request.headers, 'Last-Event-ID': lastEventId } }),
+      maxReconnects,
+      errorOf: (data, headers) => {
+        const failed = data as Partial<JobErrorEvent>;
+        return failed.job_id === undefined
+          ? apiError(data.status_code, data, headers)
+          : new JobFailedError(jobType, jobId, { type: data.type, detail: data.detail });
+      },
+    });
+  }
+}
+
+/** The JSON-RPC messages the MCP endpoint answers a POST with (SSE `message` events). */
+export class McpStream extends EventStream<McpEvent> {
+  constructor(transport: Transport, request: HttpRequest) {
+    super(transport, request, { events: ['message'], final: [], maxReconnects: 0 });
   }
 }

@@ -66,3 +66,24 @@ export interface JobResultResponseByType {
   'stock-report': StockReportJobResultResponse;
   analysis: AnalysisJobResultResponse;
 }
+
+export type JobStatusEvent = Schemas['JobStatusEvent'];
+export type JobProgressEvent = Schemas['JobProgressEvent'];
+export type JobResultEvent = Schemas['JobResultEvent'];
+export type JobErrorEvent = Schemas['JobErrorEvent'];
+
+export type Citation = Schemas['Citation'];
+
+export type Webhook = Schemas['Webhook'];
+export type WebhookCreateRequest = Schemas['WebhookCreateRequest'];
+export type WebhookUpdateRequest = Schemas['WebhookUpdateRequest'];
+export type WebhookCreated = Schemas['WebhookCreated'];
+export type WebhookListResponse = Schemas['WebhookListResponse'];
+export type WebhookSecretRotated = Schemas['WebhookSecretRotated'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WebhookDeliveryListResponse = Schemas['WebhookDeliveryListResponse'];
+export type WebhookDeliveriesQuery = NonNullable<operations['listWebhookDeliveries']['parameters']['query']>;
+export type WebhookEventType = Schemas['WebhookEventType'];
+
+/** A JSON-RPC 2.0 message of the Model Context Protocol endpoint (POST /mcp). */
+export type McpMessage = Schemas['McpMessage'];

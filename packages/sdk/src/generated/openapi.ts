@@ -156,6 +156,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/{job_type}/{job_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Job event stream
+         * @description The job's state as an SSE stream, instead of polling: first a `status` event with the current state, then `status` on every change of status and `progress` on every change of progress or current step, and finally `result` (the result URL's answer) when the job completes or `error` (the job's error) when it fails, after which the stream ends. A job already finished gets its final event at once. Every event carries an `id:` that increases within the job; a client that reconnects with Last-Event-ID gets only newer events (204 when it already has the final one). A `: keep-alive` comment keeps a quiet stream open. The API key needs the scope of the job's product ({job_type}); another tenant's job is reported as not found. Each connect counts as one request of the account's per-minute job limit. Each event is `id: <n>`, `event: <name>` and one `data:` line of JSON, then a blank line; `error` always means that the job failed.
+         *
+         *     Requires an API key with the scope of the job's product ({job_type}: news, stock-report or analysis).
+         */
+        get: operations["getJobEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/customer-tools/": {
         parameters: {
             query?: never;
@@ -240,6 +262,206 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The endpoints this account registered to be told when its jobs finish.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers an https URL that receives `job.completed` and/or `job.failed` for every job of this account, as a signed JSON POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`). The answer holds the signing secret, shown this once. A delivery succeeds on a 2xx answer within 10 s; otherwise it is retried with exponential backoff for 24 hours, then marked failed. Deliveries go only to public internet addresses (checked when each is sent; an IP literal that is not public is refused here); redirects are not followed. At most 20 endpoints per account.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint (without its secret).
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        get: operations["getWebhook"];
+        /**
+         * Replace a webhook endpoint
+         * @description Replaces an endpoint: omitted optional fields take their defaults. The signing secret is kept.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        put: operations["updateWebhook"];
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Removes an endpoint with its deliveries; nothing more is sent to it.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a signing secret
+         * @description Makes a new signing secret, shown this once. For 24 hours every delivery carries two signatures, one with the new and one with the previous secret, so receivers can switch without missing a delivery.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues a `webhook.test` delivery to the endpoint, signed and retried like any other; its attempts show in the deliveries list.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook deliveries
+         * @description The endpoint's most recent deliveries, newest first, each with every attempt: when, the outcome, the HTTP status, the duration, the first 1,024 characters of the answer, and when the next attempt is due.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver
+         * @description Sends a delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/callback-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or rotate the callback secret
+         * @description Makes the account's callback secret, shown this once: deliveries to a product request's `callback_url` are signed with it, like webhooks. A request with `callback_url` is refused until the account has one. Rotating keeps the previous secret signing too for 24 hours.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        post: operations["rotateCallbackSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MCP server-initiated stream (not offered)
+         * @description The streamable HTTP transport's optional stream of server-initiated messages. This server is stateless and sends nothing unasked, so it answers 405, which tells MCP clients to carry on without it.
+         *
+         *     Requires an API key, of any scope (what it offers depends on the key's scopes).
+         */
+        get: operations["mcpStream"];
+        put?: never;
+        /**
+         * MCP server (streamable HTTP)
+         * @description The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the `X-API-Key` header. The server is stateless (no `Mcp-Session-Id`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat, job_status and job_result; tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status and job_result later; while waiting, progress is sent as `notifications/progress` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC `message` events (progress notifications, then the response); notifications and responses alone with 202. Each event is `event: <name>` and one `data:` line of JSON, then a blank line. A stream that fails after it started ends with an `error` event whose data is the error body.
+         *
+         *     Requires an API key, of any scope (what it offers depends on the key's scopes).
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -313,6 +535,11 @@ export interface components {
             /** @default en */
             language?: components["schemas"]["Language"];
             data?: components["schemas"]["CustomData"];
+            /**
+             * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
+             * @example https://hooks.example.com/fin/jobs
+             */
+            callback_url?: string;
         };
         /**
          * @description Ticker symbol, case-insensitive; surrounding whitespace is ignored and it is upper-cased. 1 to 10 letters or digits, optionally one "." or "-" class/exchange suffix, e.g. BRK.B.
@@ -364,6 +591,11 @@ export interface components {
             /** @default en */
             language?: components["schemas"]["Language"];
             data?: components["schemas"]["CustomData"];
+            /**
+             * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
+             * @example https://hooks.example.com/fin/jobs
+             */
+            callback_url?: string;
         };
         /**
          * @description A free-form prompt answered in the chosen output format.
@@ -405,6 +637,11 @@ export interface components {
             symbols?: components["schemas"]["StockSymbol"][];
             portfolio_composition?: components["schemas"]["PortfolioComposition"];
             data?: components["schemas"]["CustomData"];
+            /**
+             * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
+             * @example https://hooks.example.com/fin/jobs
+             */
+            callback_url?: string;
             /**
              * @default {
              *       "type": "markdown",
@@ -669,10 +906,115 @@ export interface components {
             products?: components["schemas"]["CustomerToolProduct"][];
         };
         /**
-         * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.
+         * @description Registers an endpoint. Omitted optional fields take their defaults.
+         * @example {
+         *       "url": "https://hooks.example.com/fin",
+         *       "events": [
+         *         "job.completed",
+         *         "job.failed"
+         *       ],
+         *       "description": "order pipeline"
+         *     }
+         */
+        WebhookCreateRequest: {
+            /**
+             * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only.
+             * @example https://hooks.example.com/fin
+             */
+            url: string;
+            /**
+             * @description Which events are delivered; default both. Repeats are ignored.
+             * @default [
+             *       "job.completed",
+             *       "job.failed"
+             *     ]
+             */
+            events?: components["schemas"]["WebhookEventType"][];
+            /**
+             * @description A note for yourself, e.g. which system listens there.
+             * @default
+             */
+            description?: string;
+            /**
+             * @description A disabled endpoint is sent nothing new; deliveries already queued still go out.
+             * @default true
+             */
+            enabled?: boolean;
+        };
+        /**
+         * @description job.completed: a job finished with its result; job.failed: a job failed and will not complete.
          * @enum {string}
          */
-        ErrorType: "validation_error" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable_entity" | "rate_limit_exceeded" | "internal_error" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+        WebhookEventType: "job.completed" | "job.failed";
+        /**
+         * @description Replaces an endpoint: omitted optional fields take their defaults. The signing secret is kept (rotate it separately).
+         * @example {
+         *       "url": "https://hooks.example.com/fin",
+         *       "events": [
+         *         "job.failed"
+         *       ],
+         *       "enabled": false
+         *     }
+         */
+        WebhookUpdateRequest: {
+            /**
+             * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only.
+             * @example https://hooks.example.com/fin
+             */
+            url: string;
+            /**
+             * @description Which events are delivered; default both. Repeats are ignored.
+             * @default [
+             *       "job.completed",
+             *       "job.failed"
+             *     ]
+             */
+            events?: components["schemas"]["WebhookEventType"][];
+            /**
+             * @description A note for yourself, e.g. which system listens there.
+             * @default
+             */
+            description?: string;
+            /**
+             * @description A disabled endpoint is sent nothing new; deliveries already queued still go out.
+             * @default true
+             */
+            enabled?: boolean;
+        };
+        /**
+         * @description A JSON-RPC 2.0 message of the Model Context Protocol (streamable HTTP transport). Requests carry `method` and `id`, notifications `method` only; see the protocol for each method's `params` and `result`.
+         * @example {
+         *       "jsonrpc": "2.0",
+         *       "id": 1,
+         *       "method": "tools/call",
+         *       "params": {
+         *         "name": "news",
+         *         "arguments": {
+         *           "symbols": [
+         *             "AAPL"
+         *           ]
+         *         }
+         *       }
+         *     }
+         */
+        McpMessage: {
+            /** @constant */
+            jsonrpc: "2.0";
+            /** @description Present on requests and responses; absent on notifications. */
+            id?: string | number;
+            /** @description initialize, tools/list, tools/call, ping, notifications/initialized, … */
+            method?: string;
+            params?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.
+         * @enum {string}
+         */
+        ErrorType: "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable_entity" | "rate_limit_exceeded" | "internal_error" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
         /**
          * @description A completed news request (cache hit).
          * @example {
@@ -913,6 +1255,16 @@ export interface components {
             citations: components["schemas"]["Citation"][];
             meta?: components["schemas"]["GenerationMeta"];
         };
+        /** @description Event `synthesis_chunk`: part of the generated text. */
+        AnalysisSynthesisChunkEvent: {
+            chunk: string;
+        };
+        /** @description Event `done`: the analysis is complete; its result is also at the job's result URL. */
+        AnalysisDoneEvent: {
+            job_id: components["schemas"]["JobId"];
+            /** @constant */
+            status: "completed";
+        };
         /** @description Answer of POST /api/chat with stream false. */
         ChatResponse: {
             conversation_id: components["schemas"]["ConversationId"];
@@ -923,6 +1275,39 @@ export interface components {
             message_id: string;
             /** @description The assistant's reply. */
             response: string;
+        };
+        /** @description Event `token`: a text chunk of the reply. */
+        ChatTokenEvent: {
+            /** @constant */
+            type: "token";
+            content: string;
+        };
+        /** @description Event `node_start`: a processing phase begins. */
+        ChatNodeStartEvent: {
+            /** @constant */
+            type: "node_start";
+            /** @example research */
+            node: string;
+        };
+        /** @description Event `tool_start`: a tool execution begins. */
+        ChatToolStartEvent: {
+            /** @constant */
+            type: "tool_start";
+            /** @example market_data */
+            tool: string;
+        };
+        /** @description Event `tool_end`: a tool execution ends. */
+        ChatToolEndEvent: {
+            /** @constant */
+            type: "tool_end";
+            /** @example market_data */
+            tool: string;
+        };
+        /** @description Event `done`: the reply is complete; reuse conversation_id to continue. */
+        ChatDoneEvent: {
+            /** @constant */
+            type: "done";
+            conversation_id: components["schemas"]["ConversationId"];
         };
         /**
          * @description Current state of a job. Poll while pending or running.
@@ -1003,6 +1388,53 @@ export interface components {
             status: "completed";
             result: components["schemas"]["AnalysisResult"];
         };
+        /** @description Event `status`: the job's state when the stream starts (unless Last-Event-ID shows the client has it), and every change of status. */
+        JobStatusEvent: {
+            job_id: components["schemas"]["JobId"];
+            /**
+             * @description Percent complete, 0 to 100; never decreases.
+             * @example 45
+             */
+            progress: number;
+            /**
+             * @description Human-readable current step.
+             * @example Looking up market data
+             */
+            currently_working_on: string;
+            /** @enum {string} */
+            status: "pending" | "running";
+        };
+        /** @description Event `progress`: the progress or the current step changed; the status did not. */
+        JobProgressEvent: {
+            job_id: components["schemas"]["JobId"];
+            /**
+             * @description Percent complete, 0 to 100; never decreases.
+             * @example 45
+             */
+            progress: number;
+            /**
+             * @description Human-readable current step.
+             * @example Looking up market data
+             */
+            currently_working_on: string;
+        };
+        /** @description Event `result`: the job completed; the data is what the result URL answers. The stream then ends. */
+        JobResultEvent: components["schemas"]["NewsJobResultResponse"] | components["schemas"]["StockReportJobResultResponse"] | components["schemas"]["AnalysisJobResultResponse"];
+        /** @description Event `error`: the job failed. The data is the error body of the job's error (its type, the type's HTTP status and the reason) with the job id. The stream then ends. */
+        JobErrorEvent: {
+            /**
+             * @description Human-readable explanation; for validation errors it names each offending field and why.
+             * @example symbols: expected 1 to 10 distinct symbols, got 12; n: must be at most 20
+             */
+            detail: string;
+            /**
+             * @description Equal to the HTTP status of the response.
+             * @example 400
+             */
+            status_code: number;
+            type: components["schemas"]["ErrorType"];
+            job_id: components["schemas"]["JobId"];
+        };
         /** @description The caller's tools, oldest first. */
         CustomerToolListResponse: {
             tools: components["schemas"]["CustomerTool"][];
@@ -1067,6 +1499,103 @@ export interface components {
          * @enum {string}
          */
         CustomerToolCallOutcome: "ok" | "http_error" | "blocked_address" | "redirect_refused" | "timeout" | "response_too_large" | "connection_failed" | "invalid_endpoint" | "aborted";
+        /** @description The account's endpoints, oldest first. */
+        WebhookListResponse: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        /** @description A registered webhook endpoint. Its signing secret is never returned again after creation. */
+        Webhook: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description: string;
+            enabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description The new endpoint and its signing secret, which is shown this once. */
+        WebhookCreated: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description: string;
+            enabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /**
+             * @description The signing secret, shown only in this answer: `whsec_` and the base64 of 32 random bytes. Verify each delivery with it (Standard Webhooks).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw4Cm+hW3nSFk=
+             */
+            secret: string;
+        };
+        /** @description The new signing secret, shown this once. */
+        WebhookSecretRotated: {
+            /**
+             * @description The signing secret, shown only in this answer: `whsec_` and the base64 of 32 random bytes. Verify each delivery with it (Standard Webhooks).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw4Cm+hW3nSFk=
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until then every delivery is signed with both the new and the previous secret (two signatures in webhook-signature).
+             */
+            previous_secret_expires_at: string;
+        };
+        /** @description One event sent (or being sent) to the endpoint, with every attempt. */
+        WebhookDelivery: {
+            /**
+             * Format: uuid
+             * @description The delivery, sent as `webhook-id`: the same on every attempt, so receivers can drop repeats.
+             */
+            id: string;
+            /** Format: uuid */
+            webhook_id: string;
+            /** @enum {string} */
+            event_type: "job.completed" | "job.failed" | "webhook.test";
+            job_id: string | null;
+            job_type: components["schemas"]["JobType"] | null;
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            attempt_count: number;
+            /** @description When the next attempt is due; null once it succeeded or failed. */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Every attempt, newest first. */
+            attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        /**
+         * @description pending: not delivered yet, retried at next_attempt_at; succeeded: a 2xx answer; failed: no 2xx within 24 hours.
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        /** @description One attempt to deliver an event. */
+        WebhookAttempt: {
+            /** Format: date-time */
+            attempted_at: string;
+            outcome: components["schemas"]["WebhookAttemptOutcome"];
+            /** @description Status the receiver answered with; null when it was not reached. */
+            http_status: number | null;
+            duration_ms: number;
+            /** @description Why the attempt did not succeed, when it did not. */
+            error: string | null;
+            /** @description The first 1024 characters of the receiver's answer, when it sent one. */
+            response_excerpt: string | null;
+        };
+        /**
+         * @description ok: a 2xx answer (delivered); http_error: any other status; blocked_address: the URL resolved to a non-public address and was not contacted; redirect_refused: a 3xx answer (redirects are not followed); timeout; connection_failed: DNS, TCP or TLS failure; invalid_endpoint.
+         * @enum {string}
+         */
+        WebhookAttemptOutcome: "ok" | "http_error" | "blocked_address" | "redirect_refused" | "timeout" | "connection_failed" | "invalid_endpoint";
+        /** @description The endpoint's most recent deliveries, newest first. */
+        WebhookDeliveryListResponse: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
         /**
          * @description Body of every non-2xx response, and the data of the `error` SSE event that ends a stream on failure.
          * @example {
@@ -1087,49 +1616,6 @@ export interface components {
              */
             status_code: number;
             type: components["schemas"]["ErrorType"];
-        };
-        /** @description Event `token`: a text chunk of the reply. */
-        ChatTokenEvent: {
-            /** @constant */
-            type: "token";
-            content: string;
-        };
-        /** @description Event `node_start`: a processing phase begins. */
-        ChatNodeStartEvent: {
-            /** @constant */
-            type: "node_start";
-            /** @example research */
-            node: string;
-        };
-        /** @description Event `tool_start`: a tool execution begins. */
-        ChatToolStartEvent: {
-            /** @constant */
-            type: "tool_start";
-            /** @example market_data */
-            tool: string;
-        };
-        /** @description Event `tool_end`: a tool execution ends. */
-        ChatToolEndEvent: {
-            /** @constant */
-            type: "tool_end";
-            /** @example market_data */
-            tool: string;
-        };
-        /** @description Event `done`: the reply is complete; reuse conversation_id to continue. */
-        ChatDoneEvent: {
-            /** @constant */
-            type: "done";
-            conversation_id: components["schemas"]["ConversationId"];
-        };
-        /** @description Event `synthesis_chunk`: part of the generated text. */
-        AnalysisSynthesisChunkEvent: {
-            chunk: string;
-        };
-        /** @description Event `done`: the analysis is complete; its result is also at the job's result URL. */
-        AnalysisDoneEvent: {
-            job_id: components["schemas"]["JobId"];
-            /** @constant */
-            status: "completed";
         };
     };
     responses: {
@@ -1262,6 +1748,16 @@ export interface components {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /** @description The route does not offer this method; `Allow` names those it does. */
+        MethodNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1442,7 +1938,25 @@ export interface operations {
                         status: "completed";
                         result: components["schemas"]["AnalysisResult"];
                     };
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        /** @constant */
+                        event: "synthesis_chunk";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["AnalysisSynthesisChunkEvent"];
+                    } | {
+                        /** @constant */
+                        event: "done";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["AnalysisDoneEvent"];
+                    } | {
+                        /** @constant */
+                        event: "error";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ErrorBody"];
+                    };
                 };
             };
             /** @description Accepted, not finished yet: poll status_url about every 2 s, then read result_url. `Location` is the status URL. */
@@ -1504,7 +2018,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatResponse"];
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        /** @constant */
+                        event: "token";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatTokenEvent"];
+                    } | {
+                        /** @constant */
+                        event: "node_start";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatNodeStartEvent"];
+                    } | {
+                        /** @constant */
+                        event: "tool_start";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatToolStartEvent"];
+                    } | {
+                        /** @constant */
+                        event: "tool_end";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatToolEndEvent"];
+                    } | {
+                        /** @constant */
+                        event: "done";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatDoneEvent"];
+                    } | {
+                        /** @constant */
+                        event: "error";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ErrorBody"];
+                    };
                 };
             };
             400: components["responses"]["ValidationError"];
@@ -1549,7 +2099,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        /** @constant */
+                        event: "token";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatTokenEvent"];
+                    } | {
+                        /** @constant */
+                        event: "node_start";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatNodeStartEvent"];
+                    } | {
+                        /** @constant */
+                        event: "tool_start";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatToolStartEvent"];
+                    } | {
+                        /** @constant */
+                        event: "tool_end";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatToolEndEvent"];
+                    } | {
+                        /** @constant */
+                        event: "done";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatDoneEvent"];
+                    } | {
+                        /** @constant */
+                        event: "error";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ErrorBody"];
+                    };
                 };
             };
             /** @description Nothing left to send: the reply has ended and Last-Event-ID named its last event. */
@@ -1651,6 +2237,84 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getJobEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting. */
+                "Last-Event-ID"?: string;
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The product a job belongs to; the {job_type} segment of job URLs. */
+                job_type: components["schemas"]["JobType"];
+                /** @description Identifier of a job. */
+                job_id: components["schemas"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An SSE stream of the job's events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": {
+                        /** @constant */
+                        event: "status";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["JobStatusEvent"];
+                    } | {
+                        /** @constant */
+                        event: "progress";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["JobProgressEvent"];
+                    } | {
+                        /** @constant */
+                        event: "result";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["JobResultEvent"];
+                    } | {
+                        /** @constant */
+                        event: "error";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["JobErrorEvent"];
+                    };
+                };
+            };
+            /** @description Nothing left to send: the job has finished and Last-Event-ID named its final event. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimitExceeded"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
@@ -1886,6 +2550,457 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created; `secret` is shown only in this answer. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description How many of the most recent deliveries to return (1-200, default 50). */
+                limit?: number;
+            };
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    rotateCallbackSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    mcpStream: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["McpMessage"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response, with any progress notifications before it, as an SSE stream. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": {
+                        /** @constant */
+                        event: "message";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["McpMessage"];
+                    };
+                };
+            };
+            /** @description Accepted: the body held only notifications or responses. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
