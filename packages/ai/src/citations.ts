@@ -180,13 +180,31 @@ function findPassage(passages: readonly string[], quote: string): string | undef
   if (wanted.length < MIN_QUOTE_CHARS || wanted.length > MAX_QUOTE_CHARS) return undefined;
   for (const passage of passages) {
     const material = normalisedQuote(passage);
-    const at = material.text.indexOf(wanted);
-    if (at === -1) continue;
-    const start = material.offsets[at] ?? 0;
-    const end = (material.offsets[at + wanted.length - 1] ?? start) + 1;
-    return passage.slice(start, end);
+    for (let at = material.text.indexOf(wanted); at !== -1; at = material.text.indexOf(wanted, at + 1)) {
+      if (!wholeAt(material.text, at, wanted)) continue;
+      const start = material.offsets[at] ?? 0;
+      const end = (material.offsets[at + wanted.length - 1] ?? start) + 1;
+      return passage.slice(start, end);
+    }
   }
   return undefined;
+}
+
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+/**
+ * Whether the match of `wanted` at `at` is whole: it does not start or end inside a word or number of the
+ * material. Otherwise `"price":1` would be found in `"price":187.35`, and "rose 1" in "rose 14%".
+ */
+function wholeAt(material: string, at: number, wanted: string): boolean {
+  const before = material[at - 1] ?? '';
+  const after = material[at + wanted.length] ?? '';
+  const first = wanted[0] ?? '';
+  const last = wanted[wanted.length - 1] ?? '';
+  if (WORD_CHAR.test(first) && WORD_CHAR.test(before)) return false;
+  if (WORD_CHAR.test(last) && WORD_CHAR.test(after)) return false;
+  // A number cut at its decimal point or thousands separator (187 of 187.35, 1 of 1,200).
+  return !(/\p{N}/u.test(last) && /[.,]/.test(after) && /\p{N}/u.test(material[at + wanted.length + 1] ?? ''));
 }
 
 /** The host a document is published under, without a leading `www.`. */

@@ -113,6 +113,26 @@ describe('resolveCitations', () => {
     ]);
   });
 
+  it('finds only whole words and numbers: a cut-off figure is not a quote of the figure', () => {
+    const figures = { ...article, text: '{"price":187.35,"volume":1200,"note":"rose 14% in a year"}' };
+    const claims = [
+      '"price":187',
+      '"price":1',
+      'price":18',
+      '"volume":120',
+      'rose 1',
+      'ose 14% in a year',
+      '"price":187.35',
+      'rose 14% in a',
+    ];
+    const { kept } = resolveCitations(
+      claims.map((quote) => ({ url: article.url, quote })),
+      documents(figures),
+      'unit',
+    );
+    expect(kept.map((citation) => citation.quote)).toEqual(['"price":187.35', 'rose 14% in a']);
+  });
+
   it('drops quotes too short to check, and keeps one of two identical citations', () => {
     const { kept, dropped: count } = resolveCitations(
       [

@@ -1,8 +1,17 @@
 import { Writable } from 'node:stream';
 import { parseConfig } from '@fin/config';
-import { AnalysisRequest, NewsRequest, NewsResult, StockReportRequest, StockReportResult, AnalysisResult } from '@fin/contracts';
+import {
+  AnalysisRequest,
+  NewsRequest,
+  NewsResult,
+  StockReportRequest,
+  StockReportResult,
+  AnalysisResult,
+  type Citation,
+} from '@fin/contracts';
 import { createLogger } from '@fin/log';
 import { aiConfigShape, createAiEngine, OFFLINE_NOTICE, OfflineModeConflictError, type AiEngine } from '../src';
+import { SampleMarketDataProvider } from '../src/market-data';
 import { drain, silentLogger } from './helpers';
 
 describe('offline mode', () => {
@@ -222,6 +231,86 @@ describe('offline mode', () => {
     const general = await toolsOf([], 'What is a dividend?');
     expect(general.tools).toEqual([]);
     expect(general.text).toMatch(/sample dataset/);
+  });
+
+  describe('citations from the bundled sample data', () => {
+    const sample = new SampleMarketDataProvider();
+    /** What the market_data tool could have returned for a symbol: its articles and its figure resources. */
+    const materialOf = async (symbol: string) => {
+      const to = new Date();
+      const news = await sample.companyNews(symbol, { from: new Date(to.getTime() - 14 * 86_400_000), to, limit: 10 });
+      const { annual: _annual, ...metrics } = await sample.metrics(symbol);
+      const figures: [string, unknown][] = [
+        [sample.resourceUrl('quote', symbol), await sample.quote(symbol)],
+        [sample.resourceUrl('profile', symbol), await sample.profile(symbol)],
+        [sample.resourceUrl('metrics', symbol), metrics],
+      ];
+      return new Map<string, { text: string; title: string; publisher: string; date: string | null }>([
+        ...news.items.map(
+          (item) =>
+            [
+              item.url,
+              {
+                text: `${item.headline}\n${item.summary}`,
+                title: item.headline,
+                publisher: item.source,
+                date: item.publishedAt.slice(0, 10),
+              },
+            ] as const,
+        ),
+        ...figures.map(
+          ([url, value]) => [url, { text: JSON.stringify(value), title: '', publisher: sample.publisher, date: null }] as const,
+        ),
+      ]);
+    };
+    const expectGrounded = (
+      citations: Citation[],
+      material: Map<string, { text: string; title: string; publisher: string; date: string | null }>,
+    ) => {
+      for (const citation of citations) {
+        const found = material.get(citation.url);
+        expect(found).toBeDefined();
+        // Verbatim: the quote is a passage of the sample data itself.
+        expect(found?.text).toContain(citation.quote);
+        expect(citation.publisher).toBe(found?.publisher);
+        if (citation.source === 'market_data' && found?.title) {
+          expect(citation.title).toBe(found.title);
+          expect(citation.published_at).toBe(found.date);
+        }
+      }
+    };
+
+    it('cites the sample article behind every news item, with its title, outlet, date and a verbatim passage', async () => {
+      const { result } = await engine.news(NewsRequest.parse({ symbols: ['AAPL', 'ZZZZ'], n: 4 }));
+      const material = new Map([...(await materialOf('AAPL')), ...(await materialOf('ZZZZ'))]);
+      for (const item of result.news) {
+        expect(item.citations.length).toBeGreaterThan(0);
+        expect(item.citations.map((citation) => citation.url)).toEqual(item.sources);
+        expectGrounded(item.citations, material);
+      }
+    });
+
+    it('cites the sample figures behind every stock report insight', async () => {
+      const { result } = await engine.stockReport(StockReportRequest.parse({ symbols: ['NVDA', 'MSFT'] }));
+      const material = new Map([...(await materialOf('NVDA')), ...(await materialOf('MSFT'))]);
+      for (const insight of result.detailed_analysis) {
+        expect(insight.citations.length).toBeGreaterThan(0);
+        expectGrounded(insight.citations, material);
+      }
+      const growth = result.detailed_analysis.find((insight) => insight.category === 'growth');
+      expect(growth?.citations.map((citation) => citation.url)).toEqual([
+        sample.resourceUrl('metrics', 'NVDA'),
+        sample.resourceUrl('metrics', 'MSFT'),
+      ]);
+    });
+
+    it('cites the sample figures an analysis rests on, in every output format', async () => {
+      for (const output_format of [{ type: 'markdown' }, { type: 'json' }, { type: 'json_schema', schema: { summary: 'string' } }]) {
+        const { result } = await engine.analysis(AnalysisRequest.parse({ prompt: 'How risky is TSLA?', symbols: ['TSLA'], output_format }));
+        expect(result.citations.length).toBeGreaterThan(0);
+        expectGrounded(result.citations, await materialOf('TSLA'));
+      }
+    });
   });
 
   it('is deterministic', async () => {

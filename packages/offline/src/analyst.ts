@@ -528,6 +528,17 @@ function chatAnswer(symbols: string[], user: string, data: ToolData): AssistantR
   return textTurn(text);
 }
 
+/**
+ * The conversation up to its last tool results: the citation request follows the answer, which follows the
+ * tool results the answer was written from.
+ */
+function upToLastToolResults(body: MessagesRequestBody): MessagesRequestBody {
+  const last = body.messages.findLastIndex(
+    (entry) => entry.role === 'user' && typeof entry.content !== 'string' && entry.content.some((block) => block.type === 'tool_result'),
+  );
+  return last === -1 ? body : { ...body, messages: body.messages.slice(0, last + 1) };
+}
+
 /** The passages an analysis rests on: the figures it quoted for each symbol, and the articles the tools returned. */
 function citationsAnswer(symbols: string[], data: ToolData): AssistantReply {
   const figures: [part: 'quote' | 'profile' | 'metrics', key: string][] = [
@@ -558,7 +569,7 @@ export function offlineAnalyst(): StandInModel {
       return turn(symbols.map((symbol) => toolUse('market_data', { symbol, kind })));
     }
     const data = toolData(body);
-    if (user.startsWith(CITATION_REQUEST_START)) return citationsAnswer(symbols, data);
+    if (user.startsWith(CITATION_REQUEST_START)) return citationsAnswer(symbols, toolData(upToLastToolResults(body)));
     if (product === 'news') return newsAnswer(symbols, user, data);
     if (product === 'stock-report') return stockReportAnswer(symbols, data, system);
     if (product === 'analysis') return analysisAnswer(body, system, symbols, data);
