@@ -5,7 +5,7 @@ import type express from 'express';
 import type { RequestHandler } from 'express';
 import { authenticate, callerFrom, checkScope, endStreamOnRevocation, holdChatSlot, principalOf } from './access';
 import type { Authenticator } from './auth/types';
-import { renderDocsPage } from './openapi/docs-page';
+import { DOCS_ASSETS_PATH, docsHandlers } from './openapi/docs';
 import { readBody } from './proxy/body';
 import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
 import type { Upstreams } from './proxy/upstreams';
@@ -70,15 +70,14 @@ export function createApp(deps: GatewayDeps): express.Express {
     idleTimeoutMs: limits.idleTimeoutMs,
   };
 
-  const documentJson = JSON.stringify(createOpenApiDocument());
-  const docsPage = renderDocsPage(JSON.parse(documentJson));
+  const document = createOpenApiDocument();
+  const documentJson = JSON.stringify(document);
+  const docs = docsHandlers(document.info.title);
   const localHandlers: Record<string, RequestHandler> = {
     getOpenApiDocument: (_req, res) => {
       res.type('application/json').send(documentJson);
     },
-    getApiDocs: (_req, res) => {
-      res.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'").type('html').send(docsPage);
-    },
+    getApiDocs: docs.page,
   };
 
   const handlersFor = (route: GatewayRoute): RequestHandler[] => {
@@ -113,6 +112,8 @@ export function createApp(deps: GatewayDeps): express.Express {
         delete: (path, handlers) => app.delete(path, ...handlers),
       };
       for (const route of GATEWAY_ROUTES) register[route.method](route.expressPath, handlersFor(route));
+      // The docs page's scripts: not part of the API, so not in the document.
+      app.get(DOCS_ASSETS_PATH, docs.assets);
       for (const { prefix, upstream } of PASS_THROUGH_PREFIXES) {
         app.use(
           prefix,

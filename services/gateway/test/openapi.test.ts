@@ -1,13 +1,17 @@
 // The OpenAPI document the gateway serves is the one generated from the contracts, and it describes exactly
 // the routes the gateway serves, with the scopes and limits the gateway enforces.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { createOpenApiDocument } from '@fin/contracts';
 import type express from 'express';
 import request from 'supertest';
+import { DOCS_CONTENT_SECURITY_POLICY } from '../src/openapi/docs';
 import { GATEWAY_ROUTES } from '../src/routes';
 import { startHarness, type Harness } from './support/harness';
 
-/** Routes the gateway serves that are operational, not part of the API (Kubernetes probes). */
-const OPERATIONAL = new Set(['GET /healthz', 'GET /readyz']);
+/** Routes the gateway serves that are not part of the API: Kubernetes probes, the docs page's scripts. */
+const OPERATIONAL = new Set(['GET /healthz', 'GET /readyz', 'GET /docs/assets/{file}']);
 
 type Operation = {
   'x-required-scope'?: unknown;
@@ -88,28 +92,85 @@ describe('OpenAPI document', () => {
 
 describe('docs page', () => {
   let h: Harness;
+  let html: string;
+  let csp: string | undefined;
+  let scripts: string[];
   beforeAll(async () => {
     h = await startHarness();
+    const res = await request(h.app)
+      .get('/docs')
+      .expect(200)
+      .expect('Content-Type', /text\/html/);
+    html = res.text;
+    csp = res.headers['content-security-policy'];
+    scripts = [...html.matchAll(/<script src="([^"]+)"><\/script>/g)].map((match) => match[1] ?? '');
   });
   afterAll(async () => {
     await h.close();
   });
 
-  it('lists every route with its summary, is self-contained and its links resolve', async () => {
-    const res = await request(h.app)
-      .get('/docs')
-      .expect(200)
-      .expect('Content-Type', /text\/html/);
-    expect(res.headers['content-security-policy']).toBe("default-src 'none'; style-src 'unsafe-inline'");
-    const html = res.text;
-    for (const route of GATEWAY_ROUTES) {
-      expect(html).toContain(`<code>${route.method.toUpperCase()} ${route.path}</code></a> — ${route.summary}`);
+  it('is served with a policy allowing scripts, requests and fonts from this origin only, and no inline script', () => {
+    expect(csp).toBe(DOCS_CONTENT_SECURITY_POLICY);
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain("connect-src 'self';");
+    expect(csp).not.toContain('unsafe-eval');
+    // Every <script> loads a file of this origin: none has inline code.
+    expect(html.match(/<script/g)).toHaveLength(2);
+    expect(scripts).toHaveLength(2);
+    for (const src of scripts) expect(src).toMatch(/^\/docs\/assets\/[\w.-]+-[0-9a-f]{16}\.js$/);
+    expect(html).not.toMatch(/https?:\/\//);
+  });
+
+  it("serves the installed renderer's bundle and the page's configuration under hashed names, cached for a year", async () => {
+    const scalarVersion = (
+      JSON.parse(readFileSync(path.join(path.dirname(require.resolve('@scalar/api-reference')), '../package.json'), 'utf8')) as {
+        version: string;
+      }
+    ).version;
+    const bundle = scripts.find((src) => src.includes('/scalar-'));
+    expect(bundle).toContain(`/scalar-${scalarVersion}-`);
+    for (const src of scripts) {
+      const res = await request(h.app).get(src).set('Accept-Encoding', 'identity').expect(200);
+      expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect(res.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+      expect(res.headers['content-encoding']).toBeUndefined();
+      const body = Buffer.from(res.text);
+      expect(src).toContain(createHash('sha256').update(body).digest('hex').slice(0, 16));
     }
-    expect(html).toContain('id="schemas-NewsRequest"');
-    expect(html).not.toMatch(/<script|\ssrc=|href="https?:/);
-    const ids = new Set([...html.matchAll(/id="([^"]+)"/g)].map((match) => match[1]));
-    const targets = [...html.matchAll(/href="#([^"]+)"/g)].map((match) => match[1]);
-    expect(targets.length).toBeGreaterThan(GATEWAY_ROUTES.length);
-    expect(targets.filter((target) => !ids.has(target))).toEqual([]);
+    const configuration = await request(h.app)
+      .get(scripts[0] ?? '')
+      .expect(200);
+    // Scalar reads the document of this origin and sends nothing anywhere else.
+    expect(configuration.text).toContain('"url":"/api/openapi.json"');
+    expect(configuration.text).toContain('"telemetry":false');
+    expect(configuration.text).toContain('"withDefaultFonts":false');
+    expect(configuration.text).toContain('"hideClientButton":true');
+    expect(configuration.text).not.toMatch(/https?:\/\/|proxy/i);
+  });
+
+  it('sends the bundle gzipped to a client that accepts it', async () => {
+    const src = scripts.find((candidate) => candidate.includes('/scalar-')) ?? '';
+    const res = await request(h.app)
+      .get(src)
+      .set('Accept-Encoding', 'gzip')
+      .buffer(true)
+      .parse((response, done) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          done(null, Buffer.concat(chunks));
+        });
+      });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-encoding']).toBe('gzip');
+    expect(res.headers.vary).toContain('Accept-Encoding');
+    const size = Number(res.headers['content-length']);
+    expect(size).toBeGreaterThan(0);
+    expect(size).toBeLessThan(2 * 1024 * 1024);
+  });
+
+  it('answers 404 with the error body for an asset it does not have', async () => {
+    const res = await request(h.app).get('/docs/assets/scalar-0.0.0-0000000000000000.js').expect(404);
+    expect(res.body).toMatchObject({ status_code: 404, type: 'not_found' });
   });
 });
