@@ -27,6 +27,8 @@ export interface ToolRequest {
   headers: Readonly<Record<string, string>>;
   /** The arguments: query parameters for GET, a JSON body for POST. */
   input: Readonly<Record<string, unknown>>;
+  /** A POST body sent byte for byte instead of `input` as JSON: a webhook delivery, whose signature covers it. */
+  body?: string;
   timeoutMs: number;
 }
 
@@ -203,7 +205,7 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
           ...(request.method === 'POST' ? { 'content-type': 'application/json' } : {}),
           ...request.headers,
         },
-        body: request.method === 'POST' ? JSON.stringify(request.input) : null,
+        body: request.method === 'POST' ? (request.body ?? JSON.stringify(request.input)) : null,
         signal: combined,
         headersTimeout: request.timeoutMs,
         bodyTimeout: request.timeoutMs,

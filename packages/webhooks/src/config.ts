@@ -1,0 +1,49 @@
+// The environment of the process that sends webhooks (the jobs service). Signing secrets are opened with the
+// customer-tools keyring, so it reads the same key variables as every process that seals or opens them.
+import { int } from '@fin/config';
+import { createKeyring, createToolExecutor, customerToolsConfigShape, type Keyring, type ToolExecutor } from '@fin/customer-tools';
+import type { Logger } from '@fin/log';
+import type { z } from 'zod';
+import { DEFAULT_RETRY_SCHEDULE } from './backoff';
+import { DEFAULT_DELIVERY_TIMEOUT_MS } from './dispatcher';
+import { DEFAULT_RETRY_WINDOW_MS } from './store';
+
+/** What is read of a receiver's answer: enough for the recorded excerpt; a larger 2xx is still delivered. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export const webhooksConfigShape = {
+  /**
+   * The customer-tools key (`<id>:<base64 of 32 bytes>`) that sealed the signing secrets. Unset: deliveries are
+   * still queued but not sent (logged at start), until a process with the key runs.
+   */
+  CUSTOMER_TOOLS_ENCRYPTION_KEY: customerToolsConfigShape.CUSTOMER_TOOLS_ENCRYPTION_KEY.optional(),
+  CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS: customerToolsConfigShape.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS,
+  /** TESTS ONLY: also allow 127.0.0.0/8 and ::1 as delivery targets (as for customer tools). */
+  CUSTOMER_TOOLS_ALLOW_LOOPBACK: customerToolsConfigShape.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
+  /** How often due deliveries are looked for (a queued event wakes the dispatcher at once). */
+  WEBHOOK_DISPATCH_INTERVAL_MS: int(50, 60_000).default(1_000),
+  /** Time limit of one delivery attempt. */
+  WEBHOOK_TIMEOUT_MS: int(100, 30_000).default(DEFAULT_DELIVERY_TIMEOUT_MS),
+  /** Delay after the first failed attempt; each further one doubles it, up to WEBHOOK_RETRY_MAX_DELAY_MS. */
+  WEBHOOK_RETRY_BASE_MS: int(10, 3_600_000).default(DEFAULT_RETRY_SCHEDULE.baseMs),
+  WEBHOOK_RETRY_MAX_DELAY_MS: int(10, 86_400_000).default(DEFAULT_RETRY_SCHEDULE.maxMs),
+  /** How long a delivery is retried before it is marked failed. */
+  WEBHOOK_RETRY_WINDOW_MS: int(1_000, 7 * 86_400_000).default(DEFAULT_RETRY_WINDOW_MS),
+};
+
+export type WebhooksConfig = z.output<z.ZodObject<typeof webhooksConfigShape>>;
+
+/** The keyring and executor deliveries are signed and sent with; null when no key is configured. */
+export function webhookSenderFromConfig(config: WebhooksConfig, logger: Logger): { keyring: Keyring; executor: ToolExecutor } | null {
+  const current = config.CUSTOMER_TOOLS_ENCRYPTION_KEY;
+  if (current === undefined) {
+    logger.warn('CUSTOMER_TOOLS_ENCRYPTION_KEY is not set: webhook deliveries are queued but not sent by this process');
+    return null;
+  }
+  if (config.CUSTOMER_TOOLS_ALLOW_LOOPBACK)
+    logger.warn('CUSTOMER_TOOLS_ALLOW_LOOPBACK is on: webhooks may be delivered to loopback addresses. This is for tests only.');
+  return {
+    keyring: createKeyring(current, config.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS ?? []),
+    executor: createToolExecutor({ allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK, maxResponseBytes: MAX_RESPONSE_BYTES }),
+  };
+}

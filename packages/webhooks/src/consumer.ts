@@ -1,0 +1,60 @@
+// Turns job state events into queued deliveries. A consumer group of its own (`webhooks`), beside the jobs
+// service's observer: its offsets move only once the delivery rows are committed, and nothing it does (it never
+// calls a receiver) can hold up another reader of jobs.events. Sending is the dispatcher's job.
+import type { Pool } from '@fin/db';
+import { jobsEventsTopic, type EventBus, type Subscription, type TopicDefinition } from '@fin/events';
+import type { Logger } from '@fin/log';
+import { queueJobEvent } from './queue';
+
+export const WEBHOOKS_CONSUMER_GROUP = 'webhooks';
+
+/** jobs.events, or a topic of the same event type (tests use their own). */
+type JobEventsTopic = TopicDefinition<string, (typeof jobsEventsTopic)['eventType'], (typeof jobsEventsTopic)['schema']>;
+
+export interface WebhookConsumerOptions {
+  bus: Pick<EventBus, 'subscribe'>;
+  pool: Pool;
+  logger: Logger;
+  topic?: JobEventsTopic;
+  groupId?: string;
+  retryWindowMs?: number;
+  /** Called after deliveries were queued (the dispatcher's wake). */
+  onQueued?: () => void;
+}
+
+export function startWebhookConsumer({
+  bus,
+  pool,
+  logger,
+  topic = jobsEventsTopic,
+  groupId = WEBHOOKS_CONSUMER_GROUP,
+  retryWindowMs,
+  onQueued,
+}: WebhookConsumerOptions): Promise<Subscription> {
+  const log = logger.child({ component: 'webhook-consumer' });
+  return bus.subscribe({
+    topic,
+    groupId,
+    backoff: { initialMs: 200, maxMs: 10_000 },
+    handler: async (envelope) => {
+      const event = envelope.payload;
+      if (event.status !== 'completed' && event.status !== 'failed') return;
+      const queued = await queueJobEvent(
+        pool,
+        {
+          jobId: event.job_id,
+          jobType: event.job_type,
+          status: event.status,
+          at: new Date(envelope.occurredAt),
+          result: event.result ?? null,
+          error: event.error ?? null,
+        },
+        retryWindowMs === undefined ? {} : { retryWindowMs },
+      );
+      if (queued > 0) {
+        log.debug({ jobId: event.job_id, status: event.status, queued }, 'webhook deliveries queued');
+        onQueued?.();
+      }
+    },
+  });
+}

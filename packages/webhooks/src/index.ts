@@ -1,0 +1,20 @@
+// @fin/webhooks: webhooks on job completion. Endpoints and the account's callback secret (store), the queue of
+// deliveries fed by job events (consumer, queue), Standard Webhooks signing, and the dispatcher that sends them
+// through the customer-tools executor with retries. See docs/products.md#webhooks.
+export { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './backoff';
+export { webhookSenderFromConfig, webhooksConfigShape, type WebhooksConfig } from './config';
+export { WEBHOOKS_CONSUMER_GROUP, startWebhookConsumer, type WebhookConsumerOptions } from './consumer';
+export { createWebhookDispatcher, type DispatcherOptions, type WebhookDispatcher } from './dispatcher';
+export { MAX_INLINE_RESULT_BYTES, jobEventBody, type TerminalJob } from './event-body';
+export { hasCallbackSecret, queueJobEvent, registerCallback } from './queue';
+export { newSigningSecret, signedHeaders } from './signing';
+export {
+  DEFAULT_RETRY_WINDOW_MS,
+  SECRET_ROTATION_OVERLAP_MS,
+  WebhookError,
+  createWebhookStore,
+  type RotatedSecret,
+  type WebhookStore,
+  type WebhookStoreOptions,
+} from './store';
+export { unreachableTargetReason } from './target';

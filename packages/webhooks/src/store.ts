@@ -1,0 +1,294 @@
+// Webhook endpoints, the account's callback secret and the deliveries as their owner sees them, always scoped to
+// one tenant: another tenant's endpoint or delivery is not found, exactly as one that does not exist. Signing
+// secrets are sealed with the customer-tools keyring before they reach SQL (signing needs the secret itself, so a
+// hash would not do) and are returned only once, by the call that made them.
+import { randomUUID } from 'node:crypto';
+import type {
+  Webhook,
+  WebhookAttemptOutcome,
+  WebhookCreateRequest,
+  WebhookDelivery,
+  WebhookEventType,
+  WebhookUpdateRequest,
+} from '@fin/contracts';
+import { WEBHOOKS_MAX_PER_TENANT } from '@fin/contracts';
+import type { AddressPolicy, Keyring, SealContext } from '@fin/customer-tools';
+import { prismaFor, type Pool, type Prisma, type PrismaClient } from '@fin/db';
+import { testEventBody } from './event-body';
+import { newSigningSecret } from './signing';
+import { unreachableTargetReason } from './target';
+
+/** How long a rotated-out secret keeps signing beside the new one. */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;
+/** How long a delivery is retried before it fails. */
+export const DEFAULT_RETRY_WINDOW_MS = 24 * 3600_000;
+/** Attempts listed per delivery (the newest). */
+const ATTEMPTS_LISTED = 50;
+
+/** A refused change, with a detail fit for the client. The portal maps `kind` to 400 / 409. */
+export class WebhookError extends Error {
+  constructor(
+    readonly kind: 'invalid' | 'conflict',
+    readonly detail: string,
+  ) {
+    super(detail);
+    this.name = 'WebhookError';
+  }
+}
+
+/** Seal contexts: the additional data binds a sealed secret to its tenant and row (never a tool id: those are UUIDs). */
+export function endpointSealContext(tenantId: string, endpointId: string): SealContext {
+  return { tenantId, toolId: `webhook:${endpointId}` };
+}
+export function callbackSealContext(tenantId: string): SealContext {
+  return { tenantId, toolId: 'webhook-callbacks' };
+}
+
+/** Prisma returns bytes as a plain Uint8Array: viewed as a Buffer, not copied. */
+export function bytesOf(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+const ENDPOINT_FIELDS = {
+  id: true,
+  url: true,
+  events: true,
+  description: true,
+  enabled: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.WebhookEndpointSelect;
+type EndpointRow = Prisma.WebhookEndpointGetPayload<{ select: typeof ENDPOINT_FIELDS }>;
+
+function toApiWebhook(row: EndpointRow): Webhook {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events as WebhookEventType[],
+    description: row.description,
+    enabled: row.enabled,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+const DELIVERY_FIELDS = {
+  id: true,
+  endpointId: true,
+  eventType: true,
+  jobId: true,
+  jobType: true,
+  status: true,
+  attemptCount: true,
+  nextAttemptAt: true,
+  createdAt: true,
+  attempts: {
+    orderBy: [{ attemptedAt: 'desc' }, { id: 'asc' }],
+    take: ATTEMPTS_LISTED,
+    select: { attemptedAt: true, outcome: true, httpStatus: true, durationMs: true, error: true, responseExcerpt: true },
+  },
+} satisfies Prisma.WebhookDeliverySelect;
+type DeliveryRow = Prisma.WebhookDeliveryGetPayload<{ select: typeof DELIVERY_FIELDS }>;
+
+function toApiDelivery(row: DeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    webhook_id: row.endpointId ?? '',
+    event_type: row.eventType as WebhookDelivery['event_type'],
+    job_id: row.jobId,
+    job_type: row.jobType as WebhookDelivery['job_type'],
+    status: row.status as WebhookDelivery['status'],
+    attempt_count: row.attemptCount,
+    next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
+    attempts: row.attempts.map((attempt) => ({
+      attempted_at: attempt.attemptedAt.toISOString(),
+      outcome: attempt.outcome as WebhookAttemptOutcome,
+      http_status: attempt.httpStatus,
+      duration_ms: attempt.durationMs,
+      error: attempt.error,
+      response_excerpt: attempt.responseExcerpt,
+    })),
+  };
+}
+
+export interface RotatedSecret {
+  secret: string;
+  previous_secret_expires_at: string;
+}
+
+export interface WebhookStore {
+  list(tenantId: string): Promise<Webhook[]>;
+  get(tenantId: string, id: string): Promise<Webhook | null>;
+  /** The endpoint and its signing secret (shown once). */
+  create(tenantId: string, request: WebhookCreateRequest): Promise<Webhook & { secret: string }>;
+  /** Replaces the endpoint's settings; the secret is kept. Null: not the tenant's. */
+  update(tenantId: string, id: string, request: WebhookUpdateRequest): Promise<Webhook | null>;
+  delete(tenantId: string, id: string): Promise<boolean>;
+  rotateSecret(tenantId: string, id: string): Promise<RotatedSecret | null>;
+  /** Creates or rotates the secret callback_url deliveries of the tenant are signed with. */
+  rotateCallbackSecret(tenantId: string): Promise<RotatedSecret>;
+  deliveries(tenantId: string, id: string, limit: number): Promise<WebhookDelivery[] | null>;
+  /** Queues a webhook.test delivery. Null: not the tenant's endpoint. */
+  queueTest(tenantId: string, id: string): Promise<WebhookDelivery | null>;
+  /**
+   * Sends a delivery again now, with a new retry window. Null: no such delivery of the tenant's endpoint;
+   * 'in_flight': an attempt is being made right now (the answer would race it).
+   */
+  redeliver(tenantId: string, id: string, deliveryId: string): Promise<WebhookDelivery | 'in_flight' | null>;
+}
+
+export interface WebhookStoreOptions {
+  pool: Pool;
+  keyring: Keyring;
+  /** Tests only: loopback URLs may be registered (see AddressPolicy). */
+  addressPolicy?: AddressPolicy;
+  maxPerTenant?: number;
+  retryWindowMs?: number;
+}
+
+export function createWebhookStore({
+  pool,
+  keyring,
+  addressPolicy = {},
+  maxPerTenant = WEBHOOKS_MAX_PER_TENANT,
+  retryWindowMs = DEFAULT_RETRY_WINDOW_MS,
+}: WebhookStoreOptions): WebhookStore {
+  const prisma: PrismaClient = prismaFor(pool);
+
+  const checkUrl = (url: string) => {
+    const reason = unreachableTargetReason(url, addressPolicy);
+    if (reason !== null) throw new WebhookError('invalid', `url: ${reason}`);
+  };
+
+  const delivery = async (tenantId: string, endpointId: string, id: string) => {
+    const row = await prisma.webhookDelivery.findFirst({ where: { tenantId, endpointId, id }, select: DELIVERY_FIELDS });
+    return row === null ? null : toApiDelivery(row);
+  };
+
+  const rotation = () => ({ secret: newSigningSecret(), previousExpiresAt: new Date(Date.now() + SECRET_ROTATION_OVERLAP_MS) });
+
+  return {
+    async list(tenantId) {
+      const rows = await prisma.webhookEndpoint.findMany({
+        where: { tenantId },
+        select: ENDPOINT_FIELDS,
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
+      return rows.map(toApiWebhook);
+    },
+
+    async get(tenantId, id) {
+      const row = await prisma.webhookEndpoint.findFirst({ where: { tenantId, id }, select: ENDPOINT_FIELDS });
+      return row === null ? null : toApiWebhook(row);
+    },
+
+    async create(tenantId, request) {
+      checkUrl(request.url);
+      const id = randomUUID();
+      const secret = newSigningSecret();
+      const sealed = keyring.seal(Buffer.from(secret, 'utf8'), endpointSealContext(tenantId, id));
+      const row = await prisma.$transaction(async (tx) => {
+        // Serialises creations per tenant, so two concurrent requests cannot both pass the cap.
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || ${tenantId}::text))`;
+        if ((await tx.webhookEndpoint.count({ where: { tenantId } })) >= maxPerTenant)
+          throw new WebhookError(
+            'conflict',
+            `This account already has ${maxPerTenant} webhook endpoints, the most allowed; delete one first.`,
+          );
+        return tx.webhookEndpoint.create({
+          data: {
+            id,
+            tenantId,
+            url: request.url,
+            events: request.events,
+            description: request.description,
+            enabled: request.enabled,
+            secretCiphertext: sealed,
+          },
+          select: ENDPOINT_FIELDS,
+        });
+      });
+      return { ...toApiWebhook(row), secret };
+    },
+
+    async update(tenantId, id, request) {
+      checkUrl(request.url);
+      const rows = await prisma.$queryRaw<{ id: string }[]>`
+        UPDATE webhook_endpoints SET url = ${request.url}, events = ${request.events}::text[], description = ${request.description},
+               enabled = ${request.enabled}, updated_at = now()
+         WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING id`;
+      if (rows.length === 0) return null;
+      return this.get(tenantId, id);
+    },
+
+    async delete(tenantId, id) {
+      const { count } = await prisma.webhookEndpoint.deleteMany({ where: { tenantId, id } });
+      return count > 0;
+    },
+
+    async rotateSecret(tenantId, id) {
+      const { secret, previousExpiresAt } = rotation();
+      const sealed = keyring.seal(Buffer.from(secret, 'utf8'), endpointSealContext(tenantId, id));
+      // The current secret becomes the previous one in the same statement: a concurrent rotation cannot lose it.
+      const rows = await prisma.$queryRaw<{ id: string }[]>`
+        UPDATE webhook_endpoints SET previous_secret_ciphertext = secret_ciphertext, previous_secret_expires_at = ${previousExpiresAt},
+               secret_ciphertext = ${sealed}, updated_at = now()
+         WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING id`;
+      if (rows.length === 0) return null;
+      return { secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
+    },
+
+    async rotateCallbackSecret(tenantId) {
+      const { secret, previousExpiresAt } = rotation();
+      const sealed = keyring.seal(Buffer.from(secret, 'utf8'), callbackSealContext(tenantId));
+      await prisma.$executeRaw`
+        INSERT INTO webhook_callback_secrets (tenant_id, secret_ciphertext) VALUES (${tenantId}::uuid, ${sealed})
+        ON CONFLICT (tenant_id) DO UPDATE SET previous_secret_ciphertext = webhook_callback_secrets.secret_ciphertext,
+               previous_secret_expires_at = ${previousExpiresAt}, secret_ciphertext = EXCLUDED.secret_ciphertext, updated_at = now()`;
+      return { secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
+    },
+
+    async deliveries(tenantId, id, limit) {
+      if ((await prisma.webhookEndpoint.count({ where: { tenantId, id } })) === 0) return null;
+      const rows = await prisma.webhookDelivery.findMany({
+        where: { tenantId, endpointId: id },
+        select: DELIVERY_FIELDS,
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        take: limit,
+      });
+      return rows.map(toApiDelivery);
+    },
+
+    async queueTest(tenantId, id) {
+      const deliveryId = randomUUID();
+      const rows = await prisma.$queryRaw<{ id: string }[]>`
+        INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_key, event_type, body, give_up_at)
+        SELECT ${deliveryId}::uuid, tenant_id, id, ${`test:${deliveryId}`}, 'webhook.test', ${testEventBody(new Date())},
+               now() + ${retryWindowMs} * interval '1 millisecond'
+          FROM webhook_endpoints WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid
+        RETURNING id`;
+      if (rows.length === 0) return null;
+      return delivery(tenantId, id, deliveryId);
+    },
+
+    async redeliver(tenantId, id, deliveryId) {
+      // Not while an attempt holds the lease: its outcome would overwrite this request's new schedule.
+      const rows = await prisma.$queryRaw<{ id: string; leased: boolean }[]>`
+        WITH target AS (
+          SELECT id, lease_expires_at IS NOT NULL AND lease_expires_at > now() AS leased
+            FROM webhook_deliveries WHERE tenant_id = ${tenantId}::uuid AND endpoint_id = ${id}::uuid AND id = ${deliveryId}::uuid
+             FOR UPDATE
+        ), requeued AS (
+          UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(),
+                 give_up_at = now() + ${retryWindowMs} * interval '1 millisecond', updated_at = now()
+            FROM target WHERE d.id = target.id AND NOT target.leased
+        )
+        SELECT id, leased FROM target`;
+      const row = rows[0];
+      if (row === undefined) return null;
+      if (row.leased) return 'in_flight';
+      return delivery(tenantId, id, deliveryId);
+    },
+  };
+}

@@ -1,0 +1,299 @@
+// Webhooks on a real database, a real (in-process) bus and a real HTTPS receiver: job events queue one delivery
+// per endpoint and callback, the dispatcher signs and sends them through the SSRF-safe executor, retries on a
+// failure with backoff, records every attempt, gives up after the retry window, and a lease left by a dead
+// dispatcher is taken over. Tenants never see each other's events.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { WebhookCreateRequest } from '@fin/contracts';
+import { createKeyring, createToolExecutor, type ToolExecutor } from '@fin/customer-tools';
+import { testCertificate } from '@fin/customer-tools/testing';
+import { createPool, type Pool } from '@fin/db';
+import { createMemoryBus, createPublisher, jobsEventsTopic, type MemoryEventBus } from '@fin/events';
+import { createLogger } from '@fin/log';
+import type { z } from 'zod';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
+import {
+  createWebhookDispatcher,
+  createWebhookStore,
+  queueJobEvent,
+  registerCallback,
+  startWebhookConsumer,
+  type WebhookDispatcher,
+  type WebhookStore,
+} from '../src';
+import { standardWebhooksProblem, startFakeReceiver, type FakeReceiver } from './support';
+
+const logger = createLogger({ service: 'webhooks-test', level: 'silent' });
+const keyring = createKeyring({ id: 'k1', key: randomBytes(32) });
+const loopback = { allowLoopback: true };
+
+describe('webhook delivery', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  let store: WebhookStore;
+  let executor: ToolExecutor;
+  let receiver: FakeReceiver;
+  let tenantId: string;
+  let otherTenantId: string;
+  const dispatchers: WebhookDispatcher[] = [];
+
+  const dispatcher = (options: Partial<Parameters<typeof createWebhookDispatcher>[0]> = {}) => {
+    const made = createWebhookDispatcher({
+      pool,
+      keyring,
+      executor,
+      logger,
+      intervalMs: 50,
+      retry: { baseMs: 100, maxMs: 400 },
+      ...options,
+    });
+    dispatchers.push(made);
+    return made;
+  };
+  const endpoint = (tenant: string, fields: Partial<z.input<typeof WebhookCreateRequest>> = {}) =>
+    store.create(tenant, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks`, ...fields }));
+  const job = async (tenant: string, status: 'completed' | 'failed' | 'running' = 'completed') => {
+    const id = randomUUID();
+    await pool.query(
+      `INSERT INTO jobs (id, tenant_id, type, status, request, result, error, finished_at)
+       VALUES ($1, $2, 'news', $3, '{}', $4, $5, CASE WHEN $3 IN ('completed', 'failed') THEN now() END)`,
+      [
+        id,
+        tenant,
+        status,
+        status === 'completed' ? { news: [] } : null,
+        status === 'failed' ? { type: 'internal_error', detail: 'It broke.' } : null,
+      ],
+    );
+    return id;
+  };
+  const terminal = (jobId: string, status: 'completed' | 'failed' = 'completed') => ({
+    jobId,
+    jobType: 'news' as const,
+    status,
+    at: new Date(),
+    result: status === 'completed' ? { news: [] } : null,
+    error: status === 'failed' ? { type: 'internal_error', detail: 'It broke.' } : null,
+  });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ connectionString: db.url, applicationName: 'webhooks-test' });
+    store = createWebhookStore({ pool, keyring, addressPolicy: loopback, retryWindowMs: 60_000 });
+    executor = createToolExecutor({ ...loopback, ca: (await testCertificate()).cert });
+    receiver = await startFakeReceiver();
+    const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme'), ('globex') RETURNING id");
+    tenantId = rows[0]?.id ?? '';
+    otherTenantId = rows[1]?.id ?? '';
+  });
+
+  afterEach(async () => {
+    await Promise.all(dispatchers.splice(0).map((made) => made.stop()));
+    await pool.query('DELETE FROM webhook_endpoints; DELETE FROM webhook_deliveries; DELETE FROM webhook_callbacks');
+    receiver.reset();
+  });
+
+  afterAll(async () => {
+    await receiver?.close();
+    await executor?.close();
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it('sends a terminal job event, signed, to every endpoint of the tenant that wants it', async () => {
+    const both = await endpoint(tenantId);
+    const failedOnly = await endpoint(tenantId, { events: ['job.failed'] });
+    await endpoint(tenantId, { enabled: false });
+    const foreign = await endpoint(otherTenantId);
+    const jobId = await job(tenantId);
+    expect(await queueJobEvent(pool, terminal(jobId))).toBe(1);
+    // The same event again (a redelivered Kafka message) queues nothing more.
+    expect(await queueJobEvent(pool, terminal(jobId))).toBe(0);
+
+    expect(await dispatcher().runOnce()).toBe(1);
+    const [delivery] = await receiver.waitFor(1);
+    expect(delivery?.path).toBe('/hooks');
+    expect(standardWebhooksProblem(both.secret, delivery?.headers ?? {}, delivery?.body ?? '')).toBeNull();
+    expect(standardWebhooksProblem(failedOnly.secret, delivery?.headers ?? {}, delivery?.body ?? '')).toBe('no signature matches');
+    expect(standardWebhooksProblem(foreign.secret, delivery?.headers ?? {}, delivery?.body ?? '')).toBe('no signature matches');
+    expect(delivery?.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(delivery?.body ?? '')).toMatchObject({
+      type: 'job.completed',
+      data: {
+        job_id: jobId,
+        job_type: 'news',
+        status: 'completed',
+        status_url: `/api/jobs/news/${jobId}/status`,
+        result_url: `/api/jobs/news/${jobId}/result`,
+        result: { news: [] },
+      },
+    });
+    const [listed] = (await store.deliveries(tenantId, both.id, 10)) ?? [];
+    expect(listed).toMatchObject({ id: delivery?.headers['webhook-id'], status: 'succeeded', attempt_count: 1, next_attempt_at: null });
+    expect(listed?.attempts).toEqual([expect.objectContaining({ outcome: 'ok', http_status: 204, error: null })]);
+    expect(await store.deliveries(otherTenantId, both.id, 10)).toBeNull();
+  });
+
+  it('retries after failures with backoff, keeping the id and body, and records each attempt', async () => {
+    const hook = await endpoint(tenantId);
+    receiver.answer(500, 503);
+    await queueJobEvent(pool, terminal(await job(tenantId), 'failed'));
+    dispatcher().start();
+    const received = await receiver.waitFor(3);
+    expect(new Set(received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(1);
+    expect(new Set(received.map((delivery) => delivery.body)).size).toBe(1);
+    expect(JSON.parse(received[0]?.body ?? '')).toMatchObject({
+      type: 'job.failed',
+      data: { error: { type: 'internal_error', detail: 'It broke.' } },
+    });
+    // Backoff: the second retry waited longer than the first (100 ms, then 200 ms, each ±20 %).
+    const gaps = [1, 2].map((i) => (received[i]?.receivedAt ?? 0) - (received[i - 1]?.receivedAt ?? 0));
+    expect(gaps[0]).toBeGreaterThanOrEqual(70);
+    expect(gaps[1]).toBeGreaterThanOrEqual(150);
+    const delivery = await waitFor(async () => {
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      return listed?.status === 'succeeded' ? listed : undefined;
+    });
+    expect(delivery.attempts.map((attempt) => [attempt.outcome, attempt.http_status])).toEqual([
+      ['ok', 204],
+      ['http_error', 503],
+      ['http_error', 500],
+    ]);
+    expect(delivery.attempts[2]?.response_excerpt).toBe('answer 500');
+  });
+
+  it('marks a delivery failed once its retry window has passed, and redelivers it on request', async () => {
+    const hook = await endpoint(tenantId);
+    receiver.answer(500, 500, 500, 500, 500, 500, 500, 500, 500, 500);
+    await queueJobEvent(pool, terminal(await job(tenantId)), { retryWindowMs: 400 });
+    dispatcher().start();
+    const failed = await waitFor(async () => {
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      return listed?.status === 'failed' ? listed : undefined;
+    });
+    expect(failed.next_attempt_at).toBeNull();
+    expect(failed.attempts.length).toBeGreaterThanOrEqual(2);
+    const attemptsBefore = failed.attempts.length;
+    receiver.reset();
+    receiver.answer(200);
+    // Another tenant cannot redeliver it; its owner can.
+    expect(await store.redeliver(otherTenantId, hook.id, failed.id)).toBeNull();
+    expect(await store.redeliver(tenantId, hook.id, failed.id)).toMatchObject({ status: 'pending' });
+    await receiver.waitFor(1);
+    const redelivered = await waitFor(async () => {
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      return listed?.status === 'succeeded' ? listed : undefined;
+    });
+    expect(redelivered.attempts).toHaveLength(attemptsBefore + 1);
+    expect(receiver.received[0]?.headers['webhook-id']).toBe(failed.id);
+  });
+
+  it('takes over a delivery whose dispatcher died holding it, once the lease expires', async () => {
+    const hook = await endpoint(tenantId);
+    await queueJobEvent(pool, terminal(await job(tenantId)));
+    // A dispatcher claimed it and died: the lease is left in the row.
+    await pool.query("UPDATE webhook_deliveries SET lease_owner = 'dead', lease_expires_at = now() + interval '300 milliseconds'");
+    const survivor = dispatcher();
+    expect(await survivor.runOnce()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(await survivor.runOnce()).toBe(1);
+    await receiver.waitFor(1);
+    const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+    expect(listed).toMatchObject({ status: 'succeeded', attempt_count: 1 });
+  });
+
+  it('shares due deliveries between dispatchers without sending any twice', async () => {
+    await endpoint(tenantId);
+    for (let i = 0; i < 12; i++) await queueJobEvent(pool, terminal(await job(tenantId)));
+    const [a, b] = [dispatcher({ batchSize: 4 }), dispatcher({ batchSize: 4 })];
+    const sent = await Promise.all([a.runOnce(), b.runOnce(), a.runOnce(), b.runOnce(), a.runOnce(), b.runOnce()]);
+    expect(sent.reduce((sum, n) => sum + n, 0)).toBe(12);
+    const received = await receiver.waitFor(12);
+    expect(new Set(received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(12);
+  });
+
+  it('refuses private addresses: an IP literal at registration, any other at the call, without connecting', async () => {
+    await expect(store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://10.0.0.7/hook' }))).rejects.toThrow(
+      'url: 10.0.0.7 is not a public internet address',
+    );
+    await expect(store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://[::ffff:169.254.169.254]/' }))).rejects.toThrow(
+      'is not a public internet address',
+    );
+    // Registered by name; the name resolves to a private address when the delivery is sent.
+    const strict = createToolExecutor({ resolve: () => Promise.resolve(['192.168.1.20']) });
+    const hook = await store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://hooks.internal.example/x' }));
+    await queueJobEvent(pool, terminal(await job(tenantId)));
+    await createWebhookDispatcher({ pool, keyring, executor: strict, logger }).runOnce();
+    await strict.close();
+    const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+    expect(listed?.attempts[0]).toMatchObject({ outcome: 'blocked_address', http_status: null });
+    expect(listed?.status).toBe('pending');
+  });
+
+  it('does not follow a redirect', async () => {
+    const hook = await endpoint(tenantId);
+    receiver.answer(302);
+    await queueJobEvent(pool, terminal(await job(tenantId)));
+    await dispatcher().runOnce();
+    const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+    expect(listed?.attempts[0]).toMatchObject({ outcome: 'redirect_refused', http_status: 302 });
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('signs with both secrets for a day after a rotation', async () => {
+    const hook = await endpoint(tenantId);
+    const rotated = await store.rotateSecret(tenantId, hook.id);
+    expect(rotated?.secret).not.toBe(hook.secret);
+    expect(await store.rotateSecret(otherTenantId, hook.id)).toBeNull();
+    await queueJobEvent(pool, terminal(await job(tenantId)));
+    await dispatcher().runOnce();
+    const [delivery] = await receiver.waitFor(1);
+    expect(standardWebhooksProblem(hook.secret, delivery?.headers ?? {}, delivery?.body ?? '')).toBeNull();
+    expect(standardWebhooksProblem(rotated?.secret ?? '', delivery?.headers ?? {}, delivery?.body ?? '')).toBeNull();
+  });
+
+  it('delivers a callback once per request URL, also when registered after the job finished', async () => {
+    const callbackSecret = await store.rotateCallbackSecret(tenantId);
+    const running = await job(tenantId, 'running');
+    await registerCallback(pool, { tenantId, jobId: running, url: `${receiver.url}/a` });
+    await registerCallback(pool, { tenantId, jobId: running, url: `${receiver.url}/b` });
+    await registerCallback(pool, { tenantId, jobId: running, url: `${receiver.url}/a` });
+    await pool.query("UPDATE jobs SET status = 'completed', result = '{\"news\": []}', finished_at = now() WHERE id = $1", [running]);
+    expect(await queueJobEvent(pool, terminal(running))).toBe(2);
+    const finished = await job(tenantId, 'failed');
+    await registerCallback(pool, { tenantId, jobId: finished, url: `${receiver.url}/late` });
+    await dispatcher().runOnce();
+    const received = await receiver.waitFor(3);
+    expect(received.map((delivery) => delivery.path).sort()).toEqual(['/a', '/b', '/late']);
+    for (const delivery of received) expect(standardWebhooksProblem(callbackSecret.secret, delivery.headers, delivery.body)).toBeNull();
+    expect(JSON.parse(received.find((delivery) => delivery.path === '/late')?.body ?? '')).toMatchObject({
+      type: 'job.failed',
+      data: { job_id: finished, error: { type: 'internal_error' } },
+    });
+  });
+
+  it('queues deliveries from job events on the bus, as consumer group webhooks', async () => {
+    const bus: MemoryEventBus = createMemoryBus({ logger });
+    try {
+      await endpoint(tenantId);
+      const made = dispatcher();
+      const consumer = await startWebhookConsumer({ bus, pool, logger, onQueued: () => made.wake() });
+      made.start();
+      const jobId = await job(tenantId);
+      const publisher = createPublisher(bus);
+      await publisher.publish(jobsEventsTopic, jobId, { job_id: jobId, job_type: 'news', seq: 1001, status: 'running', progress: 5 });
+      await publisher.publish(jobsEventsTopic, jobId, {
+        job_id: jobId,
+        job_type: 'news',
+        seq: 1999,
+        status: 'completed',
+        progress: 100,
+        result: { news: [] },
+      });
+      const [delivery] = await receiver.waitFor(1);
+      expect(JSON.parse(delivery?.body ?? '')).toMatchObject({ type: 'job.completed', data: { job_id: jobId } });
+      await consumer.stop();
+    } finally {
+      await bus.close();
+    }
+  });
+});
