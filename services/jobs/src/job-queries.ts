@@ -1,6 +1,6 @@
 // What the status and result endpoints answer. Each answer is one read of job-store (a prepared primary-key read
 // of only the columns it needs); here are the answers' rules: 404 alike for missing and foreign jobs, 409 until done.
-import { JobError, type JobResultResponse, type JobStatus, type JobStatusResponse } from '@fin/contracts';
+import { JobError, JobResultByType, type JobResultResponse, type JobStatus, type JobStatusResponse, type JobType } from '@fin/contracts';
 import { type Queryable } from '@fin/db';
 import { AppError, notFound } from '@fin/http';
 import { readJobResult, readJobStatus, type JobRef, type JobStatusRow } from '@fin/job-store';
@@ -61,6 +61,16 @@ function failed(row: StatusRow): AppError {
   return new AppError('conflict', `The job failed and will not complete. Reason: ${detail} Submit the request again to retry.`);
 }
 
+/**
+ * A stored result as its contract reads it today: a result stored before a field was added gets the field's
+ * default (results from before citations read with `citations: []`). A result the contract would refuse is
+ * answered as it was stored: a completed job's result is never turned into an error.
+ */
+function currentShape(type: JobType, result: Record<string, unknown>): Record<string, unknown> {
+  const parsed = JobResultByType[type].safeParse(result);
+  return parsed.success ? parsed.data : result;
+}
+
 export function createJobQueries(db: Queryable): JobQueries {
   return {
     async status(ref) {
@@ -75,7 +85,7 @@ export function createJobQueries(db: Queryable): JobQueries {
       if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
       if (row.status === 'failed') throw failed(row);
       if (row.status !== 'completed' || row.result === null) throw notFinished(ref, row);
-      return { job_id: ref.jobId, status: 'completed', result: row.result };
+      return { job_id: ref.jobId, status: 'completed', result: currentShape(ref.jobType, row.result) };
     },
   };
 }

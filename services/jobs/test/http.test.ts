@@ -112,6 +112,13 @@ describe('job status and result endpoints', () => {
       expect(JobResultResponseByType.news.parse(res.body).result.news).toHaveLength(1);
     });
 
+    it('answers a result stored before citations existed with empty citations', async () => {
+      const legacy = { news: NEWS_RESULT.news.map(({ citations: _citations, ...item }) => item) };
+      const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: legacy });
+      const res = await get(resultPath('news', id)).expect(200);
+      expect(res.body).toEqual({ job_id: id, status: 'completed', result: { news: [{ ...legacy.news[0], citations: [] }] } });
+    });
+
     it('tells the client to keep polling a running job: 409 with Retry-After', async () => {
       const id = await insertJob(pool, { tenantId, status: 'running', progress: 45, currentlyWorkingOn: 'Looking up market data' });
       const res = await get(resultPath('news', id)).expect(409);

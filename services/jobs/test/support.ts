@@ -98,6 +98,16 @@ export const NEWS_RESULT = {
       content: 'Revenue rose 8%.',
       sources: ['https://example.com/a'],
       further_reading: [],
+      citations: [
+        {
+          url: 'https://example.com/a',
+          title: 'Apple beats estimates',
+          publisher: 'Example News',
+          published_at: '2026-11-18',
+          quote: 'Revenue rose 8% in the quarter.',
+          source: 'market_data',
+        },
+      ],
       relevance_score: 0.9,
     },
   ],
