@@ -118,6 +118,8 @@ interface Group {
   readonly committed: Map<string, number>;
   /** The loop delivering each partition to this group, while the group has a member reading its topic. */
   readonly runners: Map<string, Promise<void>>;
+  /** Lives as long as its subscription (ConsumerOptions.ephemeral): its positions are not reported as committed. */
+  readonly ephemeral?: boolean;
 }
 
 function partitionOf(key: string | null, partitions: number, roundRobin: number): number {
@@ -215,9 +217,9 @@ export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartitio
     if (closing) throw new Error('The event bus is closed');
     let group = groups.get(groupId);
     if (!group) {
-      group = { members: [], committed: new Map(), runners: new Map() };
+      group = { members: [], committed: new Map(), runners: new Map(), ephemeral };
       groups.set(groupId, group);
-      // A group of one subscription's lifetime starts at the newest messages (see ConsumerOptions.ephemeral).
+      // A group of one subscription's lifetime starts at the newest messages.
       if (ephemeral)
         for (const topic of topicNames)
           topicLog(topic).forEach((partition, index) => group?.committed.set(`${topic}\0${index}`, partition.end));
@@ -278,7 +280,8 @@ export function createMemoryBus({ logger, partitions = 3, maxRetainedPerPartitio
       }),
 
     committedOffsets(groupId, topic) {
-      const group = groups.get(groupId);
+      const found = groups.get(groupId);
+      const group = found?.ephemeral === true ? undefined : found;
       return topicLog(topic).map((_, index) => group?.committed.get(`${topic}\0${index}`) ?? 0);
     },
 

@@ -247,6 +247,27 @@ describe.each([
     expect(received.shared2.length).toBeGreaterThan(0);
   });
 
+  it('starts an ephemeral group at the newest messages and commits nothing for it', async () => {
+    const topic = await newTopic();
+    const publisher = createPublisher(harness.bus);
+    await publisher.publish(topic, 'key-old', { seq: 1, label: 'before' });
+    const labels: string[] = [];
+    const groupId = uniqueName('ephemeral');
+    subscriptions.push(
+      await harness.bus.subscribe({
+        topic,
+        groupId,
+        ephemeral: true,
+        handler: async (envelope) => void labels.push(envelope.payload.label),
+      }),
+    );
+    await harness.waitForMembers(groupId, 1);
+    await publisher.publish(topic, 'key-new', { seq: 2, label: 'after' });
+    await waitFor(() => labels.includes('after'), { what: 'the new message' });
+    expect(labels).toEqual(['after']);
+    expect(await harness.committed(groupId, topic.name)).toBe(0);
+  });
+
   it('stop() waits for the handler in flight and commits it', async () => {
     const topic = await newTopic();
     const groupId = uniqueName('group');
