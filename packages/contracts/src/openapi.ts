@@ -3,7 +3,6 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
-import { AnalysisStreamEvents, ChatStreamEvents, JobStreamEvents } from './events';
 import {
   API_ROUTE_LIST,
   CHAT_STREAMS_PER_KEY,
@@ -158,12 +157,36 @@ function sseEventRefs(events: SseEvents): Record<string, { $ref: string }> {
   );
 }
 
+/**
+ * The schema of a text/event-stream body: one of its events, each an object of the frame's fields (`event`, the
+ * event's name; `id` when the stream has ids; `data`, the parsed JSON of its data line, with the event's schema),
+ * discriminated by `event` — a form renderers and code generators read. `x-sse-events` keeps the plain map.
+ */
+function sseStreamSchema(events: SseEvents): z.ZodType {
+  const frames = Object.entries(events).map(([name, data]) =>
+    z
+      .object({
+        event: z.literal(name),
+        id: z.string().optional().meta({ description: 'The id line, on streams that resume from Last-Event-ID.' }),
+        data,
+      })
+      .meta({ title: name }),
+  );
+  const [first, ...rest] = frames;
+  if (first === undefined) throw new Error('an event stream without events');
+  return z.discriminatedUnion('event', [first, ...rest]).meta({
+    description: `Server-Sent Events: ${Object.keys(events).join(', ')}. ${SSE_NOTE}`,
+    // The frames are inline (a stream's own), so the discriminator has no mapping: each names its event in a const.
+    override: { discriminator: { propertyName: 'event' } },
+  });
+}
+
 function successResponse(route: ApiRoute, response: ApiResponse): ZodOpenApiResponseObject {
   const content: NonNullable<ZodOpenApiResponseObject['content']> = {};
   if (response.json !== undefined) content['application/json'] = { schema: response.json };
   if (response.events !== undefined) {
     content['text/event-stream'] = {
-      schema: z.string().meta({ description: `Server-Sent Events: ${Object.keys(response.events).join(', ')}. ${SSE_NOTE}` }),
+      schema: sseStreamSchema(response.events),
       'x-sse-events': sseEventRefs(response.events),
     };
   }
@@ -228,13 +251,6 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
     const item = (paths[route.path] ??= {});
     item[route.method] = operation(route, errorResponses);
   }
-  // Event schemas are referenced from x-sse-events, which zod-openapi does not read: register them explicitly.
-  const eventSchemas = Object.fromEntries(
-    [...Object.values(ChatStreamEvents), ...Object.values(AnalysisStreamEvents), ...Object.values(JobStreamEvents)].map((schema) => [
-      z.globalRegistry.get(schema)?.id ?? '',
-      schema,
-    ]),
-  );
   return createDocument({
     openapi: OPENAPI_VERSION,
     info: {
@@ -276,7 +292,7 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
             },
           }),
       },
-      schemas: { ErrorBody, ...eventSchemas },
+      schemas: { ErrorBody },
     },
   });
 }

@@ -1,19 +1,26 @@
 // The OpenAPI document: structurally valid 3.1 (every $ref resolves), one operation per route of API_ROUTES,
 // every error documented with ErrorBody, and every documented response schema accepting what the services
 // send — checked twice: with the zod schema, and with the JSON Schema the document itself states.
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { z } from 'zod';
 import {
   API_ROUTES,
   API_ROUTE_LIST,
   AnalysisResponse,
+  AnalysisDoneEvent,
   AnalysisStreamEvents,
+  AnalysisSynthesisChunkEvent,
   AsyncJobResponse,
+  ChatDoneEvent,
+  ChatNodeStartEvent,
   ChatStreamEvents,
+  ChatTokenEvent,
+  ChatToolEndEvent,
+  ChatToolStartEvent,
   ERROR_STATUS,
   ErrorBody,
   JobStatusResponse,
   JobStreamEvents,
-  McpStreamEvents,
   NewsResponse,
   StockReportResponse,
   createOpenApiDocument,
@@ -145,22 +152,114 @@ describe('OpenAPI document structure', () => {
 
   it("documents event streams as text/event-stream with each event's schema", () => {
     const streaming = routes.filter((route) => Object.values(route.responses).some((response) => response.events !== undefined));
-    expect(streaming.map((route) => route.id).sort()).toEqual(['chat', 'chatStream', 'createAnalysis', 'getJobEvents', 'mcp']);
+    expect(streaming.map((route) => route.id)).toEqual(
+      expect.arrayContaining(['chat', 'chatStream', 'createAnalysis', 'getJobEvents', 'mcp']),
+    );
     for (const route of streaming) {
-      const content = documentedResponse(route, '200').content as Record<string, Json>;
-      const events = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
-      const expected =
-        route.id === 'createAnalysis'
-          ? AnalysisStreamEvents
-          : route.id === 'getJobEvents'
-            ? JobStreamEvents
-            : route.id === 'mcp'
-              ? McpStreamEvents
-              : ChatStreamEvents;
-      expect(Object.keys(events)).toEqual(Object.keys(expected));
-      for (const [name, schema] of Object.entries(expected))
-        expect(events[name]?.$ref).toBe(`#/components/schemas/${z.globalRegistry.get(schema)?.id}`);
+      for (const [status, response] of Object.entries(route.responses)) {
+        if (response.events === undefined) continue;
+        const stream = (documentedResponse(route, status).content as Record<string, Json>)['text/event-stream'];
+        const expected = Object.entries(response.events).map(([name, schema]) => [
+          name,
+          `#/components/schemas/${z.globalRegistry.get(schema)?.id}`,
+        ]);
+        // The plain map: event name → $ref of its data.
+        const events = stream?.['x-sse-events'] as Record<string, { $ref: string }>;
+        expect(Object.entries(events).map(([name, ref]) => [name, ref.$ref])).toEqual(expected);
+        // The schema renderers and generators read: one frame object per event, discriminated by `event`.
+        const schema = stream?.schema as { oneOf: Json[]; discriminator: unknown };
+        expect(schema.discriminator).toEqual({ propertyName: 'event' });
+        const frames = schema.oneOf.map((frame) => {
+          const properties = frame.properties as Record<string, Json>;
+          expect(frame.required).toEqual(['event', 'data']);
+          return [properties.event?.const, properties.data?.$ref];
+        });
+        expect([route.id, frames]).toEqual([route.id, expected]);
+      }
     }
+  });
+
+  it('names the events of the chat and analysis streams in their schemas', () => {
+    const eventNames = (route: ApiRoute) =>
+      (
+        (documentedResponse(route, '200').content as Record<string, Json>)['text/event-stream']?.schema as {
+          oneOf: { properties: { event: Json } }[];
+        }
+      ).oneOf.map((frame) => frame.properties.event.const);
+    expect(eventNames(API_ROUTES.chatStream)).toEqual(['token', 'node_start', 'tool_start', 'tool_end', 'done', 'error']);
+    expect(eventNames(API_ROUTES.chat)).toEqual(Object.keys(ChatStreamEvents));
+    expect(eventNames(API_ROUTES.createAnalysis)).toEqual(['synthesis_chunk', 'done', 'error']);
+    expect(eventNames(API_ROUTES.getJobEvents)).toEqual(Object.keys(JobStreamEvents));
+    expect(Object.keys(AnalysisStreamEvents)).toEqual(['synthesis_chunk', 'done', 'error']);
+  });
+
+  it('references every schema component from some route (no orphans)', () => {
+    /** $refs in schemas, not in the x-sse-events map (an extension a renderer ignores). */
+    const schemaRefs = (node: unknown, out: string[] = []): string[] => {
+      if (Array.isArray(node)) node.forEach((child) => schemaRefs(child, out));
+      else if (typeof node === 'object' && node !== null) {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === '$ref' && typeof value === 'string') out.push(value);
+          else if (!key.startsWith('x-')) schemaRefs(value, out);
+        }
+      }
+      return out;
+    };
+    const reached = new Set<string>();
+    const queue = schemaRefs(document.paths);
+    for (let ref = queue.pop(); ref !== undefined; ref = queue.pop()) {
+      if (reached.has(ref)) continue;
+      reached.add(ref);
+      queue.push(...schemaRefs(resolvePointer(document, ref)));
+    }
+    const components = Object.keys(document.components.schemas).map((name) => `#/components/schemas/${name}`);
+    expect(components.length).toBeGreaterThan(30);
+    expect(components.filter((ref) => !reached.has(ref))).toEqual([]);
+    for (const event of [
+      ChatTokenEvent,
+      ChatNodeStartEvent,
+      ChatToolStartEvent,
+      ChatToolEndEvent,
+      ChatDoneEvent,
+      AnalysisSynthesisChunkEvent,
+      AnalysisDoneEvent,
+    ])
+      expect(reached).toContain(`#/components/schemas/${z.globalRegistry.get(event)?.id}`);
+  });
+});
+
+describe('OpenAPI document validity', () => {
+  /**
+   * Redocly's recommended-strict rules: the structure of OpenAPI 3.1, every $ref resolving, examples valid against
+   * their schemas, unique operation ids, declared path parameters. Off: rules of style the spec decides otherwise.
+   */
+  const lint = async (source: unknown) => {
+    const config = await createConfig({
+      extends: ['recommended-strict'],
+      rules: {
+        // The API has no public license.
+        'info-license': 'off',
+        // The spec's paths: /api/customer-tools/ and /api/webhooks/ end with a slash.
+        'no-path-trailing-slash': 'off',
+        // GET /mcp answers only 405 (the optional stream is not offered); the documentation routes have no 4xx.
+        'operation-2xx-response': 'off',
+        'operation-4xx-response': 'off',
+      },
+    });
+    const problems = await lintFromString({ source: JSON.stringify(source), absoluteRef: '/openapi.json', config });
+    return problems.map((problem) => `${problem.ruleId}: ${problem.message} (${problem.location[0]?.pointer ?? ''})`);
+  };
+
+  it('validates as OpenAPI 3.1', async () => {
+    expect(await lint(document)).toEqual([]);
+  });
+
+  it('is checked by a validator that rejects a broken document', async () => {
+    const broken = JSON.parse(JSON.stringify(document)) as typeof document;
+    (broken.components.schemas.ErrorBody as Json).type = 'strng';
+    broken.paths['/api/chat/stream'] = { get: { responses: { '200': { $ref: '#/components/responses/Nothing' } } } };
+    const problems = await lint(broken);
+    expect(problems).toEqual(expect.arrayContaining([expect.stringMatching(/^struct: /), expect.stringMatching(/^no-unresolved-refs: /)]));
   });
 });
 
@@ -418,10 +517,18 @@ describe('documented response schemas', () => {
       const events = responseSchema(route, Number(status), 'text/event-stream') as SseEvents;
       const refs = content['text/event-stream']?.['x-sse-events'] as Record<string, { $ref: string }>;
       expect(Object.keys(sample.events).every((name) => name in events)).toBe(true);
+      const stream = documentValidator(content['text/event-stream']?.schema);
       for (const [name, data] of Object.entries(sample.events)) {
         expect(events[name]?.safeParse(data).error).toBeUndefined();
         expect(documentValidator(refs[name]).safeParse(data).error).toBeUndefined();
+        // The frame as the stream's documented schema states it: the event's name and its data.
+        expect(stream.safeParse({ event: name, data }).error).toBeUndefined();
+        expect(stream.safeParse({ event: name, id: '1', data }).error).toBeUndefined();
+        expect(stream.safeParse({ event: 'no_such_event', data }).success).toBe(false);
       }
+      // Data of one event under the name of another is refused (each event's data has a shape of its own).
+      const [first, second] = Object.entries(sample.events);
+      if (first !== undefined && second !== undefined) expect(stream.safeParse({ event: first[0], data: second[1] }).success).toBe(false);
     } else {
       expect(content['text/event-stream']).toBeUndefined();
     }
