@@ -2,6 +2,11 @@
 -- Webhooks: endpoints a tenant registers to be told when its jobs finish, one-off callback URLs of product
 -- requests, and the deliveries to both with every attempt. Signing secrets are sealed with the customer-tools
 -- keyring (AES-256-GCM, bound to tenant and row) because signing needs the secret itself, not a hash.
+-- Keys may carry the new `webhooks` scope.
+ALTER TABLE api_keys DROP CONSTRAINT api_keys_scopes_check;
+ALTER TABLE api_keys ADD CONSTRAINT api_keys_scopes_check
+  CHECK (scopes <@ ARRAY['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks']::text[]);
+
 CREATE TABLE webhook_endpoints (
   id                         uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
   tenant_id                  uuid        NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
@@ -90,3 +95,7 @@ DROP TABLE webhook_deliveries;
 DROP TABLE webhook_callbacks;
 DROP TABLE webhook_callback_secrets;
 DROP TABLE webhook_endpoints;
+UPDATE api_keys SET scopes = array_remove(scopes, 'webhooks');
+ALTER TABLE api_keys DROP CONSTRAINT api_keys_scopes_check;
+ALTER TABLE api_keys ADD CONSTRAINT api_keys_scopes_check
+  CHECK (scopes <@ ARRAY['news', 'stock-report', 'analysis', 'chat', 'tools']::text[]);

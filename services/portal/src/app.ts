@@ -1,8 +1,9 @@
-// The portal's HTTP app: the customer-tools API (JSON, signed caller required) and the web portal under
+// The portal's HTTP app: the customer-tools and webhooks APIs (JSON, signed caller required) and the web portal under
 // /portal (HTML forms, anonymous through the gateway, its own cookie sessions). createApp never listens.
 import { createServiceApp, identityKey, jsonBody, verifyIdentity, type Lifecycle } from '@fin/http';
 import type express from 'express';
 import { mountCustomerToolsApi } from './api';
+import { mountWebhooksApi } from './webhooks-api';
 import { portalRoutes, type PortalDeps } from './web/routes';
 
 export interface PortalAppDeps extends PortalDeps {
@@ -24,6 +25,7 @@ export function createApp(deps: PortalAppDeps): express.Express {
       app.use('/portal', portalRoutes(deps));
       app.use('/api', verifyIdentity(identityKey(signingSecret, 'portal'), { logger }), ...jsonBody());
       mountCustomerToolsApi(app, deps);
+      mountWebhooksApi(app, deps);
     },
   });
 }

@@ -5,6 +5,7 @@ import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } fro
 import { createPool, type Pool } from '@fin/db';
 import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
+import { createWebhookStore } from '@fin/webhooks';
 import { createApp } from './app';
 import type { PortalConfig } from './config';
 import { createSessions } from './session';
@@ -37,6 +38,11 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     });
   const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });
   const runtime = createCustomerToolsFromConfig(config, { pool, logger });
+  const webhooks = createWebhookStore({
+    pool,
+    keyring: keyringFromConfig(config),
+    addressPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK },
+  });
   const sessions = createSessions({
     secret: config.PORTAL_SESSION_SECRET,
     secureCookies: config.PORTAL_COOKIE_SECURE,
@@ -56,6 +62,7 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
   const app = createApp({
     pool,
     store,
+    webhooks,
     runtime,
     sessions,
     signingSecret: config.INTERNAL_SIGNING_SECRET,

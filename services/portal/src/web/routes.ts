@@ -12,6 +12,7 @@ import { CustomerToolError, listCalls, type CustomerToolRuntime, type ToolStore 
 import type { Pool } from '@fin/db';
 import { checkBodyDigest, identityKey, loggerOf, route, tooManyRequests, verifyIdentity } from '@fin/http';
 import type { Logger } from '@fin/log';
+import type { WebhookStore } from '@fin/webhooks';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { MAX_ACTIVE_KEYS_PER_TENANT, accountOf, createTenantKey, listKeys, revokeTenantKey, signIn, type Account } from '../accounts';
 import { isCrossSite, type Session, type Sessions } from '../session';
@@ -30,6 +31,8 @@ export const CONTENT_SECURITY_POLICY =
 export interface PortalDeps {
   pool: Pool;
   store: ToolStore;
+  /** Webhook endpoints and deliveries (the API and the webhooks pages). */
+  webhooks: WebhookStore;
   runtime: CustomerToolRuntime;
   sessions: Sessions;
   signingSecret: string;

@@ -8,6 +8,7 @@ import { createPool, type Pool } from '@fin/db';
 import { identityKey, signIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import { createWebhookStore } from '@fin/webhooks';
 import type express from 'express';
 import { createApp } from '../../src/app';
 import { createSessions } from '../../src/session';
@@ -56,7 +57,19 @@ export async function startHarness({
   const store = createToolStore({ pool, keyring, maxToolsPerTenant: maxTools });
   const sessions = createSessions({ secret: SESSION_SECRET, secureCookies: true, ttlMs: 3_600_000 });
   const throttle = createPortalThrottle({ pool, limits });
-  const app = createApp({ pool, store, runtime, sessions, signingSecret: SECRET, logger, throttle, clientAddressHops: 1, keyTtlDays: 90 });
+  const webhooks = createWebhookStore({ pool, keyring, addressPolicy: { allowLoopback: true } });
+  const app = createApp({
+    pool,
+    store,
+    webhooks,
+    runtime,
+    sessions,
+    signingSecret: SECRET,
+    logger,
+    throttle,
+    clientAddressHops: 1,
+    keyTtlDays: 90,
+  });
   return {
     app,
     pool,

@@ -1,0 +1,75 @@
+// The webhooks API (/api/webhooks, scope `webhooks`, reached through the gateway). Handlers are short: the
+// contract validates the input, the store does the work, its refusals become 400 / 409, and another tenant's
+// endpoint or delivery is the same 404 as a missing one.
+import { API_ROUTES, type WebhookDeliveryListResponse, type WebhookListResponse } from '@fin/contracts';
+import { badRequest, conflict, forbidden, notFound, route, type Caller } from '@fin/http';
+import { WebhookError, type WebhookStore } from '@fin/webhooks';
+import type express from 'express';
+
+const NOT_FOUND = 'No webhook endpoint with this id.';
+
+function tenantOf(caller: Caller): string {
+  // The gateway checked the scope; checked again so a wiring mistake there cannot open this API to other keys.
+  if (!caller.scopes.includes('webhooks')) throw forbidden('This API key does not have the webhooks scope.');
+  return caller.tenantId;
+}
+
+async function translated<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof WebhookError) throw error.kind === 'conflict' ? conflict(error.detail) : badRequest(error.detail);
+    throw error;
+  }
+}
+
+function found<T>(value: T | null): T {
+  if (value === null) throw notFound(NOT_FOUND);
+  return value;
+}
+
+export function mountWebhooksApi(app: express.Express, { webhooks }: { webhooks: WebhookStore }): void {
+  route(app, API_ROUTES.listWebhooks, async ({ caller }): Promise<WebhookListResponse> => ({
+    webhooks: await webhooks.list(tenantOf(caller)),
+  }));
+
+  route(app, API_ROUTES.rotateCallbackSecret, async ({ caller }) => webhooks.rotateCallbackSecret(tenantOf(caller)));
+
+  route(app, API_ROUTES.createWebhook, async ({ body, caller }, { res }) => {
+    const created = await translated(webhooks.create(tenantOf(caller), body));
+    res.status(201).location(`/api/webhooks/${created.id}`);
+    return created;
+  });
+
+  route(app, API_ROUTES.getWebhook, async ({ params, caller }) => found(await webhooks.get(tenantOf(caller), params.id)));
+
+  route(app, API_ROUTES.updateWebhook, async ({ params, body, caller }) =>
+    found(await translated(webhooks.update(tenantOf(caller), params.id, body))),
+  );
+
+  route(app, API_ROUTES.deleteWebhook, async ({ params, caller }, { res }) => {
+    if (!(await webhooks.delete(tenantOf(caller), params.id))) throw notFound(NOT_FOUND);
+    res.status(204).end();
+    return undefined;
+  });
+
+  route(app, API_ROUTES.rotateWebhookSecret, async ({ params, caller }) => found(await webhooks.rotateSecret(tenantOf(caller), params.id)));
+
+  route(app, API_ROUTES.testWebhook, async ({ params, caller }, { res }) => {
+    const delivery = found(await webhooks.queueTest(tenantOf(caller), params.id));
+    res.status(202);
+    return delivery;
+  });
+
+  route(app, API_ROUTES.listWebhookDeliveries, async ({ params, query, caller }): Promise<WebhookDeliveryListResponse> => ({
+    deliveries: found(await webhooks.deliveries(tenantOf(caller), params.id, query.limit)),
+  }));
+
+  route(app, API_ROUTES.redeliverWebhookDelivery, async ({ params, caller }, { res }) => {
+    const delivery = await webhooks.redeliver(tenantOf(caller), params.id, params.delivery_id);
+    if (delivery === null) throw notFound('No such delivery of this webhook endpoint.');
+    if (delivery === 'in_flight') throw conflict('This delivery is being attempted right now; redeliver it once the attempt has ended.');
+    res.status(202);
+    return delivery;
+  });
+}

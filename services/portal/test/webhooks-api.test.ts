@@ -1,0 +1,196 @@
+// The webhooks API as the gateway reaches it: endpoints, the secret shown once and sealed at rest, 400s naming
+// the field, 404 for another tenant's endpoint, the scope checked again here, test events and redelivery queued
+// for the dispatcher, the callback secret.
+import {
+  ErrorBody,
+  Webhook,
+  WebhookCreated,
+  WebhookDelivery,
+  WebhookDeliveryListResponse,
+  WebhookListResponse,
+  WebhookSecretRotated,
+} from '@fin/contracts';
+import request from 'supertest';
+import { startHarness, type Harness } from './support/harness';
+
+describe('the webhooks API', () => {
+  let h: Harness;
+  let acme: { tenantId: string; keyId: string };
+  let globex: { tenantId: string; keyId: string };
+
+  beforeAll(async () => {
+    h = await startHarness();
+    const a = await h.tenant('acme');
+    const g = await h.tenant('globex');
+    acme = { tenantId: a, keyId: (await h.key(a)).keyId };
+    globex = { tenantId: g, keyId: (await h.key(g)).keyId };
+  });
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  beforeEach(async () => {
+    await h.pool.query('DELETE FROM webhook_endpoints');
+  });
+
+  const call = (
+    method: 'get' | 'post' | 'put' | 'delete',
+    path: string,
+    body?: unknown,
+    caller: { tenantId: string; keyId: string; scopes?: string[] } | null = { ...acme, scopes: ['webhooks'] },
+  ) => {
+    const agent = request(h.app);
+    const req = agent[method](path).set(h.signed(method.toUpperCase(), path, caller, body));
+    return body === undefined ? req : req.send(body as object);
+  };
+
+  it('creates an endpoint with a secret shown once and stored sealed; reads, lists, replaces and deletes it', async () => {
+    const created = await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/fin', description: 'orders' });
+    expect(created.status).toBe(201);
+    const hook = WebhookCreated.parse(created.body);
+    expect(hook).toMatchObject({
+      url: 'https://hooks.example.com/fin',
+      events: ['job.completed', 'job.failed'],
+      enabled: true,
+      description: 'orders',
+    });
+    expect(hook.secret).toMatch(/^whsec_/);
+    expect(created.headers.location).toBe(`/api/webhooks/${hook.id}`);
+    const { rows } = await h.pool.query<{ sealed: Buffer }>('SELECT secret_ciphertext AS sealed FROM webhook_endpoints');
+    expect(rows[0]?.sealed.toString('latin1')).not.toContain(hook.secret.slice(6));
+
+    const read = await call('get', `/api/webhooks/${hook.id}`);
+    expect(read.status).toBe(200);
+    expect(read.body).not.toHaveProperty('secret');
+    const { secret: _secret, ...withoutSecret } = hook;
+    expect(Webhook.parse(read.body)).toEqual(withoutSecret);
+    expect(WebhookListResponse.parse((await call('get', '/api/webhooks/')).body).webhooks.map((w) => w.id)).toEqual([hook.id]);
+    expect(JSON.stringify((await call('get', '/api/webhooks/')).body)).not.toContain(hook.secret);
+
+    const replaced = await call('put', `/api/webhooks/${hook.id}`, {
+      url: 'https://hooks.example.com/v2',
+      events: ['job.failed'],
+      enabled: false,
+    });
+    expect(replaced.status).toBe(200);
+    expect(Webhook.parse(replaced.body)).toMatchObject({
+      url: 'https://hooks.example.com/v2',
+      events: ['job.failed'],
+      enabled: false,
+      description: '',
+    });
+
+    const rotated = await call('post', `/api/webhooks/${hook.id}/rotate-secret`);
+    expect(rotated.status).toBe(200);
+    expect(WebhookSecretRotated.parse(rotated.body).secret).not.toBe(hook.secret);
+
+    expect((await call('delete', `/api/webhooks/${hook.id}`)).status).toBe(204);
+    expect((await call('get', `/api/webhooks/${hook.id}`)).status).toBe(404);
+  });
+
+  it('answers 400 naming the field for a bad URL, event or unknown field, and refuses private IP literals', async () => {
+    const cases: [unknown, string][] = [
+      [{ url: 'http://hooks.example.com/' }, 'url: must be an absolute https:// URL'],
+      [{ url: 'https://user:pw@hooks.example.com/' }, 'url: must not contain a user name or password'],
+      [{ url: 'https://hooks.example.com/', events: ['job.started'] }, 'events[0]: must be job.completed or job.failed, got "job.started"'],
+      [{ url: 'https://hooks.example.com/', events: [] }, 'events: must list at least one event type'],
+      [{ url: 'https://hooks.example.com/', secret: 'mine' }, 'unknown field "secret"'],
+      [{ url: 'https://10.1.2.3/hook' }, 'url: 10.1.2.3 is not a public internet address'],
+      [{ url: 'https://169.254.169.254/latest' }, 'url: 169.254.169.254 is not a public internet address'],
+      [{ url: 'https://[fd00:ec2::254]/' }, 'url: fd00:ec2::254 is not a public internet address'],
+    ];
+    for (const [body, detail] of cases) {
+      const res = await call('post', '/api/webhooks/', body);
+      expect(res.status).toBe(400);
+      expect(ErrorBody.parse(res.body)).toMatchObject({ type: 'validation_error', status_code: 400 });
+      expect((res.body as ErrorBody).detail).toContain(detail);
+    }
+    expect(WebhookListResponse.parse((await call('get', '/api/webhooks/')).body).webhooks).toEqual([]);
+  });
+
+  it("answers another tenant's endpoint exactly like a missing one, on every route", async () => {
+    const hook = WebhookCreated.parse((await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/' })).body);
+    const missing = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
+    const other = { ...globex, scopes: ['webhooks'] };
+    for (const id of [hook.id, missing]) {
+      const answers = await Promise.all([
+        call('get', `/api/webhooks/${id}`, undefined, other),
+        call('put', `/api/webhooks/${id}`, { url: 'https://evil.example.com/' }, other),
+        call('delete', `/api/webhooks/${id}`, undefined, other),
+        call('post', `/api/webhooks/${id}/rotate-secret`, undefined, other),
+        call('post', `/api/webhooks/${id}/test`, undefined, other),
+        call('get', `/api/webhooks/${id}/deliveries`, undefined, other),
+      ]);
+      for (const res of answers)
+        expect(res.body).toEqual({ detail: 'No webhook endpoint with this id.', status_code: 404, type: 'not_found' });
+    }
+    expect(Webhook.parse((await call('get', `/api/webhooks/${hook.id}`)).body).url).toBe('https://hooks.example.com/');
+  });
+
+  it('checks the webhooks scope again behind the gateway', async () => {
+    const res = await call('get', '/api/webhooks/', undefined, { ...acme, scopes: ['tools', 'news'] });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'This API key does not have the webhooks scope.', status_code: 403, type: 'forbidden' });
+    expect((await call('get', '/api/webhooks/', undefined, null)).status).toBe(401);
+  });
+
+  it('queues a test event, lists it with its attempts, and redelivers it', async () => {
+    const hook = WebhookCreated.parse((await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/' })).body);
+    const queued = await call('post', `/api/webhooks/${hook.id}/test`);
+    expect(queued.status).toBe(202);
+    const test = WebhookDelivery.parse(queued.body);
+    expect(test).toMatchObject({ webhook_id: hook.id, event_type: 'webhook.test', status: 'pending', attempt_count: 0, attempts: [] });
+    // As the dispatcher records a failed attempt and gives up:
+    await h.pool.query(
+      `INSERT INTO webhook_attempts (delivery_id, outcome, http_status, duration_ms, error, response_excerpt) VALUES ($1, 'http_error', 500, 12, 'the endpoint answered HTTP 500', $2)`,
+      [test.id, 'x'.repeat(1024)],
+    );
+    await h.pool.query("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, attempt_count = 1 WHERE id = $1", [
+      test.id,
+    ]);
+    const listed = WebhookDeliveryListResponse.parse((await call('get', `/api/webhooks/${hook.id}/deliveries?limit=5`)).body).deliveries;
+    expect(listed).toEqual([
+      expect.objectContaining({
+        id: test.id,
+        status: 'failed',
+        next_attempt_at: null,
+        attempts: [
+          expect.objectContaining({ outcome: 'http_error', http_status: 500, duration_ms: 12, response_excerpt: 'x'.repeat(1024) }),
+        ],
+      }),
+    ]);
+    expect((await call('get', `/api/webhooks/${hook.id}/deliveries?limit=0`)).body).toMatchObject({
+      detail: expect.stringContaining('limit'),
+    });
+
+    const again = await call('post', `/api/webhooks/${hook.id}/deliveries/${test.id}/redeliver`);
+    expect(again.status).toBe(202);
+    expect(WebhookDelivery.parse(again.body)).toMatchObject({ id: test.id, status: 'pending' });
+    // While an attempt holds it, a redelivery would race it.
+    await h.pool.query("UPDATE webhook_deliveries SET lease_owner = 'd1', lease_expires_at = now() + interval '1 minute' WHERE id = $1", [
+      test.id,
+    ]);
+    expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${test.id}/redeliver`)).status).toBe(409);
+    const other = { ...globex, scopes: ['webhooks'] };
+    expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${test.id}/redeliver`, undefined, other)).status).toBe(404);
+  });
+
+  it('makes and rotates the callback secret, shown once each time', async () => {
+    const first = WebhookSecretRotated.parse((await call('post', '/api/webhooks/callback-secret')).body);
+    const second = WebhookSecretRotated.parse((await call('post', '/api/webhooks/callback-secret')).body);
+    expect(second.secret).not.toBe(first.secret);
+    const { rows } = await h.pool.query<{ previous: Buffer | null }>(
+      'SELECT previous_secret_ciphertext AS previous FROM webhook_callback_secrets WHERE tenant_id = $1',
+      [acme.tenantId],
+    );
+    expect(rows[0]?.previous).not.toBeNull();
+  });
+
+  it('caps the endpoints of an account at 20', async () => {
+    for (let i = 0; i < 20; i++) expect((await call('post', '/api/webhooks/', { url: `https://hooks.example.com/${i}` })).status).toBe(201);
+    const over = await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/21' });
+    expect(over.status).toBe(409);
+    expect((over.body as ErrorBody).detail).toContain('20 webhook endpoints');
+  });
+});
