@@ -66,7 +66,7 @@ function failed(row: StatusRow): AppError {
  * default (results from before citations read with `citations: []`). A result the contract would refuse is
  * answered as it was stored: a completed job's result is never turned into an error.
  */
-function currentShape(type: JobType, result: Record<string, unknown>): Record<string, unknown> {
+export function currentShape(type: JobType, result: Record<string, unknown>): Record<string, unknown> {
   const parsed = JobResultByType[type].safeParse(result);
   return parsed.success ? parsed.data : result;
 }

@@ -12,7 +12,7 @@ import { AppError, notFound, serviceUnavailable, tooManyRequests, trackEventStre
 import { readJobStreamState, readJobStreamStates, type JobRef, type JobStreamRow } from '@fin/job-store';
 import type { Logger } from '@fin/log';
 import type { Response } from 'express';
-import { failureOf, JOB_NOT_FOUND_DETAIL, stepOf } from './job-queries';
+import { currentShape, failureOf, JOB_NOT_FOUND_DETAIL, stepOf } from './job-queries';
 
 export interface JobStreamsOptions {
   db: Queryable;
@@ -113,7 +113,9 @@ class Follower {
       const row = state.row;
       if (row === undefined) return;
       if (row.status === 'completed') {
-        this.#write(formatSse('result', { job_id: jobId, status: 'completed', result: row.result ?? {} }, id));
+        // What the result endpoint answers.
+        const result = currentShape(this.ref.jobType, row.result ?? {});
+        this.#write(formatSse('result', { job_id: jobId, status: 'completed', result }, id));
       } else {
         const { type, detail } = failureOf(row);
         this.#write(formatSse('error', { job_id: jobId, detail, status_code: ERROR_STATUS[type], type }, id));

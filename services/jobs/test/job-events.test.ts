@@ -104,7 +104,10 @@ describe('job event stream', () => {
     expect(rest.map((frame) => frame.event)).toEqual(['result']);
     // What the result URL answers.
     expect(JobResultEvent.safeParse(rest[0]!.data).success).toBe(true);
-    expect(rest[0]!.data).toEqual({ job_id: id, status: 'completed', result: NEWS_RESULT });
+    const resultPath = `/api/jobs/news/${id}/result`;
+    const answered = await fetch(`${service.url}${resultPath}`, { headers: signedGet(resultPath, tenantId) });
+    expect(rest[0]!.data).toEqual(await answered.json());
+    expect(rest[0]!.data).toMatchObject({ job_id: id, status: 'completed', result: { news: [{ title: NEWS_RESULT.news[0]!.title }] } });
     const all = [first, running, progress, ...rest];
     expect(ids(all)).toEqual([...ids(all)].sort((a, b) => a - b));
     expect(new Set(ids(all)).size).toBe(all.length);
@@ -168,9 +171,15 @@ describe('job event stream', () => {
 
   it('sends a finished job its final event at once, then ends', async () => {
     const tenantId = await createTenant(pool);
-    const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT, eventSeq: 1002 });
+    // Stored before citations existed.
+    const { citations: _citations, ...item } = NEWS_RESULT.news[0]!;
+    const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: { news: [item] }, eventSeq: 1002 });
     const client = await stream(id, tenantId);
-    expect(await client.rest()).toEqual([{ id: '1002', event: 'result', data: { job_id: id, status: 'completed', result: NEWS_RESULT } }]);
+    const frames = await client.rest();
+    expect(frames.map((frame) => [frame.id, frame.event])).toEqual([['1002', 'result']]);
+    // A result stored before citations existed reads as the result endpoint answers it: with citations: [].
+    expect(JobResultEvent.parse(frames[0]!.data)).toEqual(frames[0]!.data);
+    expect(frames[0]!.data).toMatchObject({ job_id: id, status: 'completed', result: { news: [{ citations: [] }] } });
   });
 
   it('answers 404 alike for an unknown job, another tenant’s job and another job type, and 400 for bad input', async () => {
