@@ -1,0 +1,125 @@
+// The package as npm users get it: built, packed with `pnpm pack` (which applies publishConfig), installed from the
+// tarball into a scratch project outside the workspace, type-checked there with only the DOM library (no Node
+// types, no workspace packages), and loaded with require() and import.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const PACKAGE_DIR = path.join(__dirname, '..');
+const tsc = require.resolve('typescript/bin/tsc');
+
+function run(command: string, args: string[], cwd: string): string {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+describe('the packed package', () => {
+  let scratch: string;
+  let tarball: string;
+
+  beforeAll(() => {
+    scratch = mkdtempSync(path.join(tmpdir(), 'fin-sdk-pack-'));
+    run(process.execPath, [tsc, '-b', 'tsconfig.build.json'], PACKAGE_DIR);
+    run('pnpm', ['pack', '--pack-destination', scratch], PACKAGE_DIR);
+    const name = readdirSync(scratch).find((file) => file.endsWith('.tgz'));
+    if (name === undefined) throw new Error('pnpm pack wrote no tarball');
+    tarball = path.join(scratch, name);
+  }, 120_000);
+
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('holds the compiled code, its declarations, the README and the licence, and no sources or workspace references', () => {
+    const files = run('tar', ['-tzf', tarball], scratch).split('\n').filter(Boolean).sort();
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package/LICENSE',
+        'package/README.md',
+        'package/dist/index.js',
+        'package/dist/index.d.ts',
+        'package/package.json',
+      ]),
+    );
+    expect(files.filter((file) => /\.(ts|map)$/.test(file) && !file.endsWith('.d.ts'))).toEqual([]);
+    expect(
+      files.filter((file) => file.includes('tsbuildinfo') || file.startsWith('package/src/') || file.startsWith('package/test/')),
+    ).toEqual([]);
+
+    run('tar', ['-xzf', tarball, '-C', scratch, 'package/package.json'], scratch);
+    const manifest = JSON.parse(readFileSync(path.join(scratch, 'package/package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest).toMatchObject({ name: '@financial-intelligence/sdk', license: 'MIT', types: './dist/index.d.ts' });
+    expect(manifest.private).toBeUndefined();
+    expect(manifest.dependencies).toBeUndefined();
+    expect(manifest.exports).toEqual({
+      '.': { types: './dist/index.d.ts', default: './dist/index.js' },
+      './package.json': './package.json',
+    });
+  });
+
+  it('installs outside the workspace, type-checks against the DOM library alone, and loads with require and import', () => {
+    const project = path.join(scratch, 'project');
+    run('mkdir', ['-p', project], scratch);
+    writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'scratch', version: '1.0.0', private: true }));
+    run('pnpm', ['add', '--offline', '--ignore-workspace', tarball], project);
+    writeFileSync(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+          types: [],
+          skipLibCheck: false,
+        },
+        files: ['index.ts'],
+      }),
+    );
+    writeFileSync(
+      path.join(project, 'index.ts'),
+      `import { FinancialIntelligence, RateLimitError, JobFailedError, type ChatEvent, type NewsResult } from '@financial-intelligence/sdk';
+
+const client = new FinancialIntelligence({ apiKey: 'fin_example', baseUrl: 'https://api.example.com' });
+
+export async function news(): Promise<NewsResult> {
+  return client.news.create({ symbols: ['AAPL'], n: 3 }, { cacheControl: 'no-cache' }).result();
+}
+
+export async function chat(): Promise<string> {
+  let text = '';
+  for await (const event of client.chat.stream({ message: 'Hello' })) {
+    const typed: ChatEvent = event;
+    if (typed.event === 'token') text += typed.data.content;
+  }
+  return text;
+}
+
+export function describe(error: unknown): string | undefined {
+  if (error instanceof RateLimitError) return error.rateLimit.reset?.toISOString();
+  if (error instanceof JobFailedError) return error.type;
+  return undefined;
+}
+
+// @ts-expect-error n is a number
+void client.news.create({ symbols: ['AAPL'], n: 'five' });
+`,
+    );
+    run(process.execPath, [tsc, '-p', 'tsconfig.json'], project);
+    const check =
+      "const client = new sdk.FinancialIntelligence({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1' }); " +
+      "console.log(typeof client.news.create, typeof client.chat.stream, new sdk.RateLimitError(429, { detail: 'd', status_code: 429, type: 'rate_limit_exceeded' }, new Headers()) instanceof sdk.APIError);";
+    expect(run(process.execPath, ['-e', `const sdk = require('@financial-intelligence/sdk'); ${check}`], project).trim()).toBe(
+      'function function true',
+    );
+    expect(
+      run(
+        process.execPath,
+        ['--input-type=module', '-e', `import * as named from '@financial-intelligence/sdk'; const sdk = named; ${check}`],
+        project,
+      ).trim(),
+    ).toBe('function function true');
+  }, 120_000);
+});
