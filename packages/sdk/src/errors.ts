@@ -148,7 +148,7 @@ function headerNumber(headers: Headers, name: string): number | undefined {
 }
 
 /** Reads the X-RateLimit-* and Retry-After headers. */
-export function rateLimitInfo(headers: Headers): RateLimitInfo {
+function rateLimitInfo(headers: Headers): RateLimitInfo {
   const reset = headerNumber(headers, 'x-ratelimit-reset');
   return {
     limit: headerNumber(headers, 'x-ratelimit-limit'),
