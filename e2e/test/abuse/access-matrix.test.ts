@@ -131,6 +131,7 @@ describe('the access matrix of every id-bearing route', () => {
       'chatStream',
       'deleteCustomerTool',
       'getCustomerTool',
+      'getJobEvents',
       'getJobResult',
       'getJobStatus',
       'listCustomerToolCalls',
