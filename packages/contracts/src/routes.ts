@@ -559,7 +559,8 @@ export const API_ROUTES = keyedById({
     path: '/docs',
     tag: 'Documentation',
     summary: 'API reference page',
-    description: 'This document as a self-contained HTML page. No API key needed.',
+    description:
+      'This document as an interactive API reference: every route, its parameters, bodies, responses and event streams, with a client that sends a request to this gateway with the API key you enter (kept in the page only, never stored). No API key needed to open it.',
     scope: null,
     limit: null,
     responses: {
