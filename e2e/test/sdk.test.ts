@@ -106,6 +106,37 @@ describe('the SDK against the whole system', () => {
       await expect(client.customerTools.get(created.id)).rejects.toBeInstanceOf(NotFoundError);
     });
 
+    it('webhooks: create (its secret shown once), get, update, list, rotate the secret, deliveries and delete', async () => {
+      const created = await client.webhooks.create({
+        url: 'https://hooks.example.com/fin',
+        events: ['job.completed'],
+        description: 'orders',
+      });
+      expect(created).toMatchObject({
+        url: 'https://hooks.example.com/fin',
+        events: ['job.completed'],
+        enabled: true,
+        secret: expect.any(String),
+      });
+      const fetched = await client.webhooks.get(created.id);
+      expect(fetched).toMatchObject({ id: created.id, description: 'orders' });
+      expect(fetched).not.toHaveProperty('secret');
+      const updated = await client.webhooks.update(created.id, {
+        url: 'https://hooks.example.com/fin2',
+        events: ['job.completed', 'job.failed'],
+      });
+      expect(updated).toMatchObject({ url: 'https://hooks.example.com/fin2', events: ['job.completed', 'job.failed'] });
+      expect((await client.webhooks.list()).webhooks.map((webhook) => webhook.id)).toContain(created.id);
+      const rotated = await client.webhooks.rotateSecret(created.id);
+      expect(rotated.secret).not.toBe(created.secret);
+      await expect(client.webhooks.deliveries(created.id)).resolves.toEqual({ deliveries: [] });
+      await client.webhooks.delete(created.id);
+      await expect(client.webhooks.get(created.id)).rejects.toBeInstanceOf(NotFoundError);
+      const invalid = await client.webhooks.create({ url: 'http://hooks.example.com/plain' }).catch((error: unknown) => error);
+      expect(invalid).toBeInstanceOf(ValidationError);
+      expect((invalid as ValidationError).detail).toContain('url');
+    });
+
     it('throws the typed errors of real answers: 401, 403, 404 and 400 with their bodies and request ids', async () => {
       const stranger = new FinancialIntelligence({ apiKey: 'fin_not_a_key', baseUrl: system.gatewayUrl });
       const unauthorized = await stranger.customerTools.list().catch((error: unknown) => error);
