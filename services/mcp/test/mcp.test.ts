@@ -1,0 +1,298 @@
+// The MCP service with the MCP SDK's own client. Requests reach it signed as the gateway signs them (the caller's
+// tenant, key and scopes, and the caller's key in X-API-Key); the API its tools call is a stand-in at the wire,
+// recording what it receives, since the real one (through the gateway) is the e2e suite's (e2e/test/mcp.test.ts).
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ErrorBody } from '@fin/contracts';
+import { identityKey, listen, signIdentity, type Caller } from '@fin/http';
+import { createLogger } from '@fin/log';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import express from 'express';
+import { startMcpService, type McpService } from '../src/service';
+
+const SECRET = 'mcp-test-secret-0123456789abcdef0123';
+const logger = createLogger({ service: 'mcp-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+const JOB = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
+const SLOW_JOB = '9b2f3c1e-4d5a-4e6f-8a7b-0c1d2e3f4a5b';
+const CONVERSATION = '0c1d2e3f-4a5b-4e6f-8a7b-9b2f3c1e4d5a';
+const NEWS_RESULT = {
+  news: [{ title: 'Apple beats', content: 'Revenue up.', sources: [], further_reading: [], citations: [], relevance_score: 0.9 }],
+};
+
+interface Received {
+  method: string;
+  path: string;
+  apiKey: string | undefined;
+  body: unknown;
+}
+
+/** The API as the tools see it: each product answering as the gateway would, and a record of every request. */
+async function startApi(): Promise<{ url: string; received: Received[]; server: Server }> {
+  const received: Received[] = [];
+  const app = express();
+  app.use(express.json());
+  app.use((req, _res, next) => {
+    received.push({ method: req.method, path: req.path, apiKey: req.header('x-api-key'), body: req.body as unknown });
+    next();
+  });
+  const pending = (jobId: string) => ({
+    job_id: jobId,
+    status: 'pending',
+    from_cache: false,
+    status_url: `/api/jobs/news/${jobId}/status`,
+    result_url: `/api/jobs/news/${jobId}/result`,
+  });
+  let polls = 0;
+  app.post('/api/products/news', (req, res) => {
+    const { symbols } = req.body as { symbols: string[] };
+    res.status(202).json(pending(symbols.includes('SLOW') ? SLOW_JOB : JOB));
+  });
+  app.get('/api/jobs/news/:id/status', (req, res) => {
+    polls += 1;
+    const done = req.params.id === JOB && polls > 1;
+    res.json({
+      job_id: req.params.id,
+      status: done ? 'completed' : 'running',
+      progress: done ? 100 : 40,
+      currently_working_on: 'Reading news',
+    });
+  });
+  app.get('/api/jobs/news/:id/result', (req, res) => {
+    res.json({ job_id: req.params.id, status: 'completed', result: NEWS_RESULT });
+  });
+  app.post('/api/products/stock-report', (_req, res) => {
+    res
+      .status(429)
+      .set({ 'Retry-After': '37', 'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 37) })
+      .json({
+        detail: 'Rate limit exceeded: this account may make 20 stock-report requests per minute.',
+        status_code: 429,
+        type: 'rate_limit_exceeded',
+      });
+  });
+  app.post('/api/chat', (req, res) => {
+    const {
+      message,
+      conversation_id: conversationId,
+      stream,
+    } = req.body as { message: string; conversation_id: string | null; stream: boolean };
+    res.json({
+      conversation_id: conversationId ?? CONVERSATION,
+      message_id: randomUUID(),
+      response: `You said: ${message} (stream ${String(stream)})`,
+    });
+  });
+  const server = await listen(app, 0, '127.0.0.1');
+  return { url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`, received, server };
+}
+
+const caller = (...scopes: string[]): Caller => ({
+  tenantId: '6f1c2b8e-0d3a-4e5f-9a7b-1c2d3e4f5a6b',
+  keyId: `key-${scopes.join('-')}`,
+  scopes,
+});
+
+/** fetch as the gateway forwards: the caller's key, and the identity signed for the MCP service over the body sent. */
+function gatewayFetch(who: Caller, apiKey: string, signed = true) {
+  const key = identityKey(SECRET, 'mcp');
+  return (input: string | URL, init: RequestInit = {}): Promise<Response> => {
+    const url = new URL(input);
+    const headers = new Headers(init.headers);
+    headers.set('x-api-key', apiKey);
+    if (signed) {
+      const body = typeof init.body === 'string' ? init.body : undefined;
+      const method = init.method ?? 'GET';
+      for (const [name, value] of Object.entries(
+        signIdentity({ requestId: randomUUID(), caller: who }, key, { method, path: url.pathname, body }),
+      ))
+        headers.set(name, value);
+    }
+    return fetch(url, { ...init, headers });
+  };
+}
+
+describe('the MCP service', () => {
+  let api: Awaited<ReturnType<typeof startApi>>;
+  let service: McpService;
+  const clients: Client[] = [];
+
+  beforeAll(async () => {
+    api = await startApi();
+    service = await startMcpService({
+      config: {
+        PORT: 0,
+        HOST: '127.0.0.1',
+        INTERNAL_SIGNING_SECRET: SECRET,
+        MCP_API_URL: api.url,
+        MCP_JOB_WAIT_MS: 1_500,
+        MCP_POLL_INTERVAL_MS: 50,
+      },
+      logger,
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    await new Promise((resolve) => service.server.close(resolve));
+    await new Promise((resolve) => api.server.close(resolve));
+  });
+
+  async function connect(who: Caller, apiKey = `fin_key_of_${who.keyId}`): Promise<Client> {
+    const client = new Client({ name: 'mcp-service-test', version: '1.0.0' });
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), { fetch: gatewayFetch(who, apiKey) }));
+    clients.push(client);
+    return client;
+  }
+
+  const text = (result: CallToolResult) => (result.content[0]?.type === 'text' ? result.content[0].text : '');
+
+  it('initializes statelessly (no session id) and names itself', async () => {
+    const client = await connect(caller('news'));
+    expect(client.getServerVersion()).toEqual({ name: 'financial-intelligence', version: '1.0.0' });
+    expect(client.getServerCapabilities()?.tools).toBeDefined();
+    expect(client.getInstructions()).toContain('job_status');
+  });
+
+  it.each([
+    [['news'], ['job_status', 'news']],
+    [['chat'], ['chat']],
+    [
+      ['stock-report', 'analysis'],
+      ['analysis', 'job_status', 'stock_report'],
+    ],
+    [
+      ['news', 'stock-report', 'analysis', 'chat', 'tools'],
+      ['analysis', 'chat', 'job_status', 'news', 'stock_report'],
+    ],
+    [['tools'], []],
+  ])('a key with %j lists %j', async (scopes, tools) => {
+    const client = await connect(caller(...scopes));
+    const listed = await client.listTools();
+    expect(listed.tools.map((tool) => tool.name).sort()).toEqual(tools);
+  });
+
+  it("takes its input schemas from the contract (less callback_url and chat's stream)", async () => {
+    const { tools } = await (await connect(caller('news', 'chat'))).listTools();
+    const news = tools.find((tool) => tool.name === 'news');
+    expect(news?.inputSchema.required).toEqual(['symbols']);
+    expect(Object.keys(news?.inputSchema.properties ?? {}).sort()).toEqual(['data', 'language', 'n', 'symbols']);
+    const chat = tools.find((tool) => tool.name === 'chat');
+    expect(Object.keys(chat?.inputSchema.properties ?? {}).sort()).toEqual(['conversation_id', 'message']);
+  });
+
+  it("refuses a tool outside the key's scopes with a tool error naming the scope, and calls nothing", async () => {
+    const client = await connect(caller('chat'));
+    const before = api.received.length;
+    const result = (await client.callTool({ name: 'news', arguments: { symbols: ['AAPL'] } })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe('This API key does not have the news scope, which the news tool needs. (HTTP 403 forbidden)');
+    expect(ErrorBody.parse((result.structuredContent as { error: unknown }).error).type).toBe('forbidden');
+    expect(api.received.length).toBe(before);
+  });
+
+  it("calls the API with the caller's own key, follows the job and reports its progress", async () => {
+    const client = await connect(caller('news'), 'fin_the_callers_key');
+    const before = api.received.length;
+    const progress: number[] = [];
+    const result = (await client.callTool({ name: 'news', arguments: { symbols: ['AAPL'], n: 3 } }, undefined, {
+      onprogress: (update) => progress.push(update.progress),
+    })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ job_id: JOB, status: 'completed', result: NEWS_RESULT });
+    expect(JSON.parse(text(result))).toEqual(result.structuredContent);
+    expect(progress).toEqual([40, 100]);
+    // However the SDK follows the job (event stream or polling), every request is the caller's own.
+    const calls = api.received.slice(before);
+    expect(calls.every((request) => request.apiKey === 'fin_the_callers_key')).toBe(true);
+    expect(calls.map((request) => `${request.method} ${request.path}`)).toEqual(
+      expect.arrayContaining(['POST /api/products/news', `GET /api/jobs/news/${JOB}/result`]),
+    );
+    expect(calls[0]?.body).toEqual({ symbols: ['AAPL'], n: 3, language: 'en' });
+  });
+
+  it('answers a job that outlasts the wait with its id and status URL, and job_status reads it later', async () => {
+    const client = await connect(caller('news'));
+    const started = Date.now();
+    const result = (await client.callTool({ name: 'news', arguments: { symbols: ['SLOW'] } })) as CallToolResult;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    expect(result.structuredContent).toMatchObject({
+      job_id: SLOW_JOB,
+      job_type: 'news',
+      status: 'pending',
+      status_url: `/api/jobs/news/${SLOW_JOB}/status`,
+    });
+    const status = (await client.callTool({ name: 'job_status', arguments: { job_type: 'news', job_id: SLOW_JOB } })) as CallToolResult;
+    expect(status.structuredContent).toEqual({
+      job_type: 'news',
+      job_id: SLOW_JOB,
+      status: 'running',
+      progress: 40,
+      currently_working_on: 'Reading news',
+    });
+  });
+
+  it("passes the API's 429 on as a tool error saying when to retry, without waiting for the window", async () => {
+    const client = await connect(caller('stock-report'));
+    const started = Date.now();
+    const result = (await client.callTool({ name: 'stock_report', arguments: { symbols: ['AAPL'] } })) as CallToolResult;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe(
+      'Rate limit exceeded: this account may make 20 stock-report requests per minute. (HTTP 429 rate_limit_exceeded) Retry in 37 s.',
+    );
+  });
+
+  it('checks tool input with the contract schema before calling the API', async () => {
+    const client = await connect(caller('news'));
+    const before = api.received.length;
+    const result = (await client.callTool({ name: 'news', arguments: { symbols: [] } })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toContain('symbols');
+    expect(api.received.length).toBe(before);
+  });
+
+  it('chats, and continues the conversation it returned', async () => {
+    const client = await connect(caller('chat'));
+    const first = (await client.callTool({ name: 'chat', arguments: { message: 'Hello' } })) as CallToolResult;
+    expect(first.structuredContent).toMatchObject({ conversation_id: CONVERSATION, reply: 'You said: Hello (stream false)' });
+    const next = (await client.callTool({
+      name: 'chat',
+      arguments: { message: 'And then?', conversation_id: CONVERSATION },
+    })) as CallToolResult;
+    expect(next.structuredContent).toMatchObject({ conversation_id: CONVERSATION, reply: 'You said: And then? (stream false)' });
+    expect(api.received.at(-1)?.body).toEqual({ message: 'And then?', conversation_id: CONVERSATION, stream: false });
+  });
+
+  it('refuses a request the gateway did not sign (401) and answers GET with 405', async () => {
+    const unsigned = await gatewayFetch(
+      caller('news'),
+      'fin_x',
+      false,
+    )(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(unsigned.status).toBe(401);
+    const get = await gatewayFetch(caller('news'), 'fin_x')(`${service.url}/mcp`, { headers: { accept: 'text/event-stream' } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(ErrorBody.parse(await get.json()).type).toBe('method_not_allowed');
+  });
+
+  it("refuses a body that is not a JSON-RPC message with the spec's 400", async () => {
+    const res = await gatewayFetch(caller('news'), 'fin_x')(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '1.0', method: 7 }),
+    });
+    expect(res.status).toBe(400);
+    const body = ErrorBody.parse(await res.json());
+    expect(body.detail).toContain('jsonrpc');
+    expect(body.detail).toContain('method');
+  });
+});
