@@ -24,6 +24,7 @@ export {
   type RunOutcome,
 } from './worker';
 export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
+export { checkCallbackUrl, leaveCallback } from './callbacks';
 export { createCachedProductApp, type CachedProduct, type ProductAppDeps } from './product-api';
 export {
   classifyFailure,

@@ -15,10 +15,13 @@ import {
   type ServiceApp,
 } from '@fin/http';
 import type { Logger } from '@fin/log';
+import type { AddressPolicy } from '@fin/customer-tools';
 import { cacheKeysFor, submitJob, type CachedOutcome, type CacheKeyParts, type CacheKeys, type SubmitOutcome } from '@fin/job-store';
+import { checkCallbackUrl, leaveCallback } from './callbacks';
 /** The contract entries of the cached products: each names its path, request schema and headers. */
 type ProductRoute = typeof API_ROUTES.createNews | typeof API_ROUTES.createStockReport;
-type RequestOf<R extends ProductRoute> = RouteInput<R>['body'];
+/** What a job runs: the request without its callback_url (which belongs to the request, not the job). */
+type RequestOf<R extends ProductRoute> = Omit<RouteInput<R>['body'], 'callback_url'>;
 
 /** `Cache-Control: no-cache` (or no-store) asks for a fresh run instead of a cached result. */
 function bypassesCache(cacheControl: string | undefined): boolean {
@@ -45,6 +48,8 @@ export interface ProductAppDeps {
   lifecycle?: Lifecycle;
   /** Attempts per job: a dead worker or a temporary model error uses one. */
   maxAttempts?: number;
+  /** Which callback_url hosts are refused at once (tests allow loopback, as CUSTOMER_TOOLS_ALLOW_LOOPBACK does). */
+  callbackPolicy?: AddressPolicy;
 }
 
 /** A product whose results are cached for 7 days and computed by a job on a miss. */
@@ -108,7 +113,7 @@ function productCacheKeys<R extends ProductRoute>(product: CachedProduct<R>, ten
  * forces a fresh run. Tenant identity comes from the gateway's signed headers.
  */
 export function createCachedProductApp<R extends ProductRoute>(product: CachedProduct<R>, deps: ProductAppDeps): ServiceApp {
-  const { pool, logger, signingSecret, lifecycle, maxAttempts = 3 } = deps;
+  const { pool, logger, signingSecret, lifecycle, maxAttempts = 3, callbackPolicy } = deps;
   const { jobType } = product;
   const response = product.route.responses['200'].json;
   const cachedResponse = cachedResponder(response);
@@ -125,12 +130,15 @@ export function createCachedProductApp<R extends ProductRoute>(product: CachedPr
       route(app, product.route, async ({ body, headers, caller }, { res }) => {
         const { tenantId } = caller;
         const bypass = bypassesCache(headers['Cache-Control']);
+        // The callback belongs to this request, not to the job (which identical requests may share).
+        const { callback_url: callbackUrl, ...request } = body;
+        await checkCallbackUrl(pool, tenantId, callbackUrl, callbackPolicy);
         const outcome = await submitJob(pool, {
           tenantId,
           jobType,
           // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
-          request: { ...body },
-          cacheKeys: productCacheKeys(product, tenantId, body),
+          request: { ...request },
+          cacheKeys: productCacheKeys(product, tenantId, request),
           bypassCache: bypass,
           idempotencyKey: headers['Idempotency-Key'],
           maxAttempts,
@@ -140,6 +148,7 @@ export function createCachedProductApp<R extends ProductRoute>(product: CachedPr
           res.type('application/json').send(cachedResponse(outcome));
           return undefined;
         }
+        await leaveCallback(pool, tenantId, outcome.jobId, callbackUrl);
         const result = outcome.kind === 'replayed' ? outcome.result : undefined;
         if (result) return response.parse({ job_id: outcome.jobId, status: 'completed', from_cache: false, ...result });
         const urls = jobUrls(jobType, outcome.jobId);

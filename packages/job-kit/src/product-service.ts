@@ -40,6 +40,8 @@ export type ProductServiceConfig = KafkaConfig & {
   DATABASE_POOL_MAX: number;
   DATABASE_DIRECT_URL?: string | undefined;
   INTERNAL_SIGNING_SECRET: string;
+  /** Tests only: callback_url may name a loopback address (customer-tools' variable, read by every product). */
+  CUSTOMER_TOOLS_ALLOW_LOOPBACK?: boolean;
 };
 
 export interface ProductService {
@@ -118,7 +120,14 @@ export async function startProductService<Engine extends Closable>(options: Prod
   const app =
     role === 'worker'
       ? undefined
-      : options.createApp({ pool, logger, signingSecret: config.INTERNAL_SIGNING_SECRET, lifecycle, maxAttempts: settings.maxAttempts });
+      : options.createApp({
+          pool,
+          logger,
+          signingSecret: config.INTERNAL_SIGNING_SECRET,
+          lifecycle,
+          maxAttempts: settings.maxAttempts,
+          callbackPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK ?? false },
+        });
   const { server } = await listenOrClose(app, {
     port: config.PORT,
     host: config.HOST,

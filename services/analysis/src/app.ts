@@ -2,7 +2,8 @@ import type { AiEngine } from '@fin/ai';
 import { API_ROUTES, AnalysisResponse, AnalysisResult, analysisText, jobUrls, type AnalysisRequest } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import { AppError, createServiceApp, identityKey, route, serviceUnavailable, toAppError, verifyIdentity, type Lifecycle } from '@fin/http';
-import { createInlineRunner, submitJob } from '@fin/job-kit';
+import { checkCallbackUrl, createInlineRunner, leaveCallback, submitJob } from '@fin/job-kit';
+import type { AddressPolicy } from '@fin/customer-tools';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import { openEventStream, type AnalysisEventStream } from './event-stream';
@@ -34,12 +35,16 @@ export interface AnalysisAppDeps {
   openRequests: OpenRequests;
   lifecycle: Lifecycle;
   settings: AnalysisSettings;
+  /** Which callback_url hosts are refused at once (tests allow loopback, as CUSTOMER_TOOLS_ALLOW_LOOPBACK does). */
+  callbackPolicy?: AddressPolicy;
 }
 
 type Request = AnalysisRequest;
 interface Caller {
   tenantId: string;
   idempotencyKey: string | undefined;
+  /** The request's callback_url: left on the job the answer names (not a part of the job). */
+  callbackUrl: string | undefined;
 }
 
 /** The job's failure as an error answer (the job's error type and its reason), pointing at the job. */
@@ -68,7 +73,7 @@ function abortWhenClientLeaves(res: express.Response, controller: AbortControlle
  * Tenant identity comes from the gateway's signed headers.
  */
 export function createApp(deps: AnalysisAppDeps): express.Express {
-  const { pool, logger, signingSecret, engine, watcher, openRequests, lifecycle, settings } = deps;
+  const { pool, logger, signingSecret, engine, watcher, openRequests, lifecycle, settings, callbackPolicy } = deps;
   const runner = createInlineRunner({
     pool,
     logger,
@@ -79,7 +84,14 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
   });
 
   async function answerWhenDone(request: Request, caller: Caller, res: express.Response): Promise<AnalysisResponse> {
-    const outcome = await submitJob(pool, { ...caller, jobType: 'analysis', request: { ...request }, maxAttempts: settings.maxAttempts });
+    const outcome = await submitJob(pool, {
+      tenantId: caller.tenantId,
+      idempotencyKey: caller.idempotencyKey,
+      jobType: 'analysis',
+      request: { ...request },
+      maxAttempts: settings.maxAttempts,
+    });
+    await leaveCallback(pool, caller.tenantId, outcome.jobId, caller.callbackUrl);
     const urls = jobUrls('analysis', outcome.jobId);
     let finished: FinishedJob | undefined =
       outcome.kind === 'replayed' && outcome.result ? { status: 'completed', result: outcome.result } : undefined;
@@ -141,6 +153,8 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
           throw new Error('The analysis stream ended without a result.');
         },
       );
+      // Once the job is known: a job that already ended has its callback queued at once.
+      await leaveCallback(pool, caller.tenantId, outcome.jobId, caller.callbackUrl);
       if (outcome.kind === 'replayed') {
         await replay(outcome.jobId, open(outcome.jobId), stop);
       } else if (outcome.kind === 'failed') {
@@ -177,9 +191,11 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
       // Before the route's own validation: a request the gateway did not sign learns nothing, not even a 400.
       app.use('/api/analysis', verifyIdentity(identityKey(signingSecret, 'analysis'), { logger }));
       route(app, API_ROUTES.createAnalysis, async ({ body, headers, caller }, { res, logger: requestLogger }) => {
-        const submitter = { tenantId: caller.tenantId, idempotencyKey: headers['Idempotency-Key'] };
-        if (!body.output_format.stream) return answerWhenDone(body, submitter, res);
-        await stream(body, submitter, res, requestLogger ?? logger);
+        const { callback_url: callbackUrl, ...request } = body;
+        await checkCallbackUrl(pool, caller.tenantId, callbackUrl, callbackPolicy);
+        const submitter = { tenantId: caller.tenantId, idempotencyKey: headers['Idempotency-Key'], callbackUrl };
+        if (!request.output_format.stream) return answerWhenDone(request, submitter, res);
+        await stream(request, submitter, res, requestLogger ?? logger);
         return undefined;
       });
     },

@@ -90,6 +90,7 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
       watcher,
       openRequests,
       lifecycle,
+      callbackPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK },
       settings: {
         inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
         timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,

@@ -2,6 +2,7 @@ import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { databasePoolConfigShape } from '@fin/db';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
+import { webhooksConfigShape } from '@fin/webhooks';
 import { z } from 'zod';
 
 /** The job-status service's environment. See docs/jobs.md#configuration. */
@@ -31,6 +32,8 @@ export const jobsConfigShape = {
   JOB_EVENTS_MAX_STREAMS: int(1, 1_000_000).default(10_000),
   /** Job event streams open at once per account in one process; beyond, 429. */
   JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT: int(1, 100_000).default(100),
+  /** Webhook delivery: the key that opens signing secrets, time limit and retry schedule (docs/products.md#webhooks). */
+  ...webhooksConfigShape,
   /** On SIGTERM: time between failing readiness and refusing connections, for endpoints to update. */
   SHUTDOWN_UNREADY_DELAY_MS: int(0, 60_000).default(0),
   /** On SIGTERM: how long open requests may take to finish before they are cut. */

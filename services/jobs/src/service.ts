@@ -15,6 +15,7 @@ import {
 } from '@fin/events';
 import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
+import type { WebhooksConfig } from '@fin/webhooks';
 import { createApp } from './app';
 import type { JobsConfig } from './config';
 import { startJobEventBroadcast, startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
@@ -22,13 +23,15 @@ import { createJobGauges } from './job-gauges';
 import { createJobQueries } from './job-queries';
 import { createJobStreams } from './job-streams';
 import { createLeaseReaper } from './reaper';
+import { startWebhooks } from './webhooks';
 
 /** What the service reads of its config when it is handed its bus and pool. */
 type JobsServiceSettings = Pick<
   JobsConfig,
   'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'
 > &
-  Partial<Pick<JobsConfig, 'JOB_EVENTS_KEEP_ALIVE_MS' | 'JOB_EVENTS_MAX_STREAMS' | 'JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT'>>;
+  Partial<Pick<JobsConfig, 'JOB_EVENTS_KEEP_ALIVE_MS' | 'JOB_EVENTS_MAX_STREAMS' | 'JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT'>> &
+  Partial<WebhooksConfig>;
 
 interface JobsServiceCommonOptions {
   logger: Logger;
@@ -125,6 +128,7 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
     ...(onJobEvent === undefined ? {} : { onEvent: onJobEvent }),
   });
   closers.push({ name: 'job event observer', close: () => consumer.stop() });
+  closers.push(...(await startWebhooks({ config, bus, pool, logger, ...(eventsTopic === undefined ? {} : { topic: eventsTopic }) })));
 
   // Every consumer group's lag, read from the broker: reported here, by a service that is always up, rather than
   // by the consumers, which cannot report their own stall (docs/observability.md#consumer-lag).

@@ -133,7 +133,14 @@ describe('startJobsService', () => {
     expect(exits).toEqual([0]);
     expect(service.lifecycle.shuttingDown).toBe(true);
     expect(service.server.listening).toBe(false);
-    expect(closed).toEqual(['job event streams subscription', 'job event observer', 'lease reaper', 'job gauges', 'outbox relay']);
+    expect(closed).toEqual([
+      'job event streams subscription',
+      'job event observer',
+      'webhook consumer',
+      'lease reaper',
+      'job gauges',
+      'outbox relay',
+    ]);
   });
 });
 

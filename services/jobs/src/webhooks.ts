@@ -1,0 +1,66 @@
+// Webhooks run in the jobs service: a process that is always up and already reads jobs.events. The consumer
+// (group `webhooks`, its own offsets) queues deliveries in Postgres; the dispatcher sends them. Both are shared by
+// every replica: the deliveries are unique per target and event, and claimed with SKIP LOCKED under a lease.
+import { parseConfig } from '@fin/config';
+import type { Pool } from '@fin/db';
+import type { EventBus } from '@fin/events';
+import type { Closer } from '@fin/http';
+import type { Logger } from '@fin/log';
+import {
+  createWebhookDispatcher,
+  startWebhookConsumer,
+  webhookSenderFromConfig,
+  webhooksConfigShape,
+  type WebhooksConfig,
+} from '@fin/webhooks';
+import type { JobEventsTopic } from './consumer';
+
+/** Starts the webhook consumer and, when the key that opens signing secrets is configured, the dispatcher. */
+export async function startWebhooks({
+  config,
+  bus,
+  pool,
+  logger,
+  topic,
+}: {
+  config: Partial<WebhooksConfig>;
+  bus: Pick<EventBus, 'subscribe'>;
+  pool: Pool;
+  logger: Logger;
+  topic?: JobEventsTopic;
+}): Promise<Closer[]> {
+  // A config without the webhook variables (a test handing in its settings) takes their defaults.
+  const settings: WebhooksConfig = { ...parseConfig(webhooksConfigShape, {}), ...definedOnly(config) };
+  const closers: Closer[] = [];
+  const sender = webhookSenderFromConfig(settings, logger);
+  const dispatcher =
+    sender === null
+      ? undefined
+      : createWebhookDispatcher({
+          pool,
+          logger,
+          ...sender,
+          intervalMs: settings.WEBHOOK_DISPATCH_INTERVAL_MS,
+          timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+          retry: { baseMs: settings.WEBHOOK_RETRY_BASE_MS, maxMs: settings.WEBHOOK_RETRY_MAX_DELAY_MS },
+        });
+  const consumer = await startWebhookConsumer({
+    bus,
+    pool,
+    logger,
+    retryWindowMs: settings.WEBHOOK_RETRY_WINDOW_MS,
+    ...(topic === undefined ? {} : { topic }),
+    ...(dispatcher === undefined ? {} : { onQueued: () => dispatcher.wake() }),
+  });
+  closers.push({ name: 'webhook consumer', close: () => consumer.stop() });
+  if (dispatcher !== undefined && sender !== null) {
+    dispatcher.start();
+    closers.push({ name: 'webhook dispatcher', close: () => dispatcher.stop() });
+    closers.push({ name: 'webhook connections', close: () => sender.executor.close() });
+  }
+  return closers;
+}
+
+function definedOnly<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
