@@ -38,10 +38,12 @@ describe('the packed package', () => {
         'package/README.md',
         'package/dist/index.js',
         'package/dist/index.d.ts',
+        'package/dist/index.mjs',
+        'package/dist/index.d.mts',
         'package/package.json',
       ]),
     );
-    expect(files.filter((file) => /\.(ts|map)$/.test(file) && !file.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((file) => /\.(m?ts|map)$/.test(file) && !/\.d\.m?ts$/.test(file))).toEqual([]);
     expect(
       files.filter((file) => file.includes('tsbuildinfo') || file.startsWith('package/src/') || file.startsWith('package/test/')),
     ).toEqual([]);
@@ -52,7 +54,10 @@ describe('the packed package', () => {
     expect(manifest.private).toBeUndefined();
     expect(manifest.dependencies).toBeUndefined();
     expect(manifest.exports).toEqual({
-      '.': { types: './dist/index.d.ts', default: './dist/index.js' },
+      '.': {
+        import: { types: './dist/index.d.mts', default: './dist/index.mjs' },
+        require: { types: './dist/index.d.ts', default: './dist/index.js' },
+      },
       './package.json': './package.json',
     });
   });
@@ -75,7 +80,7 @@ describe('the packed package', () => {
           types: [],
           skipLibCheck: false,
         },
-        files: ['index.ts'],
+        files: ['index.ts', 'esm.mts'],
       }),
     );
     writeFileSync(
@@ -107,6 +112,16 @@ export function describe(error: unknown): string | undefined {
 void client.news.create({ symbols: ['AAPL'], n: 'five' });
 `,
     );
+    // The ES module entry's declarations, as an ES module sees them.
+    writeFileSync(
+      path.join(project, 'esm.mts'),
+      `import { FinancialIntelligence, APIError, type StockReportResult } from '@financial-intelligence/sdk';
+
+const client = new FinancialIntelligence({ apiKey: 'fin_example', baseUrl: 'https://api.example.com' });
+export const report: Promise<StockReportResult> = client.stockReport.create({ symbols: ['AAPL', 'MSFT'] }).result();
+export const isApiError = (error: unknown): boolean => error instanceof APIError;
+`,
+    );
     run(process.execPath, [tsc, '-p', 'tsconfig.json'], project);
     const check =
       "const client = new sdk.FinancialIntelligence({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1' }); " +
@@ -121,5 +136,11 @@ void client.news.create({ symbols: ['AAPL'], n: 'five' });
         project,
       ).trim(),
     ).toBe('function function true');
+    // import gets the ES module entry, whose classes are the CommonJS build's own: one copy either way.
+    const sameClasses =
+      "import { createRequire } from 'node:module'; import { APIError } from '@financial-intelligence/sdk'; " +
+      "const required = createRequire(process.cwd() + '/')('@financial-intelligence/sdk'); " +
+      "console.log(import.meta.resolve('@financial-intelligence/sdk').endsWith('/dist/index.mjs'), APIError === required.APIError);";
+    expect(run(process.execPath, ['--input-type=module', '-e', sameClasses], project).trim()).toBe('true true');
   }, 120_000);
 });
