@@ -165,7 +165,7 @@ export interface paths {
         };
         /**
          * Job event stream
-         * @description The job's state as an SSE stream, instead of polling: first a `status` event with the current state, then `status` on every change of status and `progress` on every change of progress or current step, and finally `result` (the result URL's answer) when the job completes or `error` (the job's error) when it fails, after which the stream ends. A job already finished gets its final event at once. Every event carries an `id:` that increases within the job; a client that reconnects with Last-Event-ID gets only newer events (204 when it already has the final one). A `: keep-alive` comment keeps a quiet stream open. The API key needs the scope of the job's product ({job_type}); another tenant's job is reported as not found. Each connect counts as one request of the account's per-minute job limit. Each event is `id: <n>`, `event: <name>` and one `data:` line of JSON, then a blank line; `error` always means that the job failed.
+         * @description The job's state as an SSE stream, instead of polling: first a `status` event with the current state, then `status` on every change of status and `progress` on every change of progress or current step, and finally `result` (the result URL's answer) when the job completes or `error` (the job's error) when it fails, after which the stream ends. A job already finished gets its final event at once. Every event carries an `id:` that increases within the job; a client that reconnects with Last-Event-ID gets only newer events (204 when it already has the final one). A `: keep-alive` comment keeps a quiet stream open. The API key needs the scope of the job's product ({job_type}); another tenant's job is reported as not found. Each connect counts as one request of the account's per-minute job limit, and an account may hold 100 streams open at once per server (429 beyond). Each event is `id: <n>`, `event: <name>` and one `data:` line of JSON, then a blank line. An `error` event with a `job_id` means that the job failed; one without is the gateway ending the stream (the key was revoked).
          *
          *     Requires an API key with the scope of the job's product ({job_type}: news, stock-report or analysis).
          */
@@ -491,7 +491,7 @@ export interface paths {
         };
         /**
          * API reference page
-         * @description This document as a self-contained HTML page. No API key needed.
+         * @description This document as an interactive API reference: every route, its parameters, bodies, responses and event streams, with a client that sends a request to this gateway with the API key you enter (kept in the page only, never stored). No API key needed to open it.
          */
         get: operations["getApiDocs"];
         put?: never;
