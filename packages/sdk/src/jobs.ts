@@ -3,7 +3,7 @@
 // reporting each state to onProgress; against an API without that route (404), or when the stream cannot be
 // kept, polls the status route every pollIntervalMs (2 s, as the API asks), then reads the result.
 import { type RequestOptions, type Transport, sleep } from './core';
-import { APIConnectionError, InternalServerError, JobFailedError, NotFoundError } from './errors';
+import { APIConnectionError, InternalServerError, JobFailedError, NotFoundError, RateLimitError } from './errors';
 import { JobEventStream } from './streams';
 import type { JobResultByType, JobResultResponseByType, JobStatusResponse, JobType } from './types';
 
@@ -19,9 +19,9 @@ export function jobEvents(
   transport: Transport,
   jobType: JobType,
   jobId: string,
-  options: RequestOptions & { lastEventId?: string } = {},
+  options: RequestOptions & { lastEventId?: string; maxReconnects?: number } = {},
 ): JobEventStream {
-  const { lastEventId, ...request } = options;
+  const { lastEventId, maxReconnects, ...request } = options;
   return new JobEventStream(
     transport,
     {
@@ -32,7 +32,7 @@ export function jobEvents(
     },
     jobType,
     jobId,
-    request.maxRetries ?? transport.maxRetries,
+    maxReconnects ?? request.maxRetries ?? transport.maxRetries,
   );
 }
 
@@ -46,16 +46,25 @@ async function followEvents<T extends JobType>(
   const { onProgress, pollIntervalMs: _interval, ...request } = options;
   let status: JobStatusResponse['status'] = 'pending';
   try {
-    for await (const event of jobEvents(transport, jobType, jobId, request)) {
+    // No retries of the stream's own requests: a refused or failed stream (a 429 for too many open streams, a
+    // 503) hands over to polling at once, which has the retries; a dropped stream still re-attaches.
+    const events = jobEvents(transport, jobType, jobId, {
+      ...request,
+      maxRetries: 0,
+      maxReconnects: request.maxRetries ?? transport.maxRetries,
+    });
+    for await (const event of events) {
       if (event.event === 'result') return event.data.result as JobResultByType[T];
       if (event.event === 'status') status = event.data.status;
       onProgress?.({ ...event.data, status });
     }
   } catch (error) {
     if (error instanceof JobFailedError) throw error;
-    // 404 from an API without the route (the job itself was just created), or a connection that could not be
-    // kept: polling takes over. Anything else (401, 403, an abort) is the caller's to see.
-    if (!(error instanceof NotFoundError) && !(error instanceof APIConnectionError) && !(error instanceof InternalServerError)) throw error;
+    // 404 from an API without the route (the job itself was just created), a 429 (too many open streams), a 5xx
+    // or a connection that could not be kept: polling takes over. Anything else (401, 403, an abort) is the
+    // caller's to see.
+    const pollInstead = [NotFoundError, RateLimitError, InternalServerError, APIConnectionError].some((type) => error instanceof type);
+    if (!pollInstead) throw error;
   }
   return undefined;
 }

@@ -260,6 +260,20 @@ describe('jobs', () => {
     expect(seen).toHaveLength(2);
   });
 
+  it('result() polls at once when the event stream is refused with 429 (too many open streams)', async () => {
+    handlers.push(
+      (_req, res) => json(res, 429, error(429, 'rate_limit_exceeded', 'Too many job event streams.'), { 'retry-after': '5' }),
+      (_req, res) => json(res, 200, { job_id: JOB, status: 'completed', progress: 100, currently_working_on: 'Done' }),
+      (_req, res) => json(res, 200, { job_id: JOB, status: 'completed', result: { news: [] } }),
+    );
+    await expect(client().jobs.wait('news', JOB)).resolves.toEqual({ news: [] });
+    expect(seen.map((request) => request.url)).toEqual([
+      `/api/jobs/news/${JOB}/events`,
+      `/api/jobs/news/${JOB}/status`,
+      `/api/jobs/news/${JOB}/result`,
+    ]);
+  });
+
   it('a job stream that ends without its result is resumed with Last-Event-ID', async () => {
     handlers.push(
       (_req, res) =>
