@@ -17,15 +17,15 @@ export interface Deployable {
   /** For products with a worker: the job type whose requests it consumes. */
   jobType?: JobType;
   /**
-   * Calls customers' APIs without the model: the portal's "test" button. (Every process that runs the AI engine
-   * with customer tools calls them too; see callsCustomerApis.)
+   * Calls customers' APIs without the model: the portal's "test" button, the jobs service's webhook deliveries.
+   * (Every process that runs the AI engine with customer tools calls them too; see callsCustomerApis.)
    */
   testsCustomerTools?: boolean;
 }
 
 export const DEPLOYABLES: readonly Deployable[] = [
   { service: 'gateway', roles: ['api'] },
-  { service: 'jobs', roles: ['api'] },
+  { service: 'jobs', roles: ['api'], testsCustomerTools: true },
   { service: 'news', roles: ['api', 'worker'], jobType: 'news' },
   { service: 'stock-report', roles: ['api', 'worker'], jobType: 'stock-report' },
   { service: 'analysis', roles: ['api', 'worker'], jobType: 'analysis' },

@@ -12,11 +12,8 @@ import { DEFAULT_RETRY_WINDOW_MS } from './store';
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 export const webhooksConfigShape = {
-  /**
-   * The customer-tools key (`<id>:<base64 of 32 bytes>`) that sealed the signing secrets. Unset: deliveries are
-   * still queued but not sent (logged at start), until a process with the key runs.
-   */
-  CUSTOMER_TOOLS_ENCRYPTION_KEY: customerToolsConfigShape.CUSTOMER_TOOLS_ENCRYPTION_KEY.optional(),
+  /** The customer-tools key (`<id>:<base64 of 32 bytes>`) that sealed the signing secrets: required, deliveries must go. */
+  CUSTOMER_TOOLS_ENCRYPTION_KEY: customerToolsConfigShape.CUSTOMER_TOOLS_ENCRYPTION_KEY,
   CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS: customerToolsConfigShape.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS,
   /** TESTS ONLY: also allow 127.0.0.0/8 and ::1 as delivery targets (as for customer tools). */
   CUSTOMER_TOOLS_ALLOW_LOOPBACK: customerToolsConfigShape.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
@@ -33,11 +30,24 @@ export const webhooksConfigShape = {
 
 export type WebhooksConfig = z.output<z.ZodObject<typeof webhooksConfigShape>>;
 
-/** The keyring and executor deliveries are signed and sent with; null when no key is configured. */
-export function webhookSenderFromConfig(config: WebhooksConfig, logger: Logger): { keyring: Keyring; executor: ToolExecutor } | null {
+/** The settings' defaults, for a process handed its settings in code (tests) rather than parsed from the environment. */
+export const WEBHOOK_DEFAULTS = {
+  CUSTOMER_TOOLS_ALLOW_LOOPBACK: false,
+  WEBHOOK_DISPATCH_INTERVAL_MS: 1_000,
+  WEBHOOK_TIMEOUT_MS: DEFAULT_DELIVERY_TIMEOUT_MS,
+  WEBHOOK_RETRY_BASE_MS: DEFAULT_RETRY_SCHEDULE.baseMs,
+  WEBHOOK_RETRY_MAX_DELAY_MS: DEFAULT_RETRY_SCHEDULE.maxMs,
+  WEBHOOK_RETRY_WINDOW_MS: DEFAULT_RETRY_WINDOW_MS,
+} satisfies Partial<WebhooksConfig>;
+
+/** The keyring and executor deliveries are signed and sent with; null when no key is given (tests only). */
+export function webhookSenderFromConfig(
+  config: Omit<WebhooksConfig, 'CUSTOMER_TOOLS_ENCRYPTION_KEY'> & Partial<Pick<WebhooksConfig, 'CUSTOMER_TOOLS_ENCRYPTION_KEY'>>,
+  logger: Logger,
+): { keyring: Keyring; executor: ToolExecutor } | null {
   const current = config.CUSTOMER_TOOLS_ENCRYPTION_KEY;
   if (current === undefined) {
-    logger.warn('CUSTOMER_TOOLS_ENCRYPTION_KEY is not set: webhook deliveries are queued but not sent by this process');
+    logger.warn('no customer-tools key given: webhook deliveries are queued but not sent by this process');
     return null;
   }
   if (config.CUSTOMER_TOOLS_ALLOW_LOOPBACK)

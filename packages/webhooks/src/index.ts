@@ -2,7 +2,7 @@
 // deliveries fed by job events (consumer, queue), Standard Webhooks signing, and the dispatcher that sends them
 // through the customer-tools executor with retries. See docs/products.md#webhooks.
 export { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './backoff';
-export { webhookSenderFromConfig, webhooksConfigShape, type WebhooksConfig } from './config';
+export { WEBHOOK_DEFAULTS, webhookSenderFromConfig, webhooksConfigShape, type WebhooksConfig } from './config';
 export { WEBHOOKS_CONSUMER_GROUP, startWebhookConsumer, type WebhookConsumerOptions } from './consumer';
 export { createWebhookDispatcher, type DispatcherOptions, type WebhookDispatcher } from './dispatcher';
 export { MAX_INLINE_RESULT_BYTES, jobEventBody, type TerminalJob } from './event-body';

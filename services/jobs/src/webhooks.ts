@@ -1,16 +1,15 @@
 // Webhooks run in the jobs service: a process that is always up and already reads jobs.events. The consumer
 // (group `webhooks`, its own offsets) queues deliveries in Postgres; the dispatcher sends them. Both are shared by
 // every replica: the deliveries are unique per target and event, and claimed with SKIP LOCKED under a lease.
-import { parseConfig } from '@fin/config';
 import type { Pool } from '@fin/db';
 import type { EventBus } from '@fin/events';
 import type { Closer } from '@fin/http';
 import type { Logger } from '@fin/log';
 import {
+  WEBHOOK_DEFAULTS,
   createWebhookDispatcher,
   startWebhookConsumer,
   webhookSenderFromConfig,
-  webhooksConfigShape,
   type WebhooksConfig,
 } from '@fin/webhooks';
 import type { JobEventsTopic } from './consumer';
@@ -30,7 +29,7 @@ export async function startWebhooks({
   topic?: JobEventsTopic;
 }): Promise<Closer[]> {
   // A config without the webhook variables (a test handing in its settings) takes their defaults.
-  const settings: WebhooksConfig = { ...parseConfig(webhooksConfigShape, {}), ...definedOnly(config) };
+  const settings = { ...WEBHOOK_DEFAULTS, ...definedOnly(config) };
   const closers: Closer[] = [];
   const sender = webhookSenderFromConfig(settings, logger);
   const dispatcher =

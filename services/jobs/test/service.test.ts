@@ -6,7 +6,7 @@ import { type Pool, createPool } from '@fin/db';
 import { type JobRequestedPayload, type JobStateEventPayload, type MemoryEventBus, createMemoryBus, jobRequestTopics } from '@fin/events';
 import { attemptRecorder, claimJob } from '@fin/job-store';
 import { createShutdown } from '@fin/http';
-import { type TestDatabase, createTestDatabase, uniqueName, waitFor } from '@fin/testing';
+import { type TestDatabase, createTestDatabase, testCustomerToolsKey, uniqueName, waitFor } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
 import { type JobsService, startJobsService } from '../src/service';
 import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
@@ -149,6 +149,7 @@ describe('jobs configuration', () => {
     DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/fin_api',
     INTERNAL_SIGNING_SECRET: 'x'.repeat(32),
     KAFKA_BROKERS: '127.0.0.1:19092, 127.0.0.1:19093',
+    CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
   };
 
   it('parses the environment with its defaults', () => {
@@ -175,7 +176,7 @@ describe('jobs configuration', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const variables = (error as ConfigError).issues.map((issue) => issue.variable).sort();
-    expect(variables).toEqual(['INTERNAL_SIGNING_SECRET', 'JOB_REAPER_INTERVAL_MS', 'KAFKA_BROKERS']);
+    expect(variables).toEqual(['CUSTOMER_TOOLS_ENCRYPTION_KEY', 'INTERNAL_SIGNING_SECRET', 'JOB_REAPER_INTERVAL_MS', 'KAFKA_BROKERS']);
     expect((error as ConfigError).message).not.toContain('short-secret');
   });
 });
