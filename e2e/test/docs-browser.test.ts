@@ -93,6 +93,9 @@ describe('the API reference in a browser', () => {
     await page.getByText('200 OK').first().waitFor();
     await page.getByText('"tools"').first().waitFor();
     await shot('docs-02-try-it');
+    // The key lives in the page only: nothing the browser keeps across visits holds it.
+    const stored = await page.evaluate('JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie])');
+    expect(stored).not.toContain(apiKey);
     expect(violations).toEqual([]);
     expect(foreignRequests).toEqual([]);
   });
