@@ -104,12 +104,16 @@ class Follower {
       if (state.seq > (this.#early?.seq ?? -1)) this.#early = state;
       return;
     }
-    // The client has this state, or a newer one; and a status never goes back.
-    if (state.seq <= this.#lastSeq || (this.#status !== undefined && RANK[state.status] < RANK[this.#status])) return;
+    // The client has this state, or a newer one; and a status never goes back. A finished job's stream ends even
+    // when the client claims to have its final event (a Last-Event-ID from further on).
+    if (state.seq <= this.#lastSeq || (this.#status !== undefined && RANK[state.status] < RANK[this.#status])) {
+      if (isFinal(state.status) && state.row !== undefined) this.end();
+      return;
+    }
     const id = String(state.seq);
     const { jobId } = this.ref;
     if (isFinal(state.status)) {
-      // A final state comes from the row (a terminal event is read back first), which holds the result or error.
+      // A final state carries its row: the result or the error as committed (from the final event, or read back).
       const row = state.row;
       if (row === undefined) return;
       if (row.status === 'completed') {

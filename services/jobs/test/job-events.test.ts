@@ -169,6 +169,15 @@ describe('job event stream', () => {
     expect((await again.rest()).map((frame) => [frame.event, frame.id])).toEqual([['error', rest[0]!.id]]);
   });
 
+  it('ends the stream when the job finishes, even for a client whose Last-Event-ID is from further on', async () => {
+    const tenantId = await createTenant(pool);
+    const { id, runner } = await runningJob(tenantId);
+    const client = await stream(id, tenantId, { lastEventId: '999999' });
+    expect(client.status).toBe(200);
+    await runner.complete({ result: NEWS_RESULT, customerToolSet: null });
+    expect(await client.rest()).toEqual([]);
+  });
+
   it('sends a finished job its final event at once, then ends', async () => {
     const tenantId = await createTenant(pool);
     // Stored before citations existed.
