@@ -31,6 +31,8 @@ const SERVICES = {
   chat: { kafka: false },
   jobs: { kafka: true },
   portal: { kafka: false },
+  // Calls the API through the gateway (MCP_API_URL, default http://127.0.0.1:8080).
+  mcp: { kafka: false },
 };
 const DEFAULTS = {
   DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/fin_api',

@@ -108,6 +108,8 @@ const PRODUCT_SERVICES = {
   'stock-report': { dir: 'stock-report', urlVar: 'STOCK_REPORT_URL', roleVar: 'STOCK_REPORT_ROLE', worker: true },
   chat: { dir: 'chat', urlVar: 'CHAT_URL', worker: false },
   portal: { dir: 'portal', urlVar: 'PORTAL_URL', worker: false },
+  // Calls the API back through the gateway (MCP_API_URL, set below).
+  mcp: { dir: 'mcp', urlVar: 'MCP_URL', worker: false },
 } as const satisfies Record<string, { dir: string; urlVar: string; roleVar?: string; worker: boolean }>;
 type ProductService = keyof typeof PRODUCT_SERVICES;
 
@@ -176,6 +178,7 @@ export async function startSystem(
       ...shared,
       ...(spec.worker && spec.roleVar ? { [spec.roleVar]: 'api' } : {}),
       PORT: String(productPorts[index]),
+      ...(product === 'mcp' ? { MCP_API_URL: gatewayUrl } : {}),
       ...options.productEnv?.[product],
     });
     services.push(api);

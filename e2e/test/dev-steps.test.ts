@@ -24,6 +24,7 @@ const UPSTREAM_VARIABLES: Record<string, string> = {
   chat: 'CHAT_URL',
   jobs: 'JOBS_URL',
   portal: 'PORTAL_URL',
+  mcp: 'MCP_URL',
 };
 
 /** The shell commands of the README section's code blocks: continuations joined, comments and blanks dropped. */

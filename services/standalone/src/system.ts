@@ -22,6 +22,8 @@ import { closeStarted, createShutdown, type Closer, type Lifecycle, type Running
 import { jobsConfigShape } from '@fin/jobs/config';
 import { startJobsService } from '@fin/jobs/service';
 import { createLogger, logOptionsOf, type Logger } from '@fin/log';
+import { mcpConfigShape } from '@fin/mcp/config';
+import { startMcpService } from '@fin/mcp/service';
 import { metricsConfigShape, startMetricsServer } from '@fin/metrics';
 import { newsConfigShape } from '@fin/news/config';
 import { startNewsService } from '@fin/news/service';
@@ -218,6 +220,19 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     });
     units.push({ name: 'portal', ...portal });
 
+    // The MCP service calls the API through the gateway, which starts last (it routes to the MCP service): it reads
+    // the gateway's URL per request, and no request reaches it before the gateway listens.
+    const api: { url?: string } = {};
+    const mcp = await startMcpService({
+      config: serviceConfig(mcpConfigShape),
+      logger: loggerFor('mcp'),
+      apiUrl: () => {
+        if (api.url === undefined) throw new Error('the MCP service was called before the gateway listened');
+        return api.url;
+      },
+    });
+    units.push({ name: 'mcp', ...mcp });
+
     const services: Record<string, string> = {
       jobs: jobs.url,
       news: urlOf(news.server, '127.0.0.1'),
@@ -225,6 +240,7 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
       analysis: urlOf(analysis.server, '127.0.0.1'),
       chat: urlOf(chat.server, '127.0.0.1'),
       portal: portal.url,
+      mcp: mcp.url,
     };
 
     const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger: log });
@@ -242,11 +258,13 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
         CHAT_URL: services.chat,
         PORTAL_URL: services.portal,
         JOBS_URL: services.jobs,
+        MCP_URL: services.mcp,
       }),
       logger: loggerFor('gateway'),
       pool,
     });
     units.push({ name: 'gateway', ...gateway });
+    api.url = gateway.url;
 
     return {
       url: gateway.url,
