@@ -2,8 +2,9 @@
 // each method one route. Product requests return a JobHandle: awaiting it gives the API's answer (200 with the
 // result, or 202 with the job URLs); its result() gives the result either way, following the job when it runs.
 import { type APIResponse, type ClientOptions, type HttpRequest, type RequestOptions, Transport, newIdempotencyKey } from './core';
+import { APIError, JobFailedError } from './errors';
 import { type WaitOptions, jobEvents, jobPath, waitForJob } from './jobs';
-import { AnalysisStream, ChatStream, type JobEventStream, McpStream } from './streams';
+import { AnalysisStream, ChatStream, JOB_LOCATION, type JobEventStream, McpStream } from './streams';
 import type {
   AnalysisCompletedResponse,
   AnalysisPendingResponse,
@@ -112,7 +113,15 @@ export class JobHandle<
    * job's status about every 2 s.
    */
   async result(options: WaitOptions = {}): Promise<Result> {
-    const answer = await this.response;
+    const answer = await this.response.catch((error: unknown) => {
+      // A job that failed while the API waited for it (POST /api/analysis) is answered with its error and Location:
+      // the job's failure, thrown as such.
+      const job = error instanceof APIError ? JOB_LOCATION.exec(error.headers.get('location') ?? '') : null;
+      if (error instanceof APIError && job?.[1] === this.jobType && job[2] !== undefined) {
+        throw new JobFailedError(this.jobType, job[2], { type: error.type, detail: error.detail });
+      }
+      throw error;
+    });
     if (answer.status === 200) return this.resultOf(answer.data);
     const result = await waitForJob(this.transport, this.jobType, answer.data.job_id, options);
     return result as Result;

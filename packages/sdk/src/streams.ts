@@ -210,7 +210,8 @@ export class ChatStream extends EventStream<ChatEvent> {
   }
 }
 
-const JOB_LOCATION = /\/api\/jobs\/([a-z-]+)\/([0-9a-fA-F-]{36})\/status$/;
+/** A job's status URL (the Location header): its type and id. */
+export const JOB_LOCATION = /\/api\/jobs\/([a-z-]+)\/([0-9a-fA-F-]{36})\/status$/;
 
 /** A streamed analysis: synthesis_chunk events, then done. */
 export class AnalysisStream extends EventStream<AnalysisEvent> {

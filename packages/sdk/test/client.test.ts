@@ -260,6 +260,16 @@ describe('jobs', () => {
     expect(seen).toHaveLength(2);
   });
 
+  it('an analysis that failed while the API waited for it rejects result() with JobFailedError; awaiting the handle gives the API error', async () => {
+    handlers.push((_req, res) =>
+      json(res, 504, error(504, 'gateway_timeout', 'The model did not answer in time.'), { location: `/api/jobs/analysis/${JOB}/status` }),
+    );
+    const handle = client({ maxRetries: 0 }).analysis.create({ prompt: 'why' });
+    await expect(handle.result()).rejects.toMatchObject({ constructor: JobFailedError, jobId: JOB, type: 'gateway_timeout', status: 504 });
+    await expect(handle).rejects.toMatchObject({ constructor: InternalServerError, status: 504 });
+    expect(seen).toHaveLength(1);
+  });
+
   it('result() polls at once when the event stream is refused with 429 (too many open streams)', async () => {
     handlers.push(
       (_req, res) => json(res, 429, error(429, 'rate_limit_exceeded', 'Too many job event streams.'), { 'retry-after': '5' }),
