@@ -44,6 +44,7 @@ describe('every API route', () => {
         'createStockReport',
         'deleteCustomerTool',
         'getCustomerTool',
+        'getJobEvents',
         'getJobResult',
         'getJobStatus',
         'listCustomerToolCalls',
