@@ -1,4 +1,13 @@
-import { AnalysisDoneEvent, AnalysisStreamEvents, ChatStreamEvent, ChatStreamEvents, ErrorBody, formatSse } from '../src';
+import {
+  AnalysisDoneEvent,
+  AnalysisStreamEvents,
+  ChatStreamEvent,
+  ChatStreamEvents,
+  ErrorBody,
+  JobEventsHeaders,
+  JobStreamEvents,
+  formatSse,
+} from '../src';
 import { UUID, ok, rejected } from './helpers';
 
 const samples = {
@@ -70,5 +79,30 @@ describe('formatSse', () => {
     expect(() => formatSse('token\ndata: x', {})).toThrow(TypeError);
     expect(() => formatSse('', {})).toThrow(TypeError);
     expect(() => formatSse('token', undefined)).toThrow(TypeError);
+  });
+});
+
+describe('job stream events', () => {
+  it('are status, progress, result and error', () => {
+    expect(Object.keys(JobStreamEvents)).toEqual(['status', 'progress', 'result', 'error']);
+  });
+
+  it('carry only an unfinished status in `status`: a finished job ends with result or error', () => {
+    ok(JobStreamEvents.status, { job_id: UUID, status: 'running', progress: 45, currently_working_on: 'Looking up market data' });
+    rejected(JobStreamEvents.status, { job_id: UUID, status: 'completed', progress: 100, currently_working_on: 'Completed' });
+    rejected(JobStreamEvents.progress, { job_id: UUID, progress: 101, currently_working_on: 'x' });
+  });
+
+  it('end with the result as the result URL answers it, or the error body of the job with its id', () => {
+    ok(JobStreamEvents.result, { job_id: UUID, status: 'completed', result: { format: 'markdown', content: 'Text', citations: [] } });
+    rejected(JobStreamEvents.result, { job_id: UUID, status: 'failed', result: {} });
+    ok(JobStreamEvents.error, { job_id: UUID, detail: 'The model did not answer in time.', status_code: 504, type: 'gateway_timeout' });
+    rejected(JobStreamEvents.error, { job_id: UUID, detail: 'x', status_code: 504, type: 'timeout' });
+  });
+
+  it('resume from a Last-Event-ID that is an event number, and nothing else', () => {
+    ok(JobEventsHeaders, { 'Last-Event-ID': '2004' });
+    ok(JobEventsHeaders, {});
+    for (const bad of ['abc', '-1', '1.5', '', '1234567890']) rejected(JobEventsHeaders, { 'Last-Event-ID': bad });
   });
 });
