@@ -1,7 +1,16 @@
 import { offlineAnalyst } from '@fin/ai';
-import { AsyncJobResponse, CustomerTool, CustomerToolCallListResponse, JobStatusResponse } from '@fin/contracts';
+import { AsyncJobResponse, CustomerTool, CustomerToolCallListResponse, JobResultResponseByType, JobStatusResponse } from '@fin/contracts';
 import { startFakeCustomerApi, testCertificate, type FakeCustomerApi } from '@fin/customer-tools/testing';
-import { startFakeAnthropic, startFakeFinnhub, toolUseReply, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
+import {
+  jsonReply,
+  lastUserText,
+  startFakeAnthropic,
+  startFakeFinnhub,
+  toolUseReply,
+  type FakeAnthropic,
+  type FakeFinnhub,
+  type MessagesRequestBody,
+} from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import { sharedEnv, startSystem, type System } from '../src/system';
 
@@ -20,6 +29,22 @@ describe('customer tools called by product jobs', () => {
   let system: System;
   let keyA: string;
   let keyB: string;
+  /** The customer tool's answer as the model was shown it (what the customer's API served). */
+  let servedToModel = '';
+
+  function toolOutputIn(body: MessagesRequestBody): { url: string; text: string } | undefined {
+    for (const entry of body.messages) {
+      if (typeof entry.content === 'string') continue;
+      for (const block of entry.content) {
+        const match =
+          block.type === 'tool_result' && typeof block.content === 'string'
+            ? /^<tool_output tool="get_positions" source_url="([^"]+)">\n([\s\S]*)\n<\/tool_output>$/.exec(block.content)
+            : null;
+        if (match) return { url: match[1] ?? '', text: match[2] ?? '' };
+      }
+    }
+    return undefined;
+  }
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -31,6 +56,18 @@ describe('customer tools called by product jobs', () => {
         const body = request.body as { tools?: { name: string }[]; messages: unknown[] };
         const offered = body.tools?.some((tool) => tool.name === 'get_positions') ?? false;
         if (offered && !JSON.stringify(body.messages).includes('tool_result')) return toolUseReply('get_positions', { account: 'A-1' });
+        // Asked for an analysis's citations, it cites the tool's answer under the URL the engine gave it: once
+        // truly, once with a figure the customer's API never sent.
+        const output = toolOutputIn(request.body);
+        if (output && lastUserText(request.body).startsWith('List the passages')) {
+          servedToModel = output.text;
+          return jsonReply({
+            citations: [
+              { url: output.url, quote: '"positions":[{"symbol":"AAPL","shares":120}]' },
+              { url: output.url, quote: '"shares":9999' },
+            ],
+          });
+        }
         return analyst(request, context);
       },
     });
@@ -93,6 +130,21 @@ describe('customer tools called by product jobs', () => {
     });
     const analysis = (await analysisRes.json()) as { job_id: string; status_url: string };
     expect((await finished(analysis.status_url, keyA)).status).toBe('completed');
+    // The analysis cites the tool's answer under its endpoint (scheme, host and path), quoting what the API served.
+    const analysisResult = JobResultResponseByType.analysis.parse(
+      await (await call(`/api/jobs/analysis/${analysis.job_id}/result`, keyA)).json(),
+    );
+    expect(analysisResult.result.citations).toEqual([
+      {
+        url: `${api.url}/positions`,
+        title: 'get_positions',
+        publisher: new URL(api.url).hostname,
+        published_at: null,
+        quote: '"positions":[{"symbol":"AAPL","shares":120}]',
+        source: 'customer_tool',
+      },
+    ]);
+    expect(servedToModel).toContain(analysisResult.result.citations[0]?.quote);
 
     // The customer's API got both calls, with the secret header the portal sealed and the worker opened.
     const received = api.requests.filter((request) => request.path === '/positions');

@@ -353,10 +353,15 @@ async function executeTool(
     for (const url of output.urls ?? []) retrieved.urls.add(url);
     for (const document of output.documents ?? []) retrieved.documents.add(document);
     onEvent?.({ type: 'tool_end', tool: tool.name, ok: true });
+    // A result that is one document says where it came from, so the model can cite it (a customer tool's answer
+    // is the endpoint's text and names no URL of its own). The URL is ours, not the tool's output.
+    const [document, ...others] = output.documents ?? [];
+    const source =
+      document !== undefined && others.length === 0 ? ` source_url="${document.url.replace(/["<>]/g, encodeURIComponent)}"` : '';
     return {
       type: 'tool_result',
       tool_use_id: call.id,
-      content: `<tool_output tool="${tool.name}">\n${serialized}\n</tool_output>`,
+      content: `<tool_output tool="${tool.name}"${source}>\n${serialized}\n</tool_output>`,
     };
   } catch (error) {
     onEvent?.({ type: 'tool_end', tool: tool.name, ok: false });

@@ -346,7 +346,7 @@ async function runAnalysis(
 /** What the model is asked, after it has answered, for the passages its answer rests on. */
 export const CITATION_REQUEST =
   'List the passages of the retrieved material (tool results and web search results in this conversation) that support your answer. ' +
-  "For each, give the url of the material exactly as it was returned (an article's url, a figure resource's source_url, a search result's URL) " +
+  "For each, give the url of the material exactly as it was returned (an article's url, a figure resource's source_url, the source_url of a <tool_output>, a search result's URL) " +
   'and the quote, copied word for word from that material. Cite only material you used; an empty list is right when you used none.';
 
 const CitationList = z.object({ citations: z.array(CitationClaim) });

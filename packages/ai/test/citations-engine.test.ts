@@ -281,5 +281,9 @@ describe('citations through the engine and the fake Messages API', () => {
         source: 'customer_tool',
       },
     ]);
+    // The model was told where the tool's answer came from, next to the answer.
+    expect(JSON.stringify(fake.requests[1]?.body)).toContain(
+      '<tool_output tool=\\"crm_notes\\" source_url=\\"https://crm.example.net/api/notes\\">',
+    );
   });
 });
