@@ -5,7 +5,7 @@
 // AbortSignal given to the call. The chat stream re-attaches when its connection drops before `done`: it sends
 // GET /api/chat/stream with Last-Event-ID (the id of the last event it read), which replays the events after it.
 import { type HttpRequest, type Transport, isAborted, sleep } from './core';
-import { APIConnectionError, APIError, JobFailedError, apiError } from './errors';
+import { APIConnectionError, APIError, FinancialIntelligenceError, JobFailedError, apiError } from './errors';
 import { SseParser, readSse, type SseMessage } from './sse';
 import type {
   AnalysisDoneEvent,
@@ -53,11 +53,13 @@ export type McpEvent = StreamEvent<'message', Record<string, unknown>>;
 export type AnalysisEvent = StreamEvent<'synthesis_chunk', AnalysisSynthesisChunkEvent> | StreamEvent<'done', AnalysisDoneEvent>;
 
 interface StreamSettings {
+  /** The event a JSON answer (instead of a stream) stands for, for streams that may be answered so. */
+  jsonEvent?: string;
   /** The error an `error` event stands for (default: its body as an APIError). */
   errorOf?: (data: ErrorBody, headers: Headers) => Error;
   /** Event names the stream yields; others (added to the API later) are skipped. */
   events: readonly string[];
-  /** Event names after which the stream is over. */
+  /** Event names after which the stream is over; none: the end of the body is the end of the stream. */
   final: readonly string[];
   /** The request that re-attaches after `lastEventId`, for streams that can. */
   reconnect?: (lastEventId: string) => HttpRequest;
@@ -119,7 +121,17 @@ class EventStream<E extends StreamEvent<string, unknown>> implements AsyncIterab
         responsePromise = this.reattach();
         continue;
       }
-      if (response.status === 204 || response.body === null) return;
+      if (response.status === 202 || response.status === 204 || response.body === null) return;
+      const contentType = response.headers.get('content-type') ?? '';
+      if (!contentType.includes('text/event-stream')) {
+        // A JSON answer where a stream was asked for: one event for a stream that allows it (MCP), else an error.
+        const text = await response.text();
+        if (this.settings.jsonEvent === undefined || !contentType.includes('json')) {
+          throw new FinancialIntelligenceError(`Expected an event stream, got ${contentType || 'no content type'}.`);
+        }
+        yield { event: this.settings.jsonEvent, id: undefined, data: JSON.parse(text) as unknown } as E;
+        return;
+      }
       const parser = new SseParser();
       // The error of an `error` event: the end of the stream, never a reason to re-attach.
       let ended: Error | undefined;
@@ -144,6 +156,8 @@ class EventStream<E extends StreamEvent<string, unknown>> implements AsyncIterab
         if (!this.mayReconnect(error, reconnects)) throw error;
       }
       retryMs = parser.retryMs ?? retryMs;
+      // A stream without a final event (MCP) ends with its body.
+      if (this.settings.final.length === 0) return;
       // The body ended (or the connection broke) before the final event.
       if (!this.mayReconnect(undefined, reconnects)) throw new APIConnectionError('The event stream ended before its final event.');
       reconnects++;
@@ -266,6 +280,6 @@ export class JobEventStream extends EventStream<JobEvent> {
 /** The JSON-RPC messages the MCP endpoint answers a POST with (SSE `message` events). */
 export class McpStream extends EventStream<McpEvent> {
   constructor(transport: Transport, request: HttpRequest) {
-    super(transport, request, { events: ['message'], final: [], maxReconnects: 0 });
+    super(transport, request, { events: ['message'], final: [], maxReconnects: 0, jsonEvent: 'message' });
   }
 }

@@ -360,6 +360,39 @@ describe('streams', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('mcp.send yields the JSON-RPC messages of an SSE answer, of a JSON answer, and none for a 202', async () => {
+    handlers.push(
+      (_req, res) =>
+        sse(res, [
+          'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\n',
+          'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n',
+        ]),
+      (_req, res) => json(res, 200, { jsonrpc: '2.0', id: 2, result: { tools: [] } }),
+      (_req, res) => {
+        res.writeHead(202);
+        res.end();
+      },
+    );
+    const messages = async (id: number) => {
+      const all = [];
+      for await (const event of client().mcp.send({ jsonrpc: '2.0', id, method: 'tools/list' })) all.push(event.data);
+      return all;
+    };
+    await expect(messages(1)).resolves.toEqual([
+      { jsonrpc: '2.0', method: 'notifications/progress' },
+      { jsonrpc: '2.0', id: 1, result: {} },
+    ]);
+    await expect(messages(2)).resolves.toEqual([{ jsonrpc: '2.0', id: 2, result: { tools: [] } }]);
+    await expect(messages(3)).resolves.toEqual([]);
+    expect(JSON.parse(seen[0]!.body)).toEqual({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(seen[0]!.headers.accept).toBe('text/event-stream');
+  });
+
+  it('a JSON answer where an event stream was asked for is an error, not an empty stream', async () => {
+    handlers.push((_req, res) => json(res, 200, { job_id: JOB, status: 'completed' }));
+    await expect(client().analysis.stream({ prompt: 'x' }).finalText()).rejects.toThrow('Expected an event stream, got application/json.');
+  });
+
   it('aborting the signal stops reading a stream', async () => {
     handlers.push((_req, res) =>
       sse(res, ['event: synthesis_chunk\ndata: {"chunk":"a"}\n\n'], false, { location: `/api/jobs/analysis/${JOB}/status` }),
