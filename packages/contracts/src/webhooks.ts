@@ -74,7 +74,10 @@ const webhookFields = {
   enabled: z
     .boolean({ error: 'must be true or false' })
     .default(true)
-    .meta({ description: 'A disabled endpoint is sent nothing new; deliveries already queued still go out.' }),
+    .meta({
+      description:
+        'A disabled endpoint is sent nothing: no new events are queued for it, and deliveries already queued (tests, redeliveries, retries) wait until it is enabled again, within their 24 hours.',
+    }),
 };
 
 export const WebhookCreateRequest = requestObject(webhookFields).meta({

@@ -93,7 +93,9 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
       text: `WITH due AS (
                SELECT id FROM webhook_deliveries
                 WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
+                  -- A disabled endpoint is sent nothing: its deliveries wait until it is enabled again.
+                  AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = endpoint_id AND e.enabled))
+                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE OF webhook_deliveries SKIP LOCKED
              ), claimed AS (
                UPDATE webhook_deliveries d SET lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond'
                  FROM due WHERE d.id = due.id

@@ -229,6 +229,18 @@ describe('webhook delivery', () => {
     expect(listed?.status).toBe('pending');
   });
 
+  it('holds the deliveries of a disabled endpoint until it is enabled again', async () => {
+    const hook = await endpoint(tenantId, { enabled: false });
+    const queued = await store.queueTest(tenantId, hook.id);
+    expect(await dispatcher().runOnce()).toBe(0);
+    expect(receiver.received).toHaveLength(0);
+    await store.update(tenantId, hook.id, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks` }));
+    expect(await dispatcher().runOnce()).toBe(1);
+    const [delivery] = await receiver.waitFor(1);
+    expect(delivery?.headers['webhook-id']).toBe(queued?.id);
+    expect(JSON.parse(delivery?.body ?? '')).toMatchObject({ type: 'webhook.test', data: { job_id: null } });
+  });
+
   it('does not follow a redirect', async () => {
     const hook = await endpoint(tenantId);
     receiver.answer(302);
