@@ -188,10 +188,13 @@ export class Transport {
       }, timeoutMs);
       let retryDelay: number;
       let failure: unknown;
+      // A stream's body is read after this returns: the caller's signal must still reach it then.
+      let streaming = false;
       try {
         const response = await this.fetchImpl(url, { method: request.method, headers, body, signal: controller.signal });
         if (response.ok) {
           const value = await read(response);
+          streaming = request.accept === 'sse';
           return { response, value };
         }
         const text = await response.text().catch(() => '');
@@ -219,7 +222,7 @@ export class Transport {
         retryDelay = backoffMs(attempt);
       } finally {
         clearTimeout(timer);
-        if (request.accept !== 'sse') request.signal?.removeEventListener('abort', onAbort);
+        if (!streaming) request.signal?.removeEventListener('abort', onAbort);
       }
       await sleep(retryDelay, request.signal);
     }
