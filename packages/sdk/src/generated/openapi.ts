@@ -936,7 +936,7 @@ export interface components {
              */
             description?: string;
             /**
-             * @description A disabled endpoint is sent nothing new; deliveries already queued still go out.
+             * @description A disabled endpoint is sent nothing: no new events are queued for it, and deliveries already queued (tests, redeliveries, retries) wait until it is enabled again, within their 24 hours.
              * @default true
              */
             enabled?: boolean;
@@ -976,7 +976,7 @@ export interface components {
              */
             description?: string;
             /**
-             * @description A disabled endpoint is sent nothing new; deliveries already queued still go out.
+             * @description A disabled endpoint is sent nothing: no new events are queued for it, and deliveries already queued (tests, redeliveries, retries) wait until it is enabled again, within their 24 hours.
              * @default true
              */
             enabled?: boolean;
