@@ -5,6 +5,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AsyncJobResponse, JobStatusResponse, NewsResult } from '@fin/contracts';
+import { SampleMarketDataProvider } from '@fin/ai';
 import { freePort, waitFor } from '@fin/testing';
 import { postgresPidOf } from '../src/embedded-postgres';
 import { REPOSITORY_ROOT, buildOnce, launchNpmStart, recordedProcess, type Launched } from './npm-start';
@@ -63,6 +64,27 @@ describe('npm start on embedded defaults', () => {
         what: 'the job to complete',
       },
     );
+
+    // Offline, every news item cites the bundled sample article it is written from: its URL, title and outlet,
+    // and a passage copied verbatim from it.
+    const news = NewsResult.parse(
+      ((await (await fetch(`${base}${envelope.result_url}`, { headers })).json()) as { result: unknown }).result,
+    );
+    const sample = new SampleMarketDataProvider();
+    const requested = (JSON.parse(body) as { symbols: string[] }).symbols;
+    const articles = (
+      await Promise.all(requested.map((symbol) => sample.companyNews(symbol, { from: '2000-01-01', to: new Date(), limit: 50 })))
+    ).flatMap((list) => list.items);
+    expect(news.news.length).toBeGreaterThan(0);
+    for (const item of news.news) {
+      expect(item.citations.length).toBeGreaterThan(0);
+      for (const citation of item.citations) {
+        const article = articles.find((candidate) => candidate.url === citation.url);
+        expect(article).toBeDefined();
+        expect(`${article?.headline}\n${article?.summary}`).toContain(citation.quote);
+        expect(citation).toMatchObject({ title: article?.headline, publisher: article?.source, source: 'market_data' });
+      }
+    }
 
     // The same key works for every product and the customer-tools API; the portal's pages are served.
     const post = (route: string, payload: unknown) => fetch(`${base}${route}`, { method: 'POST', headers, body: JSON.stringify(payload) });

@@ -106,7 +106,7 @@ export type CompanyNews = z.infer<typeof CompanyNews>;
 export type MarketDataResource = 'quote' | 'profile' | 'metrics';
 
 /** The provider path of each resource (Finnhub's; the sample provider mirrors them). */
-export const RESOURCE_PATHS: Readonly<Record<MarketDataResource, string>> = {
+const RESOURCE_PATHS: Readonly<Record<MarketDataResource, string>> = {
   quote: '/quote',
   profile: '/stock/profile2',
   metrics: '/stock/metric',
