@@ -244,5 +244,53 @@ describe('the SDK against the whole system', () => {
       for await (const event of client.chat.attach({ lastEventId: events[0]!.id! })) replay.push(event);
       expect(replay.map((event) => event.id)).toEqual(events.slice(1).map((event) => event.id));
     });
+
+    it('chat: a reply whose connection breaks mid-stream is re-attached with Last-Event-ID and read to its end, every event once', async () => {
+      // The connection of the POST is cut by the client side of the wire after the chunk with the first event.
+      const requests: string[] = [];
+      let cut = false;
+      const cutting: Fetch = async (input, init) => {
+        requests.push(`${init.method} ${new URL(input).pathname} ${new Headers(init.headers).get('last-event-id') ?? ''}`.trim());
+        const response = await fetch(input, init);
+        if (cut || init.method !== 'POST' || response.body === null) return response;
+        cut = true;
+        const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+        const decoder = new TextDecoder();
+        let seenSoFar = '';
+        let broken = false;
+        const body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            if (broken) {
+              await reader.cancel();
+              controller.error(new TypeError('terminated'));
+              return;
+            }
+            const chunk = await reader.read();
+            if (chunk.done) {
+              controller.close();
+              return;
+            }
+            seenSoFar += decoder.decode(chunk.value, { stream: true });
+            broken = /^id: /m.test(seenSoFar);
+            controller.enqueue(chunk.value);
+          },
+        });
+        return new Response(body, { status: response.status, headers: response.headers });
+      };
+      const flaky = new FinancialIntelligence({ apiKey: key, baseUrl: system.gatewayUrl, fetch: cutting });
+      const stream = flaky.chat.stream({ message: 'Walk me through the valuation of NVDA.' });
+      const events: ChatEvent[] = [];
+      for await (const event of stream) events.push(event);
+      expect(events.at(-1)?.event).toBe('done');
+      expect(requests[0]).toBe('POST /api/chat');
+      expect(requests[1]).toMatch(/^GET \/api\/chat\/stream \S+:\d+$/);
+      const ids = events.map((event) => event.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      // The same events as the stored reply, replayed from its start.
+      const replayed = [];
+      for await (const event of client.chat.attach({ conversation_id: stream.conversationId })) replayed.push(event);
+      expect(replayed.map((event) => event.id)).toEqual(ids);
+      expect(replayed.map((event) => event.data)).toEqual(events.map((event) => event.data));
+    });
   });
 });
