@@ -3,7 +3,7 @@
 #
 #   docker build --build-arg SERVICE=gateway -t fin-gateway .
 #
-# SERVICE is a folder under services/: gateway, news, stock-report, analysis, chat, jobs, portal. An image runs both
+# SERVICE is a folder under services/: gateway, news, stock-report, analysis, chat, jobs, portal, mcp. An image runs both
 # roles of its product (<SERVICE>_ROLE=api|worker); the gateway image also carries the migration runner and the admin
 # CLI (every image that uses the database carries the migration runner). Run-time files beside a package's dist/
 # ship with it (packages/db/migrations, packages/ai/prompts, services/portal/static). Commands: docs/deployment.md.

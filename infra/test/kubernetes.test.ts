@@ -472,8 +472,17 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     const gateway = deployed.find((deployment) => deployment.name === 'gateway')!;
     const databaseRef = gateway.app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom;
     expect(migrate).toMatchObject({ command: MIGRATE, image: gateway.app.image, env: [{ name: 'DATABASE_URL', valueFrom: databaseRef }] });
-    for (const { name, object, app } of deployed) {
+    for (const { name, object, app, shape } of deployed) {
       const inits = object.spec.template.spec.initContainers ?? [];
+      // A service without a database (the MCP server) has nothing to wait for.
+      if (!('DATABASE_URL' in shape)) {
+        expect({ name, inits, database: app.env?.find((variable) => variable.name === 'DATABASE_URL') }).toEqual({
+          name,
+          inits: [],
+          database: undefined,
+        });
+        continue;
+      }
       expect({ name, inits: inits.map((init) => ({ name: init.name, command: init.command, env: init.env })) }).toEqual({
         name,
         inits: [
@@ -765,6 +774,24 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       }
     });
 
+    test('the MCP server reaches the gateway (its tools call the API) and nothing else; no other pod reaches the gateway', () => {
+      const mcp = podOf('mcp');
+      expect(allowed(policies, mcp, podOf('gateway'), apiPort('gateway'))).toBe(true);
+      expect(allowed(policies, mcp, podOf('gateway'), portOf('gateway', 'metrics')!)).toBe(false);
+      expect(allowed(policies, podOf('gateway'), mcp, apiPort('mcp'))).toBe(true);
+      expect(allowed(policies, mcp, database(), 5432)).toBe(false);
+      expect(allowed(policies, mcp, broker, 9092)).toBe(false);
+      expect(allowed(policies, mcp, internet, 443)).toBe(false);
+      for (const { name } of deployed) {
+        if (name === 'gateway' || name === 'mcp') continue;
+        expect({ to: name, allowed: allowed(policies, mcp, podOf(name), apiPort(name)) }).toEqual({ to: name, allowed: false });
+        expect({ from: name, allowed: allowed(policies, podOf(name), podOf('gateway'), apiPort('gateway')) }).toEqual({
+          from: name,
+          allowed: false,
+        });
+      }
+    });
+
     test('Prometheus reaches every metrics listener; nothing else does, and Prometheus nothing but them', () => {
       for (const { name } of deployed) {
         const metrics = portOf(name, 'metrics');
@@ -784,13 +811,13 @@ describe.each(OVERLAYS)('%s', (overlay) => {
           });
     });
 
-    test("every pod reaches DNS and PostgreSQL; Kafka, the Anthropic API and customers' APIs only the pods that call them", () => {
+    test("every pod reaches DNS, and PostgreSQL when it has a database; Kafka, the Anthropic API and customers' APIs only the pods that call them", () => {
       for (const { name, env, deployable, labels } of deployed) {
         const self = podOf(name);
         const callsModel = env.ANTHROPIC_API_KEY !== undefined;
         const callsCustomers = callsCustomerApis(deployable, env);
         expect({ name, dns: allowed(policies, self, dns, 53, 'UDP') }).toEqual({ name, dns: true });
-        expect({ name, postgres: allowed(policies, self, database(), 5432) }).toEqual({ name, postgres: true });
+        expect({ name, postgres: allowed(policies, self, database(), 5432) }).toEqual({ name, postgres: env.DATABASE_URL !== undefined });
         expect({ name, kafka: allowed(policies, self, broker, 9092) }).toEqual({ name, kafka: env.KAFKA_BROKERS !== undefined });
         // Each egress is asked for by its own label, so a pod's labels say what it talks to.
         expect({ name, anthropicLabel: labels['fin/egress-anthropic'], customerApisLabel: labels['fin/egress-customer-apis'] }).toEqual({

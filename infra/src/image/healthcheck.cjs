@@ -9,7 +9,7 @@
 // lists against each service's config shape, so they cannot drift).
 'use strict';
 
-const DEFAULT_PORTS = { gateway: 8080, news: 8081, 'stock-report': 8082, analysis: 8083, chat: 8084, jobs: 8085, portal: 8086 };
+const DEFAULT_PORTS = { gateway: 8080, news: 8081, 'stock-report': 8082, analysis: 8083, chat: 8084, jobs: 8085, portal: 8086, mcp: 8087 };
 /** The metrics listener's default port of every service with a worker role. */
 const DEFAULT_METRICS_PORTS = { news: 9081, 'stock-report': 9082, analysis: 9083 };
 

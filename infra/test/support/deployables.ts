@@ -31,6 +31,7 @@ export const DEPLOYABLES: readonly Deployable[] = [
   { service: 'analysis', roles: ['api', 'worker'], jobType: 'analysis' },
   { service: 'chat', roles: ['api'] },
   { service: 'portal', roles: ['api'], testsCustomerTools: true },
+  { service: 'mcp', roles: ['api'] },
 ];
 
 /**
