@@ -1,12 +1,23 @@
-// Real resources of a tenant, made through the public API: a completed job of every job type, a customer tool and
-// a conversation. The fuzz suite aims some of its requests at them; the access matrix checks who can see them.
-import { ChatResponse, CustomerTool, JobStatusResponse, JobType, type JobType as JobTypeName } from '@fin/contracts';
+// Real resources of a tenant, made through the public API: a completed job of every job type, a customer tool,
+// a conversation and a webhook endpoint with a delivery. The fuzz suite aims some of its requests at them; the access matrix checks who can see them.
+import {
+  ChatResponse,
+  CustomerTool,
+  JobStatusResponse,
+  JobType,
+  WebhookCreated,
+  WebhookDelivery,
+  type JobType as JobTypeName,
+} from '@fin/contracts';
 import { waitFor } from '@fin/testing';
 
 export interface TenantResources {
   jobs: Record<JobTypeName, string>;
   toolId: string;
   conversationId: string;
+  /** A disabled webhook endpoint (so its delivery stays queued and is never in flight) and a delivery of it. */
+  webhookId: string;
+  webhookDeliveryId: string;
   /** Strings that only this tenant's resources contain: another tenant must never see them. */
   markers: string[];
 }
@@ -67,10 +78,20 @@ export async function createResources(url: string, key: string, tag: string): Pr
   const chat = ChatResponse.parse(
     await expectJson(await post('/api/chat', { message: `What about ${marker}?`, stream: false }), [200], 'POST /api/chat'),
   );
+  const webhook = WebhookCreated.parse(
+    await expectJson(
+      await post('/api/webhooks/', { url: `https://hooks.example.com/${tag}`, description: `Hooks of ${marker}.`, enabled: false }),
+      [201],
+      'POST /api/webhooks/',
+    ),
+  );
+  const delivery = WebhookDelivery.parse(await expectJson(await post(`/api/webhooks/${webhook.id}/test`, {}), [202], 'POST test event'));
   return {
     jobs,
     toolId: tool.id,
     conversationId: chat.conversation_id,
-    markers: [marker, tool.id, chat.conversation_id, ...Object.values(jobs)],
+    webhookId: webhook.id,
+    webhookDeliveryId: delivery.id,
+    markers: [marker, tool.id, chat.conversation_id, webhook.id, delivery.id, ...Object.values(jobs)],
   };
 }

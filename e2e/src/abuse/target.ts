@@ -77,7 +77,7 @@ export async function startAbuseTarget(): Promise<AbuseTarget> {
     const keys = {} as Record<TenantName, TenantKeys>;
     for (const tenant of TENANTS) {
       await createTenant(pool, tenant);
-      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'chat-turns'])
+      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'])
         await setLimitOverride(pool, tenant, product, RAISED_PER_MINUTE);
       await setLimitOverride(pool, tenant, 'chat', RAISED_CHAT_STREAMS);
       const valid = (await createKey(pool, { tenant, name: 'valid' })).apiKey;

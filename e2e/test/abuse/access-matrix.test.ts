@@ -25,8 +25,11 @@ const KEY_KINDS: readonly KeyKind[] = ['valid', 'revoked', 'missing', 'wrong sco
 const MALFORMED_ID = 'not-a-uuid';
 
 /** Which resource an id parameter names. A new id parameter fails the suite until it is added here. */
-type ResourceKind = 'job' | 'tool' | 'conversation';
+type ResourceKind = 'job' | 'tool' | 'conversation' | 'webhook';
 const RESOURCE_OF_PARAMETER: Record<string, ResourceKind> = { job_id: 'job', id: 'tool', conversation_id: 'conversation' };
+/** `{id}` names a webhook endpoint under /api/webhooks/ (and a customer tool under /api/customer-tools/). */
+const kindOf = (route: ApiRoute, parameter: string): ResourceKind | undefined =>
+  parameter === 'id' && route.path.startsWith('/api/webhooks/') ? 'webhook' : RESOURCE_OF_PARAMETER[parameter];
 
 interface Operation {
   name: string;
@@ -38,7 +41,8 @@ interface Operation {
   scope: ApiScope;
   /** The status the route documents for success (the first one). */
   success: number;
-  request(id: string): { method: string; path: string; body?: unknown };
+  /** `deliveryId`: a delivery of the endpoint's owner, for a route that names one beside the endpoint. */
+  request(id: string, deliveryId: string): { method: string; path: string; body?: unknown };
 }
 
 function fill(path: string, values: Record<string, string>): string {
@@ -61,7 +65,7 @@ function operationsOf(routes: readonly ApiRoute[]): Operation[] {
       (name) => name in RESOURCE_OF_PARAMETER || /(^|_)id$/.test(name),
     );
     if (idParameter === undefined) continue;
-    const kind = RESOURCE_OF_PARAMETER[idParameter];
+    const kind = kindOf(route, idParameter);
     if (kind === undefined) throw new Error(`${route.id} names a resource by ${idParameter}: add it to RESOURCE_OF_PARAMETER`);
     const jobTypes: (JobTypeName | undefined)[] = pathParameters.includes('job_type') ? [...JobType.options] : [undefined];
     for (const jobType of jobTypes) {
@@ -74,15 +78,17 @@ function operationsOf(routes: readonly ApiRoute[]): Operation[] {
         ...(jobType === undefined ? {} : { jobType }),
         scope,
         success,
-        request: (id) => {
+        request: (id, deliveryId) => {
           if (pathParameters.includes(idParameter)) {
-            const path = fill(route.path, { [idParameter]: id, ...(jobType ? { job_type: jobType } : {}) });
+            const path = fill(route.path, { delivery_id: deliveryId, [idParameter]: id, ...(jobType ? { job_type: jobType } : {}) });
             // A body the route accepts, so that only the id decides the answer.
             const example = route.request?.body?.meta()?.examples?.[0];
             return {
               method,
               path,
-              ...(route.request?.body === undefined ? {} : { body: { ...(example as object), name: 'matrix_tool' } }),
+              ...(route.request?.body === undefined
+                ? {}
+                : { body: { ...(example as object), ...(kind === 'tool' ? { name: 'matrix_tool' } : {}) } }),
             };
           }
           if (queryParameters.includes(idParameter)) return { method, path: `${route.path}?${idParameter}=${encodeURIComponent(id)}` };
@@ -130,12 +136,19 @@ describe('the access matrix of every id-bearing route', () => {
       'chat',
       'chatStream',
       'deleteCustomerTool',
+      'deleteWebhook',
       'getCustomerTool',
       'getJobEvents',
       'getJobResult',
       'getJobStatus',
+      'getWebhook',
       'listCustomerToolCalls',
+      'listWebhookDeliveries',
+      'redeliverWebhookDelivery',
+      'rotateWebhookSecret',
+      'testWebhook',
       'updateCustomerTool',
+      'updateWebhook',
     ]);
   });
 
@@ -143,6 +156,7 @@ describe('the access matrix of every id-bearing route', () => {
     const of = (owner: TenantName) => {
       const set = resources[owner];
       if (operation.kind === 'job') return set.jobs[operation.jobType as JobTypeName];
+      if (operation.kind === 'webhook') return set.webhookId;
       return operation.kind === 'tool' ? set.toolId : set.conversationId;
     };
     if (subject === 'malformed') return MALFORMED_ID;
@@ -158,8 +172,8 @@ describe('the access matrix of every id-bearing route', () => {
     return undefined;
   }
 
-  async function call(operation: Operation, id: string, key: string | undefined): Promise<WireResponse> {
-    const { method, path, body } = operation.request(id);
+  async function call(operation: Operation, id: string, key: string | undefined, deliveryId = ''): Promise<WireResponse> {
+    const { method, path, body } = operation.request(id, deliveryId);
     const response = await fetch(`${target.url}${path}`, {
       method,
       headers: {
@@ -216,7 +230,10 @@ describe('the access matrix of every id-bearing route', () => {
             let id = idFor(operation, tenant, subject);
             // Deleting one's own tool is done on a tool made for it, so the other cells keep theirs.
             if (operation.route.id === 'deleteCustomerTool' && subject === 'own' && kind === 'valid') id = await disposableTool(tenant);
-            const response = await call(operation, id, keyFor(tenant, kind, operation.scope));
+            if (operation.route.id === 'deleteWebhook' && subject === 'own' && kind === 'valid') id = await disposableWebhook(tenant);
+            // A delivery of the endpoint's owner: another tenant's endpoint is asked for with its own delivery.
+            const deliveryId = resources[subject === 'other' ? other : tenant].webhookDeliveryId;
+            const response = await call(operation, id, keyFor(tenant, kind, operation.scope), deliveryId);
             cells += 1;
             statuses.add(response.status);
             const text = response.body.toString('utf8');
@@ -230,7 +247,8 @@ describe('the access matrix of every id-bearing route', () => {
             if (leaked.length > 0) leaks += 1;
             // The control that makes the leak scan meaningful: one's own resource's answer does show its markers
             // (unless it is empty: no content, or an empty list such as a tool's calls before any call).
-            const empty = response.status === 204 || /^\{"\w+":\[\]\}$/.test(text);
+            // A rotated secret names no resource: the answer is the new secret alone.
+            const empty = response.status === 204 || /^\{"\w+":\[\]\}$/.test(text) || operation.route.id === 'rotateWebhookSecret';
             if (subject === 'own' && kind === 'valid' && !empty && !resources[tenant].markers.some((marker) => text.includes(marker))) {
               problems.push(
                 `${operation.name} · own ${operation.kind}: the answer shows none of the resource's own markers, so a leak could not be seen either`,
@@ -298,6 +316,16 @@ describe('the access matrix of every id-bearing route', () => {
     expect(problems).toEqual([]);
   }, 300_000);
 
+  async function disposableWebhook(tenant: TenantName): Promise<string> {
+    const response = await fetch(`${target.url}/api/webhooks/`, {
+      method: 'POST',
+      headers: { 'X-API-Key': target.keys[tenant].valid, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: 'https://hooks.example.com/disposable', enabled: false }),
+    });
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { id: string }).id;
+  }
+
   async function disposableTool(tenant: TenantName): Promise<string> {
     const example = CustomerToolUpdateRequest.meta()?.examples?.[0] as Record<string, unknown>;
     const response = await fetch(`${target.url}/api/customer-tools/`, {
@@ -326,5 +354,18 @@ describe('the access matrix of every id-bearing route', () => {
     });
     expect(replay.status).toBe(200);
     expect(parseSse(await replay.text()).map((event) => event.event)).toContain('done');
+  });
+
+  it("lists only the caller's own webhook endpoints, and the answers carry none of the other tenant's data", async () => {
+    for (const tenant of TENANTS) {
+      const other = TENANTS.find((name) => name !== tenant) as TenantName;
+      const response = await fetch(`${target.url}/api/webhooks/`, { headers: { 'X-API-Key': target.keys[tenant].valid } });
+      const text = await response.text();
+      cells += 1;
+      statuses.add(response.status);
+      expect(response.status).toBe(200);
+      expect(resources[other].markers.filter((marker) => text.includes(marker))).toEqual([]);
+      expect(text).toContain(resources[tenant].webhookId);
+    }
   });
 });

@@ -66,7 +66,9 @@ describe('fuzzing every route of the table', () => {
       ],
       ids: {
         job_id: [...Object.values(own.jobs), ...Object.values(other.jobs)],
-        id: [own.toolId, other.toolId],
+        // {id} names a customer tool or a webhook endpoint, depending on the route.
+        id: [own.toolId, other.toolId, own.webhookId, other.webhookId],
+        delivery_id: [own.webhookDeliveryId, other.webhookDeliveryId],
         conversation_id: [own.conversationId, other.conversationId],
       },
     };

@@ -3,7 +3,7 @@
 // `webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` under the endpoint's `whsec_` secret.
 import { z } from 'zod';
 import { JobStatusUrl, JobResultUrl, JobType } from './common';
-import { UNSTORABLE_TEXT_MESSAGE, dedupe, fieldError, isStorableText, requestObject, uuid } from './internal';
+import { UNSTORABLE_TEXT_MESSAGE, dedupe, fieldError, isStorableText, quote, requestObject, uuid } from './internal';
 
 export const WEBHOOK_URL_MAX = 2048;
 export const WEBHOOK_DESCRIPTION_MAX = 256;
@@ -17,7 +17,7 @@ export const WEBHOOK_RESPONSE_EXCERPT_MAX = 1024;
 /** The events an endpoint can subscribe to: a job's terminal states. */
 export const WebhookEventType = z
   .enum(['job.completed', 'job.failed'], {
-    error: fieldError((input) => `must be job.completed or job.failed, got ${JSON.stringify(input)}`),
+    error: fieldError((input) => `must be job.completed or job.failed, got ${quote(input)}`),
   })
   .meta({
     id: 'WebhookEventType',
@@ -71,13 +71,10 @@ const webhookFields = {
     .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
     .default('')
     .meta({ description: 'A note for yourself, e.g. which system listens there.' }),
-  enabled: z
-    .boolean({ error: 'must be true or false' })
-    .default(true)
-    .meta({
-      description:
-        'A disabled endpoint is sent nothing: no new events are queued for it, and deliveries already queued (tests, redeliveries, retries) wait until it is enabled again, within their 24 hours.',
-    }),
+  enabled: z.boolean({ error: 'must be true or false' }).default(true).meta({
+    description:
+      'A disabled endpoint is sent nothing: no new events are queued for it, and deliveries already queued (tests, redeliveries, retries) wait until it is enabled again, within their 24 hours.',
+  }),
 };
 
 export const WebhookCreateRequest = requestObject(webhookFields).meta({
