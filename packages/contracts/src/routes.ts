@@ -19,7 +19,7 @@ import {
 import type { ErrorType } from './errors';
 import { AnalysisStreamEvents, ChatStreamEvents, JobEventsHeaders, JobStreamEvents } from './events';
 import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
-import { McpMessage, McpStreamEvents } from './mcp';
+import { McpMessage, McpRequestHeaders, McpStreamEvents } from './mcp';
 import { NewsRequest, NewsResponse } from './news';
 import { StockReportRequest, StockReportResponse } from './stock-report';
 import {
@@ -521,7 +521,7 @@ export const API_ROUTES = keyedById({
     scope: 'any',
     limit: null,
     // One message: batches are not part of the protocol since its 2025-06-18 revision.
-    request: { body: McpMessage },
+    request: { body: McpMessage, headers: McpRequestHeaders },
     responses: {
       '200': {
         description: 'The JSON-RPC response, with any progress notifications before it, as an SSE stream.',

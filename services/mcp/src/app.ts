@@ -21,8 +21,9 @@ export interface McpAppDeps {
 
 /** The tool a tools/call names, if the message is one. */
 function calledTool(message: McpMessage): string | undefined {
+  if (!('method' in message) || message.method !== 'tools/call') return undefined;
   const name = message.params?.name;
-  return message.method === 'tools/call' && typeof name === 'string' ? name : undefined;
+  return typeof name === 'string' ? name : undefined;
 }
 
 /**

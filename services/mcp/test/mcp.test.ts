@@ -284,7 +284,7 @@ describe('the MCP service', () => {
     expect(ErrorBody.parse(await get.json()).type).toBe('method_not_allowed');
   });
 
-  it("refuses a body that is not a JSON-RPC message with the spec's 400", async () => {
+  it("refuses a body that is not a JSON-RPC message, and a client that does not take event streams, with the spec's 400", async () => {
     const res = await gatewayFetch(caller('news'), 'fin_x')(`${service.url}/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -292,7 +292,14 @@ describe('the MCP service', () => {
     });
     expect(res.status).toBe(400);
     const body = ErrorBody.parse(await res.json());
-    expect(body.detail).toContain('jsonrpc');
-    expect(body.detail).toContain('method');
+    expect(body.detail).toContain('expected a JSON-RPC 2.0 request, notification or response');
+
+    const jsonOnly = await gatewayFetch(caller('news'), 'fin_x')(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(jsonOnly.status).toBe(400);
+    expect(ErrorBody.parse(await jsonOnly.json()).detail).toBe('Accept: must list both application/json and text/event-stream');
   });
 });
