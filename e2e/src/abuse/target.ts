@@ -54,6 +54,8 @@ export async function startAbuseTarget(): Promise<AbuseTarget> {
     LOG_LEVEL: 'error',
     CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
     AI_OFFLINE: 'true',
+    // The SSRF suite waits for each webhook's first attempt: the dispatcher looks for due deliveries often.
+    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
     // The portal's throttles are raised too: the SSRF suite presses Test hundreds of times a minute from one address.
     PORTAL_TEST_CALL_LIMIT_PER_CLIENT: '1000000',
     PORTAL_TEST_CALL_LIMIT_PER_TENANT: '1000000',

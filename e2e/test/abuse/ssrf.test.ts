@@ -6,11 +6,14 @@
 //     redirects to private targets;
 //  2. the whole system (one process, production policy, this machine's resolver): each endpoint registered through
 //     the gateway's API and called by the portal's Test button, its outcome read back from the call audit.
+//  3. webhooks in the same system: each payload registered as a webhook endpoint through the gateway (an IP literal
+//     that is not public is refused there), sent a test event by the jobs service's dispatcher through the same
+//     executor, the attempt's outcome read back from the deliveries list.
 // Every payload must end refused with the outcome it calls for, and the canaries must count 0 connections.
 import { lookup } from 'node:dns/promises';
 import { networkInterfaces } from 'node:os';
-import { CustomerTool, CustomerToolCallListResponse, ErrorBody } from '@fin/contracts';
-import { createToolExecutor, isAllowedAddress, type ToolExecutor, type ToolRequest } from '@fin/customer-tools';
+import { CustomerTool, CustomerToolCallListResponse, ErrorBody, WebhookCreated, WebhookDeliveryListResponse } from '@fin/contracts';
+import { bareAddress, createToolExecutor, isAllowedAddress, type ToolExecutor, type ToolRequest } from '@fin/customer-tools';
 import {
   hasIpv6Loopback,
   startCanary,
@@ -19,10 +22,12 @@ import {
   type Canary,
   type FakeCustomerApi,
 } from '@fin/customer-tools/testing';
+import { waitFor } from '@fin/testing';
 import { signIn } from '../../src/abuse/portal';
 import { Tally, report } from '../../src/abuse/report';
 import { HOSTILE_DNS, ssrfPayloads, type SsrfPayload } from '../../src/abuse/ssrf-payloads';
 import { startAbuseTarget, type AbuseTarget } from '../../src/abuse/target';
+import { isIP } from 'node:net';
 
 const request = (endpoint: string): ToolRequest => ({ endpoint, method: 'POST', headers: {}, input: { account: 'A-1' }, timeoutMs: 2_000 });
 
@@ -51,7 +56,7 @@ describe('SSRF payloads against customer tools', () => {
   let canary6: Canary | undefined;
   let payloads: SsrfPayload[];
   const outcomes = new Tally();
-  const counted = { executor: 0, system: 0, registration: 0 };
+  const counted = { executor: 0, system: 0, registration: 0, webhooks: 0, webhooksRefused: 0 };
 
   beforeAll(async () => {
     canary4 = await startCanary('0.0.0.0');
@@ -69,12 +74,14 @@ describe('SSRF payloads against customer tools', () => {
     const connections = (canary4?.connections() ?? 0) + (canary6?.connections() ?? 0);
     report(
       'ssrf',
-      `${payloads.length} payloads; ${counted.executor} calls through the executor, ${counted.system} through the system (+${counted.registration} refused at registration): ${connections} connections to the canaries; outcomes ${outcomes.toString()}`,
+      `${payloads.length} payloads; ${counted.executor} calls through the executor, ${counted.system} through the system (+${counted.registration} refused at registration), ${counted.webhooks} webhook deliveries (+${counted.webhooksRefused} refused at registration): ${connections} connections to the canaries; outcomes ${outcomes.toString()}`,
       {
         payloads: payloads.length,
         executorCalls: counted.executor,
         systemCalls: counted.system,
         refusedAtRegistration: counted.registration,
+        webhookAttempts: counted.webhooks,
+        webhooksRefusedAtRegistration: counted.webhooksRefused,
         canaryConnections: connections,
         outcomes: outcomes.toJSON(),
         list: payloads,
@@ -210,5 +217,71 @@ describe('SSRF payloads against customer tools', () => {
       expect(problems).toEqual([]);
       expectNoConnection();
     }, 180_000);
+
+    it('refuses every payload as a webhook URL: an IP literal at registration, the rest when the delivery is sent', async () => {
+      const key = target.keys.acme.valid;
+      const api = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(`${target.url}${path}`, {
+          method,
+          headers: { 'X-API-Key': key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        const text = await res.text();
+        return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+      };
+      const problems: string[] = [];
+      const candidates = payloads.filter((candidate) => !candidate.resolver && !candidate.redirect);
+      // In batches: an account has at most 20 endpoints; each batch's endpoints are deleted with their deliveries.
+      for (let start = 0; start < candidates.length; start += 20) {
+        const queued: { payload: SsrfPayload; id: string }[] = [];
+        for (const payload of candidates.slice(start, start + 20)) {
+          const created = await api('POST', '/api/webhooks/', { url: payload.endpoint });
+          if (created.status === 400) {
+            counted.webhooksRefused += 1;
+            outcomes.add('webhook_refused_at_registration');
+            // Refused at registration, naming the URL: what is not an absolute https:// URL (or carries credentials),
+            // and a host that is an IP literal (or a localhost name) that is not public.
+            const detail = ErrorBody.parse(created.body).detail;
+            let host = '';
+            try {
+              host = bareAddress(new URL(payload.endpoint.trim()).hostname).toLowerCase();
+            } catch {
+              // not a URL: refused for its form
+            }
+            const literal = isIP(host) !== 0 || host === 'localhost' || host.endsWith('.localhost') || host === 'localhost.';
+            const mayBeRefused = payload.expected === 'invalid_endpoint' || !/^https:\/\//i.test(payload.endpoint.trim()) || literal;
+            if (!mayBeRefused || !detail.startsWith('url: '))
+              problems.push(`${JSON.stringify(payload.endpoint)} (${payload.category}): refused at registration with ${detail}`);
+            continue;
+          }
+          if (created.status !== 201) {
+            problems.push(`${JSON.stringify(payload.endpoint)}: POST answered ${created.status} ${JSON.stringify(created.body)}`);
+            continue;
+          }
+          const hook = WebhookCreated.parse(created.body);
+          expect((await api('POST', `/api/webhooks/${hook.id}/test`)).status).toBe(202);
+          queued.push({ payload, id: hook.id });
+        }
+        for (const { payload, id } of queued) {
+          const attempt = await waitFor(
+            async () => {
+              const listed = WebhookDeliveryListResponse.parse((await api('GET', `/api/webhooks/${id}/deliveries`)).body).deliveries;
+              return listed[0]?.attempts.at(-1);
+            },
+            { timeoutMs: 20_000, what: `the first attempt to ${payload.endpoint}` },
+          );
+          counted.webhooks += 1;
+          outcomes.add(`webhook ${attempt.outcome}`);
+          if (attempt.outcome !== payload.expected || attempt.http_status !== null || attempt.response_excerpt !== null)
+            problems.push(
+              `${JSON.stringify(payload.endpoint)} (${payload.category}): expected ${payload.expected}, the attempt ${JSON.stringify(attempt)}`,
+            );
+          expect((await api('DELETE', `/api/webhooks/${id}`)).status).toBe(204);
+        }
+      }
+      expect(problems).toEqual([]);
+      expect(counted.webhooks).toBeGreaterThan(0);
+      expectNoConnection();
+    }, 300_000);
   });
 });
