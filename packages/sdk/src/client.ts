@@ -385,7 +385,14 @@ export class FinancialIntelligence {
   readonly mcp = {
     /** POST /mcp: one JSON-RPC message; its answer's messages (none for a notification or a response: 202). */
     send: (message: McpMessage, options: RequestOptions = {}): McpStream =>
-      new McpStream(this.transport, { ...requestOptions(options), method: 'POST', path: '/mcp', body: message }),
+      new McpStream(this.transport, {
+        ...requestOptions(options),
+        method: 'POST',
+        path: '/mcp',
+        body: message,
+        // The streamable HTTP transport asks clients to accept both answers.
+        headers: { ...options.headers, Accept: 'application/json, text/event-stream' },
+      }),
     /** GET /mcp: the server-initiated stream, which this server does not offer (405 APIError). */
     listen: (options: RequestOptions = {}): McpStream =>
       new McpStream(this.transport, { ...requestOptions(options), method: 'GET', path: '/mcp' }),

@@ -385,7 +385,7 @@ describe('streams', () => {
     await expect(messages(2)).resolves.toEqual([{ jsonrpc: '2.0', id: 2, result: { tools: [] } }]);
     await expect(messages(3)).resolves.toEqual([]);
     expect(JSON.parse(seen[0]!.body)).toEqual({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    expect(seen[0]!.headers.accept).toBe('text/event-stream');
+    expect(seen[0]!.headers.accept).toBe('application/json, text/event-stream');
   });
 
   it('a JSON answer where an event stream was asked for is an error, not an empty stream', async () => {
