@@ -81,7 +81,7 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
   } = options;
   const log = options.logger.child({ component: 'webhook-dispatcher' });
   // Longer than an attempt can take, so a live dispatcher never loses a lease it is still using.
-  const leaseMs = timeoutMs + 15_000;
+  const leaseMs = timeoutMs + 5_000;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = true;
