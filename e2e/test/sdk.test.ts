@@ -198,8 +198,8 @@ describe('the SDK against the whole system', () => {
     }, 120_000);
   });
 
-  describe('analysis and chat', () => {
-    beforeAll(() => start({ products: ['analysis', 'chat'] }, 'acme-research'), 180_000);
+  describe('analysis, chat and MCP', () => {
+    beforeAll(() => start({ products: ['analysis', 'chat', 'mcp'] }, 'acme-research'), 180_000);
     afterAll(() => system?.stop());
 
     it('analysis: the 200 answer with the result inline, and the stream whose chunks make the stored result', async () => {
@@ -291,6 +291,29 @@ describe('the SDK against the whole system', () => {
       for await (const event of client.chat.attach({ conversation_id: stream.conversationId })) replayed.push(event);
       expect(replayed.map((event) => event.id)).toEqual(ids);
       expect(replayed.map((event) => event.data)).toEqual(events.map((event) => event.data));
+    });
+
+    it('mcp: JSON-RPC messages to POST /mcp answered through the SDK; GET /mcp is a typed 405', async () => {
+      const answers = async (message: Parameters<FinancialIntelligence['mcp']['send']>[0]) => {
+        const messages: Record<string, unknown>[] = [];
+        for await (const event of client.mcp.send(message)) messages.push(event.data);
+        return messages;
+      };
+      const initialized = await answers({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'sdk-e2e', version: '1.0.0' } },
+      });
+      expect(initialized.at(-1)).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: expect.any(Object) } });
+      const listed = await answers({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      const tools = (listed.at(-1) as { result: { tools: { name: string }[] } }).result.tools.map((tool) => tool.name);
+      expect(tools).toEqual(expect.arrayContaining(['news', 'stock_report', 'analysis', 'chat']));
+      const refused = await (async () => {
+        for await (const _ of client.mcp.listen()) return undefined;
+        return undefined;
+      })().catch((error: unknown) => error);
+      expect(refused).toMatchObject({ status: 405, type: 'method_not_allowed' });
     });
   });
 });
