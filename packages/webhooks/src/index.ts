@@ -13,6 +13,7 @@ export {
   SECRET_ROTATION_OVERLAP_MS,
   WebhookError,
   createWebhookStore,
+  reencryptWebhookSecrets,
   type RotatedSecret,
   type WebhookStore,
   type WebhookStoreOptions,

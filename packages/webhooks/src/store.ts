@@ -292,3 +292,45 @@ export function createWebhookStore({
     },
   };
 }
+
+interface SealedRow {
+  owner: 'webhook_endpoints' | 'webhook_callback_secrets';
+  id: string;
+  tenant_id: string;
+  col: 'secret_ciphertext' | 'previous_secret_ciphertext';
+  sealed: Buffer;
+}
+
+/**
+ * Re-seals every webhook signing secret (current and previous, of endpoints and of callback secrets) that another
+ * key sealed with the keyring's current key: the customer-tools key rotation covers them too (the portal's
+ * `reencrypt`). Returns how many values it changed; 0 means the old key can go.
+ */
+export async function reencryptWebhookSecrets(pool: Pool, keyring: Keyring): Promise<number> {
+  const { rows } = await pool.query<SealedRow>(
+    `SELECT 'webhook_endpoints' AS owner, id::text AS id, tenant_id::text AS tenant_id, c.col, c.sealed
+       FROM webhook_endpoints,
+            LATERAL (VALUES ('secret_ciphertext', secret_ciphertext), ('previous_secret_ciphertext', previous_secret_ciphertext)) AS c (col, sealed)
+      WHERE c.sealed IS NOT NULL
+     UNION ALL
+     SELECT 'webhook_callback_secrets', tenant_id::text, tenant_id::text, c.col, c.sealed
+       FROM webhook_callback_secrets,
+            LATERAL (VALUES ('secret_ciphertext', secret_ciphertext), ('previous_secret_ciphertext', previous_secret_ciphertext)) AS c (col, sealed)
+      WHERE c.sealed IS NOT NULL`,
+  );
+  let changed = 0;
+  for (const row of rows) {
+    if (keyring.keyIdOf(row.sealed) === keyring.current.id) continue;
+    const context = row.owner === 'webhook_endpoints' ? endpointSealContext(row.tenant_id, row.id) : callbackSealContext(row.tenant_id);
+    const resealed = keyring.seal(keyring.open(row.sealed, context), context);
+    const key = row.owner === 'webhook_endpoints' ? 'id' : 'tenant_id';
+    // Only if nobody rotated the secret meanwhile; a rotation has sealed with the current key anyway.
+    const { rowCount } = await pool.query(`UPDATE ${row.owner} SET ${row.col} = $1 WHERE ${key} = $2 AND ${row.col} = $3`, [
+      resealed,
+      row.id,
+      row.sealed,
+    ]);
+    changed += rowCount ?? 0;
+  }
+  return changed;
+}

@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { CustomerToolCreateRequest } from '@fin/contracts';
+import { CustomerToolCreateRequest, WebhookCreateRequest } from '@fin/contracts';
 import { createKeyring, createToolStore } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import { createWebhookStore } from '@fin/webhooks';
 
 /** The operator's rotation step, as the image runs it: `node dist/cli.js reencrypt` (here from the sources). */
 function reencrypt(env: Record<string, string>) {
@@ -42,6 +43,11 @@ describe('portal CLI: reencrypt', () => {
         headers: { Authorization: 'Bearer rotate-me' },
       }),
     );
+    // A webhook endpoint with a rotated secret (two sealed values) and the account's callback secret.
+    const hooks = createWebhookStore({ pool, keyring: createKeyring(old) });
+    const hook = await hooks.create(tenantId, WebhookCreateRequest.parse({ url: 'https://hooks.example.com/' }));
+    const rotated = await hooks.rotateSecret(tenantId, hook.id);
+    await hooks.rotateCallbackSecret(tenantId);
     const env = {
       DATABASE_URL: db.url,
       CUSTOMER_TOOLS_ENCRYPTION_KEY: `k2:${fresh.key.toString('base64')}`,
@@ -49,12 +55,16 @@ describe('portal CLI: reencrypt', () => {
     };
     const first = reencrypt(env);
     expect(first.stderr).toBe('');
-    expect(first.stdout).toBe('re-encrypted 1 tool with key k2\n');
-    expect(reencrypt(env).stdout).toBe('re-encrypted 0 tools with key k2\n');
+    expect(first.stdout).toBe('re-encrypted 1 tool with key k2\nre-encrypted 3 webhook secrets with key k2\n');
+    expect(reencrypt(env).stdout).toBe('re-encrypted 0 tools with key k2\nre-encrypted 0 webhook secrets with key k2\n');
     // The old key can go: the secret opens with the new key alone.
     expect(await createToolStore({ pool, keyring: createKeyring(fresh) }).headersOf(tenantId, tool.id)).toEqual({
       Authorization: 'Bearer rotate-me',
     });
+    // The webhook secrets open with the new key alone, and sign as they did.
+    const { rows: sealed } = await pool.query<{ secret: Buffer }>('SELECT secret_ciphertext AS secret FROM webhook_endpoints');
+    const opened = createKeyring(fresh).open(sealed[0]!.secret, { tenantId, toolId: `webhook:${hook.id}` });
+    expect(opened.toString('utf8')).toBe(rotated?.secret);
     // The secret values never reach the output.
     expect(first.stdout + first.stderr).not.toContain(old.key.toString('base64'));
   });
