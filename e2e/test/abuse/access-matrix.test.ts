@@ -12,6 +12,9 @@ import {
   type JobType as JobTypeName,
 } from '@fin/contracts';
 import { waitFor } from '@fin/testing';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseErrorBody, parseSse, responseProblem } from '../../src/abuse/checks';
 import type { WireResponse } from '../../src/abuse/http';
 import { Tally, report } from '../../src/abuse/report';
@@ -310,6 +313,88 @@ describe('the access matrix of every id-bearing route', () => {
         if (answer.status !== 202 || text.includes(jobId)) {
           leaks += 1;
           problems.push(`${product}: ${other} got ${answer.status} ${text.slice(0, 200)} — a result made with ${owner}'s tools`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  }, 300_000);
+
+  it('answers the same matrix through the MCP endpoint: job_status and chat name resources by id, as the caller', async () => {
+    const problems: string[] = [];
+    const connect = async (key: string | undefined): Promise<Client | Error> => {
+      const client = new Client({ name: 'access-matrix', version: '1.0.0' });
+      const headers: Record<string, string> = key === undefined ? {} : { 'X-API-Key': key };
+      try {
+        await client.connect(new StreamableHTTPClientTransport(new URL(`${target.url}/mcp`), { requestInit: { headers } }));
+        return client;
+      } catch (error) {
+        return error as Error;
+      }
+    };
+    const textOf = (result: CallToolResult) => (result.content[0]?.type === 'text' ? result.content[0].text : '');
+    for (const tenant of TENANTS) {
+      const other = TENANTS.find((name) => name !== tenant) as TenantName;
+      const foreign = resources[other].markers;
+      // A missing or revoked key: the gateway's 401 before the MCP service.
+      for (const kind of ['missing', 'revoked'] as const) {
+        const refused = await connect(keyFor(tenant, kind, 'news'));
+        cells += 1;
+        if (!(refused instanceof Error) || !/401/.test(refused.message)) problems.push(`MCP · ${tenant} · ${kind} key: expected 401`);
+        if (!(refused instanceof Error)) await refused.close();
+      }
+      const calls: { name: string; args: (id: string) => Record<string, unknown>; subject: Subject; scope: ApiScope; id: string }[] = [];
+      for (const jobType of JobType.options) {
+        for (const subject of SUBJECTS) {
+          const id =
+            subject === 'malformed'
+              ? MALFORMED_ID
+              : subject === 'nonexistent'
+                ? '3fa85f64-5717-4562-b3fc-2c963f66afa6'
+                : resources[subject === 'own' ? tenant : other].jobs[jobType];
+          calls.push({ name: 'job_status', args: (jobId) => ({ job_type: jobType, job_id: jobId }), subject, scope: jobType, id });
+        }
+      }
+      for (const subject of ['other', 'nonexistent'] as const) {
+        const id = subject === 'other' ? resources[other].conversationId : '3fa85f64-5717-4562-b3fc-2c963f66afa6';
+        calls.push({
+          name: 'chat',
+          args: (conversationId) => ({ message: 'And the margins?', conversation_id: conversationId }),
+          subject,
+          scope: 'chat',
+          id,
+        });
+      }
+      for (const kind of ['valid', 'wrong scope'] as const) {
+        for (const call of calls) {
+          const client = await connect(keyFor(tenant, kind, call.scope));
+          if (client instanceof Error) {
+            problems.push(`MCP · ${tenant} · ${kind} key: could not connect: ${client.message}`);
+            continue;
+          }
+          const result = (await client.callTool({ name: call.name, arguments: call.args(call.id) })) as CallToolResult;
+          await client.close();
+          cells += 1;
+          const text = `${textOf(result)} ${JSON.stringify(result.structuredContent ?? {})}`;
+          const cell = `MCP ${call.name} · ${call.subject} · ${kind} key (${tenant})`;
+          const leaked = foreign.filter((marker) => marker !== call.id && text.includes(marker));
+          if (leaked.length > 0) {
+            leaks += 1;
+            problems.push(`${cell}: LEAK of ${leaked.join(', ')}`);
+          }
+          const expected =
+            call.subject === 'malformed'
+              ? /job_id/
+              : kind === 'wrong scope'
+                ? new RegExp(`does not have the ${call.scope} scope`)
+                : call.subject === 'own'
+                  ? undefined
+                  : /\(HTTP 404 not_found\)/;
+          if (expected === undefined) {
+            if (result.isError === true || !text.includes(call.id))
+              problems.push(`${cell}: expected its own job, got ${text.slice(0, 200)}`);
+          } else if (result.isError !== true || !expected.test(text)) {
+            problems.push(`${cell}: expected a tool error matching ${String(expected)}, got ${text.slice(0, 200)}`);
+          }
         }
       }
     }
