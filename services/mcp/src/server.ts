@@ -7,7 +7,7 @@ import type { Caller } from '@fin/http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { TOOLS, allows, scopeRefusal, type ToolContext } from './tools';
 
-export const SERVER_INFO = { name: 'financial-intelligence', version: '1.0.0' } as const;
+const SERVER_INFO = { name: 'financial-intelligence', version: '1.0.0' } as const;
 
 const INSTRUCTIONS =
   "Financial research tools: news for stock symbols, stock reports, custom analyses and a research chat. A tool whose job takes longer than its wait returns the job id: check it later with job_status. Each call counts against the account's rate limits like a direct API request.";

@@ -44,7 +44,7 @@ function answer(value: Record<string, unknown>): CallToolResult {
 }
 
 /** A tool error carrying the API's error body, so the assistant reads what went wrong and how to go on. */
-export function toolError(body: ErrorBody, hint?: string): CallToolResult {
+function toolError(body: ErrorBody, hint?: string): CallToolResult {
   const text = `${body.detail} (HTTP ${String(body.status_code)} ${body.type})${hint === undefined ? '' : ` ${hint}`}`;
   return { content: [{ type: 'text', text }], structuredContent: { error: body }, isError: true };
 }
