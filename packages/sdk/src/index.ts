@@ -24,3 +24,5 @@ export type { SseMessage } from './sse';
 export { AnalysisStream, ChatStream, JobEventStream, McpStream } from './streams';
 export type { AnalysisEvent, ChatEvent, JobEvent, McpEvent, StreamEvent, StreamResponse } from './streams';
 export type * from './types';
+export { WebhookVerificationError, verifyWebhook } from './webhooks';
+export type { VerifyWebhookOptions, WebhookEvent, WebhookHeaders } from './webhooks';

@@ -982,7 +982,7 @@ export interface components {
             enabled?: boolean;
         };
         /**
-         * @description A JSON-RPC 2.0 message of the Model Context Protocol (streamable HTTP transport). Requests carry `method` and `id`, notifications `method` only; see the protocol for each method's `params` and `result`.
+         * @description A JSON-RPC 2.0 message of the Model Context Protocol (streamable HTTP transport): a request (`method` and `id`), a notification (`method` only) or a response (`id` with `result` or `error`); see the protocol for each method's `params` and `result`.
          * @example {
          *       "jsonrpc": "2.0",
          *       "id": 1,
@@ -1000,15 +1000,35 @@ export interface components {
         McpMessage: {
             /** @constant */
             jsonrpc: "2.0";
-            /** @description Present on requests and responses; absent on notifications. */
-            id?: string | number;
-            /** @description initialize, tools/list, tools/call, ping, notifications/initialized, … */
-            method?: string;
+            id: string | number;
+            method: string;
             params?: {
                 [key: string]: unknown;
             };
-        } & {
-            [key: string]: unknown;
+        } | {
+            /** @constant */
+            jsonrpc: "2.0";
+            method: string;
+            params?: {
+                [key: string]: unknown;
+            };
+        } | {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: string | number;
+            result: {
+                [key: string]: unknown;
+            };
+        } | {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number;
+            error: {
+                code: number;
+                message: string;
+            } & {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.
@@ -2961,7 +2981,9 @@ export interface operations {
     mcp: {
         parameters: {
             query?: never;
-            header?: {
+            header: {
+                /** @description Both `application/json` and `text/event-stream`, as the MCP transport requires. */
+                Accept: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
