@@ -41,6 +41,7 @@ function banner(system: Standalone, key: string): string {
     `  Financial Intelligence API   ${url}   (API reference: ${url}/docs)`,
     `  Development API key          ${key}   (kept in .data/dev-api-key)`,
     `  Web portal                   ${url}/portal/tools   (sign in with the key: tools, API keys)`,
+    `  MCP server (AI assistants)   ${url}/mcp   (streamable HTTP, header X-API-Key: the key)`,
     '',
     '  Try it:',
     `    curl -s -X POST ${url}/api/products/news -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' -d '{"symbols":["AAPL"],"n":3}'`,
