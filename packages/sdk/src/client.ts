@@ -109,8 +109,8 @@ export class JobHandle<
   }
 
   /**
-   * The result: at once for a 200, otherwise when the job completes (JobFailedError when it fails). Polls the
-   * job's status about every 2 s.
+   * The result: at once for a 200, otherwise when the job completes (JobFailedError when it fails), following the
+   * job's event stream (or, where that is not available, polling its status about every 2 s).
    */
   async result(options: WaitOptions = {}): Promise<Result> {
     const answer = await this.response.catch((error: unknown) => {
