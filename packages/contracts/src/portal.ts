@@ -42,9 +42,12 @@ const PortalToolForm = z
 const PortalToolEnabledForm = z.object({ csrf: FormValue, enabled: FormValue }).catch({});
 const PortalToolTestForm = z.object({ csrf: FormValue, input: FormValue }).catch({});
 const PortalKeyForm = z.object({ csrf: FormValue, name: FormValue, scopes: FormValue }).catch({});
+/** The webhook endpoint form; the page reads it into a WebhookCreateRequest. */
+const PortalWebhookForm = z.object({ csrf: FormValue, url: FormValue, events: FormValue, description: FormValue }).catch({});
 
 /** A tool's or key's id in a page path; a page shows "not found" for one that is not a UUID. */
 const PortalIdParams = z.object({ id: z.string() });
+const PortalDeliveryParams = z.object({ id: z.string(), delivery_id: z.string() });
 
 export const PORTAL_PAGES = {
   home: { method: 'get', path: '/', scope: null },
@@ -69,4 +72,15 @@ export const PORTAL_PAGES = {
   keys: { method: 'get', path: '/keys', scope: null },
   createKey: { method: 'post', path: '/keys', scope: null, request: { body: PortalKeyForm } },
   revokeKey: { method: 'post', path: '/keys/{id}/revoke', scope: null, request: { params: PortalIdParams, body: PortalForm } },
+  webhooks: { method: 'get', path: '/webhooks', scope: null },
+  createWebhook: { method: 'post', path: '/webhooks', scope: null, request: { body: PortalWebhookForm } },
+  webhookDeliveries: { method: 'get', path: '/webhooks/{id}', scope: null, request: { params: PortalIdParams } },
+  deleteWebhook: { method: 'post', path: '/webhooks/{id}/delete', scope: null, request: { params: PortalIdParams, body: PortalForm } },
+  testWebhook: { method: 'post', path: '/webhooks/{id}/test', scope: null, request: { params: PortalIdParams, body: PortalForm } },
+  redeliverWebhook: {
+    method: 'post',
+    path: '/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+    scope: null,
+    request: { params: PortalDeliveryParams, body: PortalForm },
+  },
 } as const satisfies Readonly<Record<string, RouteEntry>>;

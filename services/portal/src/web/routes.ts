@@ -18,6 +18,7 @@ import { MAX_ACTIVE_KEYS_PER_TENANT, accountOf, createTenantKey, listKeys, revok
 import { isCrossSite, type Session, type Sessions } from '../session';
 import { clientAddressOf, type PortalThrottle, type Refusal, type ThrottledAction } from '../throttle';
 import { html, layout, problemList, type Html } from './html';
+import { mountWebhookPages } from './webhook-pages';
 import { EMPTY_VALUES, addDetail, addProblem, parseToolForm, toolForm, valuesOf, type FieldProblems } from './tool-form';
 
 const STATIC_DIR = path.resolve(__dirname, '../../static');
@@ -45,7 +46,7 @@ export interface PortalDeps {
   keyTtlDays: number;
 }
 
-interface Signed {
+export interface Signed {
   session: Session;
   account: Account;
   csrf: string;
@@ -171,7 +172,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     return false;
   };
 
-  const shell = (res: Response, title: string, body: Html, current: 'tools' | 'keys' = 'tools', status = 200) => {
+  const shell = (res: Response, title: string, body: Html, current: 'tools' | 'keys' | 'webhooks' = 'tools', status = 200) => {
     const { account, csrf } = signedOf(res);
     page(res, status, { title, account: { tenantName: account.tenantName, csrf }, current, body });
   };
@@ -599,6 +600,7 @@ ${problemList(extra.problems ?? [])}
     signedIn,
   );
 
+  mountWebhookPages(router, { webhooks: deps.webhooks, logger, shell, signedIn, signedOf });
   return router;
 }
 

@@ -1,0 +1,96 @@
+// The portal's webhooks pages, as a browser uses them: register an endpoint (a problem shown for a bad URL, the
+// secret shown once), see its deliveries with their attempts, send a test event, redeliver, delete; another
+// account's endpoint is not found; a key without the webhooks scope is told so.
+import { Browser, csrfOf } from './support/browser';
+import { startHarness, type Harness } from './support/harness';
+
+describe('the webhooks pages', () => {
+  let h: Harness;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    tenantId = await h.tenant('acme');
+  });
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function signedIn(scopes?: string[], tenant = tenantId): Promise<{ browser: Browser; csrf: string }> {
+    const browser = new Browser(h);
+    const { apiKey } = await h.key(tenant, scopes);
+    expect((await browser.signIn(apiKey)).status).toBe(303);
+    const page = await browser.go('get', '/portal/tools');
+    return { browser, csrf: csrfOf(page.text) };
+  }
+
+  it('registers an endpoint with its secret shown once, lists its deliveries, sends a test event, redelivers and deletes', async () => {
+    const { browser, csrf } = await signedIn();
+    const empty = await browser.go('get', '/portal/webhooks');
+    expect(empty.status).toBe(200);
+    expect(empty.text).toContain('No endpoints yet.');
+    expect(empty.headers['content-security-policy']).toContain("script-src 'self'");
+
+    const bad = await browser.go('post', '/portal/webhooks', { csrf, url: 'https://10.0.0.1/x', events: ['job.completed'] });
+    expect(bad.text).toContain('url: 10.0.0.1 is not a public internet address');
+    expect(bad.text).toContain('value="https://10.0.0.1/x"');
+    const noEvents = await browser.go('post', '/portal/webhooks', { csrf, url: 'https://hooks.example.com/x' });
+    expect(noEvents.text).toContain('events: must list at least one event type');
+
+    const made = await browser.go('post', '/portal/webhooks', {
+      csrf,
+      url: 'https://hooks.example.com/<b>fin</b>',
+      description: 'orders <script>',
+      events: ['job.failed'],
+    });
+    expect(made.status).toBe(200);
+    const secret = /<code id="new-secret">(whsec_[^<]+)<\/code>/.exec(made.text)?.[1];
+    expect(secret).toMatch(/^whsec_/);
+    expect(made.text).toContain('orders &lt;script&gt;');
+    expect(made.text).not.toContain('<script>');
+    const id = /data-webhook="([^"]+)"/.exec(made.text)?.[1] ?? '';
+    const listed = await browser.go('get', '/portal/webhooks');
+    expect(listed.text).toContain('job.failed');
+    expect(listed.text).not.toContain(secret);
+
+    expect((await browser.go('post', `/portal/webhooks/${id}/test`, { csrf })).headers.location).toBe(`/portal/webhooks/${id}`);
+    const { rows } = await h.pool.query<{ id: string }>('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+    const deliveryId = rows[0]?.id ?? '';
+    await h.pool.query(
+      "INSERT INTO webhook_attempts (delivery_id, outcome, http_status, duration_ms, error) VALUES ($1, 'http_error', 503, 41, 'the endpoint answered HTTP 503')",
+      [deliveryId],
+    );
+    const deliveries = await browser.go('get', `/portal/webhooks/${id}`);
+    expect(deliveries.status).toBe(200);
+    expect(deliveries.text).toContain('webhook.test');
+    expect(deliveries.text).toContain('http_error · HTTP 503 · 41 ms');
+    expect(deliveries.text).toContain(`data-delivery="${deliveryId}"`);
+
+    await h.pool.query("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL WHERE id = $1", [deliveryId]);
+    const redeliver = await browser.go('post', `/portal/webhooks/${id}/deliveries/${deliveryId}/redeliver`, { csrf });
+    expect(redeliver.status).toBe(303);
+    const { rows: after } = await h.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE id = $1', [deliveryId]);
+    expect(after[0]?.status).toBe('pending');
+
+    // Forms need the session's token.
+    expect((await browser.go('post', `/portal/webhooks/${id}/delete`, { csrf: 'forged' })).status).toBe(403);
+    expect((await browser.go('post', `/portal/webhooks/${id}/delete`, { csrf })).headers.location).toBe('/portal/webhooks');
+    expect((await browser.go('get', `/portal/webhooks/${id}`)).status).toBe(404);
+  });
+
+  it("shows another account's endpoint as not found, and tells a key without the webhooks scope what it lacks", async () => {
+    const { browser, csrf } = await signedIn();
+    const made = await browser.go('post', '/portal/webhooks', { csrf, url: 'https://hooks.example.com/acme', events: ['job.completed'] });
+    const id = /data-webhook="([^"]+)"/.exec(made.text)?.[1] ?? '';
+    const other = await signedIn(undefined, await h.tenant('globex'));
+    expect((await other.browser.go('get', `/portal/webhooks/${id}`)).status).toBe(404);
+    expect((await other.browser.go('post', `/portal/webhooks/${id}/delete`, { csrf: other.csrf })).status).toBe(404);
+    expect((await other.browser.go('get', '/portal/webhooks')).text).not.toContain('hooks.example.com/acme');
+
+    const toolsOnly = await signedIn(['tools']);
+    const refused = await toolsOnly.browser.go('get', '/portal/webhooks');
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('does not have the webhooks scope');
+  });
+});
