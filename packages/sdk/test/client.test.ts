@@ -158,6 +158,31 @@ describe('retries', () => {
     expect(seen).toHaveLength(3);
   });
 
+  it('waits Retry-After when a 429 has no X-RateLimit-Reset (the chat concurrency limit), then retries the message', async () => {
+    handlers.push(
+      (_req, res) =>
+        json(res, 429, error(429, 'rate_limit_exceeded', 'Already 10 chat requests in flight.'), {
+          'x-ratelimit-limit': '10',
+          'x-ratelimit-remaining': '0',
+          'retry-after': '1',
+        }),
+      (_req, res) => json(res, 200, { conversation_id: JOB, message_id: JOB, response: 'ok' }),
+    );
+    await expect(client().chat.send({ message: 'hi' })).resolves.toMatchObject({ response: 'ok' });
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('retries a product POST whose connection broke, with the same Idempotency-Key, so no second job starts', async () => {
+    handlers.push(
+      (req) => req.socket.destroy(),
+      (_req, res) => json(res, 202, pending),
+    );
+    await expect(client().news.create({ symbols: ['AAPL'] })).resolves.toEqual(pending);
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.headers['idempotency-key']).toBe(seen[0]!.headers['idempotency-key']);
+  });
+
   it('gives up an attempt after timeoutMs with APITimeoutError', async () => {
     handlers.push((_req, res) => setTimeout(() => json(res, 200, { tools: [] }), 1000));
     await expect(client({ timeoutMs: 100, maxRetries: 0 }).customerTools.list()).rejects.toBeInstanceOf(APITimeoutError);
