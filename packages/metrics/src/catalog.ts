@@ -122,6 +122,13 @@ export const reaperActions = new Counter({
   registers: [registry],
 });
 
+export const mcpToolCalls = new Counter({
+  name: 'fin_mcp_tool_calls_total',
+  help: "MCP tool calls, by tool and outcome: ok (the result), pending (a job not finished within the tool's wait, answered with its id), refused (the key lacks the tool's scope), failed (the API's error, e.g. 429, or a failed job).",
+  labelNames: ['tool', 'outcome'] as const,
+  registers: [registry],
+});
+
 /** A connection pool's counters, as pg.Pool keeps them; read at each scrape. */
 export interface PoolStats {
   total: number;

@@ -9,6 +9,7 @@ export {
   jobsFinished,
   jobsInFlight,
   jobSubmissions,
+  mcpToolCalls,
   meterPool,
   modelRequests,
   modelTokens,

@@ -4,13 +4,20 @@
 // answer to a request is an SSE stream (not a single JSON body), so that progress notifications can reach the
 // client while a tool waits for its job; the stream ends with the response.
 import type { Caller } from '@fin/http';
+import { mcpToolCalls } from '@fin/metrics';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TOOLS, allows, scopeRefusal, type ToolContext } from './tools';
 
 const SERVER_INFO = { name: 'financial-intelligence', version: '1.0.0' } as const;
 
 const INSTRUCTIONS =
   "Financial research tools: news for stock symbols, stock reports, custom analyses and a research chat. A tool whose job takes longer than its wait returns the job id: check it later with job_status. Each call counts against the account's rate limits like a direct API request.";
+
+function outcomeOf(result: CallToolResult): 'ok' | 'pending' | 'failed' {
+  if (result.isError === true) return 'failed';
+  return result.structuredContent?.status === 'pending' ? 'pending' : 'ok';
+}
 
 /**
  * The server for one request of `caller`. tools/list shows the tools the key's scopes allow; a tools/call of a
@@ -25,7 +32,11 @@ export function createMcpServer(caller: Caller, context: ToolContext, calledTool
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: tool.annotations },
-      (input: unknown, extra) => (allowed ? tool.run(input, context, extra) : Promise.resolve(scopeRefusal(tool))),
+      async (input: unknown, extra) => {
+        const result = allowed ? await tool.run(input, context, extra) : scopeRefusal(tool);
+        mcpToolCalls.inc({ tool: tool.name, outcome: allowed ? outcomeOf(result) : 'refused' });
+        return result;
+      },
     );
   }
   return server;

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { ErrorBody } from '@fin/contracts';
 import { identityKey, listen, signIdentity, type Caller } from '@fin/http';
 import { createLogger } from '@fin/log';
+import { mcpToolCalls } from '@fin/metrics';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -253,6 +254,28 @@ describe('the MCP service', () => {
     expect(result.isError).toBe(true);
     expect(text(result)).toContain('symbols');
     expect(api.received.length).toBe(before);
+  });
+
+  it('counts tool calls by tool and outcome (fin_mcp_tool_calls_total)', async () => {
+    const count = async (tool: string, outcome: string) =>
+      (await mcpToolCalls.get()).values.find((value) => value.labels.tool === tool && value.labels.outcome === outcome)?.value ?? 0;
+    const before = {
+      refused: await count('news', 'refused'),
+      ok: await count('news', 'ok'),
+      pending: await count('news', 'pending'),
+      failed: await count('stock_report', 'failed'),
+    };
+    await (await connect(caller('chat'))).callTool({ name: 'news', arguments: { symbols: ['AAPL'] } });
+    const client = await connect(caller('news', 'stock-report'));
+    await client.callTool({ name: 'news', arguments: { symbols: ['AAPL'] } });
+    await client.callTool({ name: 'news', arguments: { symbols: ['SLOW'] } });
+    await client.callTool({ name: 'stock_report', arguments: { symbols: ['AAPL'] } });
+    expect({
+      refused: await count('news', 'refused'),
+      ok: await count('news', 'ok'),
+      pending: await count('news', 'pending'),
+      failed: await count('stock_report', 'failed'),
+    }).toEqual({ refused: before.refused + 1, ok: before.ok + 1, pending: before.pending + 1, failed: before.failed + 1 });
   });
 
   it('chats, and continues the conversation it returned', async () => {
