@@ -29,10 +29,10 @@ function deliveryRows(deliveries: readonly WebhookDelivery[], id: string, csrf: 
   <td>${delivery.created_at.slice(0, 19).replace('T', ' ')}</td>
   <td>${delivery.event_type}${delivery.job_id === null ? '' : html`<div class="muted">${delivery.job_type} <code>${delivery.job_id}</code></div>`}</td>
   <td><span class="badge ${delivery.status === 'succeeded' ? 'on' : 'off'}">${delivery.status}</span>${delivery.next_attempt_at === null ? '' : html`<div class="muted">next attempt ${delivery.next_attempt_at.slice(0, 19).replace('T', ' ')}</div>`}</td>
-  <td><ol class="attempts">${delivery.attempts.map(
+  <td><ul class="attempts">${delivery.attempts.map(
     (attempt) =>
       html`<li>${attempt.attempted_at.slice(11, 19)} · ${attempt.outcome}${attempt.http_status === null ? '' : html` · HTTP ${String(attempt.http_status)}`} · ${String(attempt.duration_ms)} ms${attempt.error === null ? '' : html`<div class="muted">${attempt.error}</div>`}</li>`,
-  )}</ol></td>
+  )}</ul></td>
   <td><form method="post" action="/portal/webhooks/${id}/deliveries/${delivery.id}/redeliver" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link">Redeliver</button></form></td>
 </tr>`,
   );
