@@ -105,10 +105,22 @@ describe('the MCP server through the gateway', () => {
     expect(direct.headers.get('cache-status')).toMatch(/hit/);
   });
 
-  it('stock_report and analysis: each to its result', async () => {
+  it("stock_report and analysis: each to its result, the job's progress reported through the gateway as it runs", async () => {
     const client = await connect(key);
-    const report = StockReportResult.parse(completed(await call(client, 'stock_report', { symbols: ['MSFT'] })));
+    const progress: { progress: number; message?: string }[] = [];
+    const result = (await client.callTool({ name: 'stock_report', arguments: { symbols: ['MSFT', 'NVDA'] } }, undefined, {
+      timeout: 90_000,
+      onprogress: (update) => progress.push(update),
+    })) as CallToolResult;
+    const report = StockReportResult.parse(completed(result));
     expect(report.detailed_analysis.length).toBeGreaterThan(0);
+    // A fresh job (not cached): its progress came as notifications on the call's own event stream, rising, with the
+    // job's current step as the message.
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.map((update) => update.progress)).toEqual(
+      [...new Set(progress.map((update) => update.progress))].sort((a, b) => a - b),
+    );
+    expect(progress.every((update) => typeof update.message === 'string' && update.message !== '')).toBe(true);
     const analysis = completed(
       await call(client, 'analysis', {
         prompt: 'How exposed is Apple to interest rates?',
