@@ -132,7 +132,16 @@ describe('tenants, keys and limit overrides (operators)', () => {
     await expect(setLimitOverride(pool, 'ghost', 'news', 5)).rejects.toThrow('No tenant named "ghost".');
 
     const report = await showLimits(pool);
-    expect(report.defaults).toEqual({ news: 100, 'stock-report': 20, analysis: 20, jobs: 600, tools: 60, 'chat-turns': 60, chat: 10 });
+    expect(report.defaults).toEqual({
+      news: 100,
+      'stock-report': 20,
+      analysis: 20,
+      jobs: 600,
+      tools: 60,
+      webhooks: 60,
+      'chat-turns': 60,
+      chat: 10,
+    });
     expect(report.tenants).toEqual([{ name: 'limited', overrides: { news: 400, chat: 25 } }]);
 
     expect(await setLimitOverride(pool, 'limited', 'news', null)).toEqual({ chat: 25 });

@@ -276,7 +276,7 @@ export function sampleRequest(
   route: { method: string; path: string; request?: { body?: unknown; query?: unknown } },
   jobType = 'news',
 ): { path: string; body: object | undefined } {
-  const path = route.path.replace('{job_type}', jobType).replace('{job_id}', UUID).replace('{id}', UUID);
+  const path = route.path.replace('{job_type}', jobType).replace('{job_id}', UUID).replace('{id}', UUID).replace('{delivery_id}', UUID);
   const query = route.request?.query !== undefined ? `?conversation_id=${UUID}` : '';
   return { path: `${path}${query}`, body: route.request?.body !== undefined ? { sample: true } : undefined };
 }
