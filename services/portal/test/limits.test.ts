@@ -61,7 +61,7 @@ describe('portal limits', () => {
       // One expires and one is revoked: two new keys fit, and no more.
       const { rows } = await h.pool.query<{ id: string }>(
         'SELECT id FROM api_keys WHERE tenant_id = $1 AND scopes = $2::text[] ORDER BY created_at DESC LIMIT 2',
-        [tenantId, ['news', 'stock-report', 'analysis', 'chat', 'tools']],
+        [tenantId, ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks']],
       );
       await h.pool.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [rows[0]?.id]);
       await h.pool.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [rows[1]?.id]);
