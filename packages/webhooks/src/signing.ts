@@ -19,7 +19,7 @@ function keyOf(secret: string): Buffer {
 }
 
 /** `v1,<signature>` of one message under one secret. */
-export function sign(secret: string, id: string, timestampSeconds: number, body: string): string {
+function sign(secret: string, id: string, timestampSeconds: number, body: string): string {
   const mac = createHmac('sha256', keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64');
   return `v1,${mac}`;
 }

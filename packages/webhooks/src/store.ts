@@ -44,11 +44,6 @@ export function callbackSealContext(tenantId: string): SealContext {
   return { tenantId, toolId: 'webhook-callbacks' };
 }
 
-/** Prisma returns bytes as a plain Uint8Array: viewed as a Buffer, not copied. */
-export function bytesOf(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
 const ENDPOINT_FIELDS = {
   id: true,
   url: true,
