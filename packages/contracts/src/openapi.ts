@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
+import { WebhookEvent } from './webhooks';
 import {
   API_ROUTE_LIST,
   CHAT_STREAMS_PER_KEY,
@@ -243,6 +244,44 @@ function operation(route: ApiRoute, errorResponses: Map<string, ZodOpenApiRespon
 
 export const OPENAPI_VERSION = '3.1.0';
 
+/** A delivery's headers (Standard Webhooks). */
+const WebhookHeaders = z.object({
+  'webhook-id': z.uuid().meta({ description: 'The delivery: the same on every attempt and redelivery; drop repeats by it.' }),
+  'webhook-timestamp': z.string().regex(/^\d+$/).meta({ description: 'When this attempt was signed, in Unix seconds.' }),
+  'webhook-signature': z.string().meta({
+    description:
+      'Space-separated `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64-decoded part of the `whsec_` secret after the prefix; two entries for 24 h after a rotation.',
+  }),
+});
+
+/** What this API sends to registered endpoints and callback URLs (OpenAPI 3.1 `webhooks`). */
+const WEBHOOK_DELIVERIES: ZodOpenApiPathsObject = Object.fromEntries(
+  (
+    [
+      [
+        'job.completed',
+        'webhookJobCompleted',
+        'A job completed: its result is in `data.result` when its JSON is at most 64 KiB (else read `data.result_url`).',
+      ],
+      ['job.failed', 'webhookJobFailed', 'A job failed and will not complete: `data.error` says why.'],
+      ['webhook.test', 'webhookTest', 'Sent by POST /api/webhooks/{id}/test.'],
+    ] as const
+  ).map(([event, operationId, description]) => [
+    event,
+    {
+      post: {
+        summary: event,
+        operationId,
+        description: `${description} Signed as Standard Webhooks describes; retried with backoff for 24 hours until the endpoint answers 2xx within 10 s.`,
+        tags: ['Webhooks'],
+        requestParams: { header: WebhookHeaders },
+        requestBody: { content: { 'application/json': { schema: WebhookEvent } } },
+        responses: { '2XX': { description: 'Received; any other answer (a redirect too) is retried.' } },
+      },
+    },
+  ]),
+);
+
 /** The OpenAPI 3.1 document of the public API, generated from API_ROUTES and the contract schemas. */
 export function createOpenApiDocument(options: { version?: string; serverUrl?: string } = {}): ReturnType<typeof createDocument> {
   const paths: ZodOpenApiPathsObject = {};
@@ -267,16 +306,18 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
       { name: 'Chat', description: 'Streamed research conversations.' },
       { name: 'Jobs', description: 'Status and result of asynchronous jobs.' },
       { name: 'Customer tools', description: 'External data APIs the AI may call while analysing.' },
+      { name: 'Webhooks', description: 'Endpoints told when a job finishes, and their deliveries.' },
       { name: 'Documentation', description: 'This document.' },
     ],
     paths,
+    webhooks: WEBHOOK_DELIVERIES,
     components: {
       securitySchemes: {
         ApiKey: {
           type: 'apiKey',
           in: 'header',
           name: 'X-API-Key',
-          description: 'The API key generated in the web portal. Keys carry scopes: news, stock-report, analysis, chat, tools.',
+          description: 'The API key generated in the web portal. Keys carry scopes: news, stock-report, analysis, chat, tools, webhooks.',
         },
       },
       parameters: {

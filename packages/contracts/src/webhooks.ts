@@ -45,12 +45,14 @@ export const WebhookUrl = z
   .refine((url) => !hasCredentials(url), 'must not contain a user name or password')
   .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
   .meta({
+    id: 'WebhookUrl',
     description: `Absolute https:// URL that receives the deliveries, at most ${WEBHOOK_URL_MAX} characters, no credentials; public internet addresses only.`,
     examples: ['https://hooks.example.com/fin'],
   });
 
 /** `callback_url` of a product request: a one-off delivery of that job's terminal event. */
 export const CallbackUrl = WebhookUrl.optional().meta({
+  id: 'CallbackUrl',
   description:
     "Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.",
   examples: ['https://hooks.example.com/fin/jobs'],

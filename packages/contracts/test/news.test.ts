@@ -44,7 +44,7 @@ describe('NewsRequest', () => {
 
   it('rejects unknown fields by name, listing the allowed ones', () => {
     expect(rejected(NewsRequest, { symbols: ['A'], langauge: 'de' })).toBe(
-      'unknown field "langauge" (allowed: symbols, n, language, data)',
+      'unknown field "langauge" (allowed: symbols, n, language, data, callback_url)',
     );
   });
 

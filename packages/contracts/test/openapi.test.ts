@@ -206,7 +206,8 @@ describe('OpenAPI document structure', () => {
       return out;
     };
     const reached = new Set<string>();
-    const queue = schemaRefs(document.paths);
+    // Routes, and the deliveries sent to webhook endpoints (the document's `webhooks`).
+    const queue = schemaRefs([document.paths, (document as { webhooks?: unknown }).webhooks]);
     for (let ref = queue.pop(); ref !== undefined; ref = queue.pop()) {
       if (reached.has(ref)) continue;
       reached.add(ref);

@@ -22,7 +22,10 @@ describe('portal forms', () => {
     for (const page of pages) {
       expect(page.scope).toBeNull();
       expect(page.path.startsWith('/')).toBe(true);
-      if (page.path.includes('{id}')) expect(Object.keys(page.request?.params?.shape ?? {})).toEqual(['id']);
+      if (page.path.includes('{id}'))
+        expect(Object.keys(page.request?.params?.shape ?? {})).toEqual(
+          page.path.includes('{delivery_id}') ? ['id', 'delivery_id'] : ['id'],
+        );
     }
   });
 });

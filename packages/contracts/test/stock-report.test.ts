@@ -24,7 +24,9 @@ describe('StockReportRequest', () => {
   });
 
   it('rejects n, which belongs to news only', () => {
-    expect(rejected(StockReportRequest, { symbols: ['A'], n: 3 })).toBe('unknown field "n" (allowed: symbols, language, data)');
+    expect(rejected(StockReportRequest, { symbols: ['A'], n: 3 })).toBe(
+      'unknown field "n" (allowed: symbols, language, data, callback_url)',
+    );
   });
 
   it('rejects an unknown language', () => {
