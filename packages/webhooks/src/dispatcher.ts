@@ -17,6 +17,10 @@ import { callbackSealContext, endpointSealContext } from './store';
 import { signedHeaders } from './signing';
 
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
+/** Finished deliveries (and their attempts) are deleted this long after their last change. */
+const DELIVERY_RETENTION_DAYS = 30;
+const SWEEP_EVERY_MS = 3600_000;
+const SWEEP_BATCH = 1_000;
 const USER_AGENT = 'FinancialIntelligenceAPI-Webhooks/1.0';
 
 export interface DispatcherOptions {
@@ -41,6 +45,8 @@ export interface WebhookDispatcher {
   wake(): void;
   /** One round: claims, sends and records due deliveries; resolves with how many were sent. */
   runOnce(): Promise<number>;
+  /** Deletes finished deliveries older than DELIVERY_RETENTION_DAYS (done hourly while started); resolves with how many. */
+  sweep(): Promise<number>;
   /** Stops looking and waits for the attempts in flight (each bounded by the time limit). */
   stop(): Promise<void>;
 }
@@ -86,6 +92,24 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
   let running: Promise<void> | undefined;
   let stopped = true;
   let again = false;
+  let lastSweep = 0;
+
+  /** Deletes finished deliveries past their retention, a batch at a time (every replica may; the work is shared). */
+  async function sweep(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const { rowCount } = await pool.query({
+        name: 'webhooks-sweep',
+        text: `DELETE FROM webhook_deliveries WHERE id IN (
+                 SELECT id FROM webhook_deliveries
+                  WHERE status <> 'pending' AND updated_at < now() - $1 * interval '1 day'
+                  LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        values: [DELIVERY_RETENTION_DAYS, SWEEP_BATCH],
+      });
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < SWEEP_BATCH || stopped) return deleted;
+    }
+  }
 
   async function claim(): Promise<ClaimedRow[]> {
     const { rows } = await pool.query<ClaimedRow>({
@@ -202,6 +226,11 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     for (;;) {
       again = false;
       try {
+        if (Date.now() - lastSweep >= SWEEP_EVERY_MS) {
+          lastSweep = Date.now();
+          const deleted = await sweep();
+          if (deleted > 0) log.info({ deleted, retentionDays: DELIVERY_RETENTION_DAYS }, 'old webhook deliveries deleted');
+        }
         // A full batch means more may be due: go on at once.
         while (!stopped && (await runOnce()) === batchSize);
       } catch (error) {
@@ -241,6 +270,7 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
       tick();
     },
     runOnce,
+    sweep,
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);

@@ -241,6 +241,25 @@ describe('webhook delivery', () => {
     expect(JSON.parse(delivery?.body ?? '')).toMatchObject({ type: 'webhook.test', data: { job_id: null } });
   });
 
+  it('deletes finished deliveries after 30 days, never a pending one', async () => {
+    const hook = await endpoint(tenantId);
+    for (let i = 0; i < 3; i++) await store.queueTest(tenantId, hook.id);
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM webhook_deliveries ORDER BY created_at');
+    const [old, recent, pending] = rows.map((row) => row.id);
+    await pool.query(
+      "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = now() - interval '31 days' WHERE id = $1",
+      [old],
+    );
+    await pool.query(
+      "UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, updated_at = now() - interval '29 days' WHERE id = $1",
+      [recent],
+    );
+    await pool.query("UPDATE webhook_deliveries SET updated_at = now() - interval '60 days' WHERE id = $1", [pending]);
+    expect(await dispatcher().sweep()).toBe(1);
+    const left = await pool.query<{ id: string }>('SELECT id FROM webhook_deliveries ORDER BY created_at');
+    expect(left.rows.map((row) => row.id)).toEqual([recent, pending]);
+  });
+
   it('does not follow a redirect', async () => {
     const hook = await endpoint(tenantId);
     receiver.answer(302);
