@@ -129,6 +129,13 @@ export const mcpToolCalls = new Counter({
   registers: [registry],
 });
 
+export const webhookAttempts = new Counter({
+  name: 'fin_webhook_attempts_total',
+  help: 'Webhook delivery attempts, by outcome (ok, http_error, blocked_address, redirect_refused, timeout, connection_failed, invalid_endpoint) and what became of the delivery: succeeded, retrying, failed (no 2xx within its retry window).',
+  labelNames: ['outcome', 'delivery'] as const,
+  registers: [registry],
+});
+
 /** A connection pool's counters, as pg.Pool keeps them; read at each scrape. */
 export interface PoolStats {
   total: number;

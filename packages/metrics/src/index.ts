@@ -19,6 +19,7 @@ export {
   reaperActions,
   registry,
   sseStreamsOpen,
+  webhookAttempts,
   type PoolStats,
 } from './catalog';
 export { refreshEvery, type Refresher } from './refresh';

@@ -12,6 +12,7 @@ import { WEBHOOK_RESPONSE_EXCERPT_MAX, type WebhookAttemptOutcome } from '@fin/c
 import type { CallResult, Keyring, ToolExecutor } from '@fin/customer-tools';
 import type { Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
+import { webhookAttempts } from '@fin/metrics';
 import { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './backoff';
 import { callbackSealContext, endpointSealContext } from './store';
 import { signedHeaders } from './signing';
@@ -199,6 +200,7 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
       ],
     });
     const status = rows[0]?.status;
+    if (status !== undefined) webhookAttempts.inc({ outcome, delivery: status === 'pending' ? 'retrying' : status });
     const fields = {
       deliveryId: row.id,
       endpointId: row.endpoint_id,

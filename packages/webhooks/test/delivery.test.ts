@@ -9,6 +9,7 @@ import { testCertificate } from '@fin/customer-tools/testing';
 import { createPool, type Pool } from '@fin/db';
 import { createMemoryBus, createPublisher, jobsEventsTopic, type MemoryEventBus } from '@fin/events';
 import { createLogger } from '@fin/log';
+import { webhookAttempts } from '@fin/metrics';
 import type { z } from 'zod';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import {
@@ -159,6 +160,9 @@ describe('webhook delivery', () => {
       ['http_error', 500],
     ]);
     expect(delivery.attempts[2]?.response_excerpt).toBe('answer 500');
+    const counted = (await webhookAttempts.get()).values;
+    const retried = counted.filter((value) => value.labels.outcome === 'http_error' && value.labels.delivery === 'retrying');
+    expect(retried.reduce((sum, value) => sum + value.value, 0)).toBeGreaterThanOrEqual(2);
   });
 
   it('marks a delivery failed once its retry window has passed, and redelivers it on request', async () => {
