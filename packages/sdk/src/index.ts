@@ -25,4 +25,4 @@ export { AnalysisStream, ChatStream, JobEventStream, McpStream } from './streams
 export type { AnalysisEvent, ChatEvent, JobEvent, McpEvent, StreamEvent, StreamResponse } from './streams';
 export type * from './types';
 export { WebhookVerificationError, verifyWebhook } from './webhooks';
-export type { VerifyWebhookOptions, WebhookEvent, WebhookHeaders } from './webhooks';
+export type { VerifyWebhookOptions, WebhookHeaders } from './webhooks';

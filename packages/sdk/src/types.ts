@@ -1,13 +1,16 @@
 // Names for the generated types (src/generated/openapi.ts, made from the API's OpenAPI document): the request
 // bodies, answers and event data of every route.
-import type { components, operations } from './generated/openapi';
+import type { components, operations, webhooks } from './generated/openapi';
 
-export type { components, operations, paths } from './generated/openapi';
+export type { components, operations, paths, webhooks } from './generated/openapi';
 
 type Schemas = components['schemas'];
 
-/** An API operation, by its OpenAPI operationId. */
-export type OperationId = keyof operations;
+/** The deliveries the API sends (the document's `webhooks`): operations of the receiver, not of the API. */
+type WebhookOperation = NonNullable<webhooks[keyof webhooks]['post']>;
+
+/** An operation of the API's routes (the document's `paths`), by its OpenAPI operationId. */
+export type OperationId = { [Id in keyof operations]: operations[Id] extends WebhookOperation ? never : Id }[keyof operations];
 
 export type ErrorBody = Schemas['ErrorBody'];
 export type ErrorType = Schemas['ErrorType'];
@@ -84,6 +87,8 @@ export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookDeliveryListResponse = Schemas['WebhookDeliveryListResponse'];
 export type WebhookDeliveriesQuery = NonNullable<operations['listWebhookDeliveries']['parameters']['query']>;
 export type WebhookEventType = Schemas['WebhookEventType'];
+/** The JSON body of a webhook delivery (the document's `webhooks`). */
+export type WebhookEvent = Schemas['WebhookEvent'];
 
 /** A JSON-RPC 2.0 message of the Model Context Protocol endpoint (POST /mcp). */
 export type McpMessage = Schemas['McpMessage'];

@@ -5,25 +5,7 @@
 // stops an old delivery from being replayed. WebCrypto (global in Node 20+, Deno, Bun and browsers) computes the
 // HMAC, so the SDK keeps no runtime dependency.
 import { FinancialIntelligenceError } from './errors';
-import type { JobType } from './types';
-
-/** The JSON body of a delivery. */
-export interface WebhookEvent {
-  type: 'job.completed' | 'job.failed' | 'webhook.test';
-  /** When the job reached this state (for webhook.test: when it was sent), ISO 8601. */
-  timestamp: string;
-  data: {
-    job_id: string | null;
-    job_type: JobType | null;
-    status: 'completed' | 'failed' | null;
-    status_url: string | null;
-    result_url: string | null;
-    /** job.completed: the result, when its JSON is at most 64 KiB (otherwise read result_url). */
-    result?: Record<string, unknown>;
-    /** job.failed: why. */
-    error?: { type: string; detail: string };
-  };
-}
+import type { WebhookEvent } from './types';
 
 /** The delivery is not authentic (or too old): answer it with a 4xx and do not act on it. */
 export class WebhookVerificationError extends FinancialIntelligenceError {

@@ -503,7 +503,68 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "job.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * job.completed
+         * @description A job completed: its result is in `data.result` when its JSON is at most 64 KiB (else read `data.result_url`). Signed as Standard Webhooks describes; retried with backoff for 24 hours until the endpoint answers 2xx within 10 s.
+         */
+        post: operations["webhookJobCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "job.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * job.failed
+         * @description A job failed and will not complete: `data.error` says why. Signed as Standard Webhooks describes; retried with backoff for 24 hours until the endpoint answers 2xx within 10 s.
+         */
+        post: operations["webhookJobFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.test
+         * @description Sent by POST /api/webhooks/{id}/test. Signed as Standard Webhooks describes; retried with backoff for 24 hours until the endpoint answers 2xx within 10 s.
+         */
+        post: operations["webhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -535,11 +596,7 @@ export interface components {
             /** @default en */
             language?: components["schemas"]["Language"];
             data?: components["schemas"]["CustomData"];
-            /**
-             * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
-             * @example https://hooks.example.com/fin/jobs
-             */
-            callback_url?: string;
+            callback_url?: components["schemas"]["CallbackUrl"];
         };
         /**
          * @description Ticker symbol, case-insensitive; surrounding whitespace is ignored and it is upper-cased. 1 to 10 letters or digits, optionally one "." or "-" class/exchange suffix, e.g. BRK.B.
@@ -568,6 +625,16 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
+         * @example https://hooks.example.com/fin/jobs
+         */
+        CallbackUrl: components["schemas"]["WebhookUrl"];
+        /**
+         * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only.
+         * @example https://hooks.example.com/fin
+         */
+        WebhookUrl: string;
+        /**
          * @description Equity analysis of one symbol, or a comparison of two.
          * @example {
          *       "symbols": [
@@ -591,11 +658,7 @@ export interface components {
             /** @default en */
             language?: components["schemas"]["Language"];
             data?: components["schemas"]["CustomData"];
-            /**
-             * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
-             * @example https://hooks.example.com/fin/jobs
-             */
-            callback_url?: string;
+            callback_url?: components["schemas"]["CallbackUrl"];
         };
         /**
          * @description A free-form prompt answered in the chosen output format.
@@ -637,11 +700,7 @@ export interface components {
             symbols?: components["schemas"]["StockSymbol"][];
             portfolio_composition?: components["schemas"]["PortfolioComposition"];
             data?: components["schemas"]["CustomData"];
-            /**
-             * @description Optional https URL told once when this request's job finishes (a `job.completed` or `job.failed` delivery, signed with the account's callback secret, retried for 24 h). Not called for an answer served from the cache (200), which already holds the result. Not part of the job: requests sharing a job each get their own callback.
-             * @example https://hooks.example.com/fin/jobs
-             */
-            callback_url?: string;
+            callback_url?: components["schemas"]["CallbackUrl"];
             /**
              * @default {
              *       "type": "markdown",
@@ -917,11 +976,7 @@ export interface components {
          *     }
          */
         WebhookCreateRequest: {
-            /**
-             * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only.
-             * @example https://hooks.example.com/fin
-             */
-            url: string;
+            url: components["schemas"]["WebhookUrl"];
             /**
              * @description Which events are delivered; default both. Repeats are ignored.
              * @default [
@@ -957,11 +1012,7 @@ export interface components {
          *     }
          */
         WebhookUpdateRequest: {
-            /**
-             * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only.
-             * @example https://hooks.example.com/fin
-             */
-            url: string;
+            url: components["schemas"]["WebhookUrl"];
             /**
              * @description Which events are delivered; default both. Repeats are ignored.
              * @default [
@@ -1030,6 +1081,42 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description The JSON body of a delivery, signed as Standard Webhooks describes. */
+        WebhookEvent: {
+            /** @enum {string} */
+            type: "job.completed" | "job.failed" | "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the job reached this state (for webhook.test: when it was sent).
+             */
+            timestamp: string;
+            data: {
+                job_id: string | null;
+                job_type: components["schemas"]["JobType"] | null;
+                status: ("completed" | "failed") | null;
+                status_url: components["schemas"]["JobStatusUrl"] | null;
+                result_url: components["schemas"]["JobResultUrl"] | null;
+                /** @description job.completed: the result, when its JSON is at most 64 KiB (otherwise read result_url). */
+                result?: {
+                    [key: string]: unknown;
+                };
+                /** @description job.failed: why. */
+                error?: {
+                    type: string;
+                    detail: string;
+                };
+            };
+        };
+        /**
+         * @description Relative URL to poll for the job status.
+         * @example /api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status
+         */
+        JobStatusUrl: string;
+        /**
+         * @description Relative URL to read the job result from once completed.
+         * @example /api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/result
+         */
+        JobResultUrl: string;
         /**
          * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.
          * @enum {string}
@@ -1164,16 +1251,6 @@ export interface components {
             status_url: components["schemas"]["JobStatusUrl"];
             result_url: components["schemas"]["JobResultUrl"];
         };
-        /**
-         * @description Relative URL to poll for the job status.
-         * @example /api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/status
-         */
-        JobStatusUrl: string;
-        /**
-         * @description Relative URL to read the job result from once completed.
-         * @example /api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/result
-         */
-        JobResultUrl: string;
         /**
          * @description A completed stock-report request (cache hit).
          * @example {
@@ -3079,6 +3156,93 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+        };
+    };
+    webhookJobCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every attempt and redelivery; drop repeats by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64-decoded part of the `whsec_` secret after the prefix; two entries for 24 h after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (a redirect too) is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookJobFailed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every attempt and redelivery; drop repeats by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64-decoded part of the `whsec_` secret after the prefix; two entries for 24 h after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (a redirect too) is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every attempt and redelivery; drop repeats by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64-decoded part of the `whsec_` secret after the prefix; two entries for 24 h after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (a redirect too) is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }
