@@ -217,7 +217,9 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
 
   async function runOnce(): Promise<number> {
     const rows = await claim();
-    await Promise.all(rows.map((row) => send(row)));
+    // Every attempt is waited for, also when one fails to record (its lease then expires and it is sent again).
+    const failed = (await Promise.allSettled(rows.map((row) => send(row)))).find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
     return rows.length;
   }
 
