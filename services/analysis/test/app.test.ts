@@ -58,6 +58,24 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     );
   }
 
+  it('leaves a callback_url on the job (not in its request), and refuses one until the account has a callback secret', async () => {
+    const { app } = appWith();
+    const refused = await post(app, { prompt: 'Callback please?', callback_url: 'https://hooks.example.com/cb' }).expect(400);
+    expect(ErrorBody.parse(refused.body).detail).toContain('callback_url: this account has no callback secret yet');
+    await post(app, { prompt: 'Callback please?', callback_url: 'https://169.254.169.254/cb' }).expect(400);
+    await bed.pool.query("INSERT INTO webhook_callback_secrets (tenant_id, secret_ciphertext) VALUES ($1, '\\x00')", [bed.tenantA]);
+    const body = AnalysisResponse.parse(
+      (await post(app, { prompt: 'Callback please?', callback_url: 'https://hooks.example.com/cb' }).expect(202)).body,
+    );
+    const { rows } = await bed.pool.query<{ url: string; request: Record<string, unknown> }>(
+      'SELECT c.url, j.request FROM webhook_callbacks c JOIN jobs j ON j.id = c.job_id WHERE c.job_id = $1',
+      [body.job_id],
+    );
+    expect(rows).toEqual([
+      { url: 'https://hooks.example.com/cb', request: expect.not.objectContaining({ callback_url: expect.anything() }) },
+    ]);
+  });
+
   it('queues the job and answers 202 with the job URLs when it is not done in time', async () => {
     const { app } = appWith();
     const res = await post(app, { prompt: '  Rate exposure of AAPL?  ', symbols: ['aapl'] }).expect(202);
