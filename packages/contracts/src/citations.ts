@@ -46,7 +46,7 @@ export type Citation = z.infer<typeof Citation>;
 /**
  * The citations of a result part. Results stored before citations existed have none: they read as an empty list.
  */
-export const Citations = z
-  .array(Citation)
-  .default([])
-  .meta({ description: 'The passages of retrieved material this part rests on (empty when none could be verified).' });
+export const Citations = z.array(Citation).default([]).meta({
+  id: 'Citations',
+  description: 'The passages of retrieved material this part rests on (empty when none could be verified).',
+});

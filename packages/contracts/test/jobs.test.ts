@@ -43,10 +43,10 @@ describe('job results', () => {
   const results = {
     news: { news: [] },
     'stock-report': {
-      detailed_analysis: [{ title: 't', keyMetric: 'k', implications: [], investmentThesis: 'i', category: 'risk' }],
+      detailed_analysis: [{ title: 't', keyMetric: 'k', implications: [], investmentThesis: 'i', category: 'risk', citations: [] }],
       quick_insights: ['a', 'b'],
     },
-    analysis: { format: 'markdown', content: '# ok' },
+    analysis: { format: 'markdown', content: '# ok', citations: [] },
   } as const;
 
   it('maps every job type to its result schema', () => {
