@@ -1169,17 +1169,18 @@ export interface components {
             /** @description Where the facts in this item come from. */
             sources: string[];
             further_reading: string[];
-            /**
-             * @description The passages of retrieved material this part rests on (empty when none could be verified).
-             * @default []
-             */
-            citations: components["schemas"]["Citation"][];
+            citations: components["schemas"]["Citations"];
             /**
              * @description Relevance to the requested symbols, 0 (none) to 1 (direct).
              * @example 0.92
              */
             relevance_score: number;
         };
+        /**
+         * @description The passages of retrieved material this part rests on (empty when none could be verified).
+         * @default []
+         */
+        Citations: components["schemas"]["Citation"][];
         /**
          * @description A passage of material the run actually retrieved that supports a claim. Every citation is checked against the retrieved material: its URL was retrieved during the run and its quote occurs in that material.
          * @example {
@@ -1296,11 +1297,7 @@ export interface components {
             /** @description One-line investment summary. */
             investmentThesis: string;
             category: components["schemas"]["DetailedAnalysisCategory"];
-            /**
-             * @description The passages of retrieved material this part rests on (empty when none could be verified).
-             * @default []
-             */
-            citations: components["schemas"]["Citation"][];
+            citations: components["schemas"]["Citations"];
         };
         /**
          * @description What aspect of the company an insight is about.
@@ -1321,11 +1318,7 @@ export interface components {
             /** @constant */
             format: "markdown";
             content: string;
-            /**
-             * @description The passages of retrieved material this part rests on (empty when none could be verified).
-             * @default []
-             */
-            citations: components["schemas"]["Citation"][];
+            citations: components["schemas"]["Citations"];
             meta?: components["schemas"]["GenerationMeta"];
         } | {
             /** @constant */
@@ -1333,11 +1326,7 @@ export interface components {
             content: {
                 [key: string]: unknown;
             };
-            /**
-             * @description The passages of retrieved material this part rests on (empty when none could be verified).
-             * @default []
-             */
-            citations: components["schemas"]["Citation"][];
+            citations: components["schemas"]["Citations"];
             meta?: components["schemas"]["GenerationMeta"];
         } | {
             /** @constant */
@@ -1345,11 +1334,7 @@ export interface components {
             content: {
                 [key: string]: unknown;
             };
-            /**
-             * @description The passages of retrieved material this part rests on (empty when none could be verified).
-             * @default []
-             */
-            citations: components["schemas"]["Citation"][];
+            citations: components["schemas"]["Citations"];
             meta?: components["schemas"]["GenerationMeta"];
         };
         /** @description Event `synthesis_chunk`: part of the generated text. */
