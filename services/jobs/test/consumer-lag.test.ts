@@ -3,7 +3,7 @@
 import { parseConfig } from '@fin/config';
 import { jobRequestTopics } from '@fin/events';
 import { consumerLag } from '@fin/metrics';
-import { TEST_KAFKA_BROKERS, type TestDatabase, createTestDatabase, testKafka, uniqueName, waitFor } from '@fin/testing';
+import { TEST_KAFKA_BROKERS, type TestDatabase, createTestDatabase, testCustomerToolsKey, testKafka, uniqueName, waitFor } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
 import { type JobsService, startJobsService } from '../src/service';
 import { SECRET, testLogger } from './support';
@@ -33,6 +33,7 @@ describe('the job-status service reporting consumer lag', () => {
     const config = parseConfig(jobsConfigShape, {
       DATABASE_URL: db.url,
       INTERNAL_SIGNING_SECRET: SECRET,
+      CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
       KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
       KAFKA_TOPIC_PREFIX: prefix,
       KAFKA_LAG_INTERVAL_MS: '100',

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
-import { secureTestKafka } from '@fin/testing';
+import { secureTestKafka, testCustomerToolsKey } from '@fin/testing';
 
 interface LogLine {
   level: string;
@@ -24,6 +24,7 @@ it('fails start-up on a wrong SASL password with one fatal line and exit code 1,
       // Not connected to before Kafka: the pool connects on its first query.
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/postgres',
       INTERNAL_SIGNING_SECRET: 'kafka-start-test-signing-secret-0123456789',
+      CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
       PORT: '0',
       METRICS_PORT: '0',
     },
