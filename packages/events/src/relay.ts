@@ -105,7 +105,7 @@ export function createOutboxRelay({
       const { rows } = await client.query<OutboxRow>({
         name: 'outbox-relay-batch',
         text: `SELECT id::text AS id, topic, message_key, envelope::text AS envelope, headers FROM outbox
-               WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+               WHERE published_at IS NULL ORDER BY outbox.id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         values: [batchSize],
       });
       if (rows.length > 0) {

@@ -91,6 +91,25 @@ describe('transactional outbox through the relay and a real broker', () => {
     await waitFor(async () => Boolean((await row(envelope.id))?.published_at), { what: 'the row to be marked published' });
   });
 
+  it("publishes a batch in id order when the ids differ in length (a key's 99th event before its 100th)", async () => {
+    // Ids such as 99, 100 and 101 committed together, so the relay reads them in one batch. Ordered as text they would
+    // go out as 100, 101, 99: the consumer would see the key's first event last.
+    const { rows } = await pool.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox');
+    let boundary = 10;
+    while (boundary - 1 <= Number(rows[0]?.max ?? 0)) boundary *= 10;
+    await pool.query("SELECT setval(pg_get_serial_sequence('outbox', 'id'), $1)", [boundary - 2]);
+    const envelopes = await withTransaction(pool, async (client) => [
+      await appendToOutbox(client, topic, 'digits', { seq: 1, label: 'first' }),
+      await appendToOutbox(client, topic, 'digits', { seq: 2, label: 'second' }),
+      await appendToOutbox(client, topic, 'digits', { seq: 3, label: 'third' }),
+    ]);
+    const ids = await Promise.all(envelopes.map(async (envelope) => (await row(envelope.id))?.id ?? ''));
+    expect(new Set(ids.map((id) => id.length)).size).toBe(2);
+    await waitFor(() => envelopes.every((envelope) => delivered(envelope.id)), { what: 'the three events' });
+    const order = received.filter(({ meta }) => meta.key === 'digits').map(({ envelope }) => envelope.payload.label);
+    expect(order).toEqual(['first', 'second', 'third']);
+  });
+
   it('never publishes the event of a rolled-back transaction', async () => {
     let rolledBack: string | undefined;
     await expect(
