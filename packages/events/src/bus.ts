@@ -67,8 +67,9 @@ export interface ConsumerOptions {
   /** Partitions handled at the same time by this subscription (default 3); one message at a time per partition. */
   concurrency?: number;
   /**
-   * A group that lives only as long as this subscription (its id unique to the process): it starts at the newest
-   * messages, never the retained ones, and commits no offsets, so that it leaves nothing behind on the broker and
+   * A group that lives only as long as this subscription (its id unique to the process): it starts where each
+   * partition ends when subscribe is called (every message published after subscribe resolves is delivered, in
+   * order; never the retained ones), and commits no offsets, so that it leaves nothing behind on the broker and
    * reports no lag once gone. For fanning every message out to each process (each process its own group), where a
    * message missed while a process was down does not matter.
    */

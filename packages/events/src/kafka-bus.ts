@@ -4,6 +4,7 @@ import {
   type Admin,
   type IHeaders,
   Kafka,
+  KafkaJSError,
   type KafkaConfig,
   type KafkaMessage,
   type LogEntry,
@@ -11,6 +12,7 @@ import {
   logLevel,
   type Message,
 } from 'kafkajs';
+import { backoffDelay, sleep } from './backoff';
 import { encodeEnvelope, type EventBus, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
@@ -90,6 +92,30 @@ export function createKafkaBus({
     });
   }
 
+  /** Where each partition of `topics` ends now: the offset its next message will get. */
+  async function endOffsets(topics: string[]): Promise<{ topic: string; partition: number; offset: string }[]> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      // A partition between leaders (a topic just created, a broker restarting) answers with a retriable error.
+      for (let failures = 1; ; failures++) {
+        try {
+          const perTopic = await Promise.all(
+            topics.map(async (topic) =>
+              (await admin.fetchTopicOffsets(topic)).map(({ partition, high }) => ({ topic, partition, offset: high })),
+            ),
+          );
+          return perTopic.flat();
+        } catch (error) {
+          if (!(error instanceof KafkaJSError && error.retriable) || failures >= 10) throw error;
+          await sleep(backoffDelay({ initialMs: 100, maxMs: 2_000 }, failures));
+        }
+      }
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
   async function consume(
     logicalTopics: string[],
     groupId: string,
@@ -119,6 +145,8 @@ export function createKafkaBus({
       }
     });
     const inFlight = new Set<Promise<void>>();
+    /** An ephemeral group's next offset per partition ("partition:topic"), where a (re)join starts it. */
+    const ephemeralPositions = new Map<string, { topic: string; partition: number; offset: string }>();
 
     /** Handles one message; true when it was handled (or dead-lettered) and its offset may be committed. */
     async function handle(topic: string, partition: number, message: KafkaMessage, heartbeat: () => Promise<void>): Promise<boolean> {
@@ -133,6 +161,16 @@ export function createKafkaBus({
     }
 
     try {
+      if (ephemeral) {
+        // An ephemeral group commits nothing, so on every join kafkajs would start each partition at its end as
+        // of its first fetch, some time after subscribe returned: a message published in between would be missed,
+        // or seen after a later one. Instead each partition starts where it ended when subscribe was called, and
+        // a rejoin goes on after the last message handled. The seeks are made on the join, before any fetch.
+        for (const position of await endOffsets(topics)) ephemeralPositions.set(`${position.partition}:${position.topic}`, position);
+        consumer.on(consumer.events.GROUP_JOIN, () => {
+          for (const position of ephemeralPositions.values()) consumer.seek(position);
+        });
+      }
       await consumer.connect();
       await consumer.subscribe({ topics, fromBeginning: ephemeral ? false : fromBeginning });
       await consumer.run({
@@ -179,6 +217,12 @@ export function createKafkaBus({
               if (!(await handle(batch.topic, batch.partition, message, () => payload.heartbeat()))) break;
               // Moves this consumer's fetch position past the message; the commit makes it durable.
               payload.resolveOffset(message.offset);
+              if (ephemeral)
+                ephemeralPositions.set(`${batch.partition}:${batch.topic}`, {
+                  topic: batch.topic,
+                  partition: batch.partition,
+                  offset: (BigInt(message.offset) + 1n).toString(),
+                });
               handled = message.offset;
               commitSoon();
             }
