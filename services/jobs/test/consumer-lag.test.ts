@@ -3,7 +3,15 @@
 import { parseConfig } from '@fin/config';
 import { jobRequestTopics } from '@fin/events';
 import { consumerLag } from '@fin/metrics';
-import { TEST_KAFKA_BROKERS, type TestDatabase, createTestDatabase, testCustomerToolsKey, testKafka, uniqueName, waitFor } from '@fin/testing';
+import {
+  TEST_KAFKA_BROKERS,
+  type TestDatabase,
+  createTestDatabase,
+  testCustomerToolsKey,
+  testKafka,
+  uniqueName,
+  waitFor,
+} from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
 import { type JobsService, startJobsService } from '../src/service';
 import { SECRET, testLogger } from './support';
