@@ -1,53 +1,42 @@
 // The job event stream on `npm start`'s single process (the in-process bus, the embedded PostgreSQL): a news job
 // followed from its 202 to its result without polling.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { AsyncJobResponse, JobResultEvent } from '@fin/contracts';
-import { freePort, openEventStream, waitFor } from '@fin/testing';
-import { buildOnce, launchNpmStart, type Launched } from './npm-start';
+import { openEventStream } from '@fin/testing';
+import { buildOnce, dataFolder, startNpmStart, type Launched } from './npm-start';
 
 describe('the job event stream on npm start', () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-standalone-events-'));
-  // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder (mkdtemp makes it 700).
-  chmodSync(dataDir, 0o755);
+  const data = dataFolder('fin-standalone-events');
   let running: Launched | undefined;
   beforeAll(buildOnce, 300_000);
   afterAll(async () => {
     await running?.forceStop();
-    rmSync(dataDir, { recursive: true, force: true });
+    data.remove();
   });
 
   it('follows a news job from its 202 to its result, then answers a reconnect with the final id 204', async () => {
-    const port = await freePort();
-    running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
-    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, {
-      timeoutMs: 45_000,
-      what: 'the banner',
-    });
-    const apiKey = /X-API-Key: (fin_\w+)/.exec(running.output())?.[1];
-    expect(apiKey).toBeDefined();
-    const base = `http://127.0.0.1:${port}`;
+    const started = await startNpmStart(data.dir);
+    running = started.running;
+    const { apiKey, baseUrl: base } = started;
     const accepted = await fetch(`${base}/api/products/news`, {
       method: 'POST',
-      headers: { 'X-API-Key': apiKey!, 'Content-Type': 'application/json', 'Cache-Control': 'no-cache' },
+      headers: { 'X-API-Key': apiKey, 'Content-Type': 'application/json', 'Cache-Control': 'no-cache' },
       body: JSON.stringify({ symbols: ['MSFT'], n: 2 }),
     });
     expect(accepted.status).toBe(202);
     const job = AsyncJobResponse.parse(await accepted.json());
     const eventsUrl = `${base}${job.status_url.replace(/\/status$/, '/events')}`;
 
-    const stream = await openEventStream(eventsUrl, { headers: { 'X-API-Key': apiKey! } });
+    const stream = await openEventStream(eventsUrl, { headers: { 'X-API-Key': apiKey } });
     expect(stream.status).toBe(200);
     const frames = await stream.rest();
     expect(frames[0]?.event).toBe('status');
     expect(frames.at(-1)?.event).toBe('result');
     const ids = frames.map((frame) => Number(frame.id));
     expect(ids).toEqual([...new Set(ids)].sort((a, b) => a - b));
-    const result = await fetch(`${base}${job.result_url}`, { headers: { 'X-API-Key': apiKey! } });
+    const result = await fetch(`${base}${job.result_url}`, { headers: { 'X-API-Key': apiKey } });
     expect(JobResultEvent.parse(frames.at(-1)?.data)).toEqual(await result.json());
 
-    const again = await openEventStream(eventsUrl, { headers: { 'X-API-Key': apiKey!, 'Last-Event-ID': frames.at(-1)!.id! } });
+    const again = await openEventStream(eventsUrl, { headers: { 'X-API-Key': apiKey, 'Last-Event-ID': frames.at(-1)!.id! } });
     expect(again.status).toBe(204);
 
     running.child.kill('SIGTERM');

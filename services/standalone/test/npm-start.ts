@@ -1,9 +1,10 @@
 // `npm start` as the tests run it: the launcher (scripts/start.mjs, what `npm start` runs under the bootstrap's
 // Node) in a process of its own, with only PATH and the given environment, its output collected.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { runCommand } from '@fin/testing';
+import { freePort, runCommand, waitFor } from '@fin/testing';
 
 export const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -46,6 +47,40 @@ export function launchNpmStart(env: Record<string, string>): Launched {
       clearTimeout(again);
     },
   };
+}
+
+/** A data folder of its own for one test's npm start, and its removal. */
+export function dataFolder(prefix: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `${prefix}-`));
+  // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder (mkdtemp makes it 700).
+  chmodSync(dir, 0o755);
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface Started {
+  running: Launched;
+  /** The API's address: http://127.0.0.1:<port>. */
+  baseUrl: string;
+  /** The development API key the banner prints. */
+  apiKey: string;
+}
+
+/** npm start on a free port with `dataDir` and `env`, once its banner is printed. */
+export async function startNpmStart(dataDir: string, env: Record<string, string> = {}): Promise<Started> {
+  const port = await freePort();
+  const running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port), ...env });
+  try {
+    await waitFor(() => running.output().includes('Ctrl-C stops everything') || running.child.exitCode !== null, {
+      timeoutMs: 45_000,
+      what: 'the banner',
+    });
+    const apiKey = /X-API-Key: (fin_\w+)/.exec(running.output())?.[1];
+    if (apiKey === undefined) throw new Error(`npm start printed no development key:\n${running.output()}`);
+    return { running, baseUrl: `http://127.0.0.1:${port}`, apiKey };
+  } catch (error) {
+    await running.forceStop();
+    throw error;
+  }
 }
 
 /** The command line and environment of the system process npm start recorded in DATA_DIR/database.json (Linux). */

@@ -1,33 +1,21 @@
 // The SDK against `npm start`'s single process: the key the banner prints, a news request followed to its result,
 // and a streamed chat reply continued in its conversation.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { freePort, waitFor } from '@fin/testing';
 import { FinancialIntelligence } from '@financial-intelligence/sdk';
-import { buildOnce, launchNpmStart, type Launched } from './npm-start';
+import { buildOnce, dataFolder, startNpmStart, type Launched } from './npm-start';
 
 describe('the SDK against npm start', () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-standalone-sdk-'));
-  // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder (mkdtemp makes it 700).
-  chmodSync(dataDir, 0o755);
+  const data = dataFolder('fin-standalone-sdk');
   let running: Launched | undefined;
   beforeAll(buildOnce, 300_000);
   afterAll(async () => {
     await running?.forceStop();
-    rmSync(dataDir, { recursive: true, force: true });
+    data.remove();
   });
 
   it('creates news and follows it to its result, and streams a chat reply and its continuation', async () => {
-    const port = await freePort();
-    running = launchNpmStart({ DATA_DIR: dataDir, PORT: String(port) });
-    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, {
-      timeoutMs: 45_000,
-      what: 'the banner',
-    });
-    const apiKey = /X-API-Key: (fin_\w+)/.exec(running.output())?.[1];
-    expect(apiKey).toBeDefined();
-    const client = new FinancialIntelligence({ apiKey: apiKey!, baseUrl: `http://127.0.0.1:${port}` });
+    const started = await startNpmStart(data.dir);
+    running = started.running;
+    const client = new FinancialIntelligence({ apiKey: started.apiKey, baseUrl: started.baseUrl });
 
     const handle = client.news.create({ symbols: ['AAPL'], n: 2 });
     expect((await handle.response).status).toBe(202);

@@ -3,19 +3,13 @@
 // callback_url told under the account's callback secret. The receiver is on 127.0.0.1, which the process may call
 // only because of CUSTOMER_TOOLS_ALLOW_LOOPBACK (test configuration), trusting its certificate through
 // NODE_EXTRA_CA_CERTS.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { AsyncJobResponse, WebhookCreated, WebhookEvent, WebhookSecretRotated } from '@fin/contracts';
 import { testCertificate } from '@fin/customer-tools/testing';
-import { freePort, waitFor } from '@fin/testing';
 import { standardWebhooksProblem, startFakeReceiver, type FakeReceiver } from '@fin/webhooks/testing';
-import { buildOnce, launchNpmStart, type Launched } from './npm-start';
+import { buildOnce, dataFolder, startNpmStart, type Launched } from './npm-start';
 
 describe('webhooks on npm start', () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'fin-standalone-webhooks-'));
-  // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder (mkdtemp makes it 700).
-  chmodSync(dataDir, 0o755);
+  const data = dataFolder('fin-standalone-webhooks');
   let running: Launched | undefined;
   let receiver: FakeReceiver;
   beforeAll(async () => {
@@ -25,25 +19,18 @@ describe('webhooks on npm start', () => {
   afterAll(async () => {
     await running?.forceStop();
     await receiver?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    data.remove();
   });
 
   it('delivers a signed job.completed to an endpoint and to a callback_url', async () => {
-    const port = await freePort();
-    running = launchNpmStart({
-      DATA_DIR: dataDir,
-      PORT: String(port),
+    const started = await startNpmStart(data.dir, {
       CUSTOMER_TOOLS_ALLOW_LOOPBACK: 'true',
       NODE_EXTRA_CA_CERTS: (await testCertificate()).certFile,
     });
-    await waitFor(() => running!.output().includes('Ctrl-C stops everything') || running!.child.exitCode !== null, {
-      timeoutMs: 45_000,
-      what: 'the banner',
-    });
-    const apiKey = /X-API-Key: (fin_\w+)/.exec(running.output())?.[1] ?? '';
-    expect(apiKey).not.toBe('');
+    running = started.running;
+    const { apiKey, baseUrl } = started;
     const post = async (route: string, body: unknown) =>
-      fetch(`http://127.0.0.1:${port}${route}`, {
+      fetch(`${baseUrl}${route}`, {
         method: 'POST',
         headers: { 'X-API-Key': apiKey, 'Content-Type': 'application/json' },
         body: JSON.stringify(body),
