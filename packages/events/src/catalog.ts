@@ -1,6 +1,6 @@
 import { ErrorType, JobStatus, JobType } from '@fin/contracts';
 import { z } from 'zod';
-import { defineCatalog, defineTopic } from './topic';
+import { defineCatalog, defineTopic, type TopicDefinition } from './topic';
 
 // The job types, statuses and error types are the API's own: an event can carry nothing the status endpoint
 // could not answer with.
@@ -76,6 +76,9 @@ export const jobsEventsTopic = defineTopic({
   version: 1,
   schema: JobStateEventPayload,
 });
+
+/** jobs.events, or a topic of the same event type (tests read their own). */
+export type JobEventsTopic = TopicDefinition<string, (typeof jobsEventsTopic)['eventType'], (typeof jobsEventsTopic)['schema']>;
 
 /** Every topic of the system; deployments create these (and their dead-letter topics) with ensureTopics. */
 export const eventCatalog = defineCatalog(

@@ -20,6 +20,7 @@ export {
 } from './envelope';
 export {
   type EventCatalog,
+  type JobEventsTopic,
   JobRequestedPayload,
   JobStateEventPayload,
   JobStatus,

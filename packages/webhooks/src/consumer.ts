@@ -2,14 +2,11 @@
 // service's observer: its offsets move only once the delivery rows are committed, and nothing it does (it never
 // calls a receiver) can hold up another reader of jobs.events. Sending is the dispatcher's job.
 import type { Pool } from '@fin/db';
-import { jobsEventsTopic, type EventBus, type Subscription, type TopicDefinition } from '@fin/events';
+import { jobsEventsTopic, type EventBus, type JobEventsTopic, type Subscription } from '@fin/events';
 import type { Logger } from '@fin/log';
 import { queueJobEvent } from './queue';
 
 export const WEBHOOKS_CONSUMER_GROUP = 'webhooks';
-
-/** jobs.events, or a topic of the same event type (tests use their own). */
-type JobEventsTopic = TopicDefinition<string, (typeof jobsEventsTopic)['eventType'], (typeof jobsEventsTopic)['schema']>;
 
 export interface WebhookConsumerOptions {
   bus: Pick<EventBus, 'subscribe'>;

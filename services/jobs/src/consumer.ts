@@ -1,13 +1,10 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { type EventBus, type JobStateEventPayload, type Subscription, type TopicDefinition, jobsEventsTopic } from '@fin/events';
+import { type EventBus, type JobEventsTopic, type JobStateEventPayload, type Subscription, jobsEventsTopic } from '@fin/events';
 import { type Logger } from '@fin/log';
 
 /** The Kafka consumer group of the jobs service's observer. */
 const JOBS_CONSUMER = 'jobs-service';
-
-/** jobs.events, or a topic of the same event type (tests use their own). */
-export type JobEventsTopic = TopicDefinition<string, (typeof jobsEventsTopic)['eventType'], (typeof jobsEventsTopic)['schema']>;
 
 export interface JobEventObserverOptions {
   bus: Pick<EventBus, 'subscribe'>;

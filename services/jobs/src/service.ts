@@ -11,6 +11,7 @@ import {
   createOutboxRelay,
   kafkaClientConfig,
   type EventBus,
+  type JobEventsTopic,
   type OutboxRelayOptions,
 } from '@fin/events';
 import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
@@ -18,7 +19,7 @@ import type { Logger } from '@fin/log';
 import type { WebhooksConfig } from '@fin/webhooks';
 import { createApp } from './app';
 import type { JobsConfig } from './config';
-import { startJobEventBroadcast, startJobEventObserver, type JobEventObserverOptions, type JobEventsTopic } from './consumer';
+import { startJobEventBroadcast, startJobEventObserver, type JobEventObserverOptions } from './consumer';
 import { createJobGauges } from './job-gauges';
 import { createJobQueries } from './job-queries';
 import { createJobStreams } from './job-streams';

@@ -2,7 +2,7 @@
 // (group `webhooks`, its own offsets) queues deliveries in Postgres; the dispatcher sends them. Both are shared by
 // every replica: the deliveries are unique per target and event, and claimed with SKIP LOCKED under a lease.
 import type { Pool } from '@fin/db';
-import type { EventBus } from '@fin/events';
+import type { EventBus, JobEventsTopic } from '@fin/events';
 import type { Closer } from '@fin/http';
 import type { Logger } from '@fin/log';
 import {
@@ -12,7 +12,6 @@ import {
   webhookSenderFromConfig,
   type WebhooksConfig,
 } from '@fin/webhooks';
-import type { JobEventsTopic } from './consumer';
 
 /** Starts the webhook consumer and, when the key that opens signing secrets is configured, the dispatcher. */
 export async function startWebhooks({
