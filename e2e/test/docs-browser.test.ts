@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../src/browser';
 import { sharedEnv, startSystem, type System } from '../src/system';
 
 /**
@@ -10,7 +11,6 @@ import { sharedEnv, startSystem, type System } from '../src/system';
  * leaves the origin, and its "try it" client sends a request with the caller's key to the running API.
  * Screenshots go to services/gateway/test/screenshots/ (git-ignored), or SCREENSHOTS_DIR.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.SCREENSHOTS_DIR ?? path.resolve(__dirname, '../../services/gateway/test/screenshots');
 
 describe('the API reference in a browser', () => {
@@ -23,7 +23,6 @@ describe('the API reference in a browser', () => {
   const foreignRequests: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH).`);
     mkdirSync(SCREENSHOTS, { recursive: true });
     db = await createTestDatabase();
     const env = sharedEnv({
@@ -36,11 +35,7 @@ describe('the API reference in a browser', () => {
     system.admin(['tenants', 'create', 'acme']);
     apiKey = (JSON.parse(system.admin(['keys', 'create', '--tenant', 'acme', '--scopes', 'tools', '--json'])) as { api_key: string })
       .api_key;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const origin = new URL(system.gatewayUrl).origin;
     page.on('request', (req) => {

@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { startCanary, startFakeCustomerApi, testCertificate, type Canary, type FakeCustomerApi } from '@fin/customer-tools/testing';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../src/browser';
 import { sharedEnv, startSystem, type System } from '../src/system';
 
 /**
@@ -11,7 +12,6 @@ import { sharedEnv, startSystem, type System } from '../src/system';
  * on 127.0.0.1 (HTTPS, a self-signed certificate trusted through NODE_EXTRA_CA_CERTS) can stand in for a real one.
  * Screenshots of every page go to services/portal/test/screenshots/ (git-ignored), or SCREENSHOTS_DIR.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.SCREENSHOTS_DIR ?? path.resolve(__dirname, '../../services/portal/test/screenshots');
 
 describe('the portal in a browser', () => {
@@ -24,7 +24,6 @@ describe('the portal in a browser', () => {
   let apiKey: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH).`);
     mkdirSync(SCREENSHOTS, { recursive: true });
     db = await createTestDatabase();
     api = await startFakeCustomerApi();
@@ -51,20 +50,7 @@ describe('the portal in a browser', () => {
       },
     );
     apiKey = system.tenantKey('acme');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   }, 180_000);
 

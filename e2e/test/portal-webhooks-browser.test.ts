@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { testCertificate } from '@fin/customer-tools/testing';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import { standardWebhooksProblem, startFakeReceiver, type FakeReceiver } from '@fin/webhooks/testing';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../src/browser';
 import { sharedEnv, startSystem, type System } from '../src/system';
 
 /**
@@ -13,7 +14,6 @@ import { sharedEnv, startSystem, type System } from '../src/system';
  * and verified with the secret the page showed, the attempt on the deliveries page, a redelivery, the endpoint
  * deleted. Screenshots go beside the portal's others (services/portal/test/screenshots/, or SCREENSHOTS_DIR).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.SCREENSHOTS_DIR ?? path.resolve(__dirname, '../../services/portal/test/screenshots');
 
 describe('the portal webhooks pages in a browser', () => {
@@ -25,7 +25,6 @@ describe('the portal webhooks pages in a browser', () => {
   let apiKey: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH).`);
     mkdirSync(SCREENSHOTS, { recursive: true });
     db = await createTestDatabase();
     receiver = await startFakeReceiver();
@@ -43,20 +42,7 @@ describe('the portal webhooks pages in a browser', () => {
     // The test talks plain http to 127.0.0.1, where Chromium does not keep Secure cookies.
     system = await startSystem(env, {}, { products: ['portal'], productEnv: { portal: { PORTAL_COOKIE_SECURE: 'false' } } });
     apiKey = system.tenantKey('acme');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   }, 180_000);
 
