@@ -28,6 +28,8 @@ import {
   WebhookDeliveriesQuery,
   WebhookDelivery,
   WebhookDeliveryListResponse,
+  CallbackDeliveriesQuery,
+  CallbackDeliveryPathParams,
   WebhookDeliveryPathParams,
   Webhook,
   WebhookListResponse,
@@ -467,6 +469,35 @@ export const API_ROUTES = keyedById({
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams },
+    responses: {
+      '202': { description: 'Queued.', json: WebhookDelivery },
+    },
+  },
+  // Before the {id} routes below: a router trying them in this order must not take `callbacks` for an {id}.
+  listCallbackDeliveries: {
+    method: 'get',
+    path: '/api/webhooks/callbacks/deliveries',
+    tag: 'Webhooks',
+    summary: 'Callback deliveries',
+    description:
+      "The account's most recent deliveries to product requests' `callback_url`s, newest first, each with every attempt, as an endpoint's deliveries are listed; `job_id` keeps one job's.",
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { query: CallbackDeliveriesQuery },
+    responses: {
+      '200': { description: 'The deliveries, newest first.', json: WebhookDeliveryListResponse },
+    },
+  },
+  redeliverCallbackDelivery: {
+    method: 'post',
+    path: '/api/webhooks/callbacks/deliveries/{delivery_id}/redeliver',
+    tag: 'Webhooks',
+    summary: 'Redeliver a callback',
+    description:
+      'Sends a callback delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.',
+    scope: 'webhooks',
+    limit: 'per_minute',
+    request: { params: CallbackDeliveryPathParams },
     responses: {
       '202': { description: 'Queued.', json: WebhookDelivery },
     },

@@ -103,6 +103,11 @@ export const WebhookDeliveryPathParams = z
   .meta({ id: 'WebhookDeliveryPathParams', description: 'Path parameters of /api/webhooks/{id}/deliveries/{delivery_id}.' });
 export type WebhookDeliveryPathParams = z.infer<typeof WebhookDeliveryPathParams>;
 
+export const CallbackDeliveryPathParams = z
+  .object({ delivery_id: uuid() })
+  .meta({ id: 'CallbackDeliveryPathParams', description: 'Path parameters of /api/webhooks/callbacks/deliveries/{delivery_id}.' });
+export type CallbackDeliveryPathParams = z.infer<typeof CallbackDeliveryPathParams>;
+
 export const Webhook = z
   .object({
     id: z.uuid(),
@@ -178,7 +183,11 @@ export const WebhookDeliveryStatus = z.enum(['pending', 'succeeded', 'failed']).
 export const WebhookDelivery = z
   .object({
     id: z.uuid().meta({ description: 'The delivery, sent as `webhook-id`: the same on every attempt, so receivers can drop repeats.' }),
-    webhook_id: z.uuid(),
+    webhook_id: z.uuid().nullable().meta({ description: 'The endpoint it is sent to; null for a delivery to a `callback_url`.' }),
+    callback_url: z
+      .string()
+      .nullable()
+      .meta({ description: "The product request's `callback_url` it is sent to; null for an endpoint's delivery." }),
     event_type: z.enum(['job.completed', 'job.failed', 'webhook.test']),
     job_id: z.uuid().nullable(),
     job_type: JobType.nullable(),
@@ -191,7 +200,10 @@ export const WebhookDelivery = z
     created_at: z.iso.datetime({ offset: true }),
     attempts: z.array(WebhookAttempt).meta({ description: 'Every attempt, newest first.' }),
   })
-  .meta({ id: 'WebhookDelivery', description: 'One event sent (or being sent) to the endpoint, with every attempt.' });
+  .meta({
+    id: 'WebhookDelivery',
+    description: 'One event sent (or being sent) to an endpoint or to a `callback_url`, with every attempt.',
+  });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
 export const WebhookDeliveriesQuery = z
@@ -209,9 +221,17 @@ export const WebhookDeliveriesQuery = z
   .meta({ id: 'WebhookDeliveriesQuery', description: 'Query parameters of GET /api/webhooks/{id}/deliveries.' });
 export type WebhookDeliveriesQuery = z.infer<typeof WebhookDeliveriesQuery>;
 
-export const WebhookDeliveryListResponse = z
-  .object({ deliveries: z.array(WebhookDelivery) })
-  .meta({ id: 'WebhookDeliveryListResponse', description: "The endpoint's most recent deliveries, newest first." });
+export const CallbackDeliveriesQuery = WebhookDeliveriesQuery.extend({
+  job_id: uuid()
+    .optional()
+    .meta({ description: "Only this job's callback deliveries; another account's job is not found, as one that does not exist." }),
+}).meta({ id: 'CallbackDeliveriesQuery', description: 'Query parameters of GET /api/webhooks/callbacks/deliveries.' });
+export type CallbackDeliveriesQuery = z.infer<typeof CallbackDeliveriesQuery>;
+
+export const WebhookDeliveryListResponse = z.object({ deliveries: z.array(WebhookDelivery) }).meta({
+  id: 'WebhookDeliveryListResponse',
+  description: "The endpoint's (or the account's callback) most recent deliveries, newest first.",
+});
 export type WebhookDeliveryListResponse = z.infer<typeof WebhookDeliveryListResponse>;
 
 /** The body of every delivery: what a receiver parses. */

@@ -300,6 +300,7 @@ const webhook = {
 const delivery = {
   id: UUID,
   webhook_id: UUID,
+  callback_url: null,
   event_type: 'job.completed',
   job_id: UUID,
   job_type: 'news',
@@ -319,6 +320,8 @@ const delivery = {
     },
   ],
 };
+
+const callbackDelivery = { ...delivery, webhook_id: null, callback_url: 'https://orders.example.com/done' };
 
 const errorSample = { detail: 'The chat service failed while streaming the response.', status_code: 502, type: 'bad_gateway' };
 
@@ -470,6 +473,8 @@ const SAMPLES: Record<
   },
   testWebhook: { '202': { json: [{ ...delivery, event_type: 'webhook.test', job_id: null, job_type: null, attempts: [] }] } },
   listWebhookDeliveries: { '200': { json: [{ deliveries: [delivery] }] } },
+  listCallbackDeliveries: { '200': { json: [{ deliveries: [callbackDelivery] }] } },
+  redeliverCallbackDelivery: { '202': { json: [{ ...callbackDelivery, status: 'pending', next_attempt_at: '2026-01-05T10:00:05.000Z' }] } },
   redeliverWebhookDelivery: { '202': { json: [{ ...delivery, status: 'pending', next_attempt_at: '2026-01-05T10:00:05.000Z' }] } },
   rotateCallbackSecret: {
     '200': { json: [{ secret: `whsec_${'C'.repeat(43)}=`, previous_secret_expires_at: '2026-01-06T10:00:00.000Z' }] },

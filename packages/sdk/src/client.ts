@@ -35,6 +35,7 @@ import type {
   Webhook,
   WebhookCreateRequest,
   WebhookCreated,
+  CallbackDeliveriesQuery,
   WebhookDeliveriesQuery,
   WebhookDelivery,
   WebhookDeliveryListResponse,
@@ -370,6 +371,25 @@ export class FinancialIntelligence {
           path: `${webhookPath(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`,
         })
       ).data,
+    /** The account's deliveries to `callback_url`s, newest first, with every attempt; `job_id` keeps one job's. */
+    callbackDeliveries: async (query: CallbackDeliveriesQuery = {}, options: RequestOptions = {}): Promise<WebhookDeliveryListResponse> =>
+      (
+        await this.transport.json<WebhookDeliveryListResponse>({
+          ...requestOptions(options),
+          method: 'GET',
+          path: '/api/webhooks/callbacks/deliveries',
+          query: query,
+        })
+      ).data,
+    /** Sends a callback delivery again. */
+    redeliverCallback: async (deliveryId: string, options: RequestOptions = {}): Promise<WebhookDelivery> =>
+      (
+        await this.transport.json<WebhookDelivery>({
+          ...requestOptions(options),
+          method: 'POST',
+          path: `/api/webhooks/callbacks/deliveries/${encodeURIComponent(deliveryId)}/redeliver`,
+        })
+      ).data,
     /** A new secret for the account's one-off `callback_url` deliveries, shown this once. */
     rotateCallbackSecret: async (options: RequestOptions = {}): Promise<WebhookSecretRotated> =>
       (
@@ -440,6 +460,8 @@ export const OPERATION_METHODS = {
   deleteWebhook: 'webhooks.delete',
   rotateWebhookSecret: 'webhooks.rotateSecret',
   testWebhook: 'webhooks.test',
+  listCallbackDeliveries: 'webhooks.callbackDeliveries',
+  redeliverCallbackDelivery: 'webhooks.redeliverCallback',
   listWebhookDeliveries: 'webhooks.deliveries',
   redeliverWebhookDelivery: 'webhooks.redeliver',
   rotateCallbackSecret: 'webhooks.rotateCallbackSecret',

@@ -86,6 +86,7 @@ export type WebhookSecretRotated = Schemas['WebhookSecretRotated'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookDeliveryListResponse = Schemas['WebhookDeliveryListResponse'];
 export type WebhookDeliveriesQuery = NonNullable<operations['listWebhookDeliveries']['parameters']['query']>;
+export type CallbackDeliveriesQuery = NonNullable<operations['listCallbackDeliveries']['parameters']['query']>;
 export type WebhookEventType = Schemas['WebhookEventType'];
 /** The JSON body of a webhook delivery (the document's `webhooks`). */
 export type WebhookEvent = Schemas['WebhookEvent'];

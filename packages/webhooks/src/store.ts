@@ -70,6 +70,7 @@ function toApiWebhook(row: EndpointRow): Webhook {
 const DELIVERY_FIELDS = {
   id: true,
   endpointId: true,
+  callbackUrl: true,
   eventType: true,
   jobId: true,
   jobType: true,
@@ -88,7 +89,8 @@ type DeliveryRow = Prisma.WebhookDeliveryGetPayload<{ select: typeof DELIVERY_FI
 function toApiDelivery(row: DeliveryRow): WebhookDelivery {
   return {
     id: row.id,
-    webhook_id: row.endpointId ?? '',
+    webhook_id: row.endpointId,
+    callback_url: row.callbackUrl,
     event_type: row.eventType as WebhookDelivery['event_type'],
     job_id: row.jobId,
     job_type: row.jobType as WebhookDelivery['job_type'],
@@ -123,14 +125,19 @@ export interface WebhookStore {
   rotateSecret(tenantId: string, id: string): Promise<RotatedSecret | null>;
   /** Creates or rotates the secret callback_url deliveries of the tenant are signed with. */
   rotateCallbackSecret(tenantId: string): Promise<RotatedSecret>;
-  deliveries(tenantId: string, id: string, limit: number): Promise<WebhookDelivery[] | null>;
+  /**
+   * The most recent deliveries, newest first, of the tenant's endpoint `id` or, when `id` is null, of its
+   * callback_urls; optionally only those of one job. Null: not the tenant's endpoint, or `jobId` not its job.
+   */
+  deliveries(tenantId: string, id: string | null, limit: number, jobId?: string): Promise<WebhookDelivery[] | null>;
   /** Queues a webhook.test delivery. Null: not the tenant's endpoint. */
   queueTest(tenantId: string, id: string): Promise<WebhookDelivery | null>;
   /**
-   * Sends a delivery again now, with a new retry window. Null: no such delivery of the tenant's endpoint;
-   * 'in_flight': an attempt is being made right now (the answer would race it).
+   * Sends a delivery again now, with a new retry window. `id`: the endpoint, or null for a callback delivery.
+   * Null: no such delivery of the tenant's endpoint (or callbacks); 'in_flight': an attempt is being made right
+   * now (the answer would race it).
    */
-  redeliver(tenantId: string, id: string, deliveryId: string): Promise<WebhookDelivery | 'in_flight' | null>;
+  redeliver(tenantId: string, id: string | null, deliveryId: string): Promise<WebhookDelivery | 'in_flight' | null>;
 }
 
 export interface WebhookStoreOptions {
@@ -156,7 +163,7 @@ export function createWebhookStore({
     if (reason !== null) throw new WebhookError('invalid', `url: ${reason}`);
   };
 
-  const delivery = async (tenantId: string, endpointId: string, id: string) => {
+  const delivery = async (tenantId: string, endpointId: string | null, id: string) => {
     const row = await prisma.webhookDelivery.findFirst({ where: { tenantId, endpointId, id }, select: DELIVERY_FIELDS });
     return row === null ? null : toApiDelivery(row);
   };
@@ -244,10 +251,11 @@ export function createWebhookStore({
       return { secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
     },
 
-    async deliveries(tenantId, id, limit) {
-      if ((await prisma.webhookEndpoint.count({ where: { tenantId, id } })) === 0) return null;
+    async deliveries(tenantId, id, limit, jobId) {
+      if (id !== null && (await prisma.webhookEndpoint.count({ where: { tenantId, id } })) === 0) return null;
+      if (jobId !== undefined && (await prisma.job.count({ where: { tenantId, id: jobId } })) === 0) return null;
       const rows = await prisma.webhookDelivery.findMany({
-        where: { tenantId, endpointId: id },
+        where: { tenantId, endpointId: id, ...(jobId === undefined ? {} : { jobId }) },
         select: DELIVERY_FIELDS,
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: limit,
@@ -272,7 +280,8 @@ export function createWebhookStore({
       const rows = await prisma.$queryRaw<{ id: string; leased: boolean }[]>`
         WITH target AS (
           SELECT id, lease_expires_at IS NOT NULL AND lease_expires_at > now() AS leased
-            FROM webhook_deliveries WHERE tenant_id = ${tenantId}::uuid AND endpoint_id = ${id}::uuid AND id = ${deliveryId}::uuid
+            FROM webhook_deliveries WHERE tenant_id = ${tenantId}::uuid AND endpoint_id IS NOT DISTINCT FROM ${id}::uuid
+                   AND id = ${deliveryId}::uuid
              FOR UPDATE
         ), requeued AS (
           UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(),

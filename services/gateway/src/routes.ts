@@ -40,6 +40,8 @@ const ROUTE_TARGETS = {
   deleteWebhook: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   rotateWebhookSecret: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   testWebhook: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
+  listCallbackDeliveries: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
+  redeliverCallbackDelivery: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   listWebhookDeliveries: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   redeliverWebhookDelivery: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },
   rotateCallbackSecret: { kind: 'proxy', upstream: 'portal', limit: 'webhooks' },

@@ -1,7 +1,7 @@
 // The webhooks API (/api/webhooks, scope `webhooks`, reached through the gateway). Handlers are short: the
 // contract validates the input, the store does the work, its refusals become 400 / 409, and another tenant's
 // endpoint or delivery is the same 404 as a missing one.
-import { API_ROUTES, type WebhookDeliveryListResponse, type WebhookListResponse } from '@fin/contracts';
+import { API_ROUTES, type WebhookDelivery, type WebhookDeliveryListResponse, type WebhookListResponse } from '@fin/contracts';
 import { badRequest, conflict, forbidden, notFound, route, type Caller } from '@fin/http';
 import { WebhookError, type WebhookStore } from '@fin/webhooks';
 import type express from 'express';
@@ -28,12 +28,31 @@ function found<T>(value: T | null): T {
   return value;
 }
 
+function redelivered(delivery: WebhookDelivery | 'in_flight' | null, res: express.Response, notFoundDetail: string): WebhookDelivery {
+  if (delivery === null) throw notFound(notFoundDetail);
+  if (delivery === 'in_flight') throw conflict('This delivery is being attempted right now; redeliver it once the attempt has ended.');
+  res.status(202);
+  return delivery;
+}
+
 export function mountWebhooksApi(app: express.Express, { webhooks }: { webhooks: WebhookStore }): void {
   route(app, API_ROUTES.listWebhooks, async ({ caller }): Promise<WebhookListResponse> => ({
     webhooks: await webhooks.list(tenantOf(caller)),
   }));
 
   route(app, API_ROUTES.rotateCallbackSecret, async ({ caller }) => webhooks.rotateCallbackSecret(tenantOf(caller)));
+
+  // Mounted before the {id} routes, so that express does not take `callbacks` for an endpoint id.
+  route(app, API_ROUTES.listCallbackDeliveries, async ({ query, caller }): Promise<WebhookDeliveryListResponse> => {
+    const deliveries = await webhooks.deliveries(tenantOf(caller), null, query.limit, query.job_id);
+    // Null only for a job_id that is not one of the account's jobs.
+    if (deliveries === null) throw notFound('No job with this id.');
+    return { deliveries };
+  });
+
+  route(app, API_ROUTES.redeliverCallbackDelivery, async ({ params, caller }, { res }) =>
+    redelivered(await webhooks.redeliver(tenantOf(caller), null, params.delivery_id), res, 'No such callback delivery.'),
+  );
 
   route(app, API_ROUTES.createWebhook, async ({ body, caller }, { res }) => {
     const created = await translated(webhooks.create(tenantOf(caller), body));
@@ -65,11 +84,11 @@ export function mountWebhooksApi(app: express.Express, { webhooks }: { webhooks:
     deliveries: found(await webhooks.deliveries(tenantOf(caller), params.id, query.limit)),
   }));
 
-  route(app, API_ROUTES.redeliverWebhookDelivery, async ({ params, caller }, { res }) => {
-    const delivery = await webhooks.redeliver(tenantOf(caller), params.id, params.delivery_id);
-    if (delivery === null) throw notFound('No such delivery of this webhook endpoint.');
-    if (delivery === 'in_flight') throw conflict('This delivery is being attempted right now; redeliver it once the attempt has ended.');
-    res.status(202);
-    return delivery;
-  });
+  route(app, API_ROUTES.redeliverWebhookDelivery, async ({ params, caller }, { res }) =>
+    redelivered(
+      await webhooks.redeliver(tenantOf(caller), params.id, params.delivery_id),
+      res,
+      'No such delivery of this webhook endpoint.',
+    ),
+  );
 }

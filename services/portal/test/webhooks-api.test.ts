@@ -1,6 +1,6 @@
 // The webhooks API as the gateway reaches it: endpoints, the secret shown once and sealed at rest, 400s naming
 // the field, 404 for another tenant's endpoint, the scope checked again here, test events and redelivery queued
-// for the dispatcher, the callback secret.
+// for the dispatcher, the callback secret and the callback deliveries.
 import {
   ErrorBody,
   Webhook,
@@ -10,6 +10,7 @@ import {
   WebhookListResponse,
   WebhookSecretRotated,
 } from '@fin/contracts';
+import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { startHarness, type Harness } from './support/harness';
 
@@ -174,6 +175,88 @@ describe('the webhooks API', () => {
     expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${test.id}/redeliver`)).status).toBe(409);
     const other = { ...globex, scopes: ['webhooks'] };
     expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${test.id}/redeliver`, undefined, other)).status).toBe(404);
+  });
+
+  it("lists the account's callback deliveries, one job's on request, and redelivers them; another account's are not found", async () => {
+    await h.pool.query('DELETE FROM webhook_deliveries WHERE endpoint_id IS NULL');
+    const [jobA, jobB, theirJob] = [randomUUID(), randomUUID(), randomUUID()];
+    for (const [tenantId, jobId] of [
+      [acme.tenantId, jobA],
+      [acme.tenantId, jobB],
+      [globex.tenantId, theirJob],
+    ] as const)
+      await h.pool.query("INSERT INTO jobs (id, tenant_id, type, request) VALUES ($1, $2, 'news', '{}')", [jobId, tenantId]);
+    const queueCallback = async (tenantId: string, jobId: string, url: string, createdAt: string) => {
+      const { rows } = await h.pool.query<{ id: string }>(
+        `INSERT INTO webhook_deliveries (tenant_id, callback_url, event_key, event_type, job_id, job_type, body, give_up_at, created_at)
+         VALUES ($1, $2, $3::text, 'job.completed', $3::uuid, 'news', '{}', now() + interval '1 day', $4) RETURNING id`,
+        [tenantId, url, jobId, createdAt],
+      );
+      return rows[0]?.id ?? '';
+    };
+    const older = await queueCallback(acme.tenantId, jobA, 'https://a.example.com/done', '2026-01-01T00:00:00Z');
+    const newer = await queueCallback(acme.tenantId, jobB, 'https://b.example.com/done', '2026-01-02T00:00:00Z');
+    const theirs = await queueCallback(globex.tenantId, theirJob, 'https://g.example.com/done', '2026-01-03T00:00:00Z');
+    await h.pool.query(
+      `INSERT INTO webhook_attempts (delivery_id, outcome, http_status, duration_ms, error) VALUES ($1, 'http_error', 503, 7, 'the endpoint answered HTTP 503')`,
+      [older],
+    );
+    await h.pool.query("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, attempt_count = 1 WHERE id = $1", [older]);
+
+    const listed = await call('get', '/api/webhooks/callbacks/deliveries');
+    expect(listed.status).toBe(200);
+    expect(WebhookDeliveryListResponse.parse(listed.body).deliveries).toEqual([
+      expect.objectContaining({ id: newer, webhook_id: null, callback_url: 'https://b.example.com/done', job_id: jobB, attempts: [] }),
+      expect.objectContaining({
+        id: older,
+        webhook_id: null,
+        callback_url: 'https://a.example.com/done',
+        job_id: jobA,
+        status: 'failed',
+        attempts: [expect.objectContaining({ outcome: 'http_error', http_status: 503, duration_ms: 7 })],
+      }),
+    ]);
+    const oneJob = WebhookDeliveryListResponse.parse((await call('get', `/api/webhooks/callbacks/deliveries?job_id=${jobA}`)).body);
+    expect(oneJob.deliveries.map((d) => d.id)).toEqual([older]);
+    const limited = WebhookDeliveryListResponse.parse((await call('get', '/api/webhooks/callbacks/deliveries?limit=1')).body);
+    expect(limited.deliveries.map((d) => d.id)).toEqual([newer]);
+    // Another account's job is not found, exactly as one that does not exist.
+    const theirJobAnswer = await call('get', `/api/webhooks/callbacks/deliveries?job_id=${theirJob}`);
+    expect(theirJobAnswer.status).toBe(404);
+    const missingJob = await call('get', `/api/webhooks/callbacks/deliveries?job_id=${randomUUID()}`);
+    expect(missingJob.status).toBe(404);
+    expect(ErrorBody.parse(missingJob.body).detail).toBe(ErrorBody.parse(theirJobAnswer.body).detail);
+    const badQuery = await call('get', '/api/webhooks/callbacks/deliveries?job_id=nope');
+    expect(badQuery.status).toBe(400);
+    expect((badQuery.body as ErrorBody).detail).toContain('job_id');
+    // An endpoint's deliveries are not callbacks, and the other account's callback is not listed.
+    const hook = WebhookCreated.parse((await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/' })).body);
+    await call('post', `/api/webhooks/${hook.id}/test`);
+    const ids = WebhookDeliveryListResponse.parse((await call('get', '/api/webhooks/callbacks/deliveries')).body).deliveries.map(
+      (d) => d.id,
+    );
+    expect(ids).toEqual([newer, older]);
+
+    const again = await call('post', `/api/webhooks/callbacks/deliveries/${older}/redeliver`);
+    expect(again.status).toBe(202);
+    expect(WebhookDelivery.parse(again.body)).toMatchObject({ id: older, status: 'pending', callback_url: 'https://a.example.com/done' });
+    const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE id = $1', [older]);
+    expect(rows[0]?.status).toBe('pending');
+
+    const other = { ...globex, scopes: ['webhooks'] };
+    expect((await call('post', `/api/webhooks/callbacks/deliveries/${older}/redeliver`, undefined, other)).status).toBe(404);
+    expect((await call('post', `/api/webhooks/callbacks/deliveries/${theirs}/redeliver`)).status).toBe(404);
+    // An endpoint's delivery is not redelivered as a callback, nor a callback as an endpoint's.
+    const [test] = WebhookDeliveryListResponse.parse((await call('get', `/api/webhooks/${hook.id}/deliveries`)).body).deliveries;
+    expect((await call('post', `/api/webhooks/callbacks/deliveries/${test?.id ?? ''}/redeliver`)).status).toBe(404);
+    expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${older}/redeliver`)).status).toBe(404);
+    const unknown = await call('post', `/api/webhooks/callbacks/deliveries/${randomUUID()}/redeliver`);
+    expect(unknown.status).toBe(404);
+    expect(ErrorBody.parse(unknown.body).detail).toBe('No such callback delivery.');
+    const bad = await call('post', '/api/webhooks/callbacks/deliveries/not-a-uuid/redeliver');
+    expect(bad.status).toBe(400);
+    expect(ErrorBody.parse(bad.body).detail).toContain('delivery_id');
+    expect((await call('get', '/api/webhooks/callbacks/deliveries', undefined, { ...acme, scopes: ['news'] })).status).toBe(403);
   });
 
   it('makes and rotates the callback secret, shown once each time', async () => {

@@ -368,6 +368,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks/callbacks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Callback deliveries
+         * @description The account's most recent deliveries to product requests' `callback_url`s, newest first, each with every attempt, as an endpoint's deliveries are listed; `job_id` keeps one job's.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        get: operations["listCallbackDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/callbacks/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver a callback
+         * @description Sends a callback delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.
+         *
+         *     Requires an API key with the `webhooks` scope.
+         */
+        post: operations["redeliverCallbackDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -1629,15 +1673,17 @@ export interface components {
              */
             previous_secret_expires_at: string;
         };
-        /** @description One event sent (or being sent) to the endpoint, with every attempt. */
+        /** @description One event sent (or being sent) to an endpoint or to a `callback_url`, with every attempt. */
         WebhookDelivery: {
             /**
              * Format: uuid
              * @description The delivery, sent as `webhook-id`: the same on every attempt, so receivers can drop repeats.
              */
             id: string;
-            /** Format: uuid */
-            webhook_id: string;
+            /** @description The endpoint it is sent to; null for a delivery to a `callback_url`. */
+            webhook_id: string | null;
+            /** @description The product request's `callback_url` it is sent to; null for an endpoint's delivery. */
+            callback_url: string | null;
             /** @enum {string} */
             event_type: "job.completed" | "job.failed" | "webhook.test";
             job_id: string | null;
@@ -1674,7 +1720,7 @@ export interface components {
          * @enum {string}
          */
         WebhookAttemptOutcome: "ok" | "http_error" | "blocked_address" | "redirect_refused" | "timeout" | "connection_failed" | "invalid_endpoint";
-        /** @description The endpoint's most recent deliveries, newest first. */
+        /** @description The endpoint's (or the account's callback) most recent deliveries, newest first. */
         WebhookDeliveryListResponse: {
             deliveries: components["schemas"]["WebhookDelivery"][];
         };
@@ -2877,6 +2923,84 @@ export interface operations {
             };
             path: {
                 id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listCallbackDeliveries: {
+        parameters: {
+            query?: {
+                /** @description How many of the most recent deliveries to return (1-200, default 50). */
+                limit?: number;
+                /** @description Only this job's callback deliveries; another account's job is not found, as one that does not exist. */
+                job_id?: string;
+            };
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    redeliverCallbackDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                delivery_id: string;
             };
             cookie?: never;
         };
