@@ -135,6 +135,39 @@ describe('webhooks on job completion', () => {
     // Once: no second delivery to the callback.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(receiver.received.filter((received) => received.path === '/cb/globex')).toHaveLength(1);
+
+    // Listed among the account's callback deliveries, with its attempt, and redelivered on request.
+    const listed = await waitFor(
+      async () => {
+        const answer = await call(`/api/webhooks/callbacks/deliveries?job_id=${job.job_id}`, keyB);
+        expect(answer.status).toBe(200);
+        const [only, ...more] = WebhookDeliveryListResponse.parse(await answer.json()).deliveries;
+        return only?.status === 'succeeded' && more.length === 0 ? only : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the callback delivery to be listed as succeeded' },
+    );
+    expect(listed).toMatchObject({
+      id: delivery?.headers['webhook-id'],
+      webhook_id: null,
+      callback_url: `${receiver.url}/cb/globex`,
+      job_id: job.job_id,
+      event_type: 'job.completed',
+      attempt_count: 1,
+      attempts: [expect.objectContaining({ outcome: 'ok' })],
+    });
+    // Another account sees neither the delivery nor the job.
+    expect((await call(`/api/webhooks/callbacks/deliveries?job_id=${job.job_id}`, keyA)).status).toBe(404);
+    const theirs = WebhookDeliveryListResponse.parse(await (await call('/api/webhooks/callbacks/deliveries', keyA)).json());
+    expect(theirs.deliveries.map((listedDelivery) => listedDelivery.id)).not.toContain(listed.id);
+    expect((await post(`/api/webhooks/callbacks/deliveries/${listed.id}/redeliver`, keyA)).status).toBe(404);
+
+    const again = await post(`/api/webhooks/callbacks/deliveries/${listed.id}/redeliver`, keyB);
+    expect(again.status).toBe(202);
+    expect(WebhookDelivery.parse(await again.json())).toMatchObject({ id: listed.id, status: 'pending' });
+    const both = await receiver.waitFor(2, 30_000, (received) => received.path === '/cb/globex');
+    expect(both[1]?.headers['webhook-id']).toBe(listed.id);
+    expect(both[1]?.body).toBe(delivery?.body);
+    expect(standardWebhooksProblem(secret.secret, both[1]?.headers ?? {}, both[1]?.body ?? '')).toBeNull();
   }, 120_000);
 
   it('refuses a private address: an IP literal at registration, a callback_url at the request', async () => {

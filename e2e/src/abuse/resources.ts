@@ -1,5 +1,5 @@
-// Real resources of a tenant, made through the public API: a completed job of every job type, a customer tool,
-// a conversation and a webhook endpoint with a delivery. The fuzz suite aims some of its requests at them; the access matrix checks who can see them.
+// Real resources of a tenant, made through the public API: a completed job of every job type (the news job with a
+// callback_url, so a callback delivery), a customer tool, a conversation and a webhook endpoint with a delivery. The fuzz suite aims some of its requests at them; the access matrix checks who can see them.
 import {
   ChatResponse,
   CustomerTool,
@@ -7,6 +7,7 @@ import {
   JobType,
   WebhookCreated,
   WebhookDelivery,
+  WebhookDeliveryListResponse,
   type JobType as JobTypeName,
 } from '@fin/contracts';
 import { waitFor } from '@fin/testing';
@@ -18,6 +19,8 @@ export interface TenantResources {
   /** A disabled webhook endpoint (so its delivery stays queued and is never in flight) and a delivery of it. */
   webhookId: string;
   webhookDeliveryId: string;
+  /** The delivery to the news job's callback_url. */
+  callbackDeliveryId: string;
   /** Strings that only this tenant's resources contain: another tenant must never see them. */
   markers: string[];
 }
@@ -38,8 +41,9 @@ export async function createResources(url: string, key: string, tag: string): Pr
   const marker = `${tag}-private-${Math.random().toString(36).slice(2, 10)}`;
 
   // Custom data makes the cache entries the tenant's own (never shared with another tenant).
+  await expectJson(await post('/api/webhooks/callback-secret', {}), [200], 'POST /api/webhooks/callback-secret');
   const bodies: Record<JobTypeName, unknown> = {
-    news: { symbols: ['AAPL'], n: 2, data: { note: marker } },
+    news: { symbols: ['AAPL'], n: 2, data: { note: marker }, callback_url: `https://hooks.example.com/${tag}/callback/${marker}` },
     'stock-report': { symbols: ['MSFT'], data: { note: marker } },
     analysis: { prompt: `Summarise the exposure of portfolio ${marker}.`, symbols: ['AAPL'] },
   };
@@ -86,12 +90,24 @@ export async function createResources(url: string, key: string, tag: string): Pr
     ),
   );
   const delivery = WebhookDelivery.parse(await expectJson(await post(`/api/webhooks/${webhook.id}/test`, {}), [202], 'POST test event'));
+  const callback = await waitFor(
+    async () =>
+      WebhookDeliveryListResponse.parse(
+        await expectJson(
+          await fetch(`${url}/api/webhooks/callbacks/deliveries?job_id=${jobs.news}`, { headers }),
+          [200],
+          'GET /api/webhooks/callbacks/deliveries',
+        ),
+      ).deliveries[0],
+    { timeoutMs: 30_000, what: "the news job's callback delivery" },
+  );
   return {
     jobs,
     toolId: tool.id,
     conversationId: chat.conversation_id,
     webhookId: webhook.id,
     webhookDeliveryId: delivery.id,
-    markers: [marker, tool.id, chat.conversation_id, webhook.id, delivery.id, ...Object.values(jobs)],
+    callbackDeliveryId: callback.id,
+    markers: [marker, tool.id, chat.conversation_id, webhook.id, delivery.id, callback.id, ...Object.values(jobs)],
   };
 }

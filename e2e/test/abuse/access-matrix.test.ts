@@ -28,8 +28,14 @@ const KEY_KINDS: readonly KeyKind[] = ['valid', 'revoked', 'missing', 'wrong sco
 const MALFORMED_ID = 'not-a-uuid';
 
 /** Which resource an id parameter names. A new id parameter fails the suite until it is added here. */
-type ResourceKind = 'job' | 'tool' | 'conversation' | 'webhook';
-const RESOURCE_OF_PARAMETER: Record<string, ResourceKind> = { job_id: 'job', id: 'tool', conversation_id: 'conversation' };
+type ResourceKind = 'job' | 'tool' | 'conversation' | 'webhook' | 'callback delivery';
+/** A delivery_id beside an {id} is the endpoint's (the {id} is checked); alone, it names a callback delivery. */
+const RESOURCE_OF_PARAMETER: Record<string, ResourceKind> = {
+  job_id: 'job',
+  id: 'tool',
+  conversation_id: 'conversation',
+  delivery_id: 'callback delivery',
+};
 /** `{id}` names a webhook endpoint under /api/webhooks/ (and a customer tool under /api/customer-tools/). */
 const kindOf = (route: ApiRoute, parameter: string): ResourceKind | undefined =>
   parameter === 'id' && route.path.startsWith('/api/webhooks/') ? 'webhook' : RESOURCE_OF_PARAMETER[parameter];
@@ -145,8 +151,10 @@ describe('the access matrix of every id-bearing route', () => {
       'getJobResult',
       'getJobStatus',
       'getWebhook',
+      'listCallbackDeliveries',
       'listCustomerToolCalls',
       'listWebhookDeliveries',
+      'redeliverCallbackDelivery',
       'redeliverWebhookDelivery',
       'rotateWebhookSecret',
       'testWebhook',
@@ -158,8 +166,10 @@ describe('the access matrix of every id-bearing route', () => {
   function idFor(operation: Operation, tenant: TenantName, subject: Subject): string {
     const of = (owner: TenantName) => {
       const set = resources[owner];
-      if (operation.kind === 'job') return set.jobs[operation.jobType as JobTypeName];
+      // A job_id without a job type (a filter of callback deliveries): the news job, which has a callback.
+      if (operation.kind === 'job') return set.jobs[operation.jobType ?? 'news'];
       if (operation.kind === 'webhook') return set.webhookId;
+      if (operation.kind === 'callback delivery') return set.callbackDeliveryId;
       return operation.kind === 'tool' ? set.toolId : set.conversationId;
     };
     if (subject === 'malformed') return MALFORMED_ID;

@@ -68,7 +68,7 @@ describe('fuzzing every route of the table', () => {
         job_id: [...Object.values(own.jobs), ...Object.values(other.jobs)],
         // {id} names a customer tool or a webhook endpoint, depending on the route.
         id: [own.toolId, other.toolId, own.webhookId, other.webhookId],
-        delivery_id: [own.webhookDeliveryId, other.webhookDeliveryId],
+        delivery_id: [own.webhookDeliveryId, other.webhookDeliveryId, own.callbackDeliveryId, other.callbackDeliveryId],
         conversation_id: [own.conversationId, other.conversationId],
       },
     };
