@@ -89,7 +89,10 @@ describe('the portal webhooks pages in a browser', () => {
     await waitFor(
       async () => {
         await page.reload();
-        return (await page.locator('.attempts li').first().textContent())?.includes('ok · HTTP 204');
+        // The receiver has its answer before the attempt is recorded: until then the page lists none, and the
+        // next reload is what shows it (a locator would wait on this page for a row that cannot appear).
+        const attempt = page.locator('.attempts li').first();
+        return (await attempt.count()) > 0 && (await attempt.textContent())?.includes('ok · HTTP 204');
       },
       { timeoutMs: 15_000, intervalMs: 300, what: 'the attempt on the deliveries page' },
     );
