@@ -235,6 +235,31 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  test('runs the PostgreSQL of the docs and of CloudNativePG: the same major, Debian (glibc) like its images, a pinned minor', () => {
+    const image = service('postgres').image ?? '';
+    const match = /^postgres:(?<major>\d+)\.(?<minor>\d+)-(?<flavour>[a-z]+)$/.exec(image);
+    expect({ image, pinned: match !== null }).toEqual({ image, pinned: true });
+    // musl's collations order text differently from glibc's: an index built on Alpine is not one built in production.
+    expect(match!.groups!.flavour).not.toBe('alpine');
+    const deploymentDoc = readFileSync(path.join(REPO_ROOT, 'docs/deployment.md'), 'utf8');
+    expect(deploymentDoc).toContain(`\`${image}\``);
+    for (const file of ['k8s/overlays/dev/postgres.yaml', 'k8s/components/cloudnative-pg/postgres.yaml']) {
+      const cnpg = /imageName: ghcr\.io\/cloudnative-pg\/postgresql:(\d+)/.exec(readFileSync(path.join(REPO_ROOT, file), 'utf8'));
+      expect({ file, major: cnpg?.[1] }).toEqual({ file, major: match!.groups!.major });
+    }
+  });
+
+  test('health-checks Kafka with a Kafka request written by bash, without starting a JVM', () => {
+    const test = service('kafka').healthcheck?.test;
+    expect(Array.isArray(test) && test.slice(0, 3)).toEqual(['CMD', 'bash', '-c']);
+    const script = (test as string[])[3]!;
+    // No Kafka CLI script (each starts a JVM): an ApiVersions request (key 18) on the internal listener.
+    expect(script).not.toMatch(/\.sh\b|java|kafka-/);
+    expect(script).toContain('/dev/tcp/127.0.0.1/9092');
+    expect(script).toContain('\\0\\22');
+    expect(service('kafka').healthcheck).toMatchObject({ interval: '10s' });
+  });
+
   test('starts a service only once what it needs is ready', () => {
     const healthChecked = (name: string) => {
       const { healthcheck } = service(name);
