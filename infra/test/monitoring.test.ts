@@ -8,7 +8,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './support/deployables';
 import { dashboardTypeErrors } from './support/grafana';
-import { render, selects, type K8sObject, type LabelSelector } from './support/kubernetes';
+import { parseDocument } from 'yaml';
+import { render, renderChanged, selects, type K8sObject, type LabelSelector } from './support/kubernetes';
 import { checkPromql, exportedMetricNames, grafanaToPromql, loadPromqlParser, promqlProblems } from './support/promql';
 
 const OVERLAYS = ['k8s/overlays/dev', 'k8s/overlays/prod'];
@@ -196,6 +197,76 @@ describe.each(DASHBOARD_FILES)('dashboard %s', (file) => {
       expect(promqlProblems(grafanaToPromql(expr), KNOWN)).toEqual([]);
     },
   );
+});
+
+/** The metric names a document mentions (`fin_…`, `kube_…`), histograms by their base name. */
+function metricsNamed(markdown: string): string[] {
+  return [...new Set([...markdown.matchAll(/\b((?:fin|kube)_[a-z0-9_]+)\b/g)].map(([, name]) => name!))].sort();
+}
+
+/** The series a metric is read through: itself, or a histogram's _bucket, _count and _sum. */
+const seriesOf = (metric: string) => [metric, `${metric}_bucket`, `${metric}_count`, `${metric}_sum`];
+
+describe('what the runbooks name', () => {
+  const named = metricsNamed(OPERATIONS_DOC);
+  const queries = Object.values(dashboards).flatMap((dashboard) =>
+    panelsOf(dashboard.panels).flatMap((panel) => (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr }))),
+  );
+  const read = (metric: string) =>
+    queries
+      .filter(({ expr }) => checkPromql(grafanaToPromql(expr)).metrics.some((name) => seriesOf(metric).includes(name)))
+      .map(({ panel }) => panel);
+
+  test("every metric docs/operations.md tells an operator to look at is exported (or kube-state-metrics' own)", () => {
+    expect(named).toEqual(expect.arrayContaining(['fin_model_tokens_total', 'fin_webhook_attempts_total']));
+    // Exported by a service, or by kube-state-metrics / Prometheus itself: the PromQL check knows both.
+    for (const metric of named)
+      expect({ metric, exported: seriesOf(metric).some((series) => promqlProblems(series, KNOWN).length === 0) }).toEqual({
+        metric,
+        exported: true,
+      });
+  });
+
+  test.each(named)('%s has a dashboard panel', (metric) => {
+    expect(read(metric)).not.toEqual([]);
+  });
+
+  test('the check finds a metric without a panel', () => {
+    expect(read('fin_model_tokens_total')).toEqual(['Model tokens billed by kind']);
+    expect(read('fin_db_pool_checkout_wait_seconds')).toContain('Checkout waits by pool');
+    expect(KNOWN.has('fin_reaper_actions_total') && read('fin_no_such_metric')).toEqual([]);
+  });
+});
+
+describe("the runbook links: release.yaml's runbooks, then the alert", () => {
+  const runbookUrls = (objects: K8sObject[]) =>
+    objects
+      .filter((object): object is PrometheusRule => object.kind === 'PrometheusRule')
+      .flatMap((rule) => rule.spec.groups.flatMap((group) => group.rules.map((entry) => entry.annotations?.runbook_url ?? '')));
+
+  test.each(OVERLAYS)("%s: every runbook_url is release.yaml's runbooks and the alert's section", (overlay) => {
+    const objects = render(overlay);
+    const release = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'fin-release') as K8sObject & {
+      data: { runbooks: string };
+    };
+    expect(release.data.runbooks).toMatch(/^https:\/\/\S+\/docs\/operations\.md$/);
+    const urls = runbookUrls(objects);
+    expect(urls.length).toBeGreaterThan(10);
+    for (const url of urls)
+      expect(url).toMatch(new RegExp(`^${release.data.runbooks.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}#fin[a-z0-9]+$`));
+  });
+
+  test('an overlay that sets another runbooks base links every alert there', () => {
+    const base = 'https://git.internal.example/platform/fin/-/blob/main/docs/operations.md';
+    const objects = renderChanged('k8s/overlays/prod', (copy) => {
+      const release = parseDocument(copy.read('release.yaml'));
+      release.setIn(['data', 'runbooks'], base);
+      copy.write('release.yaml', release.toString());
+    });
+    const urls = runbookUrls(objects);
+    expect(urls.length).toBeGreaterThan(10);
+    for (const url of urls) expect(url.startsWith(`${base}#`)).toBe(true);
+  });
 });
 
 describe('the checkers themselves', () => {
