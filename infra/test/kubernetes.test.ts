@@ -1045,4 +1045,63 @@ describe('releases', () => {
       expect(DEPLOYMENT_DOC).toContain('`fin-registry`');
     });
   });
+
+  describe('the optional component cloudnative-pg: prod with its own PostgreSQL and scheduled backups', () => {
+    let objects: K8sObject[];
+    beforeAll(() => {
+      objects = renderChanged('k8s/overlays/prod', (copy) => {
+        const text = copy.read('kustomization.yaml');
+        const enabled = text.replace(/^(\s*)# (- \.\.\/\.\.\/components\/cloudnative-pg)$/m, '$1$2');
+        expect(enabled).not.toBe(text);
+        copy.write('kustomization.yaml', enabled);
+      });
+    });
+
+    test('renders objects valid against the Kubernetes and CloudNativePG schemas, with no unknown field', () => {
+      expect(
+        objects
+          .filter((object) => object.apiVersion.startsWith('postgresql.cnpg.io/'))
+          .map((object) => object.kind)
+          .sort(),
+      ).toEqual(['Cluster', 'ScheduledBackup']);
+      const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
+        input: JSON.stringify(objects),
+        encoding: 'utf8',
+      });
+      expect(JSON.parse(output)).toEqual([]);
+    });
+
+    test('the Cluster writes the Secret every pod reads DATABASE_URL from, is backed up daily, and migrates in the Sync phase', () => {
+      const [cluster] = byKind<K8sObject & { spec: { instances: number; backup?: { retentionPolicy?: string } } }>(objects, 'Cluster');
+      const gateway = byKind<Workload>(objects, 'Deployment').find((deployment) => deployment.metadata.name === 'gateway')!;
+      const app = gateway.spec.template.spec.containers.find((container) => container.name === 'app')!;
+      // CloudNativePG names the application user's Secret <cluster>-app, with the key uri.
+      expect(app.env?.find((variable) => variable.name === 'DATABASE_URL')?.valueFrom).toEqual({
+        secretKeyRef: { name: `${cluster!.metadata.name}-app`, key: 'uri' },
+      });
+      expect(cluster!.spec.instances).toBeGreaterThanOrEqual(3);
+      expect(cluster!.spec.backup?.retentionPolicy).toMatch(/^\d+[dwm]$/);
+      const [backup] = byKind<K8sObject & { spec: { cluster: { name: string }; schedule: string } }>(objects, 'ScheduledBackup');
+      expect(backup!.spec.cluster.name).toBe(cluster!.metadata.name);
+      // CloudNativePG's schedule has six fields, seconds first.
+      expect(backup!.spec.schedule.split(' ')).toHaveLength(6);
+      expect(byKind<Workload>(objects, 'Job')[0]!.metadata.annotations?.['argocd.argoproj.io/hook']).toBe('Sync');
+    });
+
+    test("the application reaches the database pods, which reach each other, the operator's port and the object store", () => {
+      const policies = byKind(objects, 'NetworkPolicy');
+      const [cluster] = byKind(objects, 'Cluster');
+      const database = pod('fin-database-1', NAMESPACE, { 'cnpg.io/cluster': cluster!.metadata.name }, { postgresql: 5432 });
+      const replica = pod('fin-database-2', NAMESPACE, { 'cnpg.io/cluster': cluster!.metadata.name }, { postgresql: 5432 });
+      const gateway = byKind<Workload>(objects, 'Deployment').find((deployment) => deployment.metadata.name === 'gateway')!;
+      const gatewayPod = pod('gateway', NAMESPACE, gateway.spec.template.metadata.labels);
+      const operator = pod('cnpg-controller-manager', 'cnpg-system', { 'app.kubernetes.io/name': 'cloudnative-pg' });
+      const store = address('the object store (S3)', '52.216.0.1');
+      expect(allowed(policies, gatewayPod, database, 5432)).toBe(true);
+      expect(allowed(policies, replica, database, 5432)).toBe(true);
+      expect(allowed(policies, operator, database, 8000)).toBe(true);
+      expect(allowed(policies, database, store, 443)).toBe(true);
+      expect(allowed(policies, pod('elsewhere', 'default', {}), database, 5432)).toBe(false);
+    });
+  });
 });
