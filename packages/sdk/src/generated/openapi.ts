@@ -1637,6 +1637,14 @@ export interface components {
             events: components["schemas"]["WebhookEventType"][];
             description: string;
             enabled: boolean;
+            /** @description The products whose job events this endpoint receives: those the API key that registered (or last replaced) it may read, by its scopes. A job of another product is not delivered here; `webhook.test` always is. Register with a key holding every product scope to receive them all. */
+            products: components["schemas"]["JobType"][];
+            /** @description When the attempts to it began to fail (the first failure since its last 2xx answer); null while it answers. An endpoint whose every attempt fails for 3 days is disabled. */
+            failing_since: string | null;
+            /** @description When it was disabled; null while enabled. */
+            disabled_at: string | null;
+            /** @description Why it is disabled: `Disabled by the account.` (enabled set to false), or the service's reason (every attempt failed for 3 days). Null while enabled. Enabling it again clears this and sends what waited. */
+            disabled_reason: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1650,6 +1658,14 @@ export interface components {
             events: components["schemas"]["WebhookEventType"][];
             description: string;
             enabled: boolean;
+            /** @description The products whose job events this endpoint receives: those the API key that registered (or last replaced) it may read, by its scopes. A job of another product is not delivered here; `webhook.test` always is. Register with a key holding every product scope to receive them all. */
+            products: components["schemas"]["JobType"][];
+            /** @description When the attempts to it began to fail (the first failure since its last 2xx answer); null while it answers. An endpoint whose every attempt fails for 3 days is disabled. */
+            failing_since: string | null;
+            /** @description When it was disabled; null while enabled. */
+            disabled_at: string | null;
+            /** @description Why it is disabled: `Disabled by the account.` (enabled set to false), or the service's reason (every attempt failed for 3 days). Null while enabled. Enabling it again clears this and sends what waited. */
+            disabled_reason: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
