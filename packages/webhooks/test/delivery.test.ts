@@ -412,7 +412,8 @@ describe('webhook delivery', () => {
     await hanging.waitFor(3);
     await receiver.waitFor(1);
     const { rows } = await pool.query<{ endpoint_id: string; n: number }>(
-      'SELECT endpoint_id, count(*)::int AS n FROM webhook_deliveries WHERE lease_owner IS NOT NULL GROUP BY endpoint_id',
+      'SELECT endpoint_id, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = $1 AND lease_owner IS NOT NULL GROUP BY endpoint_id',
+      [tenantId],
     );
     expect(rows.map((row) => row.n).sort()).toEqual([1, 2]);
     // Another dispatcher finds the account's slots taken while those attempts hang.
