@@ -365,7 +365,7 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     if (rows[0]?.endpoint_disabled === true)
       log.warn(
         { tenantId: row.tenant_id, endpointId: row.endpoint_id, days: WEBHOOK_FAILING_DISABLE_DAYS },
-        'webhook endpoint disabled: every attempt failed for days',
+        `webhook endpoint disabled: every attempt failed for ${WEBHOOK_FAILING_DISABLE_DAYS} days`,
       );
   }
 
