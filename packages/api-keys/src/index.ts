@@ -27,6 +27,8 @@ export {
   DEFAULT_CHAT_CONCURRENCY,
   DEFAULT_LIMITS,
   LIMITED_PRODUCTS,
+  accountCounterKey,
+  accountLimit,
   OVERRIDABLE_LIMITS,
   parseLimitOverrides,
   type LimitedProduct,

@@ -26,6 +26,20 @@ export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.f
   'chat-turns': CHAT_TURNS_PER_MINUTE,
 });
 
+/**
+ * The row of rate_limit_counters an account's per-minute count of `product` lives in. The gateway's limiter names
+ * it so (its store's `<product>:` prefix and the `tenant:<id>` key); the portal adds to the same row what it queues
+ * for the same limit (test events and redeliveries from its pages), so the two ways count as one.
+ */
+export function accountCounterKey(product: LimitedProduct, tenantId: string): string {
+  return `${product}:tenant:${tenantId}`;
+}
+
+/** The account's per-minute limit of `product`: its override, else the default. */
+export function accountLimit(product: LimitedProduct, overrides: Readonly<Record<string, number>>): number {
+  return overrides[product] ?? DEFAULT_LIMITS[product];
+}
+
 /** Concurrent chat requests per account (spec: 10 concurrent streams). A tenant override under `chat` replaces it. */
 export const DEFAULT_CHAT_CONCURRENCY = CHAT_STREAMS_PER_KEY;
 

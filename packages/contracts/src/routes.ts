@@ -397,7 +397,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Create a webhook endpoint',
     description:
-      'Registers an https URL that receives `job.completed` and/or `job.failed` for every job of this account, as a signed JSON POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`). The answer holds the signing secret, shown this once. A delivery succeeds on a 2xx answer within 10 s; otherwise it is retried with exponential backoff for 24 hours, then marked failed. Deliveries go only to public internet addresses (checked when each is sent; an IP literal that is not public is refused here); redirects are not followed. At most 20 endpoints per account.',
+      "Registers an https URL that receives `job.completed` and/or `job.failed` for the jobs of this account whose product this API key may read (its scopes `news`, `stock-report`, `analysis`; the answer's `products` lists them, so a key with only the `webhooks` scope registers an endpoint that receives test events only), as a signed JSON POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`). The answer holds the signing secret, shown this once. A delivery succeeds on a 2xx answer within 10 s; otherwise it is retried with exponential backoff for 24 hours, then marked failed. Deliveries go only to public internet addresses (checked when each is sent; an IP literal that is not public is refused here); redirects are not followed. An endpoint whose every attempt fails for 3 days is disabled (`disabled_reason` says so). Attempts to one endpoint, one account and one host are bounded, so one account's slow receivers never delay another's. At most 20 endpoints per account.",
     scope: 'webhooks',
     limit: 'per_minute',
     request: { body: WebhookCreateRequest },
@@ -424,7 +424,8 @@ export const API_ROUTES = keyedById({
     path: '/api/webhooks/{id}',
     tag: 'Webhooks',
     summary: 'Replace a webhook endpoint',
-    description: 'Replaces an endpoint: omitted optional fields take their defaults. The signing secret is kept.',
+    description:
+      'Replaces an endpoint: omitted optional fields take their defaults, and `products` become those this API key may read. The signing secret is kept. Setting `enabled` to true on a disabled endpoint clears `disabled_reason` and `failing_since` and sends the deliveries that waited.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams, body: WebhookUpdateRequest },

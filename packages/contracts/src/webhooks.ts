@@ -11,6 +11,8 @@ export const WEBHOOK_DESCRIPTION_MAX = 256;
 export const WEBHOOKS_MAX_PER_TENANT = 20;
 export const WEBHOOK_DELIVERIES_DEFAULT_LIMIT = 50;
 export const WEBHOOK_DELIVERIES_MAX_LIMIT = 200;
+/** An endpoint whose every attempt fails for this many days is disabled (as the large webhook providers do). */
+export const WEBHOOK_FAILING_DISABLE_DAYS = 3;
 /** How much of a receiver's answer a recorded attempt keeps (characters). */
 export const WEBHOOK_RESPONSE_EXCERPT_MAX = 1024;
 
@@ -115,6 +117,23 @@ export const Webhook = z
     events: z.array(WebhookEventType),
     description: z.string(),
     enabled: z.boolean(),
+    products: z.array(JobType).meta({
+      description:
+        'The products whose job events this endpoint receives: those the API key that registered (or last replaced) it may read, by its scopes. A job of another product is not delivered here; `webhook.test` always is. Register with a key holding every product scope to receive them all.',
+    }),
+    failing_since: z.iso
+      .datetime({ offset: true })
+      .nullable()
+      .meta({
+        description: `When the attempts to it began to fail (the first failure since its last 2xx answer); null while it answers. An endpoint whose every attempt fails for ${WEBHOOK_FAILING_DISABLE_DAYS} days is disabled.`,
+      }),
+    disabled_at: z.iso.datetime({ offset: true }).nullable().meta({ description: 'When it was disabled; null while enabled.' }),
+    disabled_reason: z
+      .string()
+      .nullable()
+      .meta({
+        description: `Why it is disabled: \`Disabled by the account.\` (enabled set to false), or the service's reason (every attempt failed for ${WEBHOOK_FAILING_DISABLE_DAYS} days). Null while enabled. Enabling it again clears this and sends what waited.`,
+      }),
     created_at: z.iso.datetime({ offset: true }),
     updated_at: z.iso.datetime({ offset: true }),
   })

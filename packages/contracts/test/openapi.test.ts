@@ -293,6 +293,10 @@ const webhook = {
   events: ['job.completed', 'job.failed'],
   description: 'order pipeline',
   enabled: true,
+  products: ['news', 'stock-report', 'analysis'],
+  failing_since: null,
+  disabled_at: null,
+  disabled_reason: null,
   created_at: '2026-01-05T10:00:00.000Z',
   updated_at: '2026-01-05T10:00:00+00:00',
 };
@@ -466,7 +470,20 @@ const SAMPLES: Record<
   listWebhooks: { '200': { json: [{ webhooks: [webhook] }, { webhooks: [] }] } },
   createWebhook: { '201': { json: [{ ...webhook, secret: `whsec_${'A'.repeat(43)}=` }] } },
   getWebhook: { '200': { json: [webhook] } },
-  updateWebhook: { '200': { json: [{ ...webhook, enabled: false, events: ['job.failed'] }] } },
+  updateWebhook: {
+    '200': {
+      json: [
+        {
+          ...webhook,
+          enabled: false,
+          events: ['job.failed'],
+          disabled_at: '2026-01-06T10:00:00.000Z',
+          disabled_reason: 'Disabled by the account.',
+        },
+        { ...webhook, products: [], failing_since: '2026-01-06T10:00:00.000Z' },
+      ],
+    },
+  },
   deleteWebhook: { '204': { none: true } },
   rotateWebhookSecret: {
     '200': { json: [{ secret: `whsec_${'B'.repeat(43)}=`, previous_secret_expires_at: '2026-01-06T10:00:00.000Z' }] },

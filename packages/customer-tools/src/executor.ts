@@ -54,6 +54,11 @@ export interface ExecutorOptions {
   resolve?: (hostname: string) => Promise<string[]>;
   /** Extra trusted CA certificates (PEM), replacing the defaults; tests with a self-signed fake API use it. */
   ca?: string | Buffer;
+  /**
+   * Connections kept to one origin; calls beyond wait for one. Default 16. The webhook sender raises it, so that
+   * one account's hanging endpoint cannot take every connection to a host that other accounts' endpoints share.
+   */
+  connectionsPerOrigin?: number;
 }
 
 export interface ToolExecutor {
@@ -125,7 +130,13 @@ function targetUrl(request: ToolRequest): URL | string {
 }
 
 export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor {
-  const { allowLoopback = false, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, resolve = systemResolve, ca } = options;
+  const {
+    allowLoopback = false,
+    maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+    resolve = systemResolve,
+    ca,
+    connectionsPerOrigin = 16,
+  } = options;
   const policy = { allowLoopback };
   const baseConnect = buildConnector({ ...(ca === undefined ? {} : { ca }), rejectUnauthorized: true });
 
@@ -153,7 +164,7 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
       .catch((error: unknown) => callback(error as Error, null));
   };
 
-  const agent = new Agent({ connect, keepAliveTimeout: 4_000, connections: 16 });
+  const agent = new Agent({ connect, keepAliveTimeout: 4_000, connections: connectionsPerOrigin });
 
   async function call(request: ToolRequest, { signal }: { signal?: AbortSignal } = {}): Promise<CallResult> {
     const started = performance.now();

@@ -5,7 +5,13 @@ import { createKeyring, createToolExecutor, customerToolsConfigShape, type Keyri
 import type { Logger } from '@fin/log';
 import type { z } from 'zod';
 import { DEFAULT_RETRY_SCHEDULE } from './backoff';
-import { DEFAULT_DELIVERY_TIMEOUT_MS } from './dispatcher';
+import {
+  DEFAULT_DELIVERY_TIMEOUT_MS,
+  DEFAULT_HOST_ATTEMPTS_PER_MINUTE,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_PER_TARGET_CONCURRENCY,
+  DEFAULT_PER_TENANT_CONCURRENCY,
+} from './dispatcher';
 import { DEFAULT_RETRY_WINDOW_MS } from './store';
 
 /** What is read of a receiver's answer: enough for the recorded excerpt; a larger 2xx is still delivered. */
@@ -26,6 +32,14 @@ export const webhooksConfigShape = {
   WEBHOOK_RETRY_MAX_DELAY_MS: int(10, 86_400_000).default(DEFAULT_RETRY_SCHEDULE.maxMs),
   /** How long a delivery is retried before it is marked failed. */
   WEBHOOK_RETRY_WINDOW_MS: int(1_000, 7 * 86_400_000).default(DEFAULT_RETRY_WINDOW_MS),
+  /** Attempts in flight in one process. */
+  WEBHOOK_MAX_IN_FLIGHT: int(1, 10_000).default(DEFAULT_MAX_IN_FLIGHT),
+  /** Attempts in flight to one endpoint (or one callback URL of an account), every replica together. */
+  WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 100).default(DEFAULT_PER_TARGET_CONCURRENCY),
+  /** Attempts in flight for one account, every replica together. */
+  WEBHOOK_ACCOUNT_CONCURRENCY: int(1, 1_000).default(DEFAULT_PER_TENANT_CONCURRENCY),
+  /** Attempts one account sends to one host per minute, every replica together; beyond, deliveries wait. */
+  WEBHOOK_HOST_ATTEMPTS_PER_MINUTE: int(1, 100_000).default(DEFAULT_HOST_ATTEMPTS_PER_MINUTE),
 };
 
 export type WebhooksConfig = z.output<z.ZodObject<typeof webhooksConfigShape>>;
@@ -38,6 +52,10 @@ export const WEBHOOK_DEFAULTS = {
   WEBHOOK_RETRY_BASE_MS: DEFAULT_RETRY_SCHEDULE.baseMs,
   WEBHOOK_RETRY_MAX_DELAY_MS: DEFAULT_RETRY_SCHEDULE.maxMs,
   WEBHOOK_RETRY_WINDOW_MS: DEFAULT_RETRY_WINDOW_MS,
+  WEBHOOK_MAX_IN_FLIGHT: DEFAULT_MAX_IN_FLIGHT,
+  WEBHOOK_ENDPOINT_CONCURRENCY: DEFAULT_PER_TARGET_CONCURRENCY,
+  WEBHOOK_ACCOUNT_CONCURRENCY: DEFAULT_PER_TENANT_CONCURRENCY,
+  WEBHOOK_HOST_ATTEMPTS_PER_MINUTE: DEFAULT_HOST_ATTEMPTS_PER_MINUTE,
 } satisfies Partial<WebhooksConfig>;
 
 /** The keyring and executor deliveries are signed and sent with; null when no key is given (tests only). */
@@ -54,6 +72,12 @@ export function webhookSenderFromConfig(
     logger.warn('CUSTOMER_TOOLS_ALLOW_LOOPBACK is on: webhooks may be delivered to loopback addresses. This is for tests only.');
   return {
     keyring: createKeyring(current, config.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS ?? []),
-    executor: createToolExecutor({ allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK, maxResponseBytes: MAX_RESPONSE_BYTES }),
+    // As many connections to one host as attempts may be in flight: accounts whose endpoints share a host (a
+    // webhook relay, say) never wait for a connection another account's hanging endpoint holds.
+    executor: createToolExecutor({
+      allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+      connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT,
+    }),
   };
 }

@@ -1,16 +1,27 @@
-// Sends queued deliveries. Each round claims due rows with FOR UPDATE SKIP LOCKED and leases them (owner and
-// expiry in the row), so any number of dispatchers share the work and a dispatcher killed mid-delivery loses
-// nothing: its lease expires and another (or the restarted one) sends the row again. A delivery is therefore sent
-// at least once; receivers drop repeats by `webhook-id`, which stays the same on every attempt.
+// Sends queued deliveries, fairly. Attempts never wait for each other: each runs on its own and, when it ends, the
+// dispatcher claims more at once. A claim takes due rows with a lease (owner and expiry in the row), so any number
+// of dispatchers share the work and a dispatcher killed mid-delivery loses nothing: its lease expires and another
+// (or the restarted one) sends the row again. A delivery is therefore sent at least once; receivers drop repeats by
+// `webhook-id`, which stays the same on every attempt.
+//
+// Fairness, across every dispatcher (the leased rows are the attempts in flight, and claims are serialised by an
+// advisory lock so the bounds hold exactly): at most `perTargetConcurrency` attempts to one endpoint (or one callback
+// URL of an account) and `perTenantConcurrency` for one account are in flight, and a claim takes every account's
+// oldest due row before any account's second. An endpoint that hangs or fails therefore holds only its own few
+// slots, retries on its own backoff, and the rows behind it wait for those slots, never another account's. Nothing
+// is claimed for a disabled account or endpoint. At most `hostAttemptsPerMinute` attempts of one account go to one
+// host per minute (counted in rate_limit_counters, shared by every replica); a row over it waits for the next
+// window without an attempt. An endpoint whose every attempt fails for WEBHOOK_FAILING_DISABLE_DAYS is disabled,
+// with its reason, by the statement that records the attempt.
 //
 // Every attempt goes through the customer-tools executor: public addresses only (checked in the connect hook,
 // no DNS rebinding window), redirects refused, a time limit, a cap on what is read back. Its outcome is recorded
 // (never the body or headers sent) with the row's next state in the statement that releases the lease, and only
 // while the lease is still this dispatcher's.
 import { randomUUID } from 'node:crypto';
-import { WEBHOOK_RESPONSE_EXCERPT_MAX, type WebhookAttemptOutcome } from '@fin/contracts';
+import { WEBHOOK_FAILING_DISABLE_DAYS, WEBHOOK_RESPONSE_EXCERPT_MAX, type WebhookAttemptOutcome } from '@fin/contracts';
 import type { CallResult, Keyring, ToolExecutor } from '@fin/customer-tools';
-import type { Pool } from '@fin/db';
+import { addCounterHits, withTransaction, type CounterRow, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
 import { webhookAttempts } from '@fin/metrics';
 import { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './backoff';
@@ -18,6 +29,18 @@ import { callbackSealContext, endpointSealContext } from './store';
 import { signedHeaders } from './signing';
 
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
+/** Attempts in flight in one process (each holds a socket and little else). */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
+/** Attempts in flight to one endpoint, or to one callback URL of an account, all dispatchers together. */
+export const DEFAULT_PER_TARGET_CONCURRENCY = 4;
+/** Attempts in flight for one account, all dispatchers together. */
+export const DEFAULT_PER_TENANT_CONCURRENCY = 16;
+/** Attempts one account may send to one host (all its endpoints and callback URLs there) per minute. */
+export const DEFAULT_HOST_ATTEMPTS_PER_MINUTE = 300;
+const HOST_WINDOW_MS = 60_000;
+const DISABLE_AFTER_MS = WEBHOOK_FAILING_DISABLE_DAYS * 86_400_000;
+/** The advisory lock that serialises claims across dispatchers (a constant of this statement's own). */
+const CLAIM_LOCK = 270_271;
 /** Finished deliveries (and their attempts) are deleted this long after their last change. */
 const DELIVERY_RETENTION_DAYS = 30;
 const SWEEP_EVERY_MS = 3600_000;
@@ -31,8 +54,16 @@ export interface DispatcherOptions {
   logger: Logger;
   /** How often due deliveries are looked for when nothing woke the dispatcher. */
   intervalMs?: number;
-  /** Deliveries claimed (and sent concurrently) per round. */
+  /** Most deliveries one claim takes. */
   batchSize?: number;
+  /** Most attempts in flight in this process. */
+  maxInFlight?: number;
+  /** Most attempts in flight to one endpoint (or callback URL), all dispatchers together. */
+  perTargetConcurrency?: number;
+  /** Most attempts in flight for one account, all dispatchers together. */
+  perTenantConcurrency?: number;
+  /** Most attempts one account sends to one host per minute, all dispatchers together. */
+  hostAttemptsPerMinute?: number;
   /** Time limit of one attempt: connect, answer and body. */
   timeoutMs?: number;
   retry?: RetrySchedule;
@@ -44,11 +75,11 @@ export interface WebhookDispatcher {
   start(): void;
   /** Looks for due deliveries now (the consumer calls it after queuing). */
   wake(): void;
-  /** One round: claims, sends and records due deliveries; resolves with how many were sent. */
+  /** One claim: sends what it took and resolves, once those attempts are recorded, with how many were sent. */
   runOnce(): Promise<number>;
   /** Deletes finished deliveries older than DELIVERY_RETENTION_DAYS (done hourly while started); resolves with how many. */
   sweep(): Promise<number>;
-  /** Stops looking and waits for the attempts in flight (each bounded by the time limit). */
+  /** Stops claiming and waits for the attempts in flight (each bounded by the time limit). */
   stop(): Promise<void>;
 }
 
@@ -75,13 +106,106 @@ function attemptOutcome(result: CallResult): WebhookAttemptOutcome {
   }
 }
 
+/** The host a URL's attempts go to, as counted for the per-host limit. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return url;
+  }
+}
+
+// Due rows of enabled accounts and endpoints, ranked within their target (endpoint, or callback URL of an account);
+// those that fit their target's free slots are ranked within their account; those that fit the account's free
+// slots are taken round-robin across accounts (every account's first, then every account's second, ...).
+const CLAIM = `
+  WITH busy AS (
+    SELECT tenant_id, endpoint_id, callback_url, count(*)::int AS n
+      FROM webhook_deliveries
+     WHERE lease_owner IS NOT NULL AND lease_expires_at > now()
+     GROUP BY tenant_id, endpoint_id, callback_url
+  ), busy_tenant AS (
+    SELECT tenant_id, sum(n)::int AS n FROM busy GROUP BY tenant_id
+  ), due AS (
+    SELECT d.id, d.tenant_id, d.endpoint_id, d.callback_url, d.next_attempt_at,
+           row_number() OVER (PARTITION BY d.tenant_id, d.endpoint_id, d.callback_url ORDER BY d.next_attempt_at, d.id) AS target_rank
+      FROM webhook_deliveries d
+      JOIN tenants t ON t.id = d.tenant_id AND t.disabled_at IS NULL
+      LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
+     WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+       -- A disabled endpoint is sent nothing: its deliveries wait until it is enabled again.
+       AND (d.endpoint_id IS NULL OR e.enabled)
+  ), fits_target AS (
+    SELECT due.id, due.tenant_id, due.next_attempt_at,
+           row_number() OVER (PARTITION BY due.tenant_id ORDER BY due.target_rank, due.next_attempt_at, due.id) AS tenant_rank
+      FROM due
+      LEFT JOIN busy b ON b.tenant_id = due.tenant_id AND b.endpoint_id IS NOT DISTINCT FROM due.endpoint_id
+                      AND b.callback_url IS NOT DISTINCT FROM due.callback_url
+     WHERE due.target_rank + COALESCE(b.n, 0) <= $4
+  ), picked AS (
+    SELECT f.id FROM fits_target f LEFT JOIN busy_tenant bt ON bt.tenant_id = f.tenant_id
+     WHERE f.tenant_rank + COALESCE(bt.n, 0) <= $5
+     ORDER BY f.tenant_rank, f.next_attempt_at, f.id
+     LIMIT $3
+  ), claimed AS (
+    UPDATE webhook_deliveries d SET lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond'
+      FROM picked
+     WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+    RETURNING d.id, d.tenant_id, d.endpoint_id, d.callback_url, d.body, d.attempt_count
+  )
+  SELECT c.id, c.tenant_id, c.endpoint_id, COALESCE(e.url, c.callback_url) AS url, c.body, c.attempt_count,
+         CASE WHEN c.endpoint_id IS NULL THEN s.secret_ciphertext ELSE e.secret_ciphertext END AS secret,
+         CASE WHEN c.endpoint_id IS NULL
+              THEN CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret_ciphertext END
+              ELSE CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret_ciphertext END END AS previous_secret
+    FROM claimed c
+    LEFT JOIN webhook_endpoints e ON e.id = c.endpoint_id
+    LEFT JOIN webhook_callback_secrets s ON c.endpoint_id IS NULL AND s.tenant_id = c.tenant_id`;
+
+// The attempt, the delivery's next state, and the endpoint's health, in one statement that checks the lease. The
+// endpoint is written only when its health changes: its first failure since a 2xx (failing_since), a 2xx after
+// failures, or a failure once it has failed for DISABLE_AFTER_MS, which disables it with the reason.
+const RECORD = `
+  WITH attempt AS (
+    INSERT INTO webhook_attempts (delivery_id, outcome, http_status, duration_ms, error, response_excerpt)
+    SELECT id, $3, $4, $5, $6, $7 FROM webhook_deliveries WHERE id = $1 AND lease_owner = $2
+  ), delivery AS (
+    UPDATE webhook_deliveries SET
+           status = CASE WHEN $8 THEN 'succeeded' WHEN now() + $9 * interval '1 millisecond' > give_up_at THEN 'failed' ELSE 'pending' END,
+           next_attempt_at = CASE WHEN $8 OR now() + $9 * interval '1 millisecond' > give_up_at THEN NULL
+                                  ELSE now() + $9 * interval '1 millisecond' END,
+           attempt_count = attempt_count + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+     WHERE id = $1 AND lease_owner = $2
+    RETURNING status, endpoint_id
+  ), endpoint AS (
+    UPDATE webhook_endpoints e SET
+           failing_since = CASE WHEN $8 THEN NULL ELSE COALESCE(e.failing_since, now()) END,
+           enabled = $8 OR e.failing_since IS NULL OR e.failing_since > now() - $10 * interval '1 millisecond',
+           disabled_at = CASE WHEN $8 OR e.failing_since IS NULL THEN NULL ELSE now() END,
+           disabled_reason = CASE WHEN $8 OR e.failing_since IS NULL THEN NULL
+                                  ELSE 'Every delivery attempt failed for ' || $11::text || ' days, since '
+                                       || to_char(e.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                                       || ': disabled automatically. Enable it again once it answers 2xx; what waited is then sent.' END,
+           updated_at = now()
+      FROM delivery d
+     WHERE e.id = d.endpoint_id AND e.enabled
+       AND CASE WHEN $8 THEN e.failing_since IS NOT NULL
+                ELSE e.failing_since IS NULL OR e.failing_since <= now() - $10 * interval '1 millisecond' END
+    RETURNING e.enabled
+  )
+  SELECT d.status, EXISTS (SELECT 1 FROM endpoint WHERE NOT enabled) AS endpoint_disabled FROM delivery d`;
+
 export function createWebhookDispatcher(options: DispatcherOptions): WebhookDispatcher {
   const {
     pool,
     keyring,
     executor,
     intervalMs = 1_000,
-    batchSize = 16,
+    batchSize = 64,
+    maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+    perTargetConcurrency = DEFAULT_PER_TARGET_CONCURRENCY,
+    perTenantConcurrency = DEFAULT_PER_TENANT_CONCURRENCY,
+    hostAttemptsPerMinute = DEFAULT_HOST_ATTEMPTS_PER_MINUTE,
     timeoutMs = DEFAULT_DELIVERY_TIMEOUT_MS,
     retry = DEFAULT_RETRY_SCHEDULE,
     owner = `dispatcher-${randomUUID()}`,
@@ -89,8 +213,9 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
   const log = options.logger.child({ component: 'webhook-dispatcher' });
   // Longer than an attempt can take, so a live dispatcher never loses a lease it is still using.
   const leaseMs = timeoutMs + 5_000;
+  const inFlight = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
+  let pumping: Promise<void> | undefined;
   let stopped = true;
   let again = false;
   let lastSweep = 0;
@@ -112,33 +237,65 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     }
   }
 
-  async function claim(): Promise<ClaimedRow[]> {
-    const { rows } = await pool.query<ClaimedRow>({
-      name: 'webhooks-claim',
-      text: `WITH due AS (
-               SELECT id FROM webhook_deliveries
-                WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                  -- A disabled endpoint is sent nothing: its deliveries wait until it is enabled again.
-                  AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = endpoint_id AND e.enabled))
-                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE OF webhook_deliveries SKIP LOCKED
-             ), claimed AS (
-               UPDATE webhook_deliveries d SET lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond'
-                 FROM due WHERE d.id = due.id
-               RETURNING d.id, d.tenant_id, d.endpoint_id, d.callback_url, d.body, d.attempt_count
-             )
-             SELECT c.id, c.tenant_id, c.endpoint_id, COALESCE(e.url, c.callback_url) AS url, c.body, c.attempt_count,
-                    CASE WHEN c.endpoint_id IS NULL THEN s.secret_ciphertext ELSE e.secret_ciphertext END AS secret,
-                    CASE WHEN c.endpoint_id IS NULL
-                         THEN CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret_ciphertext END
-                         ELSE CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret_ciphertext END END AS previous_secret
-               FROM claimed c
-               LEFT JOIN webhook_endpoints e ON e.id = c.endpoint_id
-               LEFT JOIN webhook_callback_secrets s ON c.endpoint_id IS NULL AND s.tenant_id = c.tenant_id`,
-      values: [owner, leaseMs, batchSize],
+  async function claim(limit: number): Promise<ClaimedRow[]> {
+    return withTransaction(pool, async (client) => {
+      // One claim at a time, all dispatchers together: each sees the leases the previous one took, so the
+      // per-target and per-account bounds hold exactly. A claim is one short statement.
+      await client.query({ name: 'webhooks-claim-lock', text: 'SELECT pg_advisory_xact_lock($1)', values: [CLAIM_LOCK] });
+      const { rows } = await client.query<ClaimedRow>({
+        name: 'webhooks-claim',
+        text: CLAIM,
+        values: [owner, leaseMs, limit, perTargetConcurrency, perTenantConcurrency],
+      });
+      return rows;
     });
-    return rows;
   }
 
+  /**
+   * Counts the claimed rows against their account's per-host budget; the rows beyond it go back, due when the
+   * host's window ends, without an attempt. Returns the rows to send.
+   */
+  async function withinHostBudget(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+    if (rows.length === 0) return rows;
+    const groups = new Map<string, { tenantId: string; host: string; rows: ClaimedRow[] }>();
+    for (const row of rows) {
+      const host = hostOf(row.url);
+      const key = `webhook-host:${row.tenant_id}:${host}`;
+      const group = groups.get(key);
+      if (group) group.rows.push(row);
+      else groups.set(key, { tenantId: row.tenant_id, host, rows: [row] });
+    }
+    const { rows: counted } = await pool.query<CounterRow>(
+      addCounterHits(
+        [...groups.keys()],
+        [...groups.values()].map((group) => group.rows.length),
+        HOST_WINDOW_MS,
+      ),
+    );
+    const sendable: ClaimedRow[] = [];
+    const deferred: { id: string; until: Date }[] = [];
+    for (const [key, { tenantId, host, rows: group }] of groups) {
+      const counter = counted.find((candidate) => candidate.counter_key === key);
+      const over = counter === undefined ? 0 : Math.min(group.length, counter.hits - hostAttemptsPerMinute);
+      if (counter !== undefined && over > 0) {
+        for (const row of group.splice(group.length - over)) deferred.push({ id: row.id, until: counter.reset_at });
+        log.warn(
+          { tenantId, host, deferred: over, limit: hostAttemptsPerMinute },
+          'webhook attempts of one account to one host over the per-minute limit; deferred to the next window',
+        );
+      }
+      sendable.push(...group);
+    }
+    if (deferred.length > 0)
+      await pool.query({
+        name: 'webhooks-defer',
+        text: `UPDATE webhook_deliveries d SET lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = t.until, updated_at = now()
+                 FROM unnest($1::uuid[], $2::timestamptz[]) AS t(id, until)
+                WHERE d.id = t.id AND d.lease_owner = $3`,
+        values: [deferred.map((row) => row.id), deferred.map((row) => row.until), owner],
+      });
+    return sendable;
+  }
   function secretsOf(row: ClaimedRow): string[] {
     const context = row.endpoint_id === null ? callbackSealContext(row.tenant_id) : endpointSealContext(row.tenant_id, row.endpoint_id);
     return [row.secret, row.previous_secret]
@@ -174,19 +331,9 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     const delivered = outcome === 'ok';
     const delay = retryDelayMs(row.attempt_count + 1, retry);
     const excerpt = result.body === null || result.body === '' ? null : result.body.slice(0, WEBHOOK_RESPONSE_EXCERPT_MAX);
-    const { rows } = await pool.query<{ status: string }>({
+    const { rows } = await pool.query<{ status: string; endpoint_disabled: boolean }>({
       name: 'webhooks-record-attempt',
-      text: `WITH attempt AS (
-               INSERT INTO webhook_attempts (delivery_id, outcome, http_status, duration_ms, error, response_excerpt)
-               SELECT id, $3, $4, $5, $6, $7 FROM webhook_deliveries WHERE id = $1 AND lease_owner = $2
-             )
-             UPDATE webhook_deliveries SET
-                    status = CASE WHEN $8 THEN 'succeeded' WHEN now() + $9 * interval '1 millisecond' > give_up_at THEN 'failed' ELSE 'pending' END,
-                    next_attempt_at = CASE WHEN $8 OR now() + $9 * interval '1 millisecond' > give_up_at THEN NULL
-                                           ELSE now() + $9 * interval '1 millisecond' END,
-                    attempt_count = attempt_count + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-              WHERE id = $1 AND lease_owner = $2
-             RETURNING status`,
+      text: RECORD,
       values: [
         row.id,
         owner,
@@ -197,6 +344,8 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
         excerpt,
         delivered,
         delay,
+        DISABLE_AFTER_MS,
+        WEBHOOK_FAILING_DISABLE_DAYS,
       ],
     });
     const status = rows[0]?.status;
@@ -213,20 +362,45 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     else if (delivered) log.info(fields, 'webhook delivered');
     else if (status === 'failed') log.warn({ ...fields, reason: result.error }, 'webhook delivery failed: no 2xx within its retry window');
     else log.info({ ...fields, reason: result.error, retryInMs: delay }, 'webhook attempt failed; retrying');
+    if (rows[0]?.endpoint_disabled === true)
+      log.warn(
+        { tenantId: row.tenant_id, endpointId: row.endpoint_id, days: WEBHOOK_FAILING_DISABLE_DAYS },
+        `webhook endpoint disabled: every attempt failed for ${WEBHOOK_FAILING_DISABLE_DAYS} days`,
+      );
+  }
+
+  /** Starts an attempt on its own; it settles (never rejects) once recorded, and then frees its place. */
+  function launch(row: ClaimedRow): Promise<void> {
+    const attempt: Promise<void> = send(row)
+      // Not recorded (the database failed): the lease expires and the row is sent again.
+      .catch((error: unknown) => log.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
+      .finally(() => {
+        inFlight.delete(attempt);
+        wake();
+      });
+    inFlight.add(attempt);
+    return attempt;
+  }
+
+  /** Claims as many due rows as there are free places (at most a batch) and starts them. */
+  async function fill(): Promise<{ claimed: number; wanted: number; started: Promise<void>[] }> {
+    const wanted = Math.min(batchSize, maxInFlight - inFlight.size);
+    if (wanted <= 0) return { claimed: 0, wanted, started: [] };
+    const rows = await claim(wanted);
+    const sendable = await withinHostBudget(rows);
+    return { claimed: rows.length, wanted, started: sendable.map(launch) };
   }
 
   async function runOnce(): Promise<number> {
-    const rows = await claim();
-    // Every attempt is waited for, also when one fails to record (its lease then expires and it is sent again).
-    const failed = (await Promise.allSettled(rows.map((row) => send(row)))).find((outcome) => outcome.status === 'rejected');
-    if (failed) throw failed.reason;
-    return rows.length;
+    const { started } = await fill();
+    await Promise.all(started);
+    return started.length;
   }
 
-  /** Whether a wake() arrived during the round just run (read through a call: it changes while a round awaits). */
+  /** Whether a wake() arrived during the pass just run (read through a call: it changes while a pass awaits). */
   const wokenMeanwhile = (): boolean => again && !stopped;
 
-  async function loop(): Promise<void> {
+  async function pump(): Promise<void> {
     for (;;) {
       again = false;
       try {
@@ -235,26 +409,28 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
           const deleted = await sweep();
           if (deleted > 0) log.info({ deleted, retentionDays: DELIVERY_RETENTION_DAYS }, 'old webhook deliveries deleted');
         }
-        // A full batch means more may be due: go on at once.
-        while (!stopped && (await runOnce()) === batchSize);
+        // A claim that took all it asked for may have left more due: claim again while there are free places.
+        for (;;) {
+          if (stopped) break;
+          const { claimed, wanted } = await fill();
+          if (wanted <= 0 || claimed < wanted) break;
+        }
       } catch (error) {
-        log.error({ err: error }, 'webhook dispatch round failed');
+        log.error({ err: error }, 'webhook claim failed');
       }
       if (!wokenMeanwhile()) return;
     }
   }
 
-  function schedule(): void {
+  /** Claims now, or right after the claim running (an attempt that ends wakes it too: its place is free). */
+  function wake(): void {
     if (stopped) return;
-    timer = setTimeout(tick, intervalMs);
-    timer.unref();
-  }
-
-  function tick(): void {
-    timer = undefined;
-    running = loop().finally(() => {
-      running = undefined;
-      schedule();
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = pump().finally(() => {
+      pumping = undefined;
     });
   }
 
@@ -262,24 +438,19 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     start() {
       if (!stopped) return;
       stopped = false;
-      schedule();
+      timer = setInterval(wake, intervalMs);
+      timer.unref();
+      wake();
     },
-    wake() {
-      if (stopped) return;
-      if (running) {
-        again = true;
-        return;
-      }
-      if (timer) clearTimeout(timer);
-      tick();
-    },
+    wake,
     runOnce,
     sweep,
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
+      if (timer) clearInterval(timer);
       timer = undefined;
-      await running;
+      await pumping;
+      await Promise.all(inFlight);
     },
   };
 }

@@ -4,7 +4,15 @@
 export { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './backoff';
 export { WEBHOOK_DEFAULTS, webhookSenderFromConfig, webhooksConfigShape, type WebhooksConfig } from './config';
 export { WEBHOOKS_CONSUMER_GROUP, startWebhookConsumer, type WebhookConsumerOptions } from './consumer';
-export { createWebhookDispatcher, type DispatcherOptions, type WebhookDispatcher } from './dispatcher';
+export {
+  DEFAULT_HOST_ATTEMPTS_PER_MINUTE,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_PER_TARGET_CONCURRENCY,
+  DEFAULT_PER_TENANT_CONCURRENCY,
+  createWebhookDispatcher,
+  type DispatcherOptions,
+  type WebhookDispatcher,
+} from './dispatcher';
 export { MAX_INLINE_RESULT_BYTES, jobEventBody, type TerminalJob } from './event-body';
 export { hasCallbackSecret, queueJobEvent, registerCallback } from './queue';
 export { newSigningSecret, signedHeaders } from './signing';
@@ -13,6 +21,7 @@ export {
   SECRET_ROTATION_OVERLAP_MS,
   WebhookError,
   createWebhookStore,
+  productsReadableWith,
   reencryptWebhookSecrets,
   type RotatedSecret,
   type WebhookStore,

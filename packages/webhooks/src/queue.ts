@@ -1,7 +1,8 @@
 // Queuing deliveries: the statements that turn a job's terminal state into delivery rows, one per enabled endpoint
-// of the job's tenant that wants the event and one per callback URL left on the job. Each row is unique per
-// target and event (ON CONFLICT DO NOTHING), so an event consumed twice, or a callback registered while its job
-// finished, queues exactly one delivery.
+// of the job's tenant that wants the event and may read the job's product (its `products`, the scopes of the key
+// that registered it), and one per callback URL left on the job (its request was made with the product's scope).
+// Each row is unique per target and event (ON CONFLICT DO NOTHING), so an event consumed twice, or a callback
+// registered while its job finished, queues exactly one delivery.
 import type { Queryable } from '@fin/db';
 import { eventKeyOf, eventTypeOf, jobEventBody, type TerminalJob } from './event-body';
 import { DEFAULT_RETRY_WINDOW_MS } from './store';
@@ -28,7 +29,7 @@ export async function queueJobEvent(
       name: 'webhooks-queue-endpoints',
       text: `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_key, event_type, job_id, job_type, body, give_up_at)
              SELECT j.tenant_id, e.id, $2, $3, j.id, j.type, $4, now() + $5 * interval '1 millisecond'
-               FROM jobs j JOIN webhook_endpoints e ON e.tenant_id = j.tenant_id AND e.enabled AND $3 = ANY (e.events)
+               FROM jobs j JOIN webhook_endpoints e ON e.tenant_id = j.tenant_id AND e.enabled AND $3 = ANY (e.events) AND j.type = ANY (e.products)
               WHERE j.id = $1
              ON CONFLICT (endpoint_id, event_key) WHERE endpoint_id IS NOT NULL DO NOTHING`,
       values,

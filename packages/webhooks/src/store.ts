@@ -4,6 +4,7 @@
 // hash would not do) and are returned only once, by the call that made them.
 import { randomUUID } from 'node:crypto';
 import type {
+  JobType,
   Webhook,
   WebhookAttemptOutcome,
   WebhookCreateRequest,
@@ -11,7 +12,7 @@ import type {
   WebhookEventType,
   WebhookUpdateRequest,
 } from '@fin/contracts';
-import { WEBHOOKS_MAX_PER_TENANT } from '@fin/contracts';
+import { JobType as JobTypes, WEBHOOKS_MAX_PER_TENANT } from '@fin/contracts';
 import type { AddressPolicy, Keyring, SealContext } from '@fin/customer-tools';
 import { prismaFor, type Pool, type Prisma, type PrismaClient } from '@fin/db';
 import { testEventBody } from './event-body';
@@ -22,6 +23,8 @@ import { unreachableTargetReason } from './target';
 export const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;
 /** How long a delivery is retried before it fails. */
 export const DEFAULT_RETRY_WINDOW_MS = 24 * 3600_000;
+/** Why an endpoint is disabled when its account disabled it (the dispatcher gives its own reason). */
+const DISABLED_BY_ACCOUNT = 'Disabled by the account.';
 /** Attempts listed per delivery (the newest). */
 const ATTEMPTS_LISTED = 50;
 
@@ -50,6 +53,10 @@ const ENDPOINT_FIELDS = {
   events: true,
   description: true,
   enabled: true,
+  products: true,
+  failingSince: true,
+  disabledAt: true,
+  disabledReason: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.WebhookEndpointSelect;
@@ -62,6 +69,10 @@ function toApiWebhook(row: EndpointRow): Webhook {
     events: row.events as WebhookEventType[],
     description: row.description,
     enabled: row.enabled,
+    products: row.products as JobType[],
+    failing_since: row.failingSince?.toISOString() ?? null,
+    disabled_at: row.disabledAt?.toISOString() ?? null,
+    disabled_reason: row.disabledReason,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -109,6 +120,14 @@ function toApiDelivery(row: DeliveryRow): WebhookDelivery {
   };
 }
 
+/**
+ * The products whose results a key with these scopes may read (a product's scope also reads its jobs): what an
+ * endpoint it registers receives. The scopes of a product are named as the product.
+ */
+export function productsReadableWith(scopes: readonly string[]): JobType[] {
+  return JobTypes.options.filter((product) => scopes.includes(product));
+}
+
 export interface RotatedSecret {
   secret: string;
   previous_secret_expires_at: string;
@@ -117,10 +136,13 @@ export interface RotatedSecret {
 export interface WebhookStore {
   list(tenantId: string): Promise<Webhook[]>;
   get(tenantId: string, id: string): Promise<Webhook | null>;
-  /** The endpoint and its signing secret (shown once). */
-  create(tenantId: string, request: WebhookCreateRequest): Promise<Webhook & { secret: string }>;
-  /** Replaces the endpoint's settings; the secret is kept. Null: not the tenant's. */
-  update(tenantId: string, id: string, request: WebhookUpdateRequest): Promise<Webhook | null>;
+  /**
+   * The endpoint and its signing secret (shown once). `products`: those the registering key may read
+   * (productsReadableWith its scopes); only their job events are delivered to it.
+   */
+  create(tenantId: string, request: WebhookCreateRequest, products: readonly JobType[]): Promise<Webhook & { secret: string }>;
+  /** Replaces the endpoint's settings (products: the replacing key's); the secret is kept. Null: not the tenant's. */
+  update(tenantId: string, id: string, request: WebhookUpdateRequest, products: readonly JobType[]): Promise<Webhook | null>;
   delete(tenantId: string, id: string): Promise<boolean>;
   rotateSecret(tenantId: string, id: string): Promise<RotatedSecret | null>;
   /** Creates or rotates the secret callback_url deliveries of the tenant are signed with. */
@@ -185,7 +207,7 @@ export function createWebhookStore({
       return row === null ? null : toApiWebhook(row);
     },
 
-    async create(tenantId, request) {
+    async create(tenantId, request, products) {
       checkUrl(request.url);
       const id = randomUUID();
       const secret = newSigningSecret();
@@ -206,6 +228,8 @@ export function createWebhookStore({
             events: request.events,
             description: request.description,
             enabled: request.enabled,
+            products: [...products],
+            ...(request.enabled ? {} : { disabledAt: new Date(), disabledReason: DISABLED_BY_ACCOUNT }),
             secretCiphertext: sealed,
           },
           select: ENDPOINT_FIELDS,
@@ -214,11 +238,17 @@ export function createWebhookStore({
       return { ...toApiWebhook(row), secret };
     },
 
-    async update(tenantId, id, request) {
+    async update(tenantId, id, request, products) {
       checkUrl(request.url);
+      // Enabling clears the disabled state and the failure record (3 more days before it can be disabled again);
+      // disabling an enabled endpoint records the account's reason, and an endpoint already disabled keeps its own.
       const rows = await prisma.$queryRaw<{ id: string }[]>`
         UPDATE webhook_endpoints SET url = ${request.url}, events = ${request.events}::text[], description = ${request.description},
-               enabled = ${request.enabled}, updated_at = now()
+               products = ${[...products]}::text[], enabled = ${request.enabled},
+               failing_since = CASE WHEN ${request.enabled} AND NOT enabled THEN NULL ELSE failing_since END,
+               disabled_at = CASE WHEN ${request.enabled} THEN NULL WHEN enabled THEN now() ELSE disabled_at END,
+               disabled_reason = CASE WHEN ${request.enabled} THEN NULL WHEN enabled THEN ${DISABLED_BY_ACCOUNT} ELSE disabled_reason END,
+               updated_at = now()
          WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING id`;
       if (rows.length === 0) return null;
       return this.get(tenantId, id);

@@ -15,6 +15,7 @@ import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import {
   createWebhookDispatcher,
   createWebhookStore,
+  productsReadableWith,
   queueJobEvent,
   registerCallback,
   startWebhookConsumer,
@@ -26,6 +27,7 @@ import { standardWebhooksProblem, startFakeReceiver, type FakeReceiver } from '.
 const logger = createLogger({ service: 'webhooks-test', level: 'silent' });
 const keyring = createKeyring({ id: 'k1', key: randomBytes(32) });
 const loopback = { allowLoopback: true };
+const ALL_PRODUCTS = ['news', 'stock-report', 'analysis'] as const;
 
 describe('webhook delivery', () => {
   let db: TestDatabase;
@@ -33,6 +35,8 @@ describe('webhook delivery', () => {
   let store: WebhookStore;
   let executor: ToolExecutor;
   let receiver: FakeReceiver;
+  /** A receiver that accepts every request and never answers it. */
+  let hanging: FakeReceiver;
   let tenantId: string;
   let otherTenantId: string;
   const dispatchers: WebhookDispatcher[] = [];
@@ -51,7 +55,7 @@ describe('webhook delivery', () => {
     return made;
   };
   const endpoint = (tenant: string, fields: Partial<z.input<typeof WebhookCreateRequest>> = {}) =>
-    store.create(tenant, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks`, ...fields }));
+    store.create(tenant, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks`, ...fields }), ALL_PRODUCTS);
   const job = async (tenant: string, status: 'completed' | 'failed' | 'running' = 'completed') => {
     const id = randomUUID();
     await pool.query(
@@ -82,6 +86,7 @@ describe('webhook delivery', () => {
     store = createWebhookStore({ pool, keyring, addressPolicy: loopback, retryWindowMs: 60_000 });
     executor = createToolExecutor({ ...loopback, ca: (await testCertificate()).cert });
     receiver = await startFakeReceiver();
+    hanging = await startFakeReceiver({ otherwise: 'hang' });
     const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme'), ('globex') RETURNING id");
     tenantId = rows[0]?.id ?? '';
     otherTenantId = rows[1]?.id ?? '';
@@ -89,11 +94,14 @@ describe('webhook delivery', () => {
 
   afterEach(async () => {
     await Promise.all(dispatchers.splice(0).map((made) => made.stop()));
-    await pool.query('DELETE FROM webhook_endpoints; DELETE FROM webhook_deliveries; DELETE FROM webhook_callbacks');
+    await pool.query(
+      'DELETE FROM webhook_endpoints; DELETE FROM webhook_deliveries; DELETE FROM webhook_callbacks; DELETE FROM rate_limit_counters',
+    );
     receiver.reset();
   });
 
   afterAll(async () => {
+    await hanging?.close();
     await receiver?.close();
     await executor?.close();
     await pool?.end();
@@ -216,15 +224,15 @@ describe('webhook delivery', () => {
   });
 
   it('refuses private addresses: an IP literal at registration, any other at the call, without connecting', async () => {
-    await expect(store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://10.0.0.7/hook' }))).rejects.toThrow(
+    await expect(store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://10.0.0.7/hook' }), ALL_PRODUCTS)).rejects.toThrow(
       'url: 10.0.0.7 is not a public internet address',
     );
-    await expect(store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://[::ffff:169.254.169.254]/' }))).rejects.toThrow(
-      'is not a public internet address',
-    );
+    await expect(
+      store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://[::ffff:169.254.169.254]/' }), ALL_PRODUCTS),
+    ).rejects.toThrow('is not a public internet address');
     // Registered by name; the name resolves to a private address when the delivery is sent.
     const strict = createToolExecutor({ resolve: () => Promise.resolve(['192.168.1.20']) });
-    const hook = await store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://hooks.internal.example/x' }));
+    const hook = await store.create(tenantId, WebhookCreateRequest.parse({ url: 'https://hooks.internal.example/x' }), ALL_PRODUCTS);
     await queueJobEvent(pool, terminal(await job(tenantId)));
     await createWebhookDispatcher({ pool, keyring, executor: strict, logger }).runOnce();
     await strict.close();
@@ -238,7 +246,7 @@ describe('webhook delivery', () => {
     const queued = await store.queueTest(tenantId, hook.id);
     expect(await dispatcher().runOnce()).toBe(0);
     expect(receiver.received).toHaveLength(0);
-    await store.update(tenantId, hook.id, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks` }));
+    await store.update(tenantId, hook.id, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks` }), ALL_PRODUCTS);
     expect(await dispatcher().runOnce()).toBe(1);
     const [delivery] = await receiver.waitFor(1);
     expect(delivery?.headers['webhook-id']).toBe(queued?.id);
@@ -330,5 +338,165 @@ describe('webhook delivery', () => {
     } finally {
       await bus.close();
     }
+  });
+
+  it('sends nothing for a disabled account, also what it had queued, until it is enabled again', async () => {
+    const hook = await endpoint(tenantId);
+    await queueJobEvent(pool, terminal(await job(tenantId)));
+    await store.queueTest(tenantId, hook.id);
+    await pool.query('UPDATE tenants SET disabled_at = now() WHERE id = $1', [tenantId]);
+    try {
+      // Queued before and after the account was disabled: neither is attempted.
+      await store.queueTest(tenantId, hook.id);
+      expect(await dispatcher().runOnce()).toBe(0);
+      expect(receiver.received).toHaveLength(0);
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      expect(listed).toMatchObject({ status: 'pending', attempt_count: 0 });
+    } finally {
+      await pool.query('UPDATE tenants SET disabled_at = NULL WHERE id = $1', [tenantId]);
+    }
+    expect(await dispatcher().runOnce()).toBe(3);
+    await receiver.waitFor(3);
+  });
+
+  it('delivers job events to an endpoint only for the products its registering key may read', async () => {
+    const everything = await endpoint(tenantId);
+    const newsOnly = await store.create(
+      tenantId,
+      WebhookCreateRequest.parse({ url: `${receiver.url}/news` }),
+      productsReadableWith(['news', 'webhooks']),
+    );
+    const noProduct = await store.create(
+      tenantId,
+      WebhookCreateRequest.parse({ url: `${receiver.url}/none` }),
+      productsReadableWith(['webhooks']),
+    );
+    expect([everything.products, newsOnly.products, noProduct.products]).toEqual([['news', 'stock-report', 'analysis'], ['news'], []]);
+    expect(await store.get(tenantId, noProduct.id)).toMatchObject({ products: [] });
+
+    const report = randomUUID();
+    await pool.query(
+      `INSERT INTO jobs (id, tenant_id, type, status, request, result, finished_at) VALUES ($1, $2, 'stock-report', 'completed', '{}', '{"report": {}}', now())`,
+      [report, tenantId],
+    );
+    expect(await queueJobEvent(pool, { ...terminal(report), jobType: 'stock-report', result: { report: {} } })).toBe(1);
+    expect(await queueJobEvent(pool, terminal(await job(tenantId)))).toBe(2);
+    await dispatcher().runOnce();
+    const received = await receiver.waitFor(3);
+    expect(
+      received.map((delivery) => [delivery.path, (JSON.parse(delivery.body) as { data: { job_type: string } }).data.job_type]).sort(),
+    ).toEqual([
+      ['/hooks', 'news'],
+      ['/hooks', 'stock-report'],
+      ['/news', 'news'],
+    ]);
+    // A test event goes to any endpoint; a key that may read more widens the endpoint when it replaces it.
+    await store.queueTest(tenantId, noProduct.id);
+    expect(await dispatcher().runOnce()).toBe(1);
+    const replaced = await store.update(tenantId, noProduct.id, WebhookCreateRequest.parse({ url: `${receiver.url}/none` }), ['analysis']);
+    expect(replaced?.products).toEqual(['analysis']);
+  });
+
+  it('bounds the attempts in flight per endpoint and per account, across dispatchers, taking every account in turn', async () => {
+    const stuckA = await store.create(tenantId, WebhookCreateRequest.parse({ url: `${hanging.url}/a` }), ALL_PRODUCTS);
+    const stuckB = await store.create(tenantId, WebhookCreateRequest.parse({ url: `${hanging.url}/b` }), ALL_PRODUCTS);
+    for (let i = 0; i < 5; i++) {
+      await store.queueTest(tenantId, stuckA.id);
+      await store.queueTest(tenantId, stuckB.id);
+    }
+    const other = await endpoint(otherTenantId);
+    await store.queueTest(otherTenantId, other.id);
+    const bounds = { perTargetConcurrency: 2, perTenantConcurrency: 3, timeoutMs: 1_000 };
+    const first = dispatcher(bounds).runOnce();
+    // The account's 3 (at most 2 to one endpoint) and the other account's one, in the same claim.
+    await hanging.waitFor(3);
+    await receiver.waitFor(1);
+    const { rows } = await pool.query<{ endpoint_id: string; n: number }>(
+      'SELECT endpoint_id, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = $1 AND lease_owner IS NOT NULL GROUP BY endpoint_id',
+      [tenantId],
+    );
+    expect(rows.map((row) => row.n).sort()).toEqual([1, 2]);
+    // Another dispatcher finds the account's slots taken while those attempts hang.
+    expect(await dispatcher(bounds).runOnce()).toBe(0);
+    expect(await first).toBe(4);
+    expect(hanging.received).toHaveLength(3);
+    // Each hanging attempt ended at its time limit, recorded as such, without holding the other account's.
+    const { rows: outcomes } = await pool.query<{ outcome: string; n: number }>(
+      'SELECT outcome, count(*)::int AS n FROM webhook_attempts GROUP BY outcome ORDER BY outcome',
+    );
+    expect(outcomes).toEqual([
+      { outcome: 'ok', n: 1 },
+      { outcome: 'timeout', n: 3 },
+    ]);
+  });
+
+  it('sends one account at most hostAttemptsPerMinute attempts to one host; the rest wait for the next minute, unattempted', async () => {
+    const hook = await endpoint(tenantId);
+    const second = await store.create(tenantId, WebhookCreateRequest.parse({ url: `${receiver.url}/second` }), ALL_PRODUCTS);
+    for (let i = 0; i < 3; i++) await store.queueTest(tenantId, hook.id);
+    for (let i = 0; i < 2; i++) await store.queueTest(tenantId, second.id);
+    const other = await endpoint(otherTenantId);
+    await store.queueTest(otherTenantId, other.id);
+    const limited = dispatcher({ hostAttemptsPerMinute: 3 });
+    // 3 of the account's 5 (both endpoints are on one host), and the other account's own.
+    expect(await limited.runOnce()).toBe(4);
+    expect(await limited.runOnce()).toBe(0);
+    expect(receiver.received).toHaveLength(4);
+    const { rows } = await pool.query<{ attempt_count: number; waits_ms: number }>(
+      `SELECT attempt_count, (extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS waits_ms
+         FROM webhook_deliveries WHERE tenant_id = $1 AND status = 'pending'`,
+      [tenantId],
+    );
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.attempt_count).toBe(0);
+      expect(row.waits_ms).toBeGreaterThan(30_000);
+    }
+  });
+
+  it('disables an endpoint whose every attempt failed for 3 days, with the reason in the API, until it is enabled again', async () => {
+    const hook = await endpoint(tenantId);
+    receiver.answer(500, 500);
+    await store.queueTest(tenantId, hook.id);
+    await dispatcher().runOnce();
+    const failing = await store.get(tenantId, hook.id);
+    expect(failing).toMatchObject({ enabled: true, disabled_at: null, disabled_reason: null });
+    expect(failing?.failing_since).not.toBeNull();
+
+    // Three days of failures later, the next failure disables it.
+    await pool.query("UPDATE webhook_endpoints SET failing_since = now() - interval '3 days 1 minute' WHERE id = $1", [hook.id]);
+    await pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'");
+    expect(await dispatcher().runOnce()).toBe(1);
+    const disabled = await store.get(tenantId, hook.id);
+    expect(disabled).toMatchObject({ enabled: false });
+    expect(disabled?.disabled_at).not.toBeNull();
+    expect(disabled?.disabled_reason).toMatch(
+      /^Every delivery attempt failed for 3 days, since \d{4}-\d\d-\d\dT[\d:]{8}Z: disabled automatically\./,
+    );
+
+    // Nothing is sent to it now, not even a test.
+    await store.queueTest(tenantId, hook.id);
+    await pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'");
+    expect(await dispatcher().runOnce()).toBe(0);
+
+    // Enabled again: the reason and the failure record are cleared, and what waited is sent.
+    const enabled = await store.update(tenantId, hook.id, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks` }), ALL_PRODUCTS);
+    expect(enabled).toMatchObject({ enabled: true, disabled_at: null, disabled_reason: null, failing_since: null });
+    expect(await dispatcher().runOnce()).toBe(2);
+    expect(await store.get(tenantId, hook.id)).toMatchObject({ failing_since: null, enabled: true });
+  });
+
+  it('records the account as the reason of an endpoint it disables, and a 2xx clears a failure record', async () => {
+    const hook = await endpoint(tenantId);
+    receiver.answer(500);
+    await store.queueTest(tenantId, hook.id);
+    await dispatcher().runOnce();
+    expect((await store.get(tenantId, hook.id))?.failing_since).not.toBeNull();
+    await pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'");
+    await dispatcher().runOnce();
+    expect((await store.get(tenantId, hook.id))?.failing_since).toBeNull();
+    const off = await store.update(tenantId, hook.id, WebhookCreateRequest.parse({ url: hook.url, enabled: false }), ALL_PRODUCTS);
+    expect(off).toMatchObject({ enabled: false, disabled_reason: 'Disabled by the account.' });
+    expect(off?.disabled_at).not.toBeNull();
   });
 });

@@ -40,6 +40,10 @@ export async function startWebhooks({
           ...sender,
           intervalMs: settings.WEBHOOK_DISPATCH_INTERVAL_MS,
           timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+          maxInFlight: settings.WEBHOOK_MAX_IN_FLIGHT,
+          perTargetConcurrency: settings.WEBHOOK_ENDPOINT_CONCURRENCY,
+          perTenantConcurrency: settings.WEBHOOK_ACCOUNT_CONCURRENCY,
+          hostAttemptsPerMinute: settings.WEBHOOK_HOST_ATTEMPTS_PER_MINUTE,
           retry: { baseMs: settings.WEBHOOK_RETRY_BASE_MS, maxMs: settings.WEBHOOK_RETRY_MAX_DELAY_MS },
         });
   const consumer = await startWebhookConsumer({

@@ -31,6 +31,8 @@ export interface Account {
   tenantId: string;
   tenantName: string;
   scopes: ApiScope[];
+  /** The tenant's rate-limit overrides (tenants.rate_limit_overrides): the portal counts webhook queuing against them. */
+  limitOverrides: Record<string, number>;
 }
 
 const isApiScope = (scope: string): scope is ApiScope => (API_SCOPES as readonly string[]).includes(scope);
@@ -40,6 +42,7 @@ const toAccount = (key: ActiveKey): Account => ({
   tenantId: key.tenantId,
   tenantName: key.tenantName,
   scopes: key.scopes.filter(isApiScope),
+  limitOverrides: key.limitOverrides,
 });
 
 export type SignInResult = { ok: true; account: Account } | { ok: false; reason: 'invalid' | 'scope' };

@@ -5,8 +5,10 @@
 // so every portal replica counts against the same numbers; the gateway's sweep deletes ended windows.
 //
 // The gateway's limiter is keyed by API key and lives in the gateway; these pages are anonymous until sign-in,
-// so they are counted here, where the client address and the signed-in tenant are known.
+// so they are counted here, where the client address and the signed-in tenant are known. What a page does that the
+// API limits too (queuing a webhook delivery) counts in the gateway's own per-account counter (hitAccountLimit).
 import { isIPv4, isIPv6 } from 'node:net';
+import { accountCounterKey, type LimitedProduct } from '@fin/api-keys';
 import { addCounterHits, type CounterRow, type Pool } from '@fin/db';
 import type { Request } from 'express';
 
@@ -34,6 +36,12 @@ export interface Refusal {
 
 export interface PortalThrottle {
   /**
+   * Counts one request against the account's per-minute limit of `product`, in the very counter the gateway's
+   * limiter counts the API's requests in (accountCounterKey): what a page queues cannot exceed what the API may.
+   * A refusal when the account is over `limit`.
+   */
+  hitAccountLimit(product: LimitedProduct, tenantId: string, limit: number): Promise<Refusal | null>;
+  /**
    * Counts one attempt of `action` for each party given (the client, and the tenant once known); a refusal when
    * any of them is over its limit. Refused attempts count too, so retrying early does not help.
    */
@@ -41,9 +49,22 @@ export interface PortalThrottle {
 }
 
 const DESCRIBED: Record<ThrottledAction, string> = { sign_in: 'sign-in attempts', test_call: 'test calls' };
+/** As the gateway describes its limits. */
+const ACCOUNT_DESCRIBED: Partial<Record<LimitedProduct, string>> = { webhooks: 'webhook requests' };
 
 export function createPortalThrottle({ pool, limits, windowMs = 60_000 }: PortalThrottleOptions): PortalThrottle {
   return {
+    async hitAccountLimit(product, tenantId, limit) {
+      const key = accountCounterKey(product, tenantId);
+      const { rows } = await pool.query<CounterRow>(addCounterHits([key], [1], windowMs));
+      const row = rows[0];
+      if (row === undefined || row.hits <= limit) return null;
+      const retryAfterSeconds = Math.max(1, Math.ceil((row.reset_at.getTime() - Date.now()) / 1000));
+      return {
+        detail: `Rate limit exceeded: this account may make ${limit} ${ACCOUNT_DESCRIBED[product] ?? `${product} requests`} per minute, all of its API keys and the portal together. Retry in ${retryAfterSeconds} s.`,
+        retryAfterSeconds,
+      };
+    },
     async hit(action, { client, tenantId }) {
       const parties: { key: string; limit: number; who: string }[] = [];
       if (client !== undefined)

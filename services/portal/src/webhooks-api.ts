@@ -1,9 +1,10 @@
 // The webhooks API (/api/webhooks, scope `webhooks`, reached through the gateway). Handlers are short: the
 // contract validates the input, the store does the work, its refusals become 400 / 409, and another tenant's
-// endpoint or delivery is the same 404 as a missing one.
+// endpoint or delivery is the same 404 as a missing one. An endpoint receives the products the key that registered
+// (or replaced) it may read: its `products`, from the caller's scopes.
 import { API_ROUTES, type WebhookDelivery, type WebhookDeliveryListResponse, type WebhookListResponse } from '@fin/contracts';
 import { badRequest, conflict, forbidden, notFound, route, type Caller } from '@fin/http';
-import { WebhookError, type WebhookStore } from '@fin/webhooks';
+import { WebhookError, productsReadableWith, type WebhookStore } from '@fin/webhooks';
 import type express from 'express';
 
 const NOT_FOUND = 'No webhook endpoint with this id.';
@@ -55,7 +56,7 @@ export function mountWebhooksApi(app: express.Express, { webhooks }: { webhooks:
   );
 
   route(app, API_ROUTES.createWebhook, async ({ body, caller }, { res }) => {
-    const created = await translated(webhooks.create(tenantOf(caller), body));
+    const created = await translated(webhooks.create(tenantOf(caller), body, productsReadableWith(caller.scopes)));
     res.status(201).location(`/api/webhooks/${created.id}`);
     return created;
   });
@@ -63,7 +64,7 @@ export function mountWebhooksApi(app: express.Express, { webhooks }: { webhooks:
   route(app, API_ROUTES.getWebhook, async ({ params, caller }) => found(await webhooks.get(tenantOf(caller), params.id)));
 
   route(app, API_ROUTES.updateWebhook, async ({ params, body, caller }) =>
-    found(await translated(webhooks.update(tenantOf(caller), params.id, body))),
+    found(await translated(webhooks.update(tenantOf(caller), params.id, body, productsReadableWith(caller.scopes)))),
   );
 
   route(app, API_ROUTES.deleteWebhook, async ({ params, caller }, { res }) => {

@@ -1,6 +1,7 @@
 // The portal's webhooks pages, as a browser uses them: register an endpoint (a problem shown for a bad URL, the
 // secret shown once), see its deliveries with their attempts, send a test event, redeliver, delete; another
 // account's endpoint is not found; a key without the webhooks scope is told so.
+import { accountCounterKey } from '@fin/api-keys';
 import { Browser, csrfOf } from './support/browser';
 import { startHarness, type Harness } from './support/harness';
 
@@ -92,5 +93,62 @@ describe('the webhooks pages', () => {
     const refused = await toolsOnly.browser.go('get', '/portal/webhooks');
     expect(refused.status).toBe(403);
     expect(refused.text).toContain('does not have the webhooks scope');
+  });
+
+  it("counts a test event and a redelivery against the account's webhooks limit, in the counter the API's requests count in", async () => {
+    const tenant = await h.tenant('limited');
+    const { browser, csrf } = await signedIn(undefined, tenant);
+    const made = await browser.go('post', '/portal/webhooks', {
+      csrf,
+      url: 'https://hooks.example.com/limited',
+      events: ['job.completed'],
+    });
+    const id = /data-webhook="([^"]+)"/.exec(made.text)?.[1] ?? '';
+    // The gateway's name of the account's webhooks counter (its rate-limit tests pin `<product>:tenant:<id>`).
+    const counter = accountCounterKey('webhooks', tenant);
+    expect(counter).toBe(`webhooks:tenant:${tenant}`);
+    const hits = async () =>
+      (await h.pool.query<{ hits: number }>('SELECT hits FROM rate_limit_counters WHERE counter_key = $1', [counter])).rows[0]?.hits;
+
+    expect((await browser.go('post', `/portal/webhooks/${id}/test`, { csrf })).status).toBe(303);
+    expect(await hits()).toBe(1);
+    const { rows } = await h.pool.query<{ id: string }>('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+    const deliveryId = rows[0]?.id ?? '';
+
+    // The API's requests used the rest of the minute's 60: the page refuses as the API would, and queues nothing.
+    await h.pool.query('UPDATE rate_limit_counters SET hits = 60 WHERE counter_key = $1', [counter]);
+    const refused = await browser.go('post', `/portal/webhooks/${id}/test`, { csrf }, { Accept: 'text/html' });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(refused.text).toContain('Rate limit exceeded: this account may make 60 webhook requests per minute');
+    const redeliver = await browser.go('post', `/portal/webhooks/${id}/deliveries/${deliveryId}/redeliver`, { csrf });
+    expect(redeliver.status).toBe(429);
+    expect(redeliver.body).toMatchObject({ status_code: 429, type: 'rate_limit_exceeded' });
+    const { rows: queued } = await h.pool.query('SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+    expect(queued).toHaveLength(1);
+
+    // The account's override raises it here as it does in the gateway.
+    await h.pool.query('UPDATE tenants SET rate_limit_overrides = \'{"webhooks": 100}\' WHERE id = $1', [tenant]);
+    expect((await browser.go('post', `/portal/webhooks/${id}/test`, { csrf })).status).toBe(303);
+  });
+
+  it('shows the products an endpoint receives, and why it was disabled', async () => {
+    const tenant = await h.tenant('narrow');
+    const { browser, csrf } = await signedIn(['tools', 'webhooks', 'news'], tenant);
+    const made = await browser.go('post', '/portal/webhooks', { csrf, url: 'https://hooks.example.com/narrow', events: ['job.completed'] });
+    const id = /data-webhook="([^"]+)"/.exec(made.text)?.[1] ?? '';
+    const { rows } = await h.pool.query<{ products: string[] }>('SELECT products FROM webhook_endpoints WHERE id = $1', [id]);
+    expect(rows[0]?.products).toEqual(['news']);
+    expect(made.text).toContain("the products this session's key may read (news)");
+
+    const reason = 'Every delivery attempt failed for 3 days, since 2026-11-20T10:00:00Z: disabled automatically.';
+    await h.pool.query('UPDATE webhook_endpoints SET enabled = false, disabled_at = now(), disabled_reason = $2 WHERE id = $1', [
+      id,
+      reason,
+    ]);
+    expect((await browser.go('get', '/portal/webhooks')).text).toContain(reason);
+    const deliveries = await browser.go('get', `/portal/webhooks/${id}`);
+    expect(deliveries.text).toContain('<strong>Disabled.</strong>');
+    expect(deliveries.text).toContain(reason);
   });
 });

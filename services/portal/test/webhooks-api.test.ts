@@ -11,6 +11,7 @@ import {
   WebhookSecretRotated,
 } from '@fin/contracts';
 import { randomUUID } from 'node:crypto';
+import { queueJobEvent } from '@fin/webhooks';
 import request from 'supertest';
 import { startHarness, type Harness } from './support/harness';
 
@@ -88,6 +89,43 @@ describe('the webhooks API', () => {
 
     expect((await call('delete', `/api/webhooks/${hook.id}`)).status).toBe(204);
     expect((await call('get', `/api/webhooks/${hook.id}`)).status).toBe(404);
+  });
+
+  it("narrows an endpoint to the products its registering key may read, visibly, and a replacing key's scopes replace them", async () => {
+    const as = (scopes: string[]) => ({ ...acme, scopes });
+    const webhooksOnly = Webhook.parse(
+      (await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/none' }, as(['webhooks']))).body,
+    );
+    expect(webhooksOnly.products).toEqual([]);
+    const newsKey = Webhook.parse(
+      (await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/news' }, as(['webhooks', 'news', 'chat']))).body,
+    );
+    expect(newsKey.products).toEqual(['news']);
+    expect(Webhook.parse((await call('get', `/api/webhooks/${newsKey.id}`)).body).products).toEqual(['news']);
+    const widened = await call(
+      'put',
+      `/api/webhooks/${webhooksOnly.id}`,
+      { url: 'https://hooks.example.com/none' },
+      as(['webhooks', 'news', 'stock-report', 'analysis']),
+    );
+    expect(Webhook.parse(widened.body).products).toEqual(['news', 'stock-report', 'analysis']);
+
+    // A stock-report job's event reaches only the endpoint that may read stock reports.
+    const jobId = randomUUID();
+    await h.pool.query(
+      `INSERT INTO jobs (id, tenant_id, type, status, request, result, finished_at) VALUES ($1, $2, 'stock-report', 'completed', '{}', '{"report": {}}', now())`,
+      [jobId, acme.tenantId],
+    );
+    const queued = await queueJobEvent(h.pool, {
+      jobId,
+      jobType: 'stock-report',
+      status: 'completed',
+      at: new Date(),
+      result: { report: {} },
+    });
+    expect(queued).toBe(1);
+    const { rows } = await h.pool.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE job_id = $1', [jobId]);
+    expect(rows.map((row) => row.endpoint_id)).toEqual([webhooksOnly.id]);
   });
 
   it('answers 400 naming the field for a bad URL, event or unknown field, and refuses private IP literals', async () => {

@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Registers an https URL that receives `job.completed` and/or `job.failed` for every job of this account, as a signed JSON POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`). The answer holds the signing secret, shown this once. A delivery succeeds on a 2xx answer within 10 s; otherwise it is retried with exponential backoff for 24 hours, then marked failed. Deliveries go only to public internet addresses (checked when each is sent; an IP literal that is not public is refused here); redirects are not followed. At most 20 endpoints per account.
+         * @description Registers an https URL that receives `job.completed` and/or `job.failed` for the jobs of this account whose product this API key may read (its scopes `news`, `stock-report`, `analysis`; the answer's `products` lists them, so a key with only the `webhooks` scope registers an endpoint that receives test events only), as a signed JSON POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`). The answer holds the signing secret, shown this once. A delivery succeeds on a 2xx answer within 10 s; otherwise it is retried with exponential backoff for 24 hours, then marked failed. Deliveries go only to public internet addresses (checked when each is sent; an IP literal that is not public is refused here); redirects are not followed. An endpoint whose every attempt fails for 3 days is disabled (`disabled_reason` says so). Attempts to one endpoint, one account and one host are bounded, so one account's slow receivers never delay another's. At most 20 endpoints per account.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -306,7 +306,7 @@ export interface paths {
         get: operations["getWebhook"];
         /**
          * Replace a webhook endpoint
-         * @description Replaces an endpoint: omitted optional fields take their defaults. The signing secret is kept.
+         * @description Replaces an endpoint: omitted optional fields take their defaults, and `products` become those this API key may read. The signing secret is kept. Setting `enabled` to true on a disabled endpoint clears `disabled_reason` and `failing_since` and sends the deliveries that waited.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -1637,6 +1637,14 @@ export interface components {
             events: components["schemas"]["WebhookEventType"][];
             description: string;
             enabled: boolean;
+            /** @description The products whose job events this endpoint receives: those the API key that registered (or last replaced) it may read, by its scopes. A job of another product is not delivered here; `webhook.test` always is. Register with a key holding every product scope to receive them all. */
+            products: components["schemas"]["JobType"][];
+            /** @description When the attempts to it began to fail (the first failure since its last 2xx answer); null while it answers. An endpoint whose every attempt fails for 3 days is disabled. */
+            failing_since: string | null;
+            /** @description When it was disabled; null while enabled. */
+            disabled_at: string | null;
+            /** @description Why it is disabled: `Disabled by the account.` (enabled set to false), or the service's reason (every attempt failed for 3 days). Null while enabled. Enabling it again clears this and sends what waited. */
+            disabled_reason: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1650,6 +1658,14 @@ export interface components {
             events: components["schemas"]["WebhookEventType"][];
             description: string;
             enabled: boolean;
+            /** @description The products whose job events this endpoint receives: those the API key that registered (or last replaced) it may read, by its scopes. A job of another product is not delivered here; `webhook.test` always is. Register with a key holding every product scope to receive them all. */
+            products: components["schemas"]["JobType"][];
+            /** @description When the attempts to it began to fail (the first failure since its last 2xx answer); null while it answers. An endpoint whose every attempt fails for 3 days is disabled. */
+            failing_since: string | null;
+            /** @description When it was disabled; null while enabled. */
+            disabled_at: string | null;
+            /** @description Why it is disabled: `Disabled by the account.` (enabled set to false), or the service's reason (every attempt failed for 3 days). Null while enabled. Enabling it again clears this and sends what waited. */
+            disabled_reason: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

@@ -21,7 +21,7 @@ export interface FakeReceiver {
   /** https://127.0.0.1:<port> */
   url: string;
   received: ReceivedDelivery[];
-  /** Answers the next requests with these, in order; then with 204. */
+  /** Answers the next requests with these, in order; then as told at the start (204 by default). */
   answer(...answers: ReceiverAnswer[]): void;
   /** Forgets what was received and the answers not given yet. */
   reset(): void;
@@ -30,7 +30,8 @@ export interface FakeReceiver {
   close(): Promise<void>;
 }
 
-export async function startFakeReceiver(): Promise<FakeReceiver> {
+/** `otherwise`: the answer to a request no scripted answer is left for (default 204; `hang` for a receiver that never answers). */
+export async function startFakeReceiver({ otherwise = 204 }: { otherwise?: ReceiverAnswer } = {}): Promise<FakeReceiver> {
   const { cert, key } = await testCertificate();
   const received: ReceivedDelivery[] = [];
   const queue: ReceiverAnswer[] = [];
@@ -43,7 +44,7 @@ export async function startFakeReceiver(): Promise<FakeReceiver> {
     req.on('end', () => {
       received.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
       for (const wake of waiters) wake();
-      const answer = queue.shift() ?? 204;
+      const answer = queue.shift() ?? otherwise;
       if (answer === 'hang') {
         hanging.add(res);
         return;

@@ -7,6 +7,7 @@
 // needs the session's CSRF token (or, for sign-in, the double-submit token).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { accountLimit } from '@fin/api-keys';
 import { API_SCOPES, PORTAL_PAGES, PortalForm } from '@fin/contracts';
 import { CustomerToolError, listCalls, type CustomerToolRuntime, type ToolStore } from '@fin/customer-tools';
 import type { Pool } from '@fin/db';
@@ -162,13 +163,29 @@ export function portalRoutes(deps: PortalDeps): express.Router {
       ...(who.tenantId === undefined ? {} : { tenantId: who.tenantId }),
     });
     if (refusal === null) return true;
-    loggerOf(res, logger).warn({ action, tenantId: who.tenantId }, 'portal attempt refused: over its limit');
+    refuse(req, res, refusal, { action, tenantId: who.tenantId });
+    return false;
+  };
+
+  /** Over a limit: a 429 with Retry-After, as a page for a browser and as the error body for any other client. */
+  const refuse = (req: Request, res: Response, refusal: Refusal, fields: Record<string, unknown>): void => {
+    loggerOf(res, logger).warn(fields, 'portal attempt refused: over its limit');
     if (req.accepts(['json', 'html']) !== 'html') throw tooManyRequests(refusal.detail, refusal.retryAfterSeconds);
     res.set('Retry-After', String(refusal.retryAfterSeconds));
     page(res, 429, {
       title: 'Too many attempts',
       body: html`<p>${refusal.detail}</p><p><a href="/portal/tools">Back to the portal</a></p>`,
     });
+  };
+
+  /**
+   * Counts a webhook delivery queued from a page (a test event, a redelivery) against the account's `webhooks`
+   * limit, the API's own counter: false (and the 429 sent) when the account is over it.
+   */
+  const withinWebhooksLimit = async (req: Request, res: Response, account: Account): Promise<boolean> => {
+    const refusal = await throttle.hitAccountLimit('webhooks', account.tenantId, accountLimit('webhooks', account.limitOverrides));
+    if (refusal === null) return true;
+    refuse(req, res, refusal, { limit: 'webhooks', tenantId: account.tenantId });
     return false;
   };
 
@@ -600,7 +617,7 @@ ${problemList(extra.problems ?? [])}
     signedIn,
   );
 
-  mountWebhookPages(router, { webhooks: deps.webhooks, logger, shell, signedIn, signedOf });
+  mountWebhookPages(router, { webhooks: deps.webhooks, logger, shell, signedIn, signedOf, withinWebhooksLimit });
   return router;
 }
 

@@ -1,12 +1,15 @@
 // The portal's webhooks pages: register an endpoint (its signing secret shown once), list and delete endpoints,
 // and per endpoint its deliveries with every attempt, a test event and redelivery. The same store as the API
-// (@fin/webhooks); the signed-in key needs the webhooks scope.
+// (@fin/webhooks); the signed-in key needs the webhooks scope, an endpoint registered here receives the products
+// that key may read, and a test event or a redelivery counts against the account's `webhooks` limit, as through
+// the API.
 import { PORTAL_PAGES, WebhookCreateRequest, type WebhookDelivery } from '@fin/contracts';
 import { loggerOf, route, type RouteOptions } from '@fin/http';
 import type { Logger } from '@fin/log';
-import { WebhookError, type WebhookStore } from '@fin/webhooks';
+import { WebhookError, productsReadableWith, type WebhookStore } from '@fin/webhooks';
 import type express from 'express';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
+import type { Account } from '../accounts';
 import { html, problemList, type Html } from './html';
 import type { Signed } from './routes';
 
@@ -18,6 +21,8 @@ interface PageHelpers {
   shell: (res: Response, title: string, body: Html, current: 'webhooks', status?: number) => void;
   signedIn: RouteOptions;
   signedOf: (res: Response) => Signed;
+  /** Counts a delivery queued here against the account's `webhooks` limit; false once the 429 is sent. */
+  withinWebhooksLimit: (req: Request, res: Response, account: Account) => Promise<boolean>;
 }
 
 const formValues = (value: string | string[] | undefined): string[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
@@ -38,7 +43,10 @@ function deliveryRows(deliveries: readonly WebhookDelivery[], id: string, csrf: 
   );
 }
 
-export function mountWebhookPages(router: express.Router, { webhooks, logger, shell, signedIn, signedOf }: PageHelpers): void {
+export function mountWebhookPages(
+  router: express.Router,
+  { webhooks, logger, shell, signedIn, signedOf, withinWebhooksLimit }: PageHelpers,
+): void {
   /** The account of a signed-in key with the webhooks scope; otherwise a page saying what is missing. */
   const accountOf = (res: Response): Signed | null => {
     const signed = signedOf(res);
@@ -77,7 +85,8 @@ export function mountWebhookPages(router: express.Router, { webhooks, logger, sh
       (endpoint) => html`<tr data-webhook="${endpoint.id}">
   <td><a href="/portal/webhooks/${endpoint.id}"><code>${endpoint.url}</code></a>${endpoint.description === '' ? '' : html`<div class="muted">${endpoint.description}</div>`}</td>
   <td>${endpoint.events.join(', ')}</td>
-  <td><span class="badge ${endpoint.enabled ? 'on' : 'off'}">${endpoint.enabled ? 'enabled' : 'disabled'}</span></td>
+  <td><span class="badge ${endpoint.enabled ? 'on' : 'off'}">${endpoint.enabled ? 'enabled' : 'disabled'}</span>${endpoint.disabled_reason === null ? '' : html`<div class="muted" data-disabled-reason>${endpoint.disabled_reason}</div>`}${endpoint.enabled && endpoint.failing_since !== null ? html`<div class="muted">failing since ${endpoint.failing_since.slice(0, 19).replace('T', ' ')}</div>` : ''}</td>
+  <td>${endpoint.products.length === 0 ? html`<span class="muted">test events only</span>` : endpoint.products.join(', ')}</td>
   <td>${endpoint.created_at.slice(0, 10)}</td>
   <td><a href="/portal/webhooks/${endpoint.id}">Deliveries</a>
     <form method="post" action="/portal/webhooks/${endpoint.id}/delete" class="inline" data-confirm="Delete the endpoint ${endpoint.url}? Nothing more is sent to it."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Delete</button></form></td>
@@ -88,7 +97,7 @@ export function mountWebhookPages(router: express.Router, { webhooks, logger, sh
       res,
       'Webhooks',
       html`${created === undefined ? '' : html`<section class="new-key" role="status"><h2>Your new signing secret</h2><p>Copy it now: it is shown only this once. Verify every delivery with it (Standard Webhooks: <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>).</p><p><code id="new-secret">${created.secret}</code> <button type="button" data-copy="new-secret">Copy</button></p></section>`}
-<p>Endpoints are told when a job of this account finishes: a signed JSON POST, retried with backoff for 24 hours until it answers 2xx.</p>
+<p>Endpoints are told when a job of this account finishes: a signed JSON POST, retried with backoff for 24 hours until it answers 2xx. An endpoint receives the jobs of the products this session's key may read (${productsReadableWith(signed.account.scopes).join(', ') || 'none: test events only'}). One whose every attempt fails for 3 days is disabled, with the reason shown here.</p>
 ${problemList(extra.problems ?? [])}
 <form method="post" action="/portal/webhooks" class="narrow">
   <input type="hidden" name="csrf" value="${csrf}">
@@ -101,7 +110,7 @@ ${problemList(extra.problems ?? [])}
   </fieldset>
   <p><button type="submit">Add endpoint</button></p>
 </form>
-${endpoints.length === 0 ? html`<p class="empty">No endpoints yet.</p>` : html`<table><thead><tr><th>URL</th><th>Events</th><th>Status</th><th>Created</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
+${endpoints.length === 0 ? html`<p class="empty">No endpoints yet.</p>` : html`<table><thead><tr><th>URL</th><th>Events</th><th>Status</th><th>Products</th><th>Created</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
       'webhooks',
     );
   };
@@ -130,7 +139,7 @@ ${endpoints.length === 0 ? html`<p class="empty">No endpoints yet.</p>` : html`<
         return;
       }
       try {
-        const created = await webhooks.create(signed.account.tenantId, parsed.data);
+        const created = await webhooks.create(signed.account.tenantId, parsed.data, productsReadableWith(signed.account.scopes));
         loggerOf(res, logger).info({ tenantId: signed.account.tenantId, webhookId: created.id }, 'webhook endpoint created in the portal');
         await listPage(res, signed, { created: { id: created.id, secret: created.secret } });
       } catch (error) {
@@ -156,7 +165,7 @@ ${endpoints.length === 0 ? html`<p class="empty">No endpoints yet.</p>` : html`<
       shell(
         res,
         `Deliveries to ${endpoint.url}`,
-        html`<p>Every event sent to this endpoint, newest first, with each attempt: when, the outcome, the HTTP status and the duration. A failed delivery is retried with backoff for 24 hours; <em>Redeliver</em> sends it again now.</p>
+        html`${endpoint.disabled_reason === null ? '' : html`<div class="problems" role="status" data-disabled-reason><p><strong>Disabled.</strong> ${endpoint.disabled_reason} Nothing is sent to it; its deliveries wait (enable it again with <code>PUT /api/webhooks/${endpoint.id}</code> and <code>"enabled": true</code>).</p></div>`}<p>Every event sent to this endpoint, newest first, with each attempt: when, the outcome, the HTTP status and the duration. A failed delivery is retried with backoff for 24 hours; <em>Redeliver</em> sends it again now.</p>
 <form method="post" action="/portal/webhooks/${endpoint.id}/test" class="inline"><input type="hidden" name="csrf" value="${signed.csrf}"><button type="submit">Send a test event</button></form>
 ${deliveries.length === 0 ? html`<p class="empty">Nothing sent yet.</p>` : html`<table><thead><tr><th>Queued (UTC)</th><th>Event</th><th>Status</th><th>Attempts</th><th></th></tr></thead><tbody>${deliveryRows(deliveries, endpoint.id, signed.csrf)}</tbody></table>`}
 <p><a href="/portal/webhooks">Back to your webhooks</a></p>`,
@@ -185,9 +194,10 @@ ${deliveries.length === 0 ? html`<p class="empty">Nothing sent yet.</p>` : html`
   route(
     router,
     PORTAL_PAGES.testWebhook,
-    async ({ params }, { res }) => {
+    async ({ params }, { req, res }) => {
       const signed = accountOf(res);
       if (!signed) return;
+      if (!(await withinWebhooksLimit(req, res, signed.account))) return;
       if (!UUID.test(params.id) || (await webhooks.queueTest(signed.account.tenantId, params.id)) === null) {
         notFound(res);
         return;
@@ -200,9 +210,10 @@ ${deliveries.length === 0 ? html`<p class="empty">Nothing sent yet.</p>` : html`
   route(
     router,
     PORTAL_PAGES.redeliverWebhook,
-    async ({ params }, { res }) => {
+    async ({ params }, { req, res }) => {
       const signed = accountOf(res);
       if (!signed) return;
+      if (!(await withinWebhooksLimit(req, res, signed.account))) return;
       const outcome =
         UUID.test(params.id) && UUID.test(params.delivery_id)
           ? await webhooks.redeliver(signed.account.tenantId, params.id, params.delivery_id)
