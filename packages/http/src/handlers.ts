@@ -72,11 +72,13 @@ export function createHandlerApp(unit: ServiceUnit, { logger, signingSecret, jso
     // The pages take forms; the API's bodies are read after the identity, so their bytes are checked against it.
     jsonBodyLimit: false,
     routes: (app) => {
-      if (unit.pages) app.use(unit.pages.prefix, unit.pages.router);
+      const key = identityKey(signingSecret, unit.name);
+      // The pages come through the gateway too, anonymous but signed: a request sent around it is refused.
+      if (unit.pages) app.use(unit.pages.prefix, verifyIdentity(key, { allowAnonymous: true, logger }), unit.pages.router);
       const entries = tableEntries(unit.handlers);
       if (entries.length === 0) return;
       const prefixes = new Set(entries.map(({ entry }) => `/${entry.path.split('/')[1] ?? ''}`));
-      const verify = verifyIdentity(identityKey(signingSecret, unit.name), { logger });
+      const verify = verifyIdentity(key, { logger });
       const body = jsonBody(jsonBodyLimit === undefined ? {} : { limit: jsonBodyLimit });
       for (const prefix of prefixes) app.use(prefix, verify, ...body);
       for (const { entry, handler } of entries) app[entry.method](toExpressPath(entry.path), handler);

@@ -120,7 +120,12 @@ export function inProcessUpstream({ units, limits }: InProcessUpstreamOptions): 
     pages: (_prefix, service) => {
       const pages = units[service].pages;
       if (pages === undefined) throw new Error(`the ${service} unit has no pages`);
-      return [refuseDotSegments, pages.router];
+      // Anonymous: the pages have sessions of their own.
+      const vouchAnonymous: RequestHandler = (_req, res, next) => {
+        vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: null });
+        next();
+      };
+      return [refuseDotSegments, vouchAnonymous, pages.router];
     },
     close: async () => {},
   };
