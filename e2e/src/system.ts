@@ -1,7 +1,9 @@
 // Runs the real services as separate processes (as they are deployed), against a database of the test's own, the
 // test Kafka broker under a topic prefix of the test's own, and fakes of what we do not own (Claude, Finnhub).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TEST_KAFKA_BROKERS, freePort, uniqueName } from '@fin/testing';
 
@@ -22,9 +24,14 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `services/<dir>/src/main.ts` under Node with tsx, as `npm start` does. */
+/** Starts `services/<dir>/src/main.ts` under Node with tsx, as `npm run dev` does. */
 export function startService(name: string, dir: string, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], {
+  return startProcess(name, dir, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], env);
+}
+
+/** Starts `node <args>` in `services/<dir>`. */
+function startProcess(name: string, dir: string, args: string[], env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, args, {
     cwd: path.join(ROOT, 'services', dir),
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -113,7 +120,18 @@ const PRODUCT_SERVICES = {
 } as const satisfies Record<string, { dir: string; urlVar: string; roleVar?: string; worker: boolean }>;
 type ProductService = keyof typeof PRODUCT_SERVICES;
 
+/**
+ * How the gateway reaches the services: `http`, each service a process of its own behind it (as deployed);
+ * `in-process`, every service a unit of the one process `npm start` runs (services/standalone), called directly.
+ */
+export type UpstreamMode = 'http' | 'in-process';
+
+/** Both modes, for the product suites that run through each (describe.each). */
+export const UPSTREAM_MODES: readonly UpstreamMode[] = ['http', 'in-process'];
+
 export interface SystemOptions {
+  /** How the gateway reaches the services (default http). */
+  upstream?: UpstreamMode;
   /** The product services to run (default: news only). */
   products?: readonly ProductService[];
   /** Extra environment per product service, for both of its roles. */
@@ -148,7 +166,7 @@ export async function startSystem(
   workerEnv: Record<string, string> = {},
   options: SystemOptions = {},
 ): Promise<System> {
-  const { spawnSync } = await import('node:child_process');
+  if (options.upstream === 'in-process') return startInProcessSystem(shared, workerEnv, options);
   const products = options.products ?? ['news'];
   const [gatewayPort, jobsPort, ...productPorts] = await Promise.all([freePort(), freePort(), ...products.map(() => freePort())]);
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
@@ -199,15 +217,7 @@ export async function startSystem(
     await stop();
     throw error;
   }
-  const admin = (args: string[]) => {
-    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
-      cwd: path.join(ROOT, 'services/gateway'),
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: shared.DATABASE_URL },
-      encoding: 'utf8',
-    });
-    if (run.status !== 0) throw new Error(`admin ${args.join(' ')} failed: ${run.stderr}`);
-    return run.stdout;
-  };
+  const admin = adminOf(shared.DATABASE_URL ?? '');
   return {
     gatewayUrl,
     services,
@@ -222,15 +232,79 @@ export async function startSystem(
       if (readyUrl !== undefined) await waitUntilReady(readyUrl, again);
       return again;
     },
-    tenantKey(name) {
-      admin(['tenants', 'create', name]);
-      // Tests poll faster than the default 600 status requests per minute allow.
-      admin(['limits', 'set', '--tenant', name, '--product', 'jobs', '--per-minute', '100000']);
-      for (const product of ['news', 'stock-report', 'analysis']) {
-        admin(['limits', 'set', '--tenant', name, '--product', product, '--per-minute', '100000']);
-      }
-      return (JSON.parse(admin(['keys', 'create', '--tenant', name, '--json'])) as { api_key: string }).api_key;
+    tenantKey: (name) => tenantKeyOf(admin, name),
+    stop,
+  };
+}
+
+/** The admin CLI against a database; returns its stdout. */
+function adminOf(databaseUrl: string): (args: string[]) => string {
+  return (args) => {
+    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
+      cwd: path.join(ROOT, 'services/gateway'),
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) throw new Error(`admin ${args.join(' ')} failed: ${run.stderr}`);
+    return run.stdout;
+  };
+}
+
+/** A new tenant with a key of all scopes, and polling limits raised for tests. */
+function tenantKeyOf(admin: (args: string[]) => string, name: string): string {
+  admin(['tenants', 'create', name]);
+  // Tests poll faster than the default 600 status requests per minute allow.
+  admin(['limits', 'set', '--tenant', name, '--product', 'jobs', '--per-minute', '100000']);
+  for (const product of ['news', 'stock-report', 'analysis']) {
+    admin(['limits', 'set', '--tenant', name, '--product', product, '--per-minute', '100000']);
+  }
+  return (JSON.parse(admin(['keys', 'create', '--tenant', name, '--json'])) as { api_key: string }).api_key;
+}
+
+/**
+ * The same system as `npm start` runs it: the compiled standalone launcher (services/standalone/dist/main.js),
+ * every service a unit of one process that the gateway calls in-process, on the test's database and broker. Every
+ * product runs (the units are always all there); the environment of each product asked for applies to the whole
+ * process. There is no service to reach around the gateway, and no separate worker to start.
+ */
+async function startInProcessSystem(
+  shared: Record<string, string>,
+  workerEnv: Record<string, string>,
+  options: SystemOptions,
+): Promise<System> {
+  const port = await freePort();
+  const gatewayUrl = `http://127.0.0.1:${port}`;
+  const productEnv = Object.assign({}, ...Object.values(options.productEnv ?? {})) as Record<string, string>;
+  const env = { ...shared, ...productEnv, ...workerEnv, PORT: String(port), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'fin-e2e-')) };
+  const start = () => startProcess('standalone', 'standalone', ['dist/main.js'], env);
+  const system = start();
+  const services = [system];
+  const stop = async () => {
+    await Promise.all(services.map((service) => service.stop()));
+    rmSync(env.DATA_DIR, { recursive: true, force: true });
+  };
+  try {
+    await waitUntilReady(`${gatewayUrl}/readyz`, system, 60_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const admin = adminOf(shared.DATABASE_URL ?? '');
+  return {
+    gatewayUrl,
+    services,
+    productUrls: {},
+    admin,
+    startWorker: () => {
+      throw new Error('npm start runs its workers in its one process: there is no separate worker to start');
     },
+    async restart(service, readyUrl) {
+      const again = start();
+      services[services.indexOf(service)] = again;
+      await waitUntilReady(readyUrl ?? `${gatewayUrl}/readyz`, again, 60_000);
+      return again;
+    },
+    tenantKey: (name) => tenantKeyOf(admin, name),
     stop,
   };
 }

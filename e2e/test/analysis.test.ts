@@ -11,7 +11,7 @@ import {
 } from '@fin/contracts';
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { sharedEnv, startSystem, type System } from '../src/system';
+import { UPSTREAM_MODES, sharedEnv, startSystem, type System } from '../src/system';
 
 interface Frame {
   event?: string;
@@ -43,7 +43,7 @@ async function framesOf(res: Response): Promise<Frame[]> {
  * Custom analysis through the whole system: gateway → analysis API → (queued: outbox → Kafka → analysis worker |
  * streamed: run in the API process) → job events on Kafka → jobs service → client, every service a process.
  */
-describe('custom analysis through the whole system', () => {
+describe.each(UPSTREAM_MODES)('custom analysis through the whole system (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
@@ -61,7 +61,7 @@ describe('custom analysis through the whole system', () => {
       finnhubUrl: finnhub.apiBaseUrl,
       finnhubToken: 'finnhub-e2e-token',
     });
-    system = await startSystem(env, {}, { products: ['analysis'] });
+    system = await startSystem(env, {}, { products: ['analysis'], upstream });
     keyA = system.tenantKey('acme');
     keyB = system.tenantKey('globex');
   }, 120_000);

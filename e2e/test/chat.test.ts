@@ -11,14 +11,14 @@ import {
 } from '@fin/fakes';
 import { createTestDatabase, openEventStream, waitFor, type EventStreamClient, type SseFrame, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
-import { sharedEnv, startSystem, type System } from '../src/system';
+import { UPSTREAM_MODES, sharedEnv, startSystem, type System } from '../src/system';
 
 /**
  * Chat through the whole system: a client talks to the gateway with an API key, the gateway holds a chat slot
  * and relays the event stream from the chat service, which streams the fake Claude's reply and keeps the
  * conversation in Postgres. Every service is a process of its own.
  */
-describe('chat through the whole system', () => {
+describe.each(UPSTREAM_MODES)('chat through the whole system (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
@@ -35,7 +35,7 @@ describe('chat through the whole system', () => {
       ...sharedEnv({ databaseUrl: db.url, anthropicUrl: claude.url, finnhubUrl: finnhub.apiBaseUrl, finnhubToken: 'finnhub-e2e-token' }),
       CHAT_DETACH_GRACE_MS: '1000',
     };
-    system = await startSystem(env, {}, { products: ['chat'] });
+    system = await startSystem(env, {}, { products: ['chat'], upstream });
     key = system.tenantKey('acme');
   }, 120_000);
 

@@ -2,13 +2,13 @@ import { offlineAnalyst } from '@fin/ai';
 import { AsyncJobResponse, ErrorBody, JobResultResponse, JobStatusResponse, StockReportResponse, StockReportResult } from '@fin/contracts';
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
-import { sharedEnv, startSystem, type System } from '../src/system';
+import { UPSTREAM_MODES, sharedEnv, startSystem, type System } from '../src/system';
 
 /**
  * Stock analysis through the whole system: gateway → stock-report API → outbox → Kafka → stock-report worker →
  * job events → jobs service (which stores the result and fills the cache) → client, each a process of its own.
  */
-describe('stock reports through the whole system', () => {
+describe.each(UPSTREAM_MODES)('stock reports through the whole system (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
@@ -26,7 +26,7 @@ describe('stock reports through the whole system', () => {
       finnhubUrl: finnhub.apiBaseUrl,
       finnhubToken: 'finnhub-e2e-token',
     });
-    system = await startSystem(env, {}, { products: ['stock-report'] });
+    system = await startSystem(env, {}, { products: ['stock-report'], upstream });
     keyA = system.tenantKey('acme');
     keyB = system.tenantKey('globex');
   }, 120_000);

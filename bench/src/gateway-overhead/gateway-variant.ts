@@ -13,7 +13,8 @@ import type { RequestHandler } from 'express';
 import type * as App from '../../../services/gateway/src/app';
 import type * as Auth from '../../../services/gateway/src/auth';
 import type * as Config from '../../../services/gateway/src/config';
-import type * as Upstreams from '../../../services/gateway/src/proxy/upstreams';
+import type * as ServicePools from '../../../services/gateway/src/proxy/service-pools';
+import type * as UpstreamModule from '../../../services/gateway/src/upstream';
 import type { RateLimits } from '../../../services/gateway/src/rate-limit';
 import { compiledModule } from '../lib/processes';
 
@@ -21,7 +22,8 @@ const gateway = 'services/gateway';
 const { createApp } = compiledModule(gateway, 'app') as typeof App;
 const { createAuthenticator } = compiledModule(gateway, 'auth') as typeof Auth;
 const { gatewayConfigShape } = compiledModule(gateway, 'config') as typeof Config;
-const { createUpstreams } = compiledModule(gateway, 'proxy/upstreams') as typeof Upstreams;
+const { createServicePools } = compiledModule(gateway, 'proxy/service-pools') as typeof ServicePools;
+const { httpUpstream } = compiledModule(gateway, 'upstream') as typeof UpstreamModule;
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 
@@ -38,7 +40,7 @@ function main(): void {
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'gateway-variant' });
   const authenticator = createAuthenticator({ pool, logger });
-  const upstreams = createUpstreams(
+  const upstreams = createServicePools(
     {
       news: config.NEWS_URL,
       'stock-report': config.STOCK_REPORT_URL,
@@ -54,15 +56,18 @@ function main(): void {
     logger,
     authenticator,
     rateLimits: noRateLimits,
-    upstreams,
-    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    upstream: httpUpstream({
+      pools: upstreams,
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      logger,
+      limits: {
+        maxBodyBytes: config.MAX_BODY_BYTES,
+        responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
+        idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+      },
+    }),
     readiness: async () => {
       await pool.query('SELECT 1');
-    },
-    limits: {
-      maxBodyBytes: config.MAX_BODY_BYTES,
-      responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
-      idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
     },
   });
   const server = app.listen(config.PORT, config.HOST);

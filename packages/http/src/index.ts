@@ -32,7 +32,20 @@ export {
 } from './request-context';
 export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
 export { isPathless, listen, listenOrClose, serveApp, type ListenOrCloseOptions, type Listening } from './listen';
-export { route, toExpressPath, type RouteContext, type RouteHandler, type RouteInput, type RouteOptions } from './route';
+export {
+  createHandlerApp,
+  cutStream,
+  streamEndedEarly,
+  serveUnit,
+  served,
+  tableEntries,
+  type HandlerAppOptions,
+  type HandlerTable,
+  type ServeUnitOptions,
+  type ServedService,
+  type ServiceUnit,
+} from './handlers';
+export { route, routeHandler, toExpressPath, type RouteContext, type RouteHandler, type RouteInput, type RouteOptions } from './route';
 export {
   DEFAULT_MAX_REMEMBERED_NONCES,
   DEFAULT_MAX_SKEW_MS,
@@ -44,6 +57,7 @@ export {
   identityOf,
   signIdentity,
   verifyIdentity,
+  vouchFor,
   type Caller,
   type IdentityKey,
   type InternalIdentity,

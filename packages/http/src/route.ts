@@ -89,7 +89,8 @@ function validateHeaders(schema: z.ZodObject | undefined, req: Request, failed: 
   const sent: Record<string, string> = {};
   for (const name of Object.keys(schema.shape)) {
     const value = req.headers[name.toLowerCase()];
-    if (typeof value === 'string') sent[name] = value;
+    // EventSource never sends an empty Last-Event-ID, and one sent empty means none (as the SSE standard has it).
+    if (typeof value === 'string' && !(value === '' && name === 'Last-Event-ID')) sent[name] = value;
   }
   const result = schema.safeParse(sent);
   if (result.success) return result.data;
@@ -105,7 +106,11 @@ function callerFor(entry: RouteEntry, res: Response): Caller | null {
   return entry.scope === null ? identityOf(res).caller : callerOf(res);
 }
 
-function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RequestHandler {
+/**
+ * The express handler that runs `handler` for `entry`: input checked against the entry's schemas, the caller
+ * from the identity verified (or, in one process, vouched for by the gateway) before it, the result sent as JSON.
+ */
+export function routeHandler<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RequestHandler {
   const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
   return async (req, res, next) => {
     try {
@@ -139,5 +144,5 @@ export interface RouteOptions {
  * without a caller is refused with 401.
  */
 export function route<R extends RouteEntry>(router: Router, entry: R, handler: RouteHandler<R>, { before = [] }: RouteOptions = {}): void {
-  router[entry.method](toExpressPath(entry.path), ...before, handle(entry, handler));
+  router[entry.method](toExpressPath(entry.path), ...before, routeHandler(entry, handler));
 }

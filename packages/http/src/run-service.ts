@@ -9,6 +9,7 @@ import { createLogger, logOptionsOf, type Logger } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
 import { startTracing, tracingConfigShape } from '@fin/tracing';
 import { z } from 'zod';
+import { serveUnit, type ServiceUnit } from './handlers';
 import type { Lifecycle } from './service-app';
 import { closeStarted, createShutdown, onShutdownSignals, type Closer, type SignalSource } from './shutdown';
 
@@ -20,6 +21,8 @@ export interface RunningService {
   lifecycle: Lifecycle;
   /** The HTTP server; a worker-only process has none. */
   server?: Server;
+  /** Where the server listens, e.g. http://127.0.0.1:8081 (PORT 0 picks a free port). */
+  url?: string;
   /** In shutdown order, after the HTTP server has drained. */
   closers: readonly Closer[];
 }
@@ -49,10 +52,28 @@ export interface ServiceDefinition<S extends Shape> {
   /** Runs on the parsed config before the start: warnings about settings that work against each other. */
   checkConfig?: (config: ConfigOf<S>, logger: Logger) => void;
   /**
-   * Builds the service's clients (those not shared), its app and listens (listenOrClose). The same function the
-   * tests and the single-process setup call, so they run what a deployment runs.
+   * A service behind the gateway: builds its unit (its clients, those not shared, and its handler table), which
+   * runService serves on PORT behind the gateway's signed identity. The same function the single-process launcher
+   * calls, so both run what a deployment runs.
    */
-  start: (deps: { config: ConfigOf<S>; logger: Logger }) => Promise<RunningService>;
+  unit?: (deps: { config: ConfigOf<S>; logger: Logger }) => Promise<ServiceUnit>;
+  /** The gateway, which is in front of the others: builds its clients and its app and listens itself. */
+  start?: (deps: { config: ConfigOf<S>; logger: Logger }) => Promise<RunningService>;
+}
+
+/** Where a unit listens, from the variables every service behind the gateway has. */
+const unitSettings = z.object({ PORT: z.number(), HOST: z.string(), INTERNAL_SIGNING_SECRET: z.string() });
+
+/** Serves the definition's unit, or runs its own start (the gateway). */
+async function startDefinition<S extends Shape>(
+  service: ServiceDefinition<S>,
+  config: ConfigOf<S>,
+  logger: Logger,
+): Promise<RunningService> {
+  if (service.start) return service.start({ config, logger });
+  if (!service.unit) throw new TypeError(`service ${service.name} defines neither a unit nor a start`);
+  const { PORT, HOST, INTERNAL_SIGNING_SECRET } = unitSettings.parse(config);
+  return serveUnit(await service.unit({ config, logger }), { port: PORT, host: HOST, signingSecret: INTERNAL_SIGNING_SECRET, logger });
 }
 
 /** Where a test puts its own process: environment, exit and signals. */
@@ -93,7 +114,7 @@ export async function runService<S extends Shape & { [K in keyof ProcessSettings
       build: { version: settings.FIN_VERSION, commit: settings.FIN_COMMIT },
     });
     started.push({ name: 'metrics listener', close: () => metrics.close() });
-    const running = await service.start({ config, logger });
+    const running = await startDefinition(service, config, logger);
     const servers = running.server ? [running.server] : [];
     // After listening, a server's error (accept failing for want of file descriptors, say) would otherwise be an
     // uncaught exception: it ends the process the same way as a failed start.

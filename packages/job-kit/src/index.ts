@@ -25,7 +25,13 @@ export {
 } from './worker';
 export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
 export { checkCallbackUrl, leaveCallback } from './callbacks';
-export { createCachedProductApp, type CachedProduct, type ProductAppDeps } from './product-api';
+export {
+  cachedProductHandlers,
+  createCachedProductApp,
+  type CachedProduct,
+  type ProductAppDeps,
+  type ProductHandlerDeps,
+} from './product-api';
 export {
   classifyFailure,
   createProductWorker,
@@ -34,9 +40,8 @@ export {
   type ProductWorkerOptions,
 } from './product-worker';
 export {
-  startProductService,
+  createProductUnit,
   type ProductRole,
-  type ProductService,
   type ProductServiceConfig,
   type ProductServiceOptions,
   type ProductSettings,

@@ -5,10 +5,9 @@ import { jobUrls, type API_ROUTES, type AsyncJobResponse } from '@fin/contracts'
 import type { Pool } from '@fin/db';
 import type { JobType } from '@fin/events';
 import {
-  createServiceApp,
-  identityKey,
-  route,
-  verifyIdentity,
+  createHandlerApp,
+  createLifecycle,
+  type HandlerTable,
   type Lifecycle,
   type RouteContext,
   type RouteInput,
@@ -106,56 +105,65 @@ function productCacheKeys<R extends ProductRoute>(product: CachedProduct<R>, ten
   return cacheKeysFor({ jobType: product.jobType, parameters: { ...parameters, prompt: product.promptVersion }, tenantId, data });
 }
 
+/** What the handlers of a cached product need (no signing secret: they never see a signature). */
+export type ProductHandlerDeps = Omit<ProductAppDeps, 'signingSecret' | 'lifecycle'>;
+
 /**
- * The API role of a cached product: `POST <path>` validates the request, then answers from the cache (200,
- * `from_cache: true`, `Cache-Status: hit` and `Age`) or with the job to poll (202, `Location` = the status URL).
- * Identical requests of a tenant in flight share a job; `Idempotency-Key` replays; `Cache-Control: no-cache`
- * forces a fresh run. Tenant identity comes from the gateway's signed headers.
+ * The handler of a cached product: validated request → answered from the cache (200, `from_cache: true`,
+ * `Cache-Status: hit` and `Age`) or with the job to poll (202, `Location` = the status URL). Identical requests of
+ * a tenant in flight share a job; `Idempotency-Key` replays; `Cache-Control: no-cache` forces a fresh run.
  */
-export function createCachedProductApp<R extends ProductRoute>(product: CachedProduct<R>, deps: ProductAppDeps): ServiceApp {
-  const { pool, logger, signingSecret, lifecycle, maxAttempts = 3, callbackPolicy } = deps;
+export function cachedProductHandlers<R extends ProductRoute>(product: CachedProduct<R>, deps: ProductHandlerDeps): HandlerTable {
+  const { pool, maxAttempts = 3, callbackPolicy } = deps;
   const { jobType } = product;
   const response = product.route.responses['200'].json;
   const cachedResponse = cachedResponder(response);
-  return createServiceApp({
-    name: jobType,
-    logger,
-    lifecycle,
-    readiness: async () => {
-      await pool.query('SELECT 1');
+  const handler = async ({ body, headers, caller }: RouteInput<ProductRoute>, { res }: RouteContext) => {
+    const { tenantId } = caller;
+    const bypass = bypassesCache(headers['Cache-Control']);
+    // The callback belongs to this request, not to the job (which identical requests may share).
+    const { callback_url: callbackUrl, ...request } = body;
+    await checkCallbackUrl(pool, tenantId, callbackUrl, callbackPolicy);
+    const outcome = await submitJob(pool, {
+      tenantId,
+      jobType,
+      // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
+      request: { ...request },
+      cacheKeys: productCacheKeys(product, tenantId, request as RequestOf<R>),
+      bypassCache: bypass,
+      idempotencyKey: headers['Idempotency-Key'],
+      maxAttempts,
+    });
+    describeCache(res, outcome, bypass);
+    if (outcome.kind === 'cached') {
+      res.type('application/json').send(cachedResponse(outcome));
+      return undefined;
+    }
+    await leaveCallback(pool, tenantId, outcome.jobId, callbackUrl);
+    const result = outcome.kind === 'replayed' ? outcome.result : undefined;
+    if (result) return response.parse({ job_id: outcome.jobId, status: 'completed', from_cache: false, ...result });
+    const urls = jobUrls(jobType, outcome.jobId);
+    res.status(202).setHeader('Location', urls.status_url);
+    const envelope: AsyncJobResponse = { job_id: outcome.jobId, status: 'pending', from_cache: false, ...urls };
+    return envelope;
+  };
+  return { [product.route.id]: handler };
+}
+
+/** The API role of a cached product as an HTTP app of its own (tests; a cluster composes it through runService). */
+export function createCachedProductApp<R extends ProductRoute>(product: CachedProduct<R>, deps: ProductAppDeps): ServiceApp {
+  const { pool, logger, signingSecret, lifecycle = createLifecycle() } = deps;
+  return createHandlerApp(
+    {
+      name: product.jobType,
+      handlers: cachedProductHandlers(product, deps),
+      readiness: async () => {
+        await pool.query('SELECT 1');
+      },
+      lifecycle,
+      start: async () => {},
+      closers: [],
     },
-    routes: (app) => {
-      // Before the route's own validation: a request the gateway did not sign learns nothing, not even a 400.
-      app.use(product.route.path, verifyIdentity(identityKey(signingSecret, jobType), { logger }));
-      route(app, product.route, async ({ body, headers, caller }, { res }) => {
-        const { tenantId } = caller;
-        const bypass = bypassesCache(headers['Cache-Control']);
-        // The callback belongs to this request, not to the job (which identical requests may share).
-        const { callback_url: callbackUrl, ...request } = body;
-        await checkCallbackUrl(pool, tenantId, callbackUrl, callbackPolicy);
-        const outcome = await submitJob(pool, {
-          tenantId,
-          jobType,
-          // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
-          request: { ...request },
-          cacheKeys: productCacheKeys(product, tenantId, request),
-          bypassCache: bypass,
-          idempotencyKey: headers['Idempotency-Key'],
-          maxAttempts,
-        });
-        describeCache(res, outcome, bypass);
-        if (outcome.kind === 'cached') {
-          res.type('application/json').send(cachedResponse(outcome));
-          return undefined;
-        }
-        await leaveCallback(pool, tenantId, outcome.jobId, callbackUrl);
-        const result = outcome.kind === 'replayed' ? outcome.result : undefined;
-        if (result) return response.parse({ job_id: outcome.jobId, status: 'completed', from_cache: false, ...result });
-        const urls = jobUrls(jobType, outcome.jobId);
-        res.status(202).setHeader('Location', urls.status_url);
-        const envelope: AsyncJobResponse = { job_id: outcome.jobId, status: 'pending', from_cache: false, ...urls };
-        return envelope;
-      });
-    },
-  });
+    { logger, signingSecret },
+  );
 }

@@ -1,15 +1,12 @@
 // Starting a product service process (news, stock-report): the roles it runs, on the clients it is given or
 // creates from its config. The API role is product-api.ts, the worker role product-worker.ts.
-import type { Server } from 'node:http';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
-import { createLifecycle, listenOrClose, type Closer, type createServiceApp, type Lifecycle } from '@fin/http';
+import { createLifecycle, type Closer, type HandlerTable, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { ProductAppDeps } from './product-api';
+import type { ProductHandlerDeps } from './product-api';
 import type { ProductWorkerDeps } from './product-worker';
 import type { JobWorker } from './worker';
-
-type ServiceApp = ReturnType<typeof createServiceApp>;
 
 /** api: answers the product's endpoint; worker: runs its jobs; all: both in one process. */
 export type ProductRole = 'api' | 'worker' | 'all';
@@ -44,14 +41,6 @@ export type ProductServiceConfig = KafkaConfig & {
   CUSTOMER_TOOLS_ALLOW_LOOPBACK?: boolean;
 };
 
-export interface ProductService {
-  lifecycle: Lifecycle;
-  /** The HTTP server (API role). */
-  server?: Server;
-  /** In shutdown order, after the HTTP server has drained. */
-  closers: Closer[];
-}
-
 interface Closable {
   close(): Promise<void>;
 }
@@ -70,15 +59,16 @@ export interface ProductServiceOptions<Engine extends Closable> extends SharedRe
   logger: Logger;
   /** The AI engine, created only for the worker role (and only when none is shared), on the process's pool. */
   createEngine(pool: Pool): Promise<Engine>;
-  createApp(deps: ProductAppDeps): ServiceApp;
+  createHandlers(deps: ProductHandlerDeps): HandlerTable;
   createWorker(deps: ProductWorkerDeps<Engine>): JobWorker;
 }
 
 /**
- * Starts the roles this process runs (`settings.role`): the API, the worker, or both. Every process also runs a
- * standby-capable outbox relay, so job requests and events are published while any process of the product is up.
+ * The product as a unit: the roles this process runs (`settings.role`), the API (its handler), the worker, or
+ * both. Every process also runs a standby-capable outbox relay, so job requests and events are published while any
+ * process of the product is up. A worker-only unit has no handlers (and no server: `serves` is false).
  */
-export async function startProductService<Engine extends Closable>(options: ProductServiceOptions<Engine>): Promise<ProductService> {
+export async function createProductUnit<Engine extends Closable>(options: ProductServiceOptions<Engine>): Promise<ServiceUnit> {
   const { jobType, config, settings, logger } = options;
   const { role } = settings;
   const pool =
@@ -95,7 +85,7 @@ export async function startProductService<Engine extends Closable>(options: Prod
   });
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   relay.start();
-  // Closed after the HTTP server and the worker have stopped.
+  // Closed after the requests and the worker have stopped.
   const last: Closer[] = [
     ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
     { name: 'outbox relay', close: () => relay.stop() },
@@ -117,24 +107,24 @@ export async function startProductService<Engine extends Closable>(options: Prod
       })
     : undefined;
   const closers: Closer[] = [...(worker ? [{ name: `${jobType} worker`, close: () => worker.stop() }] : []), ...last];
-  const app =
+  const handlers =
     role === 'worker'
-      ? undefined
-      : options.createApp({
+      ? {}
+      : options.createHandlers({
           pool,
           logger,
-          signingSecret: config.INTERNAL_SIGNING_SECRET,
-          lifecycle,
           maxAttempts: settings.maxAttempts,
           callbackPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK ?? false },
         });
-  const { server } = await listenOrClose(app, {
-    port: config.PORT,
-    host: config.HOST,
-    logger,
-    started: closers,
-    before: () => worker?.start() ?? Promise.resolve(),
-    fields: { role },
-  });
-  return { lifecycle, server, closers };
+  return {
+    name: jobType,
+    handlers,
+    serves: role !== 'worker',
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    lifecycle,
+    start: () => worker?.start() ?? Promise.resolve(),
+    closers,
+  };
 }

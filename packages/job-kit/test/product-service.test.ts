@@ -1,10 +1,10 @@
 import { connect, createServer, type Server } from 'node:net';
 import { createPool, type Pool } from '@fin/db';
 import { createMemoryBus } from '@fin/events';
-import { createServiceApp } from '@fin/http';
+import { serveUnit } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
-import { startProductService, type JobWorker, type ProductServiceConfig } from '../src';
+import { createProductUnit, type JobWorker, type ProductServiceConfig, type ProductServiceOptions } from '../src';
 
 const logger = createLogger({ service: 'product-service-test', level: 'silent' });
 
@@ -35,7 +35,18 @@ async function startPoolerStandIn(databaseUrl: string) {
   return { url: url.toString(), seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-describe('startProductService', () => {
+/** The product unit served on its config's PORT, as runService serves it. */
+async function startProduct(options: ProductServiceOptions<{ close(): Promise<void> }>) {
+  const { config, logger } = options;
+  return serveUnit(await createProductUnit(options), {
+    port: config.PORT,
+    host: config.HOST,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    logger,
+  });
+}
+
+describe('a product unit, served', () => {
   let db: TestDatabase;
   let pool: Pool;
   let taken: Server;
@@ -72,7 +83,7 @@ describe('startProductService', () => {
       KAFKA_SSL_REJECT_UNAUTHORIZED: true,
       KAFKA_ENSURE_TOPICS: true,
     };
-    const start = startProductService({
+    const start = startProduct({
       jobType: 'news',
       config,
       settings: { role: 'all', timeLimitMs: 1_000, workerConcurrency: 1, maxAttempts: 3, leaseMs: 1_000, drainTimeoutMs: 0 },
@@ -80,7 +91,7 @@ describe('startProductService', () => {
       pool,
       bus,
       createEngine: async () => ({ close: async () => void stopped.push('engine') }),
-      createApp: () => createServiceApp({ name: 'news', logger, readiness: async () => undefined, routes: () => undefined }),
+      createHandlers: () => ({}),
       createWorker: () => worker,
     });
     // Before: the listen error was emitted with no listener (an uncaught exception) and the promise never settled.
@@ -110,22 +121,14 @@ describe('startProductService', () => {
       KAFKA_SSL_REJECT_UNAUTHORIZED: true,
       KAFKA_ENSURE_TOPICS: true,
     };
-    const service = await startProductService({
+    const service = await startProduct({
       jobType: 'news',
       config,
       settings: { role: 'api', timeLimitMs: 1_000, workerConcurrency: 1, maxAttempts: 3, leaseMs: 1_000, drainTimeoutMs: 0 },
       logger,
       bus,
       createEngine: async () => ({ close: async () => undefined }),
-      createApp: () =>
-        createServiceApp({
-          name: 'news',
-          logger,
-          readiness: async () => {
-            await pool.query('SELECT 1');
-          },
-          routes: () => undefined,
-        }),
+      createHandlers: () => ({}),
       createWorker: () => ({ workerId: 'w', start: async () => undefined, stop: async () => undefined }),
     });
     try {

@@ -1,7 +1,7 @@
 import type { AiEngine } from '@fin/ai';
-import { API_ROUTES, AnalysisResponse, AnalysisResult, analysisText, jobUrls, type AnalysisRequest } from '@fin/contracts';
+import { AnalysisResponse, AnalysisResult, analysisText, jobUrls, type AnalysisRequest } from '@fin/contracts';
 import type { Pool } from '@fin/db';
-import { AppError, createServiceApp, identityKey, route, serviceUnavailable, toAppError, verifyIdentity, type Lifecycle } from '@fin/http';
+import { AppError, createHandlerApp, serviceUnavailable, streamEndedEarly, toAppError, type HandlerTable, type Lifecycle } from '@fin/http';
 import { checkCallbackUrl, createInlineRunner, leaveCallback, submitJob } from '@fin/job-kit';
 import type { AddressPolicy } from '@fin/customer-tools';
 import type { Logger } from '@fin/log';
@@ -25,10 +25,9 @@ export interface AnalysisSettings {
   doneWaitMs: number;
 }
 
-export interface AnalysisAppDeps {
+export interface AnalysisHandlerDeps {
   pool: Pool;
   logger: Logger;
-  signingSecret: string;
   /** Runs streamed analyses in this process. */
   engine: AiEngine;
   watcher: JobWatcher;
@@ -37,6 +36,10 @@ export interface AnalysisAppDeps {
   settings: AnalysisSettings;
   /** Which callback_url hosts are refused at once (tests allow loopback, as CUSTOMER_TOOLS_ALLOW_LOOPBACK does). */
   callbackPolicy?: AddressPolicy;
+}
+
+export interface AnalysisAppDeps extends AnalysisHandlerDeps {
+  signingSecret: string;
 }
 
 type Request = AnalysisRequest;
@@ -57,10 +60,10 @@ function within(controller: AbortController, ms: number): AbortSignal {
   return AbortSignal.any([controller.signal, AbortSignal.timeout(ms)]);
 }
 
-/** Aborts `controller` with `clientLeft()` when the response closes before it was finished. */
+/** Aborts `controller` with `clientLeft()` when the response closes before it was finished (or was cut). */
 function abortWhenClientLeaves(res: express.Response, controller: AbortController): void {
   res.once('close', () => {
-    if (!res.writableFinished && !controller.signal.aborted) controller.abort(clientLeft());
+    if (streamEndedEarly(res) && !controller.signal.aborted) controller.abort(clientLeft());
   });
 }
 
@@ -72,8 +75,8 @@ function abortWhenClientLeaves(res: express.Response, controller: AbortControlle
  *   then `done`; the job and its result are stored like any other.
  * Tenant identity comes from the gateway's signed headers.
  */
-export function createApp(deps: AnalysisAppDeps): express.Express {
-  const { pool, logger, signingSecret, engine, watcher, openRequests, lifecycle, settings, callbackPolicy } = deps;
+export function createAnalysisHandlers(deps: AnalysisHandlerDeps): HandlerTable {
+  const { pool, logger, engine, watcher, openRequests, lifecycle, settings, callbackPolicy } = deps;
   const runner = createInlineRunner({
     pool,
     logger,
@@ -180,24 +183,32 @@ export function createApp(deps: AnalysisAppDeps): express.Express {
     }
   }
 
-  return createServiceApp({
-    name: 'analysis',
-    logger,
-    lifecycle,
-    readiness: async () => {
-      await pool.query('SELECT 1');
+  return {
+    createAnalysis: async ({ body, headers, caller }, { res, logger: requestLogger }) => {
+      const { callback_url: callbackUrl, ...request } = body;
+      await checkCallbackUrl(pool, caller.tenantId, callbackUrl, callbackPolicy);
+      const submitter = { tenantId: caller.tenantId, idempotencyKey: headers['Idempotency-Key'], callbackUrl };
+      if (!request.output_format.stream) return answerWhenDone(request, submitter, res);
+      await stream(request, submitter, res, requestLogger ?? logger);
+      return undefined;
     },
-    routes: (app) => {
-      // Before the route's own validation: a request the gateway did not sign learns nothing, not even a 400.
-      app.use('/api/analysis', verifyIdentity(identityKey(signingSecret, 'analysis'), { logger }));
-      route(app, API_ROUTES.createAnalysis, async ({ body, headers, caller }, { res, logger: requestLogger }) => {
-        const { callback_url: callbackUrl, ...request } = body;
-        await checkCallbackUrl(pool, caller.tenantId, callbackUrl, callbackPolicy);
-        const submitter = { tenantId: caller.tenantId, idempotencyKey: headers['Idempotency-Key'], callbackUrl };
-        if (!request.output_format.stream) return answerWhenDone(request, submitter, res);
-        await stream(request, submitter, res, requestLogger ?? logger);
-        return undefined;
-      });
+  };
+}
+
+/** The analysis API role as an HTTP app of its own, behind the gateway's signed identity. Pure: it never listens. */
+export function createApp(deps: AnalysisAppDeps): express.Express {
+  const { pool, logger, signingSecret, lifecycle } = deps;
+  return createHandlerApp(
+    {
+      name: 'analysis',
+      handlers: createAnalysisHandlers(deps),
+      readiness: async () => {
+        await pool.query('SELECT 1');
+      },
+      lifecycle,
+      start: async () => {},
+      closers: [],
     },
-  });
+    { logger, signingSecret },
+  );
 }

@@ -3,7 +3,7 @@
 import { runService } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { analysisConfigShape, type AnalysisConfig } from './config';
-import { startAnalysisService } from './service';
+import { createAnalysisUnit } from './service';
 
 /** Streams get their grace period inside the drain: one that is not shorter cuts a stream off before its final event. */
 function checkConfig(config: AnalysisConfig, logger: Logger): void {
@@ -14,4 +14,4 @@ function checkConfig(config: AnalysisConfig, logger: Logger): void {
   }
 }
 
-void runService({ name: 'analysis', configShape: analysisConfigShape, checkConfig, start: startAnalysisService });
+void runService({ name: 'analysis', configShape: analysisConfigShape, checkConfig, unit: createAnalysisUnit });

@@ -1,24 +1,14 @@
-import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
-import { listenOrClose, type Closer, type Lifecycle } from '@fin/http';
+import { serveUnit, type Closer, type HandlerTable, type RunningService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
-import { createApp } from './app';
+import { createAnalysisHandlers } from './app';
 import type { AnalysisConfig } from './config';
 import { createJobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from './open-requests';
 import { createAnalysisWorker } from './worker';
-
-export interface AnalysisService {
-  /** Its beginShutdown also ends the requests held open (inline waits at once, streams after their grace period). */
-  lifecycle: Lifecycle;
-  /** The HTTP server (API role). */
-  server?: Server;
-  /** In shutdown order, after the HTTP server has drained. */
-  closers: Closer[];
-}
 
 export interface AnalysisServiceOptions {
   config: AnalysisConfig;
@@ -30,11 +20,11 @@ export interface AnalysisServiceOptions {
 }
 
 /**
- * Starts the roles this process runs (ANALYSIS_ROLE): the API (which also runs streamed analyses, so it has an
+ * The roles this process runs (ANALYSIS_ROLE) as a unit: the API (which also runs streamed analyses, so it has an
  * AI engine too), the worker, or both. Every process also runs a standby-capable outbox relay, so job requests
  * and events are published while any analysis process is up.
  */
-export async function startAnalysisService({ config, logger, ...shared }: AnalysisServiceOptions): Promise<AnalysisService> {
+export async function createAnalysisUnit({ config, logger, ...shared }: AnalysisServiceOptions): Promise<ServiceUnit> {
   const role = config.ANALYSIS_ROLE;
   const pool =
     shared.pool ??
@@ -78,14 +68,13 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
         });
   if (worker) closers.push({ name: 'analysis worker', close: () => worker.stop() });
 
-  let app: ReturnType<typeof createApp> | undefined;
+  let handlers: HandlerTable = {};
   if (role !== 'worker') {
     const watcher = createJobWatcher({ pool: session.pool, logger, pollIntervalMs: config.ANALYSIS_JOB_POLL_MS });
     closers.push({ name: 'job watcher', close: () => watcher.close() });
-    app = createApp({
+    handlers = createAnalysisHandlers({
       pool,
       logger,
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
       engine,
       watcher,
       openRequests,
@@ -102,13 +91,27 @@ export async function startAnalysisService({ config, logger, ...shared }: Analys
     });
   }
   closers.push(...last);
-  const { server } = await listenOrClose(app, {
+  return {
+    name: 'analysis',
+    handlers,
+    serves: role !== 'worker',
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    // Its beginShutdown also ends the requests held open (inline waits at once, streams after their grace period).
+    lifecycle,
+    start: () => worker?.start() ?? Promise.resolve(),
+    closers,
+  };
+}
+
+/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
+export async function startAnalysisService(options: AnalysisServiceOptions): Promise<RunningService> {
+  const { config, logger } = options;
+  return serveUnit(await createAnalysisUnit(options), {
     port: config.PORT,
     host: config.HOST,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
     logger,
-    started: closers,
-    before: () => worker?.start() ?? Promise.resolve(),
-    fields: { role },
   });
-  return { lifecycle, server, closers };
 }

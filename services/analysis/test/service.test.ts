@@ -6,7 +6,8 @@ import { textReply } from '@fin/fakes';
 import { createShutdown } from '@fin/http';
 import { testCustomerToolsKey, waitFor } from '@fin/testing';
 import { analysisConfigShape } from '../src/config';
-import { startAnalysisService, type AnalysisService } from '../src/service';
+import type { RunningService } from '@fin/http';
+import { startAnalysisService } from '../src/service';
 import { createTestBed, logger, outboxOf, PATH, SECRET, signed, sseFrames, type SseFrame, type TestBed } from './support';
 
 const ANSWER = `## Answer\n\n${'A paragraph of analysis that takes a while to write. '.repeat(6).trim()}`;
@@ -27,7 +28,7 @@ describe('analysis service shutdown with open streams', () => {
   });
   afterAll(() => bed.close());
 
-  async function start(env: Record<string, string>): Promise<{ service: AnalysisService; url: string; shutdown: () => Promise<number[]> }> {
+  async function start(env: Record<string, string>): Promise<{ service: RunningService; url: string; shutdown: () => Promise<number[]> }> {
     const config = parseConfig(analysisConfigShape, {
       DATABASE_URL: bed.db.url,
       INTERNAL_SIGNING_SECRET: SECRET,

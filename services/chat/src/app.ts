@@ -1,18 +1,13 @@
-import { API_ROUTES, parseChatEventId, type ChatResponse } from '@fin/contracts';
-import type { Pool } from '@fin/db';
-import { badRequest, createServiceApp, identityKey, route, serviceUnavailable, verifyIdentity, type Lifecycle } from '@fin/http';
-import type { Logger } from '@fin/log';
+import { parseChatEventId, type ChatResponse } from '@fin/contracts';
+import { badRequest, serviceUnavailable, type HandlerTable, type Lifecycle } from '@fin/http';
 import type express from 'express';
 import type { Chat } from './chat';
 import { toAppError } from './errors';
 import type { LiveReply, ReplySource } from './live-reply';
 import { Heartbeat, openSse, type SseOptions } from './sse';
 
-export interface ChatAppDeps {
+export interface ChatHandlerDeps {
   chat: Chat;
-  pool: Pool;
-  logger: Logger;
-  signingSecret: string;
   lifecycle?: Lifecycle;
   heartbeatMs: number;
   /** The `retry:` EventSource clients are told (ms); shorter than the reply's detach grace. */
@@ -61,67 +56,50 @@ function answer(res: express.Response, reply: LiveReply): Promise<ChatResponse |
 }
 
 /**
- * The chat API: POST /api/chat (a turn, streamed or not) and GET /api/chat/stream (a turn or a re-attach, for
- * EventSource). Tenant identity comes from the gateway's signed headers. See docs/products.md (Chat).
+ * The chat handlers: POST /api/chat (a turn, streamed or not) and GET /api/chat/stream (a turn or a re-attach, for
+ * EventSource), for the tenant the gateway vouches for. See docs/products.md (Chat).
  */
-export function createApp({ chat, pool, logger, signingSecret, lifecycle, heartbeatMs, retryMs = 1_000 }: ChatAppDeps): express.Express {
+export function createChatHandlers({ chat, lifecycle, heartbeatMs, retryMs = 1_000 }: ChatHandlerDeps): HandlerTable {
   const sse: SseOptions = { heartbeat: new Heartbeat(heartbeatMs), retryMs };
-  const gatewayOnly = verifyIdentity(identityKey(signingSecret, 'chat'), { logger });
   const refuseWhileClosing = () => {
     if (chat.closing || lifecycle?.shuttingDown === true) throw serviceUnavailable('The chat service is shutting down; retry.');
   };
-  return createServiceApp({
-    name: 'chat',
-    logger,
-    lifecycle,
-    readiness: async () => {
-      await pool.query('SELECT 1');
+  return {
+    chat: async ({ body, caller }, { req, res }) => {
+      refuseWhileClosing();
+      const reply = await chat.startTurn(caller.tenantId, body.conversation_id, body.message);
+      if (!body.stream) return answer(res, reply);
+      follow(req, res, reply, 0, sse);
+      return undefined;
     },
-    routes: (app) => {
-      // Before the routes' own validation: a request the gateway did not sign learns nothing, not even a 400.
-      app.use('/api/chat', gatewayOnly);
-      // EventSource never sends an empty Last-Event-ID, and one sent empty has always meant none here.
-      app.use('/api/chat/stream', (req, _res, next) => {
-        if (req.headers['last-event-id'] === '') delete req.headers['last-event-id'];
-        next();
-      });
 
-      route(app, API_ROUTES.chat, async ({ body, caller }, { req, res }) => {
-        refuseWhileClosing();
-        const reply = await chat.startTurn(caller.tenantId, body.conversation_id, body.message);
-        if (!body.stream) return answer(res, reply);
-        follow(req, res, reply, 0, sse);
+    chatStream: async ({ query, headers, caller }, { req, res }) => {
+      const { tenantId } = caller;
+      refuseWhileClosing();
+      const lastEventId = headers['Last-Event-ID'];
+      let source: ReplySource | undefined;
+      let after = 0;
+      if (lastEventId !== undefined) {
+        // A re-attach never sends a turn: a reconnecting EventSource repeats the URL with its message.
+        // The contract's header schema (checked before the handler) admits only event ids: this parse cannot fail.
+        const named = parseChatEventId(lastEventId);
+        if (named === undefined) throw new Error('Last-Event-ID passed its schema but names no event');
+        source = await chat.replySource(tenantId, named.replyId, query.conversation_id);
+        after = named.position;
+      } else if (query.message !== undefined) {
+        source = await chat.startTurn(tenantId, query.conversation_id ?? null, query.message);
+      } else if (query.conversation_id !== undefined) {
+        source = await chat.latestSource(tenantId, query.conversation_id);
+      } else {
+        throw badRequest('conversation_id: is required unless message is given or Last-Event-ID is sent.');
+      }
+      // Nothing left to send: 204 also tells EventSource to stop reconnecting.
+      if (source === undefined || source.exhaustedAfter(after)) {
+        res.status(204).end();
         return undefined;
-      });
-
-      route(app, API_ROUTES.chatStream, async ({ query, headers, caller }, { req, res }) => {
-        const { tenantId } = caller;
-        refuseWhileClosing();
-        const lastEventId = headers['Last-Event-ID'];
-        let source: ReplySource | undefined;
-        let after = 0;
-        if (lastEventId !== undefined) {
-          // A re-attach never sends a turn: a reconnecting EventSource repeats the URL with its message.
-          // The contract's header schema (checked by route()) admits only event ids: this parse cannot fail.
-          const named = parseChatEventId(lastEventId);
-          if (named === undefined) throw new Error('Last-Event-ID passed its schema but names no event');
-          source = await chat.replySource(tenantId, named.replyId, query.conversation_id);
-          after = named.position;
-        } else if (query.message !== undefined) {
-          source = await chat.startTurn(tenantId, query.conversation_id ?? null, query.message);
-        } else if (query.conversation_id !== undefined) {
-          source = await chat.latestSource(tenantId, query.conversation_id);
-        } else {
-          throw badRequest('conversation_id: is required unless message is given or Last-Event-ID is sent.');
-        }
-        // Nothing left to send: 204 also tells EventSource to stop reconnecting.
-        if (source === undefined || source.exhaustedAfter(after)) {
-          res.status(204).end();
-          return undefined;
-        }
-        follow(req, res, source, after, sse);
-        return undefined;
-      });
+      }
+      follow(req, res, source, after, sse);
+      return undefined;
     },
-  });
+  };
 }

@@ -2,6 +2,6 @@
 // clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
 import { chatConfigShape, checkChatConfig } from './config';
-import { startChatService } from './service';
+import { createChatUnit } from './service';
 
-void runService({ name: 'chat', configShape: chatConfigShape, checkConfig: checkChatConfig, start: startChatService });
+void runService({ name: 'chat', configShape: chatConfigShape, checkConfig: checkChatConfig, unit: createChatUnit });

@@ -1,23 +1,15 @@
-import type { Server } from 'node:http';
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, prismaFor, type Pool } from '@fin/db';
-import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
+import { createLifecycle, serveUnit, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
-import { createApp } from './app';
+import { createChatHandlers } from './app';
 import { createChat } from './chat';
 import type { ChatConfig } from './config';
 import { createConversationStore } from './store';
 
 /** Replies in progress stop this long before the drain deadline, so their last event goes out before connections are cut. */
 const REPLY_DRAIN_MARGIN_MS = 2_000;
-
-export interface ChatService {
-  lifecycle: Lifecycle;
-  server: Server;
-  /** In shutdown order, after the HTTP server has drained. */
-  closers: Closer[];
-}
 
 export interface ChatServiceOptions {
   config: ChatConfig;
@@ -28,11 +20,11 @@ export interface ChatServiceOptions {
 }
 
 /**
- * Wires the chat service: pool, AI engine, conversation store, the chat itself and its HTTP app, listening.
+ * The chat service as a unit: pool, AI engine, conversation store, the chat itself and its handlers.
  * Shutdown (SIGTERM) begins with the lifecycle: new turns are refused, replies in progress get the drain
  * timeout less a margin to finish, then every open stream gets a last `error` event and ends.
  */
-export async function startChatService({ config, logger, ...shared }: ChatServiceOptions): Promise<ChatService> {
+export async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions): Promise<ServiceUnit> {
   const pool =
     shared.pool ??
     createPool({
@@ -57,14 +49,27 @@ export async function startChatService({ config, logger, ...shared }: ChatServic
   if (!shared.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
   if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
 
-  const app = createApp({
-    chat,
-    pool,
-    logger,
-    signingSecret: config.INTERNAL_SIGNING_SECRET,
+  return {
+    name: 'chat',
+    handlers: createChatHandlers({ chat, lifecycle, heartbeatMs: config.CHAT_HEARTBEAT_MS }),
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
     lifecycle,
-    heartbeatMs: config.CHAT_HEARTBEAT_MS,
-  });
-  const { server } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
-  return { lifecycle, server, closers };
+    start: async () => {},
+    closers,
+  };
+}
+
+/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
+export async function startChatService(options: ChatServiceOptions): Promise<ServedService> {
+  const { config, logger } = options;
+  return served(
+    await serveUnit(await createChatUnit(options), {
+      port: config.PORT,
+      host: config.HOST,
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      logger,
+    }),
+  );
 }

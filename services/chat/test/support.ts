@@ -19,7 +19,8 @@ import {
   type TestDatabase,
 } from '@fin/testing';
 import { chatConfigShape } from '../src/config';
-import { startChatService, type ChatService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startChatService } from '../src/service';
 
 const SECRET = 'chat-test-secret-0123456789abcdef0123';
 const KEY = identityKey(SECRET, 'chat');
@@ -64,7 +65,7 @@ export async function startShared(): Promise<Shared> {
   };
 }
 
-export interface ChatInstance extends ChatService {
+export interface ChatInstance extends ServedService {
   url: string;
   /** A signed request, as the gateway forwards it; the answer read as an event stream (or a body). */
   send(

@@ -1,74 +1,34 @@
 import { createOpenApiDocument, type HttpMethod } from '@fin/contracts';
-import { badRequest, createServiceApp, type Lifecycle } from '@fin/http';
+import { createServiceApp, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import type { RequestHandler } from 'express';
-import { authenticate, callerFrom, checkScope, endStreamOnRevocation, holdChatSlot, principalOf } from './access';
+import { authenticate, checkScope, endStreamOnRevocation, holdChatSlot } from './access';
 import type { Authenticator } from './auth/types';
 import { DOCS_ASSETS_PATH, docsHandlers } from './openapi/docs';
-import { readBody } from './proxy/body';
-import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
-import type { Upstreams } from './proxy/upstreams';
 import type { RateLimits } from './rate-limit/types';
 import { GATEWAY_ROUTES, PASS_THROUGH_PREFIXES, type GatewayRoute } from './routes';
-
-export interface ProxyLimits {
-  /** Largest request body (400 naming `body` beyond). */
-  maxBodyBytes: number;
-  /** Until a service's response headers arrive (504 beyond). */
-  responseTimeoutMs: number;
-  /** Longest silence inside a JSON response body. */
-  idleTimeoutMs: number;
-}
-
-export const DEFAULT_PROXY_LIMITS: ProxyLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
+import type { Upstream } from './upstream';
 
 export interface GatewayDeps {
   logger: Logger;
   authenticator: Authenticator;
   rateLimits: RateLimits;
-  /** Connection pools to the services, one per service. */
-  upstreams: Upstreams;
-  /** INTERNAL_SIGNING_SECRET: each service's key is derived from it, once, to sign the identity headers it verifies. */
-  signingSecret: string;
+  /** The services behind the gateway: over HTTP (httpUpstream) or in this process (inProcessUpstream). */
+  upstream: Upstream;
   /** Whether the gateway's own dependencies (its database) are reachable. */
   readiness: () => Promise<void>;
   lifecycle?: Lifecycle;
-  limits?: Partial<ProxyLimits>;
   /** Proxies in front of the gateway that append to X-Forwarded-For (CLIENT_ADDRESS_HOPS). Default 0. */
   trustedProxyHops?: number;
 }
 
 /**
- * A path segment "." or ".." (also percent-encoded) could make a service's router resolve a pass-through path
- * outside its prefix; refused.
- */
-const refuseDotSegments: RequestHandler = (req, _res, next) => {
-  const segments = req.path.split('/');
-  const unsafe = segments.some((segment) => {
-    try {
-      const decoded = decodeURIComponent(segment);
-      return decoded === '.' || decoded === '..' || decoded.includes('/') || decoded.includes('\\');
-    } catch {
-      return true;
-    }
-  });
-  next(unsafe ? badRequest('The request path is not valid.') : undefined);
-};
-
-/**
  * The gateway's HTTP application. Pure: it never listens, so tests hand it to supertest. Every API route goes
- * through: request id → API key → scope → rate limit (or chat slot) → body checks → the service.
+ * through: request id → API key → scope → rate limit (or chat slot) → the upstream (body, then the service).
  */
 export function createApp(deps: GatewayDeps): express.Express {
-  const { logger, authenticator, rateLimits, upstreams, signingSecret, readiness, lifecycle } = deps;
-  const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...deps.limits };
-  const proxy: ProxyOptions = {
-    logger,
-    signingKeys: signingKeysFor(signingSecret),
-    responseTimeoutMs: limits.responseTimeoutMs,
-    idleTimeoutMs: limits.idleTimeoutMs,
-  };
+  const { logger, authenticator, rateLimits, upstream, readiness, lifecycle } = deps;
 
   const document = createOpenApiDocument();
   const documentJson = JSON.stringify(document);
@@ -92,8 +52,7 @@ export function createApp(deps: GatewayDeps): express.Express {
     if (route.limit === 'concurrent_streams') handlers.push(holdChatSlot(rateLimits, logger));
     if (Object.values(route.responses).some((response) => response.events !== undefined))
       handlers.push(endStreamOnRevocation(authenticator));
-    handlers.push(...readBody({ limit: limits.maxBodyBytes, json: true }));
-    handlers.push(forwardTo(upstreams[target.upstream], proxy, (res) => callerFrom(principalOf(res))));
+    handlers.push(...upstream.answer(route));
     return handlers;
   };
 
@@ -102,7 +61,7 @@ export function createApp(deps: GatewayDeps): express.Express {
     logger,
     readiness,
     ...(lifecycle === undefined ? {} : { lifecycle }),
-    // Bodies are read raw and forwarded as they came (see proxy/body.ts).
+    // Bodies are read by the upstream: raw and forwarded as they came over HTTP, parsed once in one process.
     jsonBodyLimit: false,
     routes: (app) => {
       const register: Record<HttpMethod, (path: string, handlers: RequestHandler[]) => void> = {
@@ -114,14 +73,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       for (const route of GATEWAY_ROUTES) register[route.method](route.expressPath, handlersFor(route));
       // The docs page's scripts: not part of the API, so not in the document.
       app.get(DOCS_ASSETS_PATH, docs.assets);
-      for (const { prefix, upstream } of PASS_THROUGH_PREFIXES) {
-        app.use(
-          prefix,
-          refuseDotSegments,
-          ...readBody({ limit: limits.maxBodyBytes, json: false }),
-          forwardTo(upstreams[upstream], proxy, () => null),
-        );
-      }
+      for (const { prefix, upstream: service } of PASS_THROUGH_PREFIXES) app.use(prefix, ...upstream.pages(prefix, service));
     },
   });
 }

@@ -1,32 +1,28 @@
 // The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
 // alone; the single-process setup (services/standalone) runs it beside the services it routes to.
-import type { Server } from 'node:http';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
-import { answerClientErrors, createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
+import { answerClientErrors, createLifecycle, listenOrClose, type Closer, type ServedService } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
 import type { GatewayConfig } from './config';
-import { closeUpstreams, createUpstreams } from './proxy/upstreams';
+import { createServicePools } from './proxy/service-pools';
 import { createRateLimits } from './rate-limit';
+import { httpUpstream, type Upstream } from './upstream';
 
 export interface GatewayOptions {
   config: GatewayConfig;
   logger: Logger;
   /** A shared pool (single-process mode); created from DATABASE_URL otherwise, and then closed last. */
   pool?: Pool;
+  /**
+   * The services behind it, made from the pool (single-process mode: inProcessUpstream over the units of the
+   * process). Default: over HTTP to the services' URLs in the config, each identity signed.
+   */
+  upstream?: (pool: Pool) => Upstream;
 }
 
-export interface Gateway {
-  server: Server;
-  /** Where the server listens, e.g. http://127.0.0.1:8080 (PORT 0 picks a free port). */
-  url: string;
-  lifecycle: Lifecycle;
-  /** In shutdown order, after the HTTP server has drained. */
-  closers: Closer[];
-}
-
-export async function startGateway({ config, logger, pool: sharedPool }: GatewayOptions): Promise<Gateway> {
+export async function startGateway({ config, logger, pool: sharedPool, upstream: given }: GatewayOptions): Promise<ServedService> {
   const pool =
     sharedPool ??
     createPool({
@@ -35,9 +31,8 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       max: config.DATABASE_POOL_MAX,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
       // The gateway writes only short-lived state: rate-limit counters, chat-stream leases, keys' last use. Its
-      // commits need not wait for the WAL to reach the disk: every request waits for its counter's commit, and
-      // that flush was most of it (an upsert 0.21 ms at p50, 2.2 ms at p99; 0.035 and 1.2 ms without, on this
-      // machine). What a database crash can then lose is the last few hundred milliseconds of counts and
+      // commits need not wait for the WAL to reach the disk (docs/benchmarks.md has the figures). What a
+      // database crash can then lose is the last few hundred milliseconds of counts and
       // leases: a few more requests admitted in that window, a lease that expires on its own. Atomicity and
       // what every replica sees are unchanged.
       sessionSettings: { synchronous_commit: 'off' },
@@ -51,24 +46,35 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
     failuresPerClient: config.AUTH_FAILURES_PER_MINUTE,
   });
   const rateLimits = createRateLimits({ pool, logger, chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS });
-  const upstreams = createUpstreams(
-    {
-      news: config.NEWS_URL,
-      'stock-report': config.STOCK_REPORT_URL,
-      analysis: config.ANALYSIS_URL,
-      chat: config.CHAT_URL,
-      jobs: config.JOBS_URL,
-      portal: config.PORTAL_URL,
-      mcp: config.MCP_URL,
-    },
-    { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
-  );
+  const upstream =
+    given?.(pool) ??
+    httpUpstream({
+      pools: createServicePools(
+        {
+          news: config.NEWS_URL,
+          'stock-report': config.STOCK_REPORT_URL,
+          analysis: config.ANALYSIS_URL,
+          chat: config.CHAT_URL,
+          jobs: config.JOBS_URL,
+          portal: config.PORTAL_URL,
+          mcp: config.MCP_URL,
+        },
+        { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
+      ),
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      logger,
+      limits: {
+        maxBodyBytes: config.MAX_BODY_BYTES,
+        responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
+        idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+      },
+    });
   const lifecycle = createLifecycle();
   // Streams have drained (or been cut) by the time these run: their chat slots are released before the limiter closes.
   const closers: Closer[] = [
     { name: 'authenticator', close: () => authenticator.close() },
     { name: 'rate limits', close: () => rateLimits.close() },
-    { name: 'service connection pools', close: () => closeUpstreams(upstreams) },
+    { name: 'upstream', close: () => upstream.close() },
   ];
   if (session.pool !== pool) closers.push({ name: 'direct database pool', close: () => session.close() });
   if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
@@ -77,18 +83,12 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
     logger,
     authenticator,
     rateLimits,
-    upstreams,
-    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    upstream,
     readiness: async () => {
       await pool.query('SELECT 1');
     },
     lifecycle,
     trustedProxyHops: config.CLIENT_ADDRESS_HOPS,
-    limits: {
-      maxBodyBytes: config.MAX_BODY_BYTES,
-      responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
-      idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
-    },
   });
   const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
   // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.

@@ -6,8 +6,9 @@ import http from 'node:http';
 import { AsyncJobResponse, ErrorBody } from '@fin/contracts';
 import request from 'supertest';
 import { createApp } from '../src/app';
-import { createUpstreams, destroyUpstreams } from '../src/proxy/upstreams';
+import { createServicePools, destroyServicePools } from '../src/proxy/service-pools';
 import { GATEWAY_ROUTES, UPSTREAM_NAMES, type GatewayRoute } from '../src/routes';
+import { httpUpstream } from '../src/upstream';
 import { ALL_SCOPES, KEYS, SECRET, UUID, listen, logger, sampleRequest, startHarness, type Harness } from './support/harness';
 
 const proxied = GATEWAY_ROUTES.filter((route): route is GatewayRoute & { target: { kind: 'proxy' } } => route.target.kind === 'proxy');
@@ -212,7 +213,7 @@ describe('forwarding', () => {
   });
 
   it("puts the path prefix of a service's base URL before the forwarded path", async () => {
-    const upstreams = createUpstreams(
+    const upstreams = createServicePools(
       Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, `${h.services[name].url}/v2/`])) as Record<
         (typeof UPSTREAM_NAMES)[number],
         string
@@ -224,14 +225,13 @@ describe('forwarding', () => {
         logger,
         authenticator: h.auth,
         rateLimits: h.rateLimits,
-        upstreams,
-        signingSecret: SECRET,
+        upstream: httpUpstream({ pools: upstreams, signingSecret: SECRET, logger }),
         readiness: async () => {},
       });
       const res = await request(app).get('/api/chat/stream?conversation_id=x').set('X-API-Key', KEYS.all).expect(200);
       expect(res.body).toMatchObject({ service: 'chat', path: '/v2/api/chat/stream?conversation_id=x' });
     } finally {
-      await destroyUpstreams(upstreams);
+      await destroyServicePools(upstreams);
     }
   });
 
@@ -240,8 +240,7 @@ describe('forwarding', () => {
       logger,
       authenticator: h.auth,
       rateLimits: h.rateLimits,
-      upstreams: h.upstreams,
-      signingSecret: 'a-different-secret-of-32-characters!!',
+      upstream: httpUpstream({ pools: h.upstreams, signingSecret: 'a-different-secret-of-32-characters!!', logger }),
       readiness: async () => {},
     });
     const res = await request(app)
@@ -279,7 +278,7 @@ describe('forwarding', () => {
   });
 
   it("signs for each service with that service's own key: a service reached in another's place refuses (502)", async () => {
-    const upstreams = createUpstreams(
+    const upstreams = createServicePools(
       {
         ...(Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, h.services[name].url])) as Record<
           (typeof UPSTREAM_NAMES)[number],
@@ -295,8 +294,7 @@ describe('forwarding', () => {
         logger,
         authenticator: h.auth,
         rateLimits: h.rateLimits,
-        upstreams,
-        signingSecret: SECRET,
+        upstream: httpUpstream({ pools: upstreams, signingSecret: SECRET, logger }),
         readiness: async () => {},
       });
       await request(app)
@@ -306,7 +304,7 @@ describe('forwarding', () => {
         .expect(502);
       expect(h.services.chat.received.length).toBe(before);
     } finally {
-      await destroyUpstreams(upstreams);
+      await destroyServicePools(upstreams);
     }
   });
 });

@@ -2,6 +2,6 @@
 // clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
 import { jobsConfigShape } from './config';
-import { startJobsService } from './service';
+import { createJobsUnit } from './service';
 
-void runService({ name: 'jobs', configShape: jobsConfigShape, start: startJobsService });
+void runService({ name: 'jobs', configShape: jobsConfigShape, unit: createJobsUnit });

@@ -2,7 +2,6 @@
 // state events, the lease reaper and an outbox relay.
 // main.ts runs it on Kafka with a pool of its own; a single-process setup or a test can hand it a bus (the
 // in-process one) and a shared pool.
-import type { Server } from 'node:http';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import {
   connectKafkaBus,
@@ -14,10 +13,10 @@ import {
   type JobEventsTopic,
   type OutboxRelayOptions,
 } from '@fin/events';
-import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
+import { createLifecycle, serveUnit, served, type Closer, type Lifecycle, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { WebhooksConfig } from '@fin/webhooks';
-import { createApp } from './app';
+import { createJobsHandlers } from './app';
 import type { JobsConfig } from './config';
 import { startJobEventBroadcast, startJobEventObserver, type JobEventObserverOptions } from './consumer';
 import { createJobGauges } from './job-gauges';
@@ -57,20 +56,13 @@ interface JobsServiceCommonOptions {
 export type JobsServiceOptions = JobsServiceCommonOptions &
   ({ config: JobsConfig; bus?: EventBus; pool?: Pool } | { config: JobsServiceSettings; bus: EventBus; pool: Pool });
 
-export interface JobsService {
-  server: Server;
-  /** Where the server listens, e.g. http://127.0.0.1:8085 (PORT 0 picks a free port). */
-  url: string;
-  /** Its beginShutdown also ends the open job event streams (clients reconnect to another replica). */
-  lifecycle: Lifecycle;
-  /**
-   * In shutdown order, after the HTTP server stopped: the job event streams' subscription, event observer, consumer lag monitor, lease reaper, job
-   * gauges, outbox relay, then the bus and the pool when the service created them.
-   */
-  closers: Closer[];
-}
-
-export async function startJobsService(options: JobsServiceOptions): Promise<JobsService> {
+/**
+ * The job-status service as a unit. Its closers, in shutdown order after the requests stopped: the job event
+ * streams' subscription, event observer, consumer lag monitor, lease reaper, job gauges, outbox relay, then the
+ * bus and the pool when the service created them. Its lifecycle's beginShutdown also ends the open job event
+ * streams (clients reconnect to another replica).
+ */
+export async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit> {
   const { config, logger, outboxRelay = true, eventsTopic, groupId, onJobEvent } = options;
   // Without a bus or a pool given, the config is the whole JobsConfig (JobsServiceOptions).
   const own = config as JobsConfig;
@@ -164,16 +156,22 @@ export async function startJobsService(options: JobsServiceOptions): Promise<Job
   }
   closers.push(...last);
 
-  const app = createApp({
-    logger,
-    queries: createJobQueries(pool),
-    streams,
-    signingSecret: config.INTERNAL_SIGNING_SECRET,
+  return {
+    name: 'jobs',
+    handlers: createJobsHandlers({ queries: createJobQueries(pool), streams }),
     readiness: async () => {
       await pool.query('SELECT 1');
     },
     lifecycle,
-  });
-  const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
-  return { server, url, lifecycle, closers };
+    // Its consumers, reaper and relay started above, as the unit was made.
+    start: async () => {},
+    closers,
+  };
+}
+
+/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
+export async function startJobsService(options: JobsServiceOptions): Promise<ServedService> {
+  const { config, logger } = options;
+  const unit = await createJobsUnit(options);
+  return served(await serveUnit(unit, { port: config.PORT, host: config.HOST, signingSecret: config.INTERNAL_SIGNING_SECRET, logger }));
 }

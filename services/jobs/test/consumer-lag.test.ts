@@ -13,12 +13,13 @@ import {
   waitFor,
 } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
-import { type JobsService, startJobsService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startJobsService } from '../src/service';
 import { SECRET, testLogger } from './support';
 
 describe('the job-status service reporting consumer lag', () => {
   let db: TestDatabase;
-  let service: JobsService | undefined;
+  let service: ServedService | undefined;
   // A deployment of its own on the shared broker.
   const prefix = `${uniqueName('jobs-lag')}.`;
   const kafka = testKafka();

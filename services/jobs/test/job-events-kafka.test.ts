@@ -15,7 +15,8 @@ import {
   uniqueName,
   waitFor,
 } from '@fin/testing';
-import { type JobsService, startJobsService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startJobsService } from '../src/service';
 import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
 
 describe('job event streams across replicas on Kafka', () => {
@@ -28,7 +29,7 @@ describe('job event streams across replicas on Kafka', () => {
   const observerGroup = uniqueName('jobs-service');
   /** Replica name → the jobs its observer (the shared group) received events of. */
   const observed = { a: new Set<string>(), b: new Set<string>() };
-  const replicas: { name: 'a' | 'b'; bus: EventBus; service: JobsService }[] = [];
+  const replicas: { name: 'a' | 'b'; bus: EventBus; service: ServedService }[] = [];
   const open: EventStreamClient[] = [];
 
   beforeAll(async () => {

@@ -5,7 +5,8 @@ import { type Pool, createPool } from '@fin/db';
 import { type MemoryEventBus, createMemoryBus, createPublisher, jobsEventsTopic } from '@fin/events';
 import { attemptRecorder, claimJob } from '@fin/job-store';
 import { type EventStreamClient, type SseFrame, type TestDatabase, createTestDatabase, openEventStream, waitFor } from '@fin/testing';
-import { type JobsService, startJobsService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startJobsService } from '../src/service';
 import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
 
 const NOT_FOUND = { detail: 'Job not found.', status_code: 404, type: 'not_found' };
@@ -14,7 +15,7 @@ describe('job event stream', () => {
   let db: TestDatabase;
   let pool: Pool;
   let bus: MemoryEventBus;
-  let service: JobsService;
+  let service: ServedService;
   const logger = testLogger();
   const open: EventStreamClient[] = [];
 

@@ -8,14 +8,15 @@ import { attemptRecorder, claimJob } from '@fin/job-store';
 import { createShutdown } from '@fin/http';
 import { type TestDatabase, createTestDatabase, testCustomerToolsKey, uniqueName, waitFor } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
-import { type JobsService, startJobsService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startJobsService } from '../src/service';
 import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
 
 describe('startJobsService', () => {
   let db: TestDatabase;
   let pool: Pool;
   let bus: MemoryEventBus;
-  let service: JobsService;
+  let service: ServedService;
   const exits: number[] = [];
   const closed: string[] = [];
   const logger = testLogger();

@@ -2,6 +2,6 @@
 // down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
 import { mcpConfigShape } from './config';
-import { startMcpService } from './service';
+import { createMcpUnit } from './service';
 
-void runService({ name: 'mcp', configShape: mcpConfigShape, start: startMcpService });
+void runService({ name: 'mcp', configShape: mcpConfigShape, unit: createMcpUnit });

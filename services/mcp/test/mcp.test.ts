@@ -12,7 +12,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
-import { startMcpService, type McpService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startMcpService } from '../src/service';
 
 const SECRET = 'mcp-test-secret-0123456789abcdef0123';
 const logger = createLogger({ service: 'mcp-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -117,7 +118,7 @@ function gatewayFetch(who: Caller, apiKey: string, signed = true) {
 
 describe('the MCP service', () => {
   let api: Awaited<ReturnType<typeof startApi>>;
-  let service: McpService;
+  let service: ServedService;
   const clients: Client[] = [];
 
   beforeAll(async () => {

@@ -2,6 +2,6 @@
 // clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
 import { newsConfigShape } from './config';
-import { startNewsService } from './service';
+import { createNewsUnit } from './service';
 
-void runService({ name: 'news', configShape: newsConfigShape, start: startNewsService });
+void runService({ name: 'news', configShape: newsConfigShape, unit: createNewsUnit });

@@ -1,21 +1,20 @@
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { startProductService, type ProductService, type SharedResources } from '@fin/job-kit';
+import { serveUnit, type RunningService, type ServiceUnit } from '@fin/http';
+import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
-import { createApp } from './app';
+import { createNewsHandlers } from './app';
 import type { NewsConfig } from './config';
 import { createNewsWorker } from './worker';
-
-export type NewsService = ProductService;
 
 export interface NewsServiceOptions extends SharedResources<AiEngine> {
   config: NewsConfig;
   logger: Logger;
 }
 
-/** Starts the roles this process runs (NEWS_ROLE); shared resources in single-process mode, else from config. */
-export function startNewsService({ config, logger, ...shared }: NewsServiceOptions): Promise<NewsService> {
-  return startProductService({
+/** The roles this process runs (NEWS_ROLE) as a unit; shared resources in single-process mode, else from config. */
+export function createNewsUnit({ config, logger, ...shared }: NewsServiceOptions): Promise<ServiceUnit> {
+  return createProductUnit({
     ...shared,
     jobType: 'news',
     config,
@@ -29,7 +28,18 @@ export function startNewsService({ config, logger, ...shared }: NewsServiceOptio
     },
     logger,
     createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),
-    createApp,
+    createHandlers: createNewsHandlers,
     createWorker: createNewsWorker,
+  });
+}
+
+/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
+export async function startNewsService(options: NewsServiceOptions): Promise<RunningService> {
+  const { config, logger } = options;
+  return serveUnit(await createNewsUnit(options), {
+    port: config.PORT,
+    host: config.HOST,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    logger,
   });
 }

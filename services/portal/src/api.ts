@@ -1,10 +1,9 @@
 // The customer-tools API (/api/customer-tools, scope `tools`, reached through the gateway). Handlers are short:
 // the contract validates the input, the store does the work, errors of the store become 400 / 409.
-import { API_ROUTES, type CustomerToolCallListResponse, type CustomerToolListResponse } from '@fin/contracts';
+import { type CustomerToolCallListResponse, type CustomerToolListResponse } from '@fin/contracts';
 import { CustomerToolError, listCalls, toApiTool, type CallRecord, type ToolStore } from '@fin/customer-tools';
 import type { Pool } from '@fin/db';
-import { badRequest, conflict, forbidden, notFound, route, type Caller } from '@fin/http';
-import type express from 'express';
+import { badRequest, conflict, forbidden, notFound, type Caller, type HandlerTable } from '@fin/http';
 
 const NOT_FOUND = 'No customer tool with this id.';
 
@@ -41,38 +40,40 @@ function toApiCall(call: CallRecord) {
   };
 }
 
-export function mountCustomerToolsApi(app: express.Express, { store, pool }: { store: ToolStore; pool: Pool }): void {
-  route(app, API_ROUTES.listCustomerTools, async ({ caller }): Promise<CustomerToolListResponse> => ({
-    tools: (await store.list(tenantOf(caller))).map(toApiTool),
-  }));
+export function customerToolsHandlers({ store, pool }: { store: ToolStore; pool: Pool }): HandlerTable {
+  return {
+    listCustomerTools: async ({ caller }): Promise<CustomerToolListResponse> => ({
+      tools: (await store.list(tenantOf(caller))).map(toApiTool),
+    }),
 
-  route(app, API_ROUTES.createCustomerTool, async ({ body, caller }, { res }) => {
-    const tool = await translated(store.create(tenantOf(caller), body));
-    res.status(201).location(`/api/customer-tools/${tool.id}`);
-    return toApiTool(tool);
-  });
+    createCustomerTool: async ({ body, caller }, { res }) => {
+      const tool = await translated(store.create(tenantOf(caller), body));
+      res.status(201).location(`/api/customer-tools/${tool.id}`);
+      return toApiTool(tool);
+    },
 
-  route(app, API_ROUTES.getCustomerTool, async ({ params, caller }) => {
-    const tool = await store.get(tenantOf(caller), params.id);
-    if (tool === null) throw notFound(NOT_FOUND);
-    return toApiTool(tool);
-  });
+    getCustomerTool: async ({ params, caller }) => {
+      const tool = await store.get(tenantOf(caller), params.id);
+      if (tool === null) throw notFound(NOT_FOUND);
+      return toApiTool(tool);
+    },
 
-  route(app, API_ROUTES.updateCustomerTool, async ({ params, body, caller }) => {
-    const tool = await translated(store.update(tenantOf(caller), params.id, body));
-    if (tool === null) throw notFound(NOT_FOUND);
-    return toApiTool(tool);
-  });
+    updateCustomerTool: async ({ params, body, caller }) => {
+      const tool = await translated(store.update(tenantOf(caller), params.id, body));
+      if (tool === null) throw notFound(NOT_FOUND);
+      return toApiTool(tool);
+    },
 
-  route(app, API_ROUTES.deleteCustomerTool, async ({ params, caller }, { res }) => {
-    if (!(await store.delete(tenantOf(caller), params.id))) throw notFound(NOT_FOUND);
-    res.status(204).end();
-    return undefined;
-  });
+    deleteCustomerTool: async ({ params, caller }, { res }) => {
+      if (!(await store.delete(tenantOf(caller), params.id))) throw notFound(NOT_FOUND);
+      res.status(204).end();
+      return undefined;
+    },
 
-  route(app, API_ROUTES.listCustomerToolCalls, async ({ params, query, caller }): Promise<CustomerToolCallListResponse> => {
-    const tenantId = tenantOf(caller);
-    if ((await store.get(tenantId, params.id)) === null) throw notFound(NOT_FOUND);
-    return { calls: (await listCalls(pool, tenantId, params.id, query.limit)).map(toApiCall) };
-  });
+    listCustomerToolCalls: async ({ params, query, caller }): Promise<CustomerToolCallListResponse> => {
+      const tenantId = tenantOf(caller);
+      if ((await store.get(tenantId, params.id)) === null) throw notFound(NOT_FOUND);
+      return { calls: (await listCalls(pool, tenantId, params.id, query.limit)).map(toApiCall) };
+    },
+  };
 }

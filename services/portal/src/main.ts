@@ -2,6 +2,6 @@
 // clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
 import { portalConfigShape } from './config';
-import { startPortalService } from './service';
+import { createPortalUnit } from './service';
 
-void runService({ name: 'portal', configShape: portalConfigShape, start: startPortalService });
+void runService({ name: 'portal', configShape: portalConfigShape, unit: createPortalUnit });

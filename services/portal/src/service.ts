@@ -1,12 +1,12 @@
 // The portal as a unit: database pool, tool store, the customer-tools runtime (for the test button) and the HTTP
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
-import type { Server } from 'node:http';
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, listenOrClose, type Closer, type Lifecycle } from '@fin/http';
+import { createLifecycle, serveUnit, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createWebhookStore } from '@fin/webhooks';
-import { createApp } from './app';
+import { createPortalHandlers } from './app';
+import { portalRoutes } from './web/routes';
 import type { PortalConfig } from './config';
 import { createSessions } from './session';
 import { createPortalThrottle } from './throttle';
@@ -18,16 +18,8 @@ export interface PortalOptions {
   pool?: Pool;
 }
 
-export interface PortalService {
-  server: Server;
-  /** Where the server listens, e.g. http://127.0.0.1:8086 (PORT 0 picks a free port). */
-  url: string;
-  lifecycle: Lifecycle;
-  /** In shutdown order, after the HTTP server has drained. */
-  closers: Closer[];
-}
-
-export async function startPortalService({ config, logger, pool: sharedPool }: PortalOptions): Promise<PortalService> {
+/** The portal as a unit: its API handlers and its pages. */
+export function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): Promise<ServiceUnit> {
   const pool =
     sharedPool ??
     createPool({
@@ -59,7 +51,7 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
       test_call: { perClient: config.PORTAL_TEST_CALL_LIMIT_PER_CLIENT, perTenant: config.PORTAL_TEST_CALL_LIMIT_PER_TENANT },
     },
   });
-  const app = createApp({
+  const deps = {
     pool,
     store,
     webhooks,
@@ -71,7 +63,29 @@ export async function startPortalService({ config, logger, pool: sharedPool }: P
     throttle,
     clientAddressHops: config.PORTAL_CLIENT_ADDRESS_HOPS,
     keyTtlDays: config.PORTAL_KEY_TTL_DAYS,
+  };
+  return Promise.resolve({
+    name: 'portal',
+    handlers: createPortalHandlers(deps),
+    pages: { prefix: '/portal', router: portalRoutes(deps) },
+    readiness: async () => {
+      await pool.query('SELECT 1');
+    },
+    lifecycle,
+    start: async () => {},
+    closers,
   });
-  const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
-  return { server, url, lifecycle, closers };
+}
+
+/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
+export async function startPortalService(options: PortalOptions): Promise<ServedService> {
+  const { config, logger } = options;
+  return served(
+    await serveUnit(await createPortalUnit(options), {
+      port: config.PORT,
+      host: config.HOST,
+      signingSecret: config.INTERNAL_SIGNING_SECRET,
+      logger,
+    }),
+  );
 }

@@ -2,10 +2,9 @@
 // contract validates the input, the store does the work, its refusals become 400 / 409, and another tenant's
 // endpoint or delivery is the same 404 as a missing one. An endpoint receives the products the key that registered
 // (or replaced) it may read: its `products`, from the caller's scopes.
-import { API_ROUTES, type WebhookDelivery, type WebhookDeliveryListResponse, type WebhookListResponse } from '@fin/contracts';
-import { badRequest, conflict, forbidden, notFound, route, type Caller } from '@fin/http';
+import { type WebhookDelivery, type WebhookDeliveryListResponse, type WebhookListResponse } from '@fin/contracts';
+import { badRequest, conflict, forbidden, notFound, type Caller, type HandlerTable, type RouteContext } from '@fin/http';
 import { WebhookError, productsReadableWith, type WebhookStore } from '@fin/webhooks';
-import type express from 'express';
 
 const NOT_FOUND = 'No webhook endpoint with this id.';
 
@@ -29,67 +28,66 @@ function found<T>(value: T | null): T {
   return value;
 }
 
-function redelivered(delivery: WebhookDelivery | 'in_flight' | null, res: express.Response, notFoundDetail: string): WebhookDelivery {
+function redelivered(delivery: WebhookDelivery | 'in_flight' | null, res: RouteContext['res'], notFoundDetail: string): WebhookDelivery {
   if (delivery === null) throw notFound(notFoundDetail);
   if (delivery === 'in_flight') throw conflict('This delivery is being attempted right now; redeliver it once the attempt has ended.');
   res.status(202);
   return delivery;
 }
 
-export function mountWebhooksApi(app: express.Express, { webhooks }: { webhooks: WebhookStore }): void {
-  route(app, API_ROUTES.listWebhooks, async ({ caller }): Promise<WebhookListResponse> => ({
-    webhooks: await webhooks.list(tenantOf(caller)),
-  }));
+export function webhooksHandlers({ webhooks }: { webhooks: WebhookStore }): HandlerTable {
+  return {
+    listWebhooks: async ({ caller }): Promise<WebhookListResponse> => ({
+      webhooks: await webhooks.list(tenantOf(caller)),
+    }),
 
-  route(app, API_ROUTES.rotateCallbackSecret, async ({ caller }) => webhooks.rotateCallbackSecret(tenantOf(caller)));
+    rotateCallbackSecret: async ({ caller }) => webhooks.rotateCallbackSecret(tenantOf(caller)),
 
-  // Mounted before the {id} routes, so that express does not take `callbacks` for an endpoint id.
-  route(app, API_ROUTES.listCallbackDeliveries, async ({ query, caller }): Promise<WebhookDeliveryListResponse> => {
-    const deliveries = await webhooks.deliveries(tenantOf(caller), null, query.limit, query.job_id);
-    // Null only for a job_id that is not one of the account's jobs.
-    if (deliveries === null) throw notFound('No job with this id.');
-    return { deliveries };
-  });
+    // Mounted before the {id} routes, so that express does not take `callbacks` for an endpoint id.
+    listCallbackDeliveries: async ({ query, caller }): Promise<WebhookDeliveryListResponse> => {
+      const deliveries = await webhooks.deliveries(tenantOf(caller), null, query.limit, query.job_id);
+      // Null only for a job_id that is not one of the account's jobs.
+      if (deliveries === null) throw notFound('No job with this id.');
+      return { deliveries };
+    },
 
-  route(app, API_ROUTES.redeliverCallbackDelivery, async ({ params, caller }, { res }) =>
-    redelivered(await webhooks.redeliver(tenantOf(caller), null, params.delivery_id), res, 'No such callback delivery.'),
-  );
+    redeliverCallbackDelivery: async ({ params, caller }, { res }) =>
+      redelivered(await webhooks.redeliver(tenantOf(caller), null, params.delivery_id), res, 'No such callback delivery.'),
 
-  route(app, API_ROUTES.createWebhook, async ({ body, caller }, { res }) => {
-    const created = await translated(webhooks.create(tenantOf(caller), body, productsReadableWith(caller.scopes)));
-    res.status(201).location(`/api/webhooks/${created.id}`);
-    return created;
-  });
+    createWebhook: async ({ body, caller }, { res }) => {
+      const created = await translated(webhooks.create(tenantOf(caller), body, productsReadableWith(caller.scopes)));
+      res.status(201).location(`/api/webhooks/${created.id}`);
+      return created;
+    },
 
-  route(app, API_ROUTES.getWebhook, async ({ params, caller }) => found(await webhooks.get(tenantOf(caller), params.id)));
+    getWebhook: async ({ params, caller }) => found(await webhooks.get(tenantOf(caller), params.id)),
 
-  route(app, API_ROUTES.updateWebhook, async ({ params, body, caller }) =>
-    found(await translated(webhooks.update(tenantOf(caller), params.id, body, productsReadableWith(caller.scopes)))),
-  );
+    updateWebhook: async ({ params, body, caller }) =>
+      found(await translated(webhooks.update(tenantOf(caller), params.id, body, productsReadableWith(caller.scopes)))),
 
-  route(app, API_ROUTES.deleteWebhook, async ({ params, caller }, { res }) => {
-    if (!(await webhooks.delete(tenantOf(caller), params.id))) throw notFound(NOT_FOUND);
-    res.status(204).end();
-    return undefined;
-  });
+    deleteWebhook: async ({ params, caller }, { res }) => {
+      if (!(await webhooks.delete(tenantOf(caller), params.id))) throw notFound(NOT_FOUND);
+      res.status(204).end();
+      return undefined;
+    },
 
-  route(app, API_ROUTES.rotateWebhookSecret, async ({ params, caller }) => found(await webhooks.rotateSecret(tenantOf(caller), params.id)));
+    rotateWebhookSecret: async ({ params, caller }) => found(await webhooks.rotateSecret(tenantOf(caller), params.id)),
 
-  route(app, API_ROUTES.testWebhook, async ({ params, caller }, { res }) => {
-    const delivery = found(await webhooks.queueTest(tenantOf(caller), params.id));
-    res.status(202);
-    return delivery;
-  });
+    testWebhook: async ({ params, caller }, { res }) => {
+      const delivery = found(await webhooks.queueTest(tenantOf(caller), params.id));
+      res.status(202);
+      return delivery;
+    },
 
-  route(app, API_ROUTES.listWebhookDeliveries, async ({ params, query, caller }): Promise<WebhookDeliveryListResponse> => ({
-    deliveries: found(await webhooks.deliveries(tenantOf(caller), params.id, query.limit)),
-  }));
+    listWebhookDeliveries: async ({ params, query, caller }): Promise<WebhookDeliveryListResponse> => ({
+      deliveries: found(await webhooks.deliveries(tenantOf(caller), params.id, query.limit)),
+    }),
 
-  route(app, API_ROUTES.redeliverWebhookDelivery, async ({ params, caller }, { res }) =>
-    redelivered(
-      await webhooks.redeliver(tenantOf(caller), params.id, params.delivery_id),
-      res,
-      'No such delivery of this webhook endpoint.',
-    ),
-  );
+    redeliverWebhookDelivery: async ({ params, caller }, { res }) =>
+      redelivered(
+        await webhooks.redeliver(tenantOf(caller), params.id, params.delivery_id),
+        res,
+        'No such delivery of this webhook endpoint.',
+      ),
+  };
 }

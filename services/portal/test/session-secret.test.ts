@@ -10,7 +10,8 @@ import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import type { Response } from 'express';
 import request from 'supertest';
 import { portalConfigShape } from '../src/config';
-import { startPortalService, type PortalService } from '../src/service';
+import type { ServedService } from '@fin/http';
+import { startPortalService } from '../src/service';
 import { SESSION_COOKIE, createSessions } from '../src/session';
 
 const INTERNAL_SIGNING_SECRET = randomBytes(32).toString('hex');
@@ -31,7 +32,7 @@ function env(databaseUrl: string): Record<string, string> {
 describe("the portal's session secret", () => {
   let db: TestDatabase;
   let pool: Pool;
-  let portal: PortalService;
+  let portal: ServedService;
   let keyId: string;
   let tenantId: string;
 

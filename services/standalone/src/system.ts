@@ -1,36 +1,36 @@
 // The whole system in one process: the gateway, the job-status service and every product service (API and
-// worker roles together), each on its own loopback port and talking real HTTP, sharing one database pool,
-// one event bus and one AI engine. Nothing is configured → embedded PostgreSQL, the in-process bus and offline
+// worker roles together) as units the gateway calls directly (inProcessUpstream), sharing one database pool, one
+// event bus and one AI engine. It listens on two ports: the API and the metrics. Nothing is configured → embedded PostgreSQL, the in-process bus and offline
 // AI; DATABASE_URL, KAFKA_BROKERS and ANTHROPIC_API_KEY switch each to the real thing.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { analysisConfigShape } from '@fin/analysis/config';
-import { startAnalysisService } from '@fin/analysis/service';
+import { createAnalysisUnit } from '@fin/analysis/service';
 import { aiConfigShape, createAiEngine, type AiEngine } from '@fin/ai';
 import { chatConfigShape } from '@fin/chat/config';
-import { startChatService } from '@fin/chat/service';
+import { createChatUnit } from '@fin/chat/service';
 import { csv, int, logConfigShape, parseConfig } from '@fin/config';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
 import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayConfigShape } from '@fin/gateway/config';
 import { startGateway } from '@fin/gateway/service';
-import { closeStarted, createShutdown, type Closer, type Lifecycle, type RunningService } from '@fin/http';
+import { inProcessUpstream } from '@fin/gateway/upstream';
+import { closeStarted, createShutdown, type Closer, type Lifecycle, type RunningService, type ServiceUnit } from '@fin/http';
 import { jobsConfigShape } from '@fin/jobs/config';
-import { startJobsService } from '@fin/jobs/service';
+import { createJobsUnit } from '@fin/jobs/service';
 import { createLogger, logOptionsOf, type Logger } from '@fin/log';
 import { mcpConfigShape } from '@fin/mcp/config';
-import { startMcpService } from '@fin/mcp/service';
+import { createMcpUnit } from '@fin/mcp/service';
 import { metricsConfigShape, startMetricsServer } from '@fin/metrics';
 import { newsConfigShape } from '@fin/news/config';
-import { startNewsService } from '@fin/news/service';
+import { createNewsUnit } from '@fin/news/service';
 import { portalConfigShape } from '@fin/portal/config';
-import { startPortalService } from '@fin/portal/service';
+import { createPortalUnit } from '@fin/portal/service';
 import { stockReportConfigShape } from '@fin/stock-report/config';
-import { startStockReportService } from '@fin/stock-report/service';
+import { createStockReportUnit } from '@fin/stock-report/service';
 import { z } from 'zod';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 
@@ -53,18 +53,11 @@ const standaloneConfigShape = {
   ...metricsConfigShape(9090),
 };
 
-/** One running service as the shutdown sequence sees it: what its start function returned (as runService gets it). */
-interface Unit extends RunningService {
-  name: string;
-}
-
 export interface Standalone {
   /** The API's base URL (the gateway). */
   url: string;
   /** GET here for the Prometheus metrics of every service in the process. */
   metricsUrl: string;
-  /** Where each internal service listens, for diagnostics. */
-  services: Record<string, string>;
   databaseUrl: string;
   embedded: boolean;
   /** Where the embedded database keeps its files (under DATA_DIR, or /var/lib/fin-api when run as root). */
@@ -72,8 +65,10 @@ export interface Standalone {
   bus: 'kafka' | 'in-process';
   offline: boolean;
   pool: Pool;
-  /** Gateway first (so nothing new arrives), then the product services, then jobs; each drained in turn. */
-  units: Unit[];
+  /** The gateway: the only server of the process besides the metrics listener. */
+  gateway: RunningService;
+  /** The services behind it, in shutdown order: the product services, then jobs. */
+  units: ServiceUnit[];
   /** Shared resources, closed after every unit: engine, bus, pool, embedded database. */
   closers: Closer[];
 }
@@ -87,12 +82,6 @@ export interface StandaloneOptions {
 
 /** The repository root (services/standalone/src or dist → three levels up). */
 export const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..', '..');
-
-function urlOf(server: Server | undefined, host: string): string {
-  // Every unit here runs its API role, so each has a server; a missing one is a wiring mistake.
-  if (server === undefined) throw new Error('a service of the standalone system started without its HTTP server');
-  return `http://${host}:${(server.address() as AddressInfo).port}`;
-}
 
 /**
  * The key that seals customer-tool secrets: generated at the first start and kept in the data folder (mode 600),
@@ -126,11 +115,14 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
   const log = logger ?? createLogger({ service: 'standalone', ...logOptionsOf(settings) });
   const loggerFor = (service: string) => (logger ? logger.child({ service }) : createLogger({ service, ...logOptionsOf(settings) }));
   const started: Closer[] = [];
-  const units: Unit[] = [];
+  const units: ServiceUnit[] = [];
+  let gatewayUnit: RunningService | undefined;
   const unwind = async () => {
-    for (const unit of units.reverse())
-      for (const closer of [unit.server ? serverCloser(unit.server) : undefined, ...unit.closers])
-        await closer?.close().catch(() => undefined);
+    const closers = [
+      ...(gatewayUnit?.server ? [serverCloser(gatewayUnit.server), ...gatewayUnit.closers] : []),
+      ...[...units].reverse().flatMap((unit) => unit.closers),
+    ];
+    for (const closer of closers) await closer.close().catch(() => undefined);
     await closeStarted(started.reverse());
   };
 
@@ -176,106 +168,87 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     const serviceConfig = <S extends Shape>(shape: S, extra: Record<string, string> = {}) =>
       parseConfig(withBusApplied(shape), { ...shared, ...extra });
 
-    // 4. The services behind the gateway, each on a free loopback port.
-    const jobsLogger = loggerFor('jobs');
-    const jobs = await startJobsService({ config: serviceConfig(jobsConfigShape), logger: jobsLogger, bus, pool, outboxRelay: false });
-    units.push({ name: 'jobs', ...jobs });
-
-    const news = await startNewsService({
+    // 4. The services behind the gateway: units of this process, which the gateway calls directly (no port).
+    const jobs = await createJobsUnit({ config: serviceConfig(jobsConfigShape), logger: loggerFor('jobs'), bus, pool, outboxRelay: false });
+    units.push(jobs);
+    const news = await createNewsUnit({
       config: serviceConfig(newsConfigShape, { NEWS_ROLE: 'all' }),
       logger: loggerFor('news'),
       pool,
       bus,
       engine,
     });
-    units.push({ name: 'news', ...news });
-
-    const stockReport = await startStockReportService({
+    units.push(news);
+    const stockReport = await createStockReportUnit({
       config: serviceConfig(stockReportConfigShape, { STOCK_REPORT_ROLE: 'all' }),
       logger: loggerFor('stock-report'),
       pool,
       bus,
       engine,
     });
-    units.push({ name: 'stock-report', ...stockReport });
-
-    const analysis = await startAnalysisService({
+    units.push(stockReport);
+    const analysis = await createAnalysisUnit({
       config: serviceConfig(analysisConfigShape, { ANALYSIS_ROLE: 'all' }),
       logger: loggerFor('analysis'),
       pool,
       bus,
       engine,
     });
-    units.push({ name: 'analysis', ...analysis });
-
-    const chat = await startChatService({ config: serviceConfig(chatConfigShape), logger: loggerFor('chat'), pool, engine });
-    units.push({ name: 'chat', ...chat });
-
-    const portal = await startPortalService({
+    units.push(analysis);
+    const chat = await createChatUnit({ config: serviceConfig(chatConfigShape), logger: loggerFor('chat'), pool, engine });
+    units.push(chat);
+    const portal = await createPortalUnit({
       // Local http: the session cookie cannot be Secure (browsers keep Secure cookies on http://127.0.0.1, but not
       // on other local names).
       config: parseConfig(portalConfigShape, { PORTAL_COOKIE_SECURE: 'false', ...shared }),
       logger: loggerFor('portal'),
       pool,
     });
-    units.push({ name: 'portal', ...portal });
-
-    // The MCP service calls the API through the gateway, which starts last (it routes to the MCP service): it reads
-    // the gateway's URL per request, and no request reaches it before the gateway listens.
+    units.push(portal);
+    // The MCP tools call the API as their caller, through the gateway (its URL is known once it listens, and no tool
+    // runs before that), so that its key, scopes and limits apply as to a direct request.
     const api: { url?: string } = {};
-    const mcp = await startMcpService({
+    const mcp = await createMcpUnit({
       config: serviceConfig(mcpConfigShape),
       logger: loggerFor('mcp'),
-      apiUrl: () => {
-        if (api.url === undefined) throw new Error('the MCP service was called before the gateway listened');
-        return api.url;
+      api: {
+        baseUrl: () => {
+          if (api.url === undefined) throw new Error('the MCP service was called before the gateway listened');
+          return api.url;
+        },
       },
     });
-    units.push({ name: 'mcp', ...mcp });
-
-    const services: Record<string, string> = {
-      jobs: jobs.url,
-      news: urlOf(news.server, '127.0.0.1'),
-      'stock-report': urlOf(stockReport.server, '127.0.0.1'),
-      analysis: urlOf(analysis.server, '127.0.0.1'),
-      chat: urlOf(chat.server, '127.0.0.1'),
-      portal: portal.url,
-      mcp: mcp.url,
-    };
+    units.push(mcp);
+    for (const unit of units) await unit.start();
 
     const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger: log });
     started.push({ name: 'metrics listener', close: () => metrics.close() });
 
-    // 5. The gateway on PORT, routing to them.
+    // 5. The gateway on PORT, calling them.
+    const gatewayConfig = parseConfig(gatewayConfigShape, { ...shared, PORT: String(settings.PORT), HOST: settings.HOST });
     const gateway = await startGateway({
-      config: parseConfig(gatewayConfigShape, {
-        ...shared,
-        PORT: String(settings.PORT),
-        HOST: settings.HOST,
-        NEWS_URL: services.news,
-        STOCK_REPORT_URL: services['stock-report'],
-        ANALYSIS_URL: services.analysis,
-        CHAT_URL: services.chat,
-        PORTAL_URL: services.portal,
-        JOBS_URL: services.jobs,
-        MCP_URL: services.mcp,
-      }),
+      config: gatewayConfig,
       logger: loggerFor('gateway'),
       pool,
+      upstream: () =>
+        inProcessUpstream({
+          units: { jobs, news, 'stock-report': stockReport, analysis, chat, portal, mcp },
+          limits: { maxBodyBytes: gatewayConfig.MAX_BODY_BYTES },
+        }),
     });
-    units.push({ name: 'gateway', ...gateway });
     api.url = gateway.url;
+    gatewayUnit = gateway;
 
     return {
       url: gateway.url,
       metricsUrl: metrics.url,
-      services,
       databaseUrl,
       embedded: database !== undefined,
       ...(database ? { embeddedDataDir: database.dataDir } : {}),
       bus: kafka.KAFKA_BROKERS.length > 0 ? 'kafka' : 'in-process',
       offline: engine.offline,
       pool,
+      gateway,
       units: [...units].reverse(),
       closers: [...started].reverse(),
     };
@@ -297,7 +270,7 @@ export function createStandaloneShutdown(
   exit: (code: number) => void,
   drainTimeoutMs = 10_000,
 ): (signal: string) => Promise<void> {
-  const lifecycles: Lifecycle[] = system.units.map((unit) => unit.lifecycle);
+  const lifecycles: Lifecycle[] = [system.gateway.lifecycle, ...system.units.map((unit) => unit.lifecycle)];
   return createShutdown({
     logger,
     lifecycle: {
@@ -306,9 +279,9 @@ export function createStandaloneShutdown(
       },
       beginShutdown: () => lifecycles.forEach((lifecycle) => lifecycle.beginShutdown()),
     },
-    servers: system.units.flatMap((unit) => (unit.server ? [unit.server] : [])),
+    servers: system.gateway.server ? [system.gateway.server] : [],
     drainTimeoutMs,
-    closers: [...system.units.flatMap((unit) => unit.closers), ...system.closers],
+    closers: [...system.gateway.closers, ...system.units.flatMap((unit) => unit.closers), ...system.closers],
     exit,
   });
 }

@@ -1,7 +1,7 @@
 // `npm start` as the tests run it: the launcher (scripts/start.mjs, what `npm start` runs under the bootstrap's
 // Node) in a process of its own, with only PATH and the given environment, its output collected.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, runCommand, waitFor } from '@fin/testing';
@@ -83,8 +83,34 @@ export async function startNpmStart(dataDir: string, env: Record<string, string>
   }
 }
 
-/** The command line and environment of the system process npm start recorded in DATA_DIR/database.json (Linux). */
-export function recordedProcess(dataDir: string): { argv: string[]; cwd: string; env: Record<string, string> } {
+/**
+ * The TCP ports the process `pid` itself listens on (Linux): its socket inodes, matched with the LISTEN entries of
+ * /proc/net/tcp and tcp6 (state 0A). The processes it started (the embedded PostgreSQL) are not counted.
+ */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set(
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        return match ? [match[1]] : [];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  const ports = ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) =>
+    readFileSync(table, 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((fields) => fields[3] === '0A' && inodes.has(fields[9]))
+      .map((fields) => parseInt(fields[1]?.split(':')[1] ?? '', 16)),
+  );
+  return [...new Set(ports)].sort((a, b) => a - b);
+}
+
+/** The command line, environment and listening ports of the system process npm start recorded in DATA_DIR/database.json (Linux). */
+export function recordedProcess(dataDir: string): { argv: string[]; cwd: string; env: Record<string, string>; ports: number[] } {
   const { pid } = JSON.parse(readFileSync(path.join(dataDir, 'database.json'), 'utf8')) as { pid: number };
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
     .split('\0')
@@ -95,5 +121,5 @@ export function recordedProcess(dataDir: string): { argv: string[]; cwd: string;
       .filter((entry) => entry.includes('='))
       .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
   );
-  return { argv, cwd: readlinkSync(`/proc/${pid}/cwd`), env };
+  return { argv, cwd: readlinkSync(`/proc/${pid}/cwd`), env, ports: listeningPorts(pid) };
 }

@@ -2,6 +2,6 @@
 // clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
 import { stockReportConfigShape } from './config';
-import { startStockReportService } from './service';
+import { createStockReportUnit } from './service';
 
-void runService({ name: 'stock-report', configShape: stockReportConfigShape, start: startStockReportService });
+void runService({ name: 'stock-report', configShape: stockReportConfigShape, unit: createStockReportUnit });

@@ -1,8 +1,9 @@
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { startProductService, type ProductService, type SharedResources } from '@fin/job-kit';
+import { serveUnit, type RunningService, type ServiceUnit } from '@fin/http';
+import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
-import { createApp } from './app';
+import { createStockReportHandlers } from './app';
 import type { StockReportConfig } from './config';
 import { createStockReportWorker } from './worker';
 
@@ -11,9 +12,9 @@ export interface StockReportServiceOptions extends SharedResources<AiEngine> {
   logger: Logger;
 }
 
-/** Starts the roles this process runs (STOCK_REPORT_ROLE); shared resources in single-process mode, else from config. */
-export function startStockReportService({ config, logger, ...shared }: StockReportServiceOptions): Promise<ProductService> {
-  return startProductService({
+/** The roles this process runs (STOCK_REPORT_ROLE) as a unit; shared resources in single-process mode, else from config. */
+export function createStockReportUnit({ config, logger, ...shared }: StockReportServiceOptions): Promise<ServiceUnit> {
+  return createProductUnit({
     ...shared,
     jobType: 'stock-report',
     config,
@@ -27,7 +28,18 @@ export function startStockReportService({ config, logger, ...shared }: StockRepo
     },
     logger,
     createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),
-    createApp,
+    createHandlers: createStockReportHandlers,
     createWorker: createStockReportWorker,
+  });
+}
+
+/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
+export async function startStockReportService(options: StockReportServiceOptions): Promise<RunningService> {
+  const { config, logger } = options;
+  return serveUnit(await createStockReportUnit(options), {
+    port: config.PORT,
+    host: config.HOST,
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    logger,
   });
 }

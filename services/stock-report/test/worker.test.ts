@@ -12,8 +12,8 @@ import {
   type FakeAnthropic,
   type FakeFinnhub,
 } from '@fin/fakes';
-import { identityKey, signIdentity } from '@fin/http';
-import { classifyFailure, type ProductService } from '@fin/job-kit';
+import { identityKey, signIdentity, type RunningService } from '@fin/http';
+import { classifyFailure } from '@fin/job-kit';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, TEST_KAFKA_BROKERS, testCustomerToolsKey, uniqueName, waitFor, type TestDatabase } from '@fin/testing';
 import request from 'supertest';
@@ -42,7 +42,7 @@ describe('stock-report service: API and worker over Kafka', () => {
   let pool: Pool;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
-  let service: ProductService;
+  let service: RunningService;
   let tenantId: string;
 
   beforeAll(async () => {

@@ -1,7 +1,7 @@
 // What the client is told when a service cannot be reached or answers badly.
 import { ERROR_STATUS, ErrorBody, type ErrorType } from '@fin/contracts';
 import { badGateway, gatewayTimeout, serviceUnavailable, type AppError } from '@fin/http';
-import type { Upstream } from './upstreams';
+import type { ServicePool } from './service-pools';
 
 /** Network errors meaning nobody is there to answer: the service is down or not deployed. */
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -18,7 +18,7 @@ function errorCode(error: unknown): string | undefined {
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 
 /** An error raised before the service sent its response headers. */
-export function upstreamFailure(upstream: Upstream, error: unknown, responseTimeoutMs: number): AppError {
+export function upstreamFailure(upstream: ServicePool, error: unknown, responseTimeoutMs: number): AppError {
   const code = errorCode(error);
   if (code === 'UND_ERR_HEADERS_TIMEOUT')
     return gatewayTimeout(`The ${upstream.label} service did not answer within ${seconds(responseTimeoutMs)}.`, error);
@@ -27,7 +27,7 @@ export function upstreamFailure(upstream: Upstream, error: unknown, responseTime
 }
 
 /** The data of the `error` event that ends an event stream whose service failed mid-stream. */
-export function midStreamFailure(upstream: Upstream): ErrorBody {
+export function midStreamFailure(upstream: ServicePool): ErrorBody {
   return { detail: `The ${upstream.label} service failed while streaming the response.`, status_code: 502, type: 'bad_gateway' };
 }
 
@@ -69,7 +69,7 @@ const GENERIC_DETAIL: Record<ErrorType, (label: string) => string> = {
  * The spec's body for an upstream error answer that is not one (a framework's HTML page, a stack trace, an
  * empty body): a status the spec body has keeps its status; another 4xx becomes 400, another 5xx 502.
  */
-export function normalisedError(upstream: Upstream, status: number): ErrorBody {
+export function normalisedError(upstream: ServicePool, status: number): ErrorBody {
   let type = status === 401 ? 'bad_gateway' : TYPE_OF_STATUS.get(status);
   if (type === undefined) type = status < 500 ? 'validation_error' : 'bad_gateway';
   return { detail: GENERIC_DETAIL[type](upstream.label), status_code: ERROR_STATUS[type], type };

@@ -16,7 +16,7 @@ import { isPassableErrorBody, midStreamFailure, normalisedError, upstreamFailure
 import { requestHeaders, responseHeaders, setResponseHeaders } from './headers';
 import { IdleTimeoutError, copyBody, copyEventStream, readBounded } from './stream';
 import { UPSTREAM_NAMES, type UpstreamName } from '../routes';
-import type { Upstream } from './upstreams';
+import type { ServicePool } from './service-pools';
 
 /** Successful answers up to this size (with a Content-Length) are relayed in one piece rather than streamed. */
 const WHOLE_BODY_BYTES = 64 * 1024;
@@ -57,7 +57,7 @@ function isEventStream(response: Dispatcher.ResponseData): boolean {
  * The handler that forwards to `upstream`. `caller` gives the identity to sign (null: forwarded without an
  * API key, e.g. the portal's pages).
  */
-export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
+export function forwardTo(upstream: ServicePool, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
   return async (req, res, next) => {
     const who = caller(res);
     // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
@@ -122,7 +122,7 @@ export function forwardTo(upstream: Upstream, options: ProxyOptions, caller: (re
 }
 
 /** The proxy hop's span, ended when the client's response is done (or the client has gone). */
-function startHopSpan(upstream: Upstream, req: Request, res: Response): LiveSpan | undefined {
+function startHopSpan(upstream: ServicePool, req: Request, res: Response): LiveSpan | undefined {
   const hop = startSpan(`${req.method} ${upstream.name}`, currentTrace(), {
     kind: SpanKind.CLIENT,
     attributes: { 'http.request.method': req.method, 'server.address': upstream.name },
@@ -173,7 +173,7 @@ function readDeclared(body: Readable, length: number, idleMs: number): Promise<B
  * The request's logger naming the service. Made when a line is logged (rarely: errors and aborts), not per
  * request: a child logger costs time, and a closure kept for an event stream's life costs memory.
  */
-function log(res: Response, options: ProxyOptions, upstream: Upstream): Logger {
+function log(res: Response, options: ProxyOptions, upstream: ServicePool): Logger {
   return loggerOf(res, options.logger).child({ upstream: upstream.name });
 }
 
@@ -184,7 +184,7 @@ function log(res: Response, options: ProxyOptions, upstream: Upstream): Logger {
 function send(
   req: Request,
   res: Response,
-  upstream: Upstream,
+  upstream: ServicePool,
   options: ProxyOptions,
   caller: Caller | null,
   browserPage: boolean,
@@ -219,7 +219,7 @@ async function relayEventStream(
   response: Dispatcher.ResponseData,
   res: Response,
   signal: AbortSignal,
-  upstream: Upstream,
+  upstream: ServicePool,
   options: ProxyOptions,
 ): Promise<void> {
   res.status(response.statusCode);
@@ -246,7 +246,7 @@ async function relayEventStream(
 async function relayError(
   response: Dispatcher.ResponseData,
   res: Response,
-  upstream: Upstream,
+  upstream: ServicePool,
   options: ProxyOptions,
   browserPage: boolean,
 ): Promise<void> {

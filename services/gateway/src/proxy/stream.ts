@@ -3,6 +3,7 @@
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { formatSse, type ErrorBody } from '@fin/contracts';
+import { cutStream } from '@fin/http';
 import type { Response } from 'express';
 
 const NOTHING = Buffer.alloc(0);
@@ -27,6 +28,16 @@ export function cutEventStream(res: Response, error: ErrorBody): void {
   const copy = copies.get(res);
   if (copy !== undefined) copy.cut(error);
   else if (!res.headersSent) cutsBeforeStart.set(res, error);
+  else if (isEventStreamResponse(res)) {
+    // Written by a handler of this process (inProcessUpstream): ended here, and the handler told (streamEndedEarly).
+    unfinished.add(res);
+    cutStream(res, formatSse('error', error));
+  }
+}
+
+function isEventStreamResponse(res: Response): boolean {
+  const type = res.getHeader('content-type');
+  return typeof type === 'string' && /^text\/event-stream\b/i.test(type);
 }
 
 /**

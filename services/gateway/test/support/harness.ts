@@ -16,11 +16,12 @@ import {
 } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import express, { type RequestHandler } from 'express';
-import { createApp, type ProxyLimits } from '../../src/app';
+import { createApp } from '../../src/app';
 import type { Authenticator, Principal, Scope } from '../../src/auth/types';
-import { createUpstreams, destroyUpstreams, type Upstreams } from '../../src/proxy/upstreams';
+import { createServicePools, destroyServicePools, type ServicePools } from '../../src/proxy/service-pools';
 import type { LimitedProduct, RateLimits, ReleaseChatSlot } from '../../src/rate-limit/types';
 import { UPSTREAM_NAMES, type UpstreamName } from '../../src/routes';
+import { httpUpstream, type UpstreamLimits } from '../../src/upstream';
 
 export const SECRET = 'gateway-test-secret-0123456789abcdef';
 export const UUID = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
@@ -219,7 +220,7 @@ export interface Harness {
   auth: TestAuthenticator;
   rateLimits: TestRateLimits;
   services: Record<UpstreamName, FakeService>;
-  upstreams: Upstreams;
+  upstreams: ServicePools;
   close(): Promise<void>;
 }
 
@@ -228,14 +229,14 @@ export interface HarnessOptions {
   mount?: Partial<Record<UpstreamName, (app: express.Express) => void>>;
   /** Where an upstream points instead of its fake service (e.g. a dead URL). */
   urls?: Partial<Record<UpstreamName, string>>;
-  limits?: Partial<ProxyLimits>;
+  limits?: Partial<UpstreamLimits>;
 }
 
 /** The gateway app with every service behind it running. close() stops them all. */
 export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOptions = {}): Promise<Harness> {
   const started = await Promise.all(UPSTREAM_NAMES.map((name) => startFakeService(name, mount[name])));
   const services = Object.fromEntries(started.map((service) => [service.name, service])) as Record<UpstreamName, FakeService>;
-  const upstreams = createUpstreams(
+  const upstreams = createServicePools(
     Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, urls[name] ?? services[name].url])) as Record<UpstreamName, string>,
     { connectTimeoutMs: 2_000 },
   );
@@ -245,10 +246,8 @@ export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOpt
     logger,
     authenticator: auth,
     rateLimits,
-    upstreams,
-    signingSecret: SECRET,
+    upstream: httpUpstream({ pools: upstreams, signingSecret: SECRET, logger, ...(limits === undefined ? {} : { limits }) }),
     readiness: async () => {},
-    ...(limits === undefined ? {} : { limits }),
   });
   return {
     app,
@@ -257,7 +256,7 @@ export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOpt
     services,
     upstreams,
     close: async () => {
-      await destroyUpstreams(upstreams);
+      await destroyServicePools(upstreams);
       await Promise.all(started.map((service) => service.close()));
     },
   };

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { UPSTREAM_NAMES, type UpstreamName } from '../routes';
 
-export interface Upstream {
+export interface ServicePool {
   readonly name: UpstreamName;
   /** How error details name the service: "The job-status service is unavailable." */
   readonly label: string;
@@ -14,7 +14,7 @@ export interface Upstream {
   readonly pool: Dispatcher;
 }
 
-export type Upstreams = Readonly<Record<UpstreamName, Upstream>>;
+export type ServicePools = Readonly<Record<UpstreamName, ServicePool>>;
 
 const LABELS: Record<UpstreamName, string> = {
   news: 'news',
@@ -26,7 +26,7 @@ const LABELS: Record<UpstreamName, string> = {
   mcp: 'MCP',
 };
 
-export interface UpstreamOptions {
+export interface ServicePoolOptions {
   connectTimeoutMs: number;
 }
 
@@ -73,7 +73,7 @@ class ReleaseRawHeaders implements Dispatcher.DispatchHandler {
 const releaseRawHeaders: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
   dispatch(options, new ReleaseRawHeaders(handler));
 
-export function createUpstream(name: UpstreamName, baseUrl: string, { connectTimeoutMs }: UpstreamOptions): Upstream {
+export function createServicePool(name: UpstreamName, baseUrl: string, { connectTimeoutMs }: ServicePoolOptions): ServicePool {
   const url = new URL(baseUrl);
   return {
     name,
@@ -86,17 +86,17 @@ export function createUpstream(name: UpstreamName, baseUrl: string, { connectTim
   };
 }
 
-export function createUpstreams(baseUrls: Readonly<Record<UpstreamName, string>>, options: UpstreamOptions): Upstreams {
-  const entries = UPSTREAM_NAMES.map((name) => [name, createUpstream(name, baseUrls[name], options)] as const);
-  return Object.fromEntries(entries) as Record<UpstreamName, Upstream>;
+export function createServicePools(baseUrls: Readonly<Record<UpstreamName, string>>, options: ServicePoolOptions): ServicePools {
+  const entries = UPSTREAM_NAMES.map((name) => [name, createServicePool(name, baseUrls[name], options)] as const);
+  return Object.fromEntries(entries) as Record<UpstreamName, ServicePool>;
 }
 
 /** Closes every pool: waits for requests in flight (call after draining), then closes the connections. */
-export async function closeUpstreams(upstreams: Upstreams): Promise<void> {
+export async function closeServicePools(upstreams: ServicePools): Promise<void> {
   await Promise.all(Object.values(upstreams).map((upstream) => upstream.pool.close()));
 }
 
 /** Closes every pool at once, aborting requests in flight. */
-export async function destroyUpstreams(upstreams: Upstreams): Promise<void> {
+export async function destroyServicePools(upstreams: ServicePools): Promise<void> {
   await Promise.all(Object.values(upstreams).map((upstream) => upstream.pool.destroy()));
 }

@@ -1,0 +1,132 @@
+// The seam between the gateway and the services behind it. Every API route, once its caller is authenticated,
+// its scope checked and its request counted, is answered by an Upstream:
+// - httpUpstream: the service is another process (Kubernetes, Compose). The body is read as it came and sent over
+//   HTTP with the caller's identity signed for that service, which verifies it (proxy/forward.ts).
+// - inProcessUpstream: the service is a unit of this process (npm start). The gateway calls its handler with the
+//   caller it authenticated: no socket, no second HTTP parse, no signature, no second request context.
+// Either way the handler runs with input parsed by the contract's schemas, and streams are written to the
+// gateway's own response (back-pressure, client disconnects and revocation as the response has them).
+import { JSON_TYPES, badRequest, requestIdOf, requireJsonContentType, tableEntries, vouchFor, type ServiceUnit } from '@fin/http';
+import type { Logger } from '@fin/log';
+import express, { type RequestHandler } from 'express';
+import { callerFrom, principalOf } from './access';
+import { readBody } from './proxy/body';
+import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
+import { closeServicePools, type ServicePools } from './proxy/service-pools';
+import type { GatewayRoute, UpstreamName } from './routes';
+
+export interface Upstream {
+  /** What answers `route` once its caller is known (after key, scope and limit). */
+  answer(route: GatewayRoute): RequestHandler[];
+  /** What answers the pages under a prefix reached without an API key (the portal's web portal). */
+  pages(prefix: string, service: UpstreamName): RequestHandler[];
+  /** After the requests have drained. */
+  close(): Promise<void>;
+}
+
+export interface UpstreamLimits {
+  /** Largest request body (400 naming `body` beyond). */
+  maxBodyBytes: number;
+  /** Until a service's response headers arrive (504 beyond): HTTP only. */
+  responseTimeoutMs: number;
+  /** Longest silence inside a JSON response body: HTTP only. */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
+
+/**
+ * A path segment "." or ".." (also percent-encoded) could make a router resolve a page path outside its prefix;
+ * refused.
+ */
+const refuseDotSegments: RequestHandler = (req, _res, next) => {
+  const segments = req.path.split('/');
+  const unsafe = segments.some((segment) => {
+    try {
+      const decoded = decodeURIComponent(segment);
+      return decoded === '.' || decoded === '..' || decoded.includes('/') || decoded.includes('\\');
+    } catch {
+      return true;
+    }
+  });
+  next(unsafe ? badRequest('The request path is not valid.') : undefined);
+};
+
+export interface HttpUpstreamOptions {
+  /** One keep-alive connection pool per service. */
+  pools: ServicePools;
+  /** INTERNAL_SIGNING_SECRET: each service's key is derived from it, once, to sign the identity it verifies. */
+  signingSecret: string;
+  logger: Logger;
+  limits?: Partial<UpstreamLimits>;
+}
+
+/** The services as processes of their own, over HTTP with a signed identity. */
+export function httpUpstream({ pools, signingSecret, logger, limits: given }: HttpUpstreamOptions): Upstream {
+  const limits = { ...DEFAULT_UPSTREAM_LIMITS, ...given };
+  const proxy: ProxyOptions = {
+    logger,
+    signingKeys: signingKeysFor(signingSecret),
+    responseTimeoutMs: limits.responseTimeoutMs,
+    idleTimeoutMs: limits.idleTimeoutMs,
+  };
+  return {
+    answer: (route) => {
+      if (route.target.kind !== 'proxy') throw new Error(`route ${route.id} is not answered by a service`);
+      return [
+        ...readBody({ limit: limits.maxBodyBytes, json: true }),
+        forwardTo(pools[route.target.upstream], proxy, (res) => callerFrom(principalOf(res))),
+      ];
+    },
+    pages: (_prefix, service) => [
+      refuseDotSegments,
+      ...readBody({ limit: limits.maxBodyBytes, json: false }),
+      forwardTo(pools[service], proxy, () => null),
+    ],
+    close: () => closeServicePools(pools),
+  };
+}
+
+export interface InProcessUpstreamOptions {
+  /** The units behind the gateway, by the name the route table gives each. */
+  units: Readonly<Record<UpstreamName, ServiceUnit>>;
+  limits?: Partial<Pick<UpstreamLimits, 'maxBodyBytes'>>;
+}
+
+/**
+ * The services as units of this process: each route's handler is called with the caller the gateway
+ * authenticated. The JSON body is parsed here, once; the handler's input is checked against the contract's schemas
+ * by the same code a service's HTTP app runs (routeHandler of @fin/http).
+ */
+export function inProcessUpstream({ units, limits }: InProcessUpstreamOptions): Upstream {
+  const maxBodyBytes = limits?.maxBodyBytes ?? DEFAULT_UPSTREAM_LIMITS.maxBodyBytes;
+  const body = [requireJsonContentType(), express.json({ limit: maxBodyBytes, type: JSON_TYPES, strict: true })];
+  const handlers = new Map(
+    (Object.keys(units) as UpstreamName[]).flatMap((name) =>
+      tableEntries(units[name].handlers).map(({ id, handler }) => [id, handler] as const),
+    ),
+  );
+  /** The caller the gateway authenticated, where a handler looks for the identity a service verified. */
+  const vouch: RequestHandler = (_req, res, next) => {
+    vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: callerFrom(principalOf(res)) });
+    next();
+  };
+  return {
+    answer: (route) => {
+      const handler = handlers.get(route.id);
+      if (handler === undefined) throw new Error(`no unit of this process handles route ${route.id}`);
+      return [...body, vouch, handler];
+    },
+    pages: (_prefix, service) => {
+      const pages = units[service].pages;
+      if (pages === undefined) throw new Error(`the ${service} unit has no pages`);
+      // Anonymous: the pages have sessions of their own.
+      const vouchAnonymous: RequestHandler = (_req, res, next) => {
+        vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: null });
+        next();
+      };
+      return [refuseDotSegments, vouchAnonymous, pages.router];
+    },
+    close: async () => {},
+  };
+}
