@@ -5,6 +5,7 @@ import type express from 'express';
 import type { RequestHandler } from 'express';
 import { authenticate, callerFrom, checkScope, endStreamOnRevocation, holdChatSlot, principalOf } from './access';
 import type { Authenticator } from './auth/types';
+import { bodyDeadline, untrustedForwardingHeaders } from './connection-guards';
 import { DOCS_ASSETS_PATH, docsHandlers } from './openapi/docs';
 import { readBody } from './proxy/body';
 import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
@@ -19,9 +20,16 @@ export interface ProxyLimits {
   responseTimeoutMs: number;
   /** Longest silence inside a JSON response body. */
   idleTimeoutMs: number;
+  /** From a request's head to the end of its body (400 naming `body` beyond, and the connection closed). */
+  bodyTimeoutMs: number;
 }
 
-export const DEFAULT_PROXY_LIMITS: ProxyLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
+export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
+  maxBodyBytes: 256 * 1024,
+  responseTimeoutMs: 120_000,
+  idleTimeoutMs: 30_000,
+  bodyTimeoutMs: 30_000,
+};
 
 export interface GatewayDeps {
   logger: Logger;
@@ -105,6 +113,7 @@ export function createApp(deps: GatewayDeps): express.Express {
     // Bodies are read raw and forwarded as they came (see proxy/body.ts).
     jsonBodyLimit: false,
     routes: (app) => {
+      app.use(untrustedForwardingHeaders(deps.trustedProxyHops ?? 0), bodyDeadline({ timeoutMs: limits.bodyTimeoutMs, logger }));
       const register: Record<HttpMethod, (path: string, handlers: RequestHandler[]) => void> = {
         get: (path, handlers) => app.get(path, ...handlers),
         post: (path, handlers) => app.post(path, ...handlers),

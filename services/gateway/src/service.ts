@@ -88,6 +88,7 @@ export async function startGateway({ config, logger, pool: sharedPool }: Gateway
       maxBodyBytes: config.MAX_BODY_BYTES,
       responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
       idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+      bodyTimeoutMs: config.BODY_TIMEOUT_MS,
     },
   });
   const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });

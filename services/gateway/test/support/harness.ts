@@ -229,10 +229,12 @@ export interface HarnessOptions {
   /** Where an upstream points instead of its fake service (e.g. a dead URL). */
   urls?: Partial<Record<UpstreamName, string>>;
   limits?: Partial<ProxyLimits>;
+  /** CLIENT_ADDRESS_HOPS: proxies trusted in front of the gateway. */
+  trustedProxyHops?: number;
 }
 
 /** The gateway app with every service behind it running. close() stops them all. */
-export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOptions = {}): Promise<Harness> {
+export async function startHarness({ mount = {}, urls = {}, limits, trustedProxyHops }: HarnessOptions = {}): Promise<Harness> {
   const started = await Promise.all(UPSTREAM_NAMES.map((name) => startFakeService(name, mount[name])));
   const services = Object.fromEntries(started.map((service) => [service.name, service])) as Record<UpstreamName, FakeService>;
   const upstreams = createUpstreams(
@@ -249,6 +251,7 @@ export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOpt
     signingSecret: SECRET,
     readiness: async () => {},
     ...(limits === undefined ? {} : { limits }),
+    ...(trustedProxyHops === undefined ? {} : { trustedProxyHops }),
   });
   return {
     app,
