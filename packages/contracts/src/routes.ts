@@ -82,6 +82,11 @@ export interface RouteEntry {
    * the MCP endpoint); null for a route that needs no API key.
    */
   readonly scope: ApiScope | 'job_type' | 'any' | null;
+  /**
+   * The answer holds a secret shown this once (a signing secret): sent with `Cache-Control: no-store`, so that no
+   * browser, proxy or SDK cache keeps a copy of it.
+   */
+  readonly secretInAnswer?: true;
   readonly request?: {
     readonly params?: z.ZodObject;
     readonly query?: z.ZodObject;
@@ -393,6 +398,7 @@ export const API_ROUTES = keyedById({
   },
   createWebhook: {
     method: 'post',
+    secretInAnswer: true,
     path: '/api/webhooks/',
     tag: 'Webhooks',
     summary: 'Create a webhook endpoint',
@@ -447,6 +453,7 @@ export const API_ROUTES = keyedById({
   },
   rotateWebhookSecret: {
     method: 'post',
+    secretInAnswer: true,
     path: '/api/webhooks/{id}/rotate-secret',
     tag: 'Webhooks',
     summary: 'Rotate a signing secret',
@@ -532,6 +539,7 @@ export const API_ROUTES = keyedById({
   },
   rotateCallbackSecret: {
     method: 'post',
+    secretInAnswer: true,
     path: '/api/webhooks/callback-secret',
     tag: 'Webhooks',
     summary: 'Create or rotate the callback secret',

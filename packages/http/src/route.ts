@@ -108,6 +108,8 @@ function callerFor(entry: RouteEntry, res: Response): Caller | null {
 function handle<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RequestHandler {
   const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
   return async (req, res, next) => {
+    // Before anything can answer: an error answer of such a route is no-store too, which costs nothing.
+    if (entry.secretInAnswer === true) res.set('Cache-Control', 'no-store');
     try {
       const failed: Failed = {};
       const params = validate(paramsSchema, req.params, failed);
