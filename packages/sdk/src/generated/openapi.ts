@@ -1310,7 +1310,17 @@ export interface components {
          *             "Mix shift supports earnings growth above revenue growth"
          *           ],
          *           "investmentThesis": "A growing high-margin services base underpins the valuation.",
-         *           "category": "profitability"
+         *           "category": "profitability",
+         *           "citations": [
+         *             {
+         *               "url": "https://example.com/2026/11/18/apple-services-revenue",
+         *               "title": "Apple services revenue hits a record",
+         *               "publisher": "Example News",
+         *               "published_at": "2026-11-18",
+         *               "quote": "Services revenue rose 14% to a record $26.3 billion.",
+         *               "source": "web_search"
+         *             }
+         *           ]
          *         }
          *       ],
          *       "quick_insights": [
@@ -1355,7 +1365,17 @@ export interface components {
          *       "content": {
          *         "summary": "Moderate rate sensitivity.",
          *         "risk_score": 0.4
-         *       }
+         *       },
+         *       "citations": [
+         *         {
+         *           "url": "https://sample-market-data.example.com/api/v1/stock/metric?symbol=AAPL&metric=all",
+         *           "title": "AAPL basic financials",
+         *           "publisher": "sample-market-data.example.com",
+         *           "published_at": null,
+         *           "quote": "\"beta\":1.21",
+         *           "source": "market_data"
+         *         }
+         *       ]
          *     }
          */
         AnalysisResult: {
