@@ -146,22 +146,19 @@ const IdempotencyKey = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, { error: 'must be 1 to 255 visible ASCII characters.' })
   .optional()
+  // No `examples`: "try it" clients (the /docs page) fill in and send an optional header's example, and a key sent
+  // by default made the second try with an edited body a 422. The example is in the description instead.
   .meta({
     description:
-      'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422.',
-    examples: ['order-2026-11-21-0001'],
+      'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request.',
   });
 
 /** Optional request headers of the cached products (news, stock-report). */
 const CachedProductHeaders = z.object({
   'Idempotency-Key': IdempotencyKey,
-  'Cache-Control': z
-    .string()
-    .optional()
-    .meta({
-      description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.',
-      examples: ['no-cache'],
-    }),
+  'Cache-Control': z.string().optional().meta({
+    description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.',
+  }),
 });
 
 const CACHE_NOTE =

@@ -82,4 +82,23 @@ describe('the examples of the OpenAPI document', () => {
     const broken = { ...(report.value as Json), detailed_analysis: [withoutCitations] };
     expect(validate({ ...report, value: broken }).join('; ')).toContain("must have required property 'citations'");
   });
+
+  it('include none for an optional header: a "try it" client would send it by default (the /docs page did, with Idempotency-Key)', () => {
+    const parameters = Object.values(document.paths as Record<string, Record<string, { parameters?: Json[] }>>).flatMap((item) =>
+      Object.values(item).flatMap((operation) => operation.parameters ?? []),
+    );
+    const resolved = parameters.map((parameter) =>
+      typeof parameter.$ref === 'string'
+        ? ((document.components as { parameters: Record<string, Json> }).parameters[parameter.$ref.split('/').pop() ?? ''] ?? {})
+        : parameter,
+    );
+    const optionalHeaders = resolved.filter((parameter) => parameter.in === 'header' && parameter.required !== true);
+    expect(optionalHeaders.map((parameter) => parameter.name)).toEqual(
+      expect.arrayContaining(['Idempotency-Key', 'Cache-Control', 'X-Request-Id']),
+    );
+    const withExamples = optionalHeaders.filter(
+      (parameter) => 'example' in parameter || 'examples' in parameter || 'examples' in ((parameter.schema as Json | undefined) ?? {}),
+    );
+    expect(withExamples.map((parameter) => parameter.name)).toEqual([]);
+  });
 });

@@ -1938,7 +1938,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. */
+                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request. */
                 "Idempotency-Key"?: string;
                 /** @description `no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one. */
                 "Cache-Control"?: string;
@@ -1996,7 +1996,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. */
+                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request. */
                 "Idempotency-Key"?: string;
                 /** @description `no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one. */
                 "Cache-Control"?: string;
@@ -2054,7 +2054,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. */
+                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request. */
                 "Idempotency-Key"?: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
@@ -2227,7 +2227,7 @@ export interface operations {
                 message?: string;
             };
             header?: {
-                /** @description Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored. */
+                /** @description Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored. E.g. `0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12` (no example value: a try-it client would send it by default). */
                 "Last-Event-ID"?: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
@@ -2396,7 +2396,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting. */
+                /** @description Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting. E.g. `2004` (no example value: a try-it client would send it by default). */
                 "Last-Event-ID"?: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
