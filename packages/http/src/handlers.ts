@@ -73,8 +73,8 @@ export function createHandlerApp(unit: ServiceUnit, { logger, signingSecret, jso
     jsonBodyLimit: false,
     routes: (app) => {
       const key = identityKey(signingSecret, unit.name);
-      // The pages come through the gateway too, anonymous but signed: a request sent around it is refused.
-      if (unit.pages) app.use(unit.pages.prefix, verifyIdentity(key, { allowAnonymous: true, logger }), unit.pages.router);
+      // The pages check the gateway's (anonymous) identity themselves, after their public static files.
+      if (unit.pages) app.use(unit.pages.prefix, unit.pages.router);
       const entries = tableEntries(unit.handlers);
       if (entries.length === 0) return;
       const prefixes = new Set(entries.map(({ entry }) => `/${entry.path.split('/')[1] ?? ''}`));

@@ -293,6 +293,11 @@ export function vouchFor(res: Response, identity: InternalIdentity): void {
   res.locals[IDENTITY] = identity;
 }
 
+/** Whether an identity is already on the response (vouched for in one process, or verified). */
+export function hasIdentity(res: Response): boolean {
+  return res.locals[IDENTITY] !== undefined;
+}
+
 /** The verified identity. Throws (500) when verifyIdentity did not run on this route: a wiring mistake. */
 export function identityOf(res: Response): InternalIdentity {
   const value: unknown = res.locals[IDENTITY];

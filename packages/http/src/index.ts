@@ -54,6 +54,7 @@ export {
   IDENTITY_HEADER_NAMES,
   callerOf,
   identityKey,
+  hasIdentity,
   identityOf,
   signIdentity,
   verifyIdentity,

@@ -11,7 +11,7 @@ import { accountLimit } from '@fin/api-keys';
 import { API_SCOPES, PORTAL_PAGES, PortalForm } from '@fin/contracts';
 import { CustomerToolError, listCalls, type CustomerToolRuntime, type ToolStore } from '@fin/customer-tools';
 import type { Pool } from '@fin/db';
-import { checkBodyDigest, loggerOf, route, tooManyRequests } from '@fin/http';
+import { checkBodyDigest, hasIdentity, identityKey, loggerOf, route, tooManyRequests, verifyIdentity } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { WebhookStore } from '@fin/webhooks';
 import express, { type Request, type RequestHandler, type Response } from 'express';
@@ -102,8 +102,13 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     res.set({ 'Content-Type': STATIC_FILES[file], 'Cache-Control': 'public, max-age=300' }).send(body);
   });
 
-  // Everything else came through the gateway: over HTTP its anonymous identity was verified before this router
-  // (createHandlerApp), in one process the gateway vouched for it.
+  // Everything else came through the gateway (anonymous, signed): direct requests are refused. In one process the
+  // gateway has vouched for the request already (inProcessUpstream): there is no signature to check.
+  const verify = verifyIdentity(identityKey(deps.signingSecret, 'portal'), { allowAnonymous: true, logger });
+  router.use((req, res, next) => {
+    if (hasIdentity(res)) next();
+    else verify(req, res, next);
+  });
   // The form's bytes are the ones the gateway signed (checkBodyDigest), or the request is refused.
   router.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100, verify: checkBodyDigest }));
   router.post(/.*/, (req, res, next) => {
