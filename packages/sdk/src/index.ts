@@ -14,7 +14,6 @@ export {
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
-  RedirectRefusedError,
   UnprocessableEntityError,
   ValidationError,
 } from './errors';
