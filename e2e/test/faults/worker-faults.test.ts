@@ -101,6 +101,8 @@ describe('fault: worker processes killed or paused mid-job', () => {
     try {
       for (;;) {
         // A phase: once every job a worker holds is waiting in its commit (and at least one is), kill those workers.
+        // What the last poll saw, for the failure message: a phase that never comes must say which job held it up.
+        let lastSeen = '';
         const phase = await waitFor(
           async () => {
             const { rows } = await client.query<{ status: string; lease_owner: string | null; marker: string; live: boolean }>(
@@ -126,10 +128,19 @@ describe('fault: worker processes killed or paused mid-job', () => {
               (row) => row.lease_owner !== null && row.live && row.status !== 'completed' && row.status !== 'failed',
             );
             const ready = blocked.length > 0 && working.every((row) => blocked.some((entry) => entry.marker === row.marker));
+            if (!ready) {
+              const { rows: activity } = await client.query<{ pid: number; state: string; wait: string | null; query: string }>(
+                `SELECT pid, state, wait_event_type || ':' || wait_event AS wait, left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
+                   FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`,
+              );
+              lastSeen = JSON.stringify({ jobs: rows, locks: [...locks.keys()], blocked, activity });
+            }
             return ready && { done: false, blocked };
           },
           { timeoutMs: 60_000, intervalMs: 100, what: 'every running job to wait in its result commit' },
-        );
+        ).catch((error: unknown) => {
+          throw new Error(`${(error as Error).message}; last seen: ${lastSeen}`);
+        });
         if (phase.done) break;
         const owners = new Set(phase.blocked.map((entry) => pidOfWorkerId(entry.owner)));
         for (const pid of owners) {
