@@ -108,3 +108,44 @@ export function formatZodError(error: z.core.$ZodError, maxLength = ERROR_DETAIL
   }
   return detail;
 }
+
+/**
+ * Keys that reach an object's prototype when a parsed body is copied by assignment (`copy[key] = value`, as zod's
+ * records and loose objects, and many libraries, do): `__proto__` anywhere, and `constructor` holding a
+ * `prototype` (the rule of secure-json-parse, which fastify applies to every JSON body). JSON.parse makes them
+ * plain own keys, so they pass any schema, and a copy then silently drops them or replaces the copy's prototype:
+ * `"__proto__": null` gave a value with no prototype, on which Prisma's JSON serialiser threw (a 500).
+ */
+export function prototypeKeyIssues(value: unknown, prefix: readonly PropertyKey[] = []): z.core.$ZodIssue[] {
+  const issues: z.core.$ZodIssue[] = [];
+  const pending: { node: unknown; path: PropertyKey[] }[] = [{ node: value, path: [...prefix] }];
+  // Iterative, and bounded: a body nested 100,000 deep is walked without recursion; 10 issues are enough to say so.
+  while (pending.length > 0 && issues.length < 10) {
+    const { node, path } = pending.pop() as { node: unknown; path: PropertyKey[] };
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      for (let index = node.length - 1; index >= 0; index--) pending.push({ node: node[index], path: [...path, index] });
+      continue;
+    }
+    const keys = Object.keys(node);
+    for (let index = keys.length - 1; index >= 0; index--) {
+      const key = keys[index] as string;
+      const child: unknown = (node as Record<string, unknown>)[key];
+      if (key === '__proto__') {
+        issues.push({ code: 'custom', path: [...path, key], message: 'the key "__proto__" is not allowed', input: child });
+        continue;
+      }
+      if (key === 'constructor' && typeof child === 'object' && child !== null && Object.hasOwn(child, 'prototype')) {
+        issues.push({
+          code: 'custom',
+          path: [...path, key, 'prototype'],
+          message: 'the key "prototype" inside "constructor" is not allowed',
+          input: child,
+        });
+        continue;
+      }
+      pending.push({ node: child, path: [...path, key] });
+    }
+  }
+  return issues;
+}
