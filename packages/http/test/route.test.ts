@@ -147,6 +147,14 @@ describe('route', () => {
       .expect(200, { n: 2 });
   });
 
+  it('walks a body nested 100,000 deep (256 KiB of brackets) and names the path of a key at its bottom', () => {
+    const depth = 100_000;
+    expect(prototypeKeyIssues(JSON.parse(`{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`))).toEqual([]);
+    const [issue, ...more] = prototypeKeyIssues(JSON.parse(`${'['.repeat(depth)}{"__proto__":1}${']'.repeat(depth)}`));
+    expect(more).toEqual([]);
+    expect(issue?.path).toEqual([...Array.from({ length: depth }, () => 0), '__proto__']);
+  });
+
   it('validates params and query together and reports every problem', async () => {
     const entry = {
       method: 'get',
