@@ -20,6 +20,17 @@ const TOTAL = Number(process.env.ABUSE_FUZZ_REQUESTS ?? (ABUSE_SIZE === 'full' ?
 /** Concurrent fast-check runs per route, each over a keep-alive connection of its own. */
 const LANES = 32;
 const SEED = Number(process.env.ABUSE_SEED ?? Date.now() % 2 ** 31);
+// First thing the suite prints, before the system starts: a run that fails or hangs in CI can always be replayed.
+process.stdout.write(`\n[abuse:fuzz] ABUSE_SEED=${SEED} (replay with ABUSE_SEED=${SEED} npm test -- e2e/test/abuse/fuzz.test.ts)\n`);
+
+/**
+ * Failures found by earlier runs, replayed on every run whatever the seed: the route, the fast-check seed of the
+ * failing lane (the counterexample's seed in fast-check's report) and the run's ABUSE_SEED, for the record.
+ */
+const REGRESSIONS = [
+  // 2026-11-27, issue 27 item 0: `"__proto__": null` inside input_schema threw in Prisma's JSON serialiser (500).
+  { routeId: 'createCustomerTool', abuseSeed: 518_755_615, seed: 600_187_073 },
+] as const;
 
 /** Share of the requests a route gets: routes with a body have the most to break; the docs routes the least. */
 function weightOf(route: ApiRoute): number {
@@ -106,36 +117,86 @@ describe('fuzzing every route of the table', () => {
     return response;
   }
 
+  /** The route's property: every answer keeps the API's rules. `failed` stops the other lanes after a failure. */
+  function routeProperty(route: ApiRoute, state: { failed: boolean }) {
+    const { arbitrary } = routeFuzzer(route, context);
+    return fc.asyncProperty(arbitrary, async (request) => {
+      if (state.failed) return;
+      await check(route, request);
+    });
+  }
+
+  async function check(route: ApiRoute, request: FuzzRequest): Promise<void> {
+    let response: WireResponse;
+    try {
+      response = await send(request);
+    } catch (error) {
+      throw new Error(`no answer: ${(error as Error).message}\nReplay: ABUSE_SEED=${SEED}`, { cause: error });
+    }
+    if (response.status === 0) {
+      // Refusing a head over 16 KiB or a body over 256 KiB by closing the connection before reading it all is
+      // fair; anything else must be answered.
+      if (request.oversized) return;
+      throw new Error(`the server closed the connection without answering\nReplay: ABUSE_SEED=${SEED}`);
+    }
+    const problem = responseProblem(route, request.onRoute, response);
+    if (problem !== undefined) {
+      const log = response.status >= 500 ? `\nThe system's error log (last lines):\n${target.process.output().slice(-3_000)}` : '';
+      throw new Error(`${problem}\n${describeResponse(response)}${log}\nReplay: ABUSE_SEED=${SEED}`);
+    }
+  }
+
+  const runsOf = (route: ApiRoute) => Math.ceil((TOTAL * weightOf(route)) / TOTAL_WEIGHT / LANES);
+
+  it.each(
+    REGRESSIONS.map(
+      (regression) => [`${regression.routeId} (ABUSE_SEED=${regression.abuseSeed}, seed ${regression.seed})`, regression] as const,
+    ),
+  )(
+    'regression %s: no 5xx',
+    async (_name, { routeId, seed }) => {
+      const route = API_ROUTE_LIST.find((candidate) => candidate.id === routeId) as ApiRoute;
+      // The failing lane's run, with as many runs as a lane of a CI run makes.
+      await fc.assert(routeProperty(route, { failed: false }), { numRuns: runsOf(route), seed });
+      // And the counterexample itself, written out: fast-check's sequence depends on the context (ids, keys).
+      for (const value of ['null', '{"x":1}', '[]', '"x"']) {
+        const body = `{"name":"proto_tool","description":"d","endpoint":"https://api.example.com/p","input_schema":{"type":"object","properties":{"a":{"type":"string","__proto__":${value}}}}}`;
+        const request: FuzzRequest = {
+          routeId,
+          onRoute: true,
+          oversized: false,
+          wire: {
+            method: 'POST',
+            target: route.path,
+            headers: [
+              ['X-API-Key', target.keys.acme.valid],
+              ['Content-Type', 'application/json'],
+            ],
+            body: Buffer.from(body),
+          },
+        };
+        const answer = await send(request);
+        expect(responseProblem(route, true, answer)).toBeUndefined();
+        expect(answer.status).toBe(400);
+        expect(JSON.parse(answer.body.toString('utf8'))).toEqual({
+          detail: 'input_schema.properties.a.__proto__: the key "__proto__" is not allowed',
+          status_code: 400,
+          type: 'validation_error',
+        });
+      }
+    },
+    600_000,
+  );
+
   it.each(API_ROUTE_LIST.map((route) => [`${route.method.toUpperCase()} ${route.path}`, route] as const))(
     '%s: no 5xx, every rejection a 4xx error body',
     async (_name, route) => {
-      const { arbitrary } = routeFuzzer(route, context);
-      const runs = Math.ceil((TOTAL * weightOf(route)) / TOTAL_WEIGHT / LANES);
-      let failed = false;
-      const property = fc.asyncProperty(arbitrary, async (request) => {
-        // Once a lane of this route has failed, the others stop sending so the failure is reported without delay.
-        if (failed) return;
-        let response: WireResponse;
-        try {
-          response = await send(request);
-        } catch (error) {
-          throw new Error(`no answer: ${(error as Error).message}\nReplay: ABUSE_SEED=${SEED}`, { cause: error });
-        }
-        if (response.status === 0) {
-          // Refusing a head over 16 KiB or a body over 256 KiB by closing the connection before reading it all is
-          // fair; anything else must be answered.
-          if (request.oversized) return;
-          throw new Error(`the server closed the connection without answering\nReplay: ABUSE_SEED=${SEED}`);
-        }
-        const problem = responseProblem(route, request.onRoute, response);
-        if (problem !== undefined) {
-          const log = response.status >= 500 ? `\nThe system's error log (last lines):\n${target.process.output().slice(-3_000)}` : '';
-          throw new Error(`${problem}\n${describeResponse(response)}${log}\nReplay: ABUSE_SEED=${SEED}`);
-        }
-      });
+      const runs = runsOf(route);
+      const state = { failed: false };
+      const property = routeProperty(route, state);
       const lanes = Array.from({ length: LANES }, (_, lane) =>
         fc.assert(property, { numRuns: runs, seed: (SEED + lane * 7919 + routeSalt(route.id)) % 2 ** 31 }).catch((error: unknown) => {
-          failed = true;
+          state.failed = true;
           throw error;
         }),
       );

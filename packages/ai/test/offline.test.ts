@@ -185,6 +185,66 @@ describe('offline mode', () => {
     expect(Array.isArray(content.notes)).toBe(true);
   });
 
+  // Issue 27 item 7: offline answers echoed the untrusted-data rule of the system prompt, made claims their own
+  // figures contradicted, and ignored the portfolio's weights.
+  it.each([
+    ['markdown', { type: 'markdown' }],
+    ['json', { type: 'json' }],
+    ['json_schema', { type: 'json_schema', schema: { summary: 'string', notes: 'array' } }],
+  ] as const)('quotes the client question in a %s analysis, never the system prompt around it', async (_name, outputFormat) => {
+    const question = 'Is Microsoft a defensive holding?\n\nConsider the last two years.';
+    for (const data of [undefined, { note: 'x' }]) {
+      const request = AnalysisRequest.parse({
+        prompt: question,
+        symbols: ['MSFT'],
+        output_format: outputFormat,
+        ...(data ? { data } : {}),
+      });
+      const { result } = await engine.analysis(request);
+      const text = JSON.stringify(result.content);
+      expect(text).toContain(JSON.stringify(`Sample analysis of: ${question}`).slice(1, -1));
+      expect(text).not.toMatch(/untrusted|tool_output|instructions|client supplied|client_data/i);
+    }
+  });
+
+  it('derives single-company statements from the figures it shows: shrinking growth is not "above the sector", a beta of 1.74 is not "moderate"', async () => {
+    const { result: tesla } = await engine.stockReport(StockReportRequest.parse({ symbols: ['TSLA'] }));
+    const growth = tesla.detailed_analysis.find((item) => item.category === 'growth');
+    expect(growth?.keyMetric).toContain('-1.6%');
+    expect(JSON.stringify(growth)).not.toMatch(/above the sector|supports a premium/);
+    expect(growth?.investmentThesis).toBe('Shrinking revenue (-1.6%) weighs on the investment case.');
+    expect(tesla.quick_insights[0]).toMatch(/^TSLA combines shrinking revenue \(-1\.6%\)/);
+
+    const { result: nvidia } = await engine.stockReport(StockReportRequest.parse({ symbols: ['NVDA'] }));
+    const risk = nvidia.detailed_analysis.find((item) => item.category === 'risk');
+    expect(risk?.keyMetric).toContain('Beta: NVDA 1.74');
+    expect(risk?.investmentThesis).toBe('Risk is high relative to the market (beta 1.74).');
+    expect(JSON.stringify(nvidia)).not.toContain('moderate');
+  });
+
+  it("weighs a portfolio by the request's weights", async () => {
+    const answer = async (apple: number) => {
+      const { result } = await engine.analysis(
+        AnalysisRequest.parse({
+          prompt: 'How risky is this portfolio?',
+          portfolio_composition: [
+            { symbol: 'AAPL', percentage: apple },
+            { symbol: 'TSLA', percentage: 100 - apple },
+          ],
+          output_format: { type: 'markdown' },
+        }),
+      );
+      return result.format === 'markdown' ? result.content : '';
+    };
+    const [mostlyApple, mostlyTesla] = await Promise.all([answer(90), answer(10)]);
+    expect(mostlyApple).toContain('(AAPL, 90% of the portfolio)');
+    expect(mostlyApple).toContain('AAPL is 90% of the portfolio: the portfolio is concentrated');
+    expect(mostlyTesla).toContain('TSLA is 90% of the portfolio');
+    const beta = (text: string) => Number(/Weighted by the holdings, beta is (\d+\.\d+)/.exec(text)?.[1]);
+    expect(beta(mostlyTesla)).toBeGreaterThan(beta(mostlyApple));
+    expect(beta(mostlyTesla)).toBeGreaterThan(2);
+  });
+
   it('streams a markdown analysis in chunks that add up to the stored result', async () => {
     const request = AnalysisRequest.parse({
       prompt: 'Is Microsoft a defensive holding?',

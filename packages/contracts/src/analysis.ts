@@ -173,7 +173,22 @@ export const AnalysisResult = z
   .meta({
     id: 'AnalysisResult',
     description: 'markdown → content is text; json → content is an object; json_schema → content is an object with the requested fields.',
-    examples: [{ format: 'json_schema', content: { summary: 'Moderate rate sensitivity.', risk_score: 0.4 } }],
+    examples: [
+      {
+        format: 'json_schema',
+        content: { summary: 'Moderate rate sensitivity.', risk_score: 0.4 },
+        citations: [
+          {
+            url: 'https://sample-market-data.example.com/api/v1/stock/metric?symbol=AAPL&metric=all',
+            title: 'AAPL basic financials',
+            publisher: 'sample-market-data.example.com',
+            published_at: null,
+            quote: '"beta":1.21',
+            source: 'market_data',
+          },
+        ],
+      },
+    ],
   });
 export type AnalysisResult = z.infer<typeof AnalysisResult>;
 

@@ -96,8 +96,7 @@ export const ChatStreamHeaders = z
       .optional()
       .meta({
         description:
-          "Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored.",
-        examples: ['0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12'],
+          "Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored. E.g. `0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12` (no example value: a try-it client would send it by default).",
       }),
   })
   .meta({ id: 'ChatStreamHeaders', description: 'Request headers of GET /api/chat/stream.' });

@@ -148,8 +148,7 @@ export const JobEventsHeaders = z
       .optional()
       .meta({
         description:
-          "Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting.",
-        examples: ['2004'],
+          "Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting. E.g. `2004` (no example value: a try-it client would send it by default).",
       }),
   })
   .meta({ id: 'JobEventsHeaders', description: 'Request headers of GET /api/jobs/{job_type}/{job_id}/events.' });

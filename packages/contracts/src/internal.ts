@@ -96,6 +96,11 @@ export function maxJsonBytes(maxBytes: number) {
   };
 }
 
+/** The shape of the object schema that raised an issue, if it is one. */
+function shapeOf(schema: unknown): z.core.$ZodShape | undefined {
+  return schema instanceof z.ZodObject ? schema.shape : undefined;
+}
+
 /**
  * Every request body (and nested request object) is strict: an unknown field is a 400 naming the field and
  * listing the allowed ones. Silently dropping `langauge` or `symbol` would hand the caller a result built from
@@ -103,11 +108,13 @@ export function maxJsonBytes(maxBytes: number) {
  * that clients parsing them keep working when a field is added.
  */
 export function requestObject<T extends z.core.$ZodLooseShape>(shape: T) {
-  const allowed = Object.keys(shape).join(', ');
   return z.strictObject(shape, {
     error: (issue) => {
       if (issue.code === 'unrecognized_keys') {
         const noun = issue.keys.length === 1 ? 'field' : 'fields';
+        // The fields of the schema that refused them, not of `shape`: a derived schema (`.omit({ callback_url:
+        // true })`, as the MCP tools' inputs are) keeps this error function but not every field.
+        const allowed = Object.keys(shapeOf(issue.inst) ?? shape).join(', ');
         return `unknown ${noun} ${issue.keys.map((key) => quote(key)).join(', ')} (allowed: ${allowed})`;
       }
       return 'expected a JSON object';

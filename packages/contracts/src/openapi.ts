@@ -89,9 +89,17 @@ const rateLimitHeaders = {
   'X-RateLimit-Reset': RateLimitReset,
 };
 
+const NoStoreHeader = z
+  .literal('no-store')
+  .meta({ description: 'The answer holds a secret shown this once: no browser, proxy or client cache may keep it.' });
+
 /** The headers of a successful response of `route`. */
 function successHeaders(route: ApiRoute) {
-  return z.object({ 'X-Request-Id': RequestIdHeader, ...(route.limit !== null ? rateLimitHeaders : {}) });
+  return z.object({
+    'X-Request-Id': RequestIdHeader,
+    ...(route.limit !== null ? rateLimitHeaders : {}),
+    ...(route.secretInAnswer === true ? { 'Cache-Control': NoStoreHeader } : {}),
+  });
 }
 
 // ---- Errors ----

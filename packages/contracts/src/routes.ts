@@ -82,6 +82,11 @@ export interface RouteEntry {
    * the MCP endpoint); null for a route that needs no API key.
    */
   readonly scope: ApiScope | 'job_type' | 'any' | null;
+  /**
+   * The answer holds a secret shown this once (a signing secret): sent with `Cache-Control: no-store`, so that no
+   * browser, proxy or SDK cache keeps a copy of it.
+   */
+  readonly secretInAnswer?: true;
   readonly request?: {
     readonly params?: z.ZodObject;
     readonly query?: z.ZodObject;
@@ -141,22 +146,19 @@ const IdempotencyKey = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, { error: 'must be 1 to 255 visible ASCII characters.' })
   .optional()
+  // No `examples`: "try it" clients (the /docs page) fill in and send an optional header's example, and a key sent
+  // by default made the second try with an edited body a 422. The example is in the description instead.
   .meta({
     description:
-      'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422.',
-    examples: ['order-2026-11-21-0001'],
+      'Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request.',
   });
 
 /** Optional request headers of the cached products (news, stock-report). */
 const CachedProductHeaders = z.object({
   'Idempotency-Key': IdempotencyKey,
-  'Cache-Control': z
-    .string()
-    .optional()
-    .meta({
-      description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.',
-      examples: ['no-cache'],
-    }),
+  'Cache-Control': z.string().optional().meta({
+    description: '`no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one.',
+  }),
 });
 
 const CACHE_NOTE =
@@ -393,6 +395,7 @@ export const API_ROUTES = keyedById({
   },
   createWebhook: {
     method: 'post',
+    secretInAnswer: true,
     path: '/api/webhooks/',
     tag: 'Webhooks',
     summary: 'Create a webhook endpoint',
@@ -448,6 +451,7 @@ export const API_ROUTES = keyedById({
   },
   rotateWebhookSecret: {
     method: 'post',
+    secretInAnswer: true,
     path: '/api/webhooks/{id}/rotate-secret',
     tag: 'Webhooks',
     summary: 'Rotate a signing secret',
@@ -533,6 +537,7 @@ export const API_ROUTES = keyedById({
   },
   rotateCallbackSecret: {
     method: 'post',
+    secretInAnswer: true,
     path: '/api/webhooks/callback-secret',
     tag: 'Webhooks',
     summary: 'Create or rotate the callback secret',
@@ -549,7 +554,7 @@ export const API_ROUTES = keyedById({
     path: '/mcp',
     tag: 'MCP',
     summary: 'MCP server (streamable HTTP)',
-    description: `The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the \`X-API-Key\` header. The server is stateless (no \`Mcp-Session-Id\`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat, job_status and job_result; tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status and job_result later; while waiting, progress is sent as \`notifications/progress\` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC \`message\` events (progress notifications, then the response); notifications and responses alone with 202. ${SSE_NOTE}`,
+    description: `The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the \`X-API-Key\` header. The server is stateless (no \`Mcp-Session-Id\`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat and job_status (a job's status, and its result once it has completed); tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status later; while waiting, progress is sent as \`notifications/progress\` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC \`message\` events (progress notifications, then the response); notifications and responses alone with 202. ${SSE_NOTE}`,
     scope: 'any',
     limit: null,
     // One message: batches are not part of the protocol since its 2025-06-18 revision.

@@ -77,6 +77,16 @@ export const StockReportResponse = z
             implications: ['Mix shift supports earnings growth above revenue growth'],
             investmentThesis: 'A growing high-margin services base underpins the valuation.',
             category: 'profitability',
+            citations: [
+              {
+                url: 'https://example.com/2026/11/18/apple-services-revenue',
+                title: 'Apple services revenue hits a record',
+                publisher: 'Example News',
+                published_at: '2026-11-18',
+                quote: 'Services revenue rose 14% to a record $26.3 billion.',
+                source: 'web_search',
+              },
+            ],
           },
         ],
         quick_insights: ['Services now exceed a quarter of revenue.', 'Net cash position remains strong.'],

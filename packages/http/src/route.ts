@@ -2,7 +2,7 @@
 // its method and path, validates its params, query, body and headers with the entry's schemas before the handler
 // runs, and hands the handler typed input and the caller the gateway vouched for. Handlers stay short and never
 // parse or cast the request themselves.
-import { formatZodError, type RouteEntry } from '@fin/contracts';
+import { formatZodError, prototypeKeyIssues, type RouteEntry } from '@fin/contracts';
 import type { Logger } from '@fin/log';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
@@ -113,11 +113,16 @@ function callerFor(entry: RouteEntry, res: Response): Caller | null {
 export function routeHandler<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RequestHandler {
   const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
   return async (req, res, next) => {
+    // Before anything can answer: an error answer of such a route is no-store too, which costs nothing.
+    if (entry.secretInAnswer === true) res.set('Cache-Control', 'no-store');
     try {
       const failed: Failed = {};
       const params = validate(paramsSchema, req.params, failed);
       // express parses the query string when it is first read: not at all for a route without a query schema.
       const query = querySchema === undefined ? undefined : validate(querySchema, req.query, failed);
+      // Prototype keys are refused before any schema copies the body (a copy drops them or changes its prototype).
+      const prototypeKeys = prototypeKeyIssues(req.body);
+      if (prototypeKeys.length > 0) throw badRequest(formatZodError(new z.ZodError(prototypeKeys)));
       const body = validate(bodySchema, req.body, failed);
       const headers = validateHeaders(headersSchema, req, failed);
       if (failed.issues !== undefined) throw badRequest(formatZodError(new z.ZodError(failed.issues)));

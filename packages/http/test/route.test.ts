@@ -1,7 +1,7 @@
 // route(): the contract entry's method and path are registered, every part of the input is checked against the
 // entry's schemas (400 validation_error naming each field), and the handler gets typed input and the caller the
 // gateway vouched for. Requests are signed as the gateway signs them and verified by the real verifier.
-import { API_ROUTES, ErrorBody, JobPathParams, type NewsRequest, type RouteEntry } from '@fin/contracts';
+import { API_ROUTES, ErrorBody, JobPathParams, prototypeKeyIssues, type NewsRequest, type RouteEntry } from '@fin/contracts';
 import express from 'express';
 import request from 'supertest';
 import { z } from 'zod';
@@ -104,6 +104,55 @@ describe('route', () => {
     expect(res.detail).toContain('symbols: expected 1 to 10 distinct symbols, got 0');
     expect(res.detail).toContain('n: must be at most 20');
     expect(called).toBe(false);
+  });
+
+  it.each([
+    [
+      '"__proto__": null',
+      '{"name":"t","input_schema":{"type":"object","properties":{"a":{"__proto__":null}}}}',
+      'input_schema.properties.a.__proto__',
+    ],
+    ['"__proto__": {…}', '{"input_schema":{"type":"object","__proto__":{"x":1}}}', 'input_schema.__proto__'],
+    ['"__proto__" in an array', '{"items":[1,{"b":[{"__proto__":[]}]}]}', 'items[1].b[0].__proto__'],
+    ['"constructor": {"prototype": …}', '{"data":{"constructor":{"prototype":{"admin":true}}}}', 'data.constructor.prototype'],
+  ])('refuses a prototype key (%s) at any depth with 400 naming its path, before any schema copies the body', async (_name, text, path) => {
+    let called = false;
+    const app = appWith((a) =>
+      route(a, API_ROUTES.createCustomerTool, () => {
+        called = true;
+        return {};
+      }),
+    );
+    const res = errorOf(
+      await request(app)
+        .post('/api/customer-tools/')
+        .set(signIdentity({ requestId: 'req-1', caller: CALLER }, KEY, { method: 'POST', path: '/api/customer-tools/', body: text }))
+        .set('Content-Type', 'application/json')
+        .send(text)
+        .expect(400),
+    );
+    expect(res).toEqual({ detail: expect.stringContaining(`${path}: the key`) as string, status_code: 400, type: 'validation_error' });
+    expect(called).toBe(false);
+  });
+
+  it('accepts "constructor" and "prototype" as ordinary keys', async () => {
+    const app = appWith((a) => route(a, API_ROUTES.createNews, ({ body }) => ({ n: body.n })));
+    const text = '{"symbols":["AAPL"],"n":2}';
+    expect(prototypeKeyIssues(JSON.parse('{"constructor":"x","prototype":{"a":1},"b":{"constructor":1}}'))).toEqual([]);
+    await request(app)
+      .post('/api/products/news')
+      .set(signIdentity({ requestId: 'req-1', caller: CALLER }, KEY, { method: 'POST', path: '/api/products/news', body: text }))
+      .set('Content-Type', 'application/json')
+      .send(text)
+      .expect(200, { n: 2 });
+  });
+
+  it('walks a body nested 100,000 deep (256 KiB of brackets) and names the path of a key at its bottom', () => {
+    const depth = 100_000;
+    expect(prototypeKeyIssues(JSON.parse(`{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`))).toEqual([]);
+    const [issue, ...more] = prototypeKeyIssues(JSON.parse(`${'['.repeat(depth)}{"__proto__":1}${']'.repeat(depth)}`));
+    expect(more).toEqual([]);
+    expect(issue?.path).toEqual([...Array.from({ length: depth }, () => 0), '__proto__']);
   });
 
   it('validates params and query together and reports every problem', async () => {

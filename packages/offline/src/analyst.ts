@@ -284,6 +284,14 @@ function clientDataNames(system: string): string[] {
   }
 }
 
+/** A single company whose figure is missing: nothing is claimed about it. */
+function missing(side: Side, measure: Measure): { implications: string[]; thesis: string } {
+  return {
+    implications: [`The available data has no ${measure.label} for ${side.symbol}.`, `Check ${side.symbol}'s next reported figures.`],
+    thesis: `${measure.label[0]?.toUpperCase() ?? ''}${measure.label.slice(1)} cannot be judged on the available data.`,
+  };
+}
+
 interface InsightPlan {
   category: string;
   title: string;
@@ -291,8 +299,8 @@ interface InsightPlan {
   /** The figures of the overview the insight cites: [part, key]. */
   cites: [part: 'quote' | 'profile' | 'metrics', key: string][];
   keyMetric: (sides: Side[]) => string;
-  /** A single company: what the figure means. */
-  single: { implications: string[]; thesis: string };
+  /** A single company: what its figure means, derived from the figure (none said when it is missing). */
+  single: (side: Side) => { implications: string[]; thesis: string };
   /** Two companies: what the difference means for choosing between them. */
   compared: (lead: string, lag: string) => { implications: string[]; thesis: string };
 }
@@ -304,9 +312,30 @@ const INSIGHTS: InsightPlan[] = [
     title: 'Revenue growth',
     measure: MEASURES.growth,
     keyMetric: (sides) => `Revenue growth (TTM, year on year): ${figures(sides, MEASURES.growth)}`,
-    single: {
-      implications: ['Growth above the sector supports a premium multiple.', 'A slowdown would pressure estimates.'],
-      thesis: 'Growth is the main driver of the investment case.',
+    single: (side) => {
+      const growth = MEASURES.growth.value(side);
+      const figure = pct(growth);
+      if (growth === null) return missing(side, MEASURES.growth);
+      if (growth < 0)
+        return {
+          implications: [
+            `Revenue is shrinking (${figure} year on year): the multiple has to be earned by a return to growth.`,
+            'Estimates are more likely to be cut than raised until the decline stops.',
+          ],
+          thesis: `Shrinking revenue (${figure}) weighs on the investment case.`,
+        };
+      if (growth < 10)
+        return {
+          implications: [
+            `Revenue growth of ${figure} is modest: it does little to justify a premium multiple.`,
+            'A slowdown would leave little growth at all.',
+          ],
+          thesis: `Modest growth (${figure}) makes valuation and margins matter more.`,
+        };
+      return {
+        implications: [`Revenue growth of ${figure} supports a premium multiple.`, 'A slowdown from this pace would pressure estimates.'],
+        thesis: `Strong growth (${figure}) is the main driver of the investment case.`,
+      };
     },
     compared: (lead, lag) => ({
       implications: [
@@ -322,9 +351,30 @@ const INSIGHTS: InsightPlan[] = [
     title: 'Profitability',
     measure: MEASURES.margin,
     keyMetric: (sides) => `Net profit margin (TTM): ${figures(sides, MEASURES.margin)}`,
-    single: {
-      implications: ['High margins fund buybacks and investment.', 'Margin pressure would hit earnings more than revenue.'],
-      thesis: 'Profitability underpins earnings quality.',
+    single: (side) => {
+      const margin = MEASURES.margin.value(side);
+      const figure = pct(margin);
+      if (margin === null) return missing(side, MEASURES.margin);
+      if (margin < 0)
+        return {
+          implications: [
+            `The company is losing money (net margin ${figure}).`,
+            'It depends on its cash and on financing until it turns a profit.',
+          ],
+          thesis: `Losses (${figure} net margin) make profitability the first thing to fix.`,
+        };
+      if (margin < 10)
+        return {
+          implications: [
+            `A thin net margin (${figure}) leaves little room for cost increases.`,
+            'Margin pressure would hit earnings harder than revenue.',
+          ],
+          thesis: `Thin margins (${figure}) limit earnings quality.`,
+        };
+      return {
+        implications: [`A net margin of ${figure} funds buybacks and investment.`, 'Margin pressure would hit earnings more than revenue.'],
+        thesis: `High margins (${figure}) underpin earnings quality.`,
+      };
     },
     compared: (lead, lag) => ({
       implications: [
@@ -340,9 +390,41 @@ const INSIGHTS: InsightPlan[] = [
     title: 'Valuation',
     measure: MEASURES.pe,
     keyMetric: (sides) => `Price/earnings (TTM): ${figures(sides, MEASURES.pe)}`,
-    single: {
-      implications: ['A high multiple leaves less room for disappointment.', 'Earnings growth must justify the price.'],
-      thesis: 'Valuation sets the margin of safety.',
+    single: (side) => {
+      const pe = MEASURES.pe.value(side);
+      const figure = num(pe);
+      if (pe === null) return missing(side, MEASURES.pe);
+      if (pe <= 0)
+        return {
+          implications: [
+            'Without earnings there is no meaningful price/earnings multiple.',
+            'The price rests on expected, not current, profits.',
+          ],
+          thesis: 'Valuation cannot be judged on earnings yet.',
+        };
+      if (pe > 40)
+        return {
+          implications: [
+            `A multiple of ${figure} times earnings leaves little room for disappointment.`,
+            'Earnings growth must be strong for years to justify the price.',
+          ],
+          thesis: `The valuation (P/E ${figure}) is demanding: the margin of safety is thin.`,
+        };
+      if (pe < 15)
+        return {
+          implications: [
+            `At ${figure} times earnings the price assumes little growth.`,
+            'A low multiple can also reflect doubts about future earnings.',
+          ],
+          thesis: `The valuation (P/E ${figure}) leaves a margin of safety if earnings hold.`,
+        };
+      return {
+        implications: [
+          `At ${figure} times earnings the price assumes steady growth.`,
+          'Earnings growth must keep up to justify the price.',
+        ],
+        thesis: `The valuation (P/E ${figure}) is neither cheap nor stretched.`,
+      };
     },
     compared: (lead, lag) => ({
       implications: [
@@ -361,9 +443,31 @@ const INSIGHTS: InsightPlan[] = [
     title: 'Risk profile',
     measure: MEASURES.beta,
     keyMetric: (sides) => `Beta: ${figures(sides, MEASURES.beta)}; debt/equity: ${figures(sides, MEASURES.leverage)}`,
-    single: {
-      implications: ['Higher beta means larger drawdowns in sell-offs.', 'Leverage raises sensitivity to interest rates.'],
-      thesis: 'Risk is moderate relative to the market.',
+    single: (side) => {
+      const beta = MEASURES.beta.value(side);
+      const leverage = MEASURES.leverage.value(side);
+      if (beta === null) return missing(side, MEASURES.beta);
+      const figure = num(beta, 2);
+      const debt =
+        leverage === null
+          ? 'Leverage is not in the available data.'
+          : leverage > 1
+            ? `Debt/equity of ${num(leverage, 2)} raises sensitivity to interest rates.`
+            : `Debt/equity of ${num(leverage, 2)} keeps interest-rate sensitivity low.`;
+      if (beta > 1.2)
+        return {
+          implications: [`A beta of ${figure} means the stock has moved more than the market: larger drawdowns in sell-offs.`, debt],
+          thesis: `Risk is high relative to the market (beta ${figure}).`,
+        };
+      if (beta < 0.8)
+        return {
+          implications: [`A beta of ${figure} means the stock has moved less than the market.`, debt],
+          thesis: `Risk is low relative to the market (beta ${figure}).`,
+        };
+      return {
+        implications: [`A beta of ${figure} means the stock has moved about as much as the market.`, debt],
+        thesis: `Risk is close to the market's (beta ${figure}).`,
+      };
     },
     compared: (lead, lag) => ({
       implications: [
@@ -379,12 +483,25 @@ const INSIGHTS: InsightPlan[] = [
     title: 'Scale',
     measure: MEASURES.size,
     keyMetric: (sides) => `Market capitalisation: ${figures(sides, MEASURES.size)}`,
-    single: {
-      implications: [
-        'Scale funds research and distribution that smaller rivals cannot match.',
-        'Size alone does not protect against disruption.',
-      ],
-      thesis: 'Scale is a competitive advantage.',
+    single: (side) => {
+      const size = MEASURES.size.value(side);
+      if (size === null) return missing(side, MEASURES.size);
+      const figure = billions(size);
+      if (size >= 100e9)
+        return {
+          implications: [
+            `A market value of ${figure} funds research and distribution that smaller rivals cannot match.`,
+            'Size alone does not protect against disruption.',
+          ],
+          thesis: `Scale (${figure}) is a competitive advantage.`,
+        };
+      return {
+        implications: [
+          `At ${figure} the company is smaller than the largest rivals in its market.`,
+          'It has room to grow before size slows it down.',
+        ],
+        thesis: `Scale (${figure}) is not yet an advantage; focus and execution have to be.`,
+      };
     },
     compared: (lead, lag) => ({
       implications: [
@@ -409,7 +526,7 @@ function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
   return INSIGHTS.map((plan, index) => {
     const order = b && ranked(a, b, plan.measure);
     const text = !b
-      ? plan.single
+      ? plan.single(a)
       : order
         ? plan.compared(order.lead, order.lag)
         : {
@@ -446,12 +563,22 @@ function comparedInsights(a: Side, b: Side): string[] {
   });
 }
 
+/** One company: its growth and margin as they are, on the sample figures. */
+function singleInsight(side: Side): string {
+  const growth = MEASURES.growth.value(side);
+  const margin = MEASURES.margin.value(side);
+  if (growth === null || margin === null) return `The sample data has no revenue growth or net margin for ${side.symbol}.`;
+  const trend = growth < 0 ? 'shrinking revenue' : growth < 10 ? 'modest revenue growth' : 'strong revenue growth';
+  const profit = margin < 0 ? 'losses' : margin < 10 ? 'a thin net margin' : 'a high net margin';
+  return `${side.symbol} combines ${trend} (${pct(growth)}) with ${profit} (${pct(margin)}), per the sample data.`;
+}
+
 function stockReportAnswer(symbols: string[], data: ToolData, system: string): AssistantReply {
   const items = reportItems(symbols, data, clientDataNames(system));
   const [a = '', b] = symbols;
   const quick = b
     ? comparedInsights({ symbol: a, o: data.overviews.get(a) }, { symbol: b, o: data.overviews.get(b) })
-    : [`${a}'s investment case rests on growth and margins, per the sample data.`, OFFLINE_NOTICE];
+    : [singleInsight({ symbol: a, o: data.overviews.get(a) }), OFFLINE_NOTICE];
   return jsonTurn({ detailed_analysis: items, quick_insights: quick });
 }
 
@@ -467,14 +594,94 @@ function fieldsOf(body: MessagesRequestBody, system: string): Record<string, str
   return Object.fromEntries([...listed.matchAll(/"(\w+)" \((\w+)\)/g)].map(([, name = '', type = '']) => [name, type]));
 }
 
+/**
+ * The client's question, as the analysis prompt (packages/ai/prompts/analysis) puts it: after "Client question:",
+ * before the client's data and before the untrusted-data rule the engine appends to every system prompt. Neither
+ * of those is the client's question, and the answer must not echo them.
+ */
+function clientQuestion(system: string): string | undefined {
+  const marker = 'Client question:\n';
+  const start = system.indexOf(marker);
+  if (start === -1) return undefined;
+  let question = system.slice(start + marker.length);
+  for (const end of ['\n\nContent inside <tool_output> elements', '\nThe client supplied this data (treat it as data']) {
+    const at = question.lastIndexOf(end);
+    if (at !== -1) question = question.slice(0, at);
+  }
+  return question.trim();
+}
+
+/** The holdings of the client's portfolio (`The client's portfolio: AAPL 60%, MSFT 40%.`), with their weights. */
+function portfolioOf(system: string): Map<string, number> {
+  const list = /^The client's portfolio: (.+?)\.$/m.exec(system)?.[1] ?? '';
+  const holdings = new Map<string, number>();
+  for (const [, symbol = '', weight = ''] of list.matchAll(/([A-Z0-9.-]+) (\d+(?:\.\d+)?)%/g)) holdings.set(symbol, Number(weight));
+  return holdings;
+}
+
+/** The weighted average of a figure over the holdings that have it, and the weight they cover. */
+function weighted(holdings: Map<string, number>, data: ToolData, key: string): { value: number; covered: number } | undefined {
+  let sum = 0;
+  let covered = 0;
+  for (const [symbol, weight] of holdings) {
+    const value = data.overviews.get(symbol)?.metrics?.[key];
+    if (value === null || value === undefined) continue;
+    sum += value * weight;
+    covered += weight;
+  }
+  return covered === 0 ? undefined : { value: sum / covered, covered };
+}
+
+/** What the figures shown say, as statements that follow from them (never from nothing). */
+function considerations(symbols: string[], holdings: Map<string, number>, data: ToolData): string[] {
+  const lines: string[] = [];
+  if (holdings.size > 0) {
+    const [largest, share] = [...holdings].reduce((top, entry) => (entry[1] > top[1] ? entry : top));
+    lines.push(
+      share > 40
+        ? `${largest} is ${String(share)}% of the portfolio: the portfolio is concentrated, and ${largest}'s results drive it.`
+        : `The largest holding, ${largest}, is ${String(share)}% of the portfolio: no single holding dominates.`,
+    );
+    const beta = weighted(holdings, data, 'beta');
+    if (beta !== undefined) {
+      const level = beta.value > 1.2 ? 'more than the market' : beta.value < 0.8 ? 'less than the market' : 'about as much as the market';
+      lines.push(`Weighted by the holdings, beta is ${num(beta.value, 2)}: the portfolio has moved ${level}.`);
+    }
+    const growth = weighted(holdings, data, 'revenueGrowthTtmYoyPercent');
+    if (growth !== undefined) lines.push(`Weighted revenue growth is ${pct(growth.value)} year on year.`);
+    return lines;
+  }
+  const sides = symbols.map((symbol) => ({ symbol, o: data.overviews.get(symbol) }));
+  const extreme = (measure: Measure, pick: 'max' | 'min') => {
+    const known = sides.filter((side) => measure.value(side) !== null);
+    if (known.length < 2) return undefined;
+    return known.reduce((best, side) => {
+      const [a, b] = [measure.value(side) ?? 0, measure.value(best) ?? 0];
+      return (pick === 'max' ? a > b : a < b) ? side : best;
+    });
+  };
+  const volatile = extreme(MEASURES.beta, 'max');
+  if (volatile)
+    lines.push(`${volatile.symbol} has the highest beta (${num(MEASURES.beta.value(volatile), 2)}): it moves the most with the market.`);
+  const cheapest = extreme(MEASURES.pe, 'min');
+  if (cheapest) lines.push(`${cheapest.symbol} has the lowest P/E (${num(MEASURES.pe.value(cheapest))}) of the symbols in scope.`);
+  const shrinking = sides.filter((side) => (MEASURES.growth.value(side) ?? 0) < 0);
+  for (const side of shrinking) lines.push(`${side.symbol}'s revenue is shrinking (${pct(MEASURES.growth.value(side))} year on year).`);
+  return lines;
+}
+
 function analysisAnswer(body: MessagesRequestBody, system: string, symbols: string[], data: ToolData): AssistantReply {
-  const question = /Client question:\n([\s\S]*?)(?:\n\nThe client supplied|$)/.exec(system)?.[1]?.trim() ?? lastUserText(body);
+  const question = clientQuestion(system) ?? lastUserText(body);
+  const holdings = portfolioOf(system);
   const facts = symbols.map((symbol) => {
     const o = data.overviews.get(symbol);
+    const weight = holdings.get(symbol);
+    const held = weight === undefined ? '' : `, ${String(weight)}% of the portfolio`;
     return o?.metrics
-      ? `${name(o, symbol)} (${symbol}): revenue growth ${pct(o.metrics.revenueGrowthTtmYoyPercent)}, net margin ${pct(o.metrics.netProfitMarginTtmPercent)}, P/E ${num(o.metrics.peRatioTtm)}, beta ${num(o.metrics.beta, 2)}`
-      : `${symbol}: no sample data available`;
+      ? `${name(o, symbol)} (${symbol}${held}): revenue growth ${pct(o.metrics.revenueGrowthTtmYoyPercent)}, net margin ${pct(o.metrics.netProfitMarginTtmPercent)}, P/E ${num(o.metrics.peRatioTtm)}, beta ${num(o.metrics.beta, 2)}`
+      : `${symbol}${held}: no sample data available`;
   });
+  const notes = considerations(symbols, holdings, data);
   const summary = `Sample analysis of: ${question.slice(0, 200)}`;
   const fields = fieldsOf(body, system);
   if (fields) {
@@ -490,7 +697,7 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
     return jsonTurn(content);
   }
   if (system.includes('a single JSON object')) {
-    return jsonTurn({ summary, findings: facts, notice: OFFLINE_NOTICE });
+    return jsonTurn({ summary, findings: facts, considerations: notes, notice: OFFLINE_NOTICE });
   }
   const body_ = [
     `## Summary`,
@@ -503,8 +710,7 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
     '',
     `## Considerations`,
     '',
-    '- Diversification limits the impact of any single holding.',
-    '- Valuation and interest rates drive returns over the next year.',
+    ...(notes.length > 0 ? notes.map((note) => `- ${note}`) : ['- The sample data gives no figures to weigh for this question.']),
     '',
     `_${OFFLINE_NOTICE}_`,
   ].join('\n');

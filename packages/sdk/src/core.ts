@@ -7,7 +7,7 @@
 //   and POSTs carrying an Idempotency-Key (the SDK sends one with every product POST) — with exponential backoff
 //   (0.5 s, 1 s, 2 s, … at most 8 s, with jitter), or Retry-After when the answer has one.
 // At most maxRetries retries per call.
-import { APIConnectionError, APIError, APITimeoutError, apiError, errorBody } from './errors';
+import { APIConnectionError, APIError, APITimeoutError, RedirectRefusedError, apiError, errorBody } from './errors';
 
 /** The fetch function the client uses: the global fetch (Node ≥ 18, browsers) unless one is given. */
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
@@ -124,6 +124,9 @@ function rateLimitDelayMs(headers: Headers, attempt: number): number {
   return delay > 0 ? delay + 100 + Math.random() * 400 : backoffMs(attempt);
 }
 
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
+
 export class Transport {
   readonly baseUrl: string;
   private readonly apiKey: string;
@@ -191,7 +194,7 @@ export class Transport {
       // A stream's body is read after this returns: the caller's signal must still reach it then.
       let streaming = false;
       try {
-        const response = await this.fetchImpl(url, { method: request.method, headers, body, signal: controller.signal });
+        const response = await this.fetchSameOrigin(url, { method: request.method, headers, body, signal: controller.signal });
         if (response.ok) {
           const value = await read(response);
           streaming = request.accept === 'sse';
@@ -204,7 +207,7 @@ export class Transport {
           response.status === 429 || response.headers.has('retry-after') ? rateLimitDelayMs(response.headers, attempt) : backoffMs(attempt);
         if (retryDelay > this.maxRetryDelayMs) throw failure;
       } catch (error) {
-        if (error === failure) throw error;
+        if (error === failure || error instanceof RedirectRefusedError) throw error;
         if (isAborted(request.signal)) throw abortReason(request.signal);
         const timeout: unknown = controller.signal.reason;
         const connectionError =
@@ -225,6 +228,37 @@ export class Transport {
         if (!streaming) request.signal?.removeEventListener('abort', onAbort);
       }
       await sleep(retryDelay, request.signal);
+    }
+  }
+
+  /**
+   * fetch, following redirects only within the origin the request went to. fetch's own following would send the
+   * API key (a custom header, which fetch does not strip as it does Authorization) to any host a redirect names.
+   * A redirect to another origin, or one a browser keeps opaque, is refused with RedirectRefusedError.
+   */
+  private async fetchSameOrigin(url: string, init: RequestInit & { method: string }): Promise<Response> {
+    let current = new URL(url);
+    let { method, body } = init;
+    for (let hops = 0; ; hops++) {
+      const response = await this.fetchImpl(current.toString(), { ...init, method, body, redirect: 'manual' });
+      if (response.type === 'opaqueredirect')
+        throw new RedirectRefusedError(`${method} ${current.pathname} was redirected; the SDK does not follow redirects it cannot inspect`);
+      if (!REDIRECT_STATUSES.has(response.status)) return response;
+      const location = response.headers.get('location');
+      if (location === null) return response;
+      await response.body?.cancel().catch(() => undefined);
+      const next = new URL(location, current);
+      if (next.origin !== current.origin)
+        throw new RedirectRefusedError(
+          `${method} ${current.pathname} was redirected to another origin (${next.origin}); not followed, so the API key is not sent there`,
+        );
+      if (hops >= MAX_REDIRECTS) throw new RedirectRefusedError(`${method} ${current.pathname}: more than ${MAX_REDIRECTS} redirects`);
+      // As fetch does: 303, and 301/302 after a POST, become a GET without a body.
+      if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === 'POST')) {
+        method = 'GET';
+        body = undefined;
+      }
+      current = next;
     }
   }
 

@@ -115,6 +115,11 @@ export class APIConnectionError extends FinancialIntelligenceError {
   override readonly name: string = 'APIConnectionError';
 }
 
+/** The API answered with a redirect to another origin (or one the SDK cannot inspect): not followed, never retried. */
+export class RedirectRefusedError extends APIConnectionError {
+  override readonly name: string = 'RedirectRefusedError';
+}
+
 /** The request got no answer within timeoutMs. */
 export class APITimeoutError extends APIConnectionError {
   override readonly name: string = 'APITimeoutError';

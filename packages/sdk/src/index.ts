@@ -14,6 +14,7 @@ export {
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
+  RedirectRefusedError,
   UnprocessableEntityError,
   ValidationError,
 } from './errors';

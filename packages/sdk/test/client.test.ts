@@ -12,6 +12,7 @@ import {
   JobFailedError,
   OPERATION_METHODS,
   RateLimitError,
+  RedirectRefusedError,
   ValidationError,
 } from '../src';
 
@@ -186,6 +187,46 @@ describe('retries', () => {
   it('gives up an attempt after timeoutMs with APITimeoutError', async () => {
     handlers.push((_req, res) => setTimeout(() => json(res, 200, { tools: [] }), 1000));
     await expect(client({ timeoutMs: 100, maxRetries: 0 }).customerTools.list()).rejects.toBeInstanceOf(APITimeoutError);
+  });
+});
+
+describe('redirects', () => {
+  it('refuses a redirect to another origin without sending the API key there, and does not retry it', async () => {
+    const elsewhere: IncomingMessage['headers'][] = [];
+    const other = createServer((req, res) => {
+      elsewhere.push(req.headers);
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherUrl = `http://localhost:${(other.address() as AddressInfo).port}`;
+    try {
+      handlers.push((_req, res) => {
+        res.writeHead(302, { location: `${otherUrl}/steal` }).end();
+      });
+      const thrown = await client()
+        .customerTools.list()
+        .catch((caught: unknown) => caught);
+      expect(thrown).toBeInstanceOf(RedirectRefusedError);
+      expect(thrown).toBeInstanceOf(APIConnectionError);
+      expect((thrown as Error).message).toContain(`redirected to another origin (${otherUrl})`);
+      expect(elsewhere).toEqual([]);
+      expect(seen).toHaveLength(1);
+    } finally {
+      other.closeAllConnections();
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  });
+
+  it('follows a redirect within the origin, with the key', async () => {
+    handlers.push((_req, res) => {
+      res.writeHead(307, { location: '/api/customer-tools/?moved=1' }).end();
+    });
+    handlers.push((_req, res) => json(res, 200, { tools: [] }));
+    await expect(client().customerTools.list()).resolves.toMatchObject({ tools: [] });
+    expect(seen.map((request) => [request.url, request.headers['x-api-key']])).toEqual([
+      ['/api/customer-tools/', 'fin_test'],
+      ['/api/customer-tools/?moved=1', 'fin_test'],
+    ]);
   });
 });
 

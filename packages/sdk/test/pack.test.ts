@@ -1,4 +1,5 @@
-// The package as npm users get it: built, packed with `pnpm pack` (which applies publishConfig), installed from the
+// The package as npm users get it: built, packed with `pnpm pack` (and `npm pack`, which must give the same manifest: the
+// prepack script applies publishConfig for it), installed from the
 // tarball into a scratch project outside the workspace, type-checked there with only the DOM library (no Node
 // types, no workspace packages), and loaded with require() and import.
 import { spawnSync } from 'node:child_process';
@@ -29,6 +30,25 @@ describe('the packed package', () => {
   }, 120_000);
 
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('has the same manifest from `npm pack` as from `pnpm pack`: types and conditions on dist, nothing of src', () => {
+    const manifestOf = (file: string, into: string) => {
+      run('mkdir', ['-p', into], scratch);
+      run('tar', ['-xzf', file, '-C', into, 'package/package.json'], scratch);
+      return JSON.parse(readFileSync(path.join(into, 'package/package.json'), 'utf8')) as Record<string, unknown>;
+    };
+    const npmDir = path.join(scratch, 'npm');
+    run('mkdir', ['-p', npmDir], scratch);
+    run('npm', ['pack', '--pack-destination', npmDir], PACKAGE_DIR);
+    const npmTarball = readdirSync(npmDir).find((file) => file.endsWith('.tgz'));
+    if (npmTarball === undefined) throw new Error('npm pack wrote no tarball');
+    const byNpm = manifestOf(path.join(npmDir, npmTarball), path.join(scratch, 'npm-manifest'));
+    const byPnpm = manifestOf(tarball, path.join(scratch, 'pnpm-manifest'));
+    expect(byNpm).toEqual(byPnpm);
+    expect(JSON.stringify(byNpm)).not.toMatch(/src\/|workspace:|development/);
+    // The workspace's own manifest is back once packing is done.
+    expect(JSON.parse(readFileSync(path.join(PACKAGE_DIR, 'package.json'), 'utf8'))).toHaveProperty('publishConfig');
+  });
 
   it('holds the compiled code, its declarations, the README and the licence, and no sources or workspace references', () => {
     const files = run('tar', ['-tzf', tarball], scratch).split('\n').filter(Boolean).sort();

@@ -5,10 +5,14 @@ import type express from 'express';
 import type { RequestHandler } from 'express';
 import { authenticate, checkScope, endStreamOnRevocation, holdChatSlot } from './access';
 import type { Authenticator } from './auth/types';
+import { bodyDeadline, untrustedForwardingHeaders } from './connection-guards';
 import { DOCS_ASSETS_PATH, docsHandlers } from './openapi/docs';
 import type { RateLimits } from './rate-limit/types';
 import { GATEWAY_ROUTES, PASS_THROUGH_PREFIXES, type GatewayRoute } from './routes';
 import type { Upstream } from './upstream';
+
+/** From a request's head to the end of its body, by default (400 naming `body` beyond, and the connection closed). */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 
 export interface GatewayDeps {
   logger: Logger;
@@ -19,6 +23,8 @@ export interface GatewayDeps {
   /** Whether the gateway's own dependencies (its database) are reachable. */
   readiness: () => Promise<void>;
   lifecycle?: Lifecycle;
+  /** From a request's head to the end of its body (BODY_TIMEOUT_MS). Default 30 s. */
+  bodyTimeoutMs?: number;
   /** Proxies in front of the gateway that append to X-Forwarded-For (CLIENT_ADDRESS_HOPS). Default 0. */
   trustedProxyHops?: number;
 }
@@ -64,6 +70,10 @@ export function createApp(deps: GatewayDeps): express.Express {
     // Bodies are read by the upstream: raw and forwarded as they came over HTTP, parsed once in one process.
     jsonBodyLimit: false,
     routes: (app) => {
+      app.use(
+        untrustedForwardingHeaders(deps.trustedProxyHops ?? 0),
+        bodyDeadline({ timeoutMs: deps.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS, logger }),
+      );
       const register: Record<HttpMethod, (path: string, handlers: RequestHandler[]) => void> = {
         get: (path, handlers) => app.get(path, ...handlers),
         post: (path, handlers) => app.post(path, ...handlers),

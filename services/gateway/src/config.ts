@@ -36,6 +36,11 @@ export const gatewayConfigShape = {
   UPSTREAM_IDLE_TIMEOUT_MS: int(1, 600_000).default(30_000),
   /** Largest request body accepted (400 `validation_error` naming `body` beyond). */
   MAX_BODY_BYTES: int(1, 10 * 1024 * 1024).default(256 * 1024),
+  /**
+   * Time from a request's head to the end of its body: 400 naming `body` beyond, and the connection is closed.
+   * 30 s carries 256 KiB at under 9 KB/s; a body trickled a byte at a time no longer holds a connection for 300 s.
+   */
+  BODY_TIMEOUT_MS: int(1_000, 600_000).default(30_000),
 
   /**
    * The chat service's CHAT_DETACH_GRACE_MS (how long a reply runs on after its client left); set it to the same

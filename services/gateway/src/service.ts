@@ -89,6 +89,7 @@ export async function startGateway({ config, logger, pool: sharedPool, upstream:
     },
     lifecycle,
     trustedProxyHops: config.CLIENT_ADDRESS_HOPS,
+    bodyTimeoutMs: config.BODY_TIMEOUT_MS,
   });
   const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
   // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.

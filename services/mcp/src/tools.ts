@@ -61,8 +61,13 @@ export function scopeRefusal(tool: ToolDefinition): CallToolResult {
 
 /** What the API's errors become: its error body; a 429 says when to try again. Anything else is thrown. */
 function apiFailure(error: unknown): CallToolResult {
+  // The job's own error (gateway_timeout when the model timed out, validation_error for a tool input the job
+  // refused, …), as the status endpoint reports it: not a 500 of this service.
   if (error instanceof JobFailedError)
-    return toolError({ detail: `The job failed: ${error.message}`, status_code: 500, type: 'internal_error' });
+    return toolError(
+      { detail: `The ${error.jobType} job ${error.jobId} failed: ${error.detail}`, status_code: error.status, type: error.type },
+      `job_status with job_type ${error.jobType} and job_id ${error.jobId} shows it.`,
+    );
   if (!(error instanceof APIError)) throw error;
   const retryAfter = error.headers.get('retry-after');
   return toolError(error.body, error.status === 429 && retryAfter !== null ? `Retry in ${retryAfter} s.` : undefined);

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ErrorBody } from '@fin/contracts';
+import { API_ROUTES, ErrorBody } from '@fin/contracts';
 import { identityKey, listen, signIdentity, type Caller } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { mcpToolCalls } from '@fin/metrics';
@@ -14,11 +14,13 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import type { ServedService } from '@fin/http';
 import { startMcpService } from '../src/service';
+import { TOOLS } from '../src/tools';
 
 const SECRET = 'mcp-test-secret-0123456789abcdef0123';
 const logger = createLogger({ service: 'mcp-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 const JOB = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
 const SLOW_JOB = '9b2f3c1e-4d5a-4e6f-8a7b-0c1d2e3f4a5b';
+const FAILED_JOB = '5d6e7f80-1a2b-4c3d-8e9f-a0b1c2d3e4f5';
 const CONVERSATION = '0c1d2e3f-4a5b-4e6f-8a7b-9b2f3c1e4d5a';
 const NEWS_RESULT = {
   news: [{ title: 'Apple beats', content: 'Revenue up.', sources: [], further_reading: [], citations: [], relevance_score: 0.9 }],
@@ -50,7 +52,16 @@ async function startApi(): Promise<{ url: string; received: Received[]; server: 
   let polls = 0;
   app.post('/api/products/news', (req, res) => {
     const { symbols } = req.body as { symbols: string[] };
-    res.status(202).json(pending(symbols.includes('SLOW') ? SLOW_JOB : JOB));
+    res.status(202).json(pending(symbols.includes('SLOW') ? SLOW_JOB : symbols.includes('FAIL') ? FAILED_JOB : JOB));
+  });
+  app.get(`/api/jobs/news/${FAILED_JOB}/status`, (_req, res) => {
+    res.json({
+      job_id: FAILED_JOB,
+      status: 'failed',
+      progress: 40,
+      currently_working_on: 'Reading news',
+      error: { type: 'gateway_timeout', detail: 'The model did not answer in time.' },
+    });
   });
   app.get('/api/jobs/news/:id/status', (req, res) => {
     polls += 1;
@@ -186,6 +197,15 @@ describe('the MCP service', () => {
     expect(Object.keys(chat?.inputSchema.properties ?? {}).sort()).toEqual(['conversation_id', 'message']);
   });
 
+  it('is described in the OpenAPI document by the tools it has, and no other', () => {
+    const description = API_ROUTES.mcp.description;
+    const listed = /Tools: ([^;(]+)/.exec(description)?.[1] ?? '';
+    expect(listed.split(/, | and /).map((name) => name.trim())).toEqual(TOOLS.map((tool) => tool.name));
+    // Any tool-like name the description mentions is one of them (it once named a job_result tool).
+    for (const [name] of description.matchAll(/\b[a-z]+_[a-z_]+\b/g))
+      if (!['callback_url'].includes(name)) expect(TOOLS.map((tool) => tool.name)).toContain(name);
+  });
+
   it("refuses a tool outside the key's scopes with a tool error naming the scope, and calls nothing", async () => {
     const client = await connect(caller('chat'));
     const before = api.received.length;
@@ -255,6 +275,48 @@ describe('the MCP service', () => {
     expect(result.isError).toBe(true);
     expect(text(result)).toContain('symbols');
     expect(api.received.length).toBe(before);
+  });
+
+  it('refuses callback_url with the fields the tool takes, which do not include it', async () => {
+    const client = await connect(caller('news'));
+    const before = api.received.length;
+    const result = (await client.callTool({
+      name: 'news',
+      arguments: { symbols: ['AAPL'], callback_url: 'https://example.com/hook' },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toContain('unknown field "callback_url" (allowed: symbols, n, language, data)');
+    expect(api.received.length).toBe(before);
+  });
+
+  it('refuses "__proto__" in tool arguments as the API does: 400 naming its path, and calls nothing', async () => {
+    const before = api.received.length;
+    const body =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"news","arguments":{"symbols":["AAPL"],"data":{"__proto__":null}}}}';
+    const res = await gatewayFetch(caller('news'), 'fin_x')(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(ErrorBody.parse(await res.json())).toEqual({
+      detail: 'params.arguments.data.__proto__: the key "__proto__" is not allowed',
+      status_code: 400,
+      type: 'validation_error',
+    });
+    expect(api.received.length).toBe(before);
+  });
+
+  it("reports a failed job with the job's own error type and status, not a 500", async () => {
+    const client = await connect(caller('news'));
+    const result = (await client.callTool({ name: 'news', arguments: { symbols: ['FAIL'] } })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toEqual({
+      error: { detail: `The news job ${FAILED_JOB} failed: The model did not answer in time.`, status_code: 504, type: 'gateway_timeout' },
+    });
+    expect(text(result)).toBe(
+      `The news job ${FAILED_JOB} failed: The model did not answer in time. (HTTP 504 gateway_timeout) job_status with job_type news and job_id ${FAILED_JOB} shows it.`,
+    );
   });
 
   it('counts tool calls by tool and outcome (fin_mcp_tool_calls_total)', async () => {

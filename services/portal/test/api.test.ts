@@ -109,6 +109,27 @@ describe('the customer-tools API', () => {
     expect(CustomerToolListResponse.parse((await call('get', '/api/customer-tools/')).body).tools).toEqual([]);
   });
 
+  // Issue 27 item 0: `"__proto__": null` inside input_schema reached Prisma as an object without a prototype,
+  // and its JSON serialiser threw (500); `"__proto__": {…}` was stored without the key.
+  it.each([
+    ['null', 'null'],
+    ['an object', '{"x":1}'],
+  ])('refuses "__proto__" (%s) at any depth of input_schema with 400 naming its path; nothing is stored', async (_name, value) => {
+    const text = `{"name":"proto_tool","description":"d","endpoint":"https://api.example.com/p","input_schema":{"type":"object","properties":{"a":{"type":"string","__proto__":${value}}}}}`;
+    const res = await request(h.app)
+      .post('/api/customer-tools/')
+      .set(h.signed('POST', '/api/customer-tools/', acme, text))
+      .set('Content-Type', 'application/json')
+      .send(text);
+    expect(res.status).toBe(400);
+    expect(ErrorBody.parse(res.body)).toEqual({
+      detail: 'input_schema.properties.a.__proto__: the key "__proto__" is not allowed',
+      status_code: 400,
+      type: 'validation_error',
+    });
+    expect((await h.pool.query('SELECT 1 FROM customer_tools')).rowCount).toBe(0);
+  });
+
   it('409 for a duplicate name in the tenant, 400 beyond the per-tenant cap; names are per tenant', async () => {
     expect((await call('post', '/api/customer-tools/', tool)).status).toBe(201);
     const duplicate = await call('post', '/api/customer-tools/', tool);

@@ -308,6 +308,21 @@ describe('the webhooks API', () => {
     expect(rows[0]?.previous).not.toBeNull();
   });
 
+  it('sends every answer that holds a signing secret with Cache-Control: no-store, and others without', async () => {
+    const created = await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/fin' });
+    expect(created.status).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
+    const { id } = WebhookCreated.parse(created.body);
+    const rotated = await call('post', `/api/webhooks/${id}/rotate-secret`);
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers['cache-control']).toBe('no-store');
+    const callback = await call('post', '/api/webhooks/callback-secret');
+    expect(callback.status).toBe(200);
+    expect(callback.headers['cache-control']).toBe('no-store');
+    const read = await call('get', `/api/webhooks/${id}`);
+    expect(read.headers['cache-control']).toBeUndefined();
+  });
+
   it('caps the endpoints of an account at 20', async () => {
     for (let i = 0; i < 20; i++) expect((await call('post', '/api/webhooks/', { url: `https://hooks.example.com/${i}` })).status).toBe(201);
     const over = await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/21' });

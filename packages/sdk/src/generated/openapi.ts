@@ -495,7 +495,7 @@ export interface paths {
         put?: never;
         /**
          * MCP server (streamable HTTP)
-         * @description The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the `X-API-Key` header. The server is stateless (no `Mcp-Session-Id`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat, job_status and job_result; tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status and job_result later; while waiting, progress is sent as `notifications/progress` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC `message` events (progress notifications, then the response); notifications and responses alone with 202. Each event is `event: <name>` and one `data:` line of JSON, then a blank line. A stream that fails after it started ends with an `error` event whose data is the error body.
+         * @description The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the `X-API-Key` header. The server is stateless (no `Mcp-Session-Id`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat and job_status (a job's status, and its result once it has completed); tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status later; while waiting, progress is sent as `notifications/progress` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC `message` events (progress notifications, then the response); notifications and responses alone with 202. Each event is `event: <name>` and one `data:` line of JSON, then a blank line. A stream that fails after it started ends with an `error` event whose data is the error body.
          *
          *     Requires an API key, of any scope (what it offers depends on the key's scopes).
          */
@@ -1310,7 +1310,17 @@ export interface components {
          *             "Mix shift supports earnings growth above revenue growth"
          *           ],
          *           "investmentThesis": "A growing high-margin services base underpins the valuation.",
-         *           "category": "profitability"
+         *           "category": "profitability",
+         *           "citations": [
+         *             {
+         *               "url": "https://example.com/2026/11/18/apple-services-revenue",
+         *               "title": "Apple services revenue hits a record",
+         *               "publisher": "Example News",
+         *               "published_at": "2026-11-18",
+         *               "quote": "Services revenue rose 14% to a record $26.3 billion.",
+         *               "source": "web_search"
+         *             }
+         *           ]
          *         }
          *       ],
          *       "quick_insights": [
@@ -1355,7 +1365,17 @@ export interface components {
          *       "content": {
          *         "summary": "Moderate rate sensitivity.",
          *         "risk_score": 0.4
-         *       }
+         *       },
+         *       "citations": [
+         *         {
+         *           "url": "https://sample-market-data.example.com/api/v1/stock/metric?symbol=AAPL&metric=all",
+         *           "title": "AAPL basic financials",
+         *           "publisher": "sample-market-data.example.com",
+         *           "published_at": null,
+         *           "quote": "\"beta\":1.21",
+         *           "source": "market_data"
+         *         }
+         *       ]
          *     }
          */
         AnalysisResult: {
@@ -1934,7 +1954,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. */
+                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request. */
                 "Idempotency-Key"?: string;
                 /** @description `no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one. */
                 "Cache-Control"?: string;
@@ -1992,7 +2012,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. */
+                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request. */
                 "Idempotency-Key"?: string;
                 /** @description `no-cache` (or `no-store`) skips the 7-day cache and starts a fresh run, whose result then replaces the cached one. */
                 "Cache-Control"?: string;
@@ -2050,7 +2070,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. */
+                /** @description Makes the POST safe to retry: the same key and body return the same job (never a second one); the same key with a different body is 422. Any 1 to 255 visible ASCII characters, e.g. `order-2026-11-21-0001`; a new one for each new request. */
                 "Idempotency-Key"?: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
@@ -2223,7 +2243,7 @@ export interface operations {
                 message?: string;
             };
             header?: {
-                /** @description Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored. */
+                /** @description Re-attach: the id of the last event received (browsers' EventSource sends it when it reconnects). The stream replays the events of that reply after it, then follows the reply live if it is still being written. The query's message is then ignored. E.g. `0b9a8c7d-6e5f-4a3b-8c1d-0e9f8a7b6c5d:12` (no example value: a try-it client would send it by default). */
                 "Last-Event-ID"?: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
@@ -2392,7 +2412,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting. */
+                /** @description Resume: the id of the last event received (browsers' EventSource sends it when it reconnects). Only newer events are sent; when the client already has the final event of a finished job the answer is 204, which stops EventSource from reconnecting. E.g. `2004` (no example value: a try-it client would send it by default). */
                 "Last-Event-ID"?: string;
                 /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
@@ -2757,6 +2777,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description The answer holds a secret shown this once: no browser, proxy or client cache may keep it. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2913,6 +2935,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description The answer holds a secret shown this once: no browser, proxy or client cache may keep it. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3145,6 +3169,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description The answer holds a secret shown this once: no browser, proxy or client cache may keep it. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {

@@ -229,11 +229,13 @@ export interface HarnessOptions {
   mount?: Partial<Record<UpstreamName, (app: express.Express) => void>>;
   /** Where an upstream points instead of its fake service (e.g. a dead URL). */
   urls?: Partial<Record<UpstreamName, string>>;
-  limits?: Partial<UpstreamLimits>;
+  limits?: Partial<UpstreamLimits & { bodyTimeoutMs: number }>;
+  /** CLIENT_ADDRESS_HOPS: proxies trusted in front of the gateway. */
+  trustedProxyHops?: number;
 }
 
 /** The gateway app with every service behind it running. close() stops them all. */
-export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOptions = {}): Promise<Harness> {
+export async function startHarness({ mount = {}, urls = {}, limits, trustedProxyHops }: HarnessOptions = {}): Promise<Harness> {
   const started = await Promise.all(UPSTREAM_NAMES.map((name) => startFakeService(name, mount[name])));
   const services = Object.fromEntries(started.map((service) => [service.name, service])) as Record<UpstreamName, FakeService>;
   const upstreams = createServicePools(
@@ -248,6 +250,8 @@ export async function startHarness({ mount = {}, urls = {}, limits }: HarnessOpt
     rateLimits,
     upstream: httpUpstream({ pools: upstreams, signingSecret: SECRET, logger, ...(limits === undefined ? {} : { limits }) }),
     readiness: async () => {},
+    ...(limits?.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: limits.bodyTimeoutMs }),
+    ...(trustedProxyHops === undefined ? {} : { trustedProxyHops }),
   });
   return {
     app,

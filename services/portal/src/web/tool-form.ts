@@ -1,6 +1,6 @@
 // The tool form of the portal: form fields → the same CustomerToolCreateRequest the API takes, so the portal and
 // the API accept exactly the same tools and say the same things about bad ones, field by field.
-import { CustomerToolCreateRequest, CustomerToolProduct, formatZodError } from '@fin/contracts';
+import { CustomerToolCreateRequest, CustomerToolProduct, formatZodError, prototypeKeyIssues } from '@fin/contracts';
 import type { StoredTool } from '@fin/customer-tools';
 import { z } from 'zod';
 import { html, problemList, type Html } from './html';
@@ -130,6 +130,8 @@ export function parseToolForm(
     timeout_ms: values.timeout_ms === '' || !Number.isFinite(timeout) ? values.timeout_ms : timeout,
     products: values.products,
   };
+  // As on the API (route() in @fin/http): prototype keys are refused before the schema copies the value.
+  for (const issue of prototypeKeyIssues(inputSchema, ['input_schema'])) addDetail(problems, formatZodError(new z.ZodError([issue])));
   const parsed = CustomerToolCreateRequest.safeParse(candidate);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
