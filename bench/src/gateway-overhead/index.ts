@@ -43,6 +43,8 @@ const NEWS_LIMIT = 1_000_000;
 const DIRECT_SIGNATURE_VALIDITY_MS = 30_000;
 const TARGET_P50_ADDED_MS = 1;
 const TARGET_THROUGHPUT_RATIO = 0.5;
+/** The gateway's own CPU per request it proxies, at saturation (issue 28). */
+const TARGET_GATEWAY_CPU_US = 150;
 /** Connections of the third load level (after 1 and --connections). */
 const CROWD_CONNECTIONS = 50;
 
@@ -482,11 +484,13 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
 
   const latency = { direct: find('latency', 'direct')?.result, gateway: find('latency', 'gateway')?.result };
   const throughput = { direct: find('throughput', 'direct')?.result, gateway: find('throughput', 'gateway')?.result };
-  if (latency.direct && latency.gateway && throughput.direct && throughput.gateway) {
+  const saturatedGateway = find('throughput', 'gateway');
+  if (latency.direct && latency.gateway && throughput.direct && throughput.gateway && saturatedGateway) {
     const added = latency.gateway.latencyMs.p50 - latency.direct.latencyMs.p50;
     const ratio = throughput.gateway.rps / throughput.direct.rps;
+    const gatewayUs = perRequestUs(saturatedGateway, 'gateway');
     print();
-    print('### Targets (issue 4)');
+    print('### Targets (issues 4 and 28)');
     print();
     print(
       table(
@@ -501,6 +505,11 @@ function report({ options, command, machine, modes, outcome, elapsedS }: ReportI
             `added latency at p50 ≤ ${TARGET_P50_ADDED_MS} ms (1 connection)`,
             `+${ms(added)} ms`,
             added <= TARGET_P50_ADDED_MS ? 'yes' : 'NO',
+          ],
+          [
+            `gateway CPU per proxied cache hit ≤ ${TARGET_GATEWAY_CPU_US} µs (${options.connections} connections)`,
+            `${fixed(gatewayUs, 0)} µs`,
+            gatewayUs <= TARGET_GATEWAY_CPU_US ? 'yes' : 'NO',
           ],
         ],
         ['left', 'right', 'left'],

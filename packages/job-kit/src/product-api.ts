@@ -70,33 +70,52 @@ export interface CachedProduct<R extends ProductRoute> {
   cacheKey(request: RequestOf<R>): Pick<CacheKeyParts, 'parameters' | 'data'>;
 }
 
-/** Validated cached results kept per source job (bounded; the oldest go first). */
+/** Validated cached results kept per source job, and the source last served per request (bounded; the oldest go first). */
 const MAX_VALIDATED_RESULTS = 256;
 
+/** The response body of a cached result after its `job_id`, as bytes: `"status":"completed","from_cache":true,…}`. */
+interface HeldResult {
+  sourceJobId: string;
+  rest: Buffer;
+}
+
+/** Inserts into a bounded map, dropping the oldest entry beyond MAX_VALIDATED_RESULTS. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  if (map.size >= MAX_VALIDATED_RESULTS) map.delete(map.keys().next().value as string);
+  map.set(key, value);
+}
+
 /**
- * The contract's response for a cached result, as JSON text. A result is validated and serialised the first time
- * it is served and kept by its source job (a completed job's result never changes), so a hit neither parses the
- * cached result (the database sends it as text) nor validates or serialises it again: only the caller's own
- * job id is written in front of the stored body.
+ * The contract's response for a cached result. A result is validated and serialised the first time it is served
+ * and kept by its source job (a completed job's result never changes), as UTF-8 bytes: a hit neither parses,
+ * validates, serialises nor encodes it again, only the caller's own job id is written in front. And the lookup of
+ * a request whose source is held asks the database not to send the result again (submitJob's `heldResult`).
  */
 function cachedResponder(response: { parse(value: unknown): unknown }) {
-  /** Source job → the response body after its job_id: `"status":"completed","from_cache":true,…}`. */
-  const serialised = new Map<string, string>();
-  return (outcome: CachedOutcome): string => {
-    let rest = serialised.get(outcome.sourceJobId);
-    if (rest === undefined) {
-      const result = JSON.parse(outcome.resultJson) as Record<string, unknown>;
-      const body = response.parse({ job_id: outcome.sourceJobId, status: 'completed', from_cache: true, ...result }) as Record<
-        string,
-        unknown
-      >;
-      const { job_id: _sourceJob, ...fields } = body;
-      // Never empty (status and from_cache are always there), so the text after `{` is a list of fields and `}`.
-      rest = JSON.stringify(fields).slice(1);
-      if (serialised.size >= MAX_VALIDATED_RESULTS) serialised.delete(serialised.keys().next().value as string);
-      serialised.set(outcome.sourceJobId, rest);
-    }
-    return `{"job_id":${JSON.stringify(outcome.jobId)},${rest}`;
+  const bySource = new Map<string, HeldResult>();
+  /** A request's own cache key → the result last served for it. */
+  const byRequest = new Map<string, HeldResult>();
+  return {
+    /** The result last served for this request, if still held. */
+    held: (requestKey: string): HeldResult | undefined => byRequest.get(requestKey),
+    body(requestKey: string, outcome: CachedOutcome, held: HeldResult | undefined): Buffer {
+      let result = held?.sourceJobId === outcome.sourceJobId ? held : bySource.get(outcome.sourceJobId);
+      if (result === undefined) {
+        if (outcome.resultJson === undefined) throw new Error(`the result of job ${outcome.sourceJobId} was neither sent nor held`);
+        const stored = JSON.parse(outcome.resultJson) as Record<string, unknown>;
+        const body = response.parse({ job_id: outcome.sourceJobId, status: 'completed', from_cache: true, ...stored }) as Record<
+          string,
+          unknown
+        >;
+        const { job_id: _sourceJob, ...fields } = body;
+        // Never empty (status and from_cache are always there), so the text after `{` is a list of fields and `}`.
+        result = { sourceJobId: outcome.sourceJobId, rest: Buffer.from(JSON.stringify(fields).slice(1)) };
+        remember(bySource, outcome.sourceJobId, result);
+      }
+      if (byRequest.get(requestKey) !== result) remember(byRequest, requestKey, result);
+      return Buffer.concat([Buffer.from(`{"job_id":${JSON.stringify(outcome.jobId)},`), result.rest]);
+    },
   };
 }
 
@@ -117,26 +136,30 @@ export function cachedProductHandlers<R extends ProductRoute>(product: CachedPro
   const { pool, maxAttempts = 3, callbackPolicy } = deps;
   const { jobType } = product;
   const response = product.route.responses['200'].json;
-  const cachedResponse = cachedResponder(response);
+  const cached = cachedResponder(response);
   const handler = async ({ body, headers, caller }: RouteInput<ProductRoute>, { res }: RouteContext) => {
     const { tenantId } = caller;
     const bypass = bypassesCache(headers['Cache-Control']);
     // The callback belongs to this request, not to the job (which identical requests may share).
     const { callback_url: callbackUrl, ...request } = body;
     await checkCallbackUrl(pool, tenantId, callbackUrl, callbackPolicy);
+    const cacheKeys = productCacheKeys(product, tenantId, request as RequestOf<R>);
+    // Taken before the lookup: the body held now is the one answered if the lookup finds the same source.
+    const held = cached.held(cacheKeys.own);
     const outcome = await submitJob(pool, {
       tenantId,
       jobType,
       // The parsed request (symbols normalised, defaults filled in) is what the worker runs.
       request: { ...request },
-      cacheKeys: productCacheKeys(product, tenantId, request as RequestOf<R>),
+      cacheKeys,
       bypassCache: bypass,
       idempotencyKey: headers['Idempotency-Key'],
       maxAttempts,
+      ...(held === undefined ? {} : { heldResult: held.sourceJobId }),
     });
     describeCache(res, outcome, bypass);
     if (outcome.kind === 'cached') {
-      res.type('application/json').send(cachedResponse(outcome));
+      res.type('application/json').send(cached.body(cacheKeys.own, outcome, held));
       return undefined;
     }
     await leaveCallback(pool, tenantId, outcome.jobId, callbackUrl);

@@ -18,6 +18,11 @@ export interface SubmitParams {
   idempotencyKey?: string;
   maxAttempts?: number;
   /**
+   * The source job of a cached result the caller already holds (a completed job's result never changes): a hit on
+   * it comes without `resultJson`, so the database neither converts the stored result to text nor sends it.
+   */
+  heldResult?: string;
+  /**
    * The caller runs the job itself (inline.ts): a new job is created already claimed by `workerId` for its first
    * attempt, and no job.requested event is written, so no worker ever picks it up.
    */
@@ -29,9 +34,10 @@ export interface CachedOutcome {
   jobId: string;
   /**
    * The cached result as the database serialises it (jsonb text): a hit is answered without parsing it, from the
-   * response already built for its source job (see the product API's cachedResponder).
+   * response already built for its source job (see the product API's cachedResponder). Absent when the source job
+   * is the caller's `heldResult`.
    */
-  resultJson: string;
+  resultJson?: string;
   /** The job that produced the cached result: the result's identity (a completed job's result never changes). */
   sourceJobId: string;
   /** When the cached result was produced (for the Age header). */
@@ -99,7 +105,8 @@ async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypa
                hit.hit_key, hit.source_job, 0, now(), now()
           FROM hit WHERE NOT EXISTS (SELECT 1 FROM own)
         RETURNING id)
-      SELECT o.tool_set, hit.source_job, hit.result::text AS result, hit.created_at, hit.expires_at,
+      SELECT o.tool_set, hit.source_job, CASE WHEN hit.source_job = $8::uuid THEN NULL ELSE hit.result::text END AS result,
+             hit.created_at, hit.expires_at,
              COALESCE((SELECT id FROM own), (SELECT id FROM served)) AS job_id
         FROM offered o LEFT JOIN hit ON true`,
     values: [
@@ -110,6 +117,7 @@ async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypa
       withToolSet(keys.own, ''),
       bypass,
       JSON.stringify(params.request),
+      params.heldResult ?? null,
     ],
   });
   const row = rows[0];
@@ -117,11 +125,11 @@ async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypa
   const toolSet = row.tool_set;
   const jobKey = toolSet !== null ? withToolSet(keys.own, toolSet) : bypass || keys.shared === undefined ? keys.own : keys.shared;
   const { source_job, result, created_at, expires_at, job_id } = row;
-  if (source_job === null || result === null || created_at === null || expires_at === null || job_id === null) return { jobKey };
-  return {
-    jobKey,
-    hit: { kind: 'cached', jobId: job_id, resultJson: result, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at },
-  };
+  if (source_job === null || created_at === null || expires_at === null || job_id === null) return { jobKey };
+  const hit: CachedOutcome = { kind: 'cached', jobId: job_id, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at };
+  if (result !== null) hit.resultJson = result;
+  else if (source_job !== params.heldResult) throw new Error('the cache lookup returned a hit without its result');
+  return { jobKey, hit };
 }
 
 function requestHash(jobType: string, request: Record<string, unknown>): Buffer {

@@ -41,7 +41,7 @@ describe('submitJob', () => {
 
   /** An outcome with a cached result parsed (a hit carries it as the database's JSON text). */
   const served = (outcome: SubmitOutcome) =>
-    outcome.kind === 'cached' ? { ...outcome, result: JSON.parse(outcome.resultJson) as unknown } : outcome;
+    outcome.kind === 'cached' ? { ...outcome, result: JSON.parse(outcome.resultJson ?? 'null') as unknown } : outcome;
 
   async function outboxCount(jobId: string): Promise<number> {
     const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE message_key = $1', [jobId]);
@@ -105,6 +105,20 @@ describe('submitJob', () => {
     await complete(first.jobId);
     await submitJob(pool, params({ key: 'k-metrics' }));
     expect([await counted('created'), await counted('joined'), await counted('cached')]).toEqual([created + 1, joined + 1, cached + 1]);
+  });
+
+  it('leaves out the result of a hit on the source the caller already holds, and only that one', async () => {
+    const first = await submitJob(pool, params({ key: 'k-held' }));
+    await complete(first.jobId, { news: [{ title: 'held' }] });
+    const sent = await submitJob(pool, params({ key: 'k-held', heldResult: randomUUID() }));
+    expect(sent).toMatchObject({ kind: 'cached', sourceJobId: first.jobId, resultJson: '{"news": [{"title": "held"}]}' });
+    const held = await submitJob(pool, params({ key: 'k-held', heldResult: first.jobId }));
+    expect(held).toEqual({ ...sent, resultJson: undefined, expiresAt: expect.any(Date) as Date });
+    expect(held).not.toHaveProperty('resultJson');
+    // Another tenant holding the same source still gets a job of its own.
+    const other = await submitJob(pool, params({ key: 'k-held', tenantId: tenantB, heldResult: first.jobId }));
+    expect(other).toMatchObject({ kind: 'cached', sourceJobId: first.jobId });
+    expect(other.jobId).not.toBe(held.jobId);
   });
 
   it('does not share an in-flight job across tenants', async () => {
