@@ -20,6 +20,7 @@ import type { WireResponse } from '../../src/abuse/http';
 import { Tally, report } from '../../src/abuse/report';
 import { createResources, type TenantResources } from '../../src/abuse/resources';
 import { TENANTS, startAbuseTarget, type AbuseTarget, type TenantName } from '../../src/abuse/target';
+import { UPSTREAM_MODES } from '../../src/system';
 
 type Subject = 'own' | 'other' | 'nonexistent' | 'malformed';
 type KeyKind = 'valid' | 'revoked' | 'missing' | 'wrong scope';
@@ -112,7 +113,7 @@ function operationsOf(routes: readonly ApiRoute[]): Operation[] {
 
 const OPERATIONS = operationsOf(API_ROUTE_LIST);
 
-describe('the access matrix of every id-bearing route', () => {
+describe.each(UPSTREAM_MODES)('the access matrix of every id-bearing route (%s upstream)', (upstream) => {
   let target: AbuseTarget;
   const resources = {} as Record<TenantName, TenantResources>;
   const statuses = new Tally();
@@ -120,14 +121,14 @@ describe('the access matrix of every id-bearing route', () => {
   let leaks = 0;
 
   beforeAll(async () => {
-    target = await startAbuseTarget();
+    target = await startAbuseTarget(upstream);
     for (const tenant of TENANTS) resources[tenant] = await createResources(target.url, target.keys[tenant].valid, tenant);
   }, 180_000);
 
   afterAll(async () => {
     const exitCode = await target?.stop();
     report(
-      'access-matrix',
+      `access-matrix-${upstream}`,
       `${cells} cells (${OPERATIONS.length} operations × ${SUBJECTS.length} subjects × ${KEY_KINDS.length} keys × ${TENANTS.length} callers, and the cross-tenant cache): ${leaks} leaks; statuses ${statuses.toString()}`,
       {
         cells,
