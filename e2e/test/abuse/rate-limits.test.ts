@@ -15,6 +15,7 @@ import { createHttpClient, type HttpClient, type WireResponse } from '../../src/
 import { startModelMeter, type ModelMeter } from '../../src/abuse/model-meter';
 import { startReplicatedGateways, type ReplicatedGateways } from '../../src/abuse/replicas';
 import { ABUSE_SIZE, report } from '../../src/abuse/report';
+import { UPSTREAM_MODES } from '../../src/system';
 
 /** Per-minute news limits under test: the spec's default, and operator overrides (null: the default). */
 const LIMITS: readonly { tenant: string; override: number | null; limit: number }[] = [
@@ -38,7 +39,7 @@ function header(response: WireResponse, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-describe('rate limits across two gateway replicas', () => {
+describe.each(UPSTREAM_MODES)('rate limits across two gateway replicas (%s upstream)', (upstream) => {
   let claude: FakeAnthropic;
   let meter: ModelMeter;
   let system: ReplicatedGateways;
@@ -61,7 +62,7 @@ describe('rate limits across two gateway replicas', () => {
     claude = await startFakeAnthropic({ handler: () => hangingReply() });
     // Every model call passes the meter: how many run at once is counted on the wire.
     meter = await startModelMeter(claude.url);
-    system = await startReplicatedGateways({ replicas: 2, anthropicUrl: meter.url });
+    system = await startReplicatedGateways({ replicas: 2, anthropicUrl: meter.url, upstream });
     clients = system.gateways.map((url) => createHttpClient(url, { connections: 64 }));
   }, 180_000);
 
@@ -77,7 +78,7 @@ describe('rate limits across two gateway replicas', () => {
     const line = figures
       .map((figure) => `${figure.what}: admitted ${figure.admitted} of ${figure.sent} (limit ${figure.limit})${atModel(figure)}`)
       .join('; ');
-    report('rate-limits', `2 gateway replicas, ${OVERLOAD}× each limit at once: ${line}`, {
+    report(`rate-limits-${upstream}`, `2 gateway replicas, ${OVERLOAD}× each limit at once: ${line}`, {
       replicas: 2,
       overload: OVERLOAD,
       results: figures,
