@@ -6,7 +6,7 @@ import pg from 'pg';
 import { postNews } from '../../src/load';
 import { bySize, jobLedger, keptPromises, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { marker, newRun, scriptedModel, type ScriptedModel } from '../../src/scripted-model';
-import type { System } from '../../src/system';
+import { UPSTREAM_MODES, type System } from '../../src/system';
 
 const REPEAT = bySize({ ci: 3, full: 15 });
 const SETTLE_MS = bySize({ ci: 60_000, full: 180_000 });
@@ -28,7 +28,7 @@ type Misbehaviour = keyof typeof TOOLS;
  * (worker processes) and from chat; the call is cut off (time limit, size cap), the model gets a short error
  * (`<name> failed.`), the run goes on and finishes within its own time limit, and the audit records the call.
  */
-describe('fault: a customer tool that hangs or answers 10 MB', () => {
+describe.each(UPSTREAM_MODES)('fault: a customer tool that hangs or answers 10 MB (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let api: FakeCustomerApi;
   let model: ScriptedModel;
@@ -71,6 +71,7 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       tenant: 'tools',
       model: model.handler,
       system: {
+        upstream,
         products: ['portal', 'news', 'chat'],
         productEnv: { news: { ...toolEnv, NEWS_TIME_LIMIT_MS: String(NEWS_TIME_LIMIT_MS) }, chat: toolEnv },
       },
@@ -151,7 +152,7 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
       if (wrong.length > 0) problems.push(`${misbehaviour} in news job ${id}: ${wrong.join('; ')}`);
     }
     reportSurvival({
-      scenario: 'customer tool hangs or returns 10 MB (news jobs)',
+      scenario: `customer tool hangs or returns 10 MB (news jobs), ${upstream} upstream`,
       n: ids.length,
       survived: ids.length - problems.length,
       lost: outcomes.lost,
@@ -200,7 +201,7 @@ describe('fault: a customer tool that hangs or answers 10 MB', () => {
     // At most 8 at a time: a key has 10 concurrent chat streams.
     for (let start = 0; start < work.length; start += 8) await Promise.all(work.slice(start, start + 8).map((next) => next()));
     reportSurvival({
-      scenario: 'customer tool hangs or returns 10 MB (chat)',
+      scenario: `customer tool hangs or returns 10 MB (chat), ${upstream} upstream`,
       unit: 'replies',
       n: total,
       survived: total - problems.length,

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { postNews } from '../../src/load';
 import { bySize, jobLedger, keptPromises, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { marker, newRun, scriptedModel, type ScriptedModel } from '../../src/scripted-model';
-import type { System } from '../../src/system';
+import { UPSTREAM_MODES, type System } from '../../src/system';
 
 /** Repetitions of every (fault, product) case. */
 const REPEAT = bySize({ ci: 2, full: 10 });
@@ -55,7 +55,7 @@ function faulty(faults: Faults): (reply: Reply) => Reply {
  * the JSON the product asked for (even after the repair round). Jobs retry a passing fault and fail with the
  * documented reason when it lasts; streams end with an `error` event; nothing hangs.
  */
-describe('fault: the model fails', () => {
+describe.each(UPSTREAM_MODES)('fault: the model fails (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let model: ScriptedModel;
   let fault: FaultSystem | undefined;
@@ -74,7 +74,7 @@ describe('fault: the model fails', () => {
       tenant: 'faults',
       model: model.handler,
       env: { AI_TIMEOUT_MS: '1000' },
-      system: { products: ['news', 'analysis', 'chat'] },
+      system: { products: ['news', 'analysis', 'chat'], upstream },
     });
     ({ system, key } = fault);
     client = new pg.Client(db.url);
@@ -161,7 +161,7 @@ describe('fault: the model fails', () => {
     const retried = cases.filter((entry) => !entry.lasting && ledger.get(entry.id)?.status === 'completed').length;
     const failed = cases.filter((entry) => entry.lasting && ledger.get(entry.id)?.status === 'failed').length;
     reportSurvival({
-      scenario: 'model faults in jobs (529 mid-stream, timeout, malformed JSON, invalid answer)',
+      scenario: `model faults in jobs (529 mid-stream, timeout, malformed JSON, invalid answer), ${upstream} upstream`,
       n: ids.length,
       survived: ids.length - wrong.length,
       lost: outcomes.lost,
@@ -239,7 +239,7 @@ describe('fault: the model fails', () => {
     // At most 8 at a time: a key has 10 concurrent chat streams.
     for (let start = 0; start < work.length; start += 8) await Promise.all(work.slice(start, start + 8).map((run) => run()));
     reportSurvival({
-      scenario: 'model faults in streamed analysis and chat',
+      scenario: `model faults in streamed analysis and chat, ${upstream} upstream`,
       unit: 'streams',
       n: total,
       survived: ended - wrong.length,
