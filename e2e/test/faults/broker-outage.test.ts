@@ -4,7 +4,7 @@ import { ownBroker, type OwnBroker } from '../../src/broker';
 import { newsRequest, postNews, startLoad } from '../../src/load';
 import { bySize, describeOutcomes, reportSurvival, settleJobs, startFaultSystem, type FaultSystem } from '../../src/reliability';
 import { newRun, scriptedModel, think } from '../../src/scripted-model';
-import type { System } from '../../src/system';
+import { UPSTREAM_MODES, type System, type UpstreamMode } from '../../src/system';
 
 /** Each outage keeps the broker down this long, under load. */
 const OUTAGE_MS = 30_000;
@@ -16,7 +16,10 @@ const SETTLE_MS = bySize({ ci: 180_000, full: 300_000 });
  * Requests are accepted throughout (the job and its request event are in Postgres, in the outbox); once the
  * broker is back, every accepted job runs and completes.
  */
-describe('fault: the Kafka broker down for 30 s under load', () => {
+/** Through the deployed shape in CI; npm start's one process too at full size (RELIABILITY_SIZE=full). */
+const UPSTREAMS = bySize<readonly UpstreamMode[]>({ ci: ['http'], full: UPSTREAM_MODES });
+
+describe.each(UPSTREAMS)('fault: the Kafka broker down for 30 s under load (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let broker: OwnBroker;
   let fault: FaultSystem | undefined;
@@ -33,6 +36,7 @@ describe('fault: the Kafka broker down for 30 s under load', () => {
       tenant: 'outage',
       model: scriptedModel().handler,
       env: { KAFKA_BROKERS: broker.brokers },
+      system: { upstream },
     });
     ({ system, key } = fault);
     client = new pg.Client(db.url);
@@ -80,7 +84,7 @@ describe('fault: the Kafka broker down for 30 s under load', () => {
     const outcomes = await settleJobs(client, ids, { timeoutMs: SETTLE_MS });
     const recoverySeconds = Math.round((Date.now() - backAt) / 1000);
     reportSurvival({
-      scenario: 'Kafka broker stopped for 30 s under load',
+      scenario: `Kafka broker stopped for 30 s under load, ${upstream} upstream`,
       n: ids.length,
       survived: outcomes.survived,
       lost: outcomes.lost,

@@ -3,7 +3,7 @@ import { newsRequest, postNews, startLoad } from '../../src/load';
 import { startPrivatePostgres, type PrivatePostgres } from '../../src/private-postgres';
 import { bySize, describeOutcomes, reportSurvival, settleJobs, startFaultSystem, withDb, type FaultSystem } from '../../src/reliability';
 import { newRun, scriptedModel, think, type ScriptedModel } from '../../src/scripted-model';
-import type { System } from '../../src/system';
+import { UPSTREAM_MODES, type System, type UpstreamMode } from '../../src/system';
 
 const SIZE = bySize({ ci: { restarts: 2, outages: 1, rate: 4 }, full: { restarts: 6, outages: 3, rate: 6 } });
 /** A longer outage, as a managed database's failover is: the server is down this long. */
@@ -15,7 +15,10 @@ const SETTLE_MS = bySize({ ci: 120_000, full: 300_000 });
  * recovery) while jobs keep arriving. It is a cluster of the test's own: the machine's shared server is never
  * restarted. A request answered 202 was committed, so its job must exist afterwards and complete.
  */
-describe('fault: PostgreSQL restarted (immediate) under load', () => {
+/** Through the deployed shape in CI; npm start's one process too at full size (RELIABILITY_SIZE=full). */
+const UPSTREAMS = bySize<readonly UpstreamMode[]>({ ci: ['http'], full: UPSTREAM_MODES });
+
+describe.each(UPSTREAMS)('fault: PostgreSQL restarted (immediate) under load (%s upstream)', (upstream) => {
   let database: PrivatePostgres;
   let model: ScriptedModel;
   let fault: FaultSystem | undefined;
@@ -31,6 +34,7 @@ describe('fault: PostgreSQL restarted (immediate) under load', () => {
       tenant: 'restart',
       model: model.handler,
       workerEnv: { NEWS_LEASE_MS: '4000' },
+      system: { upstream },
     });
     ({ system, key } = fault);
   }, 120_000);
@@ -66,7 +70,7 @@ describe('fault: PostgreSQL restarted (immediate) under load', () => {
     const refused = Object.values(result.refused).reduce((sum, count) => sum + count, 0);
     const outcomes = await withDb(database.url, (client) => settleJobs(client, ids, { timeoutMs: SETTLE_MS }));
     reportSurvival({
-      scenario: 'PostgreSQL restarted (pg_ctl restart -m immediate) under load',
+      scenario: `PostgreSQL restarted (pg_ctl restart -m immediate) under load, ${upstream} upstream`,
       n: ids.length,
       survived: outcomes.survived,
       lost: outcomes.lost,
@@ -107,7 +111,7 @@ describe('fault: PostgreSQL restarted (immediate) under load', () => {
     const refused = Object.values(result.refused).reduce((sum, count) => sum + count, 0);
     const outcomes = await withDb(database.url, (client) => settleJobs(client, ids, { timeoutMs: SETTLE_MS }));
     reportSurvival({
-      scenario: `PostgreSQL down for ${OUTAGE_MS / 1000} s (stop -m immediate, start) under load`,
+      scenario: `PostgreSQL down for ${OUTAGE_MS / 1000} s (stop -m immediate, start) under load, ${upstream} upstream`,
       n: ids.length,
       survived: outcomes.survived,
       lost: outcomes.lost,
