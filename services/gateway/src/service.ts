@@ -13,32 +13,32 @@ import { httpUpstream, type Upstream } from './upstream';
 export interface GatewayOptions {
   config: GatewayConfig;
   logger: Logger;
-  /** A shared pool (single-process mode); created from DATABASE_URL otherwise, and then closed last. */
-  pool?: Pool;
   /**
-   * The services behind it, made from the pool (single-process mode: inProcessUpstream over the units of the
-   * process). Default: over HTTP to the services' URLs in the config, each identity signed.
+   * The services behind it (single-process mode: inProcessUpstream over the units of the process). Default: over
+   * HTTP to the services' URLs in the config, each identity signed.
    */
-  upstream?: (pool: Pool) => Upstream;
+  upstream?: () => Upstream;
 }
 
-export async function startGateway({ config, logger, pool: sharedPool, upstream: given }: GatewayOptions): Promise<ServedService> {
-  const pool =
-    sharedPool ??
-    createPool({
-      connectionString: config.DATABASE_URL,
-      applicationName: 'gateway',
-      max: config.DATABASE_POOL_MAX,
-      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      // The gateway writes only short-lived state: rate-limit counters, chat-stream leases, keys' last use. Its
-      // commits need not wait for the WAL to reach the disk (docs/benchmarks.md has the figures). What a
-      // database crash can then lose is the last few hundred milliseconds of counts and
-      // leases: a few more requests admitted in that window, a lease that expires on its own. Atomicity and
-      // what every replica sees are unchanged.
-      sessionSettings: { synchronous_commit: 'off' },
-    });
+/**
+ * The gateway's pool is its own in every shape (npm start too, beside the pool its services share), so that its
+ * session settings hold wherever it runs.
+ */
+export async function startGateway({ config, logger, upstream: given }: GatewayOptions): Promise<ServedService> {
+  const pool: Pool = createPool({
+    connectionString: config.DATABASE_URL,
+    applicationName: 'gateway',
+    max: config.DATABASE_POOL_MAX,
+    onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    // The gateway writes only short-lived state: rate-limit counters, chat-stream leases, keys' last use. Its
+    // commits need not wait for the WAL to reach the disk (docs/benchmarks.md has the figures). What a
+    // database crash can then lose is the last few hundred milliseconds of counts and
+    // leases: a few more requests admitted in that window, a lease that expires on its own. Atomicity and
+    // what every replica sees are unchanged.
+    sessionSettings: { synchronous_commit: 'off' },
+  });
   // LISTEN api_key_changed is session state: on DATABASE_DIRECT_URL when the main URL is a pooler's.
-  const session = sessionPoolOf(pool, { directUrl: sharedPool ? undefined : config.DATABASE_DIRECT_URL, applicationName: 'gateway' });
+  const session = sessionPoolOf(pool, { directUrl: config.DATABASE_DIRECT_URL, applicationName: 'gateway' });
   const authenticator = createAuthenticator({
     pool,
     listenPool: session.pool,
@@ -47,7 +47,7 @@ export async function startGateway({ config, logger, pool: sharedPool, upstream:
   });
   const rateLimits = createRateLimits({ pool, logger, chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS });
   const upstream =
-    given?.(pool) ??
+    given?.() ??
     httpUpstream({
       pools: createServicePools(
         {
@@ -77,7 +77,7 @@ export async function startGateway({ config, logger, pool: sharedPool, upstream:
     { name: 'upstream', close: () => upstream.close() },
   ];
   if (session.pool !== pool) closers.push({ name: 'direct database pool', close: () => session.close() });
-  if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
+  closers.push({ name: 'database pool', close: () => pool.end() });
 
   const app = createApp({
     logger,

@@ -224,12 +224,17 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     const metrics = await startMetricsServer({ port: settings.METRICS_PORT, host: settings.METRICS_HOST, logger: log });
     started.push({ name: 'metrics listener', close: () => metrics.close() });
 
-    // 5. The gateway on PORT, calling them.
-    const gatewayConfig = parseConfig(gatewayConfigShape, { ...shared, PORT: String(settings.PORT), HOST: settings.HOST });
+    // 5. The gateway on PORT, calling them. It has a small pool of its own, with the session settings its pool has
+    // as deployed (its counters' commits do not wait for the disk): authentication and counting are all it does there.
+    const gatewayConfig = parseConfig(gatewayConfigShape, {
+      ...shared,
+      PORT: String(settings.PORT),
+      HOST: settings.HOST,
+      DATABASE_POOL_MAX: String(GATEWAY_POOL_MAX),
+    });
     const gateway = await startGateway({
       config: gatewayConfig,
       logger: loggerFor('gateway'),
-      pool,
       upstream: () =>
         inProcessUpstream({
           units: { jobs, news, 'stock-report': stockReport, analysis, chat, portal, mcp },
@@ -287,6 +292,9 @@ export function createStandaloneShutdown(
 }
 
 type Shape = Record<string, z.ZodType>;
+
+/** Connections of the gateway's own pool in one process (key look-ups, counters, chat-stream leases). */
+const GATEWAY_POOL_MAX = 4;
 
 /** The bus is already connected: each service's config accepts an empty broker list here. */
 function withBusApplied<S extends Shape>(shape: S) {
