@@ -44,7 +44,7 @@ const SCENARIOS: Record<string, Scenario> = {
   },
   'npm-start': {
     description:
-      'the whole system in one process as npm start runs it: cache hits and status polls at saturation, cache hits at 1,000 req/s',
+      'the whole system in one process as npm start runs it: cache hits, status polls and MCP tool calls at saturation, cache hits at 1,000 req/s',
     run: npmStart,
   },
   'rate-limit-store': {

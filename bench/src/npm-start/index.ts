@@ -3,8 +3,9 @@
 // the local PostgreSQL, against a baseline: a minimal express 5 + pg monolith doing the same look-ups on the same
 // database (monolith.ts). Cache hits and status polls at saturation (10 connections, closed loop), the system and the
 // monolith alternating round by round so that other work on the machine weighs on both alike; then cache hits at
-// 1,000 req/s. Targets (issue 28): the system's req/s ≥ 0.7× the monolith's for both, ≤ 250 µs of process CPU per
-// cache hit, cache-hit p99 ≤ 5 ms at 10 connections.
+// 1,000 req/s, and MCP job_status tool calls (npm start alone: their API calls go back into the gateway in memory).
+// Targets (issue 28): the system's req/s ≥ 0.7× the monolith's for both, ≤ 250 µs of process CPU per cache hit,
+// cache-hit p99 ≤ 5 ms at 10 connections.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -56,6 +57,8 @@ interface Outcome {
   /** Bytes of each target's answer to a cache hit. */
   hitBytes: Record<Target, number>;
   rate?: FixedRateResult;
+  /** npm start's MCP tool calls (the monolith has no MCP server). */
+  toolCalls?: { result: LoadResult; processMs: number; postgresMs: number };
 }
 
 /** The monolith (bench/dist/npm-start/monolith.js) on the system's database, once it answers. */
@@ -140,6 +143,18 @@ async function measure(options: BenchOptions): Promise<Outcome> {
     }
     const poll = await client.request('GET', `${url}${statusPath(warmed.jobId)}`, pollHeaders);
     if (poll.status !== 200) throw new Error(`the status poll answered ${poll.status}: ${poll.body.slice(0, 300)}`);
+    // An MCP tools/call of job_status: the MCP handler, then the tool's status and result reads through the gateway.
+    const toolHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': key.api_key };
+    const toolBody = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'job_status', arguments: { job_type: 'news', job_id: warmed.jobId } },
+    });
+    const tool = await client.request('POST', `${url}/mcp`, toolHeaders, toolBody);
+    if (tool.status !== 200 || !tool.body.includes('"status":"completed"') || tool.body.includes('"isError":true')) {
+      throw new Error(`the MCP tool call answered ${tool.status}: ${tool.body.slice(0, 300)}`);
+    }
 
     note('starting the monolith (bench/dist/npm-start/monolith.js) on the same database');
     const { monolith, url: monolithUrl } = await startMonolith(database.url);
@@ -208,6 +223,23 @@ async function measure(options: BenchOptions): Promise<Outcome> {
         }
       }
     }
+
+    note(
+      `npm start: MCP job_status tool calls, ${CONNECTIONS} connections, closed loop: ${options.warmupS} s warm-up, ${options.durationS} s measured`,
+    );
+    const toolLoad = { url: `${url}/mcp`, method: 'POST' as const, headers: toolHeaders, body: toolBody, expectBody: tool.body };
+    const toolWarm = await runLoad({ ...toolLoad, connections: CONNECTIONS, pipelining: 1, durationS: options.warmupS });
+    if (failuresOf(toolWarm) !== '') outcome.problems.push(`MCP tool calls warm-up: ${failuresOf(toolWarm)}`);
+    const toolPids = await postgresPids('npm start');
+    const toolBefore = cpuSnapshot([system.pid, ...toolPids]);
+    const toolResult = await runLoad({ ...toolLoad, connections: CONNECTIONS, pipelining: 1, durationS: options.durationS });
+    const toolAfter = cpuSnapshot([system.pid, ...toolPids]);
+    if (failuresOf(toolResult) !== '') outcome.problems.push(`MCP tool calls: ${failuresOf(toolResult)}`);
+    outcome.toolCalls = {
+      result: toolResult,
+      processMs: totalMs(cpuDelta(toolBefore, toolAfter, [system.pid])),
+      postgresMs: totalMs(cpuDelta(toolBefore, toolAfter, toolPids)),
+    };
 
     const send = () =>
       client.request('POST', `${url}${NEWS_PATH}`, headers, body, 10_000).then(
@@ -279,6 +311,27 @@ export async function npmStart(options: BenchOptions, command: string): Promise<
       ['left', 'left', 'right'],
     ),
   );
+  if (outcome.toolCalls !== undefined) {
+    const { result, processMs, postgresMs } = outcome.toolCalls;
+    print();
+    print('npm start, MCP tools/call of job_status (the tool reads the status and the result through the gateway, in memory):');
+    print();
+    print(
+      table(
+        ['connections', 'calls/s', 'p50 ms', 'p99 ms', 'CPU µs/call, process', 'CPU µs/call, Postgres'],
+        [
+          [
+            String(CONNECTIONS),
+            thousands(result.rps),
+            fixed(result.latencyMs.p50, 2),
+            fixed(result.latencyMs.p99, 2),
+            fixed((processMs * 1000) / Math.max(1, result.requests), 0),
+            fixed((postgresMs * 1000) / Math.max(1, result.requests), 0),
+          ],
+        ],
+      ),
+    );
+  }
   if (outcome.rate !== undefined) {
     print();
     print('npm start, cache hits at a fixed rate (open loop):');

@@ -31,6 +31,7 @@ export {
   type RequestContextOptions,
 } from './request-context';
 export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
+export { inMemoryFetch, type InMemoryFetchOptions } from './in-memory-fetch';
 export { isPathless, listen, listenOrClose, serveApp, type ListenOrCloseOptions, type Listening } from './listen';
 export {
   createHandlerApp,

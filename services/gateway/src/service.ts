@@ -1,7 +1,7 @@
 // The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
 // alone; the single-process setup (services/standalone) runs it beside the services it routes to.
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
-import { answerClientErrors, createLifecycle, listenOrClose, type Closer, type ServedService } from '@fin/http';
+import { answerClientErrors, createLifecycle, inMemoryFetch, listenOrClose, type Closer, type ServedService } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
@@ -20,11 +20,20 @@ export interface GatewayOptions {
   upstream?: () => Upstream;
 }
 
+export interface GatewayService extends ServedService {
+  /**
+   * The gateway's app as a fetch of this process, for its own URL: the request runs through the same pipeline as one
+   * over the network (request id, key, scope, limits, upstream, error bodies) without a socket or an HTTP parse.
+   * What a unit of the same process calls the API with (the MCP tools in npm start).
+   */
+  fetch: typeof fetch;
+}
+
 /**
  * The gateway's pool is its own in every shape (npm start too, beside the pool its services share), so that its
  * session settings hold wherever it runs.
  */
-export async function startGateway({ config, logger, upstream: given }: GatewayOptions): Promise<ServedService> {
+export async function startGateway({ config, logger, upstream: given }: GatewayOptions): Promise<GatewayService> {
   const pool: Pool = createPool({
     connectionString: config.DATABASE_URL,
     applicationName: 'gateway',
@@ -98,5 +107,5 @@ export async function startGateway({ config, logger, upstream: given }: GatewayO
   // is never the gateway that closes a connection a client is about to reuse.
   server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
   server.headersTimeout = config.KEEP_ALIVE_TIMEOUT_MS + 1_000;
-  return { server, url, lifecycle, closers };
+  return { server, url, lifecycle, closers, fetch: inMemoryFetch(app, { origin: url }) };
 }

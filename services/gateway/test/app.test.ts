@@ -2,6 +2,7 @@
 // 403 naming the scope for a key without it, the rate limiter counted for the right product (or a chat slot
 // taken) and its 429 passed through with its headers, and the request reaching the right service.
 import { ErrorBody } from '@fin/contracts';
+import { inMemoryFetch } from '@fin/http';
 import { waitFor } from '@fin/testing';
 import request from 'supertest';
 import type { Scope } from '../src/auth/types';
@@ -116,6 +117,38 @@ describe('every API route', () => {
       expect(route.target.limit).toBe('chat-turns');
       await waitFor(() => h.rateLimits.slotEvents.length === slots + 2, { what: 'the chat slot to be released' });
       expect(h.rateLimits.slotEvents.slice(slots)).toEqual(['acquire', 'release']);
+    }
+  });
+
+  // What npm start's MCP tools call: the same app, answered in memory (no socket, no HTTP parse).
+  it.each(table)("%s: answered in memory (the gateway's fetch) as over a socket: 200, 401, 403, 429", async (_name, route) => {
+    const answerInMemory = inMemoryFetch(h.app, { origin: 'http://127.0.0.1:8080' });
+    const { path, body } = sampleRequest(route);
+    const compare = async (apiKey: string | undefined) => {
+      const requestId = `same-${route.id}`;
+      const overSocket = await send(h, route, apiKey).set('X-Request-Id', requestId);
+      const inMemory = await answerInMemory(`http://127.0.0.1:8080${path}`, {
+        method: route.method.toUpperCase(),
+        headers: {
+          'X-Request-Id': requestId,
+          ...(apiKey === undefined ? {} : { 'X-API-Key': apiKey }),
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      expect(inMemory.status).toBe(overSocket.status);
+      expect(await inMemory.json()).toEqual(overSocket.body);
+      for (const name of ['content-type', 'x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'])
+        expect([name, inMemory.headers.get(name)]).toEqual([name, overSocket.headers[name] ?? null]);
+      return inMemory.status;
+    };
+    expect(await compare(KEYS.all)).toBe(200);
+    expect(await compare(undefined)).toBe(401);
+    expect(await compare('fin_not_a_key')).toBe(401);
+    if (route.scope !== 'any') expect(await compare(KEYS.without(scopeOf(route)))).toBe(403);
+    if (route.target.limit !== null) {
+      h.rateLimits.exhausted.add(route.target.limit);
+      expect(await compare(KEYS.all)).toBe(429);
     }
   });
 

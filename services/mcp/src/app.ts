@@ -1,6 +1,7 @@
 import { type McpMessage } from '@fin/contracts';
-import { AppError, unauthorized, type HandlerTable } from '@fin/http';
-import { FinancialIntelligence } from '@financial-intelligence/sdk';
+import { AppError, REQUEST_ID_HEADER, isWellFormedRequestId, requestIdOf, unauthorized, type HandlerTable } from '@fin/http';
+import { traceHeaders } from '@fin/log';
+import { FinancialIntelligence, type Fetch } from '@financial-intelligence/sdk';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMcpServer } from './server';
 
@@ -8,8 +9,25 @@ import { createMcpServer } from './server';
 export interface McpApi {
   /** The public API's base URL (the gateway), read per request. */
   baseUrl: () => string;
-  /** The fetch the SDK uses; default the global one (HTTP to baseUrl). */
+  /** The fetch the SDK uses; default the global one (HTTP to baseUrl). In one process: the gateway's in-memory fetch. */
   fetch?: typeof fetch;
+}
+
+/**
+ * The fetch of one MCP request's API calls. Each call gets a request id made from the MCP request's (`<id>.mcp.<n>`),
+ * so that the gateway's access log ties every tool call to the MCP request it served, and the MCP request's trace
+ * context, so that the calls are spans of its trace.
+ */
+function callsOf(requestId: string | undefined, base: typeof fetch = fetch): Fetch {
+  let calls = 0;
+  return (input, init) => {
+    const headers = new Headers(init.headers);
+    calls += 1;
+    const id = `${requestId ?? ''}.mcp.${String(calls)}`;
+    if (requestId !== undefined && !headers.has(REQUEST_ID_HEADER) && isWellFormedRequestId(id)) headers.set(REQUEST_ID_HEADER, id);
+    for (const [name, value] of Object.entries(traceHeaders())) if (!headers.has(name)) headers.set(name, value);
+    return base(input, { ...init, headers });
+  };
 }
 
 export interface McpHandlerDeps {
@@ -45,7 +63,7 @@ export function createMcpHandlers({ api, jobWaitMs, pollIntervalMs }: McpHandler
         baseUrl: api.baseUrl(),
         maxRetries: 1,
         maxRetryDelayMs: 2_000,
-        ...(api.fetch ? { fetch: api.fetch } : {}),
+        fetch: callsOf(requestIdOf(res), api.fetch),
       });
       const server = createMcpServer(caller, { api: client, jobWaitMs, pollIntervalMs }, calledTool(body));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

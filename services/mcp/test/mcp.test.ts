@@ -30,6 +30,8 @@ interface Received {
   method: string;
   path: string;
   apiKey: string | undefined;
+  requestId: string | undefined;
+  traceparent: string | undefined;
   body: unknown;
 }
 
@@ -39,7 +41,14 @@ async function startApi(): Promise<{ url: string; received: Received[]; server: 
   const app = express();
   app.use(express.json());
   app.use((req, _res, next) => {
-    received.push({ method: req.method, path: req.path, apiKey: req.header('x-api-key'), body: req.body as unknown });
+    received.push({
+      method: req.method,
+      path: req.path,
+      apiKey: req.header('x-api-key'),
+      requestId: req.header('x-request-id'),
+      traceparent: req.header('traceparent'),
+      body: req.body as unknown,
+    });
     next();
   });
   const pending = (jobId: string) => ({
@@ -108,13 +117,17 @@ const caller = (...scopes: string[]): Caller => ({
   scopes,
 });
 
-/** fetch as the gateway forwards: the caller's key, and the identity signed for the MCP service over the body sent. */
-function gatewayFetch(who: Caller, apiKey: string, signed = true) {
+/**
+ * fetch as the gateway forwards: the caller's key, its request id (when given), and the identity signed for the MCP
+ * service over the body sent.
+ */
+function gatewayFetch(who: Caller, apiKey: string, signed = true, requestId?: string) {
   const key = identityKey(SECRET, 'mcp');
   return (input: string | URL, init: RequestInit = {}): Promise<Response> => {
     const url = new URL(input);
     const headers = new Headers(init.headers);
     headers.set('x-api-key', apiKey);
+    if (requestId !== undefined) headers.set('x-request-id', requestId);
     if (signed) {
       const body = typeof init.body === 'string' ? init.body : undefined;
       const method = init.method ?? 'GET';
@@ -152,11 +165,13 @@ describe('the MCP service', () => {
     await new Promise((resolve) => api.server.close(resolve));
   });
 
-  async function connect(who: Caller, apiKey = `fin_key_of_${who.keyId}`): Promise<Client> {
+  async function connect(who: Caller, apiKey = `fin_key_of_${who.keyId}`, requestId?: string): Promise<Client> {
     const client = new Client({ name: 'mcp-service-test', version: '1.0.0' });
     const errors: Error[] = [];
     client.onerror = (error) => errors.push(error);
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), { fetch: gatewayFetch(who, apiKey) }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), { fetch: gatewayFetch(who, apiKey, true, requestId) }),
+    );
     clients.push(client);
     return client;
   }
@@ -217,7 +232,7 @@ describe('the MCP service', () => {
   });
 
   it("calls the API with the caller's own key, follows the job and reports its progress", async () => {
-    const client = await connect(caller('news'), 'fin_the_callers_key');
+    const client = await connect(caller('news'), 'fin_the_callers_key', 'outer-request');
     const before = api.received.length;
     const progress: number[] = [];
     const result = (await client.callTool({ name: 'news', arguments: { symbols: ['AAPL'], n: 3 } }, undefined, {
@@ -234,6 +249,11 @@ describe('the MCP service', () => {
       expect.arrayContaining(['POST /api/products/news', `GET /api/jobs/news/${JOB}/result`]),
     );
     expect(calls[0]?.body).toEqual({ symbols: ['AAPL'], n: 3, language: 'en' });
+    // Each call names the MCP request it served (the access log ties them together), in that request's trace.
+    expect(calls.map((request) => request.requestId)).toEqual(calls.map((_request, i) => `outer-request.mcp.${String(i + 1)}`));
+    const traces = new Set(calls.map((request) => request.traceparent?.split('-')[1]));
+    expect(traces.size).toBe(1);
+    expect([...traces][0]).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('answers a job that outlasts the wait with its id and status URL, and job_status reads it later', async () => {

@@ -16,9 +16,9 @@ import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/cu
 import { createPool, ensureDatabase, migrate, type Pool } from '@fin/db';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayConfigShape } from '@fin/gateway/config';
-import { startGateway } from '@fin/gateway/service';
+import { startGateway, type GatewayService } from '@fin/gateway/service';
 import { inProcessUpstream } from '@fin/gateway/upstream';
-import { closeStarted, createShutdown, type Closer, type Lifecycle, type RunningService, type ServiceUnit } from '@fin/http';
+import { closeStarted, createShutdown, type Closer, type Lifecycle, type ServiceUnit } from '@fin/http';
 import { jobsConfigShape } from '@fin/jobs/config';
 import { createJobsUnit } from '@fin/jobs/service';
 import { createLogger, logOptionsOf, type Logger } from '@fin/log';
@@ -65,8 +65,8 @@ export interface Standalone {
   bus: 'kafka' | 'in-process';
   offline: boolean;
   pool: Pool;
-  /** The gateway: the only server of the process besides the metrics listener. */
-  gateway: RunningService;
+  /** The gateway: the only server of the process besides the metrics listener (and its in-memory fetch). */
+  gateway: GatewayService;
   /** The services behind it, in shutdown order: the product services, then jobs. */
   units: ServiceUnit[];
   /** Shared resources, closed after every unit: engine, bus, pool, embedded database. */
@@ -116,10 +116,10 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
   const loggerFor = (service: string) => (logger ? logger.child({ service }) : createLogger({ service, ...logOptionsOf(settings) }));
   const started: Closer[] = [];
   const units: ServiceUnit[] = [];
-  let gatewayUnit: RunningService | undefined;
+  let gatewayUnit: GatewayService | undefined;
   const unwind = async () => {
     const closers = [
-      ...(gatewayUnit?.server ? [serverCloser(gatewayUnit.server), ...gatewayUnit.closers] : []),
+      ...(gatewayUnit ? [serverCloser(gatewayUnit.server), ...gatewayUnit.closers] : []),
       ...[...units].reverse().flatMap((unit) => unit.closers),
     ];
     for (const closer of closers) await closer.close().catch(() => undefined);
@@ -205,18 +205,17 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
       pool,
     });
     units.push(portal);
-    // The MCP tools call the API as their caller, through the gateway (its URL is known once it listens, and no tool
-    // runs before that), so that its key, scopes and limits apply as to a direct request.
-    const api: { url?: string } = {};
+    // The MCP tools call the API as their caller through the gateway's own pipeline (key, scopes, limits, cache and
+    // error bodies as for a direct request), in memory: the gateway's fetch, no loopback socket. The gateway is made
+    // after the units it calls; no tool runs before it listens.
+    const gatewayOf = () => {
+      if (gatewayUnit === undefined) throw new Error('the MCP service was called before the gateway listened');
+      return gatewayUnit;
+    };
     const mcp = await createMcpUnit({
       config: serviceConfig(mcpConfigShape),
       logger: loggerFor('mcp'),
-      api: {
-        baseUrl: () => {
-          if (api.url === undefined) throw new Error('the MCP service was called before the gateway listened');
-          return api.url;
-        },
-      },
+      api: { baseUrl: () => gatewayOf().url, fetch: (input, init) => gatewayOf().fetch(input, init) },
     });
     units.push(mcp);
     for (const unit of units) await unit.start();
@@ -241,7 +240,6 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
           limits: { maxBodyBytes: gatewayConfig.MAX_BODY_BYTES },
         }),
     });
-    api.url = gateway.url;
     gatewayUnit = gateway;
 
     return {
@@ -284,7 +282,7 @@ export function createStandaloneShutdown(
       },
       beginShutdown: () => lifecycles.forEach((lifecycle) => lifecycle.beginShutdown()),
     },
-    servers: system.gateway.server ? [system.gateway.server] : [],
+    servers: [system.gateway.server],
     drainTimeoutMs,
     closers: [...system.gateway.closers, ...system.units.flatMap((unit) => unit.closers), ...system.closers],
     exit,

@@ -83,35 +83,69 @@ export async function startNpmStart(dataDir: string, env: Record<string, string>
   }
 }
 
-/**
- * The TCP ports the process `pid` itself listens on (Linux): its socket inodes, matched with the LISTEN entries of
- * /proc/net/tcp and tcp6 (state 0A). The processes it started (the embedded PostgreSQL) are not counted.
- */
-function listeningPorts(pid: number): number[] {
-  const inodes = new Set(
+/** The inodes of the sockets the process `pid` holds open (Linux). */
+function socketInodes(pid: number): Set<string> {
+  return new Set(
     readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
       try {
-        const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        return match ? [match[1]] : [];
+        const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+        return inode === undefined ? [] : [inode];
       } catch {
         return [];
       }
     }),
   );
-  const ports = ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) =>
+}
+
+interface TcpEntry {
+  localPort: number;
+  remotePort: number;
+  /** The kernel's state code: 01 established, 0A listening, 06 time-wait, … */
+  state: string;
+  inode: string;
+}
+
+/** The machine's TCP sockets, from /proc/net/tcp and tcp6. */
+function tcpEntries(): TcpEntry[] {
+  const port = (address: string | undefined) => parseInt(address?.split(':')[1] ?? '', 16);
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) =>
     readFileSync(table, 'utf8')
       .split('\n')
       .slice(1)
       .map((line) => line.trim().split(/\s+/))
-      .filter((fields) => fields[3] === '0A' && inodes.has(fields[9]))
-      .map((fields) => parseInt(fields[1]?.split(':')[1] ?? '', 16)),
+      .filter((fields) => fields.length > 9)
+      .map((fields) => ({ localPort: port(fields[1]), remotePort: port(fields[2]), state: fields[3] ?? '', inode: fields[9] ?? '' })),
   );
+}
+
+/**
+ * The TCP ports the process `pid` itself listens on (Linux): its sockets that are LISTEN entries of /proc/net/tcp and
+ * tcp6 (state 0A). The processes it started (the embedded PostgreSQL) are not counted.
+ */
+function listeningPorts(pid: number): number[] {
+  const inodes = socketInodes(pid);
+  const ports = tcpEntries()
+    .filter((entry) => entry.state === '0A' && inodes.has(entry.inode))
+    .map((entry) => entry.localPort);
   return [...new Set(ports)].sort((a, b) => a - b);
+}
+
+/** The connections the process `pid` holds to `port` as a client (Linux): e.g. a process calling its own API. */
+export function connectionsTo(pid: number, port: number): { localPort: number; state: string }[] {
+  const inodes = socketInodes(pid);
+  return tcpEntries()
+    .filter((entry) => entry.remotePort === port && inodes.has(entry.inode))
+    .map(({ localPort, state }) => ({ localPort, state }));
+}
+
+/** The process id of the system npm start runs, as it recorded it in DATA_DIR/database.json. */
+export function systemPid(dataDir: string): number {
+  return (JSON.parse(readFileSync(path.join(dataDir, 'database.json'), 'utf8')) as { pid: number }).pid;
 }
 
 /** The command line, environment and listening ports of the system process npm start recorded in DATA_DIR/database.json (Linux). */
 export function recordedProcess(dataDir: string): { argv: string[]; cwd: string; env: Record<string, string>; ports: number[] } {
-  const { pid } = JSON.parse(readFileSync(path.join(dataDir, 'database.json'), 'utf8')) as { pid: number };
+  const pid = systemPid(dataDir);
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
     .split('\0')
     .filter((arg) => arg !== '');
