@@ -127,7 +127,11 @@ export function prototypeKeyIssues(value: unknown, prefix: readonly PropertyKey[
   }
   const pathOf = (at: Pending, ...more: PropertyKey[]): PropertyKey[] => {
     const path: PropertyKey[] = [];
-    for (let step: Pending | undefined = at; step?.parent !== undefined; step = step.parent) path.push(step.key);
+    let step = at;
+    while (step.parent !== undefined) {
+      path.push(step.key);
+      step = step.parent;
+    }
     return [...prefix, ...path.reverse(), ...more];
   };
   const pending: Pending[] = [{ node: value, key: '', parent: undefined }];
