@@ -115,6 +115,18 @@ export async function serveUnit(unit: ServiceUnit, options: ServeUnitOptions): P
 /** A service listening: its server and where (what tests and the launchers call). */
 export type ServedService = RunningService & { server: Server; url: string };
 
+/** The settings a unit is served with, as every service's config names them. */
+interface UnitServeConfig {
+  PORT: number;
+  HOST: string;
+  INTERNAL_SIGNING_SECRET: string;
+}
+
+/** serveUnit with the settings read from a service's config: how runService and each service's tests serve a unit. */
+export function serveUnitOn(unit: ServiceUnit, config: UnitServeConfig, logger: Logger): Promise<RunningService> {
+  return serveUnit(unit, { port: config.PORT, host: config.HOST, signingSecret: config.INTERNAL_SIGNING_SECRET, logger });
+}
+
 /** `running` as a service that listens; throws for one that serves nothing (a worker-only unit). */
 export function served(running: RunningService): ServedService {
   const { server, url } = running;

@@ -38,6 +38,7 @@ export {
   cutStream,
   streamEndedEarly,
   serveUnit,
+  serveUnitOn,
   served,
   tableEntries,
   type HandlerAppOptions,

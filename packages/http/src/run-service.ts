@@ -9,7 +9,7 @@ import { createLogger, logOptionsOf, type Logger } from '@fin/log';
 import { startMetricsServer } from '@fin/metrics';
 import { startTracing, tracingConfigShape } from '@fin/tracing';
 import { z } from 'zod';
-import { serveUnit, type ServiceUnit } from './handlers';
+import { serveUnitOn, type ServiceUnit } from './handlers';
 import type { Lifecycle } from './service-app';
 import { closeStarted, createShutdown, onShutdownSignals, type Closer, type SignalSource } from './shutdown';
 
@@ -72,8 +72,7 @@ async function startDefinition<S extends Shape>(
 ): Promise<RunningService> {
   if (service.start) return service.start({ config, logger });
   if (!service.unit) throw new TypeError(`service ${service.name} defines neither a unit nor a start`);
-  const { PORT, HOST, INTERNAL_SIGNING_SECRET } = unitSettings.parse(config);
-  return serveUnit(await service.unit({ config, logger }), { port: PORT, host: HOST, signingSecret: INTERNAL_SIGNING_SECRET, logger });
+  return serveUnitOn(await service.unit({ config, logger }), unitSettings.parse(config), logger);
 }
 
 /** Where a test puts its own process: environment, exit and signals. */

@@ -84,7 +84,6 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
     applicationName: `${jobType}-${role}`,
   });
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
-  relay.start();
   // Closed after the requests and the worker have stopped.
   const last: Closer[] = [
     ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
@@ -124,7 +123,11 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
       await pool.query('SELECT 1');
     },
     lifecycle,
-    start: () => worker?.start() ?? Promise.resolve(),
+    // Making the unit starts nothing: the relay and the worker start here, before its port is opened.
+    start: async () => {
+      relay.start();
+      await worker?.start();
+    },
     closers,
   };
 }

@@ -2,7 +2,7 @@ import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
-import { serveUnit, type Closer, type HandlerTable, type RunningService, type ServiceUnit } from '@fin/http';
+import { serveUnitOn, type Closer, type HandlerTable, type RunningService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createAnalysisHandlers } from './app';
 import type { AnalysisConfig } from './config';
@@ -42,7 +42,6 @@ export async function createAnalysisUnit({ config, logger, ...shared }: Analysis
     applicationName: `analysis-${role}`,
   });
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
-  relay.start();
   // Closed after the worker and the streams have stopped (their last events are in the outbox by then).
   const last: Closer[] = [
     ...(shared.engine ? [] : [{ name: 'AI engine', close: () => engine.close() }]),
@@ -100,18 +99,16 @@ export async function createAnalysisUnit({ config, logger, ...shared }: Analysis
     },
     // Its beginShutdown also ends the requests held open (inline waits at once, streams after their grace period).
     lifecycle,
-    start: () => worker?.start() ?? Promise.resolve(),
+    // Making the unit starts nothing: the relay and the worker start here, before its port is opened.
+    start: async () => {
+      relay.start();
+      await worker?.start();
+    },
     closers,
   };
 }
 
 /** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
 export async function startAnalysisService(options: AnalysisServiceOptions): Promise<RunningService> {
-  const { config, logger } = options;
-  return serveUnit(await createAnalysisUnit(options), {
-    port: config.PORT,
-    host: config.HOST,
-    signingSecret: config.INTERNAL_SIGNING_SECRET,
-    logger,
-  });
+  return serveUnitOn(await createAnalysisUnit(options), options.config, options.logger);
 }

@@ -1,7 +1,7 @@
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, prismaFor, type Pool } from '@fin/db';
-import { createLifecycle, serveUnit, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, serveUnitOn, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createChatHandlers } from './app';
 import { createChat } from './chat';
@@ -63,13 +63,5 @@ export async function createChatUnit({ config, logger, ...shared }: ChatServiceO
 
 /** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
 export async function startChatService(options: ChatServiceOptions): Promise<ServedService> {
-  const { config, logger } = options;
-  return served(
-    await serveUnit(await createChatUnit(options), {
-      port: config.PORT,
-      host: config.HOST,
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      logger,
-    }),
-  );
+  return served(await serveUnitOn(await createChatUnit(options), options.config, options.logger));
 }

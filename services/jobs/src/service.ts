@@ -13,7 +13,7 @@ import {
   type JobEventsTopic,
   type OutboxRelayOptions,
 } from '@fin/events';
-import { createLifecycle, serveUnit, served, type Closer, type Lifecycle, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, serveUnitOn, served, type Closer, type Lifecycle, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { WebhooksConfig } from '@fin/webhooks';
 import { createJobsHandlers } from './app';
@@ -89,6 +89,8 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
     ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
   ];
   const closers: Closer[] = [];
+  /** What runs on a timer of its own (sweeps, gauges, the relay): started by the unit's start, not as it is made. */
+  const periodic: { start(): void }[] = [];
   const streams = createJobStreams({
     db: pool,
     logger,
@@ -132,7 +134,7 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
       topicPrefix: own.KAFKA_TOPIC_PREFIX,
       intervalMs: own.KAFKA_LAG_INTERVAL_MS,
     });
-    lag.start();
+    periodic.push(lag);
     closers.push({ name: 'consumer lag monitor', close: () => lag.stop() });
   }
 
@@ -142,16 +144,16 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
     intervalMs: config.JOB_REAPER_INTERVAL_MS,
     unclaimedTimeoutMs: config.JOB_UNCLAIMED_TIMEOUT_MS,
   });
-  reaper.start();
+  periodic.push(reaper);
   closers.push({ name: 'lease reaper', close: () => reaper.stop() });
 
   const gauges = createJobGauges({ pool, logger });
-  gauges.start();
+  periodic.push(gauges);
   closers.push({ name: 'job gauges', close: () => gauges.stop() });
 
   if (outboxRelay !== false) {
     const relay = createOutboxRelay({ pool: session.pool, bus, logger, ...(outboxRelay === true ? {} : outboxRelay) });
-    relay.start();
+    periodic.push(relay);
     closers.push({ name: 'outbox relay', close: () => relay.stop() });
   }
   closers.push(...last);
@@ -163,15 +165,17 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
       await pool.query('SELECT 1');
     },
     lifecycle,
-    // Its consumers, reaper and relay started above, as the unit was made.
-    start: async () => {},
+    // Its consumers subscribed above, as the unit was made (their events wait in Kafka until then); the sweeps, the
+    // gauges and the relay start here, before its port is opened.
+    start: () => {
+      for (const part of periodic) part.start();
+      return Promise.resolve();
+    },
     closers,
   };
 }
 
 /** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
 export async function startJobsService(options: JobsServiceOptions): Promise<ServedService> {
-  const { config, logger } = options;
-  const unit = await createJobsUnit(options);
-  return served(await serveUnit(unit, { port: config.PORT, host: config.HOST, signingSecret: config.INTERNAL_SIGNING_SECRET, logger }));
+  return served(await serveUnitOn(await createJobsUnit(options), options.config, options.logger));
 }

@@ -1,7 +1,7 @@
 // The MCP service as a unit: the MCP endpoint's handlers. It holds no state and no clients of its own: every tool
 // calls the public API through the gateway with the caller's key (in one process through the gateway's app itself,
 // without a socket: see services/standalone).
-import { createLifecycle, serveUnit, served, type Lifecycle, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, serveUnitOn, served, type Lifecycle, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createMcpHandlers, type McpApi } from './app';
 import type { McpConfig } from './config';
@@ -32,13 +32,5 @@ export function createMcpUnit({ config, lifecycle = createLifecycle(), api }: Mc
 
 /** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
 export async function startMcpService(options: McpServiceOptions): Promise<ServedService> {
-  const { config, logger } = options;
-  return served(
-    await serveUnit(await createMcpUnit(options), {
-      port: config.PORT,
-      host: config.HOST,
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      logger,
-    }),
-  );
+  return served(await serveUnitOn(await createMcpUnit(options), options.config, options.logger));
 }

@@ -2,7 +2,7 @@
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, serveUnit, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, serveUnitOn, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createWebhookStore } from '@fin/webhooks';
 import { createPortalHandlers } from './app';
@@ -79,13 +79,5 @@ export function createPortalUnit({ config, logger, pool: sharedPool }: PortalOpt
 
 /** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
 export async function startPortalService(options: PortalOptions): Promise<ServedService> {
-  const { config, logger } = options;
-  return served(
-    await serveUnit(await createPortalUnit(options), {
-      port: config.PORT,
-      host: config.HOST,
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      logger,
-    }),
-  );
+  return served(await serveUnitOn(await createPortalUnit(options), options.config, options.logger));
 }

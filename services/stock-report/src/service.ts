@@ -1,6 +1,6 @@
 import { createAiEngine, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { serveUnit, type RunningService, type ServiceUnit } from '@fin/http';
+import { serveUnitOn, type RunningService, type ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import { createStockReportHandlers } from './app';
@@ -35,11 +35,5 @@ export function createStockReportUnit({ config, logger, ...shared }: StockReport
 
 /** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
 export async function startStockReportService(options: StockReportServiceOptions): Promise<RunningService> {
-  const { config, logger } = options;
-  return serveUnit(await createStockReportUnit(options), {
-    port: config.PORT,
-    host: config.HOST,
-    signingSecret: config.INTERNAL_SIGNING_SECRET,
-    logger,
-  });
+  return serveUnitOn(await createStockReportUnit(options), options.config, options.logger);
 }
