@@ -18,7 +18,8 @@ export const IDENTITY_HEADERS = {
   tenantId: 'x-fin-tenant-id',
   keyId: 'x-fin-key-id',
   scopes: 'x-fin-scopes',
-  requestId: 'x-fin-request-id',
+  // The request id the service's log lines carry anyway (request-context.ts): signed, so it is one header, not two.
+  requestId: 'x-request-id',
   nonce: 'x-fin-nonce',
   timestamp: 'x-fin-timestamp',
   bodyDigest: 'x-fin-body-sha256',

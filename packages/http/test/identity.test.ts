@@ -65,7 +65,7 @@ describe('signed internal identity', () => {
   it.each([
     ['another tenant', { 'x-fin-tenant-id': '11111111-2222-4333-8444-555555555555' }],
     ['more scopes', { 'x-fin-scopes': 'news,stock-report,analysis' }],
-    ['another request id', { 'x-fin-request-id': 'req-2' }],
+    ['another request id', { 'x-request-id': 'req-2' }],
     ['another nonce', { 'x-fin-nonce': 'b2c4f1de-5a3e-4f7b-9c1d-2e3f4a5b6c7d' }],
     ['another body', { 'x-fin-body-sha256': 'ab'.repeat(32) }],
     ['a later timestamp', { 'x-fin-timestamp': String(NOW + 1) }],

@@ -331,10 +331,11 @@ describe('route', () => {
     expect(res.body).toEqual({ detail: 'A tool named get_positions already exists.', status_code: 409, type: 'conflict' });
   });
 
-  it('gives the handler the request id and the request logger', async () => {
+  it('gives the handler the request id (the signed one, the only one) and the request logger', async () => {
     const app = appWith((a) =>
       route(a, API_ROUTES.listCustomerTools, (_input, { requestId, logger }) => ({ requestId, hasLogger: logger !== undefined })),
     );
-    await get(app, '/api/customer-tools/').set('X-Request-Id', 'abc-1').expect(200, { requestId: 'abc-1', hasLogger: true });
+    const res = await get(app, '/api/customer-tools/').expect(200, { requestId: 'req-1', hasLogger: true });
+    expect(res.headers['x-request-id']).toBe('req-1');
   });
 });

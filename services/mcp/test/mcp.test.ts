@@ -127,12 +127,11 @@ function gatewayFetch(who: Caller, apiKey: string, signed = true, requestId?: st
     const url = new URL(input);
     const headers = new Headers(init.headers);
     headers.set('x-api-key', apiKey);
-    if (requestId !== undefined) headers.set('x-request-id', requestId);
     if (signed) {
       const body = typeof init.body === 'string' ? init.body : undefined;
       const method = init.method ?? 'GET';
       for (const [name, value] of Object.entries(
-        signIdentity({ requestId: randomUUID(), caller: who }, key, { method, path: url.pathname, body }),
+        signIdentity({ requestId: requestId ?? randomUUID(), caller: who }, key, { method, path: url.pathname, body }),
       ))
         headers.set(name, value);
     }

@@ -195,7 +195,7 @@ function send(
   // The bytes sent are the bytes signed: the body was read whole before (readBody), never streamed.
   const body = bodyOf(req.body);
   const headers = Object.assign(
-    requestHeaders(req, { requestId, browserCredentials: browserPage, apiKey: upstream.name === 'mcp' }),
+    requestHeaders(req, { browserCredentials: browserPage, apiKey: upstream.name === 'mcp' }),
     signIdentity({ requestId, caller }, options.signingKeys[upstream.name], { method: req.method, path, body }),
   );
   return upstream.pool.request({

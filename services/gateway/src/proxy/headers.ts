@@ -49,7 +49,6 @@ function connectionTokens(headers: IncomingHttpHeaders): ReadonlySet<string> {
 }
 
 export interface ForwardedRequestHeaders {
-  requestId: string;
   /** Keep cookies and Authorization (the portal's web pages). */
   browserCredentials: boolean;
   /**
@@ -59,10 +58,13 @@ export interface ForwardedRequestHeaders {
   apiKey?: boolean;
 }
 
-/** The headers sent to the service (the identity headers are added to this object by the caller). */
+/**
+ * The headers sent to the service (the identity headers are added to this object by the caller, the request id
+ * among them: X-Request-Id is signed).
+ */
 export function requestHeaders(
   req: Request,
-  { requestId, browserCredentials, apiKey = false }: ForwardedRequestHeaders,
+  { browserCredentials, apiKey = false }: ForwardedRequestHeaders,
 ): Record<string, string | string[]> {
   const { headers } = req;
   const named = connectionTokens(headers);
@@ -85,7 +87,6 @@ export function requestHeaders(
     typeof proto === 'string' ? proto : (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
   const host = headers['x-forwarded-host'] ?? headers.host;
   if (typeof host === 'string') out['x-forwarded-host'] = host;
-  out['x-request-id'] = requestId;
   const trace = traceHeaders()[TRACEPARENT_HEADER];
   if (trace !== undefined) out[TRACEPARENT_HEADER] = trace;
   return out;
