@@ -1,6 +1,6 @@
 import { createPool, type Pool } from '@fin/db';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { FailOpenBreaker, LOCAL_SHARE, PostgresRateLimitStore } from '../src/rate-limit/postgres-store';
+import { FailOpenBreaker, LEASE_SHARE, LOCAL_SHARE, PostgresRateLimitStore } from '../src/rate-limit/postgres-store';
 
 describe('rate-limit store: batched statements and local counting', () => {
   let db: TestDatabase;
@@ -70,15 +70,54 @@ describe('rate-limit store: batched statements and local counting', () => {
     await store.close();
   });
 
-  it('counts a key with a small limit hit by hit, and one without a known limit too', async () => {
+  it('counts a key with a small limit from leased counts, hit by hit near the limit, and one without a known limit hit by hit', async () => {
     const store = new PostgresRateLimitStore(pool, 'news:', 60_000, new FailOpenBreaker(5_000), 2_000);
     statements = 0;
     expect(await sequential(store, 'small', 100, 120)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
-    expect(statements).toBe(120);
+    // Leases of 1/16 of the headroom: 1 + 6, then 5, 5, 4 … until the headroom leaves none (about 30 statements
+    // for 100 hits), then one statement per hit past the limit.
+    expect(statements).toBeLessThan(60);
+    expect(statements).toBeGreaterThan(20);
     expect(await hitsIn('news:small')).toBe(120);
     statements = 0;
     for (let hit = 1; hit <= 30; hit++) expect((await store.increment('unknown')).totalHits).toBe(hit);
     expect(statements).toBe(30);
+  });
+
+  it('hands each leased count out once across two processes: exactly the limit admitted, every count once', async () => {
+    const stores = [0, 1].map(() => new PostgresRateLimitStore(pool, 'leased:', 60_000, new FailOpenBreaker(5_000), 2_000));
+    const limit = 100;
+    statements = 0;
+    // Ten times the limit at once, alternating the two processes, as the e2e accuracy suite sends it.
+    const totals = (
+      await Promise.all(
+        Array.from({ length: 10 * limit }, async (_, n) => {
+          const store = stores[n % 2] as PostgresRateLimitStore;
+          store.limitFor('burst', limit);
+          return (await store.increment('burst')).totalHits;
+        }),
+      )
+    ).sort((a, b) => a - b);
+    const admitted = totals.filter((total) => total <= limit);
+    expect(admitted).toEqual(Array.from({ length: limit }, (_, i) => i + 1));
+    expect(new Set(totals).size).toBe(totals.length);
+    // Every hit is in the database (refused ones too), and at most a lease per process reserved beyond them.
+    const total = (await hitsIn('leased:burst')) ?? 0;
+    expect(total).toBeGreaterThanOrEqual(10 * limit);
+    expect(total).toBeLessThanOrEqual(10 * limit + 2 * Math.floor(limit / LEASE_SHARE));
+    for (const store of stores) await store.close();
+  });
+
+  it('keeps a lease to its window', async () => {
+    const store = new PostgresRateLimitStore(pool, 'leased:', 1_000, new FailOpenBreaker(5_000), 2_000);
+    expect(await sequential(store, 'short', 100, 3)).toEqual([1, 2, 3]);
+    // The first statement reserved 6 counts (1/16 of 99); the window then ends with 4 of them unused.
+    expect(await hitsIn('leased:short')).toBe(7);
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    statements = 0;
+    expect(await sequential(store, 'short', 100, 1)).toEqual([1]);
+    expect(statements).toBe(1);
+    await store.close();
   });
 
   it('admits locally no more than 1/256 of the headroom it last saw; beyond, hits wait for the database', async () => {
@@ -216,7 +255,8 @@ describe('rate-limit store: batched statements and local counting', () => {
       "SELECT counter_key, hits FROM rate_limit_counters WHERE counter_key LIKE 'stock-report:many-%'",
     );
     expect(rows).toHaveLength(200);
-    for (const row of rows) expect(row.hits).toBe(1 + (Number(row.counter_key.split('-').at(-1)) % 3));
+    // Each key's hits and the one count its first statement reserved (a lease: 1/16 of the headroom under 20).
+    for (const row of rows) expect(row.hits).toBe(1 + (Number(row.counter_key.split('-').at(-1)) % 3) + 1);
   });
 
   it('does not deadlock when two processes batch overlapping keys, and loses no hit', async () => {
@@ -232,8 +272,9 @@ describe('rate-limit store: batched statements and local counting', () => {
               for (let hit = 0; hit < 30; hit++) {
                 const index = which === 0 ? (client * 7 + hit) % keys.length : keys.length - 1 - ((client * 11 + hit) % keys.length);
                 const key = keys[index] as string;
-                // A limit too small for hits reserved ahead: the database then holds exactly the hits made.
-                store.limitFor(key, 100);
+                // A limit too small for counts reserved ahead (a local budget, a lease): the database then holds
+                // exactly the hits made.
+                store.limitFor(key, 10);
                 await store.increment(key);
               }
             }),

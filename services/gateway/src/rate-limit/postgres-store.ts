@@ -18,6 +18,12 @@ interface CounterView {
   resetMs: number;
   /** When `synced` was read (the time its statement was sent). */
   readAt: number;
+  /**
+   * Counts this process reserved in the database for hits still to come (a lease, limits under LOCAL_SHARE): the
+   * next to hand out and the last. Empty when next > last.
+   */
+  leaseNext: number;
+  leaseLast: number;
 }
 
 /**
@@ -27,6 +33,15 @@ interface CounterView {
  * no local budget and are counted exactly, hit by hit.
  */
 export const LOCAL_SHARE = 256;
+/**
+ * Keys with limits under LOCAL_SHARE (the defaults) lease counts instead: a statement that counts a hit also
+ * reserves up to 1/LEASE_SHARE of the headroom it leaves, as consecutive counts the next hits of this process take
+ * without a statement. Each count is handed out once, by one process, so the counts stay exact across replicas
+ * (every admitted answer its own X-RateLimit-Remaining); what a lease can cost is admissions: counts a process
+ * reserved and never used (its traffic stopped) are not admitted elsewhere in that window. Near the limit the
+ * headroom leaves no lease, and hits are counted one statement each.
+ */
+export const LEASE_SHARE = 16;
 /** How often hits counted locally are sent, with every counter's delta in one statement. */
 export const DEFAULT_SYNC_MS = 100;
 /** A view older than this is not trusted for local admission: the next hit is counted in the database first. */
@@ -52,6 +67,8 @@ const PRUNE_ABOVE = 10_000;
  */
 export class CounterSync {
   private readonly views = new Map<string, CounterView>();
+  /** Each key's limit as last given to add (for the size of a lease). */
+  private readonly limits = new Map<string, number>();
   private waiting = new Map<string, Waiter[]>();
   private inFlight = false;
   /** The statement in flight, settled (never rejected) when it is done. */
@@ -66,8 +83,11 @@ export class CounterSync {
 
   add(counterKey: string, limit: number): Promise<IncrementResponse> | IncrementResponse {
     const view = this.views.get(counterKey);
+    if (limit > 0) this.limits.set(counterKey, limit);
     if (view !== undefined && !this.closed) {
       const now = Date.now();
+      // A count reserved by an earlier statement of this window: the database has it already.
+      if (view.leaseNext <= view.leaseLast && view.resetMs > now) return { totalHits: view.leaseNext++, resetTime: view.resetAt };
       const unsent = view.sending + view.pending;
       const budget = Math.floor((limit - view.synced) / LOCAL_SHARE);
       if (unsent < budget && view.resetMs > now && now - view.readAt < FRESH_MS) {
@@ -120,21 +140,33 @@ export class CounterSync {
     const now = Date.now();
     const waiting = this.waiting;
     this.waiting = new Map();
-    const batch: { key: string; waiters: Waiter[]; view: CounterView | undefined }[] = [];
+    const batch: Batch = [];
     for (const [key, view] of this.views) {
       if (view.resetMs <= now) {
         // The window ended: its unsent hits belong to it, and a hit waiting starts the next one.
         this.views.delete(key);
         continue;
       }
-      const waiters = waiting.get(key);
+      let waiters = waiting.get(key);
+      // Hits that queued while the statement bringing a lease was in flight take its counts now.
+      while (waiters !== undefined && waiters.length > 0 && view.leaseNext <= view.leaseLast)
+        (waiters.shift() as Waiter).resolve({ totalHits: view.leaseNext++, resetTime: view.resetAt });
+      if (waiters?.length === 0) {
+        waiting.delete(key);
+        waiters = undefined;
+      }
       if (view.pending === 0 && waiters === undefined) continue;
       waiting.delete(key);
       view.sending = view.pending;
       view.pending = 0;
-      batch.push({ key, waiters: waiters ?? [], view });
+      batch.push({
+        key,
+        waiters: waiters ?? [],
+        view,
+        lease: waiters === undefined ? 0 : this.leaseSize(key, view.synced + view.sending, waiters.length),
+      });
     }
-    for (const [key, waiters] of waiting) batch.push({ key, waiters, view: undefined });
+    for (const [key, waiters] of waiting) batch.push({ key, waiters, view: undefined, lease: this.leaseSize(key, 0, waiters.length) });
     if (batch.length === 0) return Promise.resolve();
     this.inFlight = true;
     clearTimeout(this.timer);
@@ -143,27 +175,55 @@ export class CounterSync {
     return this.running;
   }
 
+  /**
+   * The counts to reserve beside `waiting` hits on a key whose count is at least `known`: none for a key with a
+   * local budget (LOCAL_SHARE) or without a known limit, else 1/LEASE_SHARE of the headroom the hits leave.
+   */
+  private leaseSize(key: string, known: number, waiting: number): number {
+    const limit = this.limits.get(key) ?? 0;
+    if (this.closed || limit >= LOCAL_SHARE) return 0;
+    return Math.max(0, Math.floor((limit - known - waiting) / LEASE_SHARE));
+  }
+
   /** Sends one batch and hands out what the database answered. */
-  private async apply(batch: { key: string; waiters: Waiter[]; view: CounterView | undefined }[], now: number): Promise<void> {
+  private async apply(batch: Batch, now: number): Promise<void> {
     try {
       const rows = await this.send(
         batch.map(({ key }) => key),
-        batch.map(({ waiters, view }) => (view?.sending ?? 0) + waiters.length),
+        batch.map(({ waiters, view, lease }) => (view?.sending ?? 0) + waiters.length + lease),
       );
-      for (const { key, waiters, view } of batch) {
+      for (const { key, waiters, view, lease } of batch) {
         const row = rows.get(key);
         if (row === undefined) {
           this.views.delete(key);
           for (const waiter of waiters) waiter.reject(new Error(`the rate-limit statement returned no row for ${key}`));
           continue;
         }
-        // The hits waiting were added after this process's local ones: theirs are the last counts.
-        const first = row.hits - waiters.length + 1;
+        // The hits waiting were added after this process's local ones, and the lease after them: the last counts.
+        const first = row.hits - lease - waiters.length + 1;
         waiters.forEach((waiter, position) => waiter.resolve({ totalHits: first + position, resetTime: row.reset_at }));
         const current = this.views.get(key);
         const pending = current === view && view !== undefined ? view.pending : 0;
+        // Counts beyond the limit would only be refused: a lease ends at the limit.
+        const limit = this.limits.get(key) ?? 0;
+        // A lease not used up yet stays with its window.
+        const kept = current !== undefined && current.resetMs === row.reset_at.getTime();
+        const leased =
+          lease > 0
+            ? { leaseNext: row.hits - lease + 1, leaseLast: Math.min(row.hits, limit) }
+            : kept
+              ? { leaseNext: current.leaseNext, leaseLast: current.leaseLast }
+              : { leaseNext: 1, leaseLast: 0 };
         // Hits admitted while the statement was in flight stay pending; a window the database restarted is the view's.
-        this.views.set(key, { synced: row.hits, sending: 0, pending, resetAt: row.reset_at, resetMs: row.reset_at.getTime(), readAt: now });
+        this.views.set(key, {
+          synced: row.hits,
+          sending: 0,
+          pending,
+          resetAt: row.reset_at,
+          resetMs: row.reset_at.getTime(),
+          readAt: now,
+          ...leased,
+        });
       }
       if (this.views.size > PRUNE_ABOVE) this.prune(Date.now());
     } catch (error) {
@@ -188,6 +248,9 @@ export class CounterSync {
     for (const [counterKey, view] of this.views) if (view.resetMs <= now) this.views.delete(counterKey);
   }
 }
+
+/** One statement's counters: the hits of each (local ones being sent, waiting ones) and the counts to lease. */
+type Batch = { key: string; waiters: Waiter[]; view: CounterView | undefined; lease: number }[];
 
 /** pg reads `query_timeout` per query too; its typings only declare the client-wide option. */
 interface TimedQuery {
