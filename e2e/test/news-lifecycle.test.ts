@@ -3,13 +3,14 @@ import { AsyncJobResponse, JobResultResponse, JobStatusResponse, NewsResponse, N
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
-import { sharedEnv, startSystem, type ServiceProcess, type System } from '../src/system';
+import { UPSTREAM_MODES, sharedEnv, startSystem, type ServiceProcess, type System } from '../src/system';
 
 /**
  * The first request that travels the whole system: gateway → news API → outbox → Kafka → news worker → job
- * events on Kafka → jobs service → client, every service a process of its own.
+ * events on Kafka → jobs service → client, every service a process of its own (http upstream) or every service a
+ * unit of npm start's one process (in-process upstream).
  */
-describe('news through the whole system', () => {
+describe.each(UPSTREAM_MODES)('news through the whole system (%s upstream)', (upstream) => {
   let db: TestDatabase;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
@@ -40,9 +41,13 @@ describe('news through the whole system', () => {
     });
     // Short lease and Kafka session, so a killed worker's job moves on within seconds. No drain time: a stopped worker
     // hands its job back at once (the drain itself is the fault suite's worker-drain test).
-    system = await startSystem(env, { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000', WORKER_DRAIN_TIMEOUT_MS: '0' });
+    system = await startSystem(
+      env,
+      { NEWS_LEASE_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000', WORKER_DRAIN_TIMEOUT_MS: '0' },
+      { upstream },
+    );
     gatewayUrl = system.gatewayUrl;
-    worker = system.services.find((service) => service.name === 'news-worker')!;
+    if (upstream === 'http') worker = system.services.find((service) => service.name === 'news-worker')!;
     keyA = system.tenantKey('acme');
     keyB = system.tenantKey('globex');
   }, 120_000);
@@ -162,56 +167,59 @@ describe('news through the whole system', () => {
     }
   });
 
-  it('finishes a job whose worker was killed with SIGKILL mid-run', async () => {
-    let release!: () => void;
-    held.set('NVDA', new Promise<void>((resolve) => (release = resolve)));
-    const { body } = await postNews({ symbols: ['NVDA'], n: 2 });
-    const statusUrl = AsyncJobResponse.parse(body).status_url;
-    await waitFor(async () => {
+  // A worker process of its own to kill or stop: as deployed only (in npm start, the worker is the one process).
+  if (upstream === 'http') {
+    it('finishes a job whose worker was killed with SIGKILL mid-run', async () => {
+      let release!: () => void;
+      held.set('NVDA', new Promise<void>((resolve) => (release = resolve)));
+      const { body } = await postNews({ symbols: ['NVDA'], n: 2 });
+      const statusUrl = AsyncJobResponse.parse(body).status_url;
+      await waitFor(async () => {
+        const { rows } = await withDb((client) =>
+          client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]),
+        );
+        return rows[0]?.lease_owner != null;
+      });
+      await worker.stop('SIGKILL');
+      held.delete('NVDA');
+      release();
+      worker = system.startWorker();
+      // The dead worker's partitions move to the new one once its Kafka session times out (6 s here).
+      const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
+      expect(final.status).toBe('completed');
       const { rows } = await withDb((client) =>
-        client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]),
+        client.query<{ attempts: number }>('SELECT attempts FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]),
       );
-      return rows[0]?.lease_owner != null;
+      expect(rows[0]?.attempts).toBe(2);
     });
-    await worker.stop('SIGKILL');
-    held.delete('NVDA');
-    release();
-    worker = system.startWorker();
-    // The dead worker's partitions move to the new one once its Kafka session times out (6 s here).
-    const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
-    expect(final.status).toBe('completed');
-    const { rows } = await withDb((client) =>
-      client.query<{ attempts: number }>('SELECT attempts FROM jobs WHERE id = $1', [AsyncJobResponse.parse(body).job_id]),
-    );
-    expect(rows[0]?.attempts).toBe(2);
-  });
 
-  it('with no drain time, hands a job back when its worker is stopped with SIGTERM mid-run, and another worker finishes it', async () => {
-    let release!: () => void;
-    held.set('AMD', new Promise<void>((resolve) => (release = resolve)));
-    const { body } = await postNews({ symbols: ['AMD'], n: 2 });
-    const { job_id: jobId, status_url: statusUrl } = AsyncJobResponse.parse(body);
-    await waitFor(async () => {
-      const { rows } = await withDb((client) =>
-        client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [jobId]),
+    it('with no drain time, hands a job back when its worker is stopped with SIGTERM mid-run, and another worker finishes it', async () => {
+      let release!: () => void;
+      held.set('AMD', new Promise<void>((resolve) => (release = resolve)));
+      const { body } = await postNews({ symbols: ['AMD'], n: 2 });
+      const { job_id: jobId, status_url: statusUrl } = AsyncJobResponse.parse(body);
+      await waitFor(async () => {
+        const { rows } = await withDb((client) =>
+          client.query<{ lease_owner: string | null }>('SELECT lease_owner FROM jobs WHERE id = $1', [jobId]),
+        );
+        return rows[0]?.lease_owner != null;
+      });
+      const stopping = worker;
+      await stopping.stop('SIGTERM');
+      // A clean exit, and the lease released at once rather than left to expire.
+      expect(stopping.child.exitCode).toBe(0);
+      const { rows: released } = await withDb((client) =>
+        client.query<{ lease_owner: string | null; status: string }>('SELECT lease_owner, status FROM jobs WHERE id = $1', [jobId]),
       );
-      return rows[0]?.lease_owner != null;
+      expect(released[0]).toMatchObject({ lease_owner: null });
+      expect(['pending', 'running']).toContain(released[0]?.status);
+      held.delete('AMD');
+      release();
+      worker = system.startWorker();
+      const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
+      expect(final.status).toBe('completed');
     });
-    const stopping = worker;
-    await stopping.stop('SIGTERM');
-    // A clean exit, and the lease released at once rather than left to expire.
-    expect(stopping.child.exitCode).toBe(0);
-    const { rows: released } = await withDb((client) =>
-      client.query<{ lease_owner: string | null; status: string }>('SELECT lease_owner, status FROM jobs WHERE id = $1', [jobId]),
-    );
-    expect(released[0]).toMatchObject({ lease_owner: null });
-    expect(['pending', 'running']).toContain(released[0]?.status);
-    held.delete('AMD');
-    release();
-    worker = system.startWorker();
-    const final = await pollUntilFinished(statusUrl, [], keyA, 45_000);
-    expect(final.status).toBe('completed');
-  });
+  }
 
   async function withDb<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client(db.url);
