@@ -25,6 +25,11 @@ const SETTLE_MS = bySize({ ci: 120_000, full: 300_000 });
 
 /** A worker's terminal commit: the statement that writes the final state and releases the lease (job-store lease.ts). */
 const FINAL_COMMIT = 'WITH finished AS (%UPDATE jobs SET status = %';
+/**
+ * A progress write (job-store lease.ts): the worker's writes on the job are in order, so one queued behind the lock
+ * holds the terminal commit behind it. Either way the model has answered and nothing of the result is committed.
+ */
+const PROGRESS_WRITE = 'WITH changed AS (%UPDATE jobs SET status = %';
 
 /**
  * Workers die (kill -9) or freeze (SIGSTOP) in the middle of jobs. Two news workers, short leases (2 s) and the
@@ -118,8 +123,8 @@ describe('fault: worker processes killed or paused mid-job', () => {
                 `WITH RECURSIVE behind(pid) AS (
                    SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
                    UNION SELECT a.pid FROM pg_stat_activity a JOIN behind b ON b.pid = ANY(pg_blocking_pids(a.pid)))
-                 SELECT 1 FROM pg_stat_activity a JOIN behind USING (pid) WHERE a.query LIKE $2`,
-                [pid, FINAL_COMMIT],
+                 SELECT 1 FROM pg_stat_activity a JOIN behind USING (pid) WHERE a.query LIKE $2 OR a.query LIKE $3`,
+                [pid, FINAL_COMMIT, PROGRESS_WRITE],
               );
               const row = rows.find((candidate) => candidate.marker === held);
               if ((waiting.rowCount ?? 0) > 0 && row?.lease_owner) blocked.push({ marker: held, owner: row.lease_owner });
