@@ -142,7 +142,10 @@ describe('job event stream through the whole system', () => {
     expect(resumed.status).toBe(200);
     release();
     const rest = await resumed.rest();
-    expect(rest.length).toBeGreaterThan(1);
+    // At least the result. Progress events before it come only when the worker had not yet reached the held model
+    // call as the client first connected (then the first event already carried that progress): a race of the test,
+    // which once saw the result alone in a CI run.
+    expect(rest.length).toBeGreaterThanOrEqual(1);
     // Only what is newer than the id the client had, in order.
     expect(ids(rest).every((id) => id > Number(seen.id))).toBe(true);
     expect(increasing(ids(rest))).toBe(true);
@@ -151,7 +154,10 @@ describe('job event stream through the whole system', () => {
       if (frame.event === 'progress') JobProgressEvent.parse(frame.data);
       else expect(JobStatusEvent.parse(frame.data).job_id).toBe(job.job_id);
     }
-    expect(rest.some((frame) => frame.event === 'progress' || (frame.data as { status?: string }).status === 'running')).toBe(true);
+    // The job was seen running, before the result or as the first event.
+    expect([seen, ...rest].some((frame) => frame.event === 'progress' || (frame.data as { status?: string }).status === 'running')).toBe(
+      true,
+    );
     const result = JobResultEvent.parse(rest.at(-1)?.data);
     expect(result).toMatchObject({ job_id: job.job_id, status: 'completed', result: { format: 'markdown' } });
   }, 90_000);
