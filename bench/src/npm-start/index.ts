@@ -283,6 +283,18 @@ function ratioRows(measurements: readonly Measurement[]): string[][] {
   });
 }
 
+/** A measurement's rate, p50 and p99, and CPU per request of the process and of its Postgres sessions. */
+function loadCells(result: LoadResult, processMs: number, postgresMs: number): string[] {
+  const perRequest = (ms: number) => fixed((ms * 1000) / Math.max(1, result.requests), 0);
+  return [
+    thousands(result.rps),
+    fixed(result.latencyMs.p50, 2),
+    fixed(result.latencyMs.p99, 2),
+    perRequest(processMs),
+    perRequest(postgresMs),
+  ];
+}
+
 export async function npmStart(options: BenchOptions, command: string): Promise<boolean> {
   const machine = describeMachine();
   const started = performance.now();
@@ -302,11 +314,7 @@ export async function npmStart(options: BenchOptions, command: string): Promise<
         label,
         target,
         String(round),
-        thousands(result.rps),
-        fixed(result.latencyMs.p50, 2),
-        fixed(result.latencyMs.p99, 2),
-        fixed((processMs * 1000) / Math.max(1, result.requests), 0),
-        fixed((postgresMs * 1000) / Math.max(1, result.requests), 0),
+        ...loadCells(result, processMs, postgresMs),
       ]),
       ['left', 'left', 'right'],
     ),
@@ -319,16 +327,7 @@ export async function npmStart(options: BenchOptions, command: string): Promise<
     print(
       table(
         ['connections', 'calls/s', 'p50 ms', 'p99 ms', 'CPU µs/call, process', 'CPU µs/call, Postgres'],
-        [
-          [
-            String(CONNECTIONS),
-            thousands(result.rps),
-            fixed(result.latencyMs.p50, 2),
-            fixed(result.latencyMs.p99, 2),
-            fixed((processMs * 1000) / Math.max(1, result.requests), 0),
-            fixed((postgresMs * 1000) / Math.max(1, result.requests), 0),
-          ],
-        ],
+        [[String(CONNECTIONS), ...loadCells(result, processMs, postgresMs)]],
       ),
     );
   }

@@ -67,9 +67,8 @@ const PRUNE_ABOVE = 10_000;
  */
 export class CounterSync {
   private readonly views = new Map<string, CounterView>();
-  /** Each key's limit as last given to add (for the size of a lease). */
-  private readonly limits = new Map<string, number>();
-  private waiting = new Map<string, Waiter[]>();
+  /** Hits waiting for a statement, per key, with the key's limit as its last hit gave it (for the size of a lease). */
+  private waiting = new Map<string, Waiting>();
   private inFlight = false;
   /** The statement in flight, settled (never rejected) when it is done. */
   private running: Promise<void> = Promise.resolve();
@@ -83,7 +82,6 @@ export class CounterSync {
 
   add(counterKey: string, limit: number): Promise<IncrementResponse> | IncrementResponse {
     const view = this.views.get(counterKey);
-    if (limit > 0) this.limits.set(counterKey, limit);
     if (view !== undefined && !this.closed) {
       const now = Date.now();
       // A count reserved by an earlier statement of this window: the database has it already.
@@ -99,8 +97,10 @@ export class CounterSync {
     }
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(counterKey);
-      if (queue) queue.push({ resolve, reject });
-      else this.waiting.set(counterKey, [{ resolve, reject }]);
+      if (queue) {
+        queue.waiters.push({ resolve, reject });
+        queue.limit = limit;
+      } else this.waiting.set(counterKey, { limit, waiters: [{ resolve, reject }] });
       if (!this.inFlight) void this.flush();
     });
   }
@@ -147,26 +147,21 @@ export class CounterSync {
         this.views.delete(key);
         continue;
       }
-      let waiters = waiting.get(key);
-      // Hits that queued while the statement bringing a lease was in flight take its counts now.
-      while (waiters !== undefined && waiters.length > 0 && view.leaseNext <= view.leaseLast)
-        (waiters.shift() as Waiter).resolve({ totalHits: view.leaseNext++, resetTime: view.resetAt });
-      if (waiters?.length === 0) {
-        waiting.delete(key);
-        waiters = undefined;
-      }
-      if (view.pending === 0 && waiters === undefined) continue;
+      const queued = waiting.get(key);
       waiting.delete(key);
+      const waiters = queued?.waiters ?? [];
+      // Hits that queued while the statement bringing a lease was in flight take its counts now.
+      while (waiters.length > 0 && view.leaseNext <= view.leaseLast)
+        (waiters.shift() as Waiter).resolve({ totalHits: view.leaseNext++, resetTime: view.resetAt });
+      if (view.pending === 0 && waiters.length === 0) continue;
       view.sending = view.pending;
       view.pending = 0;
-      batch.push({
-        key,
-        waiters: waiters ?? [],
-        view,
-        lease: waiters === undefined ? 0 : this.leaseSize(key, view.synced + view.sending, waiters.length),
-      });
+      const limit = queued?.limit ?? 0;
+      const lease = waiters.length === 0 ? 0 : this.leaseSize(limit, view.synced + view.sending, waiters.length);
+      batch.push({ key, waiters, view, limit, lease });
     }
-    for (const [key, waiters] of waiting) batch.push({ key, waiters, view: undefined, lease: this.leaseSize(key, 0, waiters.length) });
+    for (const [key, { limit, waiters }] of waiting)
+      batch.push({ key, waiters, view: undefined, limit, lease: this.leaseSize(limit, 0, waiters.length) });
     if (batch.length === 0) return Promise.resolve();
     this.inFlight = true;
     clearTimeout(this.timer);
@@ -179,8 +174,7 @@ export class CounterSync {
    * The counts to reserve beside `waiting` hits on a key whose count is at least `known`: none for a key with a
    * local budget (LOCAL_SHARE) or without a known limit, else 1/LEASE_SHARE of the headroom the hits leave.
    */
-  private leaseSize(key: string, known: number, waiting: number): number {
-    const limit = this.limits.get(key) ?? 0;
+  private leaseSize(limit: number, known: number, waiting: number): number {
     if (this.closed || limit >= LOCAL_SHARE) return 0;
     return Math.max(0, Math.floor((limit - known - waiting) / LEASE_SHARE));
   }
@@ -192,7 +186,7 @@ export class CounterSync {
         batch.map(({ key }) => key),
         batch.map(({ waiters, view, lease }) => (view?.sending ?? 0) + waiters.length + lease),
       );
-      for (const { key, waiters, view, lease } of batch) {
+      for (const { key, waiters, view, limit, lease } of batch) {
         const row = rows.get(key);
         if (row === undefined) {
           this.views.delete(key);
@@ -204,9 +198,7 @@ export class CounterSync {
         waiters.forEach((waiter, position) => waiter.resolve({ totalHits: first + position, resetTime: row.reset_at }));
         const current = this.views.get(key);
         const pending = current === view && view !== undefined ? view.pending : 0;
-        // Counts beyond the limit would only be refused: a lease ends at the limit.
-        const limit = this.limits.get(key) ?? 0;
-        // A lease not used up yet stays with its window.
+        // Counts beyond the limit would only be refused: a lease ends at the limit. A lease not used up yet stays with its window.
         const kept = current !== undefined && current.resetMs === row.reset_at.getTime();
         const leased =
           lease > 0
@@ -250,7 +242,13 @@ export class CounterSync {
 }
 
 /** One statement's counters: the hits of each (local ones being sent, waiting ones) and the counts to lease. */
-type Batch = { key: string; waiters: Waiter[]; view: CounterView | undefined; lease: number }[];
+type Batch = { key: string; waiters: Waiter[]; view: CounterView | undefined; limit: number; lease: number }[];
+
+/** The hits of one key waiting for a statement, and the key's limit as its last hit gave it. */
+interface Waiting {
+  limit: number;
+  waiters: Waiter[];
+}
 
 /** pg reads `query_timeout` per query too; its typings only declare the client-wide option. */
 interface TimedQuery {
