@@ -1,6 +1,10 @@
 import { bool, int, secret, url } from '@fin/config';
 import { z } from 'zod';
 
+function thinking() {
+  return z.enum(['off', 'low', 'medium', 'high']).default('off');
+}
+
 /**
  * The AI engine's environment. Every process that runs the engine spreads this into its own config shape.
  *
@@ -25,6 +29,21 @@ export const aiConfigShape = {
   AI_MAX_ROUNDS: int(1, 50).default(8),
   AI_MAX_TOOL_CALLS: int(1, 200).default(20),
   AI_MAX_TOTAL_TOKENS: int(1_000, 5_000_000).default(200_000),
+  /**
+   * Prompt caching (docs/ai.md#prompt-caching): breakpoints after the shared system prompt and at the end of the
+   * conversation, so each call reads what the previous one wrote. Off sends no cache_control (for comparison).
+   */
+  AI_PROMPT_CACHE: bool().default(true),
+  /** How long a written prefix lives: 5m (writes cost 1.25× input) or 1h (2×); each read renews it. */
+  AI_PROMPT_CACHE_TTL: z.enum(['5m', '1h']).default('5m'),
+  /**
+   * Thinking per product: off, or adaptive thinking at an effort (low, medium, high). Thinking is billed as
+   * output tokens; off is the default for every product (docs/ai.md#model-settings).
+   */
+  AI_NEWS_THINKING: thinking(),
+  AI_STOCK_REPORT_THINKING: thinking(),
+  AI_ANALYSIS_THINKING: thinking(),
+  AI_CHAT_THINKING: thinking(),
   AI_WEB_SEARCH: bool().default(true),
   AI_WEB_SEARCH_MAX_USES: int(1, 20).default(5),
   FINNHUB_API_KEY: secret(z.string().min(8, 'is too short to be a Finnhub API key')).optional(),

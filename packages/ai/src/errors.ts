@@ -10,6 +10,7 @@ import {
   PermissionDeniedError,
   RateLimitError,
 } from '@anthropic-ai/sdk';
+import { addUsage, type Usage } from './usage';
 
 export type AiErrorKind =
   /** 429 from the API after the SDK's retries. */
@@ -50,6 +51,19 @@ export class AiError extends Error {
   }
 
   readonly retryAfterSeconds: number | undefined;
+
+  /** What the failed work had spent before it failed (its completed model calls), when known. */
+  usage: Usage | undefined;
+}
+
+/**
+ * `error` as an AiError that also carries `spent`: each layer that completed model calls before a failure adds
+ * them, so the error of a failed run reports every token the run was billed for.
+ */
+export function withSpentUsage(error: unknown, spent: Usage): AiError {
+  const failure = toAiError(error);
+  failure.usage = failure.usage ? addUsage(failure.usage, spent) : spent;
+  return failure;
 }
 
 function retryAfter(headers: Headers | undefined): number | undefined {

@@ -1,21 +1,28 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type {
+  CacheControlEphemeral,
   ContentBlock,
+  ContentBlockParam,
   JSONOutputFormat,
   Message,
   MessageCreateParamsNonStreaming,
   MessageParam,
+  OutputConfig,
   RawMessageStreamEvent,
+  TextBlockParam,
+  ThinkingConfigParam,
+  ToolChoice,
   ToolResultBlockParam,
   ToolUnion,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
 import { SpanKind, withSpan, type Span } from '@fin/tracing';
 import { RetrievedDocuments } from './citations';
-import { AiError, toAiError } from './errors';
+import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
 import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
+import { addUsage, NO_USAGE, totalInputTokens, usageOfMessage, type Usage } from './usage';
 
 /** What happens during a run, as it happens: the chat and analysis services turn these into SSE events. */
 export type EngineEvent =
@@ -24,10 +31,10 @@ export type EngineEvent =
   | { type: 'tool_end'; tool: string; ok: boolean }
   | { type: 'text'; text: string };
 
-export interface Usage {
-  inputTokens: number;
-  outputTokens: number;
-}
+export type { Usage } from './usage';
+
+/** How the model thinks on a run (a product's setting, docs/ai.md): off, or adaptive thinking at an effort. */
+export type ThinkingSetting = 'off' | 'low' | 'medium' | 'high';
 
 export interface LoopCaps {
   maxRounds: number;
@@ -45,6 +52,20 @@ export interface LoopParams {
   /** Claude's server-side web search, with a cap on searches per run. */
   webSearch?: { maxUses: number };
   outputFormat?: JSONOutputFormat;
+  /**
+   * Prompt caching (docs/ai.md): breakpoints at the end of the system prompt (tools and system), at the end of
+   * the latest user turn before the last message (where the previous call of this conversation wrote) and at
+   * the end of the last message (where this call writes). Off: no cache_control at all.
+   */
+  promptCache?: { ttl: '5m' | '1h' } | false;
+  /** Thinking and effort, sent explicitly (the API's defaults differ between models). Default 'off'. */
+  thinking?: ThinkingSetting;
+  /**
+   * The tool_choice of every round, for a follow-up call that must send the same request prefix as the run it
+   * follows (a tool_choice that differs voids the cached messages). A tool call in its last round fails the run.
+   * Unset: `auto`, and `none` once the rounds or the tool budget are spent.
+   */
+  toolChoice?: 'auto' | 'none';
   maxOutputTokens: number;
   caps: LoopCaps;
   signal?: AbortSignal;
@@ -62,6 +83,8 @@ export interface LoopResult {
   documents: RetrievedDocuments;
   rounds: number;
   toolCalls: number;
+  /** The tool_choice of the last round (undefined without tools), for a follow-up call that reuses its prefix. */
+  toolChoice: 'auto' | 'none' | undefined;
   /** The whole conversation including this run's turns, for a follow-up (e.g. a repair round). */
   messages: MessageParam[];
 }
@@ -117,12 +140,34 @@ function apiToolOf(tool: ToolDefinition): ToolUnion {
  * rejects the run: a partial answer is never returned as a complete one.
  */
 export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
+  let usage: Usage = NO_USAGE;
+  try {
+    return await toolLoop(params, (spent) => {
+      usage = addUsage(usage, spent);
+      return usage;
+    });
+  } catch (error) {
+    throw withSpentUsage(error, usage);
+  }
+}
+
+function thinkingParams(setting: ThinkingSetting): { thinking: ThinkingConfigParam; effort?: OutputConfig['effort'] } {
+  return setting === 'off' ? { thinking: { type: 'disabled' } } : { thinking: { type: 'adaptive' }, effort: setting };
+}
+
+async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Promise<LoopResult> {
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, signal, onEvent } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   if (webSearch) apiTools.push({ type: 'web_search_20250305', name: 'web_search', max_uses: webSearch.maxUses });
+  const cacheControl: CacheControlEphemeral | undefined = params.promptCache
+    ? { type: 'ephemeral', ...(params.promptCache.ttl === '1h' ? { ttl: '1h' } : {}) }
+    : undefined;
+  const { thinking, effort } = thinkingParams(params.thinking ?? 'off');
+  const outputConfig: OutputConfig | undefined =
+    outputFormat || effort ? { ...(outputFormat ? { format: outputFormat } : {}), ...(effort ? { effort } : {}) } : undefined;
 
-  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  let usage: Usage;
   const groundingUrls = new Set<string>();
   const documents = new RetrievedDocuments();
   let toolCalls = 0;
@@ -133,22 +178,23 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
     // The last permitted round (or a spent tool budget) forbids tools so the model has to answer.
     const lastRound = round >= caps.maxRounds;
     if (lastRound || toolCalls >= caps.maxToolCalls) toolsClosed = true;
+    const toolChoice: ToolChoice['type'] = params.toolChoice ?? (toolsClosed ? 'none' : 'auto');
     const body: MessageCreateParamsNonStreaming = {
       model,
-      system: withUntrustedDataRule(system),
-      messages,
+      system: systemParam(withUntrustedDataRule(system), cacheControl),
+      messages: cacheControl ? withBreakpoints(messages, cacheControl) : messages,
       max_tokens: maxOutputTokens,
-      ...(apiTools.length > 0 ? { tools: apiTools, tool_choice: toolsClosed ? { type: 'none' } : { type: 'auto' } } : {}),
-      ...(outputFormat ? { output_config: { format: outputFormat } } : {}),
+      thinking,
+      ...(apiTools.length > 0 ? { tools: apiTools, tool_choice: { type: toolChoice } } : {}),
+      ...(outputConfig ? { output_config: outputConfig } : {}),
     };
 
     const message = await streamRound(client, body, signal, onEvent);
-    usage.inputTokens += message.usage.input_tokens;
-    usage.outputTokens += message.usage.output_tokens;
+    usage = spend(usageOfMessage(message));
     collectServerUrls(message.content, groundingUrls, documents);
     messages.push({ role: 'assistant', content: message.content as MessageParam['content'] });
 
-    if (usage.inputTokens + usage.outputTokens > caps.maxTotalTokens) {
+    if (totalInputTokens(usage) + usage.outputTokens > caps.maxTotalTokens) {
       throw new AiError('limit_exceeded', `The run used more than ${caps.maxTotalTokens} tokens.`);
     }
     if (message.stop_reason === 'refusal') throw new AiError('refused', 'The model declined to answer.');
@@ -166,6 +212,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
         documents,
         rounds: round,
         toolCalls,
+        toolChoice: apiTools.length > 0 ? toolChoice : undefined,
         messages,
       };
     }
@@ -194,6 +241,34 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
     }
     messages.push({ role: 'user', content: results });
   }
+}
+
+/** The system prompt as one block with a breakpoint: the tools and the system prompt are the shared prefix. */
+function systemParam(text: string, cacheControl: CacheControlEphemeral | undefined): string | TextBlockParam[] {
+  return cacheControl ? [{ type: 'text', text, cache_control: cacheControl }] : text;
+}
+
+/** `message` with a breakpoint on its last block (a string content becomes the one text block it stands for). */
+function markLastBlock(message: MessageParam, cacheControl: CacheControlEphemeral): MessageParam {
+  const content: ContentBlockParam[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+  const last = content.at(-1);
+  // Thinking blocks and empty text cannot carry a breakpoint; a user turn never ends in either.
+  if (last === undefined || last.type === 'thinking' || last.type === 'redacted_thinking' || (last.type === 'text' && last.text === '')) {
+    return message;
+  }
+  return { ...message, content: [...content.slice(0, -1), { ...last, cache_control: cacheControl }] } as MessageParam;
+}
+
+/**
+ * The request's messages with two breakpoints: the last message (this call writes the conversation so far) and
+ * the latest user turn before it, which is where the previous call of the same conversation wrote (the previous
+ * round of a tool loop, the run a repair or citation call follows, a chat's previous turn), so this call reads
+ * it. The caller's messages are not changed.
+ */
+function withBreakpoints(messages: readonly MessageParam[], cacheControl: CacheControlEphemeral): MessageParam[] {
+  const last = messages.length - 1;
+  const previousUser = messages.findLastIndex((message, index) => index < last && message.role === 'user');
+  return messages.map((message, index) => (index === last || index === previousUser ? markLastBlock(message, cacheControl) : message));
 }
 
 /**

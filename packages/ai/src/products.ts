@@ -18,10 +18,11 @@ import { citationsResolved } from '@fin/metrics';
 import { z } from 'zod';
 import { CitationClaim, resolveCitations } from './citations';
 import type { AiConfig } from './config';
-import { AiError } from './errors';
+import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
-import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type Usage } from './loop';
+import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type ThinkingSetting, type Usage } from './loop';
 import { loadPrompt, renderCustomData, type Prompt } from './prompts';
+import { addUsage, NO_USAGE } from './usage';
 import { streamOf, type StreamItem } from './stream';
 import { generateStructured } from './structured';
 import type { ToolDefinition, ToolRunOwner } from './tools';
@@ -52,13 +53,19 @@ export interface ProductOutcome<T> {
   usage: Usage;
 }
 
-function baseParams(deps: ProductDeps, ctx: RunContext, model: string, system: string, messages: MessageParam[]) {
+function baseParams(
+  deps: ProductDeps,
+  ctx: RunContext,
+  { model, thinking, system, messages }: { model: string; thinking: ThinkingSetting; system: string; messages: MessageParam[] },
+) {
   const { config } = deps;
   return {
     client: deps.client,
     model,
     system,
     messages,
+    thinking,
+    promptCache: config.AI_PROMPT_CACHE ? { ttl: config.AI_PROMPT_CACHE_TTL } : false,
     tools: [...deps.dataTools, ...(ctx.customerTools ?? [])],
     webSearch: config.AI_WEB_SEARCH && !deps.offline ? { maxUses: config.AI_WEB_SEARCH_MAX_USES } : undefined,
     maxOutputTokens: config.AI_MAX_OUTPUT_TOKENS,
@@ -112,7 +119,7 @@ const NewsDraft = z.object({
 export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx: RunContext = {}): Promise<ProductOutcome<NewsResult>> {
   const prompt = loadPrompt('news');
   const model = deps.config.AI_NEWS_MODEL;
-  const system = prompt.render({
+  const brief = prompt.request({
     n: String(request.n),
     symbols: request.symbols.join(', '),
     language: request.language,
@@ -120,9 +127,12 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
   });
   ctx.onProgress?.(10, `Searching recent news for ${request.symbols.join(', ')}`);
   const out = await generateStructured({
-    ...baseParams(deps, ctx, model, system, [
-      { role: 'user', content: `Find the ${request.n} most relevant news items for ${request.symbols.join(', ')}.` },
-    ]),
+    ...baseParams(deps, ctx, {
+      model,
+      thinking: deps.config.AI_NEWS_THINKING,
+      system: prompt.system,
+      messages: [{ role: 'user', content: brief }],
+    }),
     schema: NewsDraft,
     onEvent: toolProgress(ctx, 10, 70),
   });
@@ -177,19 +187,19 @@ export async function generateStockReport(
   const model = deps.config.AI_MODEL;
   const [first, second] = request.symbols;
   const comparing = second !== undefined;
-  const system = prompt.render({
-    task: comparing ? `Compare ${first} and ${second} as investments.` : `Analyse ${first} as an investment.`,
-    comparison: comparing
-      ? `This is a comparison, not two separate reports: every insight must set ${first} against ${second} on the same measure (for example both companies' margins side by side), its keyMetric must give the figure for both, and it must say which of the two is stronger on it. Each quick insight must compare the two.`
-      : '',
+  const brief = prompt.request({
+    task: comparing ? `Compare ${first} with ${second}.` : `Analyse ${first}.`,
     language: request.language,
     data: renderCustomData(request.data),
   });
   ctx.onProgress?.(10, comparing ? `Gathering data on ${first} and ${second}` : `Gathering data on ${first}`);
   const out = await generateStructured({
-    ...baseParams(deps, ctx, model, system, [
-      { role: 'user', content: comparing ? `Compare ${first} with ${second}.` : `Analyse ${first}.` },
-    ]),
+    ...baseParams(deps, ctx, {
+      model,
+      thinking: deps.config.AI_STOCK_REPORT_THINKING,
+      system: prompt.system,
+      messages: [{ role: 'user', content: brief }],
+    }),
     schema: StockReportDraft,
     onEvent: toolProgress(ctx, 10, 70),
   });
@@ -218,7 +228,8 @@ export function schemaForFields(fields: Readonly<Record<string, OutputSchemaType
   return z.strictObject(Object.fromEntries(Object.entries(fields).map(([name, type]) => [name, FIELD_SCHEMAS[type]])));
 }
 
-function analysisSystem(request: AnalysisRequest): string {
+/** The analysis request's own part: scope, portfolio, output format, the question and the client's data. */
+function analysisBrief(request: AnalysisRequest): string {
   const format = request.output_format;
   let formatText: string;
   if (format.type === 'markdown') formatText = 'Markdown text with headings and bullet points where they help; no JSON.';
@@ -228,7 +239,7 @@ function analysisSystem(request: AnalysisRequest): string {
     const fields = Object.entries(format.schema ?? {}).map(([name, type]) => `"${name}" (${type})`);
     formatText = `a single JSON object with exactly these fields and types, and nothing else: ${fields.join(', ')}.`;
   }
-  return loadPrompt('analysis').render({
+  return loadPrompt('analysis').request({
     symbols: request.symbols?.length ? `\nSymbols in scope: ${request.symbols.join(', ')}.` : '',
     portfolio: request.portfolio_composition?.length
       ? `\nThe client's portfolio: ${request.portfolio_composition.map((h) => `${h.symbol} ${h.percentage}%`).join(', ')}.`
@@ -306,7 +317,12 @@ async function runAnalysis(
 ): Promise<ProductOutcome<AnalysisResult>> {
   const prompt = loadPrompt('analysis');
   const model = deps.config.AI_MODEL;
-  const params = baseParams(deps, ctx, model, analysisSystem(request), [{ role: 'user', content: request.prompt }]);
+  const params = baseParams(deps, ctx, {
+    model,
+    thinking: deps.config.AI_ANALYSIS_THINKING,
+    system: prompt.system,
+    messages: [{ role: 'user', content: analysisBrief(request) }],
+  });
   const progress = toolProgress(ctx, 10, 60);
   ctx.onProgress?.(10, 'Researching the question');
   const format = request.output_format;
@@ -320,9 +336,13 @@ async function runAnalysis(
         synthesis.onEvent(event);
       },
     });
-    if (out.stopReason === 'max_tokens') throw new AiError('invalid_output', 'The answer was cut off at the output token limit.');
-    if (synthesis.content === '') throw new AiError('invalid_output', 'The model returned an empty answer.');
-    const cited = await citationsFor(params, out);
+    if (out.stopReason === 'max_tokens') {
+      throw withSpentUsage(new AiError('invalid_output', 'The answer was cut off at the output token limit.'), out.usage);
+    }
+    if (synthesis.content === '') throw withSpentUsage(new AiError('invalid_output', 'The model returned an empty answer.'), out.usage);
+    const cited = await citationsFor(params, out).catch((error: unknown) => {
+      throw withSpentUsage(error, out.usage);
+    });
     const result = AnalysisResult.parse({
       format: 'markdown',
       content: synthesis.content,
@@ -337,7 +357,9 @@ async function runAnalysis(
   const constrained = fields !== undefined && Object.values(fields).every((type) => type !== 'array' && type !== 'object');
   const out = await generateStructured({ ...params, schema, constrained, onEvent: progress });
   ctx.onProgress?.(90, 'Checking the answer');
-  const cited = await citationsFor(params, { ...out.loop, documents: out.documents });
+  const cited = await citationsFor(params, { ...out.loop, documents: out.documents }).catch((error: unknown) => {
+    throw withSpentUsage(error, out.usage);
+  });
   const result = AnalysisResult.parse({ format: format.type, content: out.value, citations: cited.citations, meta: generatedMeta() });
   for (const text of jsonChunks(analysisText(result))) emit({ type: 'text', text });
   return { result, usage: addUsage(out.usage, cited.usage) };
@@ -347,15 +369,10 @@ async function runAnalysis(
 export const CITATION_REQUEST =
   'List the passages of the retrieved material (tool results and web search results in this conversation) that support your answer. ' +
   "For each, give the url of the material exactly as it was returned (an article's url, a figure resource's source_url, the source_url of a <tool_output>, a search result's URL) " +
-  'and the quote, copied word for word from that material. Cite only material you used; an empty list is right when you used none.';
+  'and the quote, copied word for word from that material. Cite only material you used; an empty list is right when you used none. ' +
+  'Reply with only a JSON object of the form {"citations": [{"url": "…", "quote": "…"}]}, and nothing else.';
 
 const CitationList = z.object({ citations: z.array(CitationClaim) });
-
-const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
-
-function addUsage(a: Usage, b: Usage): Usage {
-  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
-}
 
 /**
  * The citations of an analysis. Its content is free-form (text, or an object of the caller's shape), so there is
@@ -366,12 +383,17 @@ function addUsage(a: Usage, b: Usage): Usage {
  */
 async function citationsFor(
   params: Omit<LoopParams, 'onEvent'>,
-  answered: Pick<LoopResult, 'messages' | 'documents'>,
+  answered: Pick<LoopResult, 'messages' | 'documents' | 'toolChoice'>,
 ): Promise<{ citations: Citation[]; usage: Usage }> {
   if (answered.documents.size === 0) return { citations: [], usage: NO_USAGE };
   try {
+    // The request the answer's last round sent, with one more user turn: the same tools, tool_choice and output
+    // settings (no structured output here: a schema other than the answer's would void the cached conversation),
+    // so the call reads the whole conversation from the prompt cache. A tool call in it fails the call.
     const out = await generateStructured({
       ...params,
+      constrained: false,
+      toolChoice: answered.toolChoice,
       caps: { ...params.caps, maxRounds: 1 },
       messages: [...answered.messages, { role: 'user', content: CITATION_REQUEST }],
       schema: CitationList,
@@ -422,9 +444,6 @@ export interface ChatInput {
 /** Chat phases, streamed as `node_start`: research (tools are being used) and answer (the reply is being written). */
 export const CHAT_NODES = ['research', 'answer'] as const;
 
-/** The chat prompt has no variables: rendered once, not once per open stream. */
-let chatSystem: string | undefined;
-
 /**
  * A chat reply, streamed: node_start, tool_start/tool_end and text events, then the full reply. The data tools
  * and the tenant's customer tools may be used. The reply is every text the user was streamed, in order (a
@@ -440,10 +459,19 @@ export function streamChat(
     let node: (typeof CHAT_NODES)[number] | undefined;
     const shown: string[] = [];
     const out = await runToolLoop({
-      ...baseParams(deps, { ...ctx, signal }, model, (chatSystem ??= loadPrompt('chat').render({})), [
-        ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
-        { role: 'user', content: input.message },
-      ]),
+      ...baseParams(
+        deps,
+        { ...ctx, signal },
+        {
+          model,
+          thinking: deps.config.AI_CHAT_THINKING,
+          system: loadPrompt('chat').system,
+          messages: [
+            ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
+            { role: 'user', content: input.message },
+          ],
+        },
+      ),
       onEvent(event) {
         const next = event.type === 'tool_start' ? 'research' : event.type === 'text' ? 'answer' : node;
         if (next !== node && next !== undefined) {

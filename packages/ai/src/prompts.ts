@@ -9,7 +9,23 @@ export interface Prompt {
   version: number;
   /** `name@version`, recorded in every result's meta so a result says which prompt made it. */
   id: string;
-  render(variables: Record<string, string>): string;
+  /**
+   * The system prompt: the same for every request of the product, so that the tools and it are one cached
+   * prefix (docs/ai.md#prompt-caching). It has no variables.
+   */
+  system: string;
+  /**
+   * The request's own part (symbols, language, question, client data), sent as the first user turn, after the
+   * shared prefix. '' for a prompt without one.
+   */
+  request(variables: Record<string, string>): string;
+}
+
+/** The line that separates a prompt file's system part from its request part. */
+const REQUEST_SEPARATOR = /^--- request ---$/m;
+
+function tidy(text: string): string {
+  return text.replace(/\n{3,}/g, '\n\n').trim();
 }
 
 const cache = new Map<string, Prompt>();
@@ -23,20 +39,25 @@ export function loadPrompt(name: string): Prompt {
     .map((match) => Number(match[1]));
   if (versions.length === 0) throw new Error(`No prompt named "${name}" in ${PROMPTS_DIR}`);
   const version = Math.max(...versions);
-  const template = readFileSync(path.join(PROMPTS_DIR, `${name}.v${version}.md`), 'utf8');
+  const [systemPart = '', requestPart = ''] = readFileSync(path.join(PROMPTS_DIR, `${name}.v${version}.md`), 'utf8').split(
+    REQUEST_SEPARATOR,
+  );
+  if (/\{\{\w+\}\}/.test(systemPart)) {
+    throw new Error(`Prompt ${name}@${version}: the system part has a variable; request data belongs after "--- request ---"`);
+  }
   const prompt: Prompt = {
     name,
     version,
     id: `${name}@${version}`,
-    render(variables) {
-      return template
-        .replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+    system: tidy(systemPart),
+    request(variables) {
+      return tidy(
+        requestPart.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
           const value = variables[key];
           if (value === undefined) throw new Error(`Prompt ${name}@${version} needs the variable "${key}"`);
           return value;
-        })
-        .replace(/\n{3,}/g, '\n\n')
-        .trim();
+        }),
+      );
     },
   };
   cache.set(name, prompt);

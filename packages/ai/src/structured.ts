@@ -1,8 +1,9 @@
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import type { JSONOutputFormat } from '@anthropic-ai/sdk/resources/messages/messages';
 import { type z } from 'zod';
-import { AiError } from './errors';
+import { AiError, withSpentUsage } from './errors';
 import { runToolLoop, type LoopParams, type LoopResult, type Usage } from './loop';
+import { addUsage } from './usage';
 
 export interface StructuredParams<S extends z.ZodType> extends Omit<LoopParams, 'outputFormat'> {
   schema: S;
@@ -78,24 +79,27 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
   const problems =
     first.stopReason === 'max_tokens' ? 'the answer was cut off before it was complete' : firstCheck.ok ? '' : firstCheck.problems;
 
-  const repair = await runToolLoop({
-    ...loopParams,
-    tools: [],
-    webSearch: undefined,
-    outputFormat,
-    caps: { ...loopParams.caps, maxRounds: 1 },
-    messages: [
-      ...first.messages,
-      {
-        role: 'user',
-        content: `Your previous answer cannot be used: ${problems}. Reply again with only the corrected JSON object that satisfies the required schema, and nothing else.`,
-      },
-    ],
-  });
-  const usage = {
-    inputTokens: first.usage.inputTokens + repair.usage.inputTokens,
-    outputTokens: first.usage.outputTokens + repair.usage.outputTokens,
-  };
+  // The same tools and web search as the run (a request whose messages hold tool_use/tool_result blocks must
+  // define tools, and the same tools keep the cached prefix), with tool_choice none: the model must answer.
+  let repair: LoopResult;
+  try {
+    repair = await runToolLoop({
+      ...loopParams,
+      outputFormat,
+      toolChoice: 'none',
+      caps: { ...loopParams.caps, maxRounds: 1 },
+      messages: [
+        ...first.messages,
+        {
+          role: 'user',
+          content: `Your previous answer cannot be used: ${problems}. Reply again with only the corrected JSON object that satisfies the required schema, and nothing else.`,
+        },
+      ],
+    });
+  } catch (error) {
+    throw withSpentUsage(error, first.usage);
+  }
+  const usage = addUsage(first.usage, repair.usage);
   const secondCheck = check(schema, repair.text);
   if (secondCheck.ok && repair.stopReason !== 'max_tokens') {
     return {
@@ -107,8 +111,11 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
       loop: repair,
     };
   }
-  throw new AiError(
-    'invalid_output',
-    `The model's answer did not match the expected structure after a repair round (${secondCheck.ok ? 'cut off' : secondCheck.problems}).`,
+  throw withSpentUsage(
+    new AiError(
+      'invalid_output',
+      `The model's answer did not match the expected structure after a repair round (${secondCheck.ok ? 'cut off' : secondCheck.problems}).`,
+    ),
+    usage,
   );
 }

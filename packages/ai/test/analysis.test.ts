@@ -46,7 +46,7 @@ describe('custom analysis: offline analyst', () => {
     expect(json.result).toMatchObject({
       format: 'json',
       content: expect.any(Object),
-      meta: { offline: true, prompt_version: 'analysis@2' },
+      meta: { offline: true, prompt_version: 'analysis@3' },
     });
     const markdown = await engine.analysis(parse({ prompt: 'Summarise NVDA.', symbols: ['NVDA'] }));
     expect(markdown.result.format).toBe('markdown');

@@ -217,13 +217,20 @@ describe('citations through the engine and the fake Messages API', () => {
       },
     ]);
     expect(result.content).toBe('## NVDA\n\nThe stock trades near its high.');
-    const citationRound = fake.requests[2]?.body as MessagesRequestBody & {
-      output_config: { format: { schema: unknown } };
-      tool_choice: { type: string };
-    };
+    const answerRound = fake.requests[1]!.body!;
+    const citationRound = fake.requests[2]!.body!;
     expect(JSON.stringify(citationRound.messages.at(-1))).toContain(CITATION_REQUEST.slice(0, 40));
-    expect(JSON.stringify(citationRound.output_config.format.schema)).toContain('"citations"');
-    expect(citationRound.tool_choice.type).toBe('none');
+    // The answer's request with one more turn: the same tools, tool_choice and (no) output schema, so the citation
+    // call reads the whole conversation from the prompt cache.
+    expect(citationRound.output_config).toBeUndefined();
+    expect(citationRound.tool_choice).toEqual(answerRound.tool_choice);
+    expect(citationRound.tools).toEqual(answerRound.tools);
+    // As the prompt is read: a string content is the one text block it stands for, and breakpoints are no content.
+    const withoutBreakpoints = (messages: MessagesRequestBody['messages']) =>
+      JSON.stringify(
+        messages.map(({ role, content }) => ({ role, content: typeof content === 'string' ? [{ type: 'text', text: content }] : content })),
+      ).replaceAll(',"cache_control":{"type":"ephemeral"}', '');
+    expect(withoutBreakpoints(citationRound.messages.slice(0, answerRound.messages.length))).toBe(withoutBreakpoints(answerRound.messages));
   });
 
   it('makes no citation round for an analysis that retrieved nothing', async () => {

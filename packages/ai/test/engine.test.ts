@@ -4,6 +4,7 @@ import {
   hangingReply,
   jsonReply,
   message,
+  systemText,
   text,
   textReply,
   toolUse,
@@ -105,9 +106,11 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
     it('asks for the requested language and structured output', async () => {
       fake.reply(jsonReply({ news: [] }));
       await engine.news(newsRequest);
-      const body = fake.requests[0]?.body as { system: string; output_config?: { format?: { type: string } } };
-      expect(body.system).toContain('"de"');
-      expect(body.system).toContain(UNTRUSTED_DATA_RULE);
+      const body = fake.requests[0]!.body!;
+      // The request's own part is the first user turn; the system prompt is the same for every news request.
+      expect(JSON.stringify(body.messages[0])).toContain('\\"de\\"');
+      expect(systemText(body)).not.toContain('"de"');
+      expect(systemText(body)).toContain(UNTRUSTED_DATA_RULE);
       expect(body.output_config?.format?.type).toBe('json_schema');
     });
   });
@@ -129,6 +132,21 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       const repairTurn = JSON.stringify(fake.requests[1]?.body);
       expect(repairTurn).toContain('Your previous answer cannot be used');
       expect(repairTurn).toContain('quick_insights');
+    });
+
+    it('repairs an answer given after tool use with the same tools, tool_choice none (the API refuses tool blocks without tools)', async () => {
+      fake.reply(
+        toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }),
+        jsonReply({ ...report, quick_insights: ['Only one.'] }),
+        jsonReply(report),
+      );
+      const { result, usage } = await engine.stockReport(StockReportRequest.parse({ symbols: ['AAPL'] }));
+      expect(result.quick_insights).toEqual(['One.', 'Two.']);
+      const [, answer, repair] = fake.requests.map((request) => request.body!);
+      expect(repair!.tools).toEqual(answer!.tools);
+      expect(repair!.tool_choice).toEqual({ type: 'none' });
+      expect(fake.requests.map((request) => request.answeredBy)).toEqual(['queue', 'queue', 'queue']);
+      expect(usage.modelCalls).toBe(3);
     });
 
     it('insists on several categories', async () => {
@@ -204,7 +222,13 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       const last = items.at(-1);
       expect(last?.kind === 'result' && last.result.result.text).toBe('Let me check. Apple trades at 190.');
       expect(streamed.join('')).toBe('Let me check. Apple trades at 190.');
-      expect(fake.requests[0]?.body?.messages.map((entry) => entry.content)).toEqual(['Hi', 'Hello.', 'Apple price?']);
+      const sent = fake.requests[0]!.body!.messages;
+      expect(sent.map((entry) => entry.role)).toEqual(['user', 'assistant', 'user']);
+      expect(sent.map((entry) => JSON.stringify(entry.content))).toEqual([
+        expect.stringContaining('"Hi"'),
+        '"Hello."',
+        expect.stringContaining('"Apple price?"'),
+      ]);
     });
 
     it('fails a reply cut off at max_tokens instead of returning it as complete', async () => {
@@ -285,7 +309,14 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
         textReply('Answer.', { usage: { inputTokens: 200, outputTokens: 20 } }),
       );
       const { usage } = await engine.analysis(AnalysisRequest.parse({ prompt: 'Quote?' }));
-      expect(usage).toEqual({ inputTokens: 300, outputTokens: 30 });
+      expect(usage).toEqual({
+        modelCalls: 2,
+        inputTokens: 300,
+        cacheCreationInputTokens: 0,
+        cacheReadInputTokens: 0,
+        outputTokens: 30,
+        webSearches: 0,
+      });
     });
   });
 

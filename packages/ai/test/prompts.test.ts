@@ -9,13 +9,23 @@ describe('prompts', () => {
     }
   });
 
-  it('renders every variable and refuses a missing one', () => {
+  it('renders every variable of the request part and refuses a missing one', () => {
     const news = loadPrompt('news');
-    const text = news.render({ n: '3', symbols: 'AAPL, MSFT', language: 'de', data: '' });
+    const text = news.request({ n: '3', symbols: 'AAPL, MSFT', language: 'de', data: '' });
     expect(text).toContain('AAPL, MSFT');
     expect(text).toContain('"de"');
     expect(text).not.toMatch(/\{\{\w+\}\}/);
-    expect(() => news.render({ n: '3' })).toThrow(/needs the variable "symbols"/);
+    expect(() => news.request({ n: '3' })).toThrow(/needs the variable "symbols"/);
+  });
+
+  it("keeps every product's system prompt free of request data, so all requests share it as a cached prefix", () => {
+    for (const name of ['news', 'stock-report', 'analysis', 'chat']) {
+      const { system } = loadPrompt(name);
+      expect(system.length).toBeGreaterThan(200);
+      expect(system).not.toMatch(/\{\{\w+\}\}|--- request ---/);
+    }
+    expect(loadPrompt('news').system).not.toContain('AAPL');
+    expect(loadPrompt('chat').request({})).toBe('');
   });
 
   it('fences client data as data', () => {

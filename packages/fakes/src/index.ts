@@ -3,7 +3,11 @@
 // (@fin/offline), re-exported here so that a test finds everything it scripts with in one place.
 export {
   API_ERROR_STATUS,
+  briefText,
+  countTokens,
   lastUserText,
+  minimumCacheableTokens,
+  WEB_SEARCH_RESULT_TOKENS,
   outputSchema,
   SAMPLE_MARKET_DATA,
   systemText,

@@ -4,6 +4,7 @@ import Anthropic, { BadRequestError } from '@anthropic-ai/sdk';
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import {
   citation,
+  countTokens,
   jsonReply,
   lastUserText,
   message,
@@ -58,7 +59,7 @@ describe('non-streamed messages', () => {
     expect(response.id).toMatch(/^msg_01[0-9A-Za-z]{22}$/);
     expect(response._request_id).toMatch(/^req_01/);
     expect(response.usage.input_tokens).toBeGreaterThan(5);
-    expect(response.usage.output_tokens).toBe(Math.ceil('Apple reported record services revenue.'.length / 4));
+    expect(response.usage.output_tokens).toBe(countTokens('Apple reported record services revenue.'));
 
     const [request] = fake.requests;
     expect(request).toMatchObject({ method: 'POST', path: '/v1/messages', stream: false, answeredBy: 'queue' });
@@ -108,8 +109,12 @@ describe('non-streamed messages', () => {
   });
 
   it('counts tokens on /v1/messages/count_tokens', async () => {
-    const counted = await client.messages.countTokens({ model: MODEL, messages: [{ role: 'user', content: 'x'.repeat(400) }] });
-    expect(counted.input_tokens).toBeGreaterThanOrEqual(100);
+    const prose = 'Apple reported record services revenue, and its margins widened for the third quarter running. '.repeat(20);
+    const counted = await client.messages.countTokens({ model: MODEL, messages: [{ role: 'user', content: prose }] });
+    // 16 pieces a sentence (14 words, each with the space before it, a comma and a period), the last space, and
+    // the message's framing. Characters / 4 would say 470.
+    expect(countTokens(prose)).toBe(20 * 16 + 1);
+    expect(counted.input_tokens).toBe(countTokens(prose) + 3);
   });
 });
 
@@ -128,7 +133,7 @@ describe('streamed messages', () => {
     expect(deltas.join('')).toBe(answer);
     expect(final.content).toEqual([{ type: 'text', text: answer, citations: null }]);
     expect(final.stop_reason).toBe('end_turn');
-    expect(final.usage.output_tokens).toBe(Math.ceil(answer.length / 4));
+    expect(final.usage.output_tokens).toBe(countTokens(answer));
     expect(fake.requests[0]?.stream).toBe(true);
   });
 

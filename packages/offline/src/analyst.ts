@@ -4,9 +4,9 @@
 // unchanged. Its answers are plausible and contract-valid, built from the bundled sample data, and always say
 // they are sample output. Tests also hand it to the fake Messages server of @fin/fakes.
 import { STOCK_SYMBOL_PATTERN } from '@fin/contracts';
-import { lastUserText, outputSchema, systemText, toolNames, toolResults } from './request';
+import { briefText, lastUserText, outputSchema, toolNames, toolResults } from './request';
 import { jsonTurn, textTurn, toolUse, turn } from './turns';
-import { type AssistantReply, type MessagesRequestBody, type StandInModel } from './wire-types';
+import { type AssistantReply, type MessagesRequestBody, type RequestContentBlock, type StandInModel } from './wire-types';
 
 type Product = 'news' | 'stock-report' | 'analysis' | 'chat';
 
@@ -119,13 +119,20 @@ function chatTickers(text: string): string[] {
 
 /** Earlier user turns of the conversation, newest first (the history the chat service sends). */
 function earlierUserTexts(body: MessagesRequestBody): string[] {
-  const texts: string[] = [];
-  const last = body.messages.findLastIndex((entry) => entry.role === 'user' && typeof entry.content === 'string');
-  for (let index = last - 1; index >= 0; index--) {
-    const entry = body.messages[index];
-    if (entry?.role === 'user' && typeof entry.content === 'string') texts.push(entry.content);
-  }
-  return texts;
+  // The user's own turns (text, a string or text blocks), not the turns that only carry tool results.
+  const said = body.messages.flatMap((entry) => {
+    if (entry.role !== 'user') return [];
+    const text = typeof entry.content === 'string' ? entry.content : textOfBlocks(entry.content);
+    return text ? [text] : [];
+  });
+  return said.slice(0, -1).reverse();
+}
+
+function textOfBlocks(content: readonly RequestContentBlock[]): string {
+  return content
+    .filter((block) => block.type === 'text' && typeof block.text === 'string')
+    .map((block) => block.text as string)
+    .join('\n');
 }
 
 /**
@@ -764,10 +771,12 @@ function citationsAnswer(symbols: string[], data: ToolData): AssistantReply {
 export function offlineAnalyst(): StandInModel {
   return (request) => {
     const body = request.body;
-    const system = systemText(body);
+    const system = briefText(body);
     const user = lastUserText(body);
     const product = detectProduct(body, system);
     const symbols = symbolsFor(product, system, user, body);
+    // The engine's citation request follows the answer with the answer's tool settings: it is answered, not researched.
+    if (user.startsWith(CITATION_REQUEST_START)) return citationsAnswer(symbols, toolData(upToLastToolResults(body)));
     const canCallTools = toolNames(body).includes('market_data') && body.tool_choice?.type !== 'none';
     const answered = toolResults(body).length > 0;
     if (!answered && canCallTools && symbols.length > 0) {
@@ -775,7 +784,6 @@ export function offlineAnalyst(): StandInModel {
       return turn(symbols.map((symbol) => toolUse('market_data', { symbol, kind })));
     }
     const data = toolData(body);
-    if (user.startsWith(CITATION_REQUEST_START)) return citationsAnswer(symbols, toolData(upToLastToolResults(body)));
     if (product === 'news') return newsAnswer(symbols, user, data);
     if (product === 'stock-report') return stockReportAnswer(symbols, data, system);
     if (product === 'analysis') return analysisAnswer(body, system, symbols, data);

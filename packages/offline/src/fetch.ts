@@ -4,7 +4,8 @@
 // structured output and grounding as a run against the API. Requests are checked as the API checks them, so a
 // request the API would refuse fails offline too.
 import { apiId } from './ids';
-import { checkHeaders, checkMessagesBody, parseBody, type Rejection } from './validation';
+import { PromptCache } from './prompt-cache';
+import { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
 import {
   errorBody,
   estimateInputTokens,
@@ -76,6 +77,8 @@ function eventBody(events: readonly SseEvent[], signal: AbortSignal | undefined)
  */
 export function messagesApiFetch(model: StandInModel): typeof globalThis.fetch {
   let answered = 0;
+  // Offline answers are billed as the API would bill them, prompt caching included, so usage means the same.
+  const promptCache = new PromptCache();
   return async (input, init) => {
     const request = new Request(input, init);
     const signal = init?.signal ?? undefined;
@@ -86,7 +89,8 @@ export function messagesApiFetch(model: StandInModel): typeof globalThis.fetch {
     if (request.method !== 'POST' || (path !== '/v1/messages' && !countTokens)) {
       return errorResponse(requestId, { type: 'not_found_error', message: `Not found: ${request.method} ${path}` });
     }
-    const headerProblem = checkHeaders(Object.fromEntries(request.headers), { validateBody: true });
+    const headers = Object.fromEntries(request.headers);
+    const headerProblem = checkHeaders(headers, { validateBody: true });
     if (headerProblem) return errorResponse(requestId, headerProblem);
     const parsed = parseBody(await request.text());
     if ('type' in parsed) return errorResponse(requestId, parsed);
@@ -97,7 +101,7 @@ export function messagesApiFetch(model: StandInModel): typeof globalThis.fetch {
 
     let reply;
     try {
-      reply = resolveReply(await model({ body }, { index: answered++ }), body);
+      reply = resolveReply(await model({ body }, { index: answered++ }), body, promptCache.bill(requestApiKey(headers) ?? '', body));
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       return errorResponse(requestId, { type: 'api_error', message: `offline model: ${message}` }, NO_RETRY);

@@ -5,9 +5,18 @@
 export { OFFLINE_NOTICE, offlineAnalyst } from './analyst';
 export { messagesApiFetch } from './fetch';
 export { apiId, opaque } from './ids';
-export { lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './request';
+export { briefText, lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './request';
 export { text, toolUse } from './turns';
 export { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
+export {
+  minimumCacheableTokens,
+  PromptCache,
+  promptTokens,
+  type BilledInput,
+  type CacheTtl,
+  type PromptCacheOptions,
+} from './prompt-cache';
+export { countTokens, WEB_SEARCH_RESULT_TOKENS } from './tokens';
 export { errorBody, estimateInputTokens, renderEvents, renderMessage, resolveReply, serializeEvent, type RenderOptions } from './wire';
 export {
   API_ERROR_STATUS,

@@ -16,6 +16,15 @@ export function systemText(body: MessagesRequestBody): string {
   return typeof body.system === 'string' ? body.system : body.system.map((block) => block.text).join('\n');
 }
 
+/**
+ * What the model is asked to do: the system prompt and the first user turn, where the engine puts the request's
+ * own part (symbols, language, question, client data) after the shared, cached system prompt.
+ */
+export function briefText(body: MessagesRequestBody): string {
+  const first = body.messages[0];
+  return first?.role === 'user' ? `${systemText(body)}\n${textOf(first.content)}` : systemText(body);
+}
+
 /** The text of the last user message that has any text ('' when none has). */
 export function lastUserText(body: MessagesRequestBody): string {
   for (let index = body.messages.length - 1; index >= 0; index--) {

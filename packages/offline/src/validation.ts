@@ -134,6 +134,74 @@ function checkToolPairing(messages: Array<Record<string, unknown>>): Rejection |
   return undefined;
 }
 
+/** tool_choice needs tools, names one of them when it names one, and is one of the API's four kinds. */
+function checkToolChoice(body: Record<string, unknown>): Rejection | undefined {
+  const choice = body.tool_choice;
+  if (choice === undefined || choice === null) return undefined;
+  const invalid = (message: string): Rejection => ({ type: 'invalid_request_error', message });
+  if (!isRecord(choice) || !['auto', 'any', 'tool', 'none'].includes(String(choice.type))) {
+    return invalid("tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'");
+  }
+  const tools = Array.isArray(body.tools) ? (body.tools as Array<Record<string, unknown>>) : [];
+  if (tools.length === 0) return invalid('tool_choice: tool_choice may only be specified while providing tools.');
+  if (choice.type === 'tool' && !tools.some((tool) => tool.name === choice.name)) {
+    return invalid(`tool_choice.name: Tool '${String(choice.name)}' not found in tools.`);
+  }
+  const thinking = isRecord(body.thinking) ? body.thinking.type : undefined;
+  if ((choice.type === 'any' || choice.type === 'tool') && (thinking === 'enabled' || thinking === 'adaptive')) {
+    return invalid('Thinking may not be enabled when tool_choice forces tool use.');
+  }
+  return undefined;
+}
+
+/** A conversation holding tool_use or tool_result blocks must define tools (the API refuses it otherwise). */
+function checkToolBlocksHaveTools(body: Record<string, unknown>, messages: Array<Record<string, unknown>>): Rejection | undefined {
+  if (Array.isArray(body.tools) && body.tools.length > 0) return undefined;
+  const usesTools = messages.some((message) =>
+    blocks(message.content).some((block) => block.type === 'tool_use' || block.type === 'tool_result'),
+  );
+  return usesTools
+    ? { type: 'invalid_request_error', message: 'Requests which include `tool_use` or `tool_result` blocks must define tools.' }
+    : undefined;
+}
+
+const MAX_CACHE_BREAKPOINTS = 4;
+
+/**
+ * cache_control: at most 4 breakpoints in tools, system and messages together; never on an empty text block; and
+ * a 1-hour breakpoint never after a 5-minute one (longer lifetimes come first in the prompt).
+ */
+function checkCacheControl(body: Record<string, unknown>, messages: Array<Record<string, unknown>>): Rejection | undefined {
+  const invalid = (message: string): Rejection => ({ type: 'invalid_request_error', message });
+  const marked: Array<{ path: string; block: Record<string, unknown> }> = [];
+  const visit = (block: unknown, path: string) => {
+    if (isRecord(block) && block.cache_control !== undefined && block.cache_control !== null) marked.push({ path, block });
+  };
+  if (Array.isArray(body.tools)) body.tools.forEach((tool, index) => visit(tool, `tools.${index}`));
+  if (Array.isArray(body.system)) body.system.forEach((block, index) => visit(block, `system.${index}`));
+  messages.forEach((message, index) => {
+    if (Array.isArray(message.content)) message.content.forEach((block, position) => visit(block, `messages.${index}.content.${position}`));
+  });
+  if (marked.length > MAX_CACHE_BREAKPOINTS) {
+    return invalid(`A maximum of ${MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found ${marked.length}.`);
+  }
+  let seenShort = false;
+  for (const { path, block } of marked) {
+    const control = block.cache_control;
+    if (!isRecord(control) || control.type !== 'ephemeral') return invalid(`${path}.cache_control.type: Input should be 'ephemeral'`);
+    if (control.ttl !== undefined && control.ttl !== '5m' && control.ttl !== '1h')
+      return invalid(`${path}.cache_control.ttl: Input should be '5m' or '1h'`);
+    if (block.type === 'text' && block.text === '') return invalid(`${path}: cache_control cannot be set for empty text blocks`);
+    if (block.type === 'thinking' || block.type === 'redacted_thinking')
+      return invalid(`${path}: cache_control cannot be set on thinking blocks`);
+    if (control.ttl === '1h' && seenShort) {
+      return invalid(`${path}.cache_control: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block`);
+    }
+    if (control.ttl !== '1h') seenShort = true;
+  }
+  return undefined;
+}
+
 /** The body checks of `POST /v1/messages` (and of count_tokens, which takes no max_tokens); on success the body is typed. */
 export function checkMessagesBody(body: unknown, { countTokens = false } = {}): { body: MessagesRequestBody } | Rejection {
   const invalid = (message: string): Rejection => ({ type: 'invalid_request_error', message });
@@ -166,7 +234,12 @@ export function checkMessagesBody(body: unknown, { countTokens = false } = {}): 
       }
     }
   }
+  const messages = body.messages as Array<Record<string, unknown>>;
   return (
-    checkOutputConfig(body) ?? checkToolPairing(body.messages as Array<Record<string, unknown>>) ?? { body: body as MessagesRequestBody }
+    checkToolChoice(body) ??
+    checkToolBlocksHaveTools(body, messages) ??
+    checkCacheControl(body, messages) ??
+    checkOutputConfig(body) ??
+    checkToolPairing(messages) ?? { body: body as MessagesRequestBody }
   );
 }

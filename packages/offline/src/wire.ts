@@ -4,6 +4,8 @@
 // with exactly the Message the non-streamed call returns. Offline mode answers with it in-process (fetch.ts);
 // the test fakes' Messages server writes the same bytes to its sockets.
 import { apiId, opaque } from './ids';
+import { promptTokens, type BilledInput } from './prompt-cache';
+import { countTokens } from './tokens';
 import { type ApiErrorType, type AssistantReply, type ContentScript, type MessagesRequestBody, type StopReason } from './wire-types';
 
 export interface SseEvent {
@@ -22,24 +24,19 @@ export interface RenderOptions {
 
 const DIRECT_CALLER = { type: 'direct' } as const;
 
-function estimateTokens(chars: number): number {
-  return Math.max(1, Math.ceil(chars / 4));
-}
-
-/** input_tokens when the script does not say: about one token per four characters of what the model reads. */
+/** Every token of what the model reads, by the tokenizer approximation of tokens.ts (count_tokens' answer). */
 export function estimateInputTokens(body: MessagesRequestBody): number {
-  const read = JSON.stringify([body.system ?? null, body.messages, body.tools ?? null, body.output_config ?? null]);
-  return estimateTokens(read.length);
+  return promptTokens(body);
 }
 
-function outputChars(content: ContentScript[]): number {
-  let chars = 0;
+function outputTokens(content: ContentScript[]): number {
+  let tokens = 0;
   for (const block of content) {
-    if (block.type === 'text') chars += block.text.length;
-    else if (block.type === 'tool_use') chars += block.name.length + JSON.stringify(block.input ?? {}).length;
-    else if (block.type === 'server_tool_use') chars += JSON.stringify(block.input).length;
+    if (block.type === 'text') tokens += countTokens(block.text);
+    else if (block.type === 'tool_use') tokens += countTokens(`${block.name} ${JSON.stringify(block.input ?? {})}`);
+    else if (block.type === 'server_tool_use') tokens += countTokens(JSON.stringify(block.input));
   }
-  return chars;
+  return Math.max(1, tokens);
 }
 
 function defaultStopReason(content: ContentScript[]): StopReason {
@@ -58,12 +55,17 @@ export interface ResolvedReply {
     output_tokens: number;
     cache_creation_input_tokens: number;
     cache_read_input_tokens: number;
+    ephemeral_5m_input_tokens: number;
+    ephemeral_1h_input_tokens: number;
     server_tool_use: { web_search_requests: number; web_fetch_requests: number } | null;
   };
 }
 
-/** Fills in what the script left out and checks that it is a reply the API could have sent. */
-export function resolveReply(reply: AssistantReply, body: MessagesRequestBody): ResolvedReply {
+/**
+ * Fills in what the script left out and checks that it is a reply the API could have sent. `billed` is the
+ * request's input as the prompt cache billed it (prompt-cache.ts); a script's usage overrides it.
+ */
+export function resolveReply(reply: AssistantReply, body: MessagesRequestBody, billed?: BilledInput): ResolvedReply {
   const content = reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block));
   const serverToolIds = new Set<string>();
   for (const block of content) {
@@ -83,10 +85,12 @@ export function resolveReply(reply: AssistantReply, body: MessagesRequestBody): 
     stopReason: reply.stopReason ?? defaultStopReason(content),
     stopSequence: reply.stopSequence ?? null,
     usage: {
-      input_tokens: reply.usage?.inputTokens ?? estimateInputTokens(body),
-      output_tokens: reply.usage?.outputTokens ?? estimateTokens(outputChars(content)),
-      cache_creation_input_tokens: reply.usage?.cacheCreationInputTokens ?? 0,
-      cache_read_input_tokens: reply.usage?.cacheReadInputTokens ?? 0,
+      input_tokens: reply.usage?.inputTokens ?? billed?.input_tokens ?? estimateInputTokens(body),
+      output_tokens: reply.usage?.outputTokens ?? outputTokens(content),
+      cache_creation_input_tokens: reply.usage?.cacheCreationInputTokens ?? billed?.cache_creation_input_tokens ?? 0,
+      cache_read_input_tokens: reply.usage?.cacheReadInputTokens ?? billed?.cache_read_input_tokens ?? 0,
+      ephemeral_5m_input_tokens: reply.usage?.cacheCreationInputTokens ?? billed?.ephemeral_5m_input_tokens ?? 0,
+      ephemeral_1h_input_tokens: reply.usage?.cacheCreationInputTokens === undefined ? (billed?.ephemeral_1h_input_tokens ?? 0) : 0,
       server_tool_use: searches > 0 ? { web_search_requests: searches, web_fetch_requests: 0 } : null,
     },
   };
@@ -139,7 +143,10 @@ function wireUsage(usage: ResolvedReply['usage'], outputTokens: number): Record<
     input_tokens: usage.input_tokens,
     cache_creation_input_tokens: usage.cache_creation_input_tokens,
     cache_read_input_tokens: usage.cache_read_input_tokens,
-    cache_creation: { ephemeral_5m_input_tokens: usage.cache_creation_input_tokens, ephemeral_1h_input_tokens: 0 },
+    cache_creation: {
+      ephemeral_5m_input_tokens: usage.ephemeral_5m_input_tokens,
+      ephemeral_1h_input_tokens: usage.ephemeral_1h_input_tokens,
+    },
     output_tokens: outputTokens,
     server_tool_use: usage.server_tool_use,
     service_tier: 'standard',

@@ -25,8 +25,10 @@ export interface ChatDeps {
   store: ConversationStore;
   engine: Pick<AiEngine, 'chat'>;
   logger: Logger;
-  /** Complete exchanges of a conversation the model sees. */
+  /** Complete exchanges of a conversation the model sees at most. */
   contextPairs: number;
+  /** How many of the oldest exchanges are dropped at a time once there are more (default: half of contextPairs). */
+  trimPairs?: number;
   /** How long a reply runs on after its last client left (re-attach window). */
   detachGraceMs: number;
   leaseMs?: number;
@@ -69,6 +71,7 @@ const replyNotFound = (replyId: string) => notFound(`No reply ${replyId} in this
 
 export function createChat(deps: ChatDeps): Chat {
   const { store, engine, logger, contextPairs, detachGraceMs } = deps;
+  const trimPairs = Math.min(contextPairs, deps.trimPairs ?? Math.ceil(contextPairs / 2));
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const remotePollMs = deps.remotePollMs ?? DEFAULT_REMOTE_POLL_MS;
   const running = new Map<string, { reply: LiveReply; settled: Promise<void> }>();
@@ -192,7 +195,7 @@ export function createChat(deps: ChatDeps): Chat {
           await running.get(abandoned.id)?.settled;
         }
       }
-      const turn = await store.startTurn(tenantId, conversationId, message, { contextPairs, leaseMs });
+      const turn = await store.startTurn(tenantId, conversationId, message, { contextPairs, trimPairs, leaseMs });
       const reply = new LiveReply({ id: turn.replyId, conversationId: turn.conversationId, tenantId, detachGraceMs });
       const entry = { reply, settled: Promise.resolve() };
       running.set(reply.id, entry);

@@ -20,6 +20,12 @@ export const chatConfigShape = {
   ...logConfigShape(),
   /** Completed exchanges (a user message and its reply) of a conversation the model sees; older ones are left out. */
   CHAT_CONTEXT_PAIRS: int(1, 100).default(CHAT_CONTEXT_PAIRS),
+  /**
+   * Past CHAT_CONTEXT_PAIRS, the oldest exchanges are dropped this many at a time (default: half of it, so the
+   * model sees the last 6–10), so that a conversation's start, and with it its cached prompt prefix, stays the
+   * same for several turns instead of changing on every one.
+   */
+  CHAT_CONTEXT_TRIM_PAIRS: int(1, 100).optional(),
   /** A `: keep-alive` comment this often on every open stream, so proxies do not close a quiet one. */
   CHAT_HEARTBEAT_MS: int(1_000, 300_000).default(15_000),
   /**

@@ -39,6 +39,7 @@ export async function createChatUnit({ config, logger, ...shared }: ChatServiceO
     engine,
     logger,
     contextPairs: config.CHAT_CONTEXT_PAIRS,
+    trimPairs: config.CHAT_CONTEXT_TRIM_PAIRS,
     detachGraceMs: config.CHAT_DETACH_GRACE_MS,
   });
   const replyDrainMs = Math.max(0, config.SHUTDOWN_DRAIN_TIMEOUT_MS - REPLY_DRAIN_MARGIN_MS);

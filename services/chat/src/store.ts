@@ -103,7 +103,7 @@ export interface ConversationStore {
     tenantId: string,
     conversationId: string | null,
     message: string,
-    options: { contextPairs: number; leaseMs: number },
+    options: { contextPairs: number; trimPairs: number; leaseMs: number },
   ): Promise<TurnStart>;
   /** Records how a reply ended; false when it was no longer streaming (its lease had been taken over). */
   finishReply(replyId: string, end: ReplyEnd): Promise<boolean>;
@@ -118,7 +118,7 @@ export interface ConversationStore {
 /** Every statement goes through the Prisma client (the service's, over its pool). */
 export function createConversationStore(prisma: PrismaClient): ConversationStore {
   return {
-    async startTurn(tenantId, conversationId, message, { contextPairs, leaseMs }) {
+    async startTurn(tenantId, conversationId, message, { contextPairs, trimPairs, leaseMs }) {
       const replyId = randomUUID();
       const turn = (id: string, lastSeq: number): Turn => ({
         conversationId: id,
@@ -149,15 +149,20 @@ export function createConversationStore(prisma: PrismaClient): ConversationStore
             select: { seq: true, status: true },
           });
           if (last?.status === 'streaming') throw conflict(REPLY_IN_PROGRESS_DETAIL);
-          // The newest complete replies with the question each answers, newest first.
+          // The complete replies with the question each answers, oldest first: the last `contextPairs` at most,
+          // the oldest dropped `trimPairs` at a time, so that the conversation's start (its cached prompt prefix)
+          // stays the same from turn to turn between two trims (docs/api-decisions.md#chat).
           const context = await tx.$queryRaw<{ question: string; answer: string }[]>`
-            SELECT q.content AS question, a.content AS answer
-              FROM messages a
-              JOIN messages q ON q.conversation_id = a.conversation_id AND q.seq = a.seq - 1 AND q.role = 'user'
-             WHERE a.conversation_id = ${conversationId}::uuid AND a.role = 'assistant' AND a.status = 'complete'
-             ORDER BY a.seq DESC
-             LIMIT ${contextPairs}`;
-          const history = context.reverse().flatMap((row): ChatTurn[] => [
+            SELECT question, answer FROM (
+              SELECT q.content AS question, a.content AS answer, a.seq,
+                     row_number() OVER (ORDER BY a.seq) AS n, count(*) OVER () AS total
+                FROM messages a
+                JOIN messages q ON q.conversation_id = a.conversation_id AND q.seq = a.seq - 1 AND q.role = 'user'
+               WHERE a.conversation_id = ${conversationId}::uuid AND a.role = 'assistant' AND a.status = 'complete'
+            ) pairs
+             WHERE n > ceil(greatest(total - ${contextPairs}, 0)::numeric / ${trimPairs}) * ${trimPairs}
+             ORDER BY seq`;
+          const history = context.flatMap((row): ChatTurn[] => [
             { role: 'user', content: row.question },
             { role: 'assistant', content: row.answer },
           ]);

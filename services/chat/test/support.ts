@@ -199,7 +199,12 @@ export async function readUntil(client: EventStreamClient, until: (frame: SseFra
 
 /** The conversation (user and assistant texts, in order) a request to the model carried. */
 export function conversationOf(body: MessagesRequestBody | undefined): string[] {
-  return (body?.messages ?? []).filter((entry) => typeof entry.content === 'string').map((entry) => entry.content as string);
+  return (body?.messages ?? []).flatMap((entry) => {
+    if (typeof entry.content === 'string') return [entry.content];
+    // A turn marked as a prompt-cache breakpoint is sent as its text block; tool results are not conversation.
+    const texts = entry.content.filter((block) => block.type === 'text').map((block) => String(block.text));
+    return texts.length > 0 ? [texts.join('')] : [];
+  });
 }
 
 /** A promise with its resolve function: a gate a scripted model turn waits at. */

@@ -60,25 +60,30 @@ describe('chat turns', () => {
     expect(textOf(second.frames)).toMatch(/MSFT.*net margin/);
   });
 
-  it("still answers the 12th turn, with the last 10 exchanges as the model's context", async () => {
+  it('keeps the last 10 exchanges as context, dropping the oldest 5 at a time so the conversation start stays put', async () => {
     let conversationId: string | null = null;
     const replies: string[] = [];
-    for (let n = 1; n <= 12; n++) {
+    const seen: string[][] = [];
+    for (let n = 1; n <= 13; n++) {
       const result = await turn(`Question ${n}: what is a dividend?`, conversationId);
       conversationId = result.conversationId;
       replies.push(textOf(result.frames));
+      seen.push(conversationOf(context.shared.fake.requests.at(-1)?.body));
     }
-    const seen = conversationOf(context.shared.fake.requests.at(-1)?.body);
-    // Turns 2 to 11 in full (question, reply), then the 12th question: turn 1 is left out.
-    const expected = Array.from({ length: 10 }, (_unused, index) => [
-      `Question ${index + 2}: what is a dividend?`,
-      replies[index + 1]!,
-    ]).flat();
-    expect(seen).toEqual([...expected, 'Question 12: what is a dividend?']);
+    const exchanges = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_unused, index) => [
+        `Question ${from + index}: what is a dividend?`,
+        replies[from + index - 1]!,
+      ]).flat();
+    // The 11th turn sees all 10 earlier exchanges; the 12th, past 10, drops the oldest 5 and sees turns 6 to 11; the
+    // 13th starts where the 12th did (its cached prefix), with one more exchange.
+    expect(seen[10]).toEqual([...exchanges(1, 10), 'Question 11: what is a dividend?']);
+    expect(seen[11]).toEqual([...exchanges(6, 11), 'Question 12: what is a dividend?']);
+    expect(seen[12]).toEqual([...exchanges(6, 12), 'Question 13: what is a dividend?']);
     const { rows } = await context.shared.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE conversation_id = $1', [
       conversationId,
     ]);
-    expect(rows[0]?.n).toBe(24);
+    expect(rows[0]?.n).toBe(26);
   });
 
   it('answers with one JSON body when stream is false', async () => {

@@ -7,6 +7,7 @@ import {
   errorReply,
   startFakeAnthropic,
   startFakeFinnhub,
+  briefText,
   systemText,
   toolResults,
   type FakeAnthropic,
@@ -102,8 +103,8 @@ describe('stock-report service: API and worker over Kafka', () => {
     });
   }
 
-  /** The request bodies of the model calls whose system prompt mentions `marker`. */
-  const callsFor = (marker: string) => claude.requests.flatMap(({ body }) => (body && systemText(body).includes(marker) ? [body] : []));
+  /** The request bodies of the model calls whose brief (system prompt and the request's own first turn) mentions `marker`. */
+  const callsFor = (marker: string) => claude.requests.flatMap(({ body }) => (body && briefText(body).includes(marker) ? [body] : []));
 
   it('compares two companies: the model gets both, the comparison instruction and the data; the result is a spec-valid comparison', async () => {
     const data = { recent_earnings: { NVDA: 'Q3 revenue 35.1bn USD, up 94% year on year' } };
@@ -113,12 +114,13 @@ describe('stock-report service: API and worker over Kafka', () => {
 
     const calls = callsFor('Q3 revenue 35.1bn USD');
     expect(calls.length).toBeGreaterThanOrEqual(2);
-    const system = systemText(calls[0]!);
-    expect(system).toContain('Compare NVDA and MSFT as investments.');
-    expect(system).toContain('This is a comparison, not two separate reports: every insight must set NVDA against MSFT');
-    expect(system).toContain('Each quick insight must compare the two.');
-    expect(system).toMatch(/<client_data>[\s\S]*up 94% year on year[\s\S]*<\/client_data>/);
-    expect(JSON.stringify(calls[0]!.messages)).toContain('Compare NVDA with MSFT.');
+    const brief = briefText(calls[0]!);
+    expect(brief).toContain('Compare NVDA with MSFT.');
+    expect(brief).toContain('A comparison is not two separate reports: every insight must set the first company against the second');
+    expect(brief).toContain('Each quick insight must compare the two.');
+    expect(brief).toMatch(/<client_data>[\s\S]*up 94% year on year[\s\S]*<\/client_data>/);
+    // The request's own part is the first user turn; the system prompt is every report's.
+    expect(systemText(calls[0]!)).not.toContain('NVDA');
     // The model looked both companies up through market_data, which reached (fake) Finnhub for each.
     const looked = toolResults(calls.at(-1)!)
       .map((result) => result.text)
@@ -129,7 +131,7 @@ describe('stock-report service: API and worker over Kafka', () => {
 
     expect(final.status).toBe('completed');
     const report = StockReportResult.parse(final.result);
-    expect(report.meta).toMatchObject({ prompt_version: 'stock-report@2', offline: false });
+    expect(report.meta).toMatchObject({ prompt_version: 'stock-report@3', offline: false });
     expect(new Set(report.detailed_analysis.map((item) => item.category)).size).toBeGreaterThanOrEqual(3);
     for (const item of report.detailed_analysis) expect(item.keyMetric).toMatch(/NVDA .* vs MSFT /);
     for (const insight of report.quick_insights) expect(insight).toMatch(/NVDA[\s\S]*MSFT|MSFT[\s\S]*NVDA/);
@@ -140,9 +142,9 @@ describe('stock-report service: API and worker over Kafka', () => {
     const { job_id: jobId } = AsyncJobResponse.parse((await post({ symbols: ['AMZN'], language: 'de' }).expect(202)).body);
     const final = await finalEvent(jobId);
     expect(final.status).toBe('completed');
-    const system = systemText(callsFor('Analyse AMZN as an investment.')[0]!);
-    expect(system).not.toContain('This is a comparison');
-    expect(system).toContain('"de"');
+    const brief = briefText(callsFor('Analyse AMZN.')[0]!);
+    expect(brief).not.toContain('Compare');
+    expect(brief).toContain('"de"');
     expect(StockReportResult.parse(final.result).detailed_analysis[0]!.title).toContain('Amazon');
   });
 

@@ -19,12 +19,14 @@ import {
   estimateInputTokens,
   lastUserText,
   parseBody,
+  PromptCache,
   renderEvents,
   renderMessage,
   requestApiKey,
   resolveReply,
   serializeEvent,
   type ApiErrorType,
+  type BilledInput,
   type MessagesRequestBody,
   type Rejection,
   type RenderOptions,
@@ -65,6 +67,12 @@ export interface FakeAnthropicOptions extends ListenOptions {
    * turns this off so the log does not grow without bound; request indexes still count up.
    */
   recordRequests?: boolean;
+  /**
+   * The prompt cache's clock in ms (default Date.now): a test moves it to see a 5-minute or 1-hour entry expire.
+   * Replies are billed as the API bills them (cache writes and reads per API key, @fin/offline prompt-cache.ts)
+   * unless their script gives usage.
+   */
+  now?: () => number;
 }
 
 export interface FakeAnthropic {
@@ -78,7 +86,7 @@ export interface FakeAnthropic {
   reply(...replies: ScriptedReply[]): void;
   /** Sets (or with undefined removes) the handler that answers once the queue is empty. */
   setHandler(handler: ReplyHandler | undefined): void;
-  /** Empties the queue and the request log, and puts back the handler given at start (if any). */
+  /** Empties the queue, the request log and the prompt cache, and puts back the handler given at start (if any). */
   reset(): void;
   /** Ends every exchange in flight (hanging ones too), closes every connection and stops listening. */
   close(): Promise<void>;
@@ -129,11 +137,12 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   const record = options.recordRequests ?? true;
   let received = 0;
   let handler = options.handler;
+  const promptCache = new PromptCache({ now: options.now });
 
-  async function writeStream(exchange: Exchange, body: MessagesRequestBody, reply: MessageReply, requestId: string) {
+  async function writeStream(exchange: Exchange, body: MessagesRequestBody, reply: MessageReply, billed: BilledInput, requestId: string) {
     const { res, signal } = exchange;
     const faults: Faults = reply.faults ?? {};
-    const events = renderEvents(resolveReply(reply, body), render);
+    const events = renderEvents(resolveReply(reply, body, billed), render);
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': requestId });
     res.flushHeaders();
 
@@ -205,9 +214,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         `fake-anthropic: request #${request.index} is not streamed, but its scripted reply has a streaming fault (failMidStream/delayBetweenEventsMs)`,
       );
     }
-    if (request.stream) return writeStream(exchange, body, reply, requestId);
+    // Billed (and the cache written) only for an answer the API would have given.
+    const billed = promptCache.bill(request.apiKey ?? '', body);
+    if (request.stream) return writeStream(exchange, body, reply, billed, requestId);
 
-    const text = JSON.stringify(renderMessage(resolveReply(reply, body)));
+    const text = JSON.stringify(renderMessage(resolveReply(reply, body, billed)));
     if (faults.malformedJson) {
       // A body cut off mid-object: the headers promise JSON, the bytes are not.
       const cut = text.slice(0, Math.max(1, Math.floor(text.length / 2)));
@@ -325,6 +336,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       queue.length = 0;
       requests.length = 0;
       received = 0;
+      promptCache.clear();
       handler = options.handler;
     },
     close: () => server.close(),
