@@ -1,6 +1,7 @@
 // `npm run bench` runs every scenario; `npm run bench -- <scenario> [options]` one. Benchmarks print tables,
 // they are not tests: the exit status is non-zero only when the figures are invalid (a request failed, a
 // server did not start), never because a target was missed. See docs/benchmarks.md.
+import { aiCost } from './ai-cost';
 import { cacheHit } from './cache-hit';
 import { chatStream } from './chat-stream';
 import { crudClient } from './crud-client';
@@ -20,6 +21,11 @@ interface Scenario {
 }
 
 const SCENARIOS: Record<string, Scenario> = {
+  'ai-cost': {
+    description:
+      "the products' model calls with prompt caching off and on: tokens by kind, web searches and billed cost per job (targets: input cost on ÷ off)",
+    run: aiCost,
+  },
   'crud-client': {
     description:
       'the Prisma client beside pg with SQL: the per-job customer-tool load (kept in pg), a tool read and an audit write (moved to Prisma)',

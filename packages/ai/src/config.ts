@@ -1,5 +1,6 @@
 import { bool, int, secret, url } from '@fin/config';
 import { z } from 'zod';
+import { DEFAULT_PRICES, PriceTable } from './prices';
 
 function thinking() {
   return z.enum(['off', 'low', 'medium', 'high']).default('off');
@@ -44,6 +45,24 @@ export const aiConfigShape = {
   AI_STOCK_REPORT_THINKING: thinking(),
   AI_ANALYSIS_THINKING: thinking(),
   AI_CHAT_THINKING: thinking(),
+  /**
+   * The model prices usage is billed at (JSON of PriceTable, prices.ts); Anthropic's list prices of the date
+   * the default carries when unset.
+   */
+  AI_PRICES: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return PriceTable.parse(JSON.parse(text));
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be a JSON price table ({"as_of", "families": [{"pattern", "price"}], "web_search_per_thousand"})',
+        });
+        return z.NEVER;
+      }
+    })
+    .default(DEFAULT_PRICES),
   AI_WEB_SEARCH: bool().default(true),
   AI_WEB_SEARCH_MAX_USES: int(1, 20).default(5),
   FINNHUB_API_KEY: secret(z.string().min(8, 'is too short to be a Finnhub API key')).optional(),

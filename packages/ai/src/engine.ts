@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { AnalysisRequest, AnalysisResult, NewsRequest, NewsResult, StockReportRequest, StockReportResult } from '@fin/contracts';
 import type { Logger } from '@fin/log';
+import { TailWritePolicy } from './cache-policy';
 import { isOffline, type AiConfig } from './config';
 import type { EngineEvent } from './loop';
 import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
@@ -141,7 +142,13 @@ export async function createAiEngine({ config, logger, marketData, customerTools
   }
   if (!provider) logger.warn('No FINNHUB_API_KEY: the market_data tool is off; the model relies on web search.');
 
-  const deps: ProductDeps = { client, config, offline, dataTools: provider ? [marketDataTool(provider)] : [] };
+  const deps: ProductDeps = {
+    client,
+    config,
+    offline,
+    dataTools: provider ? [marketDataTool(provider)] : [],
+    cachePolicy: new TailWritePolicy(),
+  };
   /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */
   const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {
     if (!customerTools || ctx.customerTools || !ctx.caller) return ctx;

@@ -2,11 +2,21 @@ export { aiConfigShape, isOffline, OfflineModeConflictError, type AiConfig } fro
 export { createAiEngine, type AiEngine, type EngineOptions, type EngineOutcome } from './engine';
 export { AiError, toAiError, type AiErrorKind } from './errors';
 export { clampScore, GroundingSet, normaliseUrl } from './grounding';
-export { runToolLoop, UNTRUSTED_DATA_RULE, type EngineEvent, type LoopCaps, type LoopParams, type LoopResult, type Usage } from './loop';
+export {
+  runToolLoop,
+  UNTRUSTED_DATA_RULE,
+  type EngineEvent,
+  type LoopCaps,
+  type LoopParams,
+  type LoopResult,
+  type ThinkingSetting,
+} from './loop';
+export { addUsage, NO_USAGE, totalInputTokens, type Usage } from './usage';
 export { FinnhubProvider, MarketDataError, SampleMarketDataProvider, UnknownSymbolError, type MarketDataProvider } from './market-data';
 export { marketDataTool } from './market-data-tool';
 export { OFFLINE_NOTICE, offlineAnalyst } from '@fin/offline';
 export { CHAT_NODES, schemaForFields, type ChatInput, type ChatTurn, type ProductOutcome, type RunContext } from './products';
+export { billedCost, DEFAULT_PRICES, priceOf, uncachedInputCost, type BilledCost, type PriceTable } from './prices';
 export { loadPrompt, type Prompt } from './prompts';
 export { streamOf, type StreamItem } from './stream';
 export { generateStructured, outputFormatFor, type StructuredResult } from './structured';

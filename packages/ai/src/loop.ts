@@ -17,6 +17,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
 import { SpanKind, withSpan, type Span } from '@fin/tracing';
+import type { CacheRun } from './cache-policy';
 import { RetrievedDocuments } from './citations';
 import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
@@ -53,11 +54,12 @@ export interface LoopParams {
   webSearch?: { maxUses: number };
   outputFormat?: JSONOutputFormat;
   /**
-   * Prompt caching (docs/ai.md): breakpoints at the end of the system prompt (tools and system), at the end of
-   * the latest user turn before the last message (where the previous call of this conversation wrote) and at
-   * the end of the last message (where this call writes). Off: no cache_control at all.
+   * Prompt caching (docs/ai.md#prompt-caching): breakpoints at the end of the system prompt (tools and system,
+   * for `ttl`), at the end of the latest user turn before the last message (where the previous call of this
+   * conversation wrote) and, when `run` says the call's conversation is worth writing, at the end of the last
+   * message (5 minutes: a run's calls are seconds apart). Off: no cache_control at all.
    */
-  promptCache?: { ttl: '5m' | '1h' } | false;
+  promptCache?: { ttl: '5m' | '1h'; run?: CacheRun } | false;
   /** Thinking and effort, sent explicitly (the API's defaults differ between models). Default 'off'. */
   thinking?: ThinkingSetting;
   /**
@@ -160,8 +162,9 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   if (webSearch) apiTools.push({ type: 'web_search_20250305', name: 'web_search', max_uses: webSearch.maxUses });
-  const cacheControl: CacheControlEphemeral | undefined = params.promptCache
-    ? { type: 'ephemeral', ...(params.promptCache.ttl === '1h' ? { ttl: '1h' } : {}) }
+  const promptCache = params.promptCache || undefined;
+  const systemCache: CacheControlEphemeral | undefined = promptCache
+    ? { type: 'ephemeral', ...(promptCache.ttl === '1h' ? { ttl: '1h' } : {}) }
     : undefined;
   const { thinking, effort } = thinkingParams(params.thinking ?? 'off');
   const outputConfig: OutputConfig | undefined =
@@ -172,6 +175,8 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
   const documents = new RetrievedDocuments();
   let toolCalls = 0;
   let toolsClosed = apiTools.length === 0;
+  // The first call reads where the call before this run (the run a follow-up follows, a chat's previous turn) wrote.
+  let previousWroteTail = true;
 
   for (let round = 1; ; round++) {
     if (signal?.aborted) throw new AiError('aborted', 'The run was aborted.');
@@ -179,10 +184,11 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
     const lastRound = round >= caps.maxRounds;
     if (lastRound || toolCalls >= caps.maxToolCalls) toolsClosed = true;
     const toolChoice: ToolChoice['type'] = params.toolChoice ?? (toolsClosed ? 'none' : 'auto');
+    const writeTail = promptCache ? (promptCache.run?.nextCallWrites() ?? true) : false;
     const body: MessageCreateParamsNonStreaming = {
       model,
-      system: systemParam(withUntrustedDataRule(system), cacheControl),
-      messages: cacheControl ? withBreakpoints(messages, cacheControl) : messages,
+      system: systemParam(withUntrustedDataRule(system), systemCache),
+      messages: promptCache ? withBreakpoints(messages, { readPrevious: previousWroteTail, writeTail }) : messages,
       max_tokens: maxOutputTokens,
       thinking,
       ...(apiTools.length > 0 ? { tools: apiTools, tool_choice: { type: toolChoice } } : {}),
@@ -190,6 +196,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
     };
 
     const message = await streamRound(client, body, signal, onEvent);
+    previousWroteTail = writeTail;
     usage = spend(usageOfMessage(message));
     collectServerUrls(message.content, groundingUrls, documents);
     messages.push({ role: 'assistant', content: message.content as MessageParam['content'] });
@@ -259,16 +266,26 @@ function markLastBlock(message: MessageParam, cacheControl: CacheControlEphemera
   return { ...message, content: [...content.slice(0, -1), { ...last, cache_control: cacheControl }] } as MessageParam;
 }
 
+/** A conversation's breakpoints live 5 minutes: the calls of a run, and a chat's turns, are seconds apart. */
+const CONVERSATION_CACHE: CacheControlEphemeral = { type: 'ephemeral' };
+
 /**
- * The request's messages with two breakpoints: the last message (this call writes the conversation so far) and
- * the latest user turn before it, which is where the previous call of the same conversation wrote (the previous
- * round of a tool loop, the run a repair or citation call follows, a chat's previous turn), so this call reads
- * it. The caller's messages are not changed.
+ * The request's messages with up to two breakpoints: with `readPrevious`, the latest user turn before the last
+ * message, which is where the previous call of the same conversation wrote (the previous round of a tool loop,
+ * the run a repair or citation call follows, a chat's previous turn), so this call reads it; with `writeTail`, the
+ * last message, so that this call writes the conversation so far for the next one. (A breakpoint where nothing
+ * was written would write there: the first is left out when the previous call wrote nothing.) The caller's
+ * messages are not changed.
  */
-function withBreakpoints(messages: readonly MessageParam[], cacheControl: CacheControlEphemeral): MessageParam[] {
+function withBreakpoints(
+  messages: readonly MessageParam[],
+  { readPrevious, writeTail }: { readPrevious: boolean; writeTail: boolean },
+): MessageParam[] {
   const last = messages.length - 1;
-  const previousUser = messages.findLastIndex((message, index) => index < last && message.role === 'user');
-  return messages.map((message, index) => (index === last || index === previousUser ? markLastBlock(message, cacheControl) : message));
+  const previousUser = readPrevious ? messages.findLastIndex((message, index) => index < last && message.role === 'user') : -1;
+  return messages.map((message, index) =>
+    (index === last && writeTail) || index === previousUser ? markLastBlock(message, CONVERSATION_CACHE) : message,
+  );
 }
 
 /**

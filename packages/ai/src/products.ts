@@ -17,6 +17,7 @@ import {
 import { citationsResolved } from '@fin/metrics';
 import { z } from 'zod';
 import { CitationClaim, resolveCitations } from './citations';
+import type { CacheRun, TailWritePolicy } from './cache-policy';
 import type { AiConfig } from './config';
 import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
@@ -34,6 +35,8 @@ export interface ProductDeps {
   offline: boolean;
   /** Our data tools (market_data), always offered. */
   dataTools: readonly ToolDefinition[];
+  /** Which calls write their conversation to the prompt cache, learnt per product (cache-policy.ts). */
+  cachePolicy: TailWritePolicy;
 }
 
 export interface RunContext {
@@ -56,7 +59,13 @@ export interface ProductOutcome<T> {
 function baseParams(
   deps: ProductDeps,
   ctx: RunContext,
-  { model, thinking, system, messages }: { model: string; thinking: ThinkingSetting; system: string; messages: MessageParam[] },
+  {
+    model,
+    thinking,
+    system,
+    messages,
+    cacheRun,
+  }: { model: string; thinking: ThinkingSetting; system: string; messages: MessageParam[]; cacheRun: CacheRun },
 ) {
   const { config } = deps;
   return {
@@ -65,7 +74,7 @@ function baseParams(
     system,
     messages,
     thinking,
-    promptCache: config.AI_PROMPT_CACHE ? { ttl: config.AI_PROMPT_CACHE_TTL } : false,
+    promptCache: config.AI_PROMPT_CACHE ? { ttl: config.AI_PROMPT_CACHE_TTL, run: cacheRun } : false,
     tools: [...deps.dataTools, ...(ctx.customerTools ?? [])],
     webSearch: config.AI_WEB_SEARCH && !deps.offline ? { maxUses: config.AI_WEB_SEARCH_MAX_USES } : undefined,
     maxOutputTokens: config.AI_MAX_OUTPUT_TOKENS,
@@ -126,16 +135,18 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
     data: renderCustomData(request.data),
   });
   ctx.onProgress?.(10, `Searching recent news for ${request.symbols.join(', ')}`);
+  const cacheRun = deps.cachePolicy.start('news');
   const out = await generateStructured({
     ...baseParams(deps, ctx, {
       model,
       thinking: deps.config.AI_NEWS_THINKING,
       system: prompt.system,
       messages: [{ role: 'user', content: brief }],
+      cacheRun,
     }),
     schema: NewsDraft,
     onEvent: toolProgress(ctx, 10, 70),
-  });
+  }).finally(cacheRun.finish);
   ctx.onProgress?.(85, 'Checking every source link');
   const grounding = new GroundingSet(out.groundingUrls);
   const news = out.value.news
@@ -193,16 +204,18 @@ export async function generateStockReport(
     data: renderCustomData(request.data),
   });
   ctx.onProgress?.(10, comparing ? `Gathering data on ${first} and ${second}` : `Gathering data on ${first}`);
+  const cacheRun = deps.cachePolicy.start('stock-report');
   const out = await generateStructured({
     ...baseParams(deps, ctx, {
       model,
       thinking: deps.config.AI_STOCK_REPORT_THINKING,
       system: prompt.system,
       messages: [{ role: 'user', content: brief }],
+      cacheRun,
     }),
     schema: StockReportDraft,
     onEvent: toolProgress(ctx, 10, 70),
-  });
+  }).finally(cacheRun.finish);
   ctx.onProgress?.(90, 'Reviewing the analysis');
   const detailed = out.value.detailed_analysis.map((item) => ({
     ...item,
@@ -315,6 +328,21 @@ async function runAnalysis(
   ctx: RunContext,
   emit: (event: EngineEvent) => void,
 ): Promise<ProductOutcome<AnalysisResult>> {
+  const cacheRun = deps.cachePolicy.start('analysis');
+  try {
+    return await analysisRun(deps, request, ctx, emit, cacheRun);
+  } finally {
+    cacheRun.finish();
+  }
+}
+
+async function analysisRun(
+  deps: ProductDeps,
+  request: AnalysisRequest,
+  ctx: RunContext,
+  emit: (event: EngineEvent) => void,
+  cacheRun: CacheRun,
+): Promise<ProductOutcome<AnalysisResult>> {
   const prompt = loadPrompt('analysis');
   const model = deps.config.AI_MODEL;
   const params = baseParams(deps, ctx, {
@@ -322,6 +350,7 @@ async function runAnalysis(
     thinking: deps.config.AI_ANALYSIS_THINKING,
     system: prompt.system,
     messages: [{ role: 'user', content: analysisBrief(request) }],
+    cacheRun,
   });
   const progress = toolProgress(ctx, 10, 60);
   ctx.onProgress?.(10, 'Researching the question');
@@ -458,6 +487,8 @@ export function streamChat(
     const model = deps.config.AI_MODEL;
     let node: (typeof CHAT_NODES)[number] | undefined;
     const shown: string[] = [];
+    // A turn's first call is read by the conversation's next turn too.
+    const cacheRun = deps.cachePolicy.start('chat', { firstCallRead: true });
     const out = await runToolLoop({
       ...baseParams(
         deps,
@@ -470,6 +501,7 @@ export function streamChat(
             ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),
             { role: 'user', content: input.message },
           ],
+          cacheRun,
         },
       ),
       onEvent(event) {
@@ -481,10 +513,12 @@ export function streamChat(
         if (event.type === 'text') shown.push(event.text);
         emit(event);
       },
-    });
+    }).finally(cacheRun.finish);
     const text = shown.join('');
-    if (!text.trim()) throw new AiError('invalid_output', 'The model returned an empty reply.');
-    if (out.stopReason === 'max_tokens') throw new AiError('invalid_output', 'The reply was cut off at the output token limit.');
+    if (!text.trim()) throw withSpentUsage(new AiError('invalid_output', 'The model returned an empty reply.'), out.usage);
+    if (out.stopReason === 'max_tokens') {
+      throw withSpentUsage(new AiError('invalid_output', 'The reply was cut off at the output token limit.'), out.usage);
+    }
     return { result: { text }, usage: out.usage };
   }, ctx.signal);
 }

@@ -112,7 +112,7 @@ function stringOf(value: unknown): string {
 }
 
 /** The tokens one content block adds to the prompt. */
-export function blockTokens(block: RequestContentBlock): number {
+function blockTokens(block: RequestContentBlock): number {
   switch (block.type) {
     case 'text':
       return memoCount(block.text ?? '');
