@@ -69,8 +69,13 @@ describe.each(UPSTREAM_MODES)('chat through the whole system (%s upstream)', (up
       .filter((name, index, names) => name !== 'token' || names[index - 1] !== 'token');
   const text = (frames: readonly SseFrame[]) =>
     frames.flatMap((frame) => (frame.event === 'token' ? [(frame.data as { content: string }).content] : [])).join('');
+  /** The conversation's texts a model call carried (a turn marked as a cache breakpoint is sent as its text block). */
   const said = (body: MessagesRequestBody | undefined) =>
-    (body?.messages ?? []).filter((entry) => typeof entry.content === 'string').map((entry) => entry.content as string);
+    (body?.messages ?? []).flatMap((entry) => {
+      if (typeof entry.content === 'string') return [entry.content];
+      const texts = entry.content.filter((block) => block.type === 'text').map((block) => String(block.text));
+      return texts.length > 0 ? [texts.join('')] : [];
+    });
 
   async function turn(message: string, conversationId: string | null) {
     const client = await post({ message, conversation_id: conversationId });
@@ -107,9 +112,9 @@ describe.each(UPSTREAM_MODES)('chat through the whole system (%s upstream)', (up
     let conversationId: string | null = null;
     for (let n = 1; n <= 12; n++) ({ conversationId } = await turn(`Question ${n}: what is a dividend?`, conversationId));
     const seen = said(claude.requests.at(-1)?.body);
-    // The last 10 complete exchanges and the new question: the first turn is left out.
-    expect(seen).toHaveLength(21);
-    expect(seen[0]).toBe('Question 2: what is a dividend?');
+    // Past 10 complete exchanges the oldest 5 are left out at once: turns 6 to 11, and the new question.
+    expect(seen).toHaveLength(13);
+    expect(seen[0]).toBe('Question 6: what is a dividend?');
     expect(seen.at(-1)).toBe('Question 12: what is a dividend?');
   });
 

@@ -25,6 +25,8 @@ interface Entry {
   title: string;
   publisher: string | null;
   publishedAt: string | null;
+  /** The publication time as precisely as the material gives it (ISO 8601 in UTC); null when it gives no date. */
+  publishedTime: string | null;
   source: CitationSource;
   passages: string[];
 }
@@ -53,6 +55,7 @@ export class RetrievedDocuments {
       if (document.text && !existing.passages.includes(document.text)) existing.passages.push(document.text);
       existing.publisher ??= document.publisher ?? null;
       existing.publishedAt ??= isoDay(document.publishedAt);
+      existing.publishedTime ??= isoTime(document.publishedAt);
       if (!existing.title) existing.title = document.title;
       return;
     }
@@ -61,6 +64,7 @@ export class RetrievedDocuments {
       title: document.title,
       publisher: document.publisher ?? null,
       publishedAt: isoDay(document.publishedAt),
+      publishedTime: isoTime(document.publishedAt),
       source: document.source,
       passages: document.text ? [document.text] : [],
     });
@@ -92,6 +96,11 @@ export class RetrievedDocuments {
         source: entry.source,
       },
     };
+  }
+
+  /** When the document at `url` was published, as precisely as its material says (ISO 8601); null if unknown. */
+  publishedTime(url: string): string | null {
+    return this.#lookup(url)?.publishedTime ?? null;
   }
 
   #lookup(url: string): Entry | undefined {
@@ -217,6 +226,15 @@ function hostOf(url: string): string {
 }
 
 /** The day (YYYY-MM-DD, UTC) of a date or date-time the material gives ("2026-11-18T09:30:00Z", "November 18, 2026"). */
+/** A date or date-time the material gives, as ISO 8601 in UTC (a bare date stays a date); null when it names none. */
+function isoTime(value: string | null | undefined): string | null {
+  const day = isoDay(value);
+  if (day === null || !value) return null;
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return day;
+  const time = Date.parse(/^\d{4}-\d{2}-\d{2}T/.test(value) || /(?:Z|[+-]\d{2}:?\d{2}|GMT|UTC)$/.test(value) ? value : `${value} UTC`);
+  return Number.isNaN(time) ? day : new Date(time).toISOString();
+}
+
 function isoDay(value: string | null | undefined): string | null {
   if (!value) return null;
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return value;

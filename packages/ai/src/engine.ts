@@ -147,6 +147,7 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     config,
     offline,
     dataTools: provider ? [marketDataTool(provider)] : [],
+    newsDataTools: (lookup) => (provider ? [marketDataTool(provider, lookup)] : []),
     cachePolicy: new TailWritePolicy(),
   };
   /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */

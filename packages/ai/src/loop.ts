@@ -50,8 +50,8 @@ export interface LoopParams {
   messages: MessageParam[];
   /** Tools we execute. The model can use these and no others. */
   tools?: readonly ToolDefinition[];
-  /** Claude's server-side web search, with a cap on searches per run. */
-  webSearch?: { maxUses: number };
+  /** Claude's server-side web search, with a cap on searches per run and the domains it may (or may not) use. */
+  webSearch?: { maxUses: number; allowedDomains?: readonly string[]; blockedDomains?: readonly string[] };
   outputFormat?: JSONOutputFormat;
   /**
    * Prompt caching (docs/ai.md#prompt-caching): breakpoints at the end of the system prompt (tools and system,
@@ -161,7 +161,15 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, signal, onEvent } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
-  if (webSearch) apiTools.push({ type: 'web_search_20250305', name: 'web_search', max_uses: webSearch.maxUses });
+  if (webSearch) {
+    apiTools.push({
+      type: 'web_search_20250305',
+      name: 'web_search',
+      max_uses: webSearch.maxUses,
+      ...(webSearch.allowedDomains ? { allowed_domains: [...webSearch.allowedDomains] } : {}),
+      ...(webSearch.blockedDomains ? { blocked_domains: [...webSearch.blockedDomains] } : {}),
+    });
+  }
   const promptCache = params.promptCache || undefined;
   const systemCache: CacheControlEphemeral | undefined = promptCache
     ? { type: 'ephemeral', ...(promptCache.ttl === '1h' ? { ttl: '1h' } : {}) }

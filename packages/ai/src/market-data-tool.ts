@@ -6,6 +6,31 @@ import { defineTool, type ToolDefinition, type ToolOutput } from './tools';
 
 const NEWS_WINDOW_DAYS = 14;
 
+/** What a news request asks of the articles the tool returns (the news product's time range and sources). */
+export interface NewsLookup {
+  /** The window to ask the provider for; `exact` when the request gave it, so articles outside it are left out. */
+  window?: { from: Date; to: Date; exact: boolean };
+  sources?: { include?: readonly string[]; exclude?: readonly string[] };
+}
+
+/** Whether `url`'s host is `domain` or one of its subdomains. */
+function onDomain(url: string, domain: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return host === domain || host.endsWith(`.${domain}`);
+}
+
+/** Whether a source URL is allowed by the request's include / exclude lists. */
+export function allowedSource(url: string, sources: NewsLookup['sources']): boolean {
+  if (sources?.include) return sources.include.some((domain) => onDomain(url, domain));
+  if (sources?.exclude) return !sources.exclude.some((domain) => onDomain(url, domain));
+  return true;
+}
+
 export const MarketDataInput = z.object({
   symbol: z.string().min(1).max(12).describe('Ticker symbol, e.g. AAPL.'),
   kind: z
@@ -19,7 +44,7 @@ export const MarketDataInput = z.object({
  * resource (quote, profile, metrics) is returned as a document with the text the model is shown of it, so a
  * result's citations can quote them.
  */
-export function marketDataTool(provider: MarketDataProvider): ToolDefinition<typeof MarketDataInput> {
+export function marketDataTool(provider: MarketDataProvider, lookup: NewsLookup = {}): ToolDefinition<typeof MarketDataInput> {
   return defineTool({
     name: 'market_data',
     description:
@@ -29,10 +54,13 @@ export function marketDataTool(provider: MarketDataProvider): ToolDefinition<typ
     async execute({ symbol, kind }, { signal }) {
       try {
         if (kind === 'news') {
-          const to = new Date();
-          const from = new Date(to.getTime() - NEWS_WINDOW_DAYS * 24 * 60 * 60 * 1000);
+          const to = lookup.window?.to ?? new Date();
+          const from = lookup.window?.from ?? new Date(to.getTime() - NEWS_WINDOW_DAYS * 24 * 60 * 60 * 1000);
           const news = await provider.companyNews(symbol, { from, to, limit: 10, signal });
-          const items = news.items.map((item) => ({
+          const inWindow = (publishedAt: string) =>
+            !lookup.window?.exact || (Date.parse(publishedAt) >= from.getTime() && Date.parse(publishedAt) <= to.getTime());
+          const wanted = news.items.filter((item) => inWindow(item.publishedAt) && allowedSource(item.url, lookup.sources));
+          const items = wanted.map((item) => ({
             headline: item.headline,
             summary: item.summary,
             source: item.source,

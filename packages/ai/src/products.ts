@@ -6,7 +6,13 @@ import {
   DetailedAnalysisCategory,
   DetailedAnalysisItem,
   NewsResult,
+  NewsTopic,
+  newsWindow,
+  sentimentLabel,
   StockReportResult,
+  type NewsItem,
+  type SymbolSentiment,
+  type TickerSentiment,
   type Citation,
   type AnalysisRequest,
   type GenerationMeta,
@@ -16,9 +22,10 @@ import {
 } from '@fin/contracts';
 import { citationsResolved } from '@fin/metrics';
 import { z } from 'zod';
-import { CitationClaim, resolveCitations } from './citations';
+import { CitationClaim, resolveCitations, type RetrievedDocuments } from './citations';
 import type { CacheRun, TailWritePolicy } from './cache-policy';
 import type { AiConfig } from './config';
+import { allowedSource, type NewsLookup } from './market-data-tool';
 import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
 import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type ThinkingSetting, type Usage } from './loop';
@@ -35,6 +42,8 @@ export interface ProductDeps {
   offline: boolean;
   /** Our data tools (market_data), always offered. */
   dataTools: readonly ToolDefinition[];
+  /** The data tools of a news run, bound to its time range and sources (dataTools when absent). */
+  newsDataTools?: (lookup: NewsLookup) => readonly ToolDefinition[];
   /** Which calls write their conversation to the prompt cache, learnt per product (cache-policy.ts). */
   cachePolicy: TailWritePolicy;
 }
@@ -106,6 +115,13 @@ function toolProgress(ctx: RunContext, from: number, to: number): (event: Engine
 
 // ---------------------------------------------------------------------------------------------- news
 
+const TickerDraft = z.object({
+  symbol: z.string(),
+  relevance_score: z.number(),
+  sentiment_score: z.number(),
+  reasoning: z.string(),
+});
+
 const NewsDraft = z.object({
   news: z.array(
     z.object({
@@ -115,15 +131,95 @@ const NewsDraft = z.object({
       further_reading: z.array(z.string()),
       citations: z.array(CitationClaim).optional(),
       relevance_score: z.number(),
+      published_at: z.string().nullable(),
+      topics: z.array(NewsTopic),
+      tickers: z.array(TickerDraft),
     }),
   ),
 });
 
+/** The request's own part of the news prompt: the window, topics, order and sources it asks for, when it does. */
+function newsBriefParts(request: NewsRequest): Record<'window' | 'topics' | 'sort' | 'sources', string> {
+  const explicit = request.time_from !== undefined || request.time_to !== undefined;
+  const window = newsWindow(request);
+  return {
+    window: explicit ? `Only news published from ${window.from} to ${window.to}.\n` : '',
+    topics: request.topics ? `Only news about these topics: ${request.topics.join(', ')}.\n` : '',
+    sort: request.sort === 'latest' ? 'Order the items newest first.\n' : '',
+    sources: request.sources?.include
+      ? `Use only news from these domains: ${request.sources.include.join(', ')}.\n`
+      : request.sources?.exclude
+        ? `Do not use news from these domains: ${request.sources.exclude.join(', ')}.\n`
+        : '',
+  };
+}
+
+/** The first sentence of a model's reasoning, at most 300 characters. */
+function oneSentence(text: string): string {
+  const trimmed = text.trim().replace(/\s+/g, ' ');
+  const sentence = /^.+?[.!?](?=\s|$)/.exec(trimmed)?.[0] ?? trimmed;
+  return sentence.length > 300 ? `${sentence.slice(0, 299)}…` : sentence;
+}
+
+/**
+ * An item's publication time, grounded: the model's published_at when one of the item's sources was published
+ * on that day (as the retrieved material gives it), else the first source's own date; null when no source has
+ * one. A date no source gives is never kept.
+ */
+function groundedPublishedAt(claimed: string | null, sources: readonly string[], documents: RetrievedDocuments): string | null {
+  const dates = sources.map((url) => documents.publishedTime(url)).filter((date): date is string => date !== null);
+  if (claimed !== null && !Number.isNaN(Date.parse(claimed))) {
+    const day = new Date(claimed).toISOString().slice(0, 10);
+    const match = dates.find((date) => date.slice(0, 10) === day);
+    if (match !== undefined) return match;
+  }
+  return dates[0] ?? null;
+}
+
+/** The item's sentiment per requested symbol: other symbols dropped, each symbol once, scores clamped, label from the score. */
+function groundedTickers(tickers: readonly z.infer<typeof TickerDraft>[], requested: readonly string[]): TickerSentiment[] {
+  const seen = new Set<string>();
+  const kept: TickerSentiment[] = [];
+  for (const ticker of tickers) {
+    const symbol = ticker.symbol.trim().toUpperCase();
+    if (!requested.includes(symbol) || seen.has(symbol) || !ticker.reasoning.trim()) continue;
+    seen.add(symbol);
+    const sentiment = Math.max(-1, Math.min(1, Number.isFinite(ticker.sentiment_score) ? ticker.sentiment_score : 0));
+    const score = Math.round(sentiment * 1000) / 1000;
+    kept.push({
+      symbol,
+      relevance_score: clampScore(ticker.relevance_score),
+      sentiment_score: score,
+      sentiment_label: sentimentLabel(score),
+      reasoning: oneSentence(ticker.reasoning),
+    });
+  }
+  return kept;
+}
+
+/** Per requested symbol that any item concerns: the relevance-weighted mean of its scores, its label and item count. */
+function symbolSentiment(items: readonly NewsItem[], requested: readonly string[]): SymbolSentiment[] {
+  return requested.flatMap((symbol) => {
+    const scores = items.flatMap((item) => item.tickers?.filter((ticker) => ticker.symbol === symbol) ?? []);
+    if (scores.length === 0) return [];
+    const weight = scores.reduce((sum, ticker) => sum + ticker.relevance_score, 0);
+    const mean =
+      weight > 0
+        ? scores.reduce((sum, ticker) => sum + ticker.sentiment_score * ticker.relevance_score, 0) / weight
+        : scores.reduce((sum, ticker) => sum + ticker.sentiment_score, 0) / scores.length;
+    const score = Math.round(mean * 1000) / 1000;
+    return [{ symbol, sentiment_score: score, sentiment_label: sentimentLabel(score), items: scores.length }];
+  });
+}
+
 /**
  * News for 1–10 symbols. Every URL in `sources`/`further_reading` was returned by a tool or web search in this
- * run (others are dropped); an item left without a source is dropped; scores are clamped to 0–1; items are
- * ordered by relevance and at most `n` are returned. Each item's citations are the model's {url, quote} claims
- * that hold against the documents the run retrieved (citations.ts), completed from those documents.
+ * run and is allowed by the request's sources (others are dropped); an item left without a source is dropped;
+ * scores are clamped to 0–1; items are ordered by relevance (or newest first) and at most `n` are returned. Each
+ * item's citations are the model's {url, quote} claims that hold against the documents the run retrieved
+ * (citations.ts), completed from those documents; its publication time is its sources' (never the model's
+ * alone); its ticker sentiments are for requested symbols only. A time range leaves out items published
+ * outside it, or with no date; topics leave out items about none of them.
  */
 export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx: RunContext = {}): Promise<ProductOutcome<NewsResult>> {
   const prompt = loadPrompt('news');
@@ -131,37 +227,71 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
   const brief = prompt.request({
     n: String(request.n),
     symbols: request.symbols.join(', '),
+    ...newsBriefParts(request),
     language: request.language,
     data: renderCustomData(request.data),
   });
+  const explicitWindow = request.time_from !== undefined || request.time_to !== undefined;
+  const window = newsWindow(request);
+  const lookup = {
+    window: { from: new Date(window.from), to: new Date(window.to), exact: explicitWindow },
+    sources: request.sources,
+  };
   ctx.onProgress?.(10, `Searching recent news for ${request.symbols.join(', ')}`);
   const cacheRun = deps.cachePolicy.start('news');
+  const params = baseParams(deps, ctx, {
+    model,
+    thinking: deps.config.AI_NEWS_THINKING,
+    system: prompt.system,
+    messages: [{ role: 'user', content: brief }],
+    cacheRun,
+  });
   const out = await generateStructured({
-    ...baseParams(deps, ctx, {
-      model,
-      thinking: deps.config.AI_NEWS_THINKING,
-      system: prompt.system,
-      messages: [{ role: 'user', content: brief }],
-      cacheRun,
-    }),
+    ...params,
+    tools: [...(deps.newsDataTools?.(lookup) ?? deps.dataTools), ...(ctx.customerTools ?? [])],
+    webSearch: params.webSearch && {
+      ...params.webSearch,
+      ...(request.sources?.include ? { allowedDomains: request.sources.include } : {}),
+      ...(request.sources?.exclude ? { blockedDomains: request.sources.exclude } : {}),
+    },
     schema: NewsDraft,
     onEvent: toolProgress(ctx, 10, 70),
   }).finally(cacheRun.finish);
   ctx.onProgress?.(85, 'Checking every source link');
   const grounding = new GroundingSet(out.groundingUrls);
+  const allowed = (urls: string[]) => grounding.filter(urls).kept.filter((url) => allowedSource(url, request.sources));
+  const from = Date.parse(window.from);
+  const to = Date.parse(window.to);
   const news = out.value.news
-    .map((item) => ({
-      title: item.title.trim(),
-      content: item.content.trim(),
-      sources: grounding.filter(item.sources).kept,
-      further_reading: grounding.filter(item.further_reading).kept,
-      citations: resolveCitations(item.citations, out.documents, 'news').kept,
-      relevance_score: clampScore(item.relevance_score),
-    }))
+    .map((item) => {
+      const sources = allowed(item.sources);
+      return {
+        title: item.title.trim(),
+        content: item.content.trim(),
+        sources,
+        further_reading: allowed(item.further_reading),
+        citations: resolveCitations(item.citations, out.documents, 'news').kept,
+        relevance_score: clampScore(item.relevance_score),
+        published_at: groundedPublishedAt(item.published_at, sources, out.documents),
+        topics: [...new Set(item.topics)],
+        tickers: groundedTickers(item.tickers, request.symbols),
+      };
+    })
     .filter((item) => item.sources.length > 0)
-    .sort((a, b) => b.relevance_score - a.relevance_score)
+    .filter((item) => !request.topics || item.topics.some((topic) => request.topics?.includes(topic)))
+    .filter((item) => {
+      if (!explicitWindow) return true;
+      const published = item.published_at === null ? Number.NaN : Date.parse(item.published_at);
+      return published >= from && published <= to;
+    })
+    .sort((a, b) =>
+      request.sort === 'latest'
+        ? (b.published_at === null ? 0 : Date.parse(b.published_at)) - (a.published_at === null ? 0 : Date.parse(a.published_at)) ||
+          b.relevance_score - a.relevance_score
+        : b.relevance_score - a.relevance_score,
+    )
     .slice(0, request.n);
-  const result = NewsResult.parse({ news, meta: meta(deps, model, prompt) });
+  const result = NewsResult.parse({ news, ticker_sentiment: symbolSentiment(news, request.symbols), meta: meta(deps, model, prompt) });
   return { result, usage: out.usage };
 }
 

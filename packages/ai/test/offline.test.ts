@@ -59,7 +59,7 @@ describe('offline mode', () => {
       expect(item.sources.length).toBeGreaterThan(0);
       for (const url of [...item.sources, ...item.further_reading]) expect(url).toMatch(/^https:\/\/news\.example\.com\//);
     }
-    expect(result.meta).toMatchObject({ offline: true, model: 'offline-analyst', prompt_version: 'news@3' });
+    expect(result.meta).toMatchObject({ offline: true, model: 'offline-analyst', prompt_version: 'news@4' });
     expect(usage.inputTokens).toBeGreaterThan(0);
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
   });

@@ -11,7 +11,7 @@ describe('prompts', () => {
 
   it('renders every variable of the request part and refuses a missing one', () => {
     const news = loadPrompt('news');
-    const text = news.request({ n: '3', symbols: 'AAPL, MSFT', language: 'de', data: '' });
+    const text = news.request({ n: '3', symbols: 'AAPL, MSFT', window: '', topics: '', sort: '', sources: '', language: 'de', data: '' });
     expect(text).toContain('AAPL, MSFT');
     expect(text).toContain('"de"');
     expect(text).not.toMatch(/\{\{\w+\}\}/);

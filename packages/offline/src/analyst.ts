@@ -3,7 +3,7 @@
 // the tool results), so the engine's real code path — SDK, tool loop, structured output, grounding — runs
 // unchanged. Its answers are plausible and contract-valid, built from the bundled sample data, and always say
 // they are sample output. Tests also hand it to the fake Messages server of @fin/fakes.
-import { STOCK_SYMBOL_PATTERN } from '@fin/contracts';
+import { STOCK_SYMBOL_PATTERN, type NewsTopic } from '@fin/contracts';
 import { briefText, lastUserText, outputSchema, toolNames, toolResults } from './request';
 import { jsonTurn, textTurn, toolUse, turn } from './turns';
 import { type AssistantReply, type MessagesRequestBody, type RequestContentBlock, type StandInModel } from './wire-types';
@@ -203,13 +203,79 @@ const NEWS_ANGLES: readonly ((symbol: string, article: Article) => { title: stri
   }),
 ];
 
+/** The topics (NEWS_TOPICS of @fin/contracts) an article is about, by the words of its headline and summary. */
+const TOPIC_WORDS: ReadonlyArray<[NewsTopic, RegExp]> = [
+  ['earnings', /\b(earnings|revenue|profit|quarter(ly)?|guidance|eps|results|margin)/i],
+  ['ipo', /\b(ipo|initial public offering|listing)\b/i],
+  ['mergers_and_acquisitions', /\b(acquisi\w*|merger|takeover|buyout|acquire\w*)/i],
+  ['economy_monetary', /\b(interest rates?|federal reserve|central bank|inflation)\b/i],
+  ['economy_fiscal', /\b(tax(es)?|tariffs?|budget|government spending)\b/i],
+  ['economy_macro', /\b(economy|gdp|recession|consumer spending)\b/i],
+  ['energy_transportation', /\b(oil|energy|electric vehicles?|evs?|batter(y|ies)|deliveries|airlines?|shipping)\b/i],
+  ['finance', /\b(banks?|lending|credit|loans?|insurance|buyback|dividend)\b/i],
+  ['life_sciences', /\b(drugs?|fda|trials?|pharma\w*|biotech|health)\b/i],
+  ['manufacturing', /\b(factor(y|ies)|manufactur\w*|supply chain|production)\b/i],
+  ['real_estate', /\b(real estate|property|housing|reit)\b/i],
+  ['retail_wholesale', /\b(retail|stores?|e-commerce|shoppers?)\b/i],
+  ['technology', /\b(ai|chips?|software|cloud|semiconductors?|data cent(er|re)s?|iphone|technology|devices?)\b/i],
+  ['blockchain', /\b(blockchain|crypto\w*|bitcoin)\b/i],
+];
+
+function articleTopics(article: Article): NewsTopic[] {
+  const text = `${article.headline} ${article.summary}`;
+  const topics = TOPIC_WORDS.filter(([, words]) => words.test(text)).map(([topic]) => topic);
+  return topics.length > 0 ? topics : ['financial_markets'];
+}
+
+const BULLISH_WORDS =
+  /\b(beat\w*|record|surg\w*|grow\w*|grew|rais\w*|upgrad\w*|strong\w*|gain\w*|expan\w*|launch\w*|wins?|won|jump\w*|rall\w*|accelerat\w*)/gi;
+const BEARISH_WORDS =
+  /\b(miss\w*|declin\w*|fall\w*|fell|cut\w*|lawsuits?|probes?|recall\w*|downgrad\w*|weak\w*|loss\w*|drop\w*|delay\w*|fines?|slow\w*|shortfall|investigat\w*)/gi;
+
+/** An article's sentiment, −1 to 1, from its bullish and bearish words (deterministic, and only the text's). */
+function articleSentiment(article: Article): number {
+  const text = `${article.headline} ${article.summary}`;
+  const bullish = text.match(BULLISH_WORDS)?.length ?? 0;
+  const bearish = text.match(BEARISH_WORDS)?.length ?? 0;
+  return Math.round(((bullish - bearish) / (bullish + bearish + 1)) * 100) / 100;
+}
+
+function sentimentWords(score: number): string {
+  if (score >= 0.35) return 'clearly positive';
+  if (score >= 0.15) return 'somewhat positive';
+  if (score > -0.15) return 'neither clearly positive nor negative';
+  if (score > -0.35) return 'somewhat negative';
+  return 'clearly negative';
+}
+
+/** The sentiment of an article for each requested symbol it concerns: its own symbol, and others it names. */
+function articleTickers(symbol: string, article: Article, symbols: readonly string[]) {
+  const score = articleSentiment(article);
+  const text = `${article.headline} ${article.summary}`;
+  const concerned = symbols.filter((other) => other === symbol || new RegExp(`\\b${other}\\b`).test(text));
+  return concerned.map((other) => ({
+    symbol: other,
+    relevance_score: other === symbol ? 0.9 : 0.4,
+    sentiment_score: score,
+    reasoning: `The article "${article.headline}" reads ${sentimentWords(score)} for ${other} (its wording, in offline mode).`,
+  }));
+}
+
 /**
  * Exactly `n` items whenever the tool returned any article: one per article, round-robin over the symbols so
  * that every symbol is represented, then further angles on the same articles (NEWS_ANGLES) if still short.
+ * The request's topics keep only the articles about one of them; "newest first" orders each symbol's articles
+ * by date (the tool has already left out articles outside the request's time range and sources).
  */
 function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantReply {
   const n = Number(/the (\d+) most relevant/.exec(user)?.[1] ?? 5);
-  const lists = symbols.map((symbol) => ({ symbol, articles: data.articles.get(symbol) ?? [] }));
+  const topics = /^Only news about these topics: (.+)\.$/m.exec(user)?.[1]?.split(', ');
+  const latest = /^Order the items newest first\.$/m.test(user);
+  const chosen = (articles: Article[]) => {
+    const matching = topics ? articles.filter((article) => articleTopics(article).some((topic) => topics.includes(topic))) : articles;
+    return latest ? [...matching].sort((a, b) => Date.parse(b.published_at) - Date.parse(a.published_at)) : matching;
+  };
+  const lists = symbols.map((symbol) => ({ symbol, articles: chosen(data.articles.get(symbol) ?? []) }));
   const picked: { symbol: string; article: Article; next: Article | undefined }[] = [];
   const longest = Math.max(0, ...lists.map(({ articles }) => articles.length));
   for (let round = 0; round < longest && picked.length < n; round++) {
@@ -218,12 +284,18 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
       if (article && picked.length < n) picked.push({ symbol, article, next: articles[round + 1] });
     }
   }
+  const described = (symbol: string, article: Article) => ({
+    published_at: article.published_at,
+    topics: articleTopics(article),
+    tickers: articleTickers(symbol, article, symbols),
+  });
   const items = picked.map(({ symbol, article, next }) => ({
     title: article.headline,
     content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook.`,
     sources: [article.url],
     further_reading: next ? [next.url] : [],
     citations: [articleCitation(article)],
+    ...described(symbol, article),
   }));
   const first = picked.length;
   for (let index = 0; items.length < n && index < first * NEWS_ANGLES.length; index++) {
@@ -232,7 +304,13 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
     if (pick === undefined || angleOf === undefined) break;
     const { symbol, article, next } = pick;
     const angle = angleOf(symbol, article);
-    items.push({ ...angle, sources: [article.url], further_reading: next ? [next.url] : [], citations: [articleCitation(article)] });
+    items.push({
+      ...angle,
+      sources: [article.url],
+      further_reading: next ? [next.url] : [],
+      citations: [articleCitation(article)],
+      ...described(symbol, article),
+    });
   }
   const news = items.map((item, index) => ({
     ...item,

@@ -5,7 +5,7 @@ import {
   AnalysisRequest,
   ChatRequest,
   JobPathParams,
-  NewsRequest,
+  newsToolInput,
   StockReportRequest,
   type ApiScope,
   type ErrorBody,
@@ -134,7 +134,7 @@ async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResu
   }
 }
 
-const NewsInput = NewsRequest.omit({ callback_url: true });
+const NewsInput = newsToolInput();
 const StockReportInput = StockReportRequest.omit({ callback_url: true });
 const AnalysisInput = AnalysisRequest.omit({ callback_url: true });
 const ChatInput = ChatRequest.omit({ stream: true });

@@ -206,7 +206,17 @@ describe('the MCP service', () => {
     const { tools } = await (await connect(caller('news', 'chat'))).listTools();
     const news = tools.find((tool) => tool.name === 'news');
     expect(news?.inputSchema.required).toEqual(['symbols']);
-    expect(Object.keys(news?.inputSchema.properties ?? {}).sort()).toEqual(['data', 'language', 'n', 'symbols']);
+    expect(Object.keys(news?.inputSchema.properties ?? {}).sort()).toEqual([
+      'data',
+      'language',
+      'n',
+      'sort',
+      'sources',
+      'symbols',
+      'time_from',
+      'time_to',
+      'topics',
+    ]);
     const chat = tools.find((tool) => tool.name === 'chat');
     expect(Object.keys(chat?.inputSchema.properties ?? {}).sort()).toEqual(['conversation_id', 'message']);
   });
@@ -247,7 +257,7 @@ describe('the MCP service', () => {
     expect(calls.map((request) => `${request.method} ${request.path}`)).toEqual(
       expect.arrayContaining(['POST /api/products/news', `GET /api/jobs/news/${JOB}/result`]),
     );
-    expect(calls[0]?.body).toEqual({ symbols: ['AAPL'], n: 3, language: 'en' });
+    expect(calls[0]?.body).toEqual({ symbols: ['AAPL'], n: 3, language: 'en', sort: 'relevance' });
     // Each call names the MCP request it served (the access log ties them together), in that request's trace.
     expect(calls.map((request) => request.requestId)).toEqual(calls.map((_request, i) => `outer-request.mcp.${String(i + 1)}`));
     const traces = new Set(calls.map((request) => request.traceparent?.split('-')[1]));
@@ -304,7 +314,9 @@ describe('the MCP service', () => {
       arguments: { symbols: ['AAPL'], callback_url: 'https://example.com/hook' },
     })) as CallToolResult;
     expect(result.isError).toBe(true);
-    expect(text(result)).toContain('unknown field "callback_url" (allowed: symbols, n, language, data)');
+    expect(text(result)).toContain(
+      'unknown field "callback_url" (allowed: symbols, n, language, time_from, time_to, topics, sort, sources, data)',
+    );
     expect(api.received.length).toBe(before);
   });
 

@@ -61,7 +61,7 @@ describe('POST /api/products/news (API role)', () => {
     expect(res.headers.location).toBe(envelope.status_url);
     expect(res.headers['cache-status']).toBe('fin-api; fwd=miss');
     const { rows } = await pool.query<{ request: unknown }>('SELECT request FROM jobs WHERE id = $1', [envelope.job_id]);
-    expect(rows[0]?.request).toEqual({ symbols: ['AAPL', 'MSFT'], n: 3, language: 'en' });
+    expect(rows[0]?.request).toEqual({ symbols: ['AAPL', 'MSFT'], n: 3, language: 'en', sort: 'relevance' });
   });
 
   it('answers a cached result at once with 200, from_cache, Cache-Status and Age — also for another tenant', async () => {

@@ -69,7 +69,7 @@ describe('callback_url on POST /api/products/news', () => {
     const job = await pool.query<{ request: unknown; cache_key: string }>('SELECT request, cache_key FROM jobs WHERE id = $1', [
       first.job_id,
     ]);
-    expect(job.rows[0]?.request).toEqual({ symbols: ['MSFT'], n: 5, language: 'en' });
+    expect(job.rows[0]?.request).toEqual({ symbols: ['MSFT'], n: 5, language: 'en', sort: 'relevance' });
 
     // Finished and cached: a request with a callback_url is now a 200 from the cache, with no callback left.
     await pool.query("UPDATE jobs SET status = 'completed', progress = 100, result = '{\"news\": []}', finished_at = now() WHERE id = $1", [

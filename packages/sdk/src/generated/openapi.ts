@@ -621,6 +621,24 @@ export interface components {
          *       "n": 5,
          *       "language": "en"
          *     }
+         * @example {
+         *       "symbols": [
+         *         "NVDA"
+         *       ],
+         *       "n": 3,
+         *       "time_from": "2026-11-01T00:00:00Z",
+         *       "time_to": "2026-11-20T00:00:00Z",
+         *       "topics": [
+         *         "earnings",
+         *         "technology"
+         *       ],
+         *       "sort": "latest",
+         *       "sources": {
+         *         "exclude": [
+         *           "example-blog.com"
+         *         ]
+         *       }
+         *     }
          */
         NewsRequest: {
             /**
@@ -639,6 +657,25 @@ export interface components {
             n?: number;
             /** @default en */
             language?: components["schemas"]["Language"];
+            /**
+             * @description Oldest publication time to include (ISO 8601). Default: 14 days before time_to. The window is at most 90 days.
+             * @example 2026-11-01T00:00:00Z
+             */
+            time_from?: string;
+            /**
+             * @description Newest publication time to include (ISO 8601), not in the future. Default: now.
+             * @example 2026-11-20T00:00:00Z
+             */
+            time_to?: string;
+            /** @description Only items tagged with at least one of these topics. */
+            topics?: components["schemas"]["NewsTopic"][];
+            /**
+             * @description relevance (default): most relevant first; latest: newest first.
+             * @default relevance
+             * @enum {string}
+             */
+            sort?: "relevance" | "latest";
+            sources?: components["schemas"]["NewsSources"];
             data?: components["schemas"]["CustomData"];
             callback_url?: components["schemas"]["CallbackUrl"];
         };
@@ -656,6 +693,27 @@ export interface components {
          * @example ja
          */
         Language: string;
+        /**
+         * @description A news topic (the list of Alpha Vantage NEWS_SENTIMENT).
+         * @example earnings
+         * @enum {string}
+         */
+        NewsTopic: "earnings" | "ipo" | "mergers_and_acquisitions" | "financial_markets" | "economy_fiscal" | "economy_monetary" | "economy_macro" | "energy_transportation" | "finance" | "life_sciences" | "manufacturing" | "real_estate" | "retail_wholesale" | "technology" | "blockchain";
+        /**
+         * @description Which sources to use: `include` or `exclude`, 1 to 20 domain names. Honoured by the market-data lookup and by the model's web search (its allowed_domains / blocked_domains).
+         * @example {
+         *       "include": [
+         *         "reuters.com",
+         *         "bloomberg.com"
+         *       ]
+         *     }
+         */
+        NewsSources: {
+            /** @description Only news from these domains (and their subdomains). */
+            include?: string[];
+            /** @description No news from these domains (and their subdomains). */
+            exclude?: string[];
+        };
         /**
          * @description Custom data supplied by the caller as a JSON object; at most 64 KiB when serialised, nested at most 64 levels deep, without NUL characters.
          * @example {
@@ -1192,7 +1250,29 @@ export interface components {
          *               "source": "market_data"
          *             }
          *           ],
-         *           "relevance_score": 0.92
+         *           "relevance_score": 0.92,
+         *           "published_at": "2026-10-30T20:30:00.000Z",
+         *           "topics": [
+         *             "earnings",
+         *             "technology"
+         *           ],
+         *           "tickers": [
+         *             {
+         *               "symbol": "AAPL",
+         *               "relevance_score": 0.95,
+         *               "sentiment_score": 0.42,
+         *               "sentiment_label": "bullish",
+         *               "reasoning": "Revenue came in above expectations on services growth."
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "ticker_sentiment": [
+         *         {
+         *           "symbol": "AAPL",
+         *           "sentiment_score": 0.42,
+         *           "sentiment_label": "bullish",
+         *           "items": 1
          *         }
          *       ]
          *     }
@@ -1204,6 +1284,8 @@ export interface components {
             /** @description true when served from the 7-day result cache. */
             from_cache: boolean;
             news: components["schemas"]["NewsItem"][];
+            /** @description Per requested symbol that any item concerns: its relevance-weighted sentiment over the items. */
+            ticker_sentiment?: components["schemas"]["SymbolSentiment"][];
             meta?: components["schemas"]["GenerationMeta"];
         };
         /** @description One news item. */
@@ -1219,6 +1301,15 @@ export interface components {
              * @example 0.92
              */
             relevance_score: number;
+            /**
+             * @description When the item's source was published (ISO 8601), as the source gives it; null when it gives no date (such items are left out when the request gives a time range). Absent on results made before these fields existed.
+             * @example 2026-10-30T20:30:00.000Z
+             */
+            published_at?: string | null;
+            /** @description The topics the item is about. */
+            topics?: components["schemas"]["NewsTopic"][];
+            /** @description Every requested symbol the item concerns, with its sentiment. */
+            tickers?: components["schemas"]["TickerSentiment"][];
         };
         /**
          * @description The passages of retrieved material this part rests on (empty when none could be verified).
@@ -1257,6 +1348,44 @@ export interface components {
          * @enum {string}
          */
         CitationSource: "market_data" | "web_search" | "customer_tool";
+        /** @description An item's sentiment for one requested symbol. */
+        TickerSentiment: {
+            /**
+             * @description One of the requested symbols.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * @description How much the item concerns the symbol, 0 to 1.
+             * @example 0.9
+             */
+            relevance_score: number;
+            /**
+             * @description How the item reads for the symbol, −1 (bearish) to 1 (bullish).
+             * @example 0.42
+             */
+            sentiment_score: number;
+            sentiment_label: components["schemas"]["SentimentLabel"];
+            /**
+             * @description One sentence on why, from the source.
+             * @example Revenue beat estimates on services growth.
+             */
+            reasoning: string;
+        };
+        /**
+         * @description bearish: score ≤ −0.35; somewhat-bearish: −0.35 < score ≤ −0.15; neutral: −0.15 < score < 0.15; somewhat-bullish: 0.15 ≤ score < 0.35; bullish: score ≥ 0.35.
+         * @enum {string}
+         */
+        SentimentLabel: "bearish" | "somewhat-bearish" | "neutral" | "somewhat-bullish" | "bullish";
+        /** @description One requested symbol's sentiment over the answer's items. */
+        SymbolSentiment: {
+            symbol: string;
+            /** @description The mean of the items' scores for the symbol, weighted by their relevance to it. */
+            sentiment_score: number;
+            sentiment_label: components["schemas"]["SentimentLabel"];
+            /** @description How many items concern the symbol. */
+            items: number;
+        };
         /** @description Provenance of a generated result. */
         GenerationMeta: {
             /**
@@ -1511,6 +1640,8 @@ export interface components {
         /** @description Result of a news job. */
         NewsResult: {
             news: components["schemas"]["NewsItem"][];
+            /** @description Per requested symbol that any item concerns: its relevance-weighted sentiment over the items. */
+            ticker_sentiment?: components["schemas"]["SymbolSentiment"][];
             meta?: components["schemas"]["GenerationMeta"];
         };
         /** @description Result of a completed stock-report job. */
