@@ -54,26 +54,6 @@ interface Totals {
   model: string;
 }
 
-const ZERO: Usage = {
-  modelCalls: 0,
-  inputTokens: 0,
-  cacheCreationInputTokens: 0,
-  cacheReadInputTokens: 0,
-  outputTokens: 0,
-  webSearches: 0,
-};
-
-function add(a: Usage, b: Usage): Usage {
-  return {
-    modelCalls: a.modelCalls + b.modelCalls,
-    inputTokens: a.inputTokens + b.inputTokens,
-    cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
-    cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    webSearches: a.webSearches + b.webSearches,
-  };
-}
-
 async function drainChat(engine: AiEngine, history: Array<{ role: 'user' | 'assistant'; content: string }>, message: string) {
   for await (const item of engine.chat({ history, message })) if (item.kind === 'result') return item.result;
   throw new Error('the chat reply ended without a result');
@@ -82,7 +62,13 @@ async function drainChat(engine: AiEngine, history: Array<{ role: 'user' | 'assi
 /** Every job of a run is a request of its own (a number in its data or words): no two share more than the API would let them. */
 let jobNumber = 0;
 
-async function runProducts(engine: AiEngine, config: AiConfig, jobs: number): Promise<Record<Product, Totals>> {
+async function runProducts(
+  ai: Pick<typeof Ai, 'addUsage' | 'NO_USAGE'>,
+  engine: AiEngine,
+  config: AiConfig,
+  jobs: number,
+): Promise<Record<Product, Totals>> {
+  const { addUsage, NO_USAGE: ZERO } = ai;
   const symbols = Object.keys(SAMPLE_MARKET_DATA.symbols);
   const pick = (index: number) => symbols[index % symbols.length] as string;
   const totals: Record<Product, Totals> = {
@@ -93,7 +79,7 @@ async function runProducts(engine: AiEngine, config: AiConfig, jobs: number): Pr
     'chat, 6th turn searching': { jobs: 0, usage: ZERO, model: config.AI_MODEL },
   };
   const count = (product: Product, usage: Usage) => {
-    totals[product] = { ...totals[product], jobs: totals[product].jobs + 1, usage: add(totals[product].usage, usage) };
+    totals[product] = { ...totals[product], jobs: totals[product].jobs + 1, usage: addUsage(totals[product].usage, usage) };
   };
   for (let job = 0; job < jobs; job++) {
     const data = { client_reference: `bench-${++jobNumber}` };
@@ -124,7 +110,8 @@ function perJob(value: number, jobs: number, digits = 0): string {
 
 export async function aiCost(options: BenchOptions, command: string): Promise<boolean> {
   // The engine as production runs it: its compiled output (the fake and the stand-in model are the runner's).
-  const { aiConfigShape, billedCost, createAiEngine, SampleMarketDataProvider } = compiledModule('packages/ai', 'index') as typeof Ai;
+  const ai = compiledModule('packages/ai', 'index') as typeof Ai;
+  const { aiConfigShape, billedCost, createAiEngine, SampleMarketDataProvider } = ai;
   const jobs = options.jobs ?? (options.quick ? 4 : 20);
   const machine = describeMachine();
   const fake = await startFakeAnthropic({ handler: researchingAnalyst(), recordRequests: false });
@@ -145,8 +132,8 @@ export async function aiCost(options: BenchOptions, command: string): Promise<bo
       try {
         // A warm engine, as a running service is: it has seen runs of each product (cache-policy.ts learns from
         // them which calls are worth writing) and the API holds the products' shared prefixes.
-        await runProducts(engine, config, WARMUP_JOBS);
-        results[mode] = { config, totals: await runProducts(engine, config, jobs) };
+        await runProducts(ai, engine, config, WARMUP_JOBS);
+        results[mode] = { config, totals: await runProducts(ai, engine, config, jobs) };
       } finally {
         await engine.close();
       }

@@ -148,7 +148,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     name: 'news',
     title: 'News intelligence',
     description:
-      'Relevant market news for 1 to 10 stock symbols: each item with a summary, a relevance score, sources and citations. Cached results (up to 7 days) come at once; a fresh run takes a few seconds.',
+      'Relevant market news for 1 to 10 stock symbols: each item with a summary, a relevance score, sources, citations, its publication time, topics and a sentiment per requested symbol (score −1 to 1 and label), plus a sentiment summary per symbol. Optionally limited to a time range (time_from / time_to, at most 90 days), topics, sources to include or exclude, and ordered by relevance or newest first. Cached results (up to 7 days) come at once; a fresh run takes a few seconds.',
     scopes: ['news'],
     inputSchema: NewsInput,
     annotations: readOnly,
