@@ -65,7 +65,7 @@ describe('route', () => {
     );
     const res = await post(app, '/api/products/news', { symbols: [' aapl', 'AAPL', 'msft'] }).expect(200);
     expect(res.body).toEqual({ symbols: ['AAPL', 'MSFT'], n: 5 });
-    expect(seen).toEqual([{ symbols: ['AAPL', 'MSFT'], n: 5, language: 'en' }]);
+    expect(seen).toEqual([{ symbols: ['AAPL', 'MSFT'], n: 5, language: 'en', sort: 'relevance' }]);
     // Only the entry's method: a GET of the same path is not this route.
     await get(app, '/api/products/news').expect(404);
   });
