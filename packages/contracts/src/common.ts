@@ -3,6 +3,7 @@
 import ISO6391 from 'iso-639-1';
 import { z } from 'zod';
 import { MAX_JSON_DEPTH, dedupe, fieldError, maxJsonBytes, quote, storableJson, uuid } from './internal';
+import { JobUsage } from './usage';
 
 /**
  * A stock ticker after normalisation (trimmed, upper-cased):
@@ -172,6 +173,7 @@ export const GenerationMeta = z
     prompt_version: z.string().meta({ description: 'The prompt (name@version) that produced the result.', examples: ['news@1'] }),
     offline: z.boolean().meta({ description: 'true when produced by the offline mode from sample data, not by the model.' }),
     generated_at: z.iso.datetime().meta({ description: 'When the result was generated (ISO 8601, UTC).' }),
+    usage: JobUsage.optional(),
   })
   .meta({ id: 'GenerationMeta', description: 'Provenance of a generated result.' });
 export type GenerationMeta = z.infer<typeof GenerationMeta>;

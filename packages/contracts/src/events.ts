@@ -5,6 +5,7 @@ import { JobId } from './common';
 import { ConversationId } from './chat';
 import { ErrorBody } from './errors';
 import { JobResultResponseByType } from './jobs';
+import { UsageCounts } from './usage';
 
 export const ChatTokenEvent = z
   .object({ type: z.literal('token'), content: z.string() })
@@ -27,7 +28,11 @@ export const ChatToolEndEvent = z
 export type ChatToolEndEvent = z.infer<typeof ChatToolEndEvent>;
 
 export const ChatDoneEvent = z
-  .object({ type: z.literal('done'), conversation_id: ConversationId })
+  .object({
+    type: z.literal('done'),
+    conversation_id: ConversationId,
+    usage: UsageCounts.optional().meta({ description: 'What this reply cost (absent from replies recorded before usage was reported).' }),
+  })
   .meta({ id: 'ChatDoneEvent', description: 'Event `done`: the reply is complete; reuse conversation_id to continue.' });
 export type ChatDoneEvent = z.infer<typeof ChatDoneEvent>;
 

@@ -11,6 +11,7 @@ export * from './events';
 export * from './jobs';
 export * from './customer-tools';
 export * from './mcp';
+export * from './usage';
 export * from './webhooks';
 export * from './routes';
 export * from './portal';

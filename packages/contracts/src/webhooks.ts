@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { JobStatusUrl, JobResultUrl, JobType } from './common';
 import { UNSTORABLE_TEXT_MESSAGE, dedupe, fieldError, isStorableText, quote, requestObject, uuid } from './internal';
+import { JobUsage } from './usage';
 
 export const WEBHOOK_URL_MAX = 2048;
 export const WEBHOOK_DESCRIPTION_MAX = 256;
@@ -271,6 +272,10 @@ export const WebhookEvent = z
         .optional()
         .meta({ description: 'job.completed: the result, when its JSON is at most 64 KiB (otherwise read result_url).' }),
       error: z.object({ type: z.string(), detail: z.string() }).optional().meta({ description: 'job.failed: why.' }),
+      usage: JobUsage.optional().meta({
+        description:
+          "job.completed and job.failed: what the job's attempts cost (the completed result's `meta.usage`; for a failed job, every attempt's).",
+      }),
     }),
   })
   .meta({ id: 'WebhookEvent', description: 'The JSON body of a delivery, signed as Standard Webhooks describes.' });

@@ -21,6 +21,7 @@ function expectedUdt(type: string, nativeType: [string, string[]] | null | undef
   if (native === 'Uuid') return 'uuid';
   if (native === 'Timestamptz') return 'timestamptz';
   if (native === 'SmallInt') return 'int2';
+  if (native === 'Date') return 'date';
   if (native) throw new Error(`Add a mapping for native type ${native}`);
   const byScalar: Record<string, string> = {
     String: 'text',

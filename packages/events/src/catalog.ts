@@ -51,8 +51,12 @@ export const JobStateEventPayload = z
      * absent (a runner that does not report it), the result is not cached at all.
      */
     customer_tool_set: z.string().min(1).nullable().optional(),
-    /** Model tokens this attempt used, reported on its terminal (completed or failed) event. */
-    usage: z.object({ input_tokens: z.int().min(0), output_tokens: z.int().min(0) }).optional(),
+    /**
+     * On a terminal (completed or failed) event: what the job's attempts cost, as @fin/contracts' JobUsage (the
+     * completed result's meta.usage). Producers before JobUsage sent only input_tokens and output_tokens of the last
+     * attempt, so a reader checks it against JobUsage and ignores what does not match.
+     */
+    usage: z.record(z.string(), z.unknown()).optional(),
   })
   .refine((event) => event.status !== 'failed' || event.error !== undefined, {
     message: 'A failed job event carries an error',

@@ -4,10 +4,10 @@
 // lease release, its event and the cache entry in one transaction.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ErrorType } from '@fin/contracts';
+import type { ErrorType, Usage } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import { SEQ_PER_ATTEMPT, type JobType } from '@fin/events';
-import { STARTING_PROGRESS, attemptRecorder, type LeasedJob } from '@fin/job-store';
+import { STARTING_PROGRESS, attemptRecorder, completedResult, type LeasedJob } from '@fin/job-store';
 import type { Logger } from '@fin/log';
 import { FIN_ATTRIBUTES, withSpan } from '@fin/tracing';
 
@@ -23,7 +23,8 @@ export interface RunContext {
 
 export interface RunOutcome {
   result: Record<string, unknown>;
-  usage?: { inputTokens: number; outputTokens: number };
+  /** What the run cost; the result's meta.usage then gives the job's usage over every attempt. */
+  usage?: Usage;
   /**
    * The digest of the customer tools the run offered the model (null: none). Reported with the result, which is
    * cached only under a key made for that set; a run that does not say is not cached.
@@ -37,6 +38,8 @@ export interface FailureVerdict {
   type: ErrorType;
   /** Shown to the client on the status endpoint. No internals. */
   detail: string;
+  /** What the failed run had cost before it failed, when known (recorded as a failed attempt's usage). */
+  usage?: Usage;
 }
 
 /** Settings shared by everything that runs attempts. */
@@ -197,7 +200,7 @@ async function attempt(
       return { kind: 'lease_lost' };
     }
     jobLog.info('Job completed');
-    return { kind: 'completed', result: outcome.result };
+    return { kind: 'completed', result: completedResult(job, outcome) };
   } catch (caught) {
     dropWaitingProgress();
     await progressChain;
@@ -222,8 +225,11 @@ async function attempt(
     const error = { type: verdict.type, detail: verdict.detail };
     jobLog.warn({ err: stopped ? stop.signal.reason : reason, retry }, 'Job attempt failed');
     const committed = retry
-      ? await store.retryLater(`A temporary problem interrupted the work; retrying shortly (attempt ${job.attempt} of ${job.maxAttempts})`)
-      : await store.fail(error);
+      ? await store.retryLater(
+          `A temporary problem interrupted the work; retrying shortly (attempt ${job.attempt} of ${job.maxAttempts})`,
+          verdict.usage,
+        )
+      : await store.fail(error, verdict.usage);
     if (!committed) return { kind: 'lease_lost' };
     return retry ? { kind: 'retrying', error } : { kind: 'failed', error };
   } finally {

@@ -1,6 +1,7 @@
 // The worker role of a product: each job of its type runs on the AI engine, and an engine failure is turned into
 // what a client reads on the status endpoint. job-kit does not depend on the AI engine: the engine comes in
 // through the service's factories, and its errors are recognised by their shape (see classifyFailure).
+import type { Usage } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import type { EventBus, JobType } from '@fin/events';
 import type { Logger } from '@fin/log';
@@ -27,12 +28,15 @@ const ENGINE_DEFAULT: FailureVerdict = { retry: false, type: 'internal_error', d
 
 /**
  * What a client reads on the status endpoint when a run fails: the reason in plain words, no internals.
- * The engine's errors are `AiError`s (name `AiError`, a `kind`); anything else is our own fault and is retried.
+ * The engine's errors are `AiError`s (name `AiError`, a `kind`, what the run spent in `usage`); anything else is our
+ * own fault and is retried.
  */
 export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof Error && error.name === 'AiError') {
-    const { kind } = error as Error & { kind?: unknown };
-    return (typeof kind === 'string' && Object.hasOwn(ENGINE_FAILURES, kind) ? ENGINE_FAILURES[kind] : undefined) ?? ENGINE_DEFAULT;
+    const { kind, usage } = error as Error & { kind?: unknown; usage?: Usage };
+    const verdict =
+      (typeof kind === 'string' && Object.hasOwn(ENGINE_FAILURES, kind) ? ENGINE_FAILURES[kind] : undefined) ?? ENGINE_DEFAULT;
+    return usage ? { ...verdict, usage } : verdict;
   }
   return { retry: true, type: 'internal_error', detail: 'An internal error stopped the job.' };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { NO_USAGE } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { AppError } from '@fin/http';
 import { createLogger } from '@fin/log';
@@ -70,10 +71,23 @@ describe('inline job runner', () => {
       async (job, ctx) => {
         rowWhileRunning = await jobRow(job.id);
         ctx.progress(40, 'Writing');
-        return { result: { format: 'markdown', content: 'done' }, usage: { inputTokens: 3, outputTokens: 4 } };
+        return {
+          result: { format: 'markdown', content: 'done', meta: { model: 'm' } },
+          usage: { ...NO_USAGE, modelCalls: 1, inputTokens: 3, outputTokens: 4 },
+        };
       },
     );
-    expect(outcome).toEqual({ kind: 'completed', jobId: startedWith, result: { format: 'markdown', content: 'done' } });
+    // The caller gets the result as it was stored: its meta says what the job cost.
+    const usage = {
+      model_calls: 1,
+      input_tokens: 3,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: 4,
+      web_searches: 0,
+    };
+    const result = { format: 'markdown', content: 'done', meta: { model: 'm', usage } };
+    expect(outcome).toEqual({ kind: 'completed', jobId: startedWith, result });
     // `running` is written by the runner before the work starts, under its lease.
     expect(rowWhileRunning).toMatchObject({
       status: 'running',
@@ -92,13 +106,13 @@ describe('inline job runner', () => {
       [1003, 'completed', 100, 'Completed'],
     ]);
     expect(events[2]!.payload).toMatchObject({
-      result: { format: 'markdown', content: 'done' },
-      usage: { input_tokens: 3, output_tokens: 4 },
+      result,
+      usage,
     });
     // The result is in the job too, committed with the completion and its event.
     expect(await jobRow(outcome.jobId)).toMatchObject({
       status: 'completed',
-      result: { format: 'markdown', content: 'done' },
+      result,
       lease_owner: null,
       released: true,
     });

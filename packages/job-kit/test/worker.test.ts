@@ -1,4 +1,5 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { NO_USAGE } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { createMemoryBus, createPublisher, jobRequestTopics, type MemoryEventBus } from '@fin/events';
 import { createLogger } from '@fin/log';
@@ -126,7 +127,7 @@ describe('job worker', () => {
         ctx.progress(30, 'Searching news');
         ctx.progress(20, 'A step that must not lower progress');
         ctx.progress(70, 'Writing');
-        return { result: { news: [] }, usage: { inputTokens: 10, outputTokens: 5 } };
+        return { result: { news: [] }, usage: { ...NO_USAGE, modelCalls: 1, inputTokens: 10, outputTokens: 5 } };
       },
     });
     const jobId = await newJob();

@@ -8,6 +8,7 @@ export {
   claimAndStart,
   claimJob,
   clientError,
+  completedResult,
   countFinished,
   STARTING_PROGRESS,
   type AttemptRecorder,

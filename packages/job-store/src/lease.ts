@@ -3,7 +3,7 @@
 // Every write names the lease in its WHERE clause (lease_owner and attempts), so a runner that was paused or lost
 // its lease to the reaper writes nothing: the lease is checked by the statement that writes, not before it. Each
 // state change and its job.state event commit together, and the terminal change commits with the result cache.
-import { ErrorType, type JobError } from '@fin/contracts';
+import { ErrorType, addAttemptUsage, usageCounts, type JobError, type JobUsage, type Usage } from '@fin/contracts';
 import { withTransaction, type Pool, type Queryable } from '@fin/db';
 import { SEQ_PER_ATTEMPT, type JobStateEventPayload, type JobType } from '@fin/events';
 import type { Logger } from '@fin/log';
@@ -33,6 +33,8 @@ export interface LeasedJob {
   eventsWritten?: number;
   /** The job's progress when the claim was made (it never decreases). */
   progress?: number;
+  /** What the job's earlier attempts cost (null or absent: nothing recorded). */
+  usage?: JobUsage | null;
 }
 
 /** What a claim statement returns of the job it leased. */
@@ -42,6 +44,7 @@ interface ClaimedRow {
   tenant_id: string;
   request: Record<string, unknown>;
   cache_key: string | null;
+  usage: JobUsage | null;
 }
 
 /** A claim's job, as its runner sees it. */
@@ -54,6 +57,7 @@ function leasedJobOf(claim: { jobId: string; jobType: JobType }, row: ClaimedRow
     attempt: row.attempts,
     maxAttempts: row.max_attempts,
     cacheKey: row.cache_key,
+    usage: row.usage,
   };
 }
 
@@ -71,7 +75,7 @@ export async function claimJob(
     text: `UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
             WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
               AND (lease_expires_at IS NULL OR lease_expires_at < now())
-            RETURNING attempts, max_attempts, tenant_id, request, cache_key`,
+            RETURNING attempts, max_attempts, tenant_id, request, cache_key, usage`,
     values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType],
   });
   const row = rows[0];
@@ -89,14 +93,14 @@ const CLAIM_AND_START_SQL = `WITH claimed AS (
            event_seq = (attempts + 1) * ${SEQ_PER_ATTEMPT} + 1, started_at = COALESCE(started_at, now()), updated_at = now()
      WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
        AND (lease_expires_at IS NULL OR lease_expires_at < now())
-     RETURNING id, attempts, max_attempts, tenant_id, request, cache_key, progress, currently_working_on, event_seq),
+     RETURNING id, attempts, max_attempts, tenant_id, request, cache_key, usage, progress, currently_working_on, event_seq),
   event AS (${outboxInsertFrom(
     'claimed c',
     5,
     (envelope) => `jsonb_set(jsonb_set(jsonb_set(${envelope}::jsonb, '{payload,seq}', to_jsonb(c.event_seq)),
                    '{payload,progress}', to_jsonb(c.progress)), '{payload,currently_working_on}', to_jsonb(c.currently_working_on))`,
   )})
-  SELECT attempts, max_attempts, tenant_id, request, cache_key, progress FROM claimed`;
+  SELECT attempts, max_attempts, tenant_id, request, cache_key, usage, progress FROM claimed`;
 
 /**
  * claimJob and the attempt's `running` write in one statement (one round trip, one commit): the job is leased to
@@ -129,7 +133,8 @@ export async function claimAndStart(
 /** What a completed attempt reports. */
 export interface Completion {
   result: Record<string, unknown>;
-  usage?: { inputTokens: number; outputTokens: number };
+  /** What this attempt cost (a runner that does not say records nothing, and its result gets no meta.usage). */
+  usage?: Usage;
   /**
    * The digest of the customer tools the run offered the model (null: none; undefined: the runner does not say).
    * The result is cached only under a key made for exactly this set (see cacheEntryOf).
@@ -154,6 +159,31 @@ function cacheEntryOf(
   return { key: job.cacheKey, tenantId: key.tenantScoped ? job.tenantId : null };
 }
 
+/** An attempt's usage with the job's over every attempt so far; undefined when the runner reported none. */
+function attemptUsage(
+  job: Pick<LeasedJob, 'usage'>,
+  spent: Usage | undefined,
+  failed: boolean,
+): { attempt: Usage; job: JobUsage } | undefined {
+  return spent && { attempt: spent, job: addAttemptUsage(job.usage ?? null, spent, failed) };
+}
+
+/**
+ * A completed attempt's result as it is stored, cached and answered: its `meta.usage` says what the job cost over
+ * every attempt. A result without `meta` (a runner's own shape) is left as it is.
+ */
+function resultWithUsage(result: Record<string, unknown>, usage: JobUsage): Record<string, unknown> {
+  const { meta } = result;
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return result;
+  return { ...result, meta: { ...meta, usage } };
+}
+
+/** A completed attempt's result as `complete` commits it (with meta.usage when the attempt reports its usage). */
+export function completedResult(job: Pick<LeasedJob, 'usage'>, completion: Pick<Completion, 'result' | 'usage'>): Record<string, unknown> {
+  const usage = attemptUsage(job, completion.usage, false);
+  return usage ? resultWithUsage(completion.result, usage.job) : completion.result;
+}
+
 /** A failure reason clients can read: its type is one of the API's error types, or internal_error. */
 export function clientError(error: { type: string; detail: string }): JobError {
   const type = ErrorType.safeParse(error.type);
@@ -175,6 +205,14 @@ export interface AttemptRecorderOptions {
   logger?: Logger;
 }
 
+/**
+ * The CTE `counted`: the attempt's usage (`usage`, JSON of JobUsage's counters; null: the runner did not report any)
+ * added to the account's row of today in usage_daily. A SELECT in a WITH runs only when the statement reads it, so
+ * the statement ends with a LEFT JOIN on it.
+ */
+const USAGE_COUNTED = (from: string, usage: string, failed: string) =>
+  `counted AS (SELECT usage_daily_add(r.tenant_id, r.type, ${usage}::jsonb, ${failed}) FROM ${from} r WHERE ${usage}::jsonb IS NOT NULL)`;
+
 const PROGRESS_SQL = `WITH changed AS (
     UPDATE jobs SET status = 'running', progress = GREATEST(progress, $4::smallint), currently_working_on = $5::text,
            event_seq = $6, started_at = COALESCE(started_at, now()), updated_at = now()
@@ -189,10 +227,12 @@ const FINISH_SQL = `WITH finished AS (
     UPDATE jobs SET status = $4::text, progress = CASE WHEN $4::text = 'completed' THEN 100 ELSE progress END,
            currently_working_on = $5::text, result = $6::jsonb, error = $7::jsonb, event_seq = $8,
            started_at = COALESCE(started_at, now()), finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-           input_tokens = input_tokens + $9, output_tokens = output_tokens + $10, updated_at = now()
+           usage = COALESCE($9::jsonb, usage), input_tokens = COALESCE(($9::jsonb ->> 'input_tokens')::int, input_tokens),
+           output_tokens = COALESCE(($9::jsonb ->> 'output_tokens')::int, output_tokens), updated_at = now()
      WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
-     RETURNING id, type, result, EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds),
+     RETURNING id, type, tenant_id, result, EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds),
   event AS (${outboxInsertFrom('finished', 13)}),
+  ${USAGE_COUNTED('finished', '$10', "$4::text = 'failed'")},
   cached AS (
     INSERT INTO result_cache (cache_key, job_type, tenant_id, job_id, result, created_at, expires_at)
     SELECT $11::text, f.type, $12::uuid, f.id, f.result, now(), now() + interval '${RESULT_CACHE_TTL}'
@@ -200,14 +240,18 @@ const FINISH_SQL = `WITH finished AS (
     ON CONFLICT (cache_key) DO UPDATE SET
       job_type = EXCLUDED.job_type, tenant_id = EXCLUDED.tenant_id, job_id = EXCLUDED.job_id,
       result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at)
-  SELECT age_seconds FROM finished`;
+  SELECT f.age_seconds FROM finished f LEFT JOIN counted ON true`;
 
 const RETRY_SQL = `WITH released AS (
     UPDATE jobs SET status = 'running', currently_working_on = $4::text, event_seq = $5,
-           lease_owner = NULL, lease_expires_at = now() + $6 * interval '1 millisecond', updated_at = now()
+           lease_owner = NULL, lease_expires_at = now() + $6 * interval '1 millisecond',
+           usage = COALESCE($7::jsonb, usage), input_tokens = COALESCE(($7::jsonb ->> 'input_tokens')::int, input_tokens),
+           output_tokens = COALESCE(($7::jsonb ->> 'output_tokens')::int, output_tokens), updated_at = now()
      WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
-     RETURNING id)
-  ${outboxInsertFrom('released', 7)}`;
+     RETURNING id, type, tenant_id),
+  event AS (${outboxInsertFrom('released', 9)}),
+  ${USAGE_COUNTED('released', '$8', 'true')}
+  SELECT 1 FROM released LEFT JOIN counted ON true`;
 
 /**
  * Writes one attempt's state. Events are numbered seq = attempt × SEQ_PER_ATTEMPT + n: n stays inside the attempt's
@@ -239,7 +283,8 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
     column: {
       result: string | null;
       error: JobError | null;
-      usage?: Completion['usage'];
+      /** The attempt's usage, and the job's over all attempts with it (absent: the runner reported none). */
+      usage?: { attempt: Usage; job: JobUsage };
       cache?: { key: string; tenantId: string | null };
     },
   ): Promise<boolean> {
@@ -255,8 +300,8 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
           column.result,
           column.error === null ? null : JSON.stringify(column.error),
           payload.seq,
-          column.usage?.inputTokens ?? 0,
-          column.usage?.outputTokens ?? 0,
+          column.usage ? JSON.stringify(column.usage.job) : null,
+          column.usage ? JSON.stringify(usageCounts(column.usage.attempt)) : null,
           column.cache?.key ?? null,
           column.cache?.tenantId ?? null,
           ...outboxValues(payload),
@@ -299,6 +344,8 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
 
     /** The result, committed with the lease release, the event and (by the tool-set rule) the cache entry. */
     complete(completion: Completion): Promise<boolean> {
+      const usage = attemptUsage(job, completion.usage, false);
+      const result = completedResult(job, completion);
       const cache = cacheEntryOf(job, completion.customerToolSet);
       if (!cache && job.cacheKey !== null) {
         logger?.info(
@@ -312,39 +359,47 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
           progress: 100,
           currently_working_on: 'Completed',
           // Observers (an event stream, webhooks) get the result with the event, not by reading the job back.
-          result: completion.result,
+          result,
           ...(completion.customerToolSet !== undefined ? { customer_tool_set: completion.customerToolSet } : {}),
-          ...(completion.usage
-            ? { usage: { input_tokens: completion.usage.inputTokens, output_tokens: completion.usage.outputTokens } }
-            : {}),
+          ...(usage ? { usage: usage.job } : {}),
         },
         {
-          result: JSON.stringify(completion.result),
+          result: JSON.stringify(result),
           error: null,
-          ...(completion.usage ? { usage: completion.usage } : {}),
+          ...(usage ? { usage } : {}),
           ...(cache ? { cache } : {}),
         },
       );
     },
 
     /** Failed for good, with a reason a client may read. */
-    fail(error: { type: string; detail: string }, usage?: Completion['usage']): Promise<boolean> {
+    fail(error: { type: string; detail: string }, spent?: Usage): Promise<boolean> {
       const readable = clientError(error);
+      const usage = attemptUsage(job, spent, true);
       return finish(
         'failed',
-        { progress: 0, currently_working_on: 'Failed', error: readable },
+        { progress: 0, currently_working_on: 'Failed', error: readable, ...(usage ? { usage: usage.job } : {}) },
         { result: null, error: readable, ...(usage ? { usage } : {}) },
       );
     },
 
     /** A retryable failure: the lease is kept `retryDelayMs` with nobody holding it, then the reaper requests the job again. */
-    async retryLater(currentlyWorkingOn: string): Promise<boolean> {
+    async retryLater(currentlyWorkingOn: string, spent?: Usage): Promise<boolean> {
       const payload = event({ status: 'running', progress: 0, currently_working_on: currentlyWorkingOn }, finalNumber());
+      const usage = attemptUsage(job, spent, true);
       const { rowCount } = await withTransaction(pool, (client) =>
         client.query({
           name: 'job-store-retry',
           text: RETRY_SQL,
-          values: [...lease, currentlyWorkingOn, payload.seq, retryDelayMs, ...outboxValues(payload)],
+          values: [
+            ...lease,
+            currentlyWorkingOn,
+            payload.seq,
+            retryDelayMs,
+            usage ? JSON.stringify(usage.job) : null,
+            usage ? JSON.stringify(usageCounts(usage.attempt)) : null,
+            ...outboxValues(payload),
+          ],
         }),
       );
       return rowCount === 1;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { NO_USAGE } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { decodeEnvelope, jobsEventsTopic } from '@fin/events';
 import { jobsFinished } from '@fin/metrics';
@@ -209,7 +210,7 @@ describe('job state written under the lease', () => {
       await recorder(job, 'w1').complete({
         result: { news: ['shared'] },
         customerToolSet: null,
-        usage: { inputTokens: 10, outputTokens: 5 },
+        usage: { ...NO_USAGE, modelCalls: 1, inputTokens: 10, outputTokens: 5 },
       });
       expect(await cacheEntry(keys.shared!)).toEqual({ job_id: id, tenant_id: null, result: { news: ['shared'] } });
       const { rows } = await pool.query('SELECT input_tokens, output_tokens FROM jobs WHERE id = $1', [id]);
@@ -239,6 +240,76 @@ describe('job state written under the lease', () => {
       const matching = await newJob(toolKey);
       await recorder((await claim(matching, 'w1'))!, 'w1').complete({ result: { news: ['a'] }, customerToolSet: 'digest-a' });
       expect(await cacheEntry(toolKey)).toMatchObject({ job_id: matching, tenant_id: tenantId });
+    });
+  });
+
+  it("adds each attempt's usage to the job's, names the failed attempts' share, and counts both in the account's day", async () => {
+    await pool.query('DELETE FROM usage_daily WHERE tenant_id = $1', [tenantId]);
+    const id = await newJob(null, 3);
+    const spend = (calls: number, input: number, output: number) => ({
+      ...NO_USAGE,
+      modelCalls: calls,
+      inputTokens: input,
+      outputTokens: output,
+    });
+    // Attempt 1 fails after two calls and is retried; attempt 2 completes.
+    expect(await recorder((await claim(id, 'w1'))!, 'w1').retryLater('Retrying shortly', spend(2, 100, 10))).toBe(true);
+    await pool.query('UPDATE jobs SET lease_expires_at = now() WHERE id = $1', [id]);
+    const second = (await claim(id, 'w2'))!;
+    expect(second.usage).toMatchObject({ model_calls: 2, failed_attempts: { attempts: 1, model_calls: 2 } });
+    const completion = {
+      result: { news: [], meta: { model: 'm' } },
+      usage: { ...spend(3, 50, 20), cacheReadInputTokens: 900, webSearches: 1 },
+    };
+    expect(await recorder(second, 'w2').complete(completion)).toBe(true);
+
+    const usage = {
+      model_calls: 5,
+      input_tokens: 150,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 900,
+      output_tokens: 30,
+      web_searches: 1,
+      failed_attempts: {
+        attempts: 1,
+        model_calls: 2,
+        input_tokens: 100,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        output_tokens: 10,
+        web_searches: 0,
+      },
+    };
+    // The stored result, the completed event and the job's own columns say the same.
+    expect((await row(id)).result).toEqual({ news: [], meta: { model: 'm', usage } });
+    expect((await events(id)).at(-1)).toMatchObject({ status: 'completed', usage, result: { meta: { usage } } });
+    const { rows } = await pool.query('SELECT usage, input_tokens, output_tokens FROM jobs WHERE id = $1', [id]);
+    expect(rows[0]).toEqual({ usage, input_tokens: 150, output_tokens: 30 });
+    const daily = await pool.query(
+      `SELECT runs, failed_runs, model_calls::int, input_tokens::int, cache_read_input_tokens::int, output_tokens::int, web_searches::int,
+              day = (now() AT TIME ZONE 'UTC')::date AS today
+         FROM usage_daily WHERE tenant_id = $1 AND product = 'news'`,
+      [tenantId],
+    );
+    expect(daily.rows).toEqual([
+      {
+        runs: 2,
+        failed_runs: 1,
+        model_calls: 5,
+        input_tokens: 150,
+        cache_read_input_tokens: 900,
+        output_tokens: 30,
+        web_searches: 1,
+        today: true,
+      },
+    ]);
+
+    // A job that fails for good reports its usage with the failure, all of it the failed attempts'.
+    const failed = await newJob(null, 1);
+    expect(await recorder((await claim(failed, 'w1'))!, 'w1').fail({ type: 'internal_error', detail: 'no' }, spend(1, 7, 0))).toBe(true);
+    expect((await events(failed)).at(-1)).toMatchObject({
+      status: 'failed',
+      usage: { model_calls: 1, input_tokens: 7, failed_attempts: { attempts: 1, model_calls: 1, input_tokens: 7 } },
     });
   });
 

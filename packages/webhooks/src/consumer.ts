@@ -45,6 +45,7 @@ export function startWebhookConsumer({
           at: new Date(envelope.occurredAt),
           result: event.result ?? null,
           error: event.error ?? null,
+          usage: event.usage,
         },
         retryWindowMs === undefined ? {} : { retryWindowMs },
       );

@@ -1,6 +1,6 @@
 // The JSON body of a delivery (the contract's WebhookEvent): built once per event, stored with each delivery and
 // sent byte for byte on every attempt, so the signature and a receiver's de-duplication see the same message.
-import { jobUrls, type JobType, type WebhookEvent } from '@fin/contracts';
+import { JobUsage, jobUrls, type JobType, type WebhookEvent } from '@fin/contracts';
 
 /** A result larger than this (as JSON) is left out of the body: the receiver reads result_url instead. */
 export const MAX_INLINE_RESULT_BYTES = 64 * 1024;
@@ -13,6 +13,8 @@ export interface TerminalJob {
   at: Date;
   result?: Record<string, unknown> | null;
   error?: { type: string; detail: string } | null;
+  /** What the job's attempts cost (the job.state event's `usage`); left out when it is not a JobUsage. */
+  usage?: unknown;
 }
 
 export type JobEventType = 'job.completed' | 'job.failed';
@@ -33,6 +35,8 @@ export function jobEventBody(job: TerminalJob): string {
     if (Buffer.byteLength(result, 'utf8') <= MAX_INLINE_RESULT_BYTES) data.result = job.result;
   }
   if (job.status === 'failed' && job.error) data.error = { type: job.error.type, detail: job.error.detail };
+  const usage = JobUsage.safeParse(job.usage);
+  if (usage.success) data.usage = usage.data;
   const event: WebhookEvent = { type: eventTypeOf(job.status), timestamp: job.at.toISOString(), data };
   return JSON.stringify(event);
 }

@@ -54,6 +54,7 @@ interface JobRow {
   result: Record<string, unknown> | null;
   error: { type: string; detail: string } | null;
   finished_at: Date | null;
+  usage: unknown;
 }
 
 /**
@@ -74,14 +75,22 @@ export async function registerCallback(
   });
   const { rows } = await db.query<JobRow>({
     name: 'webhooks-callback-job',
-    text: 'SELECT type, status, result, error, finished_at FROM jobs WHERE id = $1 AND tenant_id = $2',
+    text: 'SELECT type, status, result, error, finished_at, usage FROM jobs WHERE id = $1 AND tenant_id = $2',
     values: [jobId, tenantId],
   });
   const job = rows[0];
   if (job === undefined || (job.status !== 'completed' && job.status !== 'failed')) return;
   await queueJobEvent(
     db,
-    { jobId, jobType: job.type, status: job.status, at: job.finished_at ?? new Date(), result: job.result, error: job.error },
+    {
+      jobId,
+      jobType: job.type,
+      status: job.status,
+      at: job.finished_at ?? new Date(),
+      result: job.result,
+      error: job.error,
+      usage: job.usage,
+    },
     { ...options, callbackUrl: url },
   );
 }

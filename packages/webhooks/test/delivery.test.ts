@@ -308,6 +308,16 @@ describe('webhook delivery', () => {
     await pool.query("UPDATE jobs SET status = 'completed', result = '{\"news\": []}', finished_at = now() WHERE id = $1", [running]);
     expect(await queueJobEvent(pool, terminal(running))).toBe(2);
     const finished = await job(tenantId, 'failed');
+    const spent = {
+      model_calls: 1,
+      input_tokens: 30,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: 0,
+      web_searches: 0,
+    };
+    const usage = { ...spent, failed_attempts: { attempts: 1, ...spent } };
+    await pool.query('UPDATE jobs SET usage = $2 WHERE id = $1', [finished, usage]);
     await registerCallback(pool, { tenantId, jobId: finished, url: `${receiver.url}/late` });
     await dispatcher().runOnce();
     const received = await receiver.waitFor(3);
@@ -315,11 +325,19 @@ describe('webhook delivery', () => {
     for (const delivery of received) expect(standardWebhooksProblem(callbackSecret.secret, delivery.headers, delivery.body)).toBeNull();
     expect(JSON.parse(received.find((delivery) => delivery.path === '/late')?.body ?? '')).toMatchObject({
       type: 'job.failed',
-      data: { job_id: finished, error: { type: 'internal_error' } },
+      data: { job_id: finished, error: { type: 'internal_error' }, usage },
     });
   });
 
   it('queues deliveries from job events on the bus, as consumer group webhooks', async () => {
+    const usage = {
+      model_calls: 2,
+      input_tokens: 40,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 1200,
+      output_tokens: 9,
+      web_searches: 1,
+    };
     const bus: MemoryEventBus = createMemoryBus({ logger });
     try {
       await endpoint(tenantId);
@@ -336,9 +354,11 @@ describe('webhook delivery', () => {
         status: 'completed',
         progress: 100,
         result: { news: [] },
+        usage,
       });
       const [delivery] = await receiver.waitFor(1);
-      expect(JSON.parse(delivery?.body ?? '')).toMatchObject({ type: 'job.completed', data: { job_id: jobId } });
+      // The job's usage goes with the event (JobUsage; the two-field usage of older producers is left out).
+      expect(JSON.parse(delivery?.body ?? '')).toMatchObject({ type: 'job.completed', data: { job_id: jobId, usage } });
       await consumer.stop();
     } finally {
       await bus.close();

@@ -2,7 +2,7 @@
 // follows. Replies being written live in this process (so every stream of one reply shares one model call)
 // and end in Postgres: complete, or interrupted/failed with the error their last event carried.
 import type { AiEngine, EngineEvent } from '@fin/ai';
-import type { ChatDoneEvent, ChatStreamEvent, ErrorBody } from '@fin/contracts';
+import { usageCounts, type ChatDoneEvent, type ChatStreamEvent, type ErrorBody, type Usage } from '@fin/contracts';
 import { notFound, serviceUnavailable } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { INTERRUPTION_ERRORS, ReplyInterrupted, replyFailure } from './errors';
@@ -67,6 +67,12 @@ function chatEventOf(event: EngineEvent): ChatStreamEvent {
   }
 }
 
+/** What a reply that did not complete had spent: the engine's error says (AiError.usage), when it knows. */
+function spentBy(error: unknown): { usage?: Usage } {
+  const usage = error instanceof Error ? (error as Error & { usage?: Usage }).usage : undefined;
+  return usage ? { usage } : {};
+}
+
 const replyNotFound = (replyId: string) => notFound(`No reply ${replyId} in this conversation.`);
 
 export function createChat(deps: ChatDeps): Chat {
@@ -95,17 +101,22 @@ export function createChat(deps: ChatDeps): Chat {
   async function run(reply: LiveReply, history: Parameters<AiEngine['chat']>[0]['history'], message: string): Promise<void> {
     const { signal } = reply.controller;
     try {
-      let outcome: { text: string; inputTokens: number; outputTokens: number } | undefined;
+      let outcome: { text: string; usage: Usage } | undefined;
       // The engine offers the tenant's customer tools and audits their calls under the conversation.
       const caller = { tenantId: reply.tenantId, conversationId: reply.conversationId };
       for await (const item of engine.chat({ history, message }, { signal, caller })) {
         if (item.kind === 'event') reply.publish(chatEventOf(item.event));
-        else outcome = { text: item.result.result.text, ...item.result.usage };
+        else outcome = { text: item.result.result.text, usage: item.result.usage };
       }
       if (outcome === undefined) throw new Error('the chat run ended without a reply');
-      const done: ChatDoneEvent = { type: 'done', conversation_id: reply.conversationId };
+      const done: ChatDoneEvent = { type: 'done', conversation_id: reply.conversationId, usage: usageCounts(outcome.usage) };
       // Recorded before `done` goes out: a client that sends its next message on `done` finds this turn complete.
-      const recorded = await store.finishReply(reply.id, { status: 'complete', events: [...reply.events, done], ...outcome });
+      const recorded = await store.finishReply(reply.id, {
+        tenantId: reply.tenantId,
+        status: 'complete',
+        events: [...reply.events, done],
+        ...outcome,
+      });
       if (!recorded) throw new ReplyInterrupted('superseded');
       reply.publish(done);
     } catch (error) {
@@ -117,6 +128,8 @@ export function createChat(deps: ChatDeps): Chat {
       else log[body.status_code >= 500 ? 'error' : 'warn']({ err: error, type: body.type }, 'reply failed');
       await store
         .finishReply(reply.id, {
+          tenantId: reply.tenantId,
+          ...spentBy(error),
           status: interruption === undefined ? 'failed' : 'interrupted',
           text: reply.text,
           events: reply.events,

@@ -3,7 +3,7 @@
 // `interrupted` or `failed`. Only complete turns are context for the model, so a cut-off reply never is.
 import { randomUUID } from 'node:crypto';
 import type { ChatTurn } from '@fin/ai';
-import type { ChatStreamEvent, ErrorBody } from '@fin/contracts';
+import { usageCounts, type ChatStreamEvent, type ErrorBody, type Usage } from '@fin/contracts';
 import { Prisma, violatedUniqueIndex, type PrismaClient } from '@fin/db';
 import { conflict, notFound } from '@fin/http';
 
@@ -28,9 +28,14 @@ export interface StoredReply {
   leaseLive: boolean;
 }
 
-type ReplyEnd =
-  | { status: 'complete'; text: string; events: readonly ChatStreamEvent[]; inputTokens: number; outputTokens: number }
-  | { status: 'interrupted' | 'failed'; text: string; events: readonly ChatStreamEvent[]; error: ErrorBody };
+/**
+ * How a reply ended. `usage` is what its model calls cost (for a reply that did not complete, what it had spent),
+ * added to the account's chat usage of the day with the reply's end; `tenantId` is the reply's account.
+ */
+type ReplyEnd = { tenantId: string; usage?: Usage } & (
+  | { status: 'complete'; text: string; events: readonly ChatStreamEvent[] }
+  | { status: 'interrupted' | 'failed'; text: string; events: readonly ChatStreamEvent[]; error: ErrorBody }
+);
 
 export const ABANDONED_REPLY_ERROR: ErrorBody = {
   detail: 'This reply was interrupted: the chat service writing it stopped. It is not part of the conversation; send the message again.',
@@ -115,6 +120,24 @@ export interface ConversationStore {
   latestReply(tenantId: string, conversationId: string): Promise<StoredReply | undefined>;
 }
 
+/** The update that ends a reply still streaming. */
+function finishArgs(replyId: string, end: ReplyEnd) {
+  return {
+    where: { id: replyId, status: 'streaming' },
+    data: {
+      status: end.status,
+      content: end.text,
+      events: end.events,
+      error: end.status === 'complete' ? Prisma.DbNull : end.error,
+      inputTokens: end.usage?.inputTokens ?? 0,
+      outputTokens: end.usage?.outputTokens ?? 0,
+      leaseExpiresAt: null,
+      // Recorded, never compared: the writer's clock serves.
+      finishedAt: new Date(),
+    },
+  } satisfies Prisma.MessageUpdateManyArgs;
+}
+
 /** Every statement goes through the Prisma client (the service's, over its pool). */
 export function createConversationStore(prisma: PrismaClient): ConversationStore {
   return {
@@ -178,21 +201,15 @@ export function createConversationStore(prisma: PrismaClient): ConversationStore
     },
 
     async finishReply(replyId, end) {
-      const { count } = await prisma.message.updateMany({
-        where: { id: replyId, status: 'streaming' },
-        data: {
-          status: end.status,
-          content: end.text,
-          events: end.events,
-          error: end.status === 'complete' ? Prisma.DbNull : end.error,
-          inputTokens: end.status === 'complete' ? end.inputTokens : 0,
-          outputTokens: end.status === 'complete' ? end.outputTokens : 0,
-          leaseExpiresAt: null,
-          // Recorded, never compared: the writer's clock serves.
-          finishedAt: new Date(),
-        },
+      const args = finishArgs(replyId, end);
+      const { usage } = end;
+      if (!usage) return (await prisma.message.updateMany(args)).count === 1;
+      // The reply's end and its usage in the account's day commit together.
+      return prisma.$transaction(async (tx) => {
+        if ((await tx.message.updateMany(args)).count !== 1) return false;
+        await tx.$executeRaw`SELECT usage_daily_add(${end.tenantId}::uuid, 'chat', ${JSON.stringify(usageCounts(usage))}::jsonb, ${end.status !== 'complete'})`;
+        return true;
       });
-      return count === 1;
     },
 
     async renewLeases(replyIds, leaseMs) {

@@ -130,7 +130,19 @@ describe('chat turns', () => {
     const before = context.shared.fake.requests.length;
     const continued = await context.chat.stream({ conversation_id, message: 'And its P/E?' });
     const second = await readUntil(continued, (frame) => frame.event === 'done');
-    expect(second.at(-1)?.data).toEqual({ type: 'done', conversation_id });
+    // `done` says what the reply cost, in the units the model provider bills.
+    const usage = expect.objectContaining({ model_calls: 2, cache_creation_input_tokens: 0, web_searches: 0 }) as unknown;
+    expect(second.at(-1)?.data).toEqual({ type: 'done', conversation_id, usage });
+    const { input_tokens, output_tokens } = (second.at(-1)?.data as { usage: { input_tokens: number; output_tokens: number } }).usage;
+    expect(input_tokens).toBeGreaterThan(0);
+    expect(output_tokens).toBeGreaterThan(0);
+    // And the account's chat usage of the day counts it, with the reply's end.
+    const { rows } = await context.shared.pool.query<{ runs: number; output_tokens: string }>(
+      "SELECT runs, output_tokens FROM usage_daily WHERE tenant_id = $1 AND product = 'chat' AND day = (now() AT TIME ZONE 'UTC')::date",
+      [context.shared.tenantA],
+    );
+    expect(rows[0]?.runs).toBeGreaterThanOrEqual(2);
+    expect(Number(rows[0]?.output_tokens)).toBeGreaterThanOrEqual(output_tokens);
     expect(conversationOf(context.shared.fake.requests[before]?.body).slice(0, 2)).toEqual(['How is NVDA doing?', textOf(first)]);
   });
 });

@@ -1207,6 +1207,8 @@ export interface components {
                     type: string;
                     detail: string;
                 };
+                /** @description job.completed and job.failed: what the job's attempts cost (the completed result's `meta.usage`; for a failed job, every attempt's). */
+                usage?: components["schemas"]["JobUsage"];
             };
         };
         /**
@@ -1219,6 +1221,48 @@ export interface components {
          * @example /api/jobs/news/3fa85f64-5717-4562-b3fc-2c963f66afa6/result
          */
         JobResultUrl: string;
+        /**
+         * @description What producing this answer cost, over every attempt: the totals include the failed attempts' share, which `failed_attempts` names. A result served from the cache carries the usage of the run that produced it; serving it spent nothing.
+         * @example {
+         *       "model_calls": 3,
+         *       "input_tokens": 2140,
+         *       "cache_creation_input_tokens": 1650,
+         *       "cache_read_input_tokens": 3300,
+         *       "output_tokens": 910,
+         *       "web_searches": 2
+         *     }
+         */
+        JobUsage: {
+            /** @description Calls made to the model (each round of research, a repair of its output, the citation pass). */
+            model_calls: number;
+            /** @description Input tokens billed at the full input price (not read from or written to the prompt cache). */
+            input_tokens: number;
+            /** @description Input tokens written to the prompt cache (billed at 1.25× the input price, or 2× for a 1-hour entry). */
+            cache_creation_input_tokens: number;
+            /** @description Input tokens read from the prompt cache (billed at 0.1× the input price). */
+            cache_read_input_tokens: number;
+            /** @description Output tokens (the answer, and the reasoning where thinking is on). */
+            output_tokens: number;
+            /** @description Web searches the model made. */
+            web_searches: number;
+            /** @description The part of the totals spent by attempts that failed (a model outage, an invalid answer), when any did: a failed attempt is billed too, and the job was retried. */
+            failed_attempts?: {
+                /** @description Attempts that failed. */
+                attempts: number;
+                /** @description Calls made to the model (each round of research, a repair of its output, the citation pass). */
+                model_calls: number;
+                /** @description Input tokens billed at the full input price (not read from or written to the prompt cache). */
+                input_tokens: number;
+                /** @description Input tokens written to the prompt cache (billed at 1.25× the input price, or 2× for a 1-hour entry). */
+                cache_creation_input_tokens: number;
+                /** @description Input tokens read from the prompt cache (billed at 0.1× the input price). */
+                cache_read_input_tokens: number;
+                /** @description Output tokens (the answer, and the reasoning where thinking is on). */
+                output_tokens: number;
+                /** @description Web searches the model made. */
+                web_searches: number;
+            };
+        };
         /**
          * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.
          * @enum {string}
@@ -1405,6 +1449,7 @@ export interface components {
              * @description When the result was generated (ISO 8601, UTC).
              */
             generated_at: string;
+            usage?: components["schemas"]["JobUsageOutput"];
         };
         /**
          * @description The job was accepted and runs in the background: poll status_url (about every 2 s) until completed, then read result_url.
@@ -1583,6 +1628,23 @@ export interface components {
             /** @constant */
             type: "done";
             conversation_id: components["schemas"]["ConversationId"];
+            /** @description What this reply cost (absent from replies recorded before usage was reported). */
+            usage?: components["schemas"]["UsageCounts"];
+        };
+        /** @description Model calls, tokens by kind and web searches, in the units the model provider bills. */
+        UsageCounts: {
+            /** @description Calls made to the model (each round of research, a repair of its output, the citation pass). */
+            model_calls: number;
+            /** @description Input tokens billed at the full input price (not read from or written to the prompt cache). */
+            input_tokens: number;
+            /** @description Input tokens written to the prompt cache (billed at 1.25× the input price, or 2× for a 1-hour entry). */
+            cache_creation_input_tokens: number;
+            /** @description Input tokens read from the prompt cache (billed at 0.1× the input price). */
+            cache_read_input_tokens: number;
+            /** @description Output tokens (the answer, and the reasoning where thinking is on). */
+            output_tokens: number;
+            /** @description Web searches the model made. */
+            web_searches: number;
         };
         /**
          * @description Current state of a job. Poll while pending or running.
@@ -1911,6 +1973,48 @@ export interface components {
              */
             status_code: number;
             type: components["schemas"]["ErrorType"];
+        };
+        /**
+         * @description What producing this answer cost, over every attempt: the totals include the failed attempts' share, which `failed_attempts` names. A result served from the cache carries the usage of the run that produced it; serving it spent nothing.
+         * @example {
+         *       "model_calls": 3,
+         *       "input_tokens": 2140,
+         *       "cache_creation_input_tokens": 1650,
+         *       "cache_read_input_tokens": 3300,
+         *       "output_tokens": 910,
+         *       "web_searches": 2
+         *     }
+         */
+        JobUsageOutput: {
+            /** @description Calls made to the model (each round of research, a repair of its output, the citation pass). */
+            model_calls: number;
+            /** @description Input tokens billed at the full input price (not read from or written to the prompt cache). */
+            input_tokens: number;
+            /** @description Input tokens written to the prompt cache (billed at 1.25× the input price, or 2× for a 1-hour entry). */
+            cache_creation_input_tokens: number;
+            /** @description Input tokens read from the prompt cache (billed at 0.1× the input price). */
+            cache_read_input_tokens: number;
+            /** @description Output tokens (the answer, and the reasoning where thinking is on). */
+            output_tokens: number;
+            /** @description Web searches the model made. */
+            web_searches: number;
+            /** @description The part of the totals spent by attempts that failed (a model outage, an invalid answer), when any did: a failed attempt is billed too, and the job was retried. */
+            failed_attempts?: {
+                /** @description Attempts that failed. */
+                attempts: number;
+                /** @description Calls made to the model (each round of research, a repair of its output, the citation pass). */
+                model_calls: number;
+                /** @description Input tokens billed at the full input price (not read from or written to the prompt cache). */
+                input_tokens: number;
+                /** @description Input tokens written to the prompt cache (billed at 1.25× the input price, or 2× for a 1-hour entry). */
+                cache_creation_input_tokens: number;
+                /** @description Input tokens read from the prompt cache (billed at 0.1× the input price). */
+                cache_read_input_tokens: number;
+                /** @description Output tokens (the answer, and the reasoning where thinking is on). */
+                output_tokens: number;
+                /** @description Web searches the model made. */
+                web_searches: number;
+            };
         };
     };
     responses: {
