@@ -32,6 +32,7 @@ export {
 } from './catalog';
 export {
   type ConsumerOptions,
+  OBSERVER_BATCHING,
   type DeadLetter,
   type DeadLetterHandler,
   type DeadLetterSubscribeOptions,
