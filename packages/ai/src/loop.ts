@@ -70,6 +70,12 @@ export interface LoopParams {
   toolChoice?: 'auto' | 'none';
   maxOutputTokens: number;
   caps: LoopCaps;
+  /**
+   * Whether each round streams the answer (server-sent events, `text` events as the model writes) or receives it
+   * in one JSON response, which costs a fraction of the CPU. A run that nobody watches as it is written (a job)
+   * passes false: its `text` events then come once per round, whole, before the round's tools run. Default true.
+   */
+  stream?: boolean;
   signal?: AbortSignal;
   onEvent?: (event: EngineEvent) => void;
 }
@@ -136,8 +142,8 @@ function apiToolOf(tool: ToolDefinition): ToolUnion {
 }
 
 /**
- * Runs the model with tools until it answers: each round is one streamed API call; tool calls are validated,
- * executed by us with a timeout and size cap, and fed back. Caps on rounds, tool calls and tokens hold even
+ * Runs the model with tools until it answers: each round is one API call (streamed unless `stream` is false);
+ * tool calls are validated, executed by us with a timeout and size cap, and fed back. Caps on rounds, tool calls and tokens hold even
  * against a model that keeps calling tools. An error at any point (including one in the middle of a stream)
  * rejects the run: a partial answer is never returned as a complete one.
  */
@@ -158,7 +164,7 @@ function thinkingParams(setting: ThinkingSetting): { thinking: ThinkingConfigPar
 }
 
 async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Promise<LoopResult> {
-  const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, signal, onEvent } = params;
+  const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, stream = true, signal, onEvent } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   if (webSearch) {
@@ -203,7 +209,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
       ...(outputConfig ? { output_config: outputConfig } : {}),
     };
 
-    const message = await streamRound(client, body, signal, onEvent);
+    const message = await modelRound(client, body, stream, signal, onEvent);
     previousWroteTail = writeTail;
     usage = spend(usageOfMessage(message));
     collectServerUrls(message.content, groundingUrls, documents);
@@ -297,18 +303,19 @@ function withBreakpoints(
 }
 
 /**
- * One Messages API call. With traces exported it is a CLIENT span (OpenTelemetry's GenAI conventions) with the
- * model and the tokens used; never the prompt, the reply or the API key.
+ * One Messages API call, streamed or not. With traces exported it is a CLIENT span (OpenTelemetry's GenAI
+ * conventions) with the model and the tokens used; never the prompt, the reply or the API key.
  */
-function streamRound(
+function modelRound(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
+  stream: boolean,
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
   const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': body.model };
   return withSpan(`chat ${body.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    const message = await streamMessage(client, body, signal, onEvent);
+    const message = stream ? await streamMessage(client, body, signal, onEvent) : await createMessage(client, body, signal, onEvent);
     recordUsage(span, message);
     return message;
   });
@@ -356,6 +363,32 @@ async function streamMessage(
     modelRequests.inc({ model: body.model, outcome: failure.kind });
     throw failure;
   }
+}
+
+/**
+ * A round answered in one JSON response: no event parsing, and the SDK's retries, timeouts and error mapping as
+ * for a stream. The answer's text is passed on whole, one `text` event per text block, in order.
+ */
+async function createMessage(
+  client: Anthropic,
+  body: MessageCreateParamsNonStreaming,
+  signal: AbortSignal | undefined,
+  onEvent: LoopParams['onEvent'],
+): Promise<Message> {
+  let message: Message;
+  try {
+    message = await client.messages.create(body, { signal });
+  } catch (error) {
+    const failure =
+      signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
+    modelRequests.inc({ model: body.model, outcome: failure.kind });
+    throw failure;
+  }
+  countUsage(body.model, message);
+  if (onEvent) {
+    for (const block of message.content) if (block.type === 'text' && block.text !== '') onEvent({ type: 'text', text: block.text });
+  }
+  return message;
 }
 
 /** Tokens as the API bills them, for fin_model_tokens_total (the job records its own totals too). */

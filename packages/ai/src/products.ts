@@ -255,6 +255,7 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
       ...(request.sources?.exclude ? { blockedDomains: request.sources.exclude } : {}),
     },
     schema: NewsDraft,
+    stream: false,
     onEvent: toolProgress(ctx, 10, 70),
   }).finally(cacheRun.finish);
   ctx.onProgress?.(85, 'Checking every source link');
@@ -344,6 +345,7 @@ export async function generateStockReport(
       cacheRun,
     }),
     schema: StockReportDraft,
+    stream: false,
     onEvent: toolProgress(ctx, 10, 70),
   }).finally(cacheRun.finish);
   ctx.onProgress?.(90, 'Reviewing the analysis');
@@ -456,7 +458,7 @@ async function runAnalysis(
   deps: ProductDeps,
   request: AnalysisRequest,
   ctx: RunContext,
-  emit: (event: EngineEvent) => void,
+  emit: ((event: EngineEvent) => void) | undefined,
 ): Promise<ProductOutcome<AnalysisResult>> {
   const cacheRun = deps.cachePolicy.start('analysis');
   try {
@@ -470,7 +472,7 @@ async function analysisRun(
   deps: ProductDeps,
   request: AnalysisRequest,
   ctx: RunContext,
-  emit: (event: EngineEvent) => void,
+  emit: ((event: EngineEvent) => void) | undefined,
   cacheRun: CacheRun,
 ): Promise<ProductOutcome<AnalysisResult>> {
   const prompt = loadPrompt('analysis');
@@ -487,9 +489,11 @@ async function analysisRun(
   const format = request.output_format;
   const generatedMeta = () => meta(deps, model, prompt);
   if (format.type === 'markdown') {
-    const synthesis = markdownSynthesis(emit);
+    const synthesis = markdownSynthesis(emit ?? (() => undefined));
+    // Streamed only when a client reads the synthesis as it is written; a job's run takes each answer whole.
     const out = await runToolLoop({
       ...params,
+      stream: emit !== undefined,
       onEvent: (event) => {
         progress(event);
         synthesis.onEvent(event);
@@ -514,13 +518,14 @@ async function analysisRun(
   const schema = fields ? schemaForFields(fields) : z.record(z.string(), z.unknown());
   // The API's strict structured output cannot express free-form objects or arrays of anything.
   const constrained = fields !== undefined && Object.values(fields).every((type) => type !== 'array' && type !== 'object');
-  const out = await generateStructured({ ...params, schema, constrained, onEvent: progress });
+  // A JSON answer is sent only once validated, so its rounds never need to stream.
+  const out = await generateStructured({ ...params, schema, constrained, stream: false, onEvent: progress });
   ctx.onProgress?.(90, 'Checking the answer');
   const cited = await citationsFor(params, { ...out.loop, documents: out.documents }).catch((error: unknown) => {
     throw withSpentUsage(error, out.usage);
   });
   const result = AnalysisResult.parse({ format: format.type, content: out.value, citations: cited.citations, meta: generatedMeta() });
-  for (const text of jsonChunks(analysisText(result))) emit({ type: 'text', text });
+  if (emit) for (const text of jsonChunks(analysisText(result))) emit({ type: 'text', text });
   return { result, usage: addUsage(out.usage, cited.usage) };
 }
 
@@ -556,6 +561,7 @@ async function citationsFor(
       caps: { ...params.caps, maxRounds: 1 },
       messages: [...answered.messages, { role: 'user', content: CITATION_REQUEST }],
       schema: CitationList,
+      stream: false,
     });
     return { citations: resolveCitations(out.value.citations, answered.documents, 'analysis').kept, usage: out.usage };
   } catch (error) {
@@ -571,7 +577,7 @@ export function generateAnalysis(
   request: AnalysisRequest,
   ctx: RunContext = {},
 ): Promise<ProductOutcome<AnalysisResult>> {
-  return runAnalysis(deps, request, ctx, () => undefined);
+  return runAnalysis(deps, request, ctx, undefined);
 }
 
 /**

@@ -193,6 +193,55 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
   });
 
   describe('streaming', () => {
+    it('streams only what a client reads as it is written, with the same answer and usage either way', async () => {
+      const noCache = { cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
+      const script = () => [
+        toolUseReply(
+          'market_data',
+          { symbol: 'AAPL', kind: 'quote' },
+          {
+            preamble: 'Let me check. ',
+            usage: { inputTokens: 100, outputTokens: 10, cacheReadInputTokens: 40, cacheCreationInputTokens: 30 },
+          },
+        ),
+        textReply('  Apple trades at 190.\n\nThat is all. ', { usage: { inputTokens: 200, outputTokens: 20, ...noCache } }),
+        jsonReply({ citations: [] }, { usage: { inputTokens: 50, outputTokens: 5, ...noCache } }),
+      ];
+      const request = AnalysisRequest.parse({ prompt: 'Quote?', output_format: { stream: true } });
+
+      fake.reply(...script());
+      const job = await engine.analysis(request);
+      // The rounds, then the citation call (never streamed: its answer is not shown as it is written).
+      expect(fake.requests.map((sent) => sent.stream)).toEqual([false, false, false]);
+
+      fake.reset();
+      fake.reply(...script());
+      const items = await drain(engine.analysisStream(request));
+      expect(fake.requests.map((sent) => sent.stream)).toEqual([true, true, false]);
+      const last = items.at(-1);
+      if (last?.kind !== 'result') throw new Error('no result');
+      expect(job.result.content).toBe('Let me check.\n\nApple trades at 190.\n\nThat is all.');
+      expect(last.result.result.content).toBe(job.result.content);
+      expect(last.result.usage).toEqual(job.usage);
+      expect(job.usage).toEqual({
+        modelCalls: 3,
+        inputTokens: 350,
+        cacheCreationInputTokens: 30,
+        cacheReadInputTokens: 40,
+        outputTokens: 35,
+        webSearches: 0,
+      });
+    });
+
+    it('does not stream the rounds of a news job or a stock report', async () => {
+      fake.reply(jsonReply({ news: [] }));
+      await engine.news(newsRequest).catch(() => undefined);
+      fake.reply(jsonReply({}));
+      await engine.stockReport(StockReportRequest.parse({ symbols: ['AAPL'] })).catch(() => undefined);
+      expect(fake.requests.length).toBeGreaterThanOrEqual(2);
+      expect(fake.requests.every((sent) => !sent.stream)).toBe(true);
+    });
+
     it('ends with a typed error, not a result, when the API fails mid-stream', async () => {
       fake.reply(
         textReply('A long analysis that will be cut off part way through its second paragraph. '.repeat(4), {

@@ -74,7 +74,30 @@ export interface ConsumerOptions {
    * message missed while a process was down does not matter.
    */
   ephemeral?: boolean;
+  /**
+   * For an observer that may see a message a few ms late: after each fetched batch, the subscription waits this
+   * long before it fetches again, so that while messages keep coming, each fetch brings many of them (default 0:
+   * the next fetch at once).
+   */
+  batchWindowMs?: number;
+  /**
+   * Handled offsets are committed at most this often, in one request for every partition, instead of as each
+   * message is handled (default 0: at once). What was handled but not yet committed when a consumer dies, or when
+   * its partitions move, is delivered again: only for handlers that take a message twice as they take it once.
+   */
+  commitIntervalMs?: number;
 }
+
+/**
+ * The batching of an observer of job state events (the jobs service's observer and event streams, webhooks): it
+ * writes no job state and nobody waits on it for a job to complete, and it takes a message twice as it takes it
+ * once. Fetching 5 ms after the previous batch and committing twice a second, it reads a busy topic many
+ * messages per fetch and commits once per interval rather than once per message (docs/benchmarks.md, issue 29).
+ */
+export const OBSERVER_BATCHING = { batchWindowMs: 5, commitIntervalMs: 500 } as const satisfies Pick<
+  ConsumerOptions,
+  'batchWindowMs' | 'commitIntervalMs'
+>;
 
 export type SubscribeOptions<T extends AnyTopic> = TopicSelection<T> & ConsumerOptions & { handler: EventHandler<T> };
 

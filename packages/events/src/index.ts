@@ -32,6 +32,7 @@ export {
 } from './catalog';
 export {
   type ConsumerOptions,
+  OBSERVER_BATCHING,
   type DeadLetter,
   type DeadLetterHandler,
   type DeadLetterSubscribeOptions,
@@ -50,7 +51,7 @@ export {
 export { DLQ_HEADERS, type RawMessage, type RawOutgoingMessage } from './delivery';
 export { type KafkaBusOptions, createKafka, createKafkaBus, ensureTopics } from './kafka-bus';
 export { type MemoryBusOptions, type MemoryEventBus, createMemoryBus } from './memory-bus';
-export { type AppendOptions, OUTBOX_KEY_LOCK_CLASS, appendToOutbox } from './outbox';
+export { type AppendOptions, OUTBOX_KEY_LOCK_CLASS, type PreparedOutboxRow, appendToOutbox, withOutboxRow } from './outbox';
 export { type OutboxRelay, type OutboxRelayOptions, createOutboxRelay } from './relay';
 export { type ProcessOnceResult, processOnce } from './idempotency';
 export { type ConsumerLagMonitor, createConsumerLagMonitor } from './lag-monitor';

@@ -2,6 +2,7 @@ import { type Logger } from '@fin/log';
 import { clearNotLive, reportNotLive } from '@fin/metrics';
 import {
   type Admin,
+  type Consumer,
   type IHeaders,
   Kafka,
   KafkaJSError,
@@ -13,7 +14,7 @@ import {
   type Message,
 } from 'kafkajs';
 import { backoffDelay, sleep } from './backoff';
-import { encodeEnvelope, type EventBus, type Subscription } from './bus';
+import { encodeEnvelope, type ConsumerOptions, type EventBus, type Subscription } from './bus';
 import {
   DEFAULT_CONCURRENCY,
   deadLetterProcessor,
@@ -121,7 +122,11 @@ export function createKafkaBus({
     groupId: string,
     concurrency: number,
     processor: RawProcessor,
-    ephemeral = false,
+    {
+      ephemeral = false,
+      batchWindowMs = 0,
+      commitIntervalMs = 0,
+    }: Pick<ConsumerOptions, 'ephemeral' | 'batchWindowMs' | 'commitIntervalMs'> = {},
   ): Promise<Subscription> {
     if (closing) throw new Error('The event bus is closed');
     const topics = logicalTopics.map((topic) => topicPrefix + topic);
@@ -145,6 +150,7 @@ export function createKafkaBus({
       }
     });
     const inFlight = new Set<Promise<void>>();
+    const timedCommits = commitIntervalMs > 0 && !ephemeral ? timedCommitter(consumer, commitIntervalMs, log, groupId) : undefined;
     /** An ephemeral group's next offset per partition ("partition:topic"), where a (re)join starts it. */
     const ephemeralPositions = new Map<string, { topic: string; partition: number; offset: string }>();
 
@@ -223,9 +229,15 @@ export function createKafkaBus({
                   partition: batch.partition,
                   offset: (BigInt(message.offset) + 1n).toString(),
                 });
+              if (timedCommits) {
+                timedCommits.handled(batch.topic, batch.partition, message.offset);
+                continue;
+              }
               handled = message.offset;
               commitSoon();
             }
+            // Busy partitions fill up meanwhile: the next fetch brings more than one message each.
+            if (batchWindowMs > 0 && !stopping.signal.aborted) await sleep(batchWindowMs, stopping.signal);
             // Every handled message committed (a failed commit rejects, as the single commits did).
             while (committing) await committing;
             if (handled !== undefined) await commitHandled();
@@ -251,6 +263,8 @@ export function createKafkaBus({
           // A consumer that crashed for good has no group left to pause (kafkajs would throw).
           if (!crashed) consumer.pause(topics.map((topic) => ({ topic })));
           await Promise.allSettled([...inFlight]);
+          if (!crashed) await timedCommits?.flush();
+          timedCommits?.stop();
           await consumer.disconnect();
           clearNotLive(stopping);
           subscriptions.delete(subscription);
@@ -275,7 +289,7 @@ export function createKafkaBus({
         options.groupId,
         options.concurrency ?? DEFAULT_CONCURRENCY,
         envelopeProcessor(topics, options.handler, context),
-        options.ephemeral,
+        options,
       );
     },
 
@@ -287,6 +301,7 @@ export function createKafkaBus({
         options.groupId,
         options.concurrency ?? DEFAULT_CONCURRENCY,
         deadLetterProcessor(options.handler, context),
+        options,
       );
     },
 
@@ -296,6 +311,46 @@ export function createKafkaBus({
         if (producerConnection) await producer.disconnect();
       })();
       return closing;
+    },
+  };
+}
+
+/**
+ * Commits the offsets handled since the last commit, every `intervalMs`, in one request for all partitions.
+ * A failed commit (the group rebalancing, the broker away) is logged and left to the next one: the offsets it
+ * carried are committed by a later commit of the same partition, or delivered again to the partition's next owner.
+ */
+function timedCommitter(consumer: Consumer, intervalMs: number, log: Logger, groupId: string) {
+  const handled = new Map<string, { topic: string; partition: number; offset: string }>();
+  let timer: NodeJS.Timeout | undefined;
+  let committing: Promise<void> = Promise.resolve();
+
+  function flush(): Promise<void> {
+    clearTimeout(timer);
+    timer = undefined;
+    committing = committing.then(async () => {
+      if (handled.size === 0) return;
+      const offsets = [...handled.values()];
+      handled.clear();
+      try {
+        await consumer.commitOffsets(offsets);
+      } catch (error) {
+        log.warn({ err: error, groupId, partitions: offsets.length }, 'Committing handled offsets failed; a later commit carries them');
+      }
+    });
+    return committing;
+  }
+
+  return {
+    /** `offset` of the partition was handled: it is committed (as the next offset to read) by the next flush. */
+    handled(topic: string, partition: number, offset: string): void {
+      handled.set(`${partition}:${topic}`, { topic, partition, offset: (BigInt(offset) + 1n).toString() });
+      timer ??= setTimeout(() => void flush(), intervalMs);
+    },
+    flush,
+    stop(): void {
+      clearTimeout(timer);
+      timer = undefined;
     },
   };
 }

@@ -33,33 +33,64 @@ export function appendToOutbox<T extends AnyTopic>(
   payload: PayloadInput<T>,
   options: AppendOptions = {},
 ): Promise<EnvelopeOf<T>> {
-  const attributes = { ...messageAttributes(topic.name, key, 'send'), ...jobAttributes(payload) };
-  return withSpan(`outbox ${topic.name}`, { attributes }, () => insert(db, topic, key, payload, options));
+  return withOutboxRow(
+    topic,
+    key,
+    payload,
+    async (row, envelope) => {
+      // The lock is taken in a FROM subquery so that it is held before the row (and its id) is produced,
+      // in one round trip.
+      await db.query(
+        `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
+         SELECT $1::text, $2::text, $3::uuid, $4::text, $5::jsonb, $6::jsonb
+         FROM (SELECT pg_advisory_xact_lock($7::int, hashtext($1::text || E'\\n' || $2::text))) AS key_lock`,
+        [row.topic, row.key, row.eventId, row.eventType, row.envelope, row.headers, row.lockClass],
+      );
+      return envelope;
+    },
+    options,
+  );
 }
 
-async function insert<T extends AnyTopic>(
-  db: Queryable,
+/** An outbox row's columns, for a statement that writes the row together with the change it reports. */
+export interface PreparedOutboxRow {
+  topic: string;
+  key: string;
+  eventId: string;
+  eventType: string;
+  /** The envelope's JSON text. */
+  envelope: string;
+  /** The headers' JSON text (the trace context included). */
+  headers: string;
+  /** The advisory-lock namespace of outbox keys: the statement locks (lockClass, hashtext(topic || E'\n' || key)). */
+  lockClass: number;
+}
+
+/**
+ * For a caller whose own statement writes the outbox row (in the same statement as the change it reports, so
+ * both commit together): the row `appendToOutbox` would insert, handed to `write` inside the same `outbox <topic>`
+ * span. The statement must take the key's advisory lock before it inserts the row, as `appendToOutbox` does, to
+ * keep the ordering invariant.
+ */
+export function withOutboxRow<T extends AnyTopic, R>(
   topic: T,
   key: string,
   payload: PayloadInput<T>,
-  { headers = {}, ...envelopeOptions }: AppendOptions,
-): Promise<EnvelopeOf<T>> {
-  const envelope = createEnvelope(topic, payload, envelopeOptions);
-  // The lock is taken in a FROM subquery so that it is held before the row (and its id) is produced,
-  // in one round trip.
-  await db.query(
-    `INSERT INTO outbox (topic, message_key, event_id, event_type, envelope, headers)
-     SELECT $1::text, $2::text, $3::uuid, $4::text, $5::jsonb, $6::jsonb
-     FROM (SELECT pg_advisory_xact_lock($7::int, hashtext($1::text || E'\\n' || $2::text))) AS key_lock`,
-    [
-      topic.name,
+  write: (row: PreparedOutboxRow, envelope: EnvelopeOf<T>) => Promise<R>,
+  { headers = {}, ...envelopeOptions }: AppendOptions = {},
+): Promise<R> {
+  const attributes = { ...messageAttributes(topic.name, key, 'send'), ...jobAttributes(payload) };
+  return withSpan(`outbox ${topic.name}`, { attributes }, () => {
+    const envelope = createEnvelope(topic, payload, envelopeOptions);
+    const row: PreparedOutboxRow = {
+      topic: topic.name,
       key,
-      envelope.id,
-      envelope.type,
-      JSON.stringify(envelope),
-      JSON.stringify({ ...traceHeaders(), ...headers }),
-      OUTBOX_KEY_LOCK_CLASS,
-    ],
-  );
-  return envelope;
+      eventId: envelope.id,
+      eventType: envelope.type,
+      envelope: JSON.stringify(envelope),
+      headers: JSON.stringify({ ...traceHeaders(), ...headers }),
+      lockClass: OUTBOX_KEY_LOCK_CLASS,
+    };
+    return write(row, envelope);
+  });
 }

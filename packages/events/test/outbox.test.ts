@@ -230,6 +230,32 @@ describe('relay housekeeping and failures', () => {
     await pool.query('DELETE FROM outbox WHERE event_id = $1', [stuck.id]);
   });
 
+  it('publishes at once after a quiet spell, and while busy gathers the rows of a few ms into one batch', async () => {
+    const topic = testTopic('batched');
+    removals.push(await createTopics(kafka, [topic.name], 3));
+    const batches: number[] = [];
+    const counting: Pick<EventBus, 'publish'> = {
+      publish: (messages) => {
+        batches.push(messages.length);
+        return bus.publish(messages);
+      },
+    };
+    relay = createOutboxRelay({ pool, bus: counting, logger: testLogger(), pollIntervalMs: 30_000, batchIntervalMs: 200 });
+    relay.start();
+    const first = await appendToOutbox(pool, topic, 'k0', { seq: 1, label: 'after a quiet spell' });
+    await waitFor(async () => Boolean((await rowOf(first.id))?.published_at), { what: 'the first row to be published' });
+    expect(batches).toEqual([1]);
+    // Well after the first batch: published at once; the next rows, written while the relay is busy, go out together.
+    await pause(300);
+    const rows: EnvelopeOf<typeof topic>[] = [];
+    for (let seq = 1; seq <= 5; seq++) rows.push(await appendToOutbox(pool, topic, `k${seq}`, { seq, label: 'busy' }));
+    await waitFor(async () => (await Promise.all(rows.map((row) => rowOf(row.id)))).every((row) => row?.published_at), {
+      what: 'the busy rows to be published',
+    });
+    expect(batches.slice(1).reduce((sum, size) => sum + size, 0)).toBe(5);
+    expect(batches.length).toBeLessThanOrEqual(3);
+  });
+
   it('records the failure, retries, and lets no later row overtake the failing one', async () => {
     const missing = testTopic('not-yet-created');
     const existing = testTopic('exists');

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '@fin/db';
-import { appendToOutbox, jobRequestTopics, type JobType } from '@fin/events';
+import { jobRequestTopics, withOutboxRow, type JobType, type PreparedOutboxRow } from '@fin/events';
 import { AppError } from '@fin/http';
 import { jobSubmissions } from '@fin/metrics';
 import { FIN_ATTRIBUTES, setSpanAttributes } from '@fin/tracing';
 import { canonicalJson, withToolSet, type CacheKeys } from './cache-key';
+import { outboxInsertFrom } from './events';
 
 export interface SubmitParams {
   tenantId: string;
@@ -56,41 +57,54 @@ export interface JobOutcome {
 
 export type SubmitOutcome = CachedOutcome | JobOutcome;
 
-/** What the cache holds for a request, and the key a new job for it is filed under. */
-interface CacheLookup {
-  /** The key a fresh run of this request fills (and identical jobs in flight share). */
-  jobKey: string;
-  /** A hit, already served under a job of the caller's own. */
-  hit?: CachedOutcome;
-}
-
-/** One row whatever is found: the hit's columns are all null on a miss. */
-interface LookupRow {
-  tool_set: string | null;
+/** One row whatever happened: the columns of the outcomes that did not happen are null. */
+interface SubmitRow {
+  /** A cache hit, served under a job of the caller's own (`job_id`). */
   source_job: string | null;
   result: string | null;
   created_at: Date | null;
   expires_at: Date | null;
   job_id: string | null;
+  /** An identical job of this tenant in flight, joined. */
+  joined_id: string | null;
+  joined_status: 'pending' | 'running' | null;
+  /** The job this statement created. */
+  created_id: string | null;
 }
 
 /**
- * Finds the key of a request and, unless `bypass`, its freshest cached result, and serves a hit, in one statement.
- * The tenant's customer tool set for the product decides the key: with tools, only the tenant's entry for exactly
- * that set; without, a shared entry or the tenant's own (the newer wins). A hit is answered with a job of the
- * caller's own, so the job id it returns is pollable by this tenant only: the tenant's earlier job for the entry
- * is reused, or (the first hit of a tenant) a completed job is created from it by the statement's INSERT, with no
- * event (there is no transition to report).
+ * The submission of a request without an Idempotency-Key, in one statement (its own transaction): the request's
+ * cache key (the tenant's customer tool set for the product decides it: with tools, only the tenant's entry for
+ * exactly that set; without, a shared entry or the tenant's own, the newer wins), its freshest cached result unless
+ * `bypass`, an identical job of the tenant in flight, or else a new `pending` job and its job.requested event.
+ *
+ * - A hit is answered with a job of the caller's own, so the job id it returns is pollable by this tenant only: the
+ *   tenant's earlier job for the entry is reused, or (the first hit of a tenant) a completed job is created from it
+ *   by `served`, with no event (there is no transition to report).
+ * - The statement reads one snapshot, in which a job's completion and its cache entry (one transaction) are both
+ *   visible or neither is: an identical job is therefore either found in flight (and joined) or its result is found
+ *   in the cache, never missed by both.
+ * - Two identical requests at once: the second's INSERT waits for the first's commit and then does nothing (the
+ *   partial unique index on in-flight jobs); the statement returns no outcome and the caller runs it again, which
+ *   then joins the first's job.
+ * - The job row and its event commit together. The request itself stays in the job row, where the worker reads it
+ *   when it claims the job: the event only says which job to run, so no request body (custom data included)
+ *   travels through Kafka. A job created already claimed (inline.ts) gets no event, so no worker picks it up.
+ *
+ * Without cache keys (a product whose results are not cached) only the INSERTs run.
  */
-async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypass: boolean): Promise<CacheLookup> {
-  const { rows } = await db.query<LookupRow>({
-    // Prepared once per connection: this is the hot path of every cache hit.
-    name: 'job-store-cache-lookup',
-    text: `WITH offered AS (SELECT customer_tool_set_digest($1::uuid, $2::text) AS tool_set),
+function submitStatement(withEvent: boolean): { name: string; text: string } {
+  return {
+    // Prepared once per connection: every submission, hit or miss, is this statement.
+    name: withEvent ? 'job-store-submit' : 'job-store-submit-claimed',
+    text: `WITH offered AS (SELECT CASE WHEN $9::boolean THEN customer_tool_set_digest($1::uuid, $2::text) END AS tool_set),
+      job_key AS (
+        SELECT CASE WHEN NOT $9::boolean THEN NULL WHEN o.tool_set IS NOT NULL THEN $5::text || o.tool_set ELSE $10::text END AS key
+          FROM offered o),
       hit AS (
         SELECT c.job_id AS source_job, c.result, c.created_at, c.expires_at, c.cache_key AS hit_key
           FROM offered o, result_cache c
-         WHERE NOT $6::boolean
+         WHERE $9::boolean AND NOT $6::boolean
            AND c.cache_key = ANY (CASE WHEN o.tool_set IS NULL THEN ARRAY[$3::text, $4::text] ELSE ARRAY[$5::text || o.tool_set] END)
            AND c.expires_at > now() AND (c.tenant_id IS NULL OR c.tenant_id = $1::uuid)
          ORDER BY c.created_at DESC LIMIT 1),
@@ -104,32 +118,97 @@ async function lookUp(db: Queryable, params: SubmitParams, keys: CacheKeys, bypa
         SELECT gen_random_uuid(), $1::uuid, $2::text, 'completed', 100, 'Served from the cache', $7::jsonb, hit.result,
                hit.hit_key, hit.source_job, 0, now(), now()
           FROM hit WHERE NOT EXISTS (SELECT 1 FROM own)
-        RETURNING id)
-      SELECT o.tool_set, hit.source_job, CASE WHEN hit.source_job = $8::uuid THEN NULL ELSE hit.result::text END AS result,
+        RETURNING id),
+      in_flight AS (
+        SELECT j.id, j.status FROM job_key k, jobs j
+         WHERE NOT EXISTS (SELECT 1 FROM hit)
+           AND j.tenant_id = $1::uuid AND j.cache_key = k.key AND j.status IN ('pending', 'running')
+         LIMIT 1),
+      created AS (
+        INSERT INTO jobs (id, tenant_id, type, status, request, cache_key, max_attempts, currently_working_on,
+                          lease_owner, lease_expires_at, attempts)
+        SELECT $11::uuid, $1::uuid, $2::text, 'pending', $7::jsonb, k.key, $12::int, $13::text,
+               $14::text, now() + $15::int * interval '1 millisecond', $16::int
+          FROM job_key k
+         WHERE NOT EXISTS (SELECT 1 FROM hit) AND NOT EXISTS (SELECT 1 FROM in_flight)
+        ON CONFLICT (tenant_id, cache_key) WHERE status IN ('pending', 'running') DO NOTHING
+        RETURNING id)${
+          withEvent
+            ? `,
+      requested AS (${outboxInsertFrom('created', 17)})`
+            : ''
+        }
+      SELECT hit.source_job, CASE WHEN hit.source_job = $8::uuid THEN NULL ELSE hit.result::text END AS result,
              hit.created_at, hit.expires_at,
-             COALESCE((SELECT id FROM own), (SELECT id FROM served)) AS job_id
+             COALESCE((SELECT id FROM own), (SELECT id FROM served)) AS job_id,
+             (SELECT id FROM in_flight) AS joined_id, (SELECT status FROM in_flight) AS joined_status,
+             (SELECT id FROM created) AS created_id
         FROM offered o LEFT JOIN hit ON true`,
-    values: [
-      params.tenantId,
-      params.jobType,
-      keys.shared ?? null,
-      keys.own,
-      withToolSet(keys.own, ''),
-      bypass,
-      JSON.stringify(params.request),
-      params.heldResult ?? null,
-    ],
-  });
-  const row = rows[0];
-  if (row === undefined) throw new Error('the cache lookup returned no row');
-  const toolSet = row.tool_set;
-  const jobKey = toolSet !== null ? withToolSet(keys.own, toolSet) : bypass || keys.shared === undefined ? keys.own : keys.shared;
+  };
+}
+
+/** One try of the submission statement: its outcome, or undefined when an identical job was created meanwhile. */
+async function submitOnce(db: Queryable, params: SubmitParams): Promise<SubmitOutcome | undefined> {
+  const keys = params.cacheKeys;
+  const bypass = params.bypassCache === true;
+  const jobId = randomUUID();
+  const claimed = params.claimedBy;
+  const values: unknown[] = [
+    params.tenantId,
+    params.jobType,
+    keys?.shared ?? null,
+    keys?.own ?? null,
+    keys ? withToolSet(keys.own, '') : null,
+    bypass,
+    JSON.stringify(params.request),
+    params.heldResult ?? null,
+    keys !== undefined,
+    // The key without customer tools: a refresh (no-cache) or a request with data fills the tenant's own entry.
+    keys ? (bypass || keys.shared === undefined ? keys.own : keys.shared) : null,
+    jobId,
+    params.maxAttempts ?? 3,
+    claimed ? 'Starting' : 'Waiting for a worker',
+    claimed?.workerId ?? null,
+    claimed?.leaseMs ?? null,
+    claimed ? 1 : 0,
+  ];
+  const run = async (event?: PreparedOutboxRow) => {
+    const statement = submitStatement(event !== undefined);
+    const eventValues = event
+      ? [event.topic, event.key, event.eventId, event.eventType, event.envelope, event.headers, event.lockClass]
+      : [];
+    const { rows } = await db.query<SubmitRow>({ ...statement, values: [...values, ...eventValues] });
+    const row = rows[0];
+    if (row === undefined) throw new Error('the submission statement returned no row');
+    return row;
+  };
+  const row = claimed
+    ? await run()
+    : await withOutboxRow(
+        jobRequestTopics[params.jobType],
+        jobId,
+        { job_id: jobId, job_type: params.jobType, tenant_id: params.tenantId, attempt: 1 },
+        (event) => run(event),
+      );
   const { source_job, result, created_at, expires_at, job_id } = row;
-  if (source_job === null || created_at === null || expires_at === null || job_id === null) return { jobKey };
-  const hit: CachedOutcome = { kind: 'cached', jobId: job_id, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at };
-  if (result !== null) hit.resultJson = result;
-  else if (source_job !== params.heldResult) throw new Error('the cache lookup returned a hit without its result');
-  return { jobKey, hit };
+  if (source_job !== null && created_at !== null && expires_at !== null && job_id !== null) {
+    const hit: CachedOutcome = { kind: 'cached', jobId: job_id, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at };
+    if (result !== null) hit.resultJson = result;
+    else if (source_job !== params.heldResult) throw new Error('the submission returned a cache hit without its result');
+    return hit;
+  }
+  if (row.joined_id !== null && row.joined_status !== null) return { kind: 'joined', jobId: row.joined_id, status: row.joined_status };
+  if (row.created_id !== null) return { kind: 'created', jobId: row.created_id, status: 'pending' };
+  return undefined;
+}
+
+/** The submission, tried again when an identical job was created meanwhile (the next try joins it). */
+async function createOrJoin(db: Queryable, params: SubmitParams): Promise<SubmitOutcome> {
+  for (let tries = 0; tries < 3; tries++) {
+    const outcome = await submitOnce(db, params);
+    if (outcome) return outcome;
+  }
+  throw new Error('Could not create or join a job for this request');
 }
 
 function requestHash(jobType: string, request: Record<string, unknown>): Buffer {
@@ -168,65 +247,6 @@ async function replay(client: PoolClient, params: SubmitParams, key: string): Pr
   };
 }
 
-/** `missed`: the lookup the caller just made (and missed) outside the transaction, so the first round skips it. */
-async function createOrJoin(client: PoolClient, params: SubmitParams, missed?: CacheLookup): Promise<SubmitOutcome> {
-  const bypass = params.bypassCache === true;
-  for (let tries = 0; tries < 3; tries++) {
-    let cacheKey: string | undefined;
-    if (params.cacheKeys) {
-      const found = tries === 0 && missed ? missed : await lookUp(client, params, params.cacheKeys, bypass);
-      if (found.hit) return found.hit;
-      cacheKey = found.jobKey;
-      // An identical job of this tenant in flight is shared. FOR SHARE waits for a concurrent completion of that
-      // job to commit (its status and its cache entry commit together), so the job is either still running
-      // here, or finished and found in the cache just below: never missed by both.
-      const { rows } = await client.query<{ id: string; status: JobOutcome['status'] }>(
-        `SELECT id, status FROM jobs WHERE tenant_id = $1 AND cache_key = $2 AND status IN ('pending', 'running') FOR SHARE`,
-        [params.tenantId, cacheKey],
-      );
-      if (rows[0]) return { kind: 'joined', jobId: rows[0].id, status: rows[0].status };
-      if (!bypass) {
-        const finished = await lookUp(client, params, params.cacheKeys, false);
-        if (finished.hit) return finished.hit;
-      }
-    }
-    const jobId = randomUUID();
-    const claimed = params.claimedBy;
-    const inserted = await client.query(
-      `INSERT INTO jobs (id, tenant_id, type, status, request, cache_key, max_attempts, currently_working_on,
-                         lease_owner, lease_expires_at, attempts)
-       VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8::text, now() + $9::int * interval '1 millisecond', $10)
-       ON CONFLICT (tenant_id, cache_key) WHERE status IN ('pending', 'running') DO NOTHING`,
-      [
-        jobId,
-        params.tenantId,
-        params.jobType,
-        JSON.stringify(params.request),
-        cacheKey ?? null,
-        params.maxAttempts ?? 3,
-        claimed ? 'Starting' : 'Waiting for a worker',
-        claimed?.workerId ?? null,
-        claimed?.leaseMs ?? null,
-        claimed ? 1 : 0,
-      ],
-    );
-    if (inserted.rowCount === 1 && claimed) return { kind: 'created', jobId, status: 'pending' };
-    if (inserted.rowCount === 1) {
-      // The request itself stays in the job row, where the worker reads it when it claims the job: the event
-      // only says which job to run, so no request body (custom data included) travels through Kafka.
-      await appendToOutbox(client, jobRequestTopics[params.jobType], jobId, {
-        job_id: jobId,
-        job_type: params.jobType,
-        tenant_id: params.tenantId,
-        attempt: 1,
-      });
-      return { kind: 'created', jobId, status: 'pending' };
-    }
-    // Another request created the identical job a moment ago: join it on the next round.
-  }
-  throw new Error('Could not create or join a job for this request');
-}
-
 /**
  * A product request → its job. In order: an Idempotency-Key seen before returns its job (or 422 for a different
  * body); a cache hit returns the cached result under a job of the caller's own; an identical job of the tenant in
@@ -247,29 +267,21 @@ export async function submitJob(pool: Pool, params: SubmitParams): Promise<Submi
 }
 
 async function submit(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
-  let missed: CacheLookup | undefined;
-  if (params.cacheKeys && !params.bypassCache && !params.idempotencyKey) {
-    // The common case, a hit, takes one statement outside any transaction.
-    const found = await lookUp(pool, params, params.cacheKeys, false);
-    if (found.hit) return found.hit;
-    missed = found;
-  }
+  // The common case, a request without an Idempotency-Key, is one statement whatever its outcome.
+  const key = params.idempotencyKey;
+  if (key === undefined) return createOrJoin(pool, params);
   return withTransaction(pool, async (client) => {
-    if (params.idempotencyKey) {
-      const replayed = await replay(client, params, params.idempotencyKey);
-      if (replayed) return replayed;
-    }
+    const replayed = await replay(client, params, key);
+    if (replayed) return replayed;
     // Everything from here runs on the transaction's connection: the idempotency key, the job it names and a job
     // created from a cache hit commit together, and a request holds one connection, not two.
-    const outcome = await createOrJoin(client, params, missed);
-    if (params.idempotencyKey) {
-      await client.query('INSERT INTO idempotency_keys (tenant_id, key, request_hash, job_id) VALUES ($1, $2, $3, $4)', [
-        params.tenantId,
-        params.idempotencyKey,
-        requestHash(params.jobType, params.request),
-        outcome.jobId,
-      ]);
-    }
+    const outcome = await createOrJoin(client, params);
+    await client.query('INSERT INTO idempotency_keys (tenant_id, key, request_hash, job_id) VALUES ($1, $2, $3, $4)', [
+      params.tenantId,
+      key,
+      requestHash(params.jobType, params.request),
+      outcome.jobId,
+    ]);
     return outcome;
   });
 }

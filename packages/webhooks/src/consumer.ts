@@ -2,7 +2,7 @@
 // service's observer: its offsets move only once the delivery rows are committed, and nothing it does (it never
 // calls a receiver) can hold up another reader of jobs.events. Sending is the dispatcher's job.
 import type { Pool } from '@fin/db';
-import { jobsEventsTopic, type EventBus, type JobEventsTopic, type Subscription } from '@fin/events';
+import { jobsEventsTopic, OBSERVER_BATCHING, type EventBus, type JobEventsTopic, type Subscription } from '@fin/events';
 import type { Logger } from '@fin/log';
 import { queueJobEvent } from './queue';
 
@@ -33,6 +33,8 @@ export function startWebhookConsumer({
     topic,
     groupId,
     backoff: { initialMs: 200, maxMs: 10_000 },
+    // Deliveries are unique per target and event, so an event delivered again queues nothing twice.
+    ...OBSERVER_BATCHING,
     handler: async (envelope) => {
       const event = envelope.payload;
       if (event.status !== 'completed' && event.status !== 'failed') return;

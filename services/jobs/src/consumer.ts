@@ -1,6 +1,13 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { type EventBus, type JobEventsTopic, type JobStateEventPayload, type Subscription, jobsEventsTopic } from '@fin/events';
+import {
+  type EventBus,
+  type JobEventsTopic,
+  type JobStateEventPayload,
+  OBSERVER_BATCHING,
+  type Subscription,
+  jobsEventsTopic,
+} from '@fin/events';
 import { type Logger } from '@fin/log';
 
 /** The Kafka consumer group of the jobs service's observer. */
@@ -36,6 +43,7 @@ export function startJobEventObserver({
     topic,
     groupId,
     backoff: { initialMs: 200, maxMs: 10_000 },
+    ...OBSERVER_BATCHING,
     handler: async (envelope) => {
       const event = envelope.payload;
       log.debug({ jobId: event.job_id, seq: event.seq, status: event.status, eventId: envelope.id }, 'job event');
@@ -63,6 +71,7 @@ export function startJobEventBroadcast({ bus, topic = jobsEventsTopic, onEvent }
     topic,
     groupId: `jobs-streams.${hostname()}.${randomUUID().slice(0, 8)}`,
     ephemeral: true,
+    batchWindowMs: OBSERVER_BATCHING.batchWindowMs,
     handler: (envelope) => {
       onEvent(envelope.payload);
       return Promise.resolve();
