@@ -24,6 +24,7 @@ export {
   type KeyStatus,
 } from './keys';
 export {
+  DAILY_TOKEN_BUDGET_LIMIT,
   DEFAULT_CHAT_CONCURRENCY,
   DEFAULT_LIMITS,
   LIMITED_PRODUCTS,

@@ -43,9 +43,15 @@ export function accountLimit(product: LimitedProduct, overrides: Readonly<Record
 /** Concurrent chat requests per account (spec: 10 concurrent streams). A tenant override under `chat` replaces it. */
 export const DEFAULT_CHAT_CONCURRENCY = CHAT_STREAMS_PER_KEY;
 
-/** Names an override may use: the per-minute products plus `chat` (concurrent streams). */
-export type OverridableLimit = LimitedProduct | 'chat';
-export const OVERRIDABLE_LIMITS: readonly OverridableLimit[] = [...LIMITED_PRODUCTS, 'chat'];
+/**
+ * The override naming an account's daily token budget: model tokens (all input, cache writes and reads included,
+ * and output) per UTC day, all of its keys together. No default: the gateway's DAILY_TOKEN_BUDGET, if set.
+ */
+export const DAILY_TOKEN_BUDGET_LIMIT = 'daily-tokens';
+
+/** Names an override may use: the per-minute products, `chat` (concurrent streams) and the daily token budget. */
+export type OverridableLimit = LimitedProduct | 'chat' | typeof DAILY_TOKEN_BUDGET_LIMIT;
+export const OVERRIDABLE_LIMITS: readonly OverridableLimit[] = [...LIMITED_PRODUCTS, 'chat', DAILY_TOKEN_BUDGET_LIMIT];
 
 /** tenants.rate_limit_overrides → {limit name: positive integer}; anything else in the JSON is ignored. */
 export function parseLimitOverrides(raw: unknown): Record<string, number> {

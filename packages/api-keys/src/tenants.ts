@@ -3,7 +3,14 @@
 // triggers, which NOTIFY on commit whichever client wrote the row.
 import { prismaFor, violatedUniqueIndex, type Pool, type Prisma, type PrismaClient } from '@fin/db';
 import { KeyStoreError } from './errors';
-import { DEFAULT_CHAT_CONCURRENCY, DEFAULT_LIMITS, OVERRIDABLE_LIMITS, parseLimitOverrides, type OverridableLimit } from './limits';
+import {
+  DAILY_TOKEN_BUDGET_LIMIT,
+  DEFAULT_CHAT_CONCURRENCY,
+  DEFAULT_LIMITS,
+  OVERRIDABLE_LIMITS,
+  parseLimitOverrides,
+  type OverridableLimit,
+} from './limits';
 
 /** A client of the key store's queries: the pool's Prisma client, or one of its interactive transactions. */
 export type Db = PrismaClient | Prisma.TransactionClient;
@@ -26,6 +33,8 @@ const TENANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MAX_PER_MINUTE = 1_000_000;
 /** An account's concurrent chat requests at most (all of its keys together). */
 const MAX_CHAT_STREAMS = 10_000;
+/** A daily token budget above this is no budget. */
+const MAX_DAILY_TOKENS = 1_000_000_000_000;
 
 /** Keys that can still be used as of `now`: neither revoked nor expired (the tenant's own state aside). */
 export function usableKeys(now: Date) {
@@ -128,7 +137,7 @@ function checkLimit(product: string): asserts product is OverridableLimit {
  */
 export async function setLimitOverride(pool: Pool, tenant: string, product: string, value: number | null): Promise<Record<string, number>> {
   checkLimit(product);
-  const max = product === 'chat' ? MAX_CHAT_STREAMS : MAX_PER_MINUTE;
+  const max = product === 'chat' ? MAX_CHAT_STREAMS : product === DAILY_TOKEN_BUDGET_LIMIT ? MAX_DAILY_TOKENS : MAX_PER_MINUTE;
   if (value !== null && (!Number.isInteger(value) || value < 1 || value > max)) {
     throw new KeyStoreError('invalid', `The limit must be a whole number from 1 to ${max.toLocaleString('en')}.`);
   }
@@ -141,7 +150,7 @@ export async function setLimitOverride(pool: Pool, tenant: string, product: stri
           UPDATE tenants SET rate_limit_overrides = rate_limit_overrides - ${product}::text
            WHERE name = ${tenant} RETURNING rate_limit_overrides`
       : await prisma.$queryRaw<{ rate_limit_overrides: unknown }[]>`
-          UPDATE tenants SET rate_limit_overrides = rate_limit_overrides || jsonb_build_object(${product}::text, ${value}::int)
+          UPDATE tenants SET rate_limit_overrides = rate_limit_overrides || jsonb_build_object(${product}::text, ${value}::bigint)
            WHERE name = ${tenant} RETURNING rate_limit_overrides`;
   if (!rows[0]) throw noSuchTenant(tenant);
   return parseLimitOverrides(rows[0].rate_limit_overrides);
@@ -155,7 +164,7 @@ export async function clearLimitOverrides(pool: Pool, tenant: string): Promise<v
 
 export interface LimitsReport {
   /** Built-in defaults: requests per account per minute, and `chat` concurrent chat requests per account. */
-  defaults: Record<OverridableLimit, number>;
+  defaults: Record<Exclude<OverridableLimit, typeof DAILY_TOKEN_BUDGET_LIMIT>, number>;
   /** Tenants with at least one override (or the one asked for). */
   tenants: { name: string; overrides: Record<string, number> }[];
 }

@@ -70,6 +70,7 @@ export const PORTAL_PAGES = {
   testTool: { method: 'post', path: '/tools/{id}/test', scope: null, request: { params: PortalIdParams, body: PortalToolTestForm } },
   toolCalls: { method: 'get', path: '/tools/{id}/calls', scope: null, request: { params: PortalIdParams } },
   keys: { method: 'get', path: '/keys', scope: null },
+  usage: { method: 'get', path: '/usage', scope: null },
   createKey: { method: 'post', path: '/keys', scope: null, request: { body: PortalKeyForm } },
   revokeKey: { method: 'post', path: '/keys/{id}/revoke', scope: null, request: { params: PortalIdParams, body: PortalForm } },
   webhooks: { method: 'get', path: '/webhooks', scope: null },

@@ -47,6 +47,12 @@ export const gatewayConfigShape = {
    * value. A chat slot whose client left stays taken that long (plus 1 s), until the reply has surely stopped.
    */
   CHAT_DETACH_GRACE_MS: int(0, 60_000).default(5_000),
+  /**
+   * Model tokens (all input, cache writes and reads included, and output) an account may use per UTC day; past it,
+   * its new news, stock-report, analysis and chat requests get 429 until midnight UTC. Unset: no budget. A tenant's
+   * `daily-tokens` override (admin CLI: limits set --product daily-tokens --per-day N) replaces it.
+   */
+  DAILY_TOKEN_BUDGET: int(1, 1_000_000_000_000).optional(),
   /** Failed authentications one client address may have per minute (per replica) before it gets 429 instead of lookups. */
   AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(30),
   /**

@@ -54,7 +54,12 @@ export async function startGateway({ config, logger, upstream: given }: GatewayO
     logger,
     failuresPerClient: config.AUTH_FAILURES_PER_MINUTE,
   });
-  const rateLimits = createRateLimits({ pool, logger, chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS });
+  const rateLimits = createRateLimits({
+    pool,
+    logger,
+    chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS,
+    ...(config.DAILY_TOKEN_BUDGET === undefined ? {} : { dailyTokenBudget: config.DAILY_TOKEN_BUDGET }),
+  });
   const upstream =
     given?.() ??
     httpUpstream({

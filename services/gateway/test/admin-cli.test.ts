@@ -120,6 +120,7 @@ describe('admin CLI (a real child process against a real database)', () => {
         ['limits', 'set', '--tenant', 'acme', '--product', 'news', '--per-minute', 'lots'],
         ['frobnicate'],
         ['keys'],
+        ['limits', 'set', '--tenant', 'acme', '--product', 'daily-tokens', '--per-minute', '5'],
       ].map((args) => admin(args, { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/unreachable' })),
     );
     for (const run of runs) {
@@ -130,6 +131,7 @@ describe('admin CLI (a real child process against a real database)', () => {
     expect(runs[1]?.stderr).toContain('--expires-in takes a number and a unit');
     expect(runs[3]?.stderr).toContain('Unknown scope "admin"');
     expect(runs[6]?.stderr).toContain('use --concurrent N');
+    expect(runs[10]?.stderr).toContain('daily-tokens is limited in model tokens per UTC day: use --per-day N.');
   });
 
   it('exits 1 with a clear message when the operation fails', async () => {
@@ -157,15 +159,20 @@ describe('admin CLI (a real child process against a real database)', () => {
     expect(await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'chat-turns', '--per-minute', '120'])).toContain(
       'chat-turns limited to 120 requests per minute for the account',
     );
+    expect(await ok(['limits', 'set', '--tenant', 'bigcorp', '--product', 'daily-tokens', '--per-day', '5000000000'])).toContain(
+      'daily-tokens limited to 5000000000 model tokens per UTC day for the account',
+    );
     const shown = JSON.parse(await ok(['limits', 'show', '--json'])) as { tenants: unknown[] };
-    expect(shown.tenants).toEqual([{ name: 'bigcorp', overrides: { news: 500, chat: 25, 'chat-turns': 120 } }]);
+    expect(shown.tenants).toEqual([
+      { name: 'bigcorp', overrides: { news: 500, chat: 25, 'chat-turns': 120, 'daily-tokens': 5_000_000_000 } },
+    ]);
     await waitFor(async () => (await auth.authenticate(apiKey)).limitOverrides.news === 500, {
       timeoutMs: 5_000,
       what: 'the override to arrive',
     });
     await ok(['limits', 'clear', '--tenant', 'bigcorp', '--product', 'news']);
     expect(JSON.parse(await ok(['limits', 'show', '--tenant', 'bigcorp', '--json']))).toMatchObject({
-      tenants: [{ name: 'bigcorp', overrides: { chat: 25, 'chat-turns': 120 } }],
+      tenants: [{ name: 'bigcorp', overrides: { chat: 25, 'chat-turns': 120, 'daily-tokens': 5_000_000_000 } }],
     });
     const tenants = JSON.parse(await ok(['tenants', 'list', '--json'])) as { name: string; active_keys: number }[];
     expect(tenants.find((tenant) => tenant.name === 'bigcorp')).toMatchObject({ active_keys: 1 });

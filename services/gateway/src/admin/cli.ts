@@ -12,6 +12,7 @@ import {
   clearLimitOverrides,
   createKey,
   createTenant,
+  DAILY_TOKEN_BUDGET_LIMIT,
   DEFAULT_LIMITS,
   disableTenant,
   enableTenant,
@@ -49,6 +50,7 @@ API keys (the key is shown once, at creation; only its SHA-256 is stored)
 Limits (per account: all of a tenant's keys count together)
   limits set --tenant NAME --product news|stock-report|analysis|jobs|tools|webhooks|chat-turns --per-minute N
   limits set --tenant NAME --product chat --concurrent N
+  limits set --tenant NAME --product daily-tokens --per-day N   model tokens per UTC day; past it, new work gets 429
   limits clear --tenant NAME [--product PRODUCT]     without --product: all of the tenant's overrides
   limits show [--tenant NAME] [--json]
 
@@ -305,25 +307,27 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
     case 'set': {
       const { values } = parse(
         rest,
-        { tenant: { type: 'string' }, product: { type: 'string' }, 'per-minute': { type: 'string' }, concurrent: { type: 'string' } },
+        {
+          tenant: { type: 'string' },
+          product: { type: 'string' },
+          'per-minute': { type: 'string' },
+          concurrent: { type: 'string' },
+          'per-day': { type: 'string' },
+        },
         0,
       );
       const tenant = required(values, 'tenant');
       const product = required(values, 'product');
-      const flag = product === 'chat' ? 'concurrent' : 'per-minute';
-      const other = product === 'chat' ? 'per-minute' : 'concurrent';
-      if (values[other] !== undefined) {
-        throw new UsageError(
-          product === 'chat'
-            ? 'chat is limited in concurrent streams: use --concurrent N.'
-            : `${product} is limited per minute: use --per-minute N.`,
-        );
+      // Each limit has its unit: chat streams at once, model tokens per UTC day, otherwise requests per minute.
+      const flags = { chat: 'concurrent', [DAILY_TOKEN_BUDGET_LIMIT]: 'per-day' } as const;
+      const flag: 'concurrent' | 'per-day' | 'per-minute' = product in flags ? flags[product as keyof typeof flags] : 'per-minute';
+      const units = { concurrent: ' concurrent streams', 'per-day': ' model tokens per UTC day', 'per-minute': ' requests per minute' };
+      for (const other of ['concurrent', 'per-day', 'per-minute'] as const) {
+        if (other !== flag && values[other] !== undefined) throw new UsageError(`${product} is limited in${units[flag]}: use --${flag} N.`);
       }
       const value = positiveInt(required(values, flag), flag);
       const overrides = await setLimitOverride(pool, tenant, product, value);
-      io.out(
-        `Tenant ${tenant}: ${product} limited to ${value}${product === 'chat' ? ' concurrent streams' : ' requests per minute'} for the account. Overrides now: ${overridesText(overrides)}.`,
-      );
+      io.out(`Tenant ${tenant}: ${product} limited to ${value}${units[flag]} for the account. Overrides now: ${overridesText(overrides)}.`);
       return;
     }
     case 'clear': {
@@ -351,6 +355,7 @@ async function limits(pool: Pool, args: string[], io: Io): Promise<void> {
         io.out(`  ${product.padEnd(13)} ${report.defaults[product as keyof typeof DEFAULT_LIMITS]} requests per minute`);
       }
       io.out(`  ${'chat'.padEnd(13)} ${report.defaults.chat} concurrent streams`);
+      io.out(`  ${DAILY_TOKEN_BUDGET_LIMIT.padEnd(13)} none, unless the gateway's DAILY_TOKEN_BUDGET sets one (model tokens per UTC day)`);
       io.out('');
       if (report.tenants.length === 0) {
         io.out('No tenant has overrides.');

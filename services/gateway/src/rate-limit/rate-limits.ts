@@ -7,6 +7,7 @@ import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import type { Principal } from '../auth/types';
 import { createChatSlots } from './chat-slots';
 import { DEFAULT_SYNC_MS, FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
+import { createTokenBudget } from './token-budget';
 import type { LimitedProduct, RateLimits } from './types';
 
 export interface RateLimitsOptions {
@@ -35,7 +36,12 @@ export interface RateLimitsOptions {
   failOpenCooldownMs?: number;
   /** How often hits counted locally are sent to the shared counters (see CounterSync). Default 100 ms. */
   syncMs?: number;
+  /** Model tokens per account per UTC day for tenants without a `daily-tokens` override (undefined: no budget). */
+  dailyTokenBudget?: number;
 }
+
+/** What starts model work, so the daily token budget applies to it before its per-minute limit. */
+const SPENDING: ReadonlySet<LimitedProduct> = new Set(['news', 'stock-report', 'analysis', 'chat-turns']);
 
 export interface PostgresRateLimits extends RateLimits {
   /** The per-minute defaults in force (before tenant overrides). */
@@ -117,7 +123,9 @@ export function createRateLimits({
   storeTimeoutMs = 2_000,
   failOpenCooldownMs = 5_000,
   syncMs = DEFAULT_SYNC_MS,
+  dailyTokenBudget,
 }: RateLimitsOptions): PostgresRateLimits {
+  const budget = createTokenBudget({ pool, logger, ...(dailyTokenBudget === undefined ? {} : { defaultBudget: dailyTokenBudget }) });
   const limits: Readonly<Record<LimitedProduct, number>> = Object.freeze({ ...DEFAULT_LIMITS, ...overrides });
   const breaker = new FailOpenBreaker(failOpenCooldownMs);
   const chat = createChatSlots({
@@ -169,7 +177,7 @@ export function createRateLimits({
       handler: (_req, _res, next) => next(LIMITED),
       logger: storeLogger,
     });
-    return (req, res, next) => {
+    const limited: RequestHandler = (req, res, next) => {
       void limiter(req, res, (error?: unknown) => {
         const info = (req as unknown as Record<string, RateLimitInfo | undefined>)[property];
         if (!info) {
@@ -181,6 +189,10 @@ export function createRateLimits({
         if (!res.headersSent) res.set(headers);
         next(error === LIMITED ? limitExceeded(product, info, headers) : error);
       });
+    };
+    if (!SPENDING.has(product)) return limited;
+    return (req, res, next) => {
+      budget(req, res, (error?: unknown) => (error === undefined ? limited(req, res, next) : next(error)));
     };
   };
 

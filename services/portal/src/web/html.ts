@@ -39,7 +39,7 @@ export interface LayoutOptions {
   /** The signed-in tenant; absent on the sign-in page. */
   account?: { tenantName: string; csrf: string };
   /** Which navigation item is current. */
-  current?: 'tools' | 'keys' | 'webhooks';
+  current?: 'tools' | 'keys' | 'webhooks' | 'usage';
   body: Html;
 }
 
@@ -49,6 +49,7 @@ export function layout({ title, account, current, body }: LayoutOptions): string
         <a href="/portal/tools" ${current === 'tools' ? html`aria-current="page"` : ''}>Tools</a>
         <a href="/portal/webhooks" ${current === 'webhooks' ? html`aria-current="page"` : ''}>Webhooks</a>
         <a href="/portal/keys" ${current === 'keys' ? html`aria-current="page"` : ''}>API keys</a>
+        <a href="/portal/usage" ${current === 'usage' ? html`aria-current="page"` : ''}>Usage</a>
         <span class="tenant">${account.tenantName}</span>
         <form method="post" action="/portal/logout" class="inline"><input type="hidden" name="csrf" value="${account.csrf}"><button type="submit" class="link">Sign out</button></form>
       </nav>`

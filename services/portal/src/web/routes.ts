@@ -78,6 +78,20 @@ function noStore(res: Response): void {
   res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
 }
 
+/** One row of usage_daily as the usage page reads it (the bigint counters as text). */
+interface UsageRow {
+  day: string;
+  product: string;
+  runs: number;
+  failed_runs: number;
+  model_calls: string;
+  input_tokens: string;
+  cache_creation_input_tokens: string;
+  cache_read_input_tokens: string;
+  output_tokens: string;
+  web_searches: string;
+}
+
 function page(res: Response, status: number, options: Parameters<typeof layout>[0]): void {
   noStore(res);
   res.status(status).type('html').send(layout(options));
@@ -194,7 +208,7 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     return false;
   };
 
-  const shell = (res: Response, title: string, body: Html, current: 'tools' | 'keys' | 'webhooks' = 'tools', status = 200) => {
+  const shell = (res: Response, title: string, body: Html, current: 'tools' | 'keys' | 'webhooks' | 'usage' = 'tools', status = 200) => {
     const { account, csrf } = signedOf(res);
     page(res, status, { title, account: { tenantName: account.tenantName, csrf }, current, body });
   };
@@ -579,6 +593,36 @@ ${problemList(extra.problems ?? [])}
   };
 
   route(router, PORTAL_PAGES.keys, (_input, { res }) => keysPage(res), signedIn);
+
+  // The account's model usage per UTC day and product, the last 30 days: what every job attempt (failed ones
+  // included) and chat reply recorded when it ended (see docs/products.md, Usage).
+  route(
+    router,
+    PORTAL_PAGES.usage,
+    async (_input, { res }) => {
+      const { rows } = await pool.query<UsageRow>({
+        name: 'portal-usage-by-day',
+        text: `SELECT to_char(day, 'YYYY-MM-DD') AS day, product, runs, failed_runs, model_calls::text, input_tokens::text,
+                      cache_creation_input_tokens::text, cache_read_input_tokens::text, output_tokens::text, web_searches::text
+                 FROM usage_daily
+                WHERE tenant_id = $1 AND day > (now() AT TIME ZONE 'UTC')::date - 30
+                ORDER BY day DESC, product`,
+        values: [signedOf(res).account.tenantId],
+      });
+      const number = (text: string) => Number(text).toLocaleString('en');
+      const body =
+        rows.length === 0
+          ? html`<p>No model usage in the last 30 days. Jobs and chat replies are counted here when they end; answers served from the cache cost nothing.</p>`
+          : html`<p>Model usage of this account per UTC day and product, the last 30 days, in the units the model provider bills. Failed attempts are included (they were billed); answers served from the cache cost nothing.</p>
+<table class="usage"><thead><tr><th>Day (UTC)</th><th>Product</th><th>Runs</th><th>Failed</th><th>Model calls</th><th>Input tokens</th><th>Cache writes</th><th>Cache reads</th><th>Output tokens</th><th>Web searches</th></tr></thead>
+<tbody>${rows.map(
+              (row) =>
+                html`<tr><td>${row.day}</td><td>${row.product}</td><td>${number(String(row.runs))}</td><td>${number(String(row.failed_runs))}</td><td>${number(row.model_calls)}</td><td>${number(row.input_tokens)}</td><td>${number(row.cache_creation_input_tokens)}</td><td>${number(row.cache_read_input_tokens)}</td><td>${number(row.output_tokens)}</td><td>${number(row.web_searches)}</td></tr>`,
+            )}</tbody></table>`;
+      shell(res, 'Usage', body, 'usage');
+    },
+    signedIn,
+  );
   route(
     router,
     PORTAL_PAGES.createKey,
