@@ -83,6 +83,15 @@ describe.each(UPSTREAM_MODES)('stock reports through the whole system (%s upstre
     expect(result.quick_insights.length).toBeGreaterThanOrEqual(2);
     expect(result.quick_insights.length).toBeLessThanOrEqual(4);
     for (const insight of result.quick_insights) expect(insight).toMatch(/NVDA[\s\S]*MSFT|MSFT[\s\S]*NVDA/);
+    // The result says what it cost, in the units the model provider bills: every call of the run, none failed.
+    const usage = result.meta?.usage;
+    expect(usage).toMatchObject({ web_searches: 0 });
+    expect(usage?.failed_attempts).toBeUndefined();
+    expect(usage?.model_calls).toBeGreaterThanOrEqual(2);
+    expect(usage?.output_tokens).toBeGreaterThan(0);
+    expect((usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0)).toBeGreaterThan(
+      1_000,
+    );
 
     const repeat = await report({ symbols: ['nvda', 'MSFT'], language: 'en' });
     expect(repeat.res.status).toBe(200);
