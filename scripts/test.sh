@@ -90,6 +90,7 @@ else
     const fs = require("fs");
     const [a, b] = process.argv.slice(1).map((file) => JSON.parse(fs.readFileSync(file, "utf8")));
     for (const key of ["numPassedTests", "numFailedTests", "numPendingTests", "numTodoTests", "numRuntimeErrorTestSuites"]) a[key] += b[key];
+    a.testResults.push(...b.testResults);
     fs.writeFileSync(process.argv[1], JSON.stringify(a));
   ' "$results" "$e2e_results"
   rm -f "$e2e_results"
@@ -97,9 +98,16 @@ fi
 if $started_kafka; then bash infra/kafka/stop.sh; fi
 stop_secure_kafka
 trap - EXIT
-# The closing line, in the plain "N passed, N failed" form that CI reads.
+# The slowest suites (where the run's time goes), then the closing line, in the plain "N passed, N failed" form
+# that CI reads.
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const slowest = r.testResults
+    .map((suite) => ({ seconds: (suite.endTime - suite.startTime) / 1000, file: require("path").relative(process.cwd(), suite.name) }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, 15);
+  console.log("\nSlowest suites:");
+  for (const { seconds, file } of slowest) console.log(`${seconds.toFixed(1).padStart(8)} s  ${file}`);
   const failed = r.numFailedTests + r.numRuntimeErrorTestSuites;
   console.log(`\nTests: ${r.numPassedTests} passed, ${failed} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
 ' "$results" || true
