@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-step() { printf '\n== %s\n' "$*"; }
+step() { printf "\n== %s (at %d s)\n" "$*" "$SECONDS"; }
 
 step "lint"
 # Formatting (Prettier), typescript-eslint's strict type-checked rules with zero warnings, then no unused files,

@@ -40,6 +40,9 @@ export interface SurvivalReport {
  * file, appends it there as one JSON line; then asserts that everything survived and nothing was lost. The line
  * is written first, so a failing run still shows its counts.
  */
+/** Whether a survival report of this test file failed: its fault system then prints the services' output. */
+let survivalFailed = false;
+
 export function reportSurvival(report: SurvivalReport): void {
   const unit = report.unit ?? 'jobs';
   const details = Object.entries(report.details ?? {})
@@ -59,17 +62,21 @@ export function reportSurvival(report: SurvivalReport): void {
       file,
       `${JSON.stringify({ ...report, problems: problems.length, unit, size: reliabilitySize, at: new Date().toISOString() })}\n`,
     );
+  survivalFailed ||= problems.length > 0 || report.lost > 0 || report.survived !== report.n;
   expect(problems).toEqual([]);
   expect(report.n).toBeGreaterThan(0);
   expect(report.lost).toBe(0);
   expect(report.survived).toBe(report.n);
 }
 
-/** With E2E_DEBUG set, prints what every service process wrote (for a failed run). */
+/**
+ * Prints what every service process wrote, the last 20,000 characters each: after a survival report that failed
+ * (what a CI log needs to tell why), or always with E2E_DEBUG set.
+ */
 function printServiceOutput(
   services: readonly { name: string; child: { exitCode: number | null; signalCode: NodeJS.Signals | null }; output(): string }[],
 ): void {
-  if (!process.env.E2E_DEBUG) return;
+  if (!process.env.E2E_DEBUG && !survivalFailed) return;
   for (const service of services)
     process.stdout.write(
       `--- ${service.name} (exit ${service.child.exitCode ?? service.child.signalCode ?? 'none'})\n${service.output()}\n`,
@@ -120,7 +127,7 @@ export interface FaultSystem {
   system: System;
   /** The tenant's API key. */
   key: string;
-  /** Stops the services (resuming any the test left paused) and the fakes; prints their output with E2E_DEBUG. */
+  /** Stops the services (resuming any the test left paused) and the fakes; prints their output after a failed report. */
   stop(): Promise<void>;
 }
 

@@ -47,7 +47,7 @@ export interface KafkaBusOptions {
 
 /**
  * The event bus on Kafka. The producer is idempotent with one request in flight, so retries neither duplicate
- * nor reorder messages of a partition. Consumers commit a message's offset only after it is handled or
+ * nor reorder messages of a partition; after a send that failed it is replaced (retire). Consumers commit a message's offset only after it is handled or
  * dead-lettered, so a consumer that dies mid-handler has the message redelivered to its group.
  */
 export function createKafkaBus({
@@ -60,37 +60,66 @@ export function createKafkaBus({
   topicPrefix = '',
 }: KafkaBusOptions): EventBus {
   const log = logger.child({ component: 'kafka-bus' });
-  const producer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+  const newProducer = () => ({
+    producer: kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    }),
+    connection: undefined as Promise<void> | undefined,
   });
-  let producerConnection: Promise<void> | undefined;
+  let current = newProducer();
+  /** Disconnections of producers replaced after a failed send, awaited by close. */
+  const retiring = new Set<Promise<void>>();
   const subscriptions = new Set<Subscription>();
   let closing: Promise<void> | undefined;
 
-  function connectProducer(): Promise<void> {
-    producerConnection ??= producer.connect().catch((error: unknown) => {
-      producerConnection = undefined;
+  function connectProducer(entry: ReturnType<typeof newProducer>): Promise<void> {
+    entry.connection ??= entry.producer.connect().catch((error: unknown) => {
+      entry.connection = undefined;
       throw error;
     });
-    return producerConnection;
+    return entry.connection;
+  }
+
+  /**
+   * After a send that failed, nobody knows whether the broker wrote the batch: kafkajs rolls its sequence numbers
+   * back all the same, so the producer's next batch would reuse them and be refused for good
+   * (OUT_OF_ORDER_SEQUENCE_NUMBER) or dropped as a duplicate. The failed producer is retired, and the next send
+   * gets a new producer id: what is sent again may then be written twice (delivery is at least once, as consumers
+   * expect), never lost or stuck.
+   */
+  function retire(entry: ReturnType<typeof newProducer>): void {
+    if (current !== entry) return;
+    current = newProducer();
+    if (!entry.connection) return;
+    const disconnect = entry.producer
+      .disconnect()
+      .catch((error: unknown) => log.debug({ err: error }, 'Disconnecting a retired producer failed'))
+      .finally(() => retiring.delete(disconnect));
+    retiring.add(disconnect);
   }
 
   async function send(messages: readonly RawOutgoingMessage[]): Promise<void> {
     if (messages.length === 0) return;
-    await connectProducer();
+    const entry = current;
+    await connectProducer(entry);
     const byTopic = new Map<string, Message[]>();
     for (const { topic, key, value, headers } of messages) {
       let batch = byTopic.get(topic);
       if (!batch) byTopic.set(topic, (batch = []));
       batch.push({ key, value, headers: { ...headers } });
     }
-    await producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, batch]) => ({ topic: topicPrefix + topic, messages: batch })),
-    });
+    try {
+      await entry.producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, batch]) => ({ topic: topicPrefix + topic, messages: batch })),
+      });
+    } catch (error) {
+      retire(entry);
+      throw error;
+    }
   }
 
   /** Where each partition of `topics` ends now: the offset its next message will get. */
@@ -308,7 +337,8 @@ export function createKafkaBus({
     close() {
       closing ??= (async () => {
         await Promise.allSettled([...subscriptions].map((subscription) => subscription.stop()));
-        if (producerConnection) await producer.disconnect();
+        if (current.connection) await current.producer.disconnect();
+        await Promise.all([...retiring]);
       })();
       return closing;
     },

@@ -127,7 +127,7 @@ describe('request errors', () => {
 
 describe('service failures', () => {
   it('answers 503 naming the service when it is down', async () => {
-    const h = await startHarness({ urls: { news: await deadUrl(), jobs: await deadUrl() } });
+    const h = await startHarness({ urls: { news: deadUrl(), jobs: deadUrl() } });
     try {
       const news = await request(h.app)
         .post('/api/products/news')

@@ -158,11 +158,12 @@ export async function listen(app: http.RequestListener): Promise<Listening> {
   };
 }
 
-/** A URL where nothing listens (a service that is down). */
-export async function deadUrl(): Promise<string> {
-  const probe = await listen((_req, res) => res.end());
-  await probe.close();
-  return probe.url;
+/**
+ * A URL where nothing listens (a service that is down). Port 1 (tcpmux) is privileged and served by nothing here:
+ * an ephemeral port freed for the purpose could be taken by another suite's server before the request is sent.
+ */
+export function deadUrl(): string {
+  return 'http://127.0.0.1:1';
 }
 
 interface RecordedRequest {
