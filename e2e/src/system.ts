@@ -24,9 +24,12 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `services/<dir>/src/main.ts` under Node with tsx, as `npm run dev` does. */
+/**
+ * Starts `services/<dir>/dist/main.js`, the compiled output its container image runs (`npm test` builds it
+ * first; after changing sources, `npm run build` before running a system test on its own).
+ */
 export function startService(name: string, dir: string, env: Record<string, string>): ServiceProcess {
-  return startProcess(name, dir, ['--conditions=development', '--import', 'tsx', 'src/main.ts'], env);
+  return startProcess(name, dir, ['dist/main.js'], env);
 }
 
 /** Starts `node <args>` in `services/<dir>`. */
@@ -240,7 +243,7 @@ export async function startSystem(
 /** The admin CLI against a database; returns its stdout. */
 function adminOf(databaseUrl: string): (args: string[]) => string {
   return (args) => {
-    const run = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/admin/cli.ts', ...args], {
+    const run = spawnSync(process.execPath, ['dist/admin/cli.js', ...args], {
       cwd: path.join(ROOT, 'services/gateway'),
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
       encoding: 'utf8',
