@@ -85,6 +85,9 @@ describe('the MCP server through the gateway', () => {
 
   it('news: the tool follows the job to its result, which the API then serves from its cache', async () => {
     const client = await connect(key);
+    // Listed first, the output schema is checked by the client too (the server checks every answer against it).
+    const listed = (await client.listTools()).tools.find((tool) => tool.name === 'news');
+    expect(JSON.stringify(listed?.outputSchema)).toContain('"ticker_sentiment"');
     const progress: number[] = [];
     const result = (await client.callTool({ name: 'news', arguments: { symbols: ['AAPL'], n: 2 } }, undefined, {
       timeout: 90_000,

@@ -31,7 +31,13 @@ export function createMcpServer(caller: Caller, context: ToolContext, calledTool
     if (!allowed && tool.name !== calledTool) continue;
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: tool.annotations },
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+        annotations: tool.annotations,
+      },
       async (input: unknown, extra) => {
         const result = allowed ? await tool.run(input, context, extra) : scopeRefusal(tool);
         mcpToolCalls.inc({ tool: tool.name, outcome: allowed ? outcomeOf(result) : 'refused' });

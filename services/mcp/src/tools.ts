@@ -1,20 +1,24 @@
 // The MCP tools: each is one product of the API, called through the gateway with the caller's own key (so its
 // scopes, rate limits and cache apply exactly as to a direct request). Input schemas are the contract's request
-// schemas, less what makes no sense to an assistant (callback_url, stream): one source of truth with the API.
+// schemas, less what makes no sense to an assistant (callback_url, stream), and the job tools' output schemas its
+// result schemas: one source of truth with the API.
 import {
   AnalysisRequest,
+  AnalysisResult,
   ChatRequest,
+  ErrorBody,
   JobPathParams,
+  NewsResult,
   newsToolInput,
   StockReportRequest,
+  StockReportResult,
   type ApiScope,
-  type ErrorBody,
   type JobType,
 } from '@fin/contracts';
 import { APIError, JobFailedError, type FinancialIntelligence, type JobHandle, type JobStatusResponse } from '@financial-intelligence/sdk';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -34,6 +38,8 @@ export interface ToolDefinition {
   /** The key needs one of these scopes to list and call the tool. */
   readonly scopes: readonly ApiScope[];
   readonly inputSchema: z.ZodObject;
+  /** What the tool's structuredContent holds (listed as its outputSchema; the server checks every answer against it). */
+  readonly outputSchema?: z.ZodObject;
   readonly annotations: { readOnlyHint: boolean; openWorldHint: boolean };
   run(input: unknown, context: ToolContext, extra: Extra): Promise<CallToolResult>;
 }
@@ -143,6 +149,23 @@ const JobInput = JobPathParams.pick({ job_type: true, job_id: true });
 
 const readOnly = { readOnlyHint: true, openWorldHint: true };
 
+/**
+ * The structured answer of a tool that runs a job (followJob): the result once completed, or the job id and its
+ * status URL when it outlasted the wait; a tool error carries the API's error body instead. One object, every
+ * field optional, because MCP requires an output schema of type object (a union is not one).
+ */
+function jobToolOutput(jobType: JobType, result: z.ZodType) {
+  return z.object({
+    job_id: z.string().optional().meta({ description: 'The job: absent only in a tool error.' }),
+    status: z.enum(['completed', 'pending']).optional().meta({ description: 'completed with `result`, or pending with `status_url`.' }),
+    result: result.optional().meta({ description: "The job's result, as GET /api/jobs/{job_type}/{job_id}/result gives it." }),
+    job_type: z.literal(jobType).optional().meta({ description: 'While pending: the job_type to give job_status.' }),
+    status_url: z.string().optional().meta({ description: 'While pending: where the API reports its status.' }),
+    note: z.string().optional().meta({ description: 'While pending: how to read the result later.' }),
+    error: ErrorBody.optional().meta({ description: "A tool error's body: the API's error, in the spec's error body." }),
+  });
+}
+
 export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'news',
@@ -151,6 +174,7 @@ export const TOOLS: readonly ToolDefinition[] = [
       'Relevant market news for 1 to 10 stock symbols: each item with a summary, a relevance score, sources, citations, its publication time, topics and a sentiment per requested symbol (score −1 to 1 and label), plus a sentiment summary per symbol. Optionally limited to a time range (time_from / time_to, at most 90 days), topics, sources to include or exclude, and ordered by relevance or newest first. Cached results (up to 7 days) come at once; a fresh run takes a few seconds.',
     scopes: ['news'],
     inputSchema: NewsInput,
+    outputSchema: jobToolOutput('news', NewsResult),
     annotations: readOnly,
     run: (input, context, extra) =>
       guarded(() => followJob('news', context.api.news.create(NewsInput.parse(input), { signal: extra.signal }), context, extra)),
@@ -162,6 +186,7 @@ export const TOOLS: readonly ToolDefinition[] = [
       'An equity analysis of one symbol (about 10-20 s), or a comparison of two (about 30-45 s): fundamentals, valuation, risks and a summary, with citations.',
     scopes: ['stock-report'],
     inputSchema: StockReportInput,
+    outputSchema: jobToolOutput('stock-report', StockReportResult),
     annotations: readOnly,
     run: (input, context, extra) =>
       guarded(() =>
@@ -175,6 +200,7 @@ export const TOOLS: readonly ToolDefinition[] = [
       'A free-form financial analysis question, optionally about symbols or a portfolio, answered as markdown, free JSON, or JSON with the fields of a given schema (output_format). Typically 30-90 s; output_format.stream is ignored here.',
     scopes: ['analysis'],
     inputSchema: AnalysisInput,
+    outputSchema: jobToolOutput('analysis', AnalysisResult),
     annotations: readOnly,
     run: (input, context, extra) =>
       guarded(() =>

@@ -23,8 +23,31 @@ const SLOW_JOB = '9b2f3c1e-4d5a-4e6f-8a7b-0c1d2e3f4a5b';
 const FAILED_JOB = '5d6e7f80-1a2b-4c3d-8e9f-a0b1c2d3e4f5';
 const CONVERSATION = '0c1d2e3f-4a5b-4e6f-8a7b-9b2f3c1e4d5a';
 const NEWS_RESULT = {
-  news: [{ title: 'Apple beats', content: 'Revenue up.', sources: [], further_reading: [], citations: [], relevance_score: 0.9 }],
+  news: [
+    {
+      title: 'Apple beats',
+      content: 'Revenue up.',
+      sources: ['https://example.com/apple-beats'],
+      further_reading: [],
+      citations: [],
+      relevance_score: 0.9,
+      published_at: '2026-11-20T21:05:00Z',
+      topics: ['earnings', 'technology'],
+      tickers: [
+        {
+          symbol: 'AAPL',
+          relevance_score: 0.95,
+          sentiment_score: 0.42,
+          sentiment_label: 'bullish',
+          reasoning: 'Revenue above estimates.',
+        },
+      ],
+    },
+  ],
+  ticker_sentiment: [{ symbol: 'AAPL', sentiment_score: 0.42, sentiment_label: 'bullish', items: 1 }],
 };
+/** A result the news contract refuses: a sentiment score outside −1…1. */
+const BAD_JOB = '7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b';
 
 interface Received {
   method: string;
@@ -61,7 +84,8 @@ async function startApi(): Promise<{ url: string; received: Received[]; server: 
   let polls = 0;
   app.post('/api/products/news', (req, res) => {
     const { symbols } = req.body as { symbols: string[] };
-    res.status(202).json(pending(symbols.includes('SLOW') ? SLOW_JOB : symbols.includes('FAIL') ? FAILED_JOB : JOB));
+    const jobId = symbols.includes('SLOW') ? SLOW_JOB : symbols.includes('FAIL') ? FAILED_JOB : symbols.includes('BAD') ? BAD_JOB : JOB;
+    res.status(202).json(pending(jobId));
   });
   app.get(`/api/jobs/news/${FAILED_JOB}/status`, (_req, res) => {
     res.json({
@@ -74,7 +98,7 @@ async function startApi(): Promise<{ url: string; received: Received[]; server: 
   });
   app.get('/api/jobs/news/:id/status', (req, res) => {
     polls += 1;
-    const done = req.params.id === JOB && polls > 1;
+    const done = (req.params.id === JOB && polls > 1) || req.params.id === BAD_JOB;
     res.json({
       job_id: req.params.id,
       status: done ? 'completed' : 'running',
@@ -83,7 +107,10 @@ async function startApi(): Promise<{ url: string; received: Received[]; server: 
     });
   });
   app.get('/api/jobs/news/:id/result', (req, res) => {
-    res.json({ job_id: req.params.id, status: 'completed', result: NEWS_RESULT });
+    const [item] = NEWS_RESULT.news;
+    const result =
+      req.params.id === BAD_JOB ? { news: [{ ...item, tickers: [{ ...item?.tickers[0], sentiment_score: 3 }] }] } : NEWS_RESULT;
+    res.json({ job_id: req.params.id, status: 'completed', result });
   });
   app.post('/api/products/stock-report', (_req, res) => {
     res
@@ -284,6 +311,42 @@ describe('the MCP service', () => {
       progress: 40,
       currently_working_on: 'Reading news',
     });
+  });
+
+  it("lists each job tool's output schema from the contract's result schema, and the client checks answers against it", async () => {
+    const client = await connect(caller('news', 'stock-report', 'analysis'));
+    // Listing makes the SDK's client check every later answer of a tool against its output schema.
+    const { tools } = await client.listTools();
+    const schemaOf = (name: string) => tools.find((tool) => tool.name === name)?.outputSchema;
+    for (const name of ['news', 'stock_report', 'analysis']) {
+      expect(schemaOf(name)?.type).toBe('object');
+      expect(Object.keys(schemaOf(name)?.properties ?? {}).sort()).toEqual([
+        'error',
+        'job_id',
+        'job_type',
+        'note',
+        'result',
+        'status',
+        'status_url',
+      ]);
+    }
+    // The news item's sentiment, dates and topics are described to the assistant.
+    const described = JSON.stringify(schemaOf('news'));
+    for (const field of ['published_at', 'topics', 'tickers', 'sentiment_label', 'ticker_sentiment'])
+      expect(described).toContain(`"${field}"`);
+    expect(schemaOf('chat')).toBeUndefined();
+
+    const result = (await client.callTool({ name: 'news', arguments: { symbols: ['AAPL'] } })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ job_id: JOB, status: 'completed', result: NEWS_RESULT });
+    // A tool error conforms too (its body under `error`), so a checking client reads it rather than throwing.
+    const refused = (await client.callTool({ name: 'stock_report', arguments: { symbols: ['IBM'] } })) as CallToolResult;
+    expect(refused.isError).toBe(true);
+    expect(ErrorBody.parse((refused.structuredContent as { error: unknown }).error).status_code).toBe(429);
+    // An answer outside the schema is never passed on as if it were the result.
+    const bad = (await client.callTool({ name: 'news', arguments: { symbols: ['BAD'] } })) as CallToolResult;
+    expect(bad.isError).toBe(true);
+    expect(text(bad)).toMatch(/output/i);
   });
 
   it("passes the API's 429 on as a tool error saying when to retry, without waiting for the window", async () => {
