@@ -12,6 +12,7 @@ import {
   Partitioners,
   logLevel,
   type Message,
+  type Producer,
 } from 'kafkajs';
 import { backoffDelay, sleep } from './backoff';
 import { encodeEnvelope, type ConsumerOptions, type EventBus, type Subscription } from './bus';
@@ -47,7 +48,7 @@ export interface KafkaBusOptions {
 
 /**
  * The event bus on Kafka. The producer is idempotent with one request in flight, so retries neither duplicate
- * nor reorder messages of a partition; after a send that failed it is replaced (retire). Consumers commit a message's offset only after it is handled or
+ * nor reorder messages of a partition; after a send that failed it is replaced (see send). Consumers commit a message's offset only after it is handled or
  * dead-lettered, so a consumer that dies mid-handler has the message redelivered to its group.
  */
 export function createKafkaBus({
@@ -60,22 +61,30 @@ export function createKafkaBus({
   topicPrefix = '',
 }: KafkaBusOptions): EventBus {
   const log = logger.child({ component: 'kafka-bus' });
-  const newProducer = () => ({
+  interface ProducerEntry {
+    producer: Producer;
+    connection: Promise<void> | undefined;
+    /** Sends using this producer that have not settled yet. */
+    sending: number;
+    disconnected?: Promise<void>;
+  }
+  const newProducer = (): ProducerEntry => ({
     producer: kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
       createPartitioner: Partitioners.DefaultPartitioner,
     }),
-    connection: undefined as Promise<void> | undefined,
+    connection: undefined,
+    sending: 0,
   });
   let current = newProducer();
-  /** Disconnections of producers replaced after a failed send, awaited by close. */
-  const retiring = new Set<Promise<void>>();
+  /** Producers replaced after a failed send, each disconnected once its last send has settled (or on close). */
+  const retired = new Set<ProducerEntry>();
   const subscriptions = new Set<Subscription>();
   let closing: Promise<void> | undefined;
 
-  function connectProducer(entry: ReturnType<typeof newProducer>): Promise<void> {
+  function connectProducer(entry: ProducerEntry): Promise<void> {
     entry.connection ??= entry.producer.connect().catch((error: unknown) => {
       entry.connection = undefined;
       throw error;
@@ -83,42 +92,45 @@ export function createKafkaBus({
     return entry.connection;
   }
 
-  /**
-   * After a send that failed, nobody knows whether the broker wrote the batch: kafkajs rolls its sequence numbers
-   * back all the same, so the producer's next batch would reuse them and be refused for good
-   * (OUT_OF_ORDER_SEQUENCE_NUMBER) or dropped as a duplicate. The failed producer is retired, and the next send
-   * gets a new producer id: what is sent again may then be written twice (delivery is at least once, as consumers
-   * expect), never lost or stuck.
-   */
-  function retire(entry: ReturnType<typeof newProducer>): void {
-    if (current !== entry) return;
-    current = newProducer();
-    if (!entry.connection) return;
-    const disconnect = entry.producer
+  /** Disconnects a retired producer, once (close waits for a disconnection already under way). */
+  function disconnect(entry: ProducerEntry): Promise<void> {
+    entry.disconnected ??= entry.producer
       .disconnect()
       .catch((error: unknown) => log.debug({ err: error }, 'Disconnecting a retired producer failed'))
-      .finally(() => retiring.delete(disconnect));
-    retiring.add(disconnect);
+      .finally(() => retired.delete(entry));
+    return entry.disconnected;
   }
 
   async function send(messages: readonly RawOutgoingMessage[]): Promise<void> {
     if (messages.length === 0) return;
     const entry = current;
-    await connectProducer(entry);
-    const byTopic = new Map<string, Message[]>();
-    for (const { topic, key, value, headers } of messages) {
-      let batch = byTopic.get(topic);
-      if (!batch) byTopic.set(topic, (batch = []));
-      batch.push({ key, value, headers: { ...headers } });
-    }
+    entry.sending += 1;
     try {
+      await connectProducer(entry);
+      const byTopic = new Map<string, Message[]>();
+      for (const { topic, key, value, headers } of messages) {
+        let batch = byTopic.get(topic);
+        if (!batch) byTopic.set(topic, (batch = []));
+        batch.push({ key, value, headers: { ...headers } });
+      }
       await entry.producer.sendBatch({
         acks: -1,
         topicMessages: [...byTopic].map(([topic, batch]) => ({ topic: topicPrefix + topic, messages: batch })),
       });
     } catch (error) {
-      retire(entry);
+      // After a send that failed, nobody knows whether the broker wrote the batch: kafkajs rolls its sequence
+      // numbers back all the same, so this producer's next batch would reuse them and be refused for good
+      // (OUT_OF_ORDER_SEQUENCE_NUMBER) or dropped as a duplicate. It is retired, and the next send gets a new
+      // producer id: what is sent again may then be written twice (delivery is at least once, as consumers
+      // expect), never lost or stuck.
+      if (current === entry && entry.connection) {
+        current = newProducer();
+        retired.add(entry);
+      }
       throw error;
+    } finally {
+      entry.sending -= 1;
+      if (retired.has(entry) && entry.sending === 0) void disconnect(entry);
     }
   }
 
@@ -338,7 +350,7 @@ export function createKafkaBus({
       closing ??= (async () => {
         await Promise.allSettled([...subscriptions].map((subscription) => subscription.stop()));
         if (current.connection) await current.producer.disconnect();
-        await Promise.all([...retiring]);
+        await Promise.all([...retired].map(disconnect));
       })();
       return closing;
     },
