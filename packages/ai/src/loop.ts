@@ -17,13 +17,14 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { modelRequests, modelTokens } from '@fin/metrics';
 import { SpanKind, withSpan, type Span } from '@fin/tracing';
+import { CallAttempts } from './attempts';
 import type { CacheRun } from './cache-policy';
 import { RetrievedDocuments } from './citations';
 import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
 import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
-import { addUsage, NO_USAGE, totalInputTokens, usageOfMessage, type Usage } from './usage';
+import { addUsage, NO_USAGE, noteCallsBefore, totalInputTokens, usageOfMessage, type Usage } from './usage';
 
 /** What happens during a run, as it happens: the chat and analysis services turn these into SSE events. */
 export type EngineEvent =
@@ -336,15 +337,16 @@ async function streamMessage(
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
+  const attempts = new CallAttempts();
+  const assembler = new MessageAssembler();
   try {
     // The raw events, read from the body and put together here (sse-events.ts, message-events.ts): the SDK's
     // MessageStream, or even its Stream of raw events, would be held with all it keeps for as long as the round
     // streams, and a chat reply's round can stream for minutes. Retries, timeouts and the mapping of an error
-    // answer stay the SDK's: asResponse() resolves only with a successful response.
-    const response = await client.messages.create({ ...body, stream: true }, { signal }).asResponse();
+    // answer stay the SDK's: asResponse() resolves only with a successful response. Every attempt is counted.
+    const response = await client.messages.create({ ...body, stream: true }, { signal, middleware: attempts.middleware }).asResponse();
     if (response.body === null) throw new AiError('upstream', 'The model API answered a streamed request without a body.');
     const reader = new MessageEventReader(response.headers);
-    const assembler = new MessageAssembler();
     const onStreamEvent = (event: RawMessageStreamEvent) => {
       const text = assembler.add(event);
       if (text) onEvent?.({ type: 'text', text });
@@ -354,6 +356,7 @@ async function streamMessage(
     for await (const chunk of chunks) reader.push(chunk, onStreamEvent);
     reader.end(onStreamEvent);
     const message = assembler.finalMessage();
+    noteCallsBefore(message, attempts.calls - 1);
     countUsage(body.model, message);
     return message;
   } catch (error) {
@@ -361,7 +364,8 @@ async function streamMessage(
     const failure =
       signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
     modelRequests.inc({ model: body.model, outcome: failure.kind });
-    throw failure;
+    // A stream that broke or was aborted after its message_start was billed for what it had read and written.
+    throw withSpentUsage(failure, countSpent(body.model, attempts.spent(assembler.spentSoFar())));
   }
 }
 
@@ -375,15 +379,19 @@ async function createMessage(
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
+  const attempts = new CallAttempts();
   let message: Message;
   try {
-    message = await client.messages.create(body, { signal });
+    message = await client.messages.create(body, { signal, middleware: attempts.middleware });
   } catch (error) {
     const failure =
       signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
     modelRequests.inc({ model: body.model, outcome: failure.kind });
-    throw failure;
+    // A whole-message call that timed out, lost its connection or was cut off may have been run and billed in
+    // full: it counts as a call, whose tokens were never reported.
+    throw withSpentUsage(failure, countSpent(body.model, attempts.spent(undefined)));
   }
+  noteCallsBefore(message, attempts.calls - 1);
   countUsage(body.model, message);
   if (onEvent) {
     for (const block of message.content) if (block.type === 'text' && block.text !== '') onEvent({ type: 'text', text: block.text });
@@ -399,6 +407,15 @@ function countUsage(model: string, message: Message): void {
   modelTokens.inc({ model, kind: 'output' }, usage.output_tokens);
   if (usage.cache_read_input_tokens) modelTokens.inc({ model, kind: 'cache_read' }, usage.cache_read_input_tokens);
   if (usage.cache_creation_input_tokens) modelTokens.inc({ model, kind: 'cache_write' }, usage.cache_creation_input_tokens);
+}
+
+/** What a failed call spent, added to fin_model_tokens_total as countUsage adds an answer's; returns `spent`. */
+function countSpent(model: string, spent: Usage): Usage {
+  modelTokens.inc({ model, kind: 'input' }, spent.inputTokens);
+  modelTokens.inc({ model, kind: 'output' }, spent.outputTokens);
+  if (spent.cacheReadInputTokens) modelTokens.inc({ model, kind: 'cache_read' }, spent.cacheReadInputTokens);
+  if (spent.cacheCreationInputTokens) modelTokens.inc({ model, kind: 'cache_write' }, spent.cacheCreationInputTokens);
+  return spent;
 }
 
 function finalText(content: readonly ContentBlock[]): string {

@@ -2,8 +2,9 @@
 // MessageStream puts it together, without a MessageStream: a chat reply keeps its model call open for as long as
 // the reply streams, and a MessageStream (its event emitter, promises, listeners and copies of the request) is
 // memory per open stream for nothing the engine uses (docs/benchmarks.md, chat-stream).
-import type { ContentBlock, Message, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
+import type { ContentBlock, Message, RawMessageStreamEvent, Usage as ApiUsage } from '@anthropic-ai/sdk/resources/messages/messages';
 import { partialParse } from '@anthropic-ai/sdk/_vendor/partial-json-parser/parser';
+import { countTokens } from '@fin/offline';
 
 export class MessageAssembler {
   #message: Message | undefined;
@@ -85,6 +86,26 @@ export class MessageAssembler {
     if (this.#message === undefined) throw new Error('request ended without sending any chunks');
     if (!this.#stopped) throw new Error('stream ended without producing a Message with role=assistant');
     return this.#message;
+  }
+
+  /**
+   * What a stream that ended early (broken, or aborted by us) had cost so far, or undefined before its
+   * message_start (the model had not started). The input and cache tokens are message_start's, which the API
+   * reports before it writes anything; the output is the last count the stream reported (the API reports it
+   * in message_delta, at the end) or, when more, the received text, reasoning and tool input counted with the
+   * stand-in's tokenizer approximation (@fin/offline): the output written before the stream broke is billed.
+   */
+  spentSoFar(): Pick<Message, 'usage'> | undefined {
+    const message = this.#message;
+    if (message === undefined) return undefined;
+    let written = '';
+    for (const [index, block] of message.content.entries()) {
+      if (block.type === 'text') written += block.text;
+      else if (block.type === 'thinking') written += block.thinking;
+      else if (tracksToolInput(block)) written += this.#inputJson?.get(index) ?? JSON.stringify(block.input);
+    }
+    const usage: ApiUsage = { ...message.usage, output_tokens: Math.max(message.usage.output_tokens, countTokens(written)) };
+    return { usage };
   }
 
   #finishInput(index: number): void {

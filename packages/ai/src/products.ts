@@ -543,7 +543,8 @@ const CitationList = z.object({ citations: z.array(CitationClaim) });
  * no place in it for them: after the answer, one more round of the same conversation asks for {url, quote} claims
  * as structured output (tools offered but not callable), and they are resolved against the run's documents.
  * No round when the run retrieved nothing. A failure of this round leaves the analysis without citations rather
- * than failing it (counted as fin_citations_total{outcome="unavailable"}); an abort still aborts.
+ * than failing it (counted as fin_citations_total{outcome="unavailable"}), and what the round spent stays in the
+ * analysis's usage; an abort still aborts (with what it spent, in the error).
  */
 async function citationsFor(
   params: Omit<LoopParams, 'onEvent'>,
@@ -567,7 +568,8 @@ async function citationsFor(
   } catch (error) {
     if (error instanceof AiError && error.kind === 'aborted') throw error;
     citationsResolved.inc({ product: 'analysis', outcome: 'unavailable' });
-    return { citations: [], usage: NO_USAGE };
+    // The round was billed all the same (its errors carry what it spent): that is the analysis's usage too.
+    return { citations: [], usage: (error instanceof AiError ? error.usage : undefined) ?? NO_USAGE };
   }
 }
 

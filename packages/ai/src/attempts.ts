@@ -1,0 +1,40 @@
+// What one model call cost when it did not end in a whole message. The SDK retries a call inside
+// `messages.create` (a 408/409/429/5xx answer, a timeout, a lost connection: its own policy, with Retry-After and
+// x-should-retry), and a request middleware sees every HTTP attempt it makes; the engine keeps the SDK's retries
+// and counts through it (docs/products.md#usage--what-a-job-cost-metausage).
+import type { Middleware } from '@anthropic-ai/sdk';
+import type { Message } from '@anthropic-ai/sdk/resources/messages/messages';
+import { NO_USAGE, usageOfMessage, type Usage } from './usage';
+
+/**
+ * The HTTP attempts of one call. An attempt answered with an error status was refused before the model ran it
+ * (the API bills nothing for it); every other attempt sent may have been run and billed: one that answered, one
+ * whose stream broke, one that timed out, lost its connection or was aborted by us while waiting.
+ */
+export class CallAttempts {
+  #sent = 0;
+  #refused = 0;
+
+  /** The per-request middleware that counts them (passed as the request option `middleware`). */
+  readonly middleware: readonly Middleware[] = [
+    async (request, next) => {
+      this.#sent += 1;
+      const response = await next(request);
+      if (!response.ok) this.#refused += 1;
+      return response;
+    },
+  ];
+
+  /** Attempts the model may have run (and billed). */
+  get calls(): number {
+    return this.#sent - this.#refused;
+  }
+
+  /**
+   * What the call cost when it failed: the tokens the failed attempt's stream reported before it ended (`partial`,
+   * when its message_start had arrived) and every attempt the model may have run as a call.
+   */
+  spent(partial: Pick<Message, 'usage'> | undefined): Usage {
+    return { ...(partial ? usageOfMessage(partial) : NO_USAGE), modelCalls: this.calls };
+  }
+}
