@@ -98,6 +98,7 @@ describe('customer tools through the gateway', () => {
       [{ ...tool, input_schema: { type: 'object', properties: { n: { type: 'numbr' } } } }, /^input_schema\.properties\.n\.type: /],
       [{ ...tool, input_schema: { type: 'object', required: 'n' } }, /^input_schema\.required: must be array/],
       [{ ...tool, name: 'drop table' }, /^name: /],
+      [{ ...tool, name: 'web_search' }, /^name: "web_search" is reserved for the service's own tools: choose another name$/],
       [{ ...tool, endpoint: 'http://api.example.com' }, /^endpoint: must be an absolute https:\/\/ URL/],
       [{ ...tool, products: ['news', 'crypto'] }, /^products\[1\]: must be one of/],
       [{ ...tool, headers: { 'X-Key': 'a\r\nInjected: 1' } }, /^headers\["X-Key"\]: must not contain line breaks/],

@@ -57,12 +57,35 @@ export const CustomerToolProduct = z
   .meta({ id: 'CustomerToolProduct', description: 'A product whose model may call the tool.' });
 export type CustomerToolProduct = z.infer<typeof CustomerToolProduct>;
 
+/**
+ * The names of the tools the service's own engine offers the model beside a tenant's customer tools: `market_data`
+ * (@fin/ai market-data-tool.ts) and the server-side `web_search` (@fin/ai loop.ts). The Messages API refuses a
+ * request whose tools list one name twice, so a customer tool of one of these names made every run that offered it
+ * fail: they are refused as customer tool names. Compared exactly, as the Messages API compares tool names
+ * (`Web_Search` is another name). Here, not in @fin/ai, because the request schemas below need it and @fin/ai
+ * depends on this package; packages/ai/test/reserved-tool-names.test.ts fails when the engine offers a tool not
+ * listed here. A name added later also needs a migration that disables the tools already saved under it, as
+ * 1764460800000_reserved-tool-names.sql does for these two.
+ */
+export const RESERVED_TOOL_NAMES: readonly string[] = ['market_data', 'web_search'];
+
+/** Why `name` cannot be a customer tool's name (without the field prefix), or null when it can. */
+export function reservedToolNameProblem(name: string): string | null {
+  return RESERVED_TOOL_NAMES.includes(name) ? `${quote(name)} is reserved for the service's own tools: choose another name` : null;
+}
+
+const CUSTOMER_TOOL_NAME_DESCRIPTION = 'The name the model sees and calls the tool by; unique per account.';
+
 export const CustomerToolName = z
   .string({ error: fieldError('must be a string') })
   .regex(CUSTOMER_TOOL_NAME_PATTERN, 'must start with a letter and contain only letters, digits and "_" (at most 64 characters)')
+  .superRefine((name, ctx) => {
+    const problem = reservedToolNameProblem(name);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+  })
   .meta({
     id: 'CustomerToolName',
-    description: 'The name the model sees and calls the tool by; unique per account.',
+    description: `${CUSTOMER_TOOL_NAME_DESCRIPTION} Not one of the names of the service's own tools (${RESERVED_TOOL_NAMES.join(', ')}; compared exactly): the model cannot be offered two tools with one name.`,
     examples: ['get_portfolio_positions'],
   });
 export type CustomerToolName = z.infer<typeof CustomerToolName>;
@@ -228,7 +251,8 @@ export type CustomerToolPathParams = z.infer<typeof CustomerToolPathParams>;
 export const CustomerTool = z
   .object({
     id: z.uuid(),
-    name: CustomerToolName,
+    // Not CustomerToolName: a tool saved before its name was reserved is still listed (disabled, see disabled_reason).
+    name: z.string().meta({ description: CUSTOMER_TOOL_NAME_DESCRIPTION, examples: ['get_portfolio_positions'] }),
     description: z.string(),
     endpoint: z.string(),
     method: CustomerToolMethod,
@@ -237,6 +261,14 @@ export const CustomerTool = z
       .array(z.string())
       .meta({ description: 'Names of the configured headers; values are write-only.', examples: [['Authorization']] }),
     enabled: z.boolean(),
+    disabled_reason: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          "Why the service disabled the tool, when it did; null otherwise. Set on tools saved before their name became one of the service's own tool names: such a tool stays disabled until it is saved under another name, which clears this.",
+        examples: [null],
+      }),
     timeout_ms: z.int(),
     products: z.array(CustomerToolProduct),
     created_at: z.iso.datetime({ offset: true }),

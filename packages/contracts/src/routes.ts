@@ -15,6 +15,7 @@ import {
   CustomerToolListResponse,
   CustomerToolPathParams,
   CustomerToolUpdateRequest,
+  RESERVED_TOOL_NAMES,
 } from './customer-tools';
 import type { ErrorType } from './errors';
 import { AnalysisStreamEvents, ChatStreamEvents, JobEventsHeaders, JobStreamEvents } from './events';
@@ -316,8 +317,7 @@ export const API_ROUTES = keyedById({
     path: '/api/customer-tools/',
     tag: 'Customer tools',
     summary: 'Create a customer tool',
-    description:
-      "Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.",
+    description: `Registers an external API the AI may call (function calling): \`name\` and \`description\` are what the model sees, \`input_schema\` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https \`endpoint\`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list \`header_names\` only. A tool name is unique per tenant (409 otherwise) and is not one of the names of the service's own tools (${RESERVED_TOOL_NAMES.join(', ')}: 400 naming \`name\`); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.`,
     scope: 'tools',
     limit: 'per_minute',
     request: { body: CustomerToolCreateRequest },
@@ -359,7 +359,7 @@ export const API_ROUTES = keyedById({
     tag: 'Customer tools',
     summary: 'Replace a customer tool',
     description:
-      'Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them.',
+      "Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them. A tool the service disabled because its name became one of the service's own tool names (`disabled_reason`) is saved only under another name (400 naming `name` otherwise), which clears `disabled_reason`.",
     scope: 'tools',
     limit: 'per_minute',
     request: { params: CustomerToolPathParams, body: CustomerToolUpdateRequest },

@@ -6,6 +6,7 @@ import {
   CustomerToolPathParams,
   CustomerToolUpdateRequest,
   FORBIDDEN_TOOL_HEADERS,
+  RESERVED_TOOL_NAMES,
 } from '../src';
 import { UUID, ok, rejected } from './helpers';
 
@@ -43,6 +44,21 @@ describe('CustomerToolCreateRequest', () => {
     expect(rejected(CustomerToolCreateRequest, withField('name', name))).toBe(
       'name: must start with a letter and contain only letters, digits and "_" (at most 64 characters)',
     );
+  });
+
+  // Issue 34: the engine offers its own tools beside the customer's, and the Messages API refuses a request that
+  // names one tool twice; every run of the account failed.
+  it.each(['market_data', 'web_search'])('refuses the name of one of our own tools, %j, saying why', (name) => {
+    expect(RESERVED_TOOL_NAMES).toContain(name);
+    const detail = `name: "${name}" is reserved for the service's own tools: choose another name`;
+    expect(rejected(CustomerToolCreateRequest, withField('name', name))).toBe(detail);
+    expect(rejected(CustomerToolUpdateRequest, { ...withField('name', name), enabled: false })).toBe(detail);
+  });
+
+  it('compares reserved names exactly, as the Messages API compares tool names', () => {
+    for (const name of ['Web_Search', 'MARKET_DATA', 'web_search_2', 'my_market_data']) {
+      expect(ok(CustomerToolCreateRequest, withField('name', name)).name).toBe(name);
+    }
   });
 
   it('bounds the description to 1..1024 characters', () => {
@@ -204,6 +220,7 @@ describe('CustomerTool responses', () => {
     method: 'POST',
     header_names: ['Authorization'],
     enabled: true,
+    disabled_reason: null,
     timeout_ms: 10_000,
     products: ['chat'],
     created_at: '2025-01-01T00:00:00.000Z',
@@ -213,6 +230,12 @@ describe('CustomerTool responses', () => {
   it('returns header names but never header values', () => {
     expect(Object.keys(CustomerTool.shape)).not.toContain('headers');
     expect(ok(CustomerTool, { ...tool, headers: { Authorization: 'Bearer secret' } })).not.toHaveProperty('headers');
+  });
+
+  it('lists a tool the service disabled under a name reserved after it was saved, with the reason', () => {
+    const disabled = { ...tool, name: 'web_search', enabled: false, disabled_reason: 'Disabled by the service: …' };
+    expect(ok(CustomerTool, disabled)).toEqual(disabled);
+    rejected(CustomerTool, { ...tool, disabled_reason: undefined });
   });
 
   it('parses a list and requires ISO timestamps', () => {

@@ -281,6 +281,7 @@ const tool = {
   input_schema: { type: 'object', properties: { account: { type: 'string' } } },
   header_names: ['Authorization'],
   enabled: true,
+  disabled_reason: null,
   timeout_ms: 10_000,
   products: ['analysis', 'chat'],
   created_at: '2026-01-05T10:00:00.000Z',

@@ -2,7 +2,7 @@
 // and wraps each as a ToolDefinition: the model sees the tool's name, description and JSON Schema; its arguments
 // are validated by the compiled schema before anything is sent; the call goes through the SSRF-safe executor
 // and is recorded in the audit table, whatever its outcome.
-import type { CustomerToolProduct } from '@fin/contracts';
+import { RESERVED_TOOL_NAMES, type CustomerToolProduct } from '@fin/contracts';
 import type { CustomerToolSource, OfferedTools, ToolDefinition, ToolProduct, ToolRunOwner } from '@fin/ai';
 import { prismaFor, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
@@ -170,6 +170,12 @@ export function createCustomerToolRuntime({
     );
 
   const definitionOf = (row: LoadedTool, origin: CallOrigin): ToolDefinition | null => {
+    if (RESERVED_TOOL_NAMES.includes(row.name)) {
+      // Offered beside the engine's own tool of that name, every model request of the run would be refused. Such
+      // tools are disabled (the migration that reserved the name) and cannot be enabled; this holds if one is not.
+      logger?.warn({ toolId: row.id, tool: row.name }, "a customer tool has the name of one of the service's own tools; it is not offered");
+      return null;
+    }
     let validate: InputValidator;
     try {
       validate = compileInputSchema(row.inputSchema);

@@ -2,7 +2,13 @@
 // API answers 404 exactly as for a tool that does not exist. Header values are sealed before they reach SQL and
 // only header names are ever read back for display.
 import { randomUUID } from 'node:crypto';
-import type { CustomerTool, CustomerToolCreateRequest, CustomerToolProduct, CustomerToolUpdateRequest } from '@fin/contracts';
+import {
+  reservedToolNameProblem,
+  type CustomerTool,
+  type CustomerToolCreateRequest,
+  type CustomerToolProduct,
+  type CustomerToolUpdateRequest,
+} from '@fin/contracts';
 import { prismaFor, violatedUniqueIndex, type Pool, type Prisma, type PrismaClient } from '@fin/db';
 import { inputSchemaProblems } from './input-schema';
 import { openHeaders, sealHeaders, sealedBytes, type Keyring } from './secrets';
@@ -33,6 +39,8 @@ export interface StoredTool {
   inputSchema: Record<string, unknown>;
   headerNames: string[];
   enabled: boolean;
+  /** Why the service disabled the tool (a name that became reserved); null otherwise. */
+  disabledReason: string | null;
   timeoutMs: number;
   products: CustomerToolProduct[];
   createdAt: Date;
@@ -50,6 +58,7 @@ const TOOL_FIELDS = {
   inputSchema: true,
   headerNames: true,
   enabled: true,
+  disabledReason: true,
   timeoutMs: true,
   products: true,
   createdAt: true,
@@ -79,6 +88,7 @@ export function toApiTool(tool: StoredTool): CustomerTool {
     input_schema: tool.inputSchema,
     header_names: tool.headerNames,
     enabled: tool.enabled,
+    disabled_reason: tool.disabledReason,
     timeout_ms: tool.timeoutMs,
     products: tool.products,
     created_at: tool.createdAt.toISOString(),
@@ -124,6 +134,7 @@ export interface ToolStore {
    * `originChangedError`). Null when the tool is not the tenant's.
    */
   update(tenantId: string, id: string, request: CustomerToolUpdateRequest): Promise<StoredTool | null>;
+  /** Enabling a tool whose name is reserved (saved before it was) is refused with the contract's 400 on `name`. */
   setEnabled(tenantId: string, id: string, enabled: boolean): Promise<StoredTool | null>;
   delete(tenantId: string, id: string): Promise<boolean>;
   /** The decrypted headers of a tool, for calling it; never shown or logged. */
@@ -147,9 +158,9 @@ async function stampUpdated(
   tx: Prisma.TransactionClient,
   tenantId: string,
   id: string,
-): Promise<{ endpoint: string; header_names: string[] } | null> {
-  const rows = await tx.$queryRaw<{ endpoint: string; header_names: string[] }[]>`
-    UPDATE customer_tools SET updated_at = now() WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING endpoint, header_names`;
+): Promise<{ name: string; endpoint: string; header_names: string[] } | null> {
+  const rows = await tx.$queryRaw<{ name: string; endpoint: string; header_names: string[] }[]>`
+    UPDATE customer_tools SET updated_at = now() WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING name, endpoint, header_names`;
   return rows[0] ?? null;
 }
 
@@ -231,6 +242,8 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
               method: request.method,
               inputSchema: request.input_schema as Prisma.InputJsonObject,
               enabled: request.enabled,
+              // The request passed today's rules (its name is not reserved): what the service disabled it for is gone.
+              disabledReason: null,
               timeoutMs: request.timeout_ms,
               products: request.products,
               ...(headers === undefined
@@ -249,8 +262,18 @@ export function createToolStore({ pool, keyring, maxToolsPerTenant = DEFAULT_MAX
 
     async setEnabled(tenantId, id, enabled) {
       return prisma.$transaction(async (tx) => {
-        if ((await stampUpdated(tx, tenantId, id)) === null) return null;
-        return toStored(await tx.customerTool.update({ where: { id, tenantId }, data: { enabled }, select: TOOL_FIELDS }));
+        const before = await stampUpdated(tx, tenantId, id);
+        if (before === null) return null;
+        // A tool saved before its name was reserved: offered beside ours under that name, every run would fail.
+        const reserved = enabled ? reservedToolNameProblem(before.name) : null;
+        if (reserved !== null) throw new CustomerToolError('invalid', `name: ${reserved}`);
+        return toStored(
+          await tx.customerTool.update({
+            where: { id, tenantId },
+            data: enabled ? { enabled, disabledReason: null } : { enabled },
+            select: TOOL_FIELDS,
+          }),
+        );
       });
     },
 

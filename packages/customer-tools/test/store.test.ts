@@ -1,5 +1,5 @@
 // The tool store on a real database: what an update may do with the stored header secrets.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { CustomerToolCreateRequest, type CustomerToolCreateRequestInput } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { createLogger } from '@fin/log';
@@ -83,6 +83,41 @@ describe('the tool store', () => {
     // Nothing stored, nothing to follow: omitted headers may move freely.
     const { headers: _omitted, ...update } = toolInput({ endpoint: 'https://fourth.example.com/p' });
     expect((await store.update(tenantId, tool.id, update))?.endpoint).toBe('https://fourth.example.com/p');
+  });
+
+  // Issue 34: a tool saved under a name that is now one of the engine's own (the migration that reserved it
+  // disabled it, with a reason) made every run that offered it fail.
+  it('a tool under a reserved name is never offered, cannot be enabled, and is saved again only under another name', async () => {
+    const tool = await store.create(tenantId, toolInput({ headers: {} }));
+    const runtime = createCustomerToolRuntime({
+      pool,
+      keyring,
+      logger: createLogger({ service: 'store-test', level: 'silent' }),
+      executor: createToolExecutor(),
+    });
+    try {
+      // Enabled under the name, as before the migration: still not offered beside our own tool of that name.
+      await pool.query("UPDATE customer_tools SET name = 'web_search' WHERE id = $1", [tool.id]);
+      expect(await runtime.load({ tenantId, product: 'news', jobId: randomUUID() })).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+
+    const reason = 'Disabled by the service: "web_search" is the name of one of the service\'s own tools.';
+    await pool.query('UPDATE customer_tools SET enabled = false, disabled_reason = $2 WHERE id = $1', [tool.id, reason]);
+    const before = await store.get(tenantId, tool.id);
+    expect(before).toMatchObject({ name: 'web_search', enabled: false, disabledReason: reason });
+    const refused = await store.setEnabled(tenantId, tool.id, true).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CustomerToolError);
+    expect(refused).toMatchObject({
+      kind: 'invalid',
+      detail: 'name: "web_search" is reserved for the service\'s own tools: choose another name',
+    });
+    expect(await store.get(tenantId, tool.id)).toEqual(before);
+    expect(await store.setEnabled(tenantId, tool.id, false)).toMatchObject({ enabled: false, disabledReason: reason });
+
+    const renamed = await store.update(tenantId, tool.id, toolInput({ name: 'search_the_web', headers: {} }));
+    expect(renamed).toMatchObject({ name: 'search_the_web', enabled: true, disabledReason: null });
   });
 
   it("answers null for a tool that is not the tenant's, whatever the endpoint", async () => {

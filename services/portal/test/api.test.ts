@@ -1,6 +1,7 @@
-import { CustomerTool, CustomerToolCallListResponse, CustomerToolListResponse, ErrorBody } from '@fin/contracts';
+import { CustomerTool, CustomerToolCallListResponse, CustomerToolListResponse, ErrorBody, RESERVED_TOOL_NAMES } from '@fin/contracts';
 import request from 'supertest';
 import { startHarness, type Harness } from './support/harness';
+import { replayMigration } from './support/migration';
 
 describe('the customer-tools API', () => {
   let h: Harness;
@@ -107,6 +108,61 @@ describe('the customer-tools API', () => {
       });
     }
     expect(CustomerToolListResponse.parse((await call('get', '/api/customer-tools/')).body).tools).toEqual([]);
+  });
+
+  // Issue 34: the engine offers its own tools beside the customer's, and the Messages API refuses a request that
+  // names one tool twice: a customer tool named like one of ours made every run of its account fail.
+  const reservedName = (name: string) => ({
+    status: 400,
+    body: {
+      status_code: 400,
+      type: 'validation_error',
+      detail: `name: "${name}" is reserved for the service's own tools: choose another name`,
+    },
+  });
+
+  it("answers 400 naming `name` for the name of one of the service's own tools, on create and on update", async () => {
+    for (const name of RESERVED_TOOL_NAMES) {
+      const created = await call('post', '/api/customer-tools/', { ...tool, name });
+      expect({ status: created.status, body: ErrorBody.parse(created.body) }).toEqual(reservedName(name));
+    }
+    const id = CustomerTool.parse((await call('post', '/api/customer-tools/', tool)).body).id;
+    const renamed = await call('put', `/api/customer-tools/${id}`, { ...tool, name: 'web_search' });
+    expect({ status: renamed.status, body: ErrorBody.parse(renamed.body) }).toEqual(reservedName('web_search'));
+    expect(CustomerTool.parse((await call('get', `/api/customer-tools/${id}`)).body).name).toBe('get_positions');
+    // Compared exactly, as the Messages API compares tool names: another letter case is another name.
+    expect((await call('post', '/api/customer-tools/', { ...tool, name: 'Web_Search' })).status).toBe(201);
+  });
+
+  it('lists a tool the migration disabled with its reason; it is enabled again only under another name', async () => {
+    const { rows } = await h.pool.query<{ id: string }>(
+      `INSERT INTO customer_tools (tenant_id, name, description, endpoint, input_schema)
+       VALUES ($1, 'web_search', 'Searches our archive.', 'https://api.example.com/search', '{"type": "object"}') RETURNING id`,
+      [acme.tenantId],
+    );
+    const id = rows[0]?.id ?? '';
+    await replayMigration(h.pool, '1764460800000_reserved-tool-names');
+
+    const disabled = {
+      id,
+      name: 'web_search',
+      enabled: false,
+      disabled_reason: expect.stringMatching(
+        /^Disabled by the service: "web_search" is the name of one of the service's own tools, .* Rename the tool to enable it again\.$/,
+      ),
+    };
+    expect(CustomerToolListResponse.parse((await call('get', '/api/customer-tools/')).body).tools).toEqual([
+      expect.objectContaining(disabled),
+    ]);
+    expect(CustomerTool.parse((await call('get', `/api/customer-tools/${id}`)).body)).toMatchObject(disabled);
+
+    const { headers: _headers, ...rest } = tool;
+    const enabled = await call('put', `/api/customer-tools/${id}`, { ...rest, name: 'web_search', enabled: true });
+    expect({ status: enabled.status, body: ErrorBody.parse(enabled.body) }).toEqual(reservedName('web_search'));
+    expect(CustomerTool.parse((await call('get', `/api/customer-tools/${id}`)).body)).toMatchObject(disabled);
+
+    const renamed = await call('put', `/api/customer-tools/${id}`, { ...rest, name: 'search_archive', enabled: true });
+    expect(CustomerTool.parse(renamed.body)).toMatchObject({ id, name: 'search_archive', enabled: true, disabled_reason: null });
   });
 
   // Issue 27 item 0: `"__proto__": null` inside input_schema reached Prisma as an object without a prototype,

@@ -3,6 +3,10 @@ import request from 'supertest';
 import { CONTENT_SECURITY_POLICY } from '../src/web/routes';
 import { Browser, csrfOf } from './support/browser';
 import { startHarness, type Harness } from './support/harness';
+import { replayMigration } from './support/migration';
+
+/** Text as the portal's templates write it into a page. */
+const escaped = (text: string) => text.replaceAll('"', '&quot;').replaceAll("'", '&#39;');
 
 describe('the web portal', () => {
   let h: Harness;
@@ -144,6 +148,66 @@ describe('the web portal', () => {
     ).toBe(303);
     const moved2 = await h.pool.query("SELECT endpoint, header_names FROM customer_tools WHERE name = 'moving_tool'");
     expect(moved2.rows[0]).toEqual({ endpoint: 'https://other.example.com/p', header_names: [] });
+  });
+
+  // Issue 34: a customer tool named like one of the service's own tools made every run of its account fail.
+  const reservedTool = {
+    name: 'market_data',
+    description: 'Our own market data.',
+    endpoint: 'https://api.example.com/market',
+    method: 'POST',
+    input_schema: '{"type": "object"}',
+    headers: '',
+    timeout_ms: '5000',
+    products: ['news'],
+    enabled: 'on',
+  };
+
+  it("shows the name of one of the service's own tools as a problem of the name field, and stores nothing", async () => {
+    const { browser, csrf } = await signedIn();
+    const refused = await browser.go('post', '/portal/tools', { ...reservedTool, csrf });
+    expect(refused.status).toBe(200);
+    const problem = escaped(`name: "market_data" is reserved for the service's own tools: choose another name`);
+    expect(refused.text).toContain(`<p class="field-error" id="name-error">${problem}</p>`);
+    expect(refused.text).toContain(
+      'id="name" name="name" value="market_data" autocomplete="off" spellcheck="false" aria-invalid="true" aria-describedby="name-error"',
+    );
+    expect((await h.pool.query("SELECT 1 FROM customer_tools WHERE name = 'market_data'")).rowCount).toBe(0);
+  });
+
+  it('shows why the migration disabled a tool; Enable is refused saying so, and renaming the tool enables it', async () => {
+    const { browser, csrf } = await signedIn();
+    const { rows } = await h.pool.query<{ id: string }>(
+      `INSERT INTO customer_tools (tenant_id, name, description, endpoint, input_schema)
+       VALUES ($1, 'market_data', 'Our own market data.', 'https://api.example.com/market', '{"type": "object"}') RETURNING id`,
+      [tenantId],
+    );
+    const id = rows[0]?.id ?? '';
+    await replayMigration(h.pool, '1764460800000_reserved-tool-names');
+    const reason = escaped(
+      `Disabled by the service: "market_data" is the name of one of the service's own tools, and the model cannot be offered two tools with one name (runs that offered this tool failed). Rename the tool to enable it again.`,
+    );
+
+    const list = await browser.go('get', '/portal/tools');
+    const row = /<tr data-tool="market_data">[\s\S]*?<\/tr>/.exec(list.text)?.[0] ?? '';
+    expect(row).toContain('<span class="badge off">disabled</span>');
+    expect(row).toContain(`<div class="muted disabled-reason">${reason}</div>`);
+    expect((await browser.go('get', `/portal/tools/${id}/edit`)).text).toContain(`<p class="note disabled-reason">${reason}</p>`);
+
+    const enable = await browser.go('post', `/portal/tools/${id}/enabled`, { csrf, enabled: 'on' });
+    expect(enable.status).toBe(200);
+    expect(enable.text).toContain(
+      `<li>${escaped(`name: "market_data" is reserved for the service's own tools: choose another name`)}</li>`,
+    );
+    expect((await h.pool.query('SELECT enabled FROM customer_tools WHERE id = $1', [id])).rows).toEqual([{ enabled: false }]);
+
+    const kept = await browser.go('post', `/portal/tools/${id}`, { ...reservedTool, csrf });
+    expect(kept.text).toContain('aria-describedby="name-error"');
+    expect((await browser.go('post', `/portal/tools/${id}`, { ...reservedTool, csrf, name: 'our_market_data' })).status).toBe(303);
+    expect((await h.pool.query('SELECT name, enabled, disabled_reason FROM customer_tools WHERE id = $1', [id])).rows).toEqual([
+      { name: 'our_market_data', enabled: true, disabled_reason: null },
+    ]);
+    expect((await browser.go('get', '/portal/tools')).text).not.toContain('disabled-reason');
   });
 
   it("refuses form posts without the session's CSRF token, or from another site", async () => {

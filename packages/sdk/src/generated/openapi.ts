@@ -195,7 +195,7 @@ export interface paths {
         put?: never;
         /**
          * Create a customer tool
-         * @description Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.
+         * @description Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise) and is not one of the names of the service's own tools (market_data, web_search: 400 naming `name`); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.
          *
          *     Requires an API key with the `tools` scope.
          */
@@ -222,7 +222,7 @@ export interface paths {
         get: operations["getCustomerTool"];
         /**
          * Replace a customer tool
-         * @description Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them.
+         * @description Replaces a tool. Omitted optional fields take their defaults, except headers: omitted keeps the stored headers, {} removes them. A tool the service disabled because its name became one of the service's own tool names (`disabled_reason`) is saved only under another name (400 naming `name` otherwise), which clears `disabled_reason`.
          *
          *     Requires an API key with the `tools` scope.
          */
@@ -967,7 +967,7 @@ export interface components {
             products?: components["schemas"]["CustomerToolProduct"][];
         };
         /**
-         * @description The name the model sees and calls the tool by; unique per account.
+         * @description The name the model sees and calls the tool by; unique per account. Not one of the names of the service's own tools (market_data, web_search; compared exactly): the model cannot be offered two tools with one name.
          * @example get_portfolio_positions
          */
         CustomerToolName: string;
@@ -1782,7 +1782,11 @@ export interface components {
         CustomerTool: {
             /** Format: uuid */
             id: string;
-            name: components["schemas"]["CustomerToolName"];
+            /**
+             * @description The name the model sees and calls the tool by; unique per account.
+             * @example get_portfolio_positions
+             */
+            name: string;
             description: string;
             endpoint: string;
             method: components["schemas"]["CustomerToolMethod"];
@@ -1797,6 +1801,11 @@ export interface components {
              */
             header_names: string[];
             enabled: boolean;
+            /**
+             * @description Why the service disabled the tool, when it did; null otherwise. Set on tools saved before their name became one of the service's own tool names: such a tool stays disabled until it is saved under another name, which clears this.
+             * @example null
+             */
+            disabled_reason: string | null;
             timeout_ms: number;
             products: components["schemas"]["CustomerToolProduct"][];
             /** Format: date-time */

@@ -285,18 +285,16 @@ export function portalRoutes(deps: PortalDeps): express.Router {
 
   // ---- Tools ----
 
-  route(
-    router,
-    PORTAL_PAGES.tools,
-    async (_input, { res }) => {
-      const { account, csrf } = signedOf(res);
-      const tools = await store.list(account.tenantId);
-      const rows = tools.map(
-        (tool) => html`<tr data-tool="${tool.name}">
+  /** The tools page; `problems`: why the last action (an enable) was refused. */
+  const toolsPage = async (res: Response, problems: string[] = []) => {
+    const { account, csrf } = signedOf(res);
+    const tools = await store.list(account.tenantId);
+    const rows = tools.map(
+      (tool) => html`<tr data-tool="${tool.name}">
   <td><strong>${tool.name}</strong><div class="muted">${tool.description}</div></td>
   <td><code>${tool.method} ${tool.endpoint}</code>${tool.headerNames.length > 0 ? html`<div class="muted">headers: ${tool.headerNames.join(', ')}</div>` : ''}</td>
   <td>${tool.products.join(', ')}</td>
-  <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span></td>
+  <td><span class="badge ${tool.enabled ? 'on' : 'off'}">${tool.enabled ? 'enabled' : 'disabled'}</span>${tool.disabledReason === null ? '' : html`<div class="muted disabled-reason">${tool.disabledReason}</div>`}</td>
   <td class="actions">
     <a href="/portal/tools/${tool.id}/edit">Edit</a>
     <a href="/portal/tools/${tool.id}/test">Test</a>
@@ -305,16 +303,16 @@ export function portalRoutes(deps: PortalDeps): express.Router {
     <form method="post" action="/portal/tools/${tool.id}/delete" class="inline" data-confirm="Delete the tool ${tool.name}? The AI stops using it at once."><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="link danger">Delete</button></form>
   </td>
 </tr>`,
-      );
-      shell(
-        res,
-        'Your tools',
-        html`<p>External APIs the AI may call while it analyses for you. <a href="/portal/tools/new" class="button">New tool</a></p>
+    );
+    shell(
+      res,
+      'Your tools',
+      html`${problemList(problems)}<p>External APIs the AI may call while it analyses for you. <a href="/portal/tools/new" class="button">New tool</a></p>
 ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><thead><tr><th>Tool</th><th>Endpoint</th><th>Products</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`,
-      );
-    },
-    signedIn,
-  );
+    );
+  };
+
+  route(router, PORTAL_PAGES.tools, (_input, { res }) => toolsPage(res), signedIn);
 
   route(
     router,
@@ -387,13 +385,13 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
       shell(
         res,
         `Edit ${tool.name}`,
-        toolForm({
+        html`${tool.disabledReason === null ? '' : html`<p class="note disabled-reason">${tool.disabledReason}</p>`}${toolForm({
           action: `/portal/tools/${tool.id}`,
           values: valuesOf(tool),
           problems: new Map(),
           csrf: signedOf(res).csrf,
           editing: true,
-        }),
+        })}`,
       );
     },
     signedIn,
@@ -433,7 +431,15 @@ ${tools.length === 0 ? html`<p class="empty">No tools yet.</p>` : html`<table><t
     PORTAL_PAGES.setToolEnabled,
     async ({ params, body }, { res }) => {
       const id = toolId(params.id);
-      const tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(body.enabled) === 'on');
+      let tool;
+      try {
+        tool = id === null ? null : await store.setEnabled(signedOf(res).account.tenantId, id, formText(body.enabled) === 'on');
+      } catch (error) {
+        // Enabling a tool under a reserved name: the list again, saying why (200, as for the tool form's problems).
+        if (!(error instanceof CustomerToolError)) throw error;
+        await toolsPage(res, [error.detail]);
+        return;
+      }
       if (tool === null) {
         notFound(res);
         return;

@@ -1,6 +1,6 @@
 // The tool form of the portal: form fields → the same CustomerToolCreateRequest the API takes, so the portal and
 // the API accept exactly the same tools and say the same things about bad ones, field by field.
-import { CustomerToolCreateRequest, CustomerToolProduct, formatZodError, prototypeKeyIssues } from '@fin/contracts';
+import { CustomerToolCreateRequest, CustomerToolProduct, RESERVED_TOOL_NAMES, formatZodError, prototypeKeyIssues } from '@fin/contracts';
 import type { StoredTool } from '@fin/customer-tools';
 import { z } from 'zod';
 import { html, problemList, type Html } from './html';
@@ -168,7 +168,7 @@ export function toolForm({
   return html`${problemList(all)}
 <form method="post" action="${action}" class="tool-form" novalidate>
   <input type="hidden" name="csrf" value="${csrf}">
-  <label for="name">Name <small>what the model calls it: a letter, then letters, digits or _ (at most 64)</small></label>
+  <label for="name">Name <small>what the model calls it: a letter, then letters, digits or _ (at most 64); not ${RESERVED_TOOL_NAMES.join(' or ')}, the service's own tools</small></label>
   <input id="name" name="name" value="${values.name}" autocomplete="off" spellcheck="false" ${invalid(problems, 'name')}>
   ${fieldProblems(problems, 'name')}
   <label for="description">Description <small>tells the model what the tool does and when to use it</small></label>
