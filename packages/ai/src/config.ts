@@ -1,9 +1,46 @@
-import { bool, int, secret, url } from '@fin/config';
+import { bool, crossChecked, int, secret, url } from '@fin/config';
 import { z } from 'zod';
+import { modelProfile, settingProblem, THINKING_SETTINGS, type ThinkingSetting } from './model-settings';
+import { EFFORT_LEVELS, type Effort } from './models';
 import { DEFAULT_PRICES, PriceTable } from './prices';
 
 function thinking() {
-  return z.enum(['off', 'low', 'medium', 'high']).default('off');
+  return z.enum(THINKING_SETTINGS).default('off');
+}
+
+function effort() {
+  return z.enum(EFFORT_LEVELS).optional();
+}
+
+/** The products, each with the variables that choose its model, thinking and effort. */
+const PRODUCT_SETTINGS = [
+  { model: 'AI_NEWS_MODEL', thinking: 'AI_NEWS_THINKING', effort: 'AI_NEWS_EFFORT' },
+  { model: 'AI_MODEL', thinking: 'AI_STOCK_REPORT_THINKING', effort: 'AI_STOCK_REPORT_EFFORT' },
+  { model: 'AI_MODEL', thinking: 'AI_ANALYSIS_THINKING', effort: 'AI_ANALYSIS_EFFORT' },
+  { model: 'AI_MODEL', thinking: 'AI_CHAT_THINKING', effort: 'AI_CHAT_EFFORT' },
+] as const;
+
+/**
+ * Every product's settings, checked against the model table at start: a setting the configured model refuses
+ * is a start-up error naming the variable, not a 400 at the first request. (An id missing from the table runs
+ * with the conservative profile, which the engine announces with a warning.)
+ */
+function checkModelSettings(config: Readonly<Record<string, unknown>>): { variable: string; message: string }[] {
+  const issues = new Map<string, string>();
+  for (const product of PRODUCT_SETTINGS) {
+    const model = config[product.model] as string;
+    const problem = settingProblem(
+      modelProfile(model),
+      config[product.thinking] as ThinkingSetting,
+      config[product.effort] as Effort | undefined,
+      config.AI_MAX_OUTPUT_TOKENS as number,
+    );
+    if (!problem) continue;
+    const variable =
+      problem.about === 'max_output_tokens' ? 'AI_MAX_OUTPUT_TOKENS' : problem.about === 'effort' && config[product.effort] !== undefined ? product.effort : product.thinking;
+    issues.set(variable, `${problem.message} (${product.model}=${model})`);
+  }
+  return [...issues].map(([variable, message]) => ({ variable, message }));
 }
 
 /**
@@ -18,9 +55,10 @@ export const aiConfigShape = {
   /** Only for tests and proxies: the SDK's default endpoint is used otherwise. */
   ANTHROPIC_BASE_URL: url(['http', 'https']).optional(),
   AI_OFFLINE: bool().default(false),
-  AI_MODEL: z.string().default('claude-sonnet-5-5'),
+  /** The model of stock reports, analyses and chat (models.ts lists the ids the engine knows). */
+  AI_MODEL: crossChecked(z.string().default('claude-sonnet-5-5'), checkModelSettings),
   /** The cheaper model used for news, where latency matters more than depth. */
-  AI_NEWS_MODEL: z.string().default('claude-haiku-4-5'),
+  AI_NEWS_MODEL: z.string().default('claude-haiku-5-5'),
   AI_MAX_OUTPUT_TOKENS: int(256, 64_000).default(8_192),
   /** Per model call; a streamed call's clock covers the whole stream. */
   AI_TIMEOUT_MS: int(1_000, 600_000).default(120_000),
@@ -38,13 +76,19 @@ export const aiConfigShape = {
   /** How long a written prefix lives: 5m (writes cost 1.25× input) or 1h (2×); each read renews it. */
   AI_PROMPT_CACHE_TTL: z.enum(['5m', '1h']).default('5m'),
   /**
-   * Thinking per product: off, or adaptive thinking at an effort (low, medium, high). Thinking is billed as
-   * output tokens; off is the default for every product (docs/ai.md#model-settings).
+   * Thinking per product (docs/ai.md#model-settings): off (the lowest setting the product's model accepts),
+   * adaptive, or between_tools (Claude Sonnet 5.5); low, medium and high are adaptive thinking at that effort.
+   * Thinking is billed as output tokens; off is the default for every product.
    */
   AI_NEWS_THINKING: thinking(),
   AI_STOCK_REPORT_THINKING: thinking(),
   AI_ANALYSIS_THINKING: thinking(),
   AI_CHAT_THINKING: thinking(),
+  /** Effort per product (low … max); unset: the model's default (or low, where off is adaptive thinking). */
+  AI_NEWS_EFFORT: effort(),
+  AI_STOCK_REPORT_EFFORT: effort(),
+  AI_ANALYSIS_EFFORT: effort(),
+  AI_CHAT_EFFORT: effort(),
   /**
    * The model prices usage is billed at (JSON of PriceTable, prices.ts); Anthropic's list prices of the date
    * the default carries when unset.

@@ -9,8 +9,9 @@ export {
   type LoopCaps,
   type LoopParams,
   type LoopResult,
-  type ThinkingSetting,
 } from './loop';
+export { modelProfile, priceTier, requestSettings, type RequestSettings, type ResolvedProfile, type ThinkingSetting } from './model-settings';
+export { MODELS, type ModelProfile } from './models';
 export { addUsage, NO_USAGE, totalInputTokens, type Usage } from './usage';
 export { FinnhubProvider, MarketDataError, SampleMarketDataProvider, UnknownSymbolError, type MarketDataProvider } from './market-data';
 export { marketDataTool } from './market-data-tool';

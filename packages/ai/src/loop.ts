@@ -10,7 +10,6 @@ import type {
   OutputConfig,
   RawMessageStreamEvent,
   TextBlockParam,
-  ThinkingConfigParam,
   ToolChoice,
   ToolResultBlockParam,
   ToolUnion,
@@ -22,6 +21,7 @@ import type { CacheRun } from './cache-policy';
 import { RetrievedDocuments } from './citations';
 import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
+import type { RequestSettings } from './model-settings';
 import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
 import { addUsage, NO_USAGE, noteCallsBefore, totalInputTokens, usageOfMessage, type Usage } from './usage';
@@ -31,12 +31,14 @@ export type EngineEvent =
   | { type: 'node_start'; node: string }
   | { type: 'tool_start'; tool: string }
   | { type: 'tool_end'; tool: string; ok: boolean }
-  | { type: 'text'; text: string };
+  | { type: 'text'; text: string }
+  /**
+   * Thinking the API returns as text: on Claude Sonnet 5.5 and Opus 5.5 the short progress notes the model writes
+   * between tool calls come back in thinking blocks (what chat shows while tools run). Never part of the answer.
+   */
+  | { type: 'thinking'; text: string };
 
 export type { Usage } from './usage';
-
-/** How the model thinks on a run (a product's setting, docs/ai.md): off, or adaptive thinking at an effort. */
-export type ThinkingSetting = 'off' | 'low' | 'medium' | 'high';
 
 export interface LoopCaps {
   maxRounds: number;
@@ -51,8 +53,11 @@ export interface LoopParams {
   messages: MessageParam[];
   /** Tools we execute. The model can use these and no others. */
   tools?: readonly ToolDefinition[];
-  /** Claude's server-side web search, with a cap on searches per run and the domains it may (or may not) use. */
-  webSearch?: { maxUses: number; allowedDomains?: readonly string[]; blockedDomains?: readonly string[] };
+  /**
+   * Claude's server-side web search: the tool version the model takes (models.ts), the cap on searches of each
+   * model call (`max_uses`, which the API counts per request), and the domains it may (or may not) use.
+   */
+  webSearch?: { toolType: string; maxUses: number; allowedDomains?: readonly string[]; blockedDomains?: readonly string[] };
   outputFormat?: JSONOutputFormat;
   /**
    * Prompt caching (docs/ai.md#prompt-caching): breakpoints at the end of the system prompt (tools and system,
@@ -61,8 +66,12 @@ export interface LoopParams {
    * message (5 minutes: a run's calls are seconds apart). Off: no cache_control at all.
    */
   promptCache?: { ttl: '5m' | '1h'; run?: CacheRun } | false;
-  /** Thinking and effort, sent explicitly (the API's defaults differ between models). Default 'off'. */
-  thinking?: ThinkingSetting;
+  /**
+   * The thinking field and effort of every call, built from the model table for the product's setting
+   * (model-settings.ts): the API's defaults differ between models, so they are sent explicitly wherever the model
+   * takes them. Absent: no thinking field and no effort (the model's defaults).
+   */
+  settings?: RequestSettings;
   /**
    * The tool_choice of every round, for a follow-up call that must send the same request prefix as the run it
    * follows (a tool_choice that differs voids the cached messages). A tool call in its last round fails the run.
@@ -160,17 +169,14 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
   }
 }
 
-function thinkingParams(setting: ThinkingSetting): { thinking: ThinkingConfigParam; effort?: OutputConfig['effort'] } {
-  return setting === 'off' ? { thinking: { type: 'disabled' } } : { thinking: { type: 'adaptive' }, effort: setting };
-}
-
 async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Promise<LoopResult> {
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, stream = true, signal, onEvent } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   if (webSearch) {
     apiTools.push({
-      type: 'web_search_20250305',
+      // The versions are a closed union in the SDK's types; which one a model takes is the model table's.
+      type: webSearch.toolType as 'web_search_20250305',
       name: 'web_search',
       max_uses: webSearch.maxUses,
       ...(webSearch.allowedDomains ? { allowed_domains: [...webSearch.allowedDomains] } : {}),
@@ -181,7 +187,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
   const systemCache: CacheControlEphemeral | undefined = promptCache
     ? { type: 'ephemeral', ...(promptCache.ttl === '1h' ? { ttl: '1h' } : {}) }
     : undefined;
-  const { thinking, effort } = thinkingParams(params.thinking ?? 'off');
+  const { thinking, effort } = params.settings ?? {};
   const outputConfig: OutputConfig | undefined =
     outputFormat || effort ? { ...(outputFormat ? { format: outputFormat } : {}), ...(effort ? { effort } : {}) } : undefined;
 
@@ -205,7 +211,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
       system: systemParam(withUntrustedDataRule(system), systemCache),
       messages: promptCache ? withBreakpoints(messages, { readPrevious: previousWroteTail, writeTail }) : messages,
       max_tokens: maxOutputTokens,
-      thinking,
+      ...(thinking ? { thinking } : {}),
       ...(apiTools.length > 0 ? { tools: apiTools, tool_choice: { type: toolChoice } } : {}),
       ...(outputConfig ? { output_config: outputConfig } : {}),
     };
@@ -348,8 +354,8 @@ async function streamMessage(
     if (response.body === null) throw new AiError('upstream', 'The model API answered a streamed request without a body.');
     const reader = new MessageEventReader(response.headers);
     const onStreamEvent = (event: RawMessageStreamEvent) => {
-      const text = assembler.add(event);
-      if (text) onEvent?.({ type: 'text', text });
+      const piece = assembler.add(event);
+      if (piece) onEvent?.(piece);
     };
     // fetch's Response types its body's chunks as `any`; a body yields bytes (transport.ts, and the platform's fetch).
     const chunks: AsyncIterable<Uint8Array> = response.body;
@@ -394,7 +400,10 @@ async function createMessage(
   noteCallsBefore(message, attempts.calls - 1);
   countUsage(body.model, message);
   if (onEvent) {
-    for (const block of message.content) if (block.type === 'text' && block.text !== '') onEvent({ type: 'text', text: block.text });
+    for (const block of message.content) {
+      if (block.type === 'text' && block.text !== '') onEvent({ type: 'text', text: block.text });
+      if (block.type === 'thinking' && block.thinking !== '') onEvent({ type: 'thinking', text: block.thinking });
+    }
   }
   return message;
 }

@@ -6,14 +6,23 @@ import type { ContentBlock, Message, RawMessageStreamEvent, Usage as ApiUsage } 
 import { partialParse } from '@anthropic-ai/sdk/_vendor/partial-json-parser/parser';
 import { countTokens } from '@fin/offline';
 
+/** A piece of the reply as it arrives: answer text, or the text of a thinking block. */
+export interface StreamedText {
+  type: 'text' | 'thinking';
+  text: string;
+}
+
 export class MessageAssembler {
   #message: Message | undefined;
   /** The JSON of each tool call's input so far, by block index; parsed when the block ends. */
   #inputJson: Map<number, string> | undefined;
   #stopped = false;
 
-  /** Adds one event; returns the text of a text delta (what the reader shows as it arrives), else undefined. */
-  add(event: RawMessageStreamEvent): string | undefined {
+  /**
+   * Adds one event; returns the text of a text or thinking delta (what the reader shows as it arrives), else
+   * undefined.
+   */
+  add(event: RawMessageStreamEvent): StreamedText | undefined {
     if (event.type === 'message_start') {
       if (this.#message !== undefined) throw new Error(`Unexpected event order, got ${event.type} before receiving "message_stop"`);
       this.#message = event.message;
@@ -50,7 +59,7 @@ export class MessageAssembler {
         switch (delta.type) {
           case 'text_delta':
             if (block?.type === 'text') block.text = (block.text || '') + delta.text;
-            return delta.text;
+            return { type: 'text', text: delta.text };
           case 'citations_delta':
             if (block?.type === 'text') block.citations = [...(block.citations ?? []), delta.citation];
             return undefined;
@@ -62,7 +71,7 @@ export class MessageAssembler {
             return undefined;
           case 'thinking_delta':
             if (block?.type === 'thinking') block.thinking += delta.thinking;
-            return undefined;
+            return delta.thinking === '' ? undefined : { type: 'thinking', text: delta.thinking };
           case 'signature_delta':
             if (block?.type === 'thinking') block.signature = delta.signature;
             return undefined;

@@ -28,7 +28,8 @@ import type { AiConfig } from './config';
 import { allowedSource, type NewsLookup } from './market-data-tool';
 import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
-import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type ThinkingSetting, type Usage } from './loop';
+import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type Usage } from './loop';
+import { modelProfile, requestSettings } from './model-settings';
 import { loadPrompt, renderCustomData, type Prompt } from './prompts';
 import { addUsage, NO_USAGE } from './usage';
 import { streamOf, type StreamItem } from './stream';
@@ -65,27 +66,46 @@ export interface ProductOutcome<T> {
   usage: Usage;
 }
 
+/** Which variables choose each product's model, thinking and effort. */
+function productModel(config: AiConfig, product: 'news' | 'stock-report' | 'analysis' | 'chat') {
+  switch (product) {
+    case 'news':
+      return { model: config.AI_NEWS_MODEL, thinking: config.AI_NEWS_THINKING, effort: config.AI_NEWS_EFFORT };
+    case 'stock-report':
+      return { model: config.AI_MODEL, thinking: config.AI_STOCK_REPORT_THINKING, effort: config.AI_STOCK_REPORT_EFFORT };
+    case 'analysis':
+      return { model: config.AI_MODEL, thinking: config.AI_ANALYSIS_THINKING, effort: config.AI_ANALYSIS_EFFORT };
+    case 'chat':
+      return { model: config.AI_MODEL, thinking: config.AI_CHAT_THINKING, effort: config.AI_CHAT_EFFORT };
+  }
+}
+
+/** The loop parameters every product's run shares, its model's request settings built from the model table. */
 function baseParams(
   deps: ProductDeps,
   ctx: RunContext,
   {
-    model,
-    thinking,
+    product,
     system,
     messages,
     cacheRun,
-  }: { model: string; thinking: ThinkingSetting; system: string; messages: MessageParam[]; cacheRun: CacheRun },
+  }: { product: 'news' | 'stock-report' | 'analysis' | 'chat'; system: string; messages: MessageParam[]; cacheRun: CacheRun },
 ) {
   const { config } = deps;
+  const { model, thinking, effort } = productModel(config, product);
+  const profile = modelProfile(model);
   return {
     client: deps.client,
     model,
     system,
     messages,
-    thinking,
+    settings: requestSettings(profile, thinking, effort),
     promptCache: config.AI_PROMPT_CACHE ? { ttl: config.AI_PROMPT_CACHE_TTL, run: cacheRun } : false,
     tools: [...deps.dataTools, ...(ctx.customerTools ?? [])],
-    webSearch: config.AI_WEB_SEARCH && !deps.offline ? { maxUses: config.AI_WEB_SEARCH_MAX_USES } : undefined,
+    webSearch:
+      config.AI_WEB_SEARCH && !deps.offline
+        ? { toolType: profile.webSearchToolVersions[0] ?? 'web_search_20250305', maxUses: config.AI_WEB_SEARCH_MAX_USES }
+        : undefined,
     maxOutputTokens: config.AI_MAX_OUTPUT_TOKENS,
     caps: { maxRounds: config.AI_MAX_ROUNDS, maxToolCalls: config.AI_MAX_TOOL_CALLS, maxTotalTokens: config.AI_MAX_TOTAL_TOKENS },
     signal: ctx.signal,
@@ -240,8 +260,7 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
   ctx.onProgress?.(10, `Searching recent news for ${request.symbols.join(', ')}`);
   const cacheRun = deps.cachePolicy.start('news');
   const params = baseParams(deps, ctx, {
-    model,
-    thinking: deps.config.AI_NEWS_THINKING,
+    product: 'news',
     system: prompt.system,
     messages: [{ role: 'user', content: brief }],
     cacheRun,
@@ -338,8 +357,7 @@ export async function generateStockReport(
   const cacheRun = deps.cachePolicy.start('stock-report');
   const out = await generateStructured({
     ...baseParams(deps, ctx, {
-      model,
-      thinking: deps.config.AI_STOCK_REPORT_THINKING,
+      product: 'stock-report',
       system: prompt.system,
       messages: [{ role: 'user', content: brief }],
       cacheRun,
@@ -478,8 +496,7 @@ async function analysisRun(
   const prompt = loadPrompt('analysis');
   const model = deps.config.AI_MODEL;
   const params = baseParams(deps, ctx, {
-    model,
-    thinking: deps.config.AI_ANALYSIS_THINKING,
+    product: 'analysis',
     system: prompt.system,
     messages: [{ role: 'user', content: analysisBrief(request) }],
     cacheRun,
@@ -622,7 +639,6 @@ export function streamChat(
   ctx: RunContext = {},
 ): AsyncIterable<StreamItem<EngineEvent, ProductOutcome<{ text: string }>>> {
   return streamOf(async (emit, signal) => {
-    const model = deps.config.AI_MODEL;
     let node: (typeof CHAT_NODES)[number] | undefined;
     const shown: string[] = [];
     // A turn's first call is read by the conversation's next turn too.
@@ -632,8 +648,7 @@ export function streamChat(
         deps,
         { ...ctx, signal },
         {
-          model,
-          thinking: deps.config.AI_CHAT_THINKING,
+          product: 'chat',
           system: loadPrompt('chat').system,
           messages: [
             ...input.history.map((turn) => ({ role: turn.role, content: turn.content })),

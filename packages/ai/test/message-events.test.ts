@@ -92,8 +92,8 @@ function assembled(events: readonly RawMessageStreamEvent[]): { message: Message
   const assembler = new MessageAssembler();
   const texts: string[] = [];
   for (const event of structuredClone(events) as RawMessageStreamEvent[]) {
-    const text = assembler.add(event);
-    if (text !== undefined) texts.push(text);
+    const piece = assembler.add(event);
+    if (piece?.type === 'text') texts.push(piece.text);
   }
   return { message: assembler.finalMessage(), texts };
 }

@@ -60,7 +60,7 @@ describe('offline mode', () => {
       for (const url of [...item.sources, ...item.further_reading]) expect(url).toMatch(/^https:\/\/news\.example\.com\//);
     }
     expect(result.meta).toMatchObject({ offline: true, model: 'offline-analyst', prompt_version: 'news@4' });
-    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(usage.inputTokens + usage.cacheCreationInputTokens + usage.cacheReadInputTokens).toBeGreaterThan(0);
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
   });
 
@@ -262,7 +262,7 @@ describe('offline mode', () => {
   it('chats with research and tool events before the answer', async () => {
     const items = await drain(engine.chat({ history: [], message: 'How is AAPL doing?' }));
     const events = items.flatMap((item) => (item.kind === 'event' ? [item.event] : []));
-    const kinds = events.map((event) => (event.type === 'text' ? 'text' : `${event.type}:${'node' in event ? event.node : event.tool}`));
+    const kinds = events.map((event) => (event.type === 'text' || event.type === 'thinking' ? event.type : `${event.type}:${'node' in event ? event.node : event.tool}`));
     expect(kinds.slice(0, 3)).toEqual(['node_start:research', 'tool_start:market_data', 'tool_end:market_data']);
     expect(kinds).toContain('node_start:answer');
     const reply = items.at(-1);

@@ -27,6 +27,15 @@ export const ChatToolEndEvent = z
   .meta({ id: 'ChatToolEndEvent', description: 'Event `tool_end`: a tool execution ends.' });
 export type ChatToolEndEvent = z.infer<typeof ChatToolEndEvent>;
 
+export const ChatProgressEvent = z
+  .object({ type: z.literal('progress'), content: z.string() })
+  .meta({
+    id: 'ChatProgressEvent',
+    description:
+      'Event `progress`: a short note the model writes between tool calls about what it is doing (on models that return such notes as thinking, e.g. Claude Sonnet 5.5). Shown while tools run; not part of the reply text.',
+  });
+export type ChatProgressEvent = z.infer<typeof ChatProgressEvent>;
+
 export const ChatDoneEvent = z
   .object({
     type: z.literal('done'),
@@ -38,7 +47,7 @@ export type ChatDoneEvent = z.infer<typeof ChatDoneEvent>;
 
 /** The data of every successful chat event; `type` always equals the SSE event name. */
 export const ChatStreamEvent = z
-  .discriminatedUnion('type', [ChatTokenEvent, ChatNodeStartEvent, ChatToolStartEvent, ChatToolEndEvent, ChatDoneEvent])
+  .discriminatedUnion('type', [ChatTokenEvent, ChatNodeStartEvent, ChatToolStartEvent, ChatToolEndEvent, ChatProgressEvent, ChatDoneEvent])
   .meta({ id: 'ChatStreamEvent', description: 'Data of a chat stream event; `type` equals the event name.' });
 export type ChatStreamEvent = z.infer<typeof ChatStreamEvent>;
 
@@ -53,6 +62,7 @@ export const ChatStreamEvents = {
   node_start: ChatNodeStartEvent,
   tool_start: ChatToolStartEvent,
   tool_end: ChatToolEndEvent,
+  progress: ChatProgressEvent,
   done: ChatDoneEvent,
   error: ErrorBody,
 } as const;

@@ -67,13 +67,13 @@ describe('requests the real API refuses', () => {
     expect((await refusal(ask({ tool_choice: { type: 'auto' } }))).message).toBe(
       'tool_choice: tool_choice may only be specified while providing tools.',
     );
-    expect((await refusal(ask({ tools: [TOOL], tool_choice: { type: 'tool', name: 'web_fetch' } }))).message).toBe(
+    expect((await refusal(ask({ model: 'claude-haiku-4-5', tools: [TOOL], tool_choice: { type: 'tool', name: 'web_fetch' } }))).message).toBe(
       "tool_choice.name: Tool 'web_fetch' not found in tools.",
     );
   });
 
   it('refuses thinking together with a tool_choice that forces tool use', async () => {
-    const message = (await refusal(ask({ tools: [TOOL], tool_choice: { type: 'any' }, thinking: { type: 'adaptive' } }))).message;
+    const message = (await refusal(ask({ model: 'claude-haiku-5-5', tools: [TOOL], tool_choice: { type: 'any' }, thinking: { type: 'adaptive' } }))).message;
     expect(message).toBe('Thinking may not be enabled when tool_choice forces tool use.');
   });
 
@@ -228,6 +228,8 @@ describe('prompt caching', () => {
     const answered = await client.messages.create(ask({ tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 1 }] }));
     expect(answered.usage.server_tool_use?.web_search_requests).toBe(1);
     const follow = ask({
+      // The tokenizer countTokens approximates (Claude Haiku 4.5's): Sonnet 5.5 would count 30 % more.
+      model: 'claude-haiku-4-5',
       tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 1 }],
       messages: [
         { role: 'user', content: 'apple earnings' },

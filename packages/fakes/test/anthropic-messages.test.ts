@@ -17,7 +17,8 @@ import {
   type FakeAnthropic,
 } from '../src';
 
-const MODEL = 'claude-sonnet-5-5';
+/** Counted by the tokenizer countTokens approximates (Claude Haiku 4.5's); newer models count more, tested below. */
+const MODEL = 'claude-haiku-4-5';
 let fake: FakeAnthropic;
 let client: Anthropic;
 

@@ -8,8 +8,9 @@ export { apiId, opaque } from './ids';
 export { briefText, lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './request';
 export { text, toolUse } from './turns';
 export { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
+export { API_MODELS, apiModel, checkModelRules, minimumCacheableTokens, type ApiModelRules } from './model-rules';
+export { checkThinkingBlocks } from './thinking';
 export {
-  minimumCacheableTokens,
   PromptCache,
   promptTokens,
   type BilledInput,
@@ -32,6 +33,7 @@ export {
   type StandInModel,
   type StopReason,
   type TextScript,
+  type ThinkingScript,
   type ToolUseScript,
   type UsageOverride,
   type WebSearchCitation,

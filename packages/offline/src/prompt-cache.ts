@@ -16,6 +16,7 @@
 //   (or the structured-output schema, which the API compiles into it) voids the system prompt and messages; to
 //   tool_choice or thinking voids the messages only. That falls out of where each sits in the hashed sequence.
 import { createHash } from 'node:crypto';
+import { minimumCacheableTokens, modelTokens } from './model-rules';
 import { countTokens, WEB_SEARCH_RESULT_TOKENS } from './tokens';
 import { type MessagesRequestBody, type RequestContentBlock } from './wire-types';
 
@@ -38,16 +39,6 @@ function toolUseOverhead(body: MessagesRequestBody): number {
 
 /** Tokens a message's role and framing take. */
 const MESSAGE_OVERHEAD_TOKENS = 3;
-
-/**
- * The shortest prefix a model caches: 4,096 tokens for Haiku 4.5 and Opus 4.5 and later, 2,048 for Haiku 3 and
- * 3.5, 1,024 for the others (Sonnet-class models).
- */
-export function minimumCacheableTokens(model: string): number {
-  if (/haiku-4|opus-4-[5-9]|opus-[5-9]/.test(model)) return 4_096;
-  if (/haiku/.test(model)) return 2_048;
-  return 1_024;
-}
 
 export interface BilledInput {
   input_tokens: number;
@@ -146,7 +137,8 @@ function boundaries(body: MessagesRequestBody): Boundary[] {
   let tokens = 0;
   const add = (text: string, added: number, breakpoint: CacheTtl | undefined, block: boolean) => {
     hash = createHash('sha256').update(hash).update('\u0000').update(text).digest('base64');
-    tokens += added;
+    // Counted by the older tokenizer, scaled to the model's (Haiku 5.5 counts about 30 % more for the same text).
+    tokens += modelTokens(body.model, added);
     list.push({ hash, tokens, breakpoint, block });
   };
   for (const tool of body.tools ?? []) add(canonical(tool), memoCount(canonical(tool)), breakpointOf(tool), true);

@@ -1,6 +1,9 @@
 // The checks the real API makes before it generates anything, worded as it words them, so client bugs (a missing
 // tool_result, a schema the structured-output grammar refuses) fail offline and against the test fakes as they
 // would in production.
+import { apiModel, checkModelRules } from './model-rules';
+import { promptTokens } from './prompt-cache';
+import { checkThinkingBlocks } from './thinking';
 import { type ApiErrorType, type MessagesRequestBody, type RequestContentBlock } from './wire-types';
 
 export interface Rejection {
@@ -147,10 +150,7 @@ function checkToolChoice(body: Record<string, unknown>): Rejection | undefined {
   if (choice.type === 'tool' && !tools.some((tool) => tool.name === choice.name)) {
     return invalid(`tool_choice.name: Tool '${String(choice.name)}' not found in tools.`);
   }
-  const thinking = isRecord(body.thinking) ? body.thinking.type : undefined;
-  if ((choice.type === 'any' || choice.type === 'tool') && (thinking === 'enabled' || thinking === 'adaptive')) {
-    return invalid('Thinking may not be enabled when tool_choice forces tool use.');
-  }
+  // Forced tool use with thinking on is a rule of each model's (model-rules.ts).
   return undefined;
 }
 
@@ -202,6 +202,14 @@ function checkCacheControl(body: Record<string, unknown>, messages: Array<Record
   return undefined;
 }
 
+/** A prompt longer than the model's context window, in the words the API uses. */
+function checkContextWindow(body: MessagesRequestBody): Rejection | undefined {
+  const window = apiModel(body.model)?.contextWindow;
+  if (window === undefined) return undefined;
+  const tokens = promptTokens(body);
+  return tokens > window ? { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${window} maximum` } : undefined;
+}
+
 /** The body checks of `POST /v1/messages` (and of count_tokens, which takes no max_tokens); on success the body is typed. */
 export function checkMessagesBody(body: unknown, { countTokens = false } = {}): { body: MessagesRequestBody } | Rejection {
   const invalid = (message: string): Rejection => ({ type: 'invalid_request_error', message });
@@ -235,11 +243,15 @@ export function checkMessagesBody(body: unknown, { countTokens = false } = {}): 
     }
   }
   const messages = body.messages as Array<Record<string, unknown>>;
+  const typed = body as MessagesRequestBody;
   return (
+    checkModelRules(typed, { countTokens }) ??
     checkToolChoice(body) ??
     checkToolBlocksHaveTools(body, messages) ??
     checkCacheControl(body, messages) ??
     checkOutputConfig(body) ??
-    checkToolPairing(messages) ?? { body: body as MessagesRequestBody }
+    checkToolPairing(messages) ??
+    checkThinkingBlocks(typed) ??
+    checkContextWindow(typed) ?? { body: typed }
   );
 }

@@ -72,7 +72,19 @@ export interface WebSearchToolResultScript {
   content: WebSearchResult[] | { errorCode: WebSearchErrorCode };
 }
 
-export type ContentScript = TextScript | ToolUseScript | ServerToolUseScript | WebSearchToolResultScript;
+/**
+ * A thinking block. Its signature is made when the reply is rendered (thinking.ts), over the model, the
+ * conversation before it and `thinking`; `fullText` is the reasoning the signature stands for when `thinking`
+ * shows less of it (display omitted), counted as output tokens.
+ */
+export interface ThinkingScript {
+  type: 'thinking';
+  thinking: string;
+  fullText?: string;
+  signature?: string;
+}
+
+export type ContentScript = TextScript | ToolUseScript | ServerToolUseScript | WebSearchToolResultScript | ThinkingScript;
 
 /** Token counts to report instead of the estimate (input ≈ request chars / 4, output ≈ reply chars / 4). */
 export interface UsageOverride {

@@ -4,7 +4,9 @@
 // with exactly the Message the non-streamed call returns. Offline mode answers with it in-process (fetch.ts);
 // the test fakes' Messages server writes the same bytes to its sockets.
 import { apiId, opaque } from './ids';
+import { apiModel, effectiveThinking, modelTokens } from './model-rules';
 import { promptTokens, type BilledInput } from './prompt-cache';
+import { prefixHash, signThinking } from './thinking';
 import { countTokens } from './tokens';
 import { type ApiErrorType, type AssistantReply, type ContentScript, type MessagesRequestBody, type StopReason } from './wire-types';
 
@@ -33,6 +35,7 @@ function outputTokens(content: ContentScript[]): number {
   let tokens = 0;
   for (const block of content) {
     if (block.type === 'text') tokens += countTokens(block.text);
+    else if (block.type === 'thinking') tokens += countTokens(block.fullText ?? block.thinking);
     else if (block.type === 'tool_use') tokens += countTokens(`${block.name} ${JSON.stringify(block.input ?? {})}`);
     else if (block.type === 'server_tool_use') tokens += countTokens(JSON.stringify(block.input));
   }
@@ -66,7 +69,13 @@ export interface ResolvedReply {
  * request's input as the prompt cache billed it (prompt-cache.ts); a script's usage overrides it.
  */
 export function resolveReply(reply: AssistantReply, body: MessagesRequestBody, billed?: BilledInput): ResolvedReply {
-  const content = reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block));
+  const content = signedThinking(
+    asTheModelWritesIt(
+      reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block)),
+      body,
+    ),
+    body,
+  );
   const serverToolIds = new Set<string>();
   for (const block of content) {
     if (block.type === 'server_tool_use') serverToolIds.add(block.id);
@@ -86,7 +95,7 @@ export function resolveReply(reply: AssistantReply, body: MessagesRequestBody, b
     stopSequence: reply.stopSequence ?? null,
     usage: {
       input_tokens: reply.usage?.inputTokens ?? billed?.input_tokens ?? estimateInputTokens(body),
-      output_tokens: reply.usage?.outputTokens ?? outputTokens(content),
+      output_tokens: reply.usage?.outputTokens ?? modelTokens(body.model, outputTokens(content)),
       cache_creation_input_tokens: reply.usage?.cacheCreationInputTokens ?? billed?.cache_creation_input_tokens ?? 0,
       cache_read_input_tokens: reply.usage?.cacheReadInputTokens ?? billed?.cache_read_input_tokens ?? 0,
       ephemeral_5m_input_tokens: reply.usage?.cacheCreationInputTokens ?? billed?.ephemeral_5m_input_tokens ?? 0,
@@ -96,12 +105,43 @@ export function resolveReply(reply: AssistantReply, body: MessagesRequestBody, b
   };
 }
 
+/**
+ * The reply as the model's API returns it: on models that return "text between tool calls ... in thinking blocks"
+ * (Sonnet 5.5, Opus 5.5: whats-new pages), the text blocks written before a tool call become thinking blocks —
+ * with their text under between_tools ("progress updates ... still come back as thinking blocks with their
+ * summary text") and with display "summarized", empty at the default display ("omitted").
+ */
+function asTheModelWritesIt(content: ContentScript[], body: MessagesRequestBody): ContentScript[] {
+  const rules = apiModel(body.model);
+  const lastToolUse = content.findLastIndex((block) => block.type === 'tool_use');
+  if (!rules?.betweenToolTextAsThinking || lastToolUse < 0) return content;
+  const thinking = effectiveThinking(body, rules);
+  const display = typeof body.thinking === 'object' && body.thinking !== null ? (body.thinking as { display?: unknown }).display : undefined;
+  const shown = thinking === 'between_tools' || display === 'summarized';
+  return content.map((block, index) =>
+    block.type === 'text' && index < lastToolUse && block.citations === undefined
+      ? { type: 'thinking', thinking: shown ? block.text : '', fullText: block.text }
+      : block,
+  );
+}
+
+/** Every thinking block with the signature that binds it to the model and the conversation before it. */
+function signedThinking(content: ContentScript[], body: MessagesRequestBody): ContentScript[] {
+  return content.map((block, index) => {
+    if (block.type !== 'thinking' || block.signature !== undefined) return block;
+    const preceding = content.slice(0, index).map(wireBlock);
+    return { ...block, signature: signThinking(body.model, prefixHash(body, body.messages.length, preceding), block.thinking) };
+  });
+}
+
 function stopDetails(stopReason: StopReason): Record<string, unknown> | null {
   return stopReason === 'refusal' ? { type: 'refusal', category: null, explanation: null } : null;
 }
 
 function wireBlock(block: ContentScript): Record<string, unknown> {
   switch (block.type) {
+    case 'thinking':
+      return { type: 'thinking', thinking: block.thinking, signature: block.signature ?? '' };
     case 'text':
       return {
         type: 'text',
@@ -203,6 +243,15 @@ function blockEvents(block: ContentScript, index: number, options: RenderOptions
       for (const piece of chunk(JSON.stringify(wire.input), options.jsonChunkChars)) {
         events.push(delta({ type: 'input_json_delta', partial_json: piece }));
       }
+      break;
+    }
+    case 'thinking': {
+      events.push({
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      });
+      for (const piece of chunk(block.thinking, options.textChunkChars)) events.push(delta({ type: 'thinking_delta', thinking: piece }));
+      events.push(delta({ type: 'signature_delta', signature: block.signature ?? '' }));
       break;
     }
     case 'web_search_tool_result':

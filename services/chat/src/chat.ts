@@ -64,6 +64,8 @@ function chatEventOf(event: EngineEvent): ChatStreamEvent {
       return { type: 'tool_start', tool: event.tool };
     case 'tool_end':
       return { type: 'tool_end', tool: event.tool };
+    case 'thinking':
+      return { type: 'progress', content: event.text };
   }
 }
 
