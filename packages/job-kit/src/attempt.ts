@@ -92,6 +92,15 @@ export type AttemptOutcome =
   /** Another attempt owns the job now; nothing this one did after losing the lease counts. */
   | { kind: 'lease_lost' };
 
+/**
+ * What a failed run had spent, when its error says: the AI engine's errors carry it (`usage`, the six counters), a
+ * run aborted for its time limit, a stop or a lost lease included.
+ */
+function spentBy(error: unknown): Usage | undefined {
+  const usage = typeof error === 'object' && error !== null ? (error as { usage?: unknown }).usage : undefined;
+  return typeof usage === 'object' && usage !== null && typeof (usage as Usage).modelCalls === 'number' ? (usage as Usage) : undefined;
+}
+
 class Aborted extends Error {
   constructor(readonly why: 'time_limit' | 'lease_lost' | 'stopped') {
     super(why);
@@ -189,15 +198,23 @@ async function attempt(
     waiting = undefined;
   };
 
+  // What the run spent, as its outcome or its error reports it: recorded however the attempt ends.
+  let spent: Usage | undefined;
+  /** The attempt lost its lease: what it spent is still recorded (the account's day; the job's usage, if unfinished). */
+  const lost = async (): Promise<{ kind: 'lease_lost' }> => {
+    if (spent) await store.lostLease(spent).catch((error: unknown) => jobLog.warn({ err: error }, 'Recording the usage failed'));
+    return { kind: 'lease_lost' };
+  };
   try {
     const outcome = await run(job, { signal: controller.signal, progress });
+    spent = outcome.usage;
     if (controller.signal.aborted) throw controller.signal.reason;
     dropWaitingProgress();
     await progressChain;
     const committed = await store.complete(outcome);
     if (!committed) {
       jobLog.warn('Lease lost before the result was committed; the result is discarded (another attempt owns the job)');
-      return { kind: 'lease_lost' };
+      return await lost();
     }
     jobLog.info('Job completed');
     return { kind: 'completed', result: completedResult(job, outcome) };
@@ -205,32 +222,38 @@ async function attempt(
     dropWaitingProgress();
     await progressChain;
     const reason = controller.signal.aborted ? (controller.signal.reason as Aborted) : caught;
+    // An aborted run (time limit, stop, lost lease) reports what it spent in its error, as a failed one does.
+    spent = spentBy(caught) ?? spent;
     const stopped = reason instanceof Aborted && reason.why === 'stopped';
     if (stopped && stop.onStop === 'handback') {
       // Hand the job back at once: the reaper re-requests it for another worker.
-      await store.handBack();
+      await store.handBack(spent);
       jobLog.info('Worker stopping: job handed back');
       return { kind: 'handed_back' };
     }
     if (reason instanceof Aborted && reason.why === 'lease_lost') {
       jobLog.warn('Lease lost while working; stopped');
-      return { kind: 'lease_lost' };
+      return await lost();
     }
     let verdict: FailureVerdict;
     if (stopped) verdict = { ...settings.classify(stop.signal.reason), retry: false };
     else if (reason instanceof Aborted)
       verdict = { retry: false, type: 'gateway_timeout', detail: `The job took longer than its ${timeLimitMs / 1000} s time limit.` };
     else verdict = settings.classify(reason);
+    const usage = verdict.usage ?? spent;
     const retry = verdict.retry && job.attempt < job.maxAttempts;
     const error = { type: verdict.type, detail: verdict.detail };
     jobLog.warn({ err: stopped ? stop.signal.reason : reason, retry }, 'Job attempt failed');
     const committed = retry
       ? await store.retryLater(
           `A temporary problem interrupted the work; retrying shortly (attempt ${job.attempt} of ${job.maxAttempts})`,
-          verdict.usage,
+          usage,
         )
-      : await store.fail(error, verdict.usage);
-    if (!committed) return { kind: 'lease_lost' };
+      : await store.fail(error, usage);
+    if (!committed) {
+      spent = usage;
+      return await lost();
+    }
     return retry ? { kind: 'retrying', error } : { kind: 'failed', error };
   } finally {
     dropWaitingProgress();

@@ -22,6 +22,7 @@ export {
   failJob,
   pruneProcessedEvents,
   requeueJob,
+  settleReservations,
   tryReaperLock,
   unclaimedJobs,
   type ReapableJob,

@@ -220,23 +220,37 @@ const PROGRESS_SQL = `WITH changed AS (
      RETURNING id)
   ${outboxInsertFrom('changed', 7)}`;
 
-// The terminal commit: status, result or error, the lease released, the event and the cache entry, one statement
-// in the attempt's transaction. (Sent inside BEGIN … COMMIT rather than on its own: a statement committing by
-// itself would still commit after its runner died while it waited for a row lock.)
+// The terminal commit: status, result or error, the lease released, the event, the cache entry, the attempt's usage
+// in the account's day and the job's budget reservation settled, one statement in the attempt's transaction. (Sent
+// inside BEGIN … COMMIT rather than on its own: a statement committing by itself would still commit after its
+// runner died while it waited for a row lock.) The attempt's usage ($9) is added to the job's as the row has it
+// (job_usage_add), not as the runner read it when it claimed the job: an attempt that lost its lease may have
+// recorded its own since. The result's meta.usage and the event's usage and result are the job's usage so added.
+const FINISHED_USAGE = `job_usage_add(usage, $9::jsonb, $4::text = 'failed')`;
 const FINISH_SQL = `WITH finished AS (
     UPDATE jobs SET status = $4::text, progress = CASE WHEN $4::text = 'completed' THEN 100 ELSE progress END,
-           currently_working_on = $5::text, result = $6::jsonb, error = $7::jsonb, event_seq = $8,
+           currently_working_on = $5::text, error = $7::jsonb, event_seq = $8,
+           result = CASE WHEN $9::jsonb IS NULL OR jsonb_typeof($6::jsonb -> 'meta') IS DISTINCT FROM 'object' THEN $6::jsonb
+                         ELSE jsonb_set($6::jsonb, '{meta,usage}', ${FINISHED_USAGE}) END,
            started_at = COALESCE(started_at, now()), finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-           usage = COALESCE($9::jsonb, usage), input_tokens = COALESCE(($9::jsonb ->> 'input_tokens')::int, input_tokens),
-           output_tokens = COALESCE(($9::jsonb ->> 'output_tokens')::int, output_tokens), updated_at = now()
+           usage = CASE WHEN $9::jsonb IS NULL THEN usage ELSE ${FINISHED_USAGE} END,
+           input_tokens = input_tokens + COALESCE(($9::jsonb ->> 'input_tokens')::int, 0),
+           output_tokens = output_tokens + COALESCE(($9::jsonb ->> 'output_tokens')::int, 0), updated_at = now()
      WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
-     RETURNING id, type, tenant_id, result, EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds),
-  event AS (${outboxInsertFrom('finished', 13)}),
-  ${USAGE_COUNTED('finished', '$10', "$4::text = 'failed'")},
+     RETURNING id, type, tenant_id, result, usage, EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age_seconds),
+  event AS (${outboxInsertFrom(
+    'finished',
+    12,
+    (envelope) => `CASE WHEN $9::jsonb IS NULL THEN ${envelope}::jsonb
+                        WHEN finished.result IS NULL THEN jsonb_set(${envelope}::jsonb, '{payload,usage}', finished.usage)
+                        ELSE jsonb_set(jsonb_set(${envelope}::jsonb, '{payload,usage}', finished.usage), '{payload,result}', finished.result) END`,
+  )}),
+  ${USAGE_COUNTED('finished', '$9', "$4::text = 'failed'")},
+  settled AS (DELETE FROM token_reservations r USING finished f WHERE r.job_id = f.id),
   cached AS (
     INSERT INTO result_cache (cache_key, job_type, tenant_id, job_id, result, created_at, expires_at)
-    SELECT $11::text, f.type, $12::uuid, f.id, f.result, now(), now() + interval '${RESULT_CACHE_TTL}'
-      FROM finished f WHERE $11::text IS NOT NULL AND f.result IS NOT NULL
+    SELECT $10::text, f.type, $11::uuid, f.id, f.result, now(), now() + interval '${RESULT_CACHE_TTL}'
+      FROM finished f WHERE $10::text IS NOT NULL AND f.result IS NOT NULL
     ON CONFLICT (cache_key) DO UPDATE SET
       job_type = EXCLUDED.job_type, tenant_id = EXCLUDED.tenant_id, job_id = EXCLUDED.job_id,
       result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at)
@@ -245,13 +259,40 @@ const FINISH_SQL = `WITH finished AS (
 const RETRY_SQL = `WITH released AS (
     UPDATE jobs SET status = 'running', currently_working_on = $4::text, event_seq = $5,
            lease_owner = NULL, lease_expires_at = now() + $6 * interval '1 millisecond',
-           usage = COALESCE($7::jsonb, usage), input_tokens = COALESCE(($7::jsonb ->> 'input_tokens')::int, input_tokens),
-           output_tokens = COALESCE(($7::jsonb ->> 'output_tokens')::int, output_tokens), updated_at = now()
+           usage = CASE WHEN $7::jsonb IS NULL THEN usage ELSE job_usage_add(usage, $7::jsonb, true) END,
+           input_tokens = input_tokens + COALESCE(($7::jsonb ->> 'input_tokens')::int, 0),
+           output_tokens = output_tokens + COALESCE(($7::jsonb ->> 'output_tokens')::int, 0), updated_at = now()
      WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
      RETURNING id, type, tenant_id),
-  event AS (${outboxInsertFrom('released', 9)}),
-  ${USAGE_COUNTED('released', '$8', 'true')}
+  event AS (${outboxInsertFrom('released', 8)}),
+  ${USAGE_COUNTED('released', '$7', 'true')}
   SELECT 1 FROM released LEFT JOIN counted ON true`;
+
+// A runner stopping hands its job back at once (the reaper requests it for another runner); what the interrupted
+// attempt had spent is a failed attempt's, in the job's usage and the account's day.
+const HAND_BACK_SQL = `WITH released AS (
+    UPDATE jobs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now(),
+           usage = CASE WHEN $4::jsonb IS NULL THEN usage ELSE job_usage_add(usage, $4::jsonb, true) END,
+           input_tokens = input_tokens + COALESCE(($4::jsonb ->> 'input_tokens')::int, 0),
+           output_tokens = output_tokens + COALESCE(($4::jsonb ->> 'output_tokens')::int, 0)
+     WHERE id = $1::uuid AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')
+     RETURNING id, type, tenant_id),
+  ${USAGE_COUNTED('released', '$4', 'true')}
+  SELECT 1 FROM released LEFT JOIN counted ON true`;
+
+// What an attempt spent after it lost its lease (another attempt owns the job, or the job has ended): the account's
+// day counts it whatever became of the job, and the job's usage takes it while the job is unfinished (the attempt
+// that finishes it adds its own to the row as it is then, so both stay). A job already finished keeps its result
+// and usage as they were committed.
+const LOST_ATTEMPT_SQL = `WITH job AS (SELECT id, type, tenant_id FROM jobs WHERE id = $1::uuid),
+  added AS (
+    UPDATE jobs SET usage = job_usage_add(usage, $2::jsonb, true),
+           input_tokens = input_tokens + COALESCE(($2::jsonb ->> 'input_tokens')::int, 0),
+           output_tokens = output_tokens + COALESCE(($2::jsonb ->> 'output_tokens')::int, 0)
+     WHERE id = $1::uuid AND status IN ('pending', 'running')
+     RETURNING id),
+  ${USAGE_COUNTED('job', '$2', 'true')}
+  SELECT (SELECT count(*) FROM added)::int AS added FROM job LEFT JOIN counted ON true`;
 
 /**
  * Writes one attempt's state. Events are numbered seq = attempt × SEQ_PER_ATTEMPT + n: n stays inside the attempt's
@@ -300,7 +341,6 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
           column.result,
           column.error === null ? null : JSON.stringify(column.error),
           payload.seq,
-          column.usage ? JSON.stringify(column.usage.job) : null,
           column.usage ? JSON.stringify(usageCounts(column.usage.attempt)) : null,
           column.cache?.key ?? null,
           column.cache?.tenantId ?? null,
@@ -396,7 +436,6 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
             currentlyWorkingOn,
             payload.seq,
             retryDelayMs,
-            usage ? JSON.stringify(usage.job) : null,
             usage ? JSON.stringify(usageCounts(usage.attempt)) : null,
             ...outboxValues(payload),
           ],
@@ -405,15 +444,30 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
       return rowCount === 1;
     },
 
-    /** Gives the job back at once (this runner is stopping): the reaper requests it for another runner. */
-    async handBack(): Promise<boolean> {
+    /**
+     * Gives the job back at once (this runner is stopping): the reaper requests it for another runner. `spent`, what
+     * the interrupted attempt had cost, is recorded as a failed attempt's.
+     */
+    async handBack(spent?: Usage): Promise<boolean> {
       const { rowCount } = await pool.query({
         name: 'job-store-hand-back',
-        text: `UPDATE jobs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
-                WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND status IN ('pending', 'running')`,
-        values: lease,
+        text: HAND_BACK_SQL,
+        values: [...lease, spent ? JSON.stringify(usageCounts(spent)) : null],
       });
       return rowCount === 1;
+    },
+
+    /**
+     * Records what this attempt spent after it lost its lease (its result, if any, was discarded): in the account's
+     * day, and in the job's usage as a failed attempt's while the job is unfinished. True when the job took it.
+     */
+    async lostLease(spent: Usage): Promise<boolean> {
+      const { rows } = await pool.query<{ added: number }>({
+        name: 'job-store-lost-attempt',
+        text: LOST_ATTEMPT_SQL,
+        values: [job.id, JSON.stringify(usageCounts(spent))],
+      });
+      return rows[0]?.added === 1;
     },
   };
 }

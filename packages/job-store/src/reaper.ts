@@ -102,7 +102,8 @@ export async function failJob(client: PoolClient, job: ReapableJob, error: JobEr
   });
   const { rows } = await client.query<{ age_seconds: number }>(
     `WITH failed AS (${FAIL_UPDATE} RETURNING id, ${AGE}),
-       event AS (${outboxInsertFrom('failed', 4)})
+       event AS (${outboxInsertFrom('failed', 4)}),
+       settled AS (DELETE FROM token_reservations r USING failed f WHERE r.job_id = f.id)
      SELECT age_seconds FROM failed`,
     [...values, ...payload],
   );
@@ -114,6 +115,22 @@ const FAIL_UPDATE = `UPDATE jobs SET status = 'failed', error = $2::jsonb, resul
        lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now(),
        event_seq = GREATEST(event_seq, $3::int)
      WHERE id = $1::uuid`;
+
+/**
+ * Deletes the daily-budget reservations nothing holds any more (token_reservations): those of jobs that have
+ * finished (their end settles them; this catches a reservation attached while its job was ending) or no longer
+ * exist, and those past their expiry (a gateway that died before it attached or released one). A bounded batch at
+ * a time; returns how many went.
+ */
+export async function settleReservations(client: PoolClient): Promise<number> {
+  const { rowCount } = await client.query(
+    `DELETE FROM token_reservations WHERE id IN (
+       SELECT r.id FROM token_reservations r LEFT JOIN jobs j ON j.id = r.job_id
+        WHERE r.expires_at <= now() OR (r.job_id IS NOT NULL AND (j.id IS NULL OR j.status NOT IN ('pending', 'running')))
+        LIMIT 10000)`,
+  );
+  return rowCount ?? 0;
+}
 
 /** Forgets handled event ids older than a week (duplicate deliveries arrive within minutes), a bounded batch at a time. */
 export async function pruneProcessedEvents(client: PoolClient): Promise<void> {

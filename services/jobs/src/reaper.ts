@@ -10,6 +10,7 @@ import {
   failJob,
   pruneProcessedEvents,
   requeueJob,
+  settleReservations,
   tryReaperLock,
   unclaimedJobs,
   type ReapableJob,
@@ -110,7 +111,8 @@ function countActions({ ran, requeued, failed }: SweepResult, unclaimed: number)
 
 /**
  * Every `intervalMs`, finds pending or running jobs whose lease has expired (their worker died or hung) and
- * requests them again, or fails them after `max_attempts`; and fails jobs no worker claimed in time. One replica
+ * requests them again, or fails them after `max_attempts`; fails jobs no worker claimed in time; and deletes the
+ * daily-budget reservations of jobs that ended and those that expired (settleReservations). One replica
  * sweeps at a time (job-store's reaper lock); a job is requeued exactly once per expired lease.
  */
 export function createLeaseReaper({
@@ -137,6 +139,8 @@ export function createLeaseReaper({
         unclaimed += 1;
       }
       swept.failed += unclaimed;
+      const settled = await settleReservations(client);
+      if (settled > 0) log.info({ reservations: settled }, 'daily-budget reservations settled: their jobs ended, or they expired');
       await pruneProcessedEvents(client);
       return swept;
     });
