@@ -76,6 +76,38 @@ describe('without a re-attach window', () => {
     expect(conversationOf(shared.fake.requests.at(-1)?.body)).not.toContain('Why do bond prices fall?');
   });
 
+  it("counts what a reply its client left had spent: the cut-off call's input, and its output until then", async () => {
+    const day = async () =>
+      (
+        await shared.pool.query<{ runs: number; failed_runs: number; model_calls: string; input_tokens: string; output_tokens: string }>(
+          `SELECT runs, failed_runs, model_calls::text, input_tokens::text, output_tokens::text FROM usage_daily
+            WHERE tenant_id = $1 AND product = 'chat' AND day = (now() AT TIME ZONE 'UTC')::date`,
+          [shared.tenantB],
+        )
+      ).rows[0] ?? { runs: 0, failed_runs: 0, model_calls: '0', input_tokens: '0', output_tokens: '0' };
+    const before = await day();
+    shared.fake.reply(
+      textReply(LONG, {
+        usage: { inputTokens: 4_000, outputTokens: 900, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+        faults: { hang: { afterEvents: 4 } },
+      }),
+    );
+    const client = await chat.post({ message: 'Why do bond prices fall?' }, shared.tenantB);
+    const seen = await readUntil(client, (frame) => frame.event === 'token');
+    client.close();
+    expect(await ended(replyIdOf(seen))).toMatchObject({ status: 'interrupted' });
+    const after = await day();
+    // Before: the account's day counted the reply as a failed run that cost nothing.
+    expect(after.runs - before.runs).toBe(1);
+    expect(after.failed_runs - before.failed_runs).toBe(1);
+    expect(Number(after.model_calls) - Number(before.model_calls)).toBe(1);
+    expect(Number(after.input_tokens) - Number(before.input_tokens)).toBe(4_000);
+    // The API reports output at the end: what was written (two text deltas) is counted from what arrived.
+    const output = Number(after.output_tokens) - Number(before.output_tokens);
+    expect(output).toBeGreaterThan(1);
+    expect(output).toBeLessThan(900);
+  });
+
   it('sends a keep-alive comment while the model is thinking', async () => {
     shared.fake.reply(hangingReply());
     const client = await chat.post({ message: 'Think about it.' });
