@@ -52,6 +52,12 @@ export class AiError extends Error {
 
   readonly retryAfterSeconds: number | undefined;
 
+  /** The model API's `request-id` of the failed call, when it answered: what Anthropic support asks for. */
+  requestId: string | undefined;
+
+  /** The model API's own words for an error answer (never shown to clients: it may describe our request). */
+  apiMessage: string | undefined;
+
   /** What the failed work had spent before it failed (its completed model calls), when known. */
   usage: Usage | undefined;
 }
@@ -128,10 +134,16 @@ export function toAiError(error: unknown): AiError {
     else if (status === undefined || status >= 500) kind = 'upstream';
     else kind = 'bad_request';
     const described = status === undefined ? 'during the response stream' : `with status ${status}`;
-    return new AiError(kind, `The model API failed ${described} (${kind}).`, {
+    const requestId = error.requestID ?? error.headers?.get('request-id') ?? undefined;
+    const apiMessage = field(field(error.error, 'error'), 'message');
+    const said = typeof apiMessage === 'string' ? `: ${apiMessage}` : '';
+    const failure = new AiError(kind, `The model API failed ${described} (${kind}${requestId ? `, request-id ${requestId}` : ''})${said}`, {
       cause: error,
       retryAfterSeconds: retryAfter(error.headers),
     });
+    failure.requestId = requestId;
+    failure.apiMessage = typeof apiMessage === 'string' ? apiMessage : undefined;
+    return failure;
   }
   if (error instanceof Error && error.name === 'AbortError') {
     return new AiError('aborted', 'The request to the model was aborted.', { cause: error });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MODELS } from './models';
 import { totalInputTokens, type Usage } from './usage';
 
 /**
@@ -8,6 +9,10 @@ import { totalInputTokens, type Usage } from './usage';
 const ModelPrice = z.strictObject({
   input: z.number().nonnegative(),
   output: z.number().nonnegative(),
+  /** Where a model's cache prices are not the usual factors of its input price (Sonnet 5.5 reads at 0.05×). */
+  cache_write_5m: z.number().nonnegative().optional(),
+  cache_write_1h: z.number().nonnegative().optional(),
+  cache_read: z.number().nonnegative().optional(),
 });
 type ModelPrice = z.infer<typeof ModelPrice>;
 
@@ -20,10 +25,26 @@ export const PriceTable = z.strictObject({
 });
 export type PriceTable = z.infer<typeof PriceTable>;
 
-/** Anthropic's list prices (claude.com/pricing) as of the date they carry; AI_PRICES replaces them. */
+/**
+ * Anthropic's list prices as the model table has them (models.ts, each row with its source page and the date it
+ * was read): every model of the table by its id, at its smallest-prompt tier, then the families for ids the table
+ * lacks at the highest current price of each. AI_PRICES replaces them.
+ */
 export const DEFAULT_PRICES: PriceTable = {
-  as_of: '2025-11-24',
+  as_of: '2026-11-29',
   families: [
+    ...MODELS.flatMap((model) => {
+      const tier = model.prices[0];
+      if (tier === undefined) return [];
+      const price = {
+        input: tier.input,
+        output: tier.output,
+        cache_write_5m: tier.cacheWrite5m,
+        cache_write_1h: tier.cacheWrite1h,
+        cache_read: tier.cacheRead,
+      };
+      return [model.id, ...model.aliases].map((pattern) => ({ pattern, price }));
+    }),
     { pattern: 'haiku', price: { input: 1, output: 5 } },
     { pattern: 'opus', price: { input: 5, output: 25 } },
     { pattern: 'sonnet', price: { input: 3, output: 15 } },
@@ -54,10 +75,12 @@ export function priceOf(table: PriceTable, model: string): ModelPrice {
 export function billedCost(table: PriceTable, model: string, usage: Usage, cacheTtl: '5m' | '1h' = '5m'): BilledCost {
   const price = priceOf(table, model);
   const perToken = (perMillion: number) => perMillion / 1_000_000;
-  const writeFactor = cacheTtl === '1h' ? CACHE_WRITE_1H_FACTOR : CACHE_WRITE_5M_FACTOR;
+  const write =
+    (cacheTtl === '1h' ? price.cache_write_1h : price.cache_write_5m) ??
+    price.input * (cacheTtl === '1h' ? CACHE_WRITE_1H_FACTOR : CACHE_WRITE_5M_FACTOR);
+  const read = price.cache_read ?? price.input * CACHE_READ_FACTOR;
   const input =
-    perToken(price.input) *
-    (usage.inputTokens + usage.cacheCreationInputTokens * writeFactor + usage.cacheReadInputTokens * CACHE_READ_FACTOR);
+    perToken(price.input) * usage.inputTokens + perToken(write) * usage.cacheCreationInputTokens + perToken(read) * usage.cacheReadInputTokens;
   const output = perToken(price.output) * usage.outputTokens;
   const webSearch = (usage.webSearches / 1_000) * table.web_search_per_thousand;
   return { input, output, webSearch, total: input + output + webSearch };

@@ -85,12 +85,29 @@ describe('custom analysis: what the model writes', () => {
   afterEach(() => fake.reset());
 
   it('keeps the stored markdown equal to the stream: outer whitespace left out, a blank line where tools were used', async () => {
+    // Claude Sonnet 5 returns text written before a tool call as text (Sonnet 5.5 returns it as thinking, below).
+    const sonnet5 = await scriptedEngine({ AI_MAX_ROUNDS: '3', AI_MODEL: 'claude-sonnet-5' });
+    try {
+      sonnet5.fake.reply(
+        toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }, { preamble: '\n  Let me check the quote.  \n' }),
+        textReply('  \n## Answer\n\nApple is fine.\n\n'),
+      );
+      const request = parse({ prompt: 'Apple?', output_format: { stream: true } });
+      const { chunks, result } = split(await drain(sonnet5.engine.analysisStream(request)));
+      expect(result.content).toBe('Let me check the quote.\n\n## Answer\n\nApple is fine.');
+      expect(chunks.join('')).toBe(result.content);
+    } finally {
+      await sonnet5.close();
+    }
+  });
+
+  it('leaves out of the answer what Claude Sonnet 5.5 writes between tool calls (it comes back as thinking)', async () => {
     fake.reply(
       toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }, { preamble: '\n  Let me check the quote.  \n' }),
       textReply('  \n## Answer\n\nApple is fine.\n\n'),
     );
     const { chunks, result } = split(await drain(engine.analysisStream(parse({ prompt: 'Apple?', output_format: { stream: true } }))));
-    expect(result.content).toBe('Let me check the quote.\n\n## Answer\n\nApple is fine.');
+    expect(result.content).toBe('## Answer\n\nApple is fine.');
     expect(chunks.join('')).toBe(result.content);
   });
 

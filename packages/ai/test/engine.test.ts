@@ -405,9 +405,13 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       expect(error.retryable).toBe(false);
     });
 
-    it('maps 400 to bad_request', async () => {
-      fake.reply(errorReply('invalid_request_error'));
-      await expectAiError(engine.news(newsRequest), 'bad_request');
+    it("maps 400 to bad_request, with the API's request-id and message for the log", async () => {
+      fake.reply(errorReply('invalid_request_error', { message: 'messages.0: something we sent' }));
+      const error = await expectAiError(engine.news(newsRequest), 'bad_request');
+      expect(error.retryable).toBe(false);
+      expect(error.requestId).toMatch(/^req_/);
+      expect(error.apiMessage).toBe('messages.0: something we sent');
+      expect(error.message).toContain(error.requestId);
     });
 
     it('times out a call that never answers', async () => {

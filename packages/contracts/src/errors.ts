@@ -18,8 +18,10 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   unprocessable_entity: 422,
   rate_limit_exceeded: 429,
+  model_refused: 422,
   internal_error: 500,
   bad_gateway: 502,
+  model_request_rejected: 502,
   service_unavailable: 503,
   gateway_timeout: 504,
 } as const;
@@ -27,7 +29,7 @@ export const ERROR_STATUS = {
 export const ErrorType = z.enum(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]]).meta({
   id: 'ErrorType',
   description:
-    'Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.',
+    'Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, model_refused 422, internal_error 500, bad_gateway 502, model_request_rejected 502, service_unavailable 503, gateway_timeout 504.',
 });
 export type ErrorType = z.infer<typeof ErrorType>;
 

@@ -186,7 +186,7 @@ describe('OpenAPI document structure', () => {
           oneOf: { properties: { event: Json } }[];
         }
       ).oneOf.map((frame) => frame.properties.event.const);
-    expect(eventNames(API_ROUTES.chatStream)).toEqual(['token', 'node_start', 'tool_start', 'tool_end', 'done', 'error']);
+    expect(eventNames(API_ROUTES.chatStream)).toEqual(['token', 'node_start', 'tool_start', 'tool_end', 'progress', 'done', 'error']);
     expect(eventNames(API_ROUTES.chat)).toEqual(Object.keys(ChatStreamEvents));
     expect(eventNames(API_ROUTES.createAnalysis)).toEqual(['synthesis_chunk', 'done', 'error']);
     expect(eventNames(API_ROUTES.getJobEvents)).toEqual(Object.keys(JobStreamEvents));

@@ -22,7 +22,18 @@ const ENGINE_FAILURES: Readonly<Record<string, FailureVerdict>> = {
   connection: TEMPORARY,
   invalid_output: { retry: true, type: 'internal_error', detail: 'The AI model did not produce a valid result.' },
   limit_exceeded: { retry: false, type: 'internal_error', detail: 'The research exceeded its processing limits.' },
-  refused: { retry: false, type: 'validation_error', detail: 'The AI model declined this request.' },
+  refused: {
+    retry: false,
+    type: 'model_refused',
+    detail: 'The AI model declined to answer this request. Rephrasing it may help; submitting it unchanged will not.',
+  },
+  // A 4xx from the model API: the request we built was wrong. Never retried (it would fail the same way); logged
+  // with the API's request id and alerted on (FinModelRequestsRejected).
+  bad_request: {
+    retry: false,
+    type: 'model_request_rejected',
+    detail: 'The AI model provider refused the request this service built for the job. This is our error, not yours: it has been logged for the operators.',
+  },
 };
 const ENGINE_DEFAULT: FailureVerdict = { retry: false, type: 'internal_error', detail: 'The AI service could not process the job.' };
 

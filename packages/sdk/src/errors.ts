@@ -22,13 +22,20 @@ const STATUS_OF_TYPE: Readonly<Record<ErrorType, number>> = {
   unsupported_media_type: 415,
   unprocessable_entity: 422,
   rate_limit_exceeded: 429,
+  model_refused: 422,
   internal_error: 500,
   bad_gateway: 502,
+  model_request_rejected: 502,
   service_unavailable: 503,
   gateway_timeout: 504,
 };
 
-const TYPE_OF_STATUS = new Map(Object.entries(STATUS_OF_TYPE).map(([type, status]) => [status, type as ErrorType]));
+/** The general type of each status (the first listed: unprocessable_entity for 422, bad_gateway for 502). */
+const TYPE_OF_STATUS = new Map(
+  Object.entries(STATUS_OF_TYPE)
+    .reverse()
+    .map(([type, status]) => [status, type as ErrorType]),
+);
 
 /** An error answer of the API (or an `error` event of a stream). */
 export class APIError extends FinancialIntelligenceError {

@@ -49,7 +49,13 @@ export function replyFailure(error: unknown): ErrorBody {
     case 'invalid_output':
       return body('bad_gateway', 502, 'The AI model did not produce a usable reply.');
     case 'refused':
-      return body('validation_error', 400, 'The AI model declined to answer this message.');
+      return body('model_refused', 422, 'The AI model declined to answer this message. Rephrasing it may help.');
+    case 'bad_request':
+      return body(
+        'model_request_rejected',
+        502,
+        'The AI model provider refused the request this service built for the reply. This is our error, not yours: it has been logged for the operators.',
+      );
     case 'limit_exceeded':
       return body('internal_error', 500, 'The reply exceeded its processing limits.');
     default:

@@ -148,14 +148,20 @@ describe('stock-report service: API and worker over Kafka', () => {
     expect(StockReportResult.parse(final.result).detailed_analysis[0]!.title).toContain('Amazon');
   });
 
-  it('fails a job the model cannot answer with a readable reason and no internals', async () => {
+  it('fails a job whose request the model API refused as model_request_rejected, with no internals', async () => {
     claude.reply(errorReply('invalid_request_error', { message: 'internal detail: messages.0 malformed' }));
     const { job_id: jobId } = AsyncJobResponse.parse((await post({ symbols: ['GOOGL'] }).expect(202)).body);
     const final = await finalEvent(jobId);
-    expect(final).toMatchObject({
-      status: 'failed',
-      error: { type: 'internal_error', detail: 'The AI service could not process the job.' },
-    });
+    expect(final).toMatchObject({ status: 'failed', error: { type: 'model_request_rejected' } });
+    expect(JSON.stringify(final)).not.toContain('internal detail');
+  });
+
+  it('fails a job the model refused to answer (stop_reason refusal) as model_refused, not retried', async () => {
+    claude.reply({ content: [], stopReason: 'refusal' });
+    const { job_id: jobId } = AsyncJobResponse.parse((await post({ symbols: ['NFLX'] }).expect(202)).body);
+    const final = await finalEvent(jobId);
+    expect(final).toMatchObject({ status: 'failed', error: { type: 'model_refused' } });
+    expect(claude.pendingReplies).toBe(0);
   });
 });
 
@@ -166,9 +172,9 @@ describe('classifyFailure on the AI engine errors', () => {
     ['timeout', true, 'service_unavailable'],
     ['invalid_output', true, 'internal_error'],
     ['limit_exceeded', false, 'internal_error'],
-    ['refused', false, 'validation_error'],
+    ['refused', false, 'model_refused'],
     ['auth', false, 'internal_error'],
-    ['bad_request', false, 'internal_error'],
+    ['bad_request', false, 'model_request_rejected'],
   ] as const)('an AiError of kind %s: retry %s, reported as %s', (kind, retry, type) => {
     expect(classifyFailure(new AiError(kind, 'detail the client never sees'))).toMatchObject({ retry, type });
     expect(classifyFailure(new AiError(kind, 'detail the client never sees')).detail).not.toContain('never sees');

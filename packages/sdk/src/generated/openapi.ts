@@ -1264,10 +1264,10 @@ export interface components {
             };
         };
         /**
-         * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, internal_error 500, bad_gateway 502, service_unavailable 503, gateway_timeout 504.
+         * @description Machine-readable error category. Default HTTP status: validation_error 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable_entity 422, rate_limit_exceeded 429, model_refused 422, internal_error 500, bad_gateway 502, model_request_rejected 502, service_unavailable 503, gateway_timeout 504.
          * @enum {string}
          */
-        ErrorType: "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable_entity" | "rate_limit_exceeded" | "internal_error" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+        ErrorType: "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable_entity" | "rate_limit_exceeded" | "model_refused" | "internal_error" | "bad_gateway" | "model_request_rejected" | "service_unavailable" | "gateway_timeout";
         /**
          * @description A completed news request (cache hit).
          * @example {
@@ -1622,6 +1622,12 @@ export interface components {
             type: "tool_end";
             /** @example market_data */
             tool: string;
+        };
+        /** @description Event `progress`: a short note the model writes between tool calls about what it is doing (on models that return such notes as thinking, e.g. Claude Sonnet 5.5). Shown while tools run; not part of the reply text. */
+        ChatProgressEvent: {
+            /** @constant */
+            type: "progress";
+            content: string;
         };
         /** @description Event `done`: the reply is complete; reuse conversation_id to continue. */
         ChatDoneEvent: {
@@ -2452,6 +2458,12 @@ export interface operations {
                         data: components["schemas"]["ChatToolEndEvent"];
                     } | {
                         /** @constant */
+                        event: "progress";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatProgressEvent"];
+                    } | {
+                        /** @constant */
                         event: "done";
                         /** @description The id line, on streams that resume from Last-Event-ID. */
                         id?: string;
@@ -2531,6 +2543,12 @@ export interface operations {
                         /** @description The id line, on streams that resume from Last-Event-ID. */
                         id?: string;
                         data: components["schemas"]["ChatToolEndEvent"];
+                    } | {
+                        /** @constant */
+                        event: "progress";
+                        /** @description The id line, on streams that resume from Last-Event-ID. */
+                        id?: string;
+                        data: components["schemas"]["ChatProgressEvent"];
                     } | {
                         /** @constant */
                         event: "done";

@@ -31,7 +31,12 @@ export function midStreamFailure(upstream: ServicePool): ErrorBody {
   return { detail: `The ${upstream.label} service failed while streaming the response.`, status_code: 502, type: 'bad_gateway' };
 }
 
-const TYPE_OF_STATUS = new Map<number, ErrorType>(Object.entries(ERROR_STATUS).map(([type, status]) => [status, type as ErrorType]));
+/** The general type of each status (the first listed: unprocessable_entity for 422, bad_gateway for 502). */
+const TYPE_OF_STATUS = new Map<number, ErrorType>(
+  Object.entries(ERROR_STATUS)
+    .reverse()
+    .map(([type, status]) => [status, type as ErrorType]),
+);
 
 /**
  * Whether an upstream error body is already the spec's body for this status (then it passes unchanged).
@@ -59,8 +64,10 @@ const GENERIC_DETAIL: Record<ErrorType, (label: string) => string> = {
   unsupported_media_type: () => 'The request body must be JSON, sent with Content-Type: application/json.',
   unprocessable_entity: () => 'The request cannot be processed.',
   rate_limit_exceeded: () => 'Too many requests.',
+  model_refused: () => 'The AI model declined to answer this request.',
   internal_error: () => 'An internal error occurred.',
   bad_gateway: (label) => `The ${label} service failed.`,
+  model_request_rejected: () => 'The AI model provider refused the request this service built.',
   service_unavailable: (label) => `The ${label} service is unavailable.`,
   gateway_timeout: (label) => `The ${label} service did not answer in time.`,
 };
