@@ -50,6 +50,37 @@ CREATE INDEX token_reservations_tenant_idx ON token_reservations (tenant_id, exp
 CREATE UNIQUE INDEX token_reservations_job_idx ON token_reservations (job_id) WHERE job_id IS NOT NULL;
 CREATE INDEX token_reservations_expires_idx ON token_reservations (expires_at);
 
+-- The gateway's admission of one request of an account under a daily budget, in one statement: holding the
+-- account's lock (a transaction-level advisory lock, so concurrent admissions of one account, from any number of
+-- gateway replicas, take turns and each sees the previous one's reservation), it sums what the account used today
+-- (usage_daily) and what its live reservations hold, and reserves `p_tokens` when the sum is below the budget. So
+-- admissions stop once used + held reaches the budget, and the last one admitted can take it past by at most its
+-- own estimate. Each statement of a plpgsql function reads the database as it is when the statement starts (under
+-- READ COMMITTED), so the sums are read after the lock is held. A job's end adds its usage and deletes its
+-- reservation in one transaction, so the two sums never count it twice or not at all.
+CREATE FUNCTION token_budget_reserve(p_tenant uuid, p_budget bigint, p_tokens bigint, p_id uuid, p_product text, p_ttl_ms integer)
+RETURNS TABLE (reserved boolean, used bigint, held bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_used bigint;
+  v_held bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(1953194614, hashtext(p_tenant::text)); -- class 0x746b6276, "tkbv"
+  SELECT COALESCE(sum(u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens + u.output_tokens), 0)::bigint
+    INTO v_used FROM usage_daily u WHERE u.tenant_id = p_tenant AND u.day = (now() AT TIME ZONE 'UTC')::date;
+  SELECT COALESCE(sum(r.tokens), 0)::bigint
+    INTO v_held FROM token_reservations r WHERE r.tenant_id = p_tenant AND r.expires_at > clock_timestamp();
+  IF v_used + v_held >= p_budget THEN
+    RETURN QUERY SELECT false, v_used, v_held;
+    RETURN;
+  END IF;
+  INSERT INTO token_reservations (id, tenant_id, product, tokens, expires_at)
+  VALUES (p_id, p_tenant, p_product, p_tokens, clock_timestamp() + p_ttl_ms * interval '1 millisecond');
+  RETURN QUERY SELECT true, v_used, v_held;
+END
+$$;
+
 -- Down Migration
+DROP FUNCTION token_budget_reserve(uuid, bigint, bigint, uuid, text, integer);
 DROP TABLE token_reservations;
 DROP FUNCTION job_usage_add(jsonb, jsonb, boolean);

@@ -2,6 +2,7 @@ import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
+import { DEFAULT_TOKEN_ESTIMATES } from './rate-limit/token-budget';
 
 const serviceUrl = () => url(['http', 'https']);
 
@@ -53,6 +54,20 @@ export const gatewayConfigShape = {
    * `daily-tokens` override (admin CLI: limits set --product daily-tokens --per-day N) replaces it.
    */
   DAILY_TOKEN_BUDGET: int(1, 1_000_000_000_000).optional(),
+  /**
+   * Tokens the daily budget reserves for each admitted request of a product, until the job it made ends (a chat
+   * reply: until it ends). Defaults: what a job of the product used in `npm run bench -- ai-cost`, rounded up
+   * (docs/gateway.md#daily-token-budget). Requests at the edge of a budget take it past by at most one estimate.
+   */
+  DAILY_TOKEN_BUDGET_ESTIMATE_NEWS: int(1, 10_000_000).default(DEFAULT_TOKEN_ESTIMATES.news),
+  DAILY_TOKEN_BUDGET_ESTIMATE_STOCK_REPORT: int(1, 10_000_000).default(DEFAULT_TOKEN_ESTIMATES['stock-report']),
+  DAILY_TOKEN_BUDGET_ESTIMATE_ANALYSIS: int(1, 10_000_000).default(DEFAULT_TOKEN_ESTIMATES.analysis),
+  DAILY_TOKEN_BUDGET_ESTIMATE_CHAT: int(1, 10_000_000).default(DEFAULT_TOKEN_ESTIMATES.chat),
+  /**
+   * How long a reservation that no job holds lives (a request still being answered, a chat reply, one left by a
+   * gateway that died): past it, it no longer counts and the jobs service's reaper deletes it.
+   */
+  DAILY_TOKEN_BUDGET_RESERVATION_TTL_MS: int(10_000, 86_400_000).default(15 * 60_000),
   /** Failed authentications one client address may have per minute (per replica) before it gets 429 instead of lookups. */
   AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(30),
   /**

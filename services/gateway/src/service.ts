@@ -59,6 +59,13 @@ export async function startGateway({ config, logger, upstream: given }: GatewayO
     logger,
     chatDetachGraceMs: config.CHAT_DETACH_GRACE_MS,
     ...(config.DAILY_TOKEN_BUDGET === undefined ? {} : { dailyTokenBudget: config.DAILY_TOKEN_BUDGET }),
+    tokenEstimates: {
+      news: config.DAILY_TOKEN_BUDGET_ESTIMATE_NEWS,
+      'stock-report': config.DAILY_TOKEN_BUDGET_ESTIMATE_STOCK_REPORT,
+      analysis: config.DAILY_TOKEN_BUDGET_ESTIMATE_ANALYSIS,
+      chat: config.DAILY_TOKEN_BUDGET_ESTIMATE_CHAT,
+    },
+    tokenReservationTtlMs: config.DAILY_TOKEN_BUDGET_RESERVATION_TTL_MS,
   });
   const upstream =
     given?.() ??

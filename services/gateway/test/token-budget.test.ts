@@ -3,7 +3,7 @@ import { ErrorBody } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { toAppError } from '@fin/http';
 import { createLogger } from '@fin/log';
-import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import express, { type ErrorRequestHandler } from 'express';
 import request from 'supertest';
 import type { Principal } from '../src/auth/types';
@@ -11,6 +11,8 @@ import { createRateLimits, type PostgresRateLimits } from '../src/rate-limit/rat
 import type { LimitedProduct } from '../src/rate-limit/types';
 
 const logger = createLogger({ service: 'token-budget-test', level: 'silent' });
+/** What the tests' news requests reserve. */
+const ESTIMATE = 1_000;
 
 describe('the daily token budget', () => {
   let db: TestDatabase;
@@ -40,8 +42,22 @@ describe('the daily token budget', () => {
     return { tenantId, tenantName: 'acme', keyId: randomUUID(), scopes: ['news'], limitOverrides };
   }
 
-  function appFor(who: Principal, dailyTokenBudget?: number): express.Express {
-    const limits = createRateLimits({ pool, logger, ...(dailyTokenBudget === undefined ? {} : { dailyTokenBudget }) });
+  /**
+   * An app whose products answer at once, or (`answer`) when and how the test says: as a product service does,
+   * with the Location of the job the request made, or without one.
+   */
+  function appFor(
+    who: Principal,
+    dailyTokenBudget?: number,
+    { on = pool, answer }: { on?: Pool; answer?: (res: express.Response) => Promise<void> } = {},
+  ): express.Express {
+    const limits = createRateLimits({
+      pool: on,
+      logger,
+      ...(dailyTokenBudget === undefined ? {} : { dailyTokenBudget }),
+      tokenEstimates: { news: ESTIMATE },
+      storeTimeoutMs: 60_000,
+    });
     instances.push(limits);
     const app = express();
     app.use((_req, res, next) => {
@@ -49,8 +65,9 @@ describe('the daily token budget', () => {
       next();
     });
     for (const product of ['news', 'analysis', 'chat-turns', 'jobs'] as LimitedProduct[]) {
-      app.get(`/${product}`, limits.forProduct(product), (_req, res) => {
-        res.json({ ok: true });
+      app.get(`/${product}`, limits.forProduct(product), async (_req, res) => {
+        if (answer) await answer(res);
+        else res.json({ ok: true });
       });
     }
     const errors: ErrorRequestHandler = (error, _req, res, _next) => {
@@ -93,5 +110,120 @@ describe('the daily token budget', () => {
       .get('/news')
       .expect(200);
     await request(appFor(heavy)).get('/news').expect(200);
+  });
+
+  const reservations = async (tenantId: string) =>
+    (
+      await pool.query<{ tokens: string; job_id: string | null }>(
+        'SELECT tokens::text, job_id FROM token_reservations WHERE tenant_id = $1',
+        [tenantId],
+      )
+    ).rows;
+
+  /** A promise and its resolve, to hold responses until the test lets them go. */
+  function gate(): { opened: Promise<void>; open: () => void } {
+    let open = () => {};
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    return { opened, open };
+  }
+
+  it('admits requests arriving together while the budget has room, through two replicas: one estimate past it at most', async () => {
+    // 3,500 tokens left: room for 3 estimates and half of a 4th. Admission stops once used + held reaches the
+    // budget, so exactly 4 of 50 simultaneous requests are admitted (the 4th takes the budget 500 past, less than
+    // one estimate), whichever replica each reaches.
+    const who = await account(6_500, 0, { 'daily-tokens': 10_000 });
+    const release = gate();
+    let arrived = 0;
+    const answer = async (res: express.Response) => {
+      arrived += 1;
+      await release.opened;
+      res.json({ ok: true });
+    };
+    const second = createPool({ connectionString: db.url, applicationName: 'token-budget-test-2', max: 4 });
+    try {
+      const replicas = [appFor(who, undefined, { answer }), appFor(who, undefined, { on: second, answer })];
+      let answered = 0;
+      const responses = Array.from({ length: 50 }, (_, index) =>
+        request(replicas[index % 2]!)
+          .get('/news')
+          .then((res) => {
+            answered += 1;
+            return res;
+          }),
+      );
+      // Every request decided: the refused ones answered, the admitted ones held in the product.
+      await waitFor(async () => answered + arrived === 50 && (await reservations(who.tenantId)).length === arrived, {
+        what: 'every request to be admitted or refused',
+      });
+      expect(arrived).toBe(4);
+      // While they run, their estimates are held: 6,500 used + 4,000 held.
+      expect((await reservations(who.tenantId)).map((row) => Number(row.tokens))).toEqual([ESTIMATE, ESTIMATE, ESTIMATE, ESTIMATE]);
+      release.open();
+      const statuses = (await Promise.all(responses)).map((res) => res.status);
+      expect(statuses.filter((status) => status === 200)).toHaveLength(4);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(46);
+      // Answered without a job (no Location): each reservation is released when its response ends.
+      await waitFor(async () => (await reservations(who.tenantId)).length === 0, { what: 'the reservations to be released' });
+    } finally {
+      await second.end();
+    }
+  });
+
+  it('hands a reservation to the job the response names, and releases it when that job has already ended', async () => {
+    const who = await account(0, 0, { 'daily-tokens': 10_000 });
+    const job = async (status: string) =>
+      (
+        await pool.query<{ id: string }>(
+          `INSERT INTO jobs (id, tenant_id, type, status, request, result)
+           VALUES (gen_random_uuid(), $1, 'news', $2, '{}', CASE WHEN $2 = 'completed' THEN '{}'::jsonb END) RETURNING id::text`,
+          [who.tenantId, status],
+        )
+      ).rows[0]!.id;
+    const running = await job('pending');
+    const ended = await job('completed');
+    let next = running;
+    const app = appFor(who, undefined, {
+      answer: async (res) => {
+        res.status(202).setHeader('Location', `/api/jobs/news/${next}/status`).json({ job_id: next });
+        await Promise.resolve();
+      },
+    });
+    await request(app).get('/news').expect(202);
+    await waitFor(async () => (await reservations(who.tenantId))[0]?.job_id === running, { what: 'the reservation to be attached' });
+    // A second request joined onto the same job: one reservation per job, so its own goes.
+    await request(app).get('/news').expect(202);
+    next = ended;
+    await request(app).get('/news').expect(202);
+    await waitFor(async () => (await reservations(who.tenantId)).length === 1, { what: 'the other reservations to be released' });
+    expect(await reservations(who.tenantId)).toEqual([{ tokens: String(ESTIMATE), job_id: running }]);
+    // Held by its job, the reservation counts: 9,500 used + 1,000 held reaches the budget.
+    await pool.query(
+      `INSERT INTO usage_daily (tenant_id, day, product, runs, input_tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 'news', 1, 9500)
+       ON CONFLICT (tenant_id, day, product) DO UPDATE SET input_tokens = 9500, cache_read_input_tokens = 0, output_tokens = 0`,
+      [who.tenantId],
+    );
+    const refused = await request(app).get('/news').expect(429);
+    expect(ErrorBody.parse(refused.body).detail).toContain('has used 9,500 today and 1,000 more is held for work in progress');
+  });
+
+  it('no longer counts an expired reservation (a gateway that died before settling it)', async () => {
+    const who = await account(0, 0, { 'daily-tokens': 10_000 });
+    await pool.query(
+      `INSERT INTO token_reservations (id, tenant_id, product, tokens, expires_at) VALUES (gen_random_uuid(), $1, 'news', 50000, now() - interval '1 second')`,
+      [who.tenantId],
+    );
+    await request(appFor(who)).get('/news').expect(200);
+  });
+
+  it('lets requests through when the database cannot be reached (fail open)', async () => {
+    const who = await account(0, 0, { 'daily-tokens': 1 });
+    const unreachable = createPool({ connectionString: 'postgresql://postgres@127.0.0.1:1/none', applicationName: 'unreachable', max: 1 });
+    try {
+      await request(appFor(who, undefined, { on: unreachable }))
+        .get('/news')
+        .expect(200);
+    } finally {
+      await unreachable.end();
+    }
   });
 });

@@ -7,7 +7,7 @@ import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import type { Principal } from '../auth/types';
 import { createChatSlots } from './chat-slots';
 import { DEFAULT_SYNC_MS, FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
-import { createTokenBudget } from './token-budget';
+import { createTokenBudget, type SpendingProduct } from './token-budget';
 import type { LimitedProduct, RateLimits } from './types';
 
 export interface RateLimitsOptions {
@@ -38,10 +38,19 @@ export interface RateLimitsOptions {
   syncMs?: number;
   /** Model tokens per account per UTC day for tenants without a `daily-tokens` override (undefined: no budget). */
   dailyTokenBudget?: number;
+  /** Tokens the daily budget reserves per admitted request, by product (token-budget.ts's defaults otherwise). */
+  tokenEstimates?: Partial<Record<SpendingProduct, number>>;
+  /** How long a daily-budget reservation no job holds lives. Default 15 minutes. */
+  tokenReservationTtlMs?: number;
 }
 
-/** What starts model work, so the daily token budget applies to it before its per-minute limit. */
-const SPENDING: ReadonlySet<LimitedProduct> = new Set(['news', 'stock-report', 'analysis', 'chat-turns']);
+/** What starts model work, so the daily token budget applies to it before its per-minute limit (as usage_daily names it). */
+const SPENDING: Partial<Record<LimitedProduct, SpendingProduct>> = {
+  news: 'news',
+  'stock-report': 'stock-report',
+  analysis: 'analysis',
+  'chat-turns': 'chat',
+};
 
 export interface PostgresRateLimits extends RateLimits {
   /** The per-minute defaults in force (before tenant overrides). */
@@ -124,8 +133,17 @@ export function createRateLimits({
   failOpenCooldownMs = 5_000,
   syncMs = DEFAULT_SYNC_MS,
   dailyTokenBudget,
+  tokenEstimates,
+  tokenReservationTtlMs,
 }: RateLimitsOptions): PostgresRateLimits {
-  const budget = createTokenBudget({ pool, logger, ...(dailyTokenBudget === undefined ? {} : { defaultBudget: dailyTokenBudget }) });
+  const budget = createTokenBudget({
+    pool,
+    logger,
+    ...(dailyTokenBudget === undefined ? {} : { defaultBudget: dailyTokenBudget }),
+    ...(tokenEstimates === undefined ? {} : { estimates: tokenEstimates }),
+    ...(tokenReservationTtlMs === undefined ? {} : { reservationTtlMs: tokenReservationTtlMs }),
+    chatHoldMs: chatDetachGraceMs + DETACH_MARGIN_MS,
+  });
   const limits: Readonly<Record<LimitedProduct, number>> = Object.freeze({ ...DEFAULT_LIMITS, ...overrides });
   const breaker = new FailOpenBreaker(failOpenCooldownMs);
   const chat = createChatSlots({
@@ -190,9 +208,11 @@ export function createRateLimits({
         next(error === LIMITED ? limitExceeded(product, info, headers) : error);
       });
     };
-    if (!SPENDING.has(product)) return limited;
+    const spending = SPENDING[product];
+    if (spending === undefined) return limited;
+    const reserve = budget.forProduct(spending);
     return (req, res, next) => {
-      budget(req, res, (error?: unknown) => (error === undefined ? limited(req, res, next) : next(error)));
+      reserve(req, res, (error?: unknown) => (error === undefined ? limited(req, res, next) : next(error)));
     };
   };
 
@@ -232,6 +252,7 @@ export function createRateLimits({
         ),
       );
       await chat.close();
+      await budget.close();
     },
   };
 }

@@ -1,87 +1,221 @@
 // The daily token budget of an account: past it, the account's new work (a news, stock-report or analysis
 // request, a chat message) is refused with a 429 until the next UTC midnight; jobs and replies already running
 // finish, and reading results goes on. What an account used is the sum of its usage_daily rows of the day, which
-// every job attempt and chat reply adds to when it ends.
+// every job attempt and chat reply adds to when it ends; what is running is held by reservations: each admitted
+// request reserves its product's estimate (token_reservations, written by token_budget_reserve under the account's
+// lock, so any number of gateway replicas admit in turn), which the job it made holds until it ends.
+import { randomUUID } from 'node:crypto';
 import { DAILY_TOKEN_BUDGET_LIMIT } from '@fin/api-keys';
 import type { Pool } from '@fin/db';
-import { tooManyRequests } from '@fin/http';
+import { tooManyRequests, type AppError } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { RequestHandler, Response } from 'express';
 import type { Principal } from '../auth/types';
+
+/** The products whose requests start model work, as usage_daily names them. */
+export type SpendingProduct = 'news' | 'stock-report' | 'analysis' | 'chat';
+
+/**
+ * Tokens reserved per admitted request when the configuration gives no other figure: a job's billed tokens (all
+ * input and output) as `npm run bench -- ai-cost` measured them with prompt caching on, rounded up (news 11,237,
+ * stock report 19,435, analysis 22,940; a chat turn that searches 8,745: docs/benchmarks.md).
+ */
+export const DEFAULT_TOKEN_ESTIMATES: Readonly<Record<SpendingProduct, number>> = Object.freeze({
+  news: 12_000,
+  'stock-report': 20_000,
+  analysis: 23_000,
+  chat: 9_000,
+});
 
 export interface TokenBudgetOptions {
   pool: Pool;
   logger: Logger;
   /** Tokens per account per UTC day when the tenant has no `daily-tokens` override; undefined: no budget. */
   defaultBudget?: number;
-  /** How long an account's usage of the day is reused before it is read again. Default 2 s. */
-  cacheMs?: number;
+  /** Tokens reserved per admitted request, by product (DEFAULT_TOKEN_ESTIMATES for those not given). */
+  estimates?: Partial<Record<SpendingProduct, number>>;
+  /**
+   * How long a reservation no job holds lives (a request being answered, a chat reply): past it, it no longer
+   * counts and the reaper deletes it. Default 15 minutes.
+   */
+  reservationTtlMs?: number;
+  /** How long a reservation a job holds lives at most (its end, or the reaper once it ended, deletes it sooner). Default 24 h. */
+  jobReservationTtlMs?: number;
+  /** How long a chat reply's reservation is kept after its client left (the reply runs on that long). Default 6 s. */
+  chatHoldMs?: number;
+  /** How long a refusal is repeated without asking the database again. Default 1 s. */
+  refusalCacheMs?: number;
+}
+
+export interface TokenBudget {
+  /** The middleware of one product's requests. */
+  forProduct(product: SpendingProduct): RequestHandler;
+  /** Releases the reservations kept for chat replies whose clients left, and waits for every statement in flight. */
+  close(): Promise<void>;
 }
 
 const LOG_EVERY_MS = 10_000;
+/** A job's status URL, as the product services answer it in Location (a 202, a streamed analysis, a failed job). */
+const JOB_LOCATION = /^\/api\/jobs\/[a-z-]+\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/status$/;
 
 /** The next UTC midnight after `now`. */
 function nextUtcMidnight(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
 }
 
+/** The job a response names in its Location header, if any. */
+function jobOf(res: Response): string | undefined {
+  const location = res.getHeader('location');
+  return typeof location === 'string' ? JOB_LOCATION.exec(location)?.[1] : undefined;
+}
+
+function refusal(budget: number, used: number, held: number): AppError {
+  const now = new Date();
+  const reset = nextUtcMidnight(now);
+  const running = held > 0 ? ` and ${held.toLocaleString('en')} more is held for work in progress` : '';
+  return tooManyRequests(
+    `Daily token budget used: this account may use ${budget.toLocaleString('en')} model tokens per UTC day (all of its API keys together) and has used ${used.toLocaleString('en')} today${running}. New requests are accepted again at ${reset.toISOString()}; jobs already running finish, and their results stay available.`,
+    (reset.getTime() - now.getTime()) / 1000,
+    { 'X-Token-Budget-Limit': String(budget), 'X-Token-Budget-Reset': String(Math.floor(reset.getTime() / 1000)) },
+  );
+}
+
 /**
- * Middleware refusing new work of an account that has used its daily token budget (the tenant's `daily-tokens`
- * override, else `defaultBudget`). With neither, it passes without a query. When the database cannot be read the
- * request passes (as the rate limits do): the budget bounds spending, and an outage of its store must not become
- * one of the API. A re-attach to a chat reply (Last-Event-ID) starts no work and always passes.
+ * The daily token budget's middleware per product. For an account under a budget (the tenant's `daily-tokens`
+ * override, else `defaultBudget`; with neither, a request passes without a query), one statement
+ * (token_budget_reserve) admits the request while what the account used today and what its live reservations hold
+ * stay below the budget, and reserves the product's estimate; otherwise 429. So requests arriving together at the
+ * edge of a budget take it past by at most one estimate (the last admitted), measured by the estimates.
+ *
+ * When the response ends, the reservation is handed to the job it names (Location: a queued job, a streamed
+ * analysis whose client left) while that job runs, and the job's end deletes it; otherwise (a cache hit, a job
+ * that already ended, an error, a chat reply) it is deleted, a chat reply's a little later when its client left.
+ *
+ * When the database cannot be reached the request passes (as the rate limits do): the budget bounds spending, and
+ * an outage of its store must not become one of the API. A re-attach to a chat reply (Last-Event-ID) starts no
+ * work and always passes.
  */
-export function createTokenBudget({ pool, logger, defaultBudget, cacheMs = 2_000 }: TokenBudgetOptions): RequestHandler {
-  const used = new Map<string, { at: number; tokens: Promise<number> }>();
+export function createTokenBudget({
+  pool,
+  logger,
+  defaultBudget,
+  estimates = {},
+  reservationTtlMs = 15 * 60_000,
+  jobReservationTtlMs = 24 * 3_600_000,
+  chatHoldMs = 6_000,
+  refusalCacheMs = 1_000,
+}: TokenBudgetOptions): TokenBudget {
+  const estimateOf = (product: SpendingProduct) => estimates[product] ?? DEFAULT_TOKEN_ESTIMATES[product];
+  const refused = new Map<string, { at: number; budget: number; used: number; held: number }>();
+  const held = new Map<string, NodeJS.Timeout>();
+  const inFlight = new Set<Promise<unknown>>();
   let lastLoggedAt = 0;
-  const usedToday = (tenantId: string): Promise<number> => {
-    const now = Date.now();
-    const cached = used.get(tenantId);
-    if (cached && now - cached.at < cacheMs) return cached.tokens;
-    const tokens = pool
-      .query<{ tokens: string }>({
-        name: 'gateway-tokens-used-today',
-        text: `SELECT COALESCE(sum(input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens), 0)::text AS tokens
-                 FROM usage_daily WHERE tenant_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date`,
-        values: [tenantId],
-      })
-      .then(({ rows }) => Number(rows[0]?.tokens ?? 0));
-    if (used.size > 10_000) used.clear();
-    used.set(tenantId, { at: now, tokens });
-    tokens.catch(() => used.delete(tenantId));
-    return tokens;
+  const warn = (error: unknown, message: string) => {
+    if (Date.now() - lastLoggedAt < LOG_EVERY_MS) return;
+    lastLoggedAt = Date.now();
+    logger.warn({ err: error }, message);
+  };
+  const track = (work: Promise<unknown>) => {
+    const settled = work.catch((error: unknown) =>
+      warn(error, 'could not settle a daily-budget reservation (it expires, or the reaper settles it)'),
+    );
+    inFlight.add(settled);
+    void settled.finally(() => inFlight.delete(settled));
   };
 
-  return (req, res: Response, next) => {
-    const principal = res.locals.principal as Principal | undefined;
-    const budget = principal?.limitOverrides[DAILY_TOKEN_BUDGET_LIMIT] ?? defaultBudget;
-    if (principal === undefined || budget === undefined || req.get('last-event-id') !== undefined) {
-      next();
-      return;
+  const release = (id: string): Promise<unknown> =>
+    pool.query({ name: 'gateway-token-budget-release', text: 'DELETE FROM token_reservations WHERE id = $1', values: [id] });
+
+  /** The reservation goes to the job while it runs (one reservation per job: a joined request's goes); else it goes. */
+  const attach = async (id: string, jobId: string): Promise<void> => {
+    try {
+      await pool.query({
+        name: 'gateway-token-budget-attach',
+        text: `WITH attached AS (
+                 UPDATE token_reservations r SET job_id = $2, expires_at = now() + $3 * interval '1 millisecond'
+                  WHERE r.id = $1
+                    AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $2 AND j.tenant_id = r.tenant_id AND j.status IN ('pending', 'running'))
+                    AND NOT EXISTS (SELECT 1 FROM token_reservations o WHERE o.job_id = $2)
+                  RETURNING r.id)
+               DELETE FROM token_reservations WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM attached)`,
+        values: [id, jobId, jobReservationTtlMs],
+      });
+    } catch (error) {
+      // Two requests joined onto one job attaching at once: the unique index keeps the first.
+      if ((error as { code?: unknown }).code !== '23505') throw error;
+      await release(id);
     }
-    usedToday(principal.tenantId).then(
-      (tokens) => {
-        if (tokens < budget) {
-          next();
-          return;
-        }
-        const now = new Date();
-        const reset = nextUtcMidnight(now);
-        next(
-          tooManyRequests(
-            `Daily token budget used: this account may use ${budget.toLocaleString('en')} model tokens per UTC day (all of its API keys together) and has used ${tokens.toLocaleString('en')} today. New requests are accepted again at ${reset.toISOString()}; jobs already running finish, and their results stay available.`,
-            (reset.getTime() - now.getTime()) / 1000,
-            { 'X-Token-Budget-Limit': String(budget), 'X-Token-Budget-Reset': String(Math.floor(reset.getTime() / 1000)) },
-          ),
-        );
-      },
-      (error: unknown) => {
-        if (Date.now() - lastLoggedAt >= LOG_EVERY_MS) {
-          lastLoggedAt = Date.now();
-          logger.warn({ err: error }, 'could not read the daily token usage (failing open: requests pass)');
-        }
+  };
+
+  const settle = (id: string, product: SpendingProduct, res: Response) => {
+    const jobId = jobOf(res);
+    if (jobId !== undefined) track(attach(id, jobId));
+    else if (product === 'chat' && !res.writableFinished) {
+      // The client left: the reply runs on for the chat service's detach grace.
+      held.set(
+        id,
+        setTimeout(() => {
+          held.delete(id);
+          track(release(id));
+        }, chatHoldMs).unref(),
+      );
+    } else track(release(id));
+  };
+
+  const forProduct = (product: SpendingProduct): RequestHandler => {
+    const estimate = estimateOf(product);
+    return (req, res, next) => {
+      const principal = res.locals.principal as Principal | undefined;
+      const budget = principal?.limitOverrides[DAILY_TOKEN_BUDGET_LIMIT] ?? defaultBudget;
+      if (principal === undefined || budget === undefined || req.get('last-event-id') !== undefined) {
         next();
-      },
-    );
+        return;
+      }
+      const { tenantId } = principal;
+      const cached = refused.get(tenantId);
+      if (cached !== undefined && Date.now() - cached.at < refusalCacheMs && cached.budget === budget) {
+        next(refusal(budget, cached.used, cached.held));
+        return;
+      }
+      const id = randomUUID();
+      pool
+        .query<{ reserved: boolean; used: string; held: string }>({
+          name: 'gateway-token-budget-reserve',
+          text: 'SELECT reserved, used::text, held::text FROM token_budget_reserve($1, $2, $3, $4, $5, $6)',
+          values: [tenantId, budget, estimate, id, product, reservationTtlMs],
+        })
+        .then(
+          ({ rows }) => {
+            const row = rows[0];
+            if (row !== undefined && !row.reserved) {
+              const used = Number(row.used);
+              const holding = Number(row.held);
+              if (refused.size > 10_000) refused.clear();
+              refused.set(tenantId, { at: Date.now(), budget, used, held: holding });
+              next(refusal(budget, used, holding));
+              return;
+            }
+            refused.delete(tenantId);
+            res.once('close', () => settle(id, product, res));
+            next();
+          },
+          (error: unknown) => {
+            warn(error, 'could not reserve from the daily token budget (failing open: requests pass)');
+            next();
+          },
+        );
+    };
+  };
+
+  return {
+    forProduct,
+    async close() {
+      for (const [id, timer] of held) {
+        clearTimeout(timer);
+        track(release(id));
+      }
+      held.clear();
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
   };
 }
