@@ -3,6 +3,7 @@
 // variable, never a 400 at the first request).
 import type { ThinkingConfigParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import { CONSERVATIVE_PROFILE, EFFORT_LEVELS, MODELS, type Effort, type ModelProfile, type PriceTier, type ThinkingType } from './models';
+import type { Usage } from './usage';
 
 /**
  * How the model thinks on a product's runs (docs/ai.md#model-settings): `off` is the lowest setting the model
@@ -103,4 +104,21 @@ export function priceTier(profile: ModelProfile, promptTokens: number): PriceTie
   const last = profile.prices.at(-1);
   if (tier === undefined && last === undefined) throw new Error(`the model table has no prices for ${profile.id}`);
   return (tier ?? last) as PriceTier;
+}
+
+/**
+ * What `usage` costs in USD at the model table's list prices for `profile`: uncached input, cache writes (5-minute
+ * or 1-hour) and cache reads, output and web searches. The price tier is chosen by the average prompt of its
+ * model calls (usage sums them; every call of a small request falls in the same tier).
+ */
+export function listPriceCost(profile: ModelProfile, usage: Usage, cacheTtl: '5m' | '1h' = '5m'): number {
+  const promptTokens = usage.inputTokens + usage.cacheCreationInputTokens + usage.cacheReadInputTokens;
+  const tier = priceTier(profile, promptTokens / Math.max(1, usage.modelCalls));
+  const cacheWrite = cacheTtl === '1h' ? tier.cacheWrite1h : tier.cacheWrite5m;
+  const tokens =
+    tier.input * usage.inputTokens +
+    cacheWrite * usage.cacheCreationInputTokens +
+    tier.cacheRead * usage.cacheReadInputTokens +
+    tier.output * usage.outputTokens;
+  return tokens / 1_000_000 + (usage.webSearches / 1_000) * profile.webSearchPerThousand;
 }

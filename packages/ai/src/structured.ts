@@ -1,5 +1,5 @@
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
-import type { JSONOutputFormat } from '@anthropic-ai/sdk/resources/messages/messages';
+import type { JSONOutputFormat, MessageParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import { type z } from 'zod';
 import { AiError, withSpentUsage } from './errors';
 import { runToolLoop, type LoopParams, type LoopResult, type Usage } from './loop';
@@ -49,6 +49,20 @@ function check<S extends z.ZodType>(schema: S, text: string): Check<z.output<S>>
   return { ok: false, problems };
 }
 
+/** What is wrong with `text` as an answer that must satisfy `schema`; undefined when it does. */
+export function answerProblems(schema: z.ZodType, text: string): string | undefined {
+  const result = check(schema, text);
+  return result.ok ? undefined : result.problems;
+}
+
+/** The user turn of the repair round: what was wrong with the answer before it, and the request for the corrected JSON. */
+export function repairTurn(problems: string): MessageParam {
+  return {
+    role: 'user',
+    content: `Your previous answer cannot be used: ${problems}. Reply again with only the corrected JSON object that satisfies the required schema, and nothing else.`,
+  };
+}
+
 /** Models sometimes wrap JSON in a Markdown fence even when told not to. */
 function stripFences(text: string): string {
   const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n\s*```\s*$/.exec(text);
@@ -88,13 +102,7 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
       outputFormat,
       toolChoice: 'none',
       caps: { ...loopParams.caps, maxRounds: 1 },
-      messages: [
-        ...first.messages,
-        {
-          role: 'user',
-          content: `Your previous answer cannot be used: ${problems}. Reply again with only the corrected JSON object that satisfies the required schema, and nothing else.`,
-        },
-      ],
+      messages: [...first.messages, repairTurn(problems)],
     });
   } catch (error) {
     throw withSpentUsage(error, first.usage);
