@@ -127,6 +127,9 @@ export async function aiCost(options: BenchOptions, command: string): Promise<bo
         AI_MAX_RETRIES: '0',
         AI_PROMPT_CACHE: String(mode === 'on'),
         ...(process.env.AI_PRICES ? { AI_PRICES: process.env.AI_PRICES } : {}),
+        // The models compared (docs/benchmarks.md: news on Haiku 5.5 against Haiku 4.5).
+        ...(process.env.AI_MODEL ? { AI_MODEL: process.env.AI_MODEL } : {}),
+        ...(process.env.AI_NEWS_MODEL ? { AI_NEWS_MODEL: process.env.AI_NEWS_MODEL } : {}),
       });
       const engine = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider() });
       try {
@@ -151,7 +154,18 @@ export async function aiCost(options: BenchOptions, command: string): Promise<bo
   print(formatMachine(machine));
   print();
   print(
-    `Prices: ${on.config.AI_PRICES.families.map((family) => `${family.pattern} $${family.price.input}/$${family.price.output}`).join(', ')} per million input/output tokens, web search $${on.config.AI_PRICES.web_search_per_thousand} per 1,000 (list prices as of ${on.config.AI_PRICES.as_of}); cache writes 1.25× input (5 minutes), reads 0.1×. Models: ${on.config.AI_MODEL}, news ${on.config.AI_NEWS_MODEL}.`,
+    `Prices (USD per million tokens: input / output / 5-minute cache write / cache read; list prices of the model table as of ${on.config.AI_PRICES.as_of}): ${[
+      ...new Set([on.config.AI_MODEL, on.config.AI_NEWS_MODEL]),
+    ]
+      .map((model) => {
+        const price = on.config.AI_PRICES.families.find((family) => model.includes(family.pattern))?.price;
+        return price
+          ? `${model} $${price.input} / $${price.output} / $${price.cache_write_5m ?? price.input * 1.25} / $${price.cache_read ?? price.input * 0.1}`
+          : model;
+      })
+      .join(
+        ', ',
+      )}; web search $${on.config.AI_PRICES.web_search_per_thousand} per 1,000. Models: ${on.config.AI_MODEL}, news ${on.config.AI_NEWS_MODEL}.`,
   );
   print();
   const rows: string[][] = [];

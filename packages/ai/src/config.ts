@@ -37,7 +37,11 @@ function checkModelSettings(config: Readonly<Record<string, unknown>>): { variab
     );
     if (!problem) continue;
     const variable =
-      problem.about === 'max_output_tokens' ? 'AI_MAX_OUTPUT_TOKENS' : problem.about === 'effort' && config[product.effort] !== undefined ? product.effort : product.thinking;
+      problem.about === 'max_output_tokens'
+        ? 'AI_MAX_OUTPUT_TOKENS'
+        : problem.about === 'effort' && config[product.effort] !== undefined
+          ? product.effort
+          : product.thinking;
     issues.set(variable, `${problem.message} (${product.model}=${model})`);
   }
   return [...issues].map(([variable, message]) => ({ variable, message }));

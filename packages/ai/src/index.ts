@@ -2,15 +2,15 @@ export { aiConfigShape, isOffline, OfflineModeConflictError, type AiConfig } fro
 export { createAiEngine, type AiEngine, type EngineOptions, type EngineOutcome } from './engine';
 export { AiError, toAiError, type AiErrorKind } from './errors';
 export { clampScore, GroundingSet, normaliseUrl } from './grounding';
+export { runToolLoop, UNTRUSTED_DATA_RULE, type EngineEvent, type LoopCaps, type LoopParams, type LoopResult } from './loop';
 export {
-  runToolLoop,
-  UNTRUSTED_DATA_RULE,
-  type EngineEvent,
-  type LoopCaps,
-  type LoopParams,
-  type LoopResult,
-} from './loop';
-export { modelProfile, priceTier, requestSettings, type RequestSettings, type ResolvedProfile, type ThinkingSetting } from './model-settings';
+  modelProfile,
+  priceTier,
+  requestSettings,
+  type RequestSettings,
+  type ResolvedProfile,
+  type ThinkingSetting,
+} from './model-settings';
 export { MODELS, type ModelProfile } from './models';
 export { addUsage, NO_USAGE, totalInputTokens, type Usage } from './usage';
 export { FinnhubProvider, MarketDataError, SampleMarketDataProvider, UnknownSymbolError, type MarketDataProvider } from './market-data';

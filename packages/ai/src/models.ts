@@ -14,7 +14,7 @@ export const EFFORT_LEVELS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
 export type Effort = (typeof EFFORT_LEVELS)[number];
 
 /** USD per million tokens. Cache writes: a 5-minute or a 1-hour entry. */
-export interface TokenPrices {
+interface TokenPrices {
   input: number;
   output: number;
   cacheWrite5m: number;
@@ -90,7 +90,12 @@ export const MODELS: readonly ModelProfile[] = [
     // "send thinking: {"type": "between_tools"} instead of "disabled". This is the lowest thinking setting on the
     // model"; "between_tools is available at low, medium, and high effort. At xhigh or max effort, a request with
     // between_tools returns a 400 error."
-    thinking: { accepted: ['adaptive', 'between_tools'], whenOmitted: 'adaptive', lowest: 'between_tools', refusedAtEffort: { between_tools: ['xhigh', 'max'] } },
+    thinking: {
+      accepted: ['adaptive', 'between_tools'],
+      whenOmitted: 'adaptive',
+      lowest: 'between_tools',
+      refusedAtEffort: { between_tools: ['xhigh', 'max'] },
+    },
     effort: { accepted: ALL_EFFORT, default: 'high' },
     // "five settings that return a 400 error: thinking budgets, sampling parameters, assistant prefill, forced tool
     // choice, and thinking: {"type": "disabled"}".
@@ -144,7 +149,11 @@ export const MODELS: readonly ModelProfile[] = [
       pages: [`${DOCS}/models/opus-5-5/overview`, `${DOCS}/models/opus-5-5/whats-new-opus-5-5`, `${DOCS}/build-with-claude/effort`],
       read: READ,
     },
-    unstated: ['sampling parameters and prefill (refused, as on every 5.5 model)', 'minimum cacheable prompt (512, as for Claude Opus 5)', 'web search price'],
+    unstated: [
+      'sampling parameters and prefill (refused, as on every 5.5 model)',
+      'minimum cacheable prompt (512, as for Claude Opus 5)',
+      'web search price',
+    ],
   },
   {
     id: 'claude-haiku-5-5',
@@ -152,7 +161,12 @@ export const MODELS: readonly ModelProfile[] = [
     displayName: 'Claude Haiku 5.5',
     // "You can also turn thinking off with thinking: {"type": "disabled"}. This works only at low, medium, and high.
     // At xhigh and max, the request returns a 400 error." Manual extended thinking "returns an error".
-    thinking: { accepted: ['adaptive', 'disabled'], whenOmitted: 'adaptive', lowest: 'disabled', refusedAtEffort: { disabled: ['xhigh', 'max'] } },
+    thinking: {
+      accepted: ['adaptive', 'disabled'],
+      whenOmitted: 'adaptive',
+      lowest: 'disabled',
+      refusedAtEffort: { disabled: ['xhigh', 'max'] },
+    },
     effort: { accepted: ALL_EFFORT, default: 'medium' },
     // Forced tool use is not among Haiku 5.5's breaking changes; it is refused with thinking on, as on every model.
     forcedToolChoice: true,
@@ -195,7 +209,12 @@ export const MODELS: readonly ModelProfile[] = [
     displayName: 'Claude Sonnet 5',
     // "adaptive thinking is on by default and manual extended thinking ... returns a 400 error"; disabled at
     // xhigh/max is refused on Opus 5 and Haiku 5.5 and taken as refused here too.
-    thinking: { accepted: ['adaptive', 'disabled'], whenOmitted: 'adaptive', lowest: 'disabled', refusedAtEffort: { disabled: ['xhigh', 'max'] } },
+    thinking: {
+      accepted: ['adaptive', 'disabled'],
+      whenOmitted: 'adaptive',
+      lowest: 'disabled',
+      refusedAtEffort: { disabled: ['xhigh', 'max'] },
+    },
     effort: { accepted: ALL_EFFORT, default: 'high' },
     forcedToolChoice: true,
     // "sampling parameters (temperature, top_p, top_k) set to non-default values return a 400 error"; prefill

@@ -80,7 +80,9 @@ export function billedCost(table: PriceTable, model: string, usage: Usage, cache
     price.input * (cacheTtl === '1h' ? CACHE_WRITE_1H_FACTOR : CACHE_WRITE_5M_FACTOR);
   const read = price.cache_read ?? price.input * CACHE_READ_FACTOR;
   const input =
-    perToken(price.input) * usage.inputTokens + perToken(write) * usage.cacheCreationInputTokens + perToken(read) * usage.cacheReadInputTokens;
+    perToken(price.input) * usage.inputTokens +
+    perToken(write) * usage.cacheCreationInputTokens +
+    perToken(read) * usage.cacheReadInputTokens;
   const output = perToken(price.output) * usage.outputTokens;
   const webSearch = (usage.webSearches / 1_000) * table.web_search_per_thousand;
   return { input, output, webSearch, total: input + output + webSearch };

@@ -262,7 +262,9 @@ describe('offline mode', () => {
   it('chats with research and tool events before the answer', async () => {
     const items = await drain(engine.chat({ history: [], message: 'How is AAPL doing?' }));
     const events = items.flatMap((item) => (item.kind === 'event' ? [item.event] : []));
-    const kinds = events.map((event) => (event.type === 'text' || event.type === 'thinking' ? event.type : `${event.type}:${'node' in event ? event.node : event.tool}`));
+    const kinds = events.map((event) =>
+      event.type === 'text' || event.type === 'thinking' ? event.type : `${event.type}:${'node' in event ? event.node : event.tool}`,
+    );
     expect(kinds.slice(0, 3)).toEqual(['node_start:research', 'tool_start:market_data', 'tool_end:market_data']);
     expect(kinds).toContain('node_start:answer');
     const reply = items.at(-1);

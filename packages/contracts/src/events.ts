@@ -27,13 +27,11 @@ export const ChatToolEndEvent = z
   .meta({ id: 'ChatToolEndEvent', description: 'Event `tool_end`: a tool execution ends.' });
 export type ChatToolEndEvent = z.infer<typeof ChatToolEndEvent>;
 
-export const ChatProgressEvent = z
-  .object({ type: z.literal('progress'), content: z.string() })
-  .meta({
-    id: 'ChatProgressEvent',
-    description:
-      'Event `progress`: a short note the model writes between tool calls about what it is doing (on models that return such notes as thinking, e.g. Claude Sonnet 5.5). Shown while tools run; not part of the reply text.',
-  });
+export const ChatProgressEvent = z.object({ type: z.literal('progress'), content: z.string() }).meta({
+  id: 'ChatProgressEvent',
+  description:
+    'Event `progress`: a short note the model writes between tool calls about what it is doing (on models that return such notes as thinking, e.g. Claude Sonnet 5.5). Shown while tools run; not part of the reply text.',
+});
 export type ChatProgressEvent = z.infer<typeof ChatProgressEvent>;
 
 export const ChatDoneEvent = z

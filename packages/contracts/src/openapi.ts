@@ -120,7 +120,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
   model_refused:
     'The AI model declined to answer this request (its safety classifiers stopped it: stop_reason `refusal`). Rephrasing the request may help; sending it again unchanged will not.',
   model_request_rejected:
-    'The AI model provider refused the request the service built (a 4xx from the model API): our fault, not the caller\'s. It is logged with the provider\'s request id and alerted on; sending it again fails the same way until it is fixed.',
+    "The AI model provider refused the request the service built (a 4xx from the model API): our fault, not the caller's. It is logged with the provider's request id and alerted on; sending it again fails the same way until it is fixed.",
   internal_error: 'Server error. The detail never contains internals; quote X-Request-Id when reporting it.',
   bad_gateway: 'A service behind the gateway failed.',
   service_unavailable: 'A service behind the gateway is unavailable.',

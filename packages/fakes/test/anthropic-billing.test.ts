@@ -67,13 +67,15 @@ describe('requests the real API refuses', () => {
     expect((await refusal(ask({ tool_choice: { type: 'auto' } }))).message).toBe(
       'tool_choice: tool_choice may only be specified while providing tools.',
     );
-    expect((await refusal(ask({ model: 'claude-haiku-4-5', tools: [TOOL], tool_choice: { type: 'tool', name: 'web_fetch' } }))).message).toBe(
-      "tool_choice.name: Tool 'web_fetch' not found in tools.",
-    );
+    expect(
+      (await refusal(ask({ model: 'claude-haiku-4-5', tools: [TOOL], tool_choice: { type: 'tool', name: 'web_fetch' } }))).message,
+    ).toBe("tool_choice.name: Tool 'web_fetch' not found in tools.");
   });
 
   it('refuses thinking together with a tool_choice that forces tool use', async () => {
-    const message = (await refusal(ask({ model: 'claude-haiku-5-5', tools: [TOOL], tool_choice: { type: 'any' }, thinking: { type: 'adaptive' } }))).message;
+    const message = (
+      await refusal(ask({ model: 'claude-haiku-5-5', tools: [TOOL], tool_choice: { type: 'any' }, thinking: { type: 'adaptive' } }))
+    ).message;
     expect(message).toBe('Thinking may not be enabled when tool_choice forces tool use.');
   });
 

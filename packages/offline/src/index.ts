@@ -10,13 +10,7 @@ export { text, toolUse } from './turns';
 export { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
 export { API_MODELS, apiModel, checkModelRules, minimumCacheableTokens, type ApiModelRules } from './model-rules';
 export { checkThinkingBlocks } from './thinking';
-export {
-  PromptCache,
-  promptTokens,
-  type BilledInput,
-  type CacheTtl,
-  type PromptCacheOptions,
-} from './prompt-cache';
+export { PromptCache, promptTokens, type BilledInput, type CacheTtl, type PromptCacheOptions } from './prompt-cache';
 export { countTokens, WEB_SEARCH_RESULT_TOKENS } from './tokens';
 export { errorBody, estimateInputTokens, renderEvents, renderMessage, resolveReply, serializeEvent, type RenderOptions } from './wire';
 export {

@@ -174,7 +174,7 @@ export function effectiveThinking(body: MessagesRequestBody, rules: ApiModelRule
 }
 
 /** Whether the model thinks before answering on this request (forced tool use and prefill are refused then). */
-export function thinksUpFront(body: MessagesRequestBody, rules: ApiModelRules): boolean {
+function thinksUpFront(body: MessagesRequestBody, rules: ApiModelRules): boolean {
   const thinking = effectiveThinking(body, rules);
   return thinking === 'adaptive' || thinking === 'enabled' || thinking === 'default_on';
 }
@@ -193,7 +193,9 @@ export function checkModelRules(body: MessagesRequestBody, { countTokens = false
   const invalid = (message: string): RuleRejection => ({ type: 'invalid_request_error', message });
 
   if (!countTokens && body.max_tokens > rules.maxOutputTokens) {
-    return invalid(`max_tokens: ${body.max_tokens} > ${rules.maxOutputTokens}, which is the maximum allowed number of output tokens for ${body.model}`);
+    return invalid(
+      `max_tokens: ${body.max_tokens} > ${rules.maxOutputTokens}, which is the maximum allowed number of output tokens for ${body.model}`,
+    );
   }
 
   const thinking = isRecord(body.thinking) ? body.thinking : undefined;
@@ -201,7 +203,9 @@ export function checkModelRules(body: MessagesRequestBody, { countTokens = false
   const type = thinking?.type;
   if (thinking) {
     if (!['disabled', 'enabled', 'adaptive', 'between_tools'].includes(String(type))) {
-      return invalid(`thinking.type: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive', 'between_tools'`);
+      return invalid(
+        `thinking.type: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive', 'between_tools'`,
+      );
     }
     if (!rules.thinking.includes(type as ThinkingType)) {
       const off = rules.thinking.includes('between_tools')
@@ -209,34 +213,43 @@ export function checkModelRules(body: MessagesRequestBody, { countTokens = false
         : rules.thinking.includes('disabled')
           ? ' To turn thinking off, use "thinking.type.disabled".'
           : '';
-      const control = rules.thinking.includes('adaptive') ? ' Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.' : '';
-      return invalid(`"thinking.type.${String(type)}" is not supported for this model.${control}${off} Accepted values: ${quoteList(rules.thinking)}.`);
+      const control = rules.thinking.includes('adaptive')
+        ? ' Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+        : '';
+      return invalid(
+        `"thinking.type.${String(type)}" is not supported for this model.${control}${off} Accepted values: ${quoteList(rules.thinking)}.`,
+      );
     }
     if (type === 'enabled') {
       const budget = thinking.budget_tokens;
-      if (!Number.isInteger(budget) || (budget as number) < 1024) return invalid('thinking.enabled.budget_tokens: Input should be greater than or equal to 1024');
-      if (!countTokens && (budget as number) >= body.max_tokens) return invalid('`max_tokens` must be greater than `thinking.budget_tokens`.');
+      if (!Number.isInteger(budget) || (budget as number) < 1024)
+        return invalid('thinking.enabled.budget_tokens: Input should be greater than or equal to 1024');
+      if (!countTokens && (budget as number) >= body.max_tokens)
+        return invalid('`max_tokens` must be greater than `thinking.budget_tokens`.');
     }
-    if (thinking.display !== undefined && thinking.display !== null && !['summarized', 'omitted'].includes(String(thinking.display))) {
+    const display = thinking.display;
+    if (display !== undefined && display !== null && display !== 'summarized' && display !== 'omitted') {
       return invalid("thinking.display: Input should be 'summarized' or 'omitted'");
     }
     if (type === 'between_tools' || type === 'disabled') {
-      if (thinking.display !== undefined) return invalid(`thinking.${String(type)}.display: Extra inputs are not permitted`);
+      if (display !== undefined) return invalid(`thinking.${type}.display: Extra inputs are not permitted`);
     }
   }
 
   const config = isRecord(body.output_config) ? body.output_config : undefined;
-  const effort = config?.effort;
-  if (effort !== undefined && effort !== null) {
-    if (!ALL.includes(effort as Effort)) return invalid("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'");
+  const sentEffort = config?.effort;
+  if (sentEffort !== undefined && sentEffort !== null) {
+    if (!ALL.includes(sentEffort as Effort))
+      return invalid("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'");
+    const effort = sentEffort as Effort;
     if (!rules.effort) return invalid('output_config.effort: effort is not supported for this model. Remove output_config.effort.');
-    if (!rules.effort.includes(effort as Effort)) {
-      return invalid(`output_config.effort '${String(effort)}' is not supported for this model. Supported values: ${quoteList(rules.effort)}.`);
+    if (!rules.effort.includes(effort)) {
+      return invalid(`output_config.effort '${effort}' is not supported for this model. Supported values: ${quoteList(rules.effort)}.`);
     }
     const refused = typeof type === 'string' ? rules.refusedAtEffort[type as ThinkingType] : undefined;
-    if (refused?.includes(effort as Effort)) {
+    if (refused?.includes(effort)) {
       return invalid(
-        `output_config.effort '${String(effort)}' is not supported when thinking.type is "${String(type)}" on this model. Use effort 'high' or below, or use "thinking.type.adaptive".`,
+        `output_config.effort '${effort}' is not supported when thinking.type is "${String(type)}" on this model. Use effort 'high' or below, or use "thinking.type.adaptive".`,
       );
     }
   }
@@ -252,16 +265,24 @@ export function checkModelRules(body: MessagesRequestBody, { countTokens = false
   // An assistant turn last is prefill, unless it is a paused server-tool turn sent back to go on with it
   // (stop_reason pause_turn: "Send the assistant content back to continue", handling-stop-reasons).
   const last = body.messages.at(-1);
-  const paused = Array.isArray(last?.content) && last.content.some((block) => block.type === 'server_tool_use' || block.type === 'web_search_tool_result');
+  const paused =
+    Array.isArray(last?.content) &&
+    last.content.some((block) => block.type === 'server_tool_use' || block.type === 'web_search_tool_result');
   if (last?.role === 'assistant' && !paused) {
-    if (!rules.prefill) return invalid('This model does not support assistant message prefill. The conversation must end with a user message.');
-    if (thinksUpFront(body, rules)) return invalid('Prefilling the assistant message is not supported when thinking is enabled. The conversation must end with a user message.');
+    if (!rules.prefill)
+      return invalid('This model does not support assistant message prefill. The conversation must end with a user message.');
+    if (thinksUpFront(body, rules))
+      return invalid(
+        'Prefilling the assistant message is not supported when thinking is enabled. The conversation must end with a user message.',
+      );
   }
 
   const choice = isRecord(body.tool_choice) ? body.tool_choice.type : undefined;
   if (choice === 'any' || choice === 'tool') {
     if (!rules.forcedToolChoice) {
-      return invalid(`tool_choice: "${choice}" (forced tool use) is not supported for this model. Use tool_choice "auto" or "none", and say in the prompt which tool to use.`);
+      return invalid(
+        `tool_choice: "${choice}" (forced tool use) is not supported for this model. Use tool_choice "auto" or "none", and say in the prompt which tool to use.`,
+      );
     }
     if (thinksUpFront(body, rules)) return invalid('Thinking may not be enabled when tool_choice forces tool use.');
   }

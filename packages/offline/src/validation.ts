@@ -207,7 +207,9 @@ function checkContextWindow(body: MessagesRequestBody): Rejection | undefined {
   const window = apiModel(body.model)?.contextWindow;
   if (window === undefined) return undefined;
   const tokens = promptTokens(body);
-  return tokens > window ? { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${window} maximum` } : undefined;
+  return tokens > window
+    ? { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${window} maximum` }
+    : undefined;
 }
 
 /** The body checks of `POST /v1/messages` (and of count_tokens, which takes no max_tokens); on success the body is typed. */

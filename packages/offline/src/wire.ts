@@ -116,7 +116,8 @@ function asTheModelWritesIt(content: ContentScript[], body: MessagesRequestBody)
   const lastToolUse = content.findLastIndex((block) => block.type === 'tool_use');
   if (!rules?.betweenToolTextAsThinking || lastToolUse < 0) return content;
   const thinking = effectiveThinking(body, rules);
-  const display = typeof body.thinking === 'object' && body.thinking !== null ? (body.thinking as { display?: unknown }).display : undefined;
+  const display =
+    typeof body.thinking === 'object' && body.thinking !== null ? (body.thinking as { display?: unknown }).display : undefined;
   const shown = thinking === 'between_tools' || display === 'summarized';
   return content.map((block, index) =>
     block.type === 'text' && index < lastToolUse && block.citations === undefined
