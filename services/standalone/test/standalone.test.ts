@@ -78,6 +78,15 @@ describe('npm start on embedded defaults', () => {
       await Promise.all(requested.map((symbol) => sample.companyNews(symbol, { from: '2000-01-01', to: new Date(), limit: 50 })))
     ).flatMap((list) => list.items);
     expect(news.news.length).toBeGreaterThan(0);
+    // Its usage is what the stand-in counted, billed as the API would bill it, and labelled offline: nothing was paid.
+    expect(news.meta).toMatchObject({ offline: true, model: 'offline-analyst' });
+    const usage = news.meta?.usage;
+    expect(usage?.model_calls).toBeGreaterThan(0);
+    // (Its input is mostly read from and written to the stand-in's prompt cache, as the API's would be.)
+    expect((usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0)).toBeGreaterThan(
+      0,
+    );
+    expect(usage?.output_tokens).toBeGreaterThan(0);
     for (const item of news.news) {
       expect(item.citations.length).toBeGreaterThan(0);
       for (const citation of item.citations) {
