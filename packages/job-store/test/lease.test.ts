@@ -313,6 +313,27 @@ describe('job state written under the lease', () => {
     });
   });
 
+  it("settles the job's daily-budget reservation when it ends, not when an attempt is retried or a stale one writes", async () => {
+    const id = await newJob(null, 3);
+    await pool.query(
+      `INSERT INTO token_reservations (id, tenant_id, product, tokens, job_id, expires_at)
+       VALUES (gen_random_uuid(), $1, 'news', 12000, $2, now() + interval '1 hour')`,
+      [tenantId, id],
+    );
+    const held = async () => (await pool.query('SELECT 1 FROM token_reservations WHERE job_id = $1', [id])).rowCount;
+    expect(await recorder((await claim(id, 'w1'))!, 'w1').retryLater('Retrying shortly', { ...NO_USAGE, modelCalls: 1 })).toBe(true);
+    expect(await held()).toBe(1);
+    await pool.query('UPDATE jobs SET lease_expires_at = now() WHERE id = $1', [id]);
+    const second = (await claim(id, 'w2'))!;
+    // The first attempt's runner, long gone, cannot settle it either.
+    expect(await recorder({ ...second, attempt: 1 }, 'w1').complete({ result: {} })).toBe(false);
+    expect(await held()).toBe(1);
+    expect(await recorder(second, 'w2').complete({ result: { news: [] }, usage: { ...NO_USAGE, modelCalls: 1, inputTokens: 5 } })).toBe(
+      true,
+    );
+    expect(await held()).toBe(0);
+  });
+
   it('hands a job back at once, and a retryable failure keeps it for the retry delay, both with the lease released', async () => {
     const back = await newJob();
     const w1 = recorder((await claim(back, 'w1'))!, 'w1');

@@ -192,6 +192,40 @@ describe('lease reaper', () => {
     expect((await outboxFor(stale)).map((event) => event.topic)).toEqual([jobsEventsTopic.name]);
   });
 
+  it('settles the daily-budget reservations nothing holds: of jobs that ended (or that it fails) and expired ones', async () => {
+    await pool.query('DELETE FROM token_reservations');
+    const running = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: 60 });
+    const completed = await insertJob(pool, { tenantId, status: 'completed', result: { news: [] }, attempts: 1 });
+    const abandoned = await insertJob(pool, {
+      tenantId,
+      status: 'running',
+      attempts: 3,
+      maxAttempts: 3,
+      leaseOwner: 'w',
+      leaseSeconds: -1,
+    });
+    const reserve = async (name: string, jobId: string | null, expiresInSeconds: number) => {
+      await pool.query(
+        `INSERT INTO token_reservations (id, tenant_id, product, tokens, job_id, expires_at)
+         VALUES (gen_random_uuid(), $1, $2, 1000, $3, now() + $4 * interval '1 second')`,
+        [tenantId, name, jobId, expiresInSeconds],
+      );
+    };
+    await reserve('news', running, 3_600);
+    // Attached while its job was ending: the job's end did not see it.
+    await reserve('stock-report', completed, 3_600);
+    // The job's last lease ran out (its worker died): failing it settles its reservation.
+    await reserve('analysis', abandoned, 3_600);
+    // Left by a gateway that died before it attached or released it.
+    await reserve('chat', null, -1);
+    // A request still being answered.
+    await reserve('news', null, 600);
+
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 1 });
+    const { rows } = await pool.query<{ job_id: string | null }>('SELECT job_id FROM token_reservations ORDER BY job_id NULLS LAST');
+    expect(rows).toEqual([{ job_id: running }, { job_id: null }]);
+  });
+
   it('prunes handled-event records older than a week', async () => {
     await pool.query('DELETE FROM processed_events');
     await pool.query(
