@@ -32,7 +32,8 @@ const ENGINE_FAILURES: Readonly<Record<string, FailureVerdict>> = {
   bad_request: {
     retry: false,
     type: 'model_request_rejected',
-    detail: 'The AI model provider refused the request this service built for the job. This is our error, not yours: it has been logged for the operators.',
+    detail:
+      'The AI model provider refused the request this service built for the job. This is our error, not yours: it has been logged for the operators.',
   },
 };
 const ENGINE_DEFAULT: FailureVerdict = { retry: false, type: 'internal_error', detail: 'The AI service could not process the job.' };
