@@ -16,15 +16,17 @@ import type { Principal } from '../auth/types';
 export type SpendingProduct = 'news' | 'stock-report' | 'analysis' | 'chat';
 
 /**
- * Tokens reserved per admitted request when the configuration gives no other figure: a job's billed tokens (all
- * input and output) as `npm run bench -- ai-cost` measured them with prompt caching on, rounded up (news 11,237,
- * stock report 19,435, analysis 22,940; a chat turn that searches 8,745: docs/benchmarks.md).
+ * Tokens reserved per admitted request when the configuration gives no other figure: what one job of the product
+ * was billed (all input, cache writes and reads included, and output) in `npm run bench -- ai-cost` on today's
+ * default models, rounded up: news 16,764, stock report 25,266, analysis 29,830, a chat turn that searches 11,372
+ * (docs/gateway.md#daily-token-budget). The sum does not depend on prompt caching, which changes the price of the
+ * input, not its count.
  */
 export const DEFAULT_TOKEN_ESTIMATES: Readonly<Record<SpendingProduct, number>> = Object.freeze({
-  news: 12_000,
-  'stock-report': 20_000,
-  analysis: 23_000,
-  chat: 9_000,
+  news: 17_000,
+  'stock-report': 26_000,
+  analysis: 30_000,
+  chat: 12_000,
 });
 
 export interface TokenBudgetOptions {
