@@ -54,8 +54,9 @@ export interface LoopParams {
   /** Tools we execute. The model can use these and no others. */
   tools?: readonly ToolDefinition[];
   /**
-   * Claude's server-side web search: the tool version the model takes (models.ts), the cap on searches of each
-   * model call (`max_uses`, which the API counts per request), and the domains it may (or may not) use.
+   * Claude's server-side web search: the tool version the model takes (models.ts), the cap on searches of the
+   * whole run, and the domains it may (or may not) use. The API counts `max_uses` per request, so each call is
+   * allowed what the run has left; once the run has used them all, its calls may use no tool and it answers.
    */
   webSearch?: { toolType: string; maxUses: number; allowedDomains?: readonly string[]; blockedDomains?: readonly string[] };
   outputFormat?: JSONOutputFormat;
@@ -103,6 +104,8 @@ export interface LoopResult {
   toolCalls: number;
   /** The tool_choice of the last round (undefined without tools), for a follow-up call that reuses its prefix. */
   toolChoice: 'auto' | 'none' | undefined;
+  /** The web search tool's `max_uses` in the last round, for a follow-up call that sends the same tools. */
+  webSearchMaxUses: number | undefined;
   /** The whole conversation including this run's turns, for a follow-up (e.g. a repair round). */
   messages: MessageParam[];
 }
@@ -173,16 +176,19 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, stream = true, signal, onEvent } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
-  if (webSearch) {
-    apiTools.push({
-      // The versions are a closed union in the SDK's types; which one a model takes is the model table's.
-      type: webSearch.toolType as 'web_search_20250305',
-      name: 'web_search',
-      max_uses: webSearch.maxUses,
-      ...(webSearch.allowedDomains ? { allowed_domains: [...webSearch.allowedDomains] } : {}),
-      ...(webSearch.blockedDomains ? { blocked_domains: [...webSearch.blockedDomains] } : {}),
-    });
-  }
+  const searchTool = (maxUses: number): ToolUnion => ({
+    // The versions are a closed union in the SDK's types; which one a model takes is the model table's.
+    type: webSearch?.toolType as 'web_search_20250305',
+    name: 'web_search',
+    max_uses: maxUses,
+    ...(webSearch?.allowedDomains ? { allowed_domains: [...webSearch.allowedDomains] } : {}),
+    ...(webSearch?.blockedDomains ? { blocked_domains: [...webSearch.blockedDomains] } : {}),
+  });
+  // The run's searches so far, and the max_uses its calls send: changed only after a call searched, since a
+  // changed tool list voids the cached prompt (a search costs more than rewriting it: docs/ai.md).
+  let searches = 0;
+  let searchMaxUses = webSearch?.maxUses;
+  if (webSearch) apiTools.push(searchTool(webSearch.maxUses));
   const promptCache = params.promptCache || undefined;
   const systemCache: CacheControlEphemeral | undefined = promptCache
     ? { type: 'ephemeral', ...(promptCache.ttl === '1h' ? { ttl: '1h' } : {}) }
@@ -204,6 +210,14 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
     // The last permitted round (or a spent tool budget) forbids tools so the model has to answer.
     const lastRound = round >= caps.maxRounds;
     if (lastRound || toolCalls >= caps.maxToolCalls) toolsClosed = true;
+    if (webSearch && searchMaxUses !== undefined) {
+      const left = webSearch.maxUses - searches;
+      if (left <= 0) toolsClosed = true;
+      else if (left !== searchMaxUses) {
+        searchMaxUses = left;
+        apiTools[apiTools.length - 1] = searchTool(left);
+      }
+    }
     const toolChoice: ToolChoice['type'] = params.toolChoice ?? (toolsClosed ? 'none' : 'auto');
     const writeTail = promptCache ? (promptCache.run?.nextCallWrites() ?? true) : false;
     const body: MessageCreateParamsNonStreaming = {
@@ -219,6 +233,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
     const message = await modelRound(client, body, stream, signal, onEvent);
     previousWroteTail = writeTail;
     usage = spend(usageOfMessage(message));
+    searches += message.usage.server_tool_use?.web_search_requests ?? 0;
     collectServerUrls(message.content, groundingUrls, documents);
     messages.push({ role: 'assistant', content: message.content as MessageParam['content'] });
 
@@ -241,6 +256,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
         rounds: round,
         toolCalls,
         toolChoice: apiTools.length > 0 ? toolChoice : undefined,
+        webSearchMaxUses: searchMaxUses,
         messages,
       };
     }

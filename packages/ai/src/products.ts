@@ -565,7 +565,7 @@ const CitationList = z.object({ citations: z.array(CitationClaim) });
  */
 async function citationsFor(
   params: Omit<LoopParams, 'onEvent'>,
-  answered: Pick<LoopResult, 'messages' | 'documents' | 'toolChoice'>,
+  answered: Pick<LoopResult, 'messages' | 'documents' | 'toolChoice' | 'webSearchMaxUses'>,
 ): Promise<{ citations: Citation[]; usage: Usage }> {
   if (answered.documents.size === 0) return { citations: [], usage: NO_USAGE };
   try {
@@ -576,6 +576,7 @@ async function citationsFor(
       ...params,
       constrained: false,
       toolChoice: answered.toolChoice,
+      webSearch: params.webSearch && { ...params.webSearch, maxUses: answered.webSearchMaxUses ?? params.webSearch.maxUses },
       caps: { ...params.caps, maxRounds: 1 },
       messages: [...answered.messages, { role: 'user', content: CITATION_REQUEST }],
       schema: CitationList,

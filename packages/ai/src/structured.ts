@@ -101,6 +101,8 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
       ...loopParams,
       outputFormat,
       toolChoice: 'none',
+      // The same tools as the run's last call sent, so the conversation it wrote is read back.
+      webSearch: loopParams.webSearch && { ...loopParams.webSearch, maxUses: first.webSearchMaxUses ?? loopParams.webSearch.maxUses },
       caps: { ...loopParams.caps, maxRounds: 1 },
       messages: [...first.messages, repairTurn(problems)],
     });

@@ -375,6 +375,37 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       expect(results).not.toContain('xxxxxxxxxx');
     });
 
+    it('caps web searches per run: each call may use what the run has left, then the run answers', async () => {
+      const {
+        fake: searching,
+        engine: withSearch,
+        close: closeSearch,
+      } = await scriptedEngine({
+        AI_WEB_SEARCH: 'true',
+        AI_WEB_SEARCH_MAX_USES: '2',
+      });
+      try {
+        const results = [{ url: 'https://www.reuters.com/markets/apple', title: 'Apple', pageAge: '1 day' }];
+        const quote = { symbol: 'AAPL', kind: 'quote' };
+        searching.reply(
+          message([...webSearch('apple', results), toolUse('market_data', quote)]),
+          message([...webSearch('apple again', results), toolUse('market_data', quote)]),
+          textReply('Apple is fine.'),
+          jsonReply({ citations: [] }),
+        );
+        await withSearch.analysis(AnalysisRequest.parse({ prompt: 'Apple?' }));
+        const sent = searching.requests.map(
+          (request) => request.body as { tools: { name: string; max_uses?: number }[]; tool_choice: { type: string } },
+        );
+        const maxUses = sent.map((body) => body.tools.find((tool) => tool.name === 'web_search')?.max_uses);
+        // 2 for the run, 1 left after the first search; none left after the second: no tool, same tool list.
+        expect(maxUses).toEqual([2, 1, 1, 1]);
+        expect(sent.map((body) => body.tool_choice.type)).toEqual(['auto', 'auto', 'none', 'none']);
+      } finally {
+        await closeSearch();
+      }
+    });
+
     it('adds up token usage over all rounds', async () => {
       fake.reply(
         toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }, { usage: { inputTokens: 100, outputTokens: 10, ...NO_CACHE } }),
