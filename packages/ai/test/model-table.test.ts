@@ -221,7 +221,8 @@ describe('the model table and the rules the fake enforces agree', () => {
 
       const tool = { name: 'market_data', description: 'Quotes.', input_schema: { type: 'object', properties: {} } };
       // Forced tool use is refused with thinking on on every model; at its lowest setting a model takes it if the table says so.
-      const thinksAtLowest = lowest.thinking === undefined || (lowest.thinking as { type: string }).type === 'adaptive';
+      const lowestThinking = requestSettings(profile, 'off').thinking;
+      const thinksAtLowest = lowestThinking === undefined || lowestThinking.type === 'adaptive';
       const forced = await fakeAccepts({ ...lowest, tools: [tool], tool_choice: { type: 'any' } });
       expect(forced).toBe(profile.forcedToolChoice && !thinksAtLowest);
       expect(await fakeAccepts({ ...lowest, temperature: 0.5 })).toBe(profile.samplingParameters);
@@ -303,6 +304,10 @@ describe('settings the configured model refuses are start-up errors naming the v
       'AI_MAX_OUTPUT_TOKENS',
     ]);
     expect(() => parseConfig(aiConfigShape, { ...base, AI_MAX_OUTPUT_TOKENS: '64000', AI_NEWS_MODEL: 'claude-haiku-4-5' })).not.toThrow();
+    // The model table decides, not the variable's range: the 5.x models write up to 128,000.
+    expect(issuesOf({ AI_MAX_OUTPUT_TOKENS: '64001', AI_NEWS_MODEL: 'claude-haiku-4-5' })[0]?.message).toMatch(/Claude Haiku 4\.5.*64000/);
+    expect(() => parseConfig(aiConfigShape, { ...base, AI_MAX_OUTPUT_TOKENS: '128000' })).not.toThrow();
+    expect(issuesOf({ AI_MAX_OUTPUT_TOKENS: '128001' }).map((issue) => issue.variable)).toEqual(['AI_MAX_OUTPUT_TOKENS']);
   });
 
   it('takes an unknown AI_MODEL id and runs it with the conservative profile, whose requests every known model accepts', async () => {

@@ -15,8 +15,10 @@ describe('ErrorType and ERROR_STATUS', () => {
       unsupported_media_type: 415,
       unprocessable_entity: 422,
       rate_limit_exceeded: 429,
+      model_refused: 422,
       internal_error: 500,
       bad_gateway: 502,
+      model_request_rejected: 502,
       service_unavailable: 503,
       gateway_timeout: 504,
     });

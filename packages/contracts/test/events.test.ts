@@ -15,12 +15,13 @@ const samples = {
   node_start: { type: 'node_start', node: 'research' },
   tool_start: { type: 'tool_start', tool: 'market_data' },
   tool_end: { type: 'tool_end', tool: 'market_data' },
+  progress: { type: 'progress', content: 'Looking up the quote.' },
   done: { type: 'done', conversation_id: UUID },
 } as const;
 
 describe('chat stream events', () => {
-  it('has exactly the spec events plus error', () => {
-    expect(Object.keys(ChatStreamEvents).sort()).toEqual(['done', 'error', 'node_start', 'token', 'tool_end', 'tool_start']);
+  it('has exactly the spec events plus progress (the model between tool calls) and error', () => {
+    expect(Object.keys(ChatStreamEvents).sort()).toEqual(['done', 'error', 'node_start', 'progress', 'token', 'tool_end', 'tool_start']);
   });
 
   it.each(Object.entries(samples))('%s: the payload type equals the event name', (name, payload) => {

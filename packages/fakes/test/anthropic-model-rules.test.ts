@@ -41,7 +41,7 @@ async function refusal(body: Body): Promise<{ status: number; type: string; mess
     (error: unknown) => error,
   );
   expect(failure).toBeInstanceOf(APIError);
-  const { status, error } = failure as APIError & { error: { type: string; error: { type: string; message: string } } };
+  const { status = 0, error } = failure as APIError & { error: { type: string; error: { type: string; message: string } } };
   expect(error.type).toBe('error');
   expect(fake.pendingReplies).toBe(1);
   expect(fake.requests.at(-1)?.answeredBy).toBe('validation');
@@ -357,7 +357,10 @@ describe('thinking blocks on claude-sonnet-5-5', () => {
       { type: 'tool_use', id: 'toolu_round1', name: 'market_data', input: { symbol: 'AAPL' } },
     ];
     expect(await invalid(followUp(forged))).toBe('messages.1.content.0: Invalid `signature` in `thinking` block.');
-    const borrowed = [{ ...forged[0], signature: `fakesig1.${Buffer.from('claude-sonnet-5-5').toString('base64url')}.abc.def` }, forged[1]];
+    const borrowed: Body[] = [
+      { ...forged[0], signature: `fakesig1.${Buffer.from('claude-sonnet-5-5').toString('base64url')}.abc.def` },
+      forged[1] as Body,
+    ];
     expect(await invalid(followUp(borrowed))).toBe('messages.1.content.0: Invalid `signature` in `thinking` block.');
   });
 });
