@@ -63,7 +63,8 @@ export const aiConfigShape = {
   AI_MODEL: crossChecked(z.string().default('claude-sonnet-5-5'), checkModelSettings),
   /** The cheaper model used for news, where latency matters more than depth. */
   AI_NEWS_MODEL: z.string().default('claude-haiku-5-5'),
-  AI_MAX_OUTPUT_TOKENS: int(256, 64_000).default(8_192),
+  /** Per model call; at most what each configured model writes (models.ts: 64K on Haiku 4.5, 128K on the 5.x models). */
+  AI_MAX_OUTPUT_TOKENS: int(256, 128_000).default(8_192),
   /** Per model call; a streamed call's clock covers the whole stream. */
   AI_TIMEOUT_MS: int(1_000, 600_000).default(120_000),
   /** Retries of 429/529/5xx/connection errors inside one call, with the SDK's backoff and retry-after. */

@@ -6,6 +6,7 @@ import { isOffline, type AiConfig } from './config';
 import type { EngineEvent } from './loop';
 import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
 import { marketDataTool } from './market-data-tool';
+import { modelProfile } from './model-settings';
 import { messagesApiFetch, offlineAnalyst } from '@fin/offline';
 import {
   generateAnalysis,
@@ -132,6 +133,13 @@ export async function createAiEngine({ config, logger, marketData, customerTools
       fetch: transport.fetch,
     });
     logger.info({ aiMode: 'anthropic', model: config.AI_MODEL, newsModel: config.AI_NEWS_MODEL }, 'AI engine uses the Anthropic API');
+    for (const model of new Set([config.AI_MODEL, config.AI_NEWS_MODEL])) {
+      if (!modelProfile(model).unknown) continue;
+      logger.warn(
+        { model },
+        `Model ${model} is not in the model table (packages/ai/src/models.ts): its requests use the conservative profile (no thinking field, no effort, at most 64,000 output tokens, the highest prices for cost figures). Add its row to use it fully.`,
+      );
+    }
   }
 
   let provider = marketData;

@@ -14,7 +14,10 @@ import {
 } from '@fin/fakes';
 import { AnalysisRequest, NewsRequest, StockReportRequest } from '@fin/contracts';
 import { z } from 'zod';
-import { AiError, defineTool, UNTRUSTED_DATA_RULE, type AiEngine } from '../src';
+import { parseConfig } from '@fin/config';
+import { createLogger } from '@fin/log';
+import { AiError, aiConfigShape, createAiEngine, defineTool, UNTRUSTED_DATA_RULE, type AiEngine } from '../src';
+import { SampleMarketDataProvider } from '../src/market-data';
 import { drain, scriptedEngine } from './helpers';
 
 async function expectAiError(promise: Promise<unknown>, kind: string): Promise<AiError> {
@@ -183,14 +186,16 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
     });
 
     it('returns exactly the json_schema fields', async () => {
-      fake.reply(jsonReply({ summary: 'ok', score: 0.5, extra: true }), jsonReply({ summary: 'ok', score: 0.5 }));
+      fake.reply(jsonReply({ summary: 'ok', score: 0.5, extra: true }), jsonReply({ summary: 'ok', score: 0.5, _citations: [] }));
       const { result } = await engine.analysis(
         AnalysisRequest.parse({
           prompt: 'Rate risk?',
           output_format: { type: 'json_schema', schema: { summary: 'string', score: 'number' } },
         }),
       );
-      expect(result).toMatchObject({ format: 'json_schema', content: { summary: 'ok', score: 0.5 } });
+      // Exactly: the answer's citations field is taken out of the content.
+      expect(result).toMatchObject({ format: 'json_schema', citations: [] });
+      expect(result.content).toEqual({ summary: 'ok', score: 0.5 });
       expect(JSON.stringify(fake.requests[1]?.body)).toContain('extra');
     });
   });
@@ -449,6 +454,24 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       fake.reply(hangingReply());
       await expectAiError(engine.news(newsRequest), 'timeout');
     });
+  });
+});
+
+describe('model ids', () => {
+  it('warns once at start about a model id missing from the model table, naming it', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ service: 'ai-test', level: 'warn', destination: { write: (line: string) => void lines.push(line) } });
+    const config = parseConfig(aiConfigShape, {
+      ANTHROPIC_API_KEY: 'sk-ant-test-0000000000',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:1',
+      AI_MODEL: 'claude-future-9',
+    });
+    const engine = await createAiEngine({ config, logger, marketData: new SampleMarketDataProvider() });
+    await engine.close();
+    const warnings = lines.filter((line) => line.includes('not in the model table'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('claude-future-9');
+    expect(lines.some((line) => line.includes('claude-sonnet-5-5') && line.includes('not in the model table'))).toBe(false);
   });
 });
 
