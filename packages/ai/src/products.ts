@@ -391,6 +391,27 @@ export function schemaForFields(fields: Readonly<Record<string, OutputSchemaType
   return z.strictObject(Object.fromEntries(Object.entries(fields).map(([name, type]) => [name, FIELD_SCHEMAS[type]])));
 }
 
+/**
+ * The field of a structured (json_schema) answer that carries its citations, left out of the content. A
+ * constrained answer (the API's structured output) cites in the answer itself: a citation round after it would
+ * send another output format, which voids the cached conversation it should read (docs/benchmarks.md).
+ */
+const CITED_FIELD = '_citations';
+
+/** Whether the API's strict structured output can express the caller's fields (not free-form objects or arrays). */
+function constrainedFields(request: AnalysisRequest): Readonly<Record<string, OutputSchemaTypeName>> | undefined {
+  const format = request.output_format;
+  if (format.type !== 'json_schema') return undefined;
+  const fields = format.schema ?? {};
+  return Object.values(fields).every((type) => type !== 'array' && type !== 'object') ? fields : undefined;
+}
+
+/** Whether the answer itself carries its citations (a constrained answer whose fields leave the name free). */
+function citesInAnswer(request: AnalysisRequest): boolean {
+  const fields = constrainedFields(request);
+  return fields !== undefined && !Object.hasOwn(fields, CITED_FIELD);
+}
+
 /** The analysis request's own part: scope, portfolio, output format, the question and the client's data. */
 function analysisBrief(request: AnalysisRequest): string {
   const format = request.output_format;
@@ -401,6 +422,11 @@ function analysisBrief(request: AnalysisRequest): string {
   else {
     const fields = Object.entries(format.schema ?? {}).map(([name, type]) => `"${name}" (${type})`);
     formatText = `a single JSON object with exactly these fields and types, and nothing else: ${fields.join(', ')}.`;
+    if (citesInAnswer(request)) {
+      formatText +=
+        ` Add the field "${CITED_FIELD}": the passages of the retrieved material (tool results and web search results) the answer rests on, ` +
+        'as [{"url": "…", "quote": "…"}], each url exactly as it was returned and each quote copied word for word; an empty list when you used none.';
+    }
   }
   return loadPrompt('analysis').request({
     symbols: request.symbols?.length ? `\nSymbols in scope: ${request.symbols.join(', ')}.` : '',
@@ -532,9 +558,19 @@ async function analysisRun(
     return { result, usage: addUsage(out.usage, cited.usage) };
   }
   const fields = format.type === 'json_schema' ? (format.schema ?? {}) : undefined;
-  const schema = fields ? schemaForFields(fields) : z.record(z.string(), z.unknown());
   // The API's strict structured output cannot express free-form objects or arrays of anything.
-  const constrained = fields !== undefined && Object.values(fields).every((type) => type !== 'array' && type !== 'object');
+  const constrained = constrainedFields(request) !== undefined;
+  if (citesInAnswer(request) && fields) {
+    const schema = schemaForFields(fields).extend({ [CITED_FIELD]: z.array(CitationClaim) });
+    const out = await generateStructured({ ...params, schema, constrained, stream: false, onEvent: progress });
+    ctx.onProgress?.(90, 'Checking the answer');
+    const { [CITED_FIELD]: claims, ...content } = out.value as Record<string, unknown> & { [CITED_FIELD]: CitationClaim[] };
+    const citations = resolveCitations(claims, out.documents, 'analysis').kept;
+    const result = AnalysisResult.parse({ format: format.type, content, citations, meta: generatedMeta() });
+    if (emit) for (const text of jsonChunks(analysisText(result))) emit({ type: 'text', text });
+    return { result, usage: out.usage };
+  }
+  const schema = fields ? schemaForFields(fields) : z.record(z.string(), z.unknown());
   // A JSON answer is sent only once validated, so its rounds never need to stream.
   const out = await generateStructured({ ...params, schema, constrained, stream: false, onEvent: progress });
   ctx.onProgress?.(90, 'Checking the answer');

@@ -112,7 +112,7 @@ describe('custom analysis: what the model writes', () => {
   });
 
   it('repairs a JSON answer of the wrong shape before anything is streamed', async () => {
-    fake.reply(jsonReply({ summary: 'ok', score: 'high' }), jsonReply({ summary: 'ok', score: 0.8 }));
+    fake.reply(jsonReply({ summary: 'ok', score: 'high', _citations: [] }), jsonReply({ summary: 'ok', score: 0.8, _citations: [] }));
     const request = parse({
       prompt: 'Score?',
       output_format: { type: 'json_schema', schema: { summary: 'string', score: 'number' }, stream: true },

@@ -272,9 +272,10 @@ describe('citations through the engine and the fake Messages API', () => {
     });
     fake.reply(
       toolUseReply('crm_notes', {}),
-      jsonReply({ summary: 'Concentrated.' }),
+      // A structured answer carries its citations itself: no citation round (which would void the cached conversation).
       jsonReply({
-        citations: [{ url: 'https://crm.example.net/api/notes', quote: 'the client holds 40% in NVDA' }],
+        summary: 'Concentrated.',
+        _citations: [{ url: 'https://crm.example.net/api/notes', quote: 'the client holds 40% in NVDA' }],
       }),
     );
     const { result } = await engine.analysis(
@@ -298,5 +299,7 @@ describe('citations through the engine and the fake Messages API', () => {
     expect(JSON.stringify(fake.requests[1]?.body)).toContain(
       '<tool_output tool=\\"crm_notes\\" source_url=\\"https://crm.example.net/api/notes\\">',
     );
+    expect(result.content).toEqual({ summary: 'Concentrated.' });
+    expect(fake.requests).toHaveLength(2);
   });
 });

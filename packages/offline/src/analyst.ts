@@ -772,7 +772,9 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
   if (fields) {
     const content: Record<string, unknown> = {};
     for (const [field, type] of Object.entries(fields)) {
-      if (type === 'string') content[field] = `${summary} (${OFFLINE_NOTICE})`;
+      // The engine asks a structured answer for its citations in this field (the analysis prompt says so).
+      if (field === '_citations' && type === 'array') content[field] = citationClaims(symbols, data);
+      else if (type === 'string') content[field] = `${summary} (${OFFLINE_NOTICE})`;
       else if (type === 'number') content[field] = 0.5;
       else if (type === 'integer') content[field] = symbols.length;
       else if (type === 'boolean') content[field] = false;
@@ -832,6 +834,10 @@ function upToLastToolResults(body: MessagesRequestBody): MessagesRequestBody {
 
 /** The passages an analysis rests on: the figures it quoted for each symbol, and the articles the tools returned. */
 function citationsAnswer(symbols: string[], data: ToolData): AssistantReply {
+  return jsonTurn({ citations: citationClaims(symbols, data) });
+}
+
+function citationClaims(symbols: string[], data: ToolData) {
   const figures: [part: 'quote' | 'profile' | 'metrics', key: string][] = [
     ['metrics', 'revenueGrowthTtmYoyPercent'],
     ['metrics', 'netProfitMarginTtmPercent'],
@@ -842,7 +848,7 @@ function citationsAnswer(symbols: string[], data: ToolData): AssistantReply {
     ...symbols.flatMap((symbol) => figures.flatMap(([part, key]) => figureCitation(data, symbol, part, key))),
     ...[...data.articles.values()].flatMap((articles) => articles.slice(0, 2).map(articleCitation)),
   ];
-  return jsonTurn({ citations });
+  return citations;
 }
 
 /** The offline mode's model. Deterministic: the same request gets the same reply. */
