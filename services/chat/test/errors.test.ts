@@ -110,6 +110,24 @@ describe('chat errors', () => {
     expect(error.detail).toMatch(/busy/);
   });
 
+  it('ends a stream the model API refused as our invalid request with an error event model_request_rejected, never a 500', async () => {
+    context.shared.fake.reply(errorReply('invalid_request_error', { message: 'messages.0: internal detail' }));
+    const frames = await (await context.chat.post({ message: 'What is a bond?' })).rest();
+    expect(frames.at(-1)).toMatchObject({ event: 'error', data: { type: 'model_request_rejected', status_code: 502 } });
+    expect(JSON.stringify(frames)).not.toContain('internal detail');
+    const error = await (async () => {
+      context.shared.fake.reply(errorReply('invalid_request_error'));
+      return expectError(context.chat.post({ message: 'What is a bond?', stream: false }), 502, 'model_request_rejected');
+    })();
+    expect(error.detail).toMatch(/our error/);
+  });
+
+  it('ends a stream the model declined (stop_reason refusal) with an error event model_refused', async () => {
+    context.shared.fake.reply({ content: [], stopReason: 'refusal' });
+    const frames = await (await context.chat.post({ message: 'Something the model declines' })).rest();
+    expect(frames.at(-1)).toMatchObject({ event: 'error', data: { type: 'model_refused', status_code: 422 } });
+  });
+
   it('no longer blocks a conversation whose reply was abandoned by a replica that died', async () => {
     const { conversationId } = await conversation();
     const abandoned = randomUUID();
