@@ -126,7 +126,7 @@ describe('POST /api/analysis, streamed', () => {
   });
 
   it('streams a json_schema answer as the JSON text of the validated result', async () => {
-    bed.fake.reply(jsonReply({ summary: 'Moderate.', risk_score: 0.4 }));
+    bed.fake.reply(jsonReply({ summary: 'Moderate.', risk_score: 0.4, _citations: [] }));
     const url = await serve();
     const res = await post(url, {
       prompt: 'Score it.',

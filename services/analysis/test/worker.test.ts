@@ -69,7 +69,10 @@ describe('analysis worker role', () => {
   });
 
   it('repairs a model answer of the wrong shape', async () => {
-    bed.fake.reply(jsonReply({ summary: 'Fine.', risk_score: 'low', extra: true }), jsonReply({ summary: 'Fine.', risk_score: 0.2 }));
+    bed.fake.reply(
+      jsonReply({ summary: 'Fine.', risk_score: 'low', extra: true }),
+      jsonReply({ summary: 'Fine.', risk_score: 0.2, _citations: [] }),
+    );
     const final = await run({
       prompt: 'Score it.',
       output_format: { type: 'json_schema', schema: { summary: 'string', risk_score: 'number' } },
