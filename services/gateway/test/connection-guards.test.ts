@@ -122,6 +122,46 @@ describe('connection guards', () => {
       expect(answer.closedAfterMs).toBeLessThan(1_000);
     });
 
+    it.each([
+      ['a GET the gateway answers itself', 'GET /api/openapi.json', 200],
+      ['a request refused before its body was read', 'POST /api/products/news', 401],
+    ])(
+      'reads the rest of a body it answered before (%s), so that the client reads the answer, not a reset',
+      async (_name, requestLine, status) => {
+        const half = 100_000;
+        const { port } = new URL(server.url);
+        // allowHalfOpen: the client goes on sending its body after the server's FIN, as HTTP clients do.
+        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true });
+        const outcome = await new Promise<{ received: string; error?: string }>((resolve) => {
+          let received = '';
+          let error: string | undefined;
+          socket.on('connect', () => {
+            socket.write(
+              `${requestLine} HTTP/1.1\r\nHost: api.example.com\r\nContent-Type: application/json\r\nContent-Length: ${2 * half}\r\n\r\n`,
+            );
+            socket.write('x'.repeat(half));
+          });
+          socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+          // The second half goes out after the answer and the server's FIN: a server that closed at once resets it.
+          socket.on('end', () => {
+            setTimeout(() => {
+              socket.write('x'.repeat(half / 2));
+              setTimeout(() => socket.end('x'.repeat(half / 2)), 100);
+            }, 50);
+          });
+          socket.on('error', (cause: Error) => (error = cause.message));
+          socket.on('close', () => {
+            resolve({ received, ...(error === undefined ? {} : { error }) });
+          });
+        });
+        expect(outcome.error).toBeUndefined();
+        const [head = '', body = ''] = outcome.received.split('\r\n\r\n');
+        expect(Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1])).toBe(status);
+        expect(head.toLowerCase()).toContain('connection: close');
+        expect(Buffer.byteLength(body, 'latin1')).toBe(Number(/content-length: (\d+)/i.exec(head)?.[1]));
+      },
+    );
+
     it('keeps the connection of a request whose body arrived in time', async () => {
       const res = await fetch(`${server.url}/api/products/news`, {
         method: 'POST',
