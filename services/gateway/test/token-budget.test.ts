@@ -65,7 +65,7 @@ describe('the daily token budget', () => {
       next();
     });
     for (const product of ['news', 'analysis', 'chat-turns', 'jobs'] as LimitedProduct[]) {
-      app.get(`/${product}`, limits.forProduct(product), async (_req, res) => {
+      app.all(`/${product}`, limits.forProduct(product), async (_req, res) => {
         if (answer) await answer(res);
         else res.json({ ok: true });
       });
@@ -94,10 +94,23 @@ describe('the daily token budget', () => {
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(86_400);
     await request(app).get('/analysis').expect(429);
-    await request(app).get('/chat-turns').expect(429);
-    // Reading results, and re-attaching to a reply already being written, start no work.
+    await request(app).post('/chat-turns').expect(429);
+    await request(app).get('/chat-turns').query({ message: 'Hi' }).expect(429);
+    // Reading results, re-attaching to a reply already being written (GET /api/chat/stream with Last-Event-ID:
+    // the message an EventSource repeats is not sent again) and following a conversation start no work.
     await request(app).get('/jobs').expect(200);
-    await request(app).get('/chat-turns').set('Last-Event-ID', `${randomUUID()}:3`).expect(200);
+    await request(app).get('/chat-turns').query({ message: 'Hi' }).set('Last-Event-ID', `${randomUUID()}:3`).expect(200);
+    await request(app).get('/chat-turns').query({ conversation_id: randomUUID() }).expect(200);
+  });
+
+  it('is not lifted by a Last-Event-ID on a request that starts work (every product, and a new chat turn)', async () => {
+    const app = appFor(await account(1_200, 0, { 'daily-tokens': 1_000 }));
+    const lastEventId = `${randomUUID()}:0`;
+    for (const path of ['/news', '/analysis']) {
+      await request(app).post(path).set('Last-Event-ID', '0').expect(429);
+      await request(app).get(path).set('Last-Event-ID', lastEventId).expect(429);
+    }
+    await request(app).post('/chat-turns').set('Last-Event-ID', lastEventId).expect(429);
   });
 
   it("takes the deployment's budget when the tenant has none, counts only today, and without a budget passes", async () => {

@@ -9,7 +9,7 @@ import { DAILY_TOKEN_BUDGET_LIMIT } from '@fin/api-keys';
 import type { Pool } from '@fin/db';
 import { tooManyRequests, type AppError } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Principal } from '../auth/types';
 
 /** The products whose requests start model work, as usage_daily names them. */
@@ -60,6 +60,18 @@ const LOG_EVERY_MS = 10_000;
 /** A job's status URL, as the product services answer it in Location (a 202, a streamed analysis, a failed job). */
 const JOB_LOCATION = /^\/api\/jobs\/[a-z-]+\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/status$/;
 
+/**
+ * Whether a request of `product` can start model work. Every news, stock-report and analysis request and every
+ * POST /api/chat can; GET /api/chat/stream starts a turn only when it carries a message and no Last-Event-ID (with
+ * one, the chat service re-attaches to the reply it names and never sends the message; without a message it
+ * follows the conversation's latest reply). A Last-Event-ID on any other request is ignored by its service, so
+ * it lifts nothing: it once let every product's requests past a spent budget.
+ */
+function startsModelWork(product: SpendingProduct, req: Request): boolean {
+  if (product !== 'chat' || req.method !== 'GET') return true;
+  return req.query.message !== undefined && req.get('last-event-id') === undefined;
+}
+
 /** The next UTC midnight after `now`. */
 function nextUtcMidnight(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
@@ -94,8 +106,8 @@ function refusal(budget: number, used: number, held: number): AppError {
  * that already ended, an error, a chat reply) it is deleted, a chat reply's a little later when its client left.
  *
  * When the database cannot be reached the request passes (as the rate limits do): the budget bounds spending, and
- * an outage of its store must not become one of the API. A re-attach to a chat reply (Last-Event-ID) starts no
- * work and always passes.
+ * an outage of its store must not become one of the API. A request that starts no model work (startsModelWork: a
+ * re-attach to a chat reply, following a conversation's latest reply) always passes.
  */
 export function createTokenBudget({
   pool,
@@ -169,7 +181,7 @@ export function createTokenBudget({
     return (req, res, next) => {
       const principal = res.locals.principal as Principal | undefined;
       const budget = principal?.limitOverrides[DAILY_TOKEN_BUDGET_LIMIT] ?? defaultBudget;
-      if (principal === undefined || budget === undefined || req.get('last-event-id') !== undefined) {
+      if (principal === undefined || budget === undefined || !startsModelWork(product, req)) {
         next();
         return;
       }
