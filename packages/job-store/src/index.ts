@@ -39,4 +39,5 @@ export {
   type JobStreamRow,
   type UnfinishedCount,
 } from './queries';
+export { claimNext, readQueuePosition, type ClaimNextParams, type NextClaim } from './queue';
 export { createJobWatcher, type FinishedJob, type JobWatcher, type JobWatcherOptions } from './watcher';
