@@ -16,6 +16,7 @@ export {
   type AppErrorOptions,
 } from './errors';
 export { answerClientErrors } from './client-errors';
+export { closeAfterAnswer, type LingerOptions } from './connection';
 export { NOT_JSON_DETAIL, errorHandler, formatBytes, notFoundHandler, toHttpError } from './error-handler';
 export {
   REQUEST_ID_HEADER,

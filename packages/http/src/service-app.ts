@@ -3,7 +3,8 @@
 import type { Logger } from '@fin/log';
 import { livenessProblems, notLive } from '@fin/metrics';
 import express from 'express';
-import { jsonBody } from './body';
+import { hasRequestBody, jsonBody } from './body';
+import { closeAfterAnswer } from './connection';
 import { errorHandler, notFoundHandler } from './error-handler';
 import { loggerOf, requestContext } from './request-context';
 
@@ -87,6 +88,16 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
 
   app.use(requestContext({ logger, quietPaths: ['/healthz', '/readyz'], metricsService: name }));
 
+  // A probe takes no body: one that announces a body is refused at once, before a byte of it is read, so that a
+  // body trickled at a byte a second holds no connection (the gateway's body deadline covers its routes, not these).
+  app.all(['/healthz', '/readyz'], (req, res, next) => {
+    if (!hasRequestBody(req)) {
+      next();
+      return;
+    }
+    closeAfterAnswer(req, res);
+    res.status(400).json({ detail: 'body: a probe takes no request body', status_code: 400, type: 'validation_error' });
+  });
   app.get('/healthz', (_req, res) => {
     const problems = livenessProblems();
     if (problems.length === 0) res.json({ status: 'ok' });

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { ErrorBody } from '@fin/contracts';
 import { clearNotLive, reportNotLive } from '@fin/metrics';
 import request from 'supertest';
@@ -80,6 +82,44 @@ describe('createServiceApp', () => {
     lifecycle.beginShutdown();
     expect(calls).toEqual([true]);
   });
+
+  it.each(['/healthz', '/readyz'])(
+    'refuses a body on %s at once (400 naming body) and does not wait for it: a trickled body holds no connection',
+    async (path) => {
+      const { app } = serviceWith(async () => {});
+      const server = createServer(app);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = server.address() as AddressInfo;
+        const socket = connect(port, '127.0.0.1');
+        const started = Date.now();
+        let trickle: NodeJS.Timeout | undefined;
+        const received = await new Promise<string>((resolve) => {
+          let text = '';
+          socket.on('connect', () => {
+            socket.write(`GET ${path} HTTP/1.1\r\nHost: probe\r\nContent-Length: 100000\r\n\r\n`);
+            trickle = setInterval(() => socket.writable && socket.write('x'), 100);
+          });
+          socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve(text));
+        });
+        clearInterval(trickle);
+        const [head = '', body = ''] = received.split('\r\n\r\n');
+        expect(head).toMatch(/^HTTP\/1\.1 400 /);
+        expect(head.toLowerCase()).toContain('connection: close');
+        expect(ErrorBody.parse(JSON.parse(body))).toEqual({
+          detail: 'body: a probe takes no request body',
+          status_code: 400,
+          type: 'validation_error',
+        });
+        // Closed by the answer (or, for a client that keeps sending, by the 2 s linger), never after the body.
+        expect(Date.now() - started).toBeLessThan(5_000);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
 
   it('mounts the routes between the JSON body parser and the 404 and error translator', async () => {
     const { app } = serviceWith(async () => {});

@@ -1,10 +1,9 @@
 // What the gateway guarantees about a client's connection before any route runs, kept apart from the request path
 // (routes, proxy): forwarding headers are the gateway's own unless a trusted proxy set them, a request body has a
 // bounded time to arrive, and a refused request whose body was not read ends its connection.
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { ERROR_STATUS } from '@fin/contracts';
-import { hasRequestBody } from '@fin/http';
+import { closeAfterAnswer, hasRequestBody, type LingerOptions } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { RequestHandler } from 'express';
 
@@ -32,44 +31,8 @@ export interface BodyDeadlineOptions {
   /** Time from the request's head to the end of its body (BODY_TIMEOUT_MS, 30 s). */
   timeoutMs: number;
   logger: Logger;
-  /** How long a connection answered before its body arrived goes on reading that body before it is closed (2 s). */
-  lingerMs?: number;
-  /** How much of such a body is read (and discarded) at most before the connection is closed (256 KiB). */
-  lingerBytes?: number;
-}
-
-const DEFAULT_LINGER_MS = 2_000;
-const DEFAULT_LINGER_BYTES = 256 * 1024;
-
-/**
- * Closes a connection whose response went out before the request's body was read in stages, as RFC 9112 §9.6
- * (Tear-down) asks of a server: half-close (our FIN after the response), then go on reading and discarding what the
- * client still sends, for up to `lingerMs` and `lingerBytes`, before closing. Closing at once with the client's
- * bytes unread makes the kernel answer them with a reset, which can destroy the response before the client reads
- * it: a client that sent a 200 KB body with a GET saw ECONNRESET instead of the document. Node closes such a
- * connection with `socket.destroySoon()` once the response is finished; this socket's own replaces it.
- */
-function lingerOnClose(req: IncomingMessage, socket: Socket, lingerMs: number, lingerBytes: number): void {
-  socket.destroySoon = () => {
-    socket.end();
-    if (req.complete) return;
-    let read = 0;
-    const close = () => {
-      clearTimeout(timer);
-      socket.off('data', count);
-      socket.destroy();
-    };
-    const count = (chunk: Buffer) => {
-      read += chunk.length;
-      if (read > lingerBytes) close();
-    };
-    const timer = setTimeout(close, lingerMs);
-    timer.unref();
-    socket.on('data', count);
-    socket.once('close', () => {
-      clearTimeout(timer);
-    });
-  };
+  /** How the connection of a request answered before its body arrived ends (closeAfterAnswer's defaults). */
+  linger?: LingerOptions;
 }
 
 /**
@@ -79,14 +42,9 @@ function lingerOnClose(req: IncomingMessage, socket: Socket, lingerMs: number, l
  *
  * And a response sent before the request's body was received in full (a 401 or 429 refused before reading it)
  * closes the connection: keeping it alive meant reading a body nobody wants, at the client's pace. It closes in
- * stages (lingerOnClose), so that the client reads the answer rather than a reset.
+ * stages (closeAfterAnswer), so that the client reads the answer rather than a reset.
  */
-export function bodyDeadline({
-  timeoutMs,
-  logger,
-  lingerMs = DEFAULT_LINGER_MS,
-  lingerBytes = DEFAULT_LINGER_BYTES,
-}: BodyDeadlineOptions): RequestHandler {
+export function bodyDeadline({ timeoutMs, logger, linger }: BodyDeadlineOptions): RequestHandler {
   return (req, res, next) => {
     if (!hasRequestBody(req)) {
       next();
@@ -96,10 +54,7 @@ export function bodyDeadline({
     // whether the request's body has been received in full.
     const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
     res.writeHead = ((...args: unknown[]) => {
-      if (!req.complete) {
-        lastOnConnection(res);
-        lingerOnClose(req, req.socket, lingerMs, lingerBytes);
-      }
+      if (!req.complete) closeAfterAnswer(req, res, linger);
       return writeHead(...args);
     }) as typeof res.writeHead;
 
