@@ -12,6 +12,7 @@ import express, { type RequestHandler } from 'express';
 import { callerFrom, principalOf } from './access';
 import { readBody } from './proxy/body';
 import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
+import { forwardedForThisHop } from './proxy/headers';
 import { closeServicePools, type ServicePools } from './proxy/service-pools';
 import type { GatewayRoute, UpstreamName } from './routes';
 
@@ -120,8 +121,12 @@ export function inProcessUpstream({ units, limits }: InProcessUpstreamOptions): 
     pages: (_prefix, service) => {
       const pages = units[service].pages;
       if (pages === undefined) throw new Error(`the ${service} unit has no pages`);
-      // Anonymous: the pages have sessions of their own.
-      const vouchAnonymous: RequestHandler = (_req, res, next) => {
+      // Anonymous: the pages have sessions of their own. They see X-Forwarded-For as over HTTP, with the client's
+      // address appended: passed through as the client sent it, its last entry was the client's own claim, and the
+      // portal's sign-in throttle counted 26 sign-ins under 26 made-up addresses.
+      const vouchAnonymous: RequestHandler = (req, res, next) => {
+        const forwardedFor = forwardedForThisHop(req);
+        if (forwardedFor !== undefined) req.headers['x-forwarded-for'] = forwardedFor;
         vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: null });
         next();
       };

@@ -59,6 +59,18 @@ export interface ForwardedRequestHeaders {
 }
 
 /**
+ * X-Forwarded-For as this hop passes it on: what came in, with the address the client connected from appended, as
+ * every proxy does. A service behind the gateway counts clients by the entry its trusted hops appended (the portal's
+ * throttles: PORTAL_CLIENT_ADDRESS_HOPS), so the gateway appends in both shapes: over HTTP and in process.
+ */
+export function forwardedForThisHop(req: Request): string | undefined {
+  const forwardedFor = req.headers['x-forwarded-for'];
+  const clientAddress = req.socket.remoteAddress;
+  if (clientAddress === undefined) return typeof forwardedFor === 'string' ? forwardedFor : undefined;
+  return typeof forwardedFor === 'string' ? `${forwardedFor}, ${clientAddress}` : clientAddress;
+}
+
+/**
  * The headers sent to the service (the identity headers are added to this object by the caller, the request id
  * among them: X-Request-Id is signed).
  */
@@ -77,10 +89,8 @@ export function requestHeaders(
   }
   const key = headers['x-api-key'];
   if (apiKey && typeof key === 'string') out['x-api-key'] = key;
-  const forwardedFor = headers['x-forwarded-for'];
-  const clientAddress = req.socket.remoteAddress;
-  if (clientAddress !== undefined)
-    out['x-forwarded-for'] = typeof forwardedFor === 'string' ? `${forwardedFor}, ${clientAddress}` : clientAddress;
+  const forwardedFor = forwardedForThisHop(req);
+  if (forwardedFor !== undefined) out['x-forwarded-for'] = forwardedFor;
   const proto = headers['x-forwarded-proto'];
   // No proxy is trusted ('trust proxy' is off), so express's req.protocol is the connection's own.
   out['x-forwarded-proto'] =
