@@ -1,5 +1,5 @@
-import { claimAndStart } from '@fin/job-store';
-import { jobRequestTopics, type EventBus, type JobRequestedPayload, type Subscription } from '@fin/events';
+import { claimNext } from '@fin/job-store';
+import { jobRequestTopics, type EventBus, type Subscription } from '@fin/events';
 import { attemptSettings, runAttempt, type AttemptOptions, type JobToRun, type RunContext, type RunOutcome } from './attempt';
 
 export type { FailureVerdict, JobToRun, RunContext, RunOutcome } from './attempt';
@@ -7,8 +7,18 @@ export type { FailureVerdict, JobToRun, RunContext, RunOutcome } from './attempt
 export interface JobWorkerOptions extends AttemptOptions {
   bus: EventBus;
   run: (job: JobToRun, ctx: RunContext) => Promise<RunOutcome>;
-  /** Jobs run at once by this process. */
+  /** Jobs run at once by this process (default 4). A slot mostly waits on the model, not on the CPU. */
   concurrency?: number;
+  /**
+   * Jobs of this type one tenant may have running at once, across every worker of the deployment (default
+   * DEFAULT_TENANT_CAP). Counted from live leases when a job is claimed.
+   */
+  tenantCap?: number;
+  /**
+   * How often the worker looks for work it was not woken for (default 1,500 ms, each wait jittered by ±25 %): a
+   * wake-up lost, or work that arrived while every slot was busy and no job of this process has ended since.
+   */
+  pollIntervalMs?: number;
   /** Delay between retries of a job request whose handling failed (default 200 ms doubling to 10 s). */
   requestBackoff?: { initialMs?: number; maxMs?: number };
   /**
@@ -19,12 +29,18 @@ export interface JobWorkerOptions extends AttemptOptions {
 }
 
 /**
- * Attempts at handling one job request before it is dead-lettered. Handling fails only when the database is
- * unreachable (a run's own failures are reported through its attempt), and a dead-lettered request leaves its
- * job pending with nobody to run it; so, as the jobs service does with job events, the worker keeps retrying
- * (backoff up to 10 s: several minutes, longer than a database restart or failover) rather than give up.
+ * Attempts at handling one job request (a wake-up) before it is dead-lettered. Handling fails only when the database
+ * is unreachable; the worker keeps retrying (backoff up to 10 s: several minutes, longer than a database restart or
+ * failover), as the jobs service does with job events, so that the job is claimed as soon as the database is back
+ * rather than at the next poll.
  */
 const REQUEST_MAX_ATTEMPTS = 50;
+
+/** Jobs of one type a tenant may have running at once across the deployment, unless configured otherwise. */
+export const DEFAULT_TENANT_CAP = 200;
+
+/** Claims in a row that found their tenant's job taken by another worker before one look for work gives up. */
+const MAX_CONTENDED_CLAIMS = 20;
 
 export interface JobWorker {
   readonly workerId: string;
@@ -37,11 +53,15 @@ export interface JobWorker {
 }
 
 /**
- * The worker role of a product service. It consumes its product's job requests at least once and, per job:
- * claims a lease (a second delivery, or a job another live worker holds, is skipped), then runs one attempt
- * (attempt.ts): `running` and progress written to the job with their events, the lease renewed while working,
- * and the terminal state committed in the same transaction as releasing the lease — only while it still holds
- * it, so a worker that was paused or lost its lease cannot overwrite a newer attempt.
+ * The worker role of a product service. The order of work is decided where the jobs are: each free slot takes the
+ * next job in fair order (claimNext: the tenant with the least work of the type running, below its cap, oldest job
+ * first), leased and marked `running` in one transaction. A job request from Kafka (consumed at least once) is a
+ * wake-up, "there is work of this type": its handler claims jobs for the free slots and returns, without holding
+ * the partition while they run. A job that ends frees its slot and claims again, and a jittered poll finds work whose
+ * wake-up was lost or came while every slot was busy. Each job runs one attempt (attempt.ts): `running` and progress
+ * written to the job with their events, the lease renewed while working, and the terminal state committed in the
+ * same transaction as releasing the lease — only while it still holds it, so a worker that was paused or lost its
+ * lease cannot overwrite a newer attempt.
  */
 export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const settings = attemptSettings(options);
@@ -49,35 +69,95 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const log = options.logger.child({ component: 'job-worker', jobType, workerId });
   const logged = { ...settings, logger: log };
   const drainTimeoutMs = options.drainTimeoutMs ?? 0;
+  const concurrency = options.concurrency ?? 4;
+  const tenantCap = options.tenantCap ?? DEFAULT_TENANT_CAP;
+  const pollIntervalMs = options.pollIntervalMs ?? 1_500;
   const stopping = new AbortController();
   let subscription: Subscription | undefined;
-  /** Jobs claimed and not yet finished, for the drain's log lines. */
-  const running = new Set<string>();
+  /** False from the moment stop() is called: nothing new is claimed. */
+  let claiming = false;
+  let pollTimer: NodeJS.Timeout | undefined;
+  /** Jobs claimed and not yet finished, each with its run. */
+  const running = new Map<string, Promise<void>>();
+  /** The look for work under way (one at a time), and how many have been asked for. */
+  let filling: Promise<void> | undefined;
+  let fillRequests = 0;
 
-  async function handle(payload: JobRequestedPayload): Promise<void> {
-    // The claim writes `running` (with its event) in the same statement.
-    const job = await claimAndStart(pool, { jobId: payload.job_id, jobType, workerId, leaseMs });
-    if (!job) {
-      log.debug({ jobId: payload.job_id }, 'Job not claimable (finished, or leased by a live worker); skipped');
-      return;
-    }
-    running.add(job.id);
-    try {
-      await runAttempt(logged, job, options.run, { signal: stopping.signal, onStop: 'handback' });
-    } finally {
-      running.delete(job.id);
+  function startRun(job: JobToRun): void {
+    const run = runAttempt(logged, job, options.run, { signal: stopping.signal, onStop: 'handback' })
+      .then(
+        () => undefined,
+        // Only a database failure gets here (a run's own failures are its attempt's outcome): the lease runs out
+        // and the job is taken again, by the reaper's request or a worker's poll.
+        (error: unknown) =>
+          log.error({ err: error, jobId: job.id }, 'Recording the job attempt failed; its lease will expire and it will be retried'),
+      )
+      .finally(() => {
+        running.delete(job.id);
+        // The slot is free: take the next job at once rather than at the next poll.
+        if (claiming) fill().catch((error: unknown) => log.warn({ err: error }, 'Looking for the next job failed; the poll tries again'));
+      });
+    running.set(job.id, run);
+  }
+
+  /** Claims jobs in fair order while slots are free and there is work. */
+  async function claimWhileFree(): Promise<void> {
+    let contended = 0;
+    while (claiming && running.size < concurrency) {
+      const next = await claimNext(pool, { jobType, workerId, leaseMs, tenantCap });
+      if (next.kind === 'none') return;
+      if (next.kind === 'contended') {
+        if (++contended >= MAX_CONTENDED_CLAIMS) return;
+        continue;
+      }
+      contended = 0;
+      startRun(next.job);
     }
   }
 
   /**
-   * Stopping the subscription pauses its partitions and waits for the handlers in flight, so nothing new is
-   * claimed while the jobs already claimed run on (their leases renewed as usual). At the drain deadline the
-   * jobs still running are aborted, which hands them back, and the subscription's wait ends with them.
+   * One look for work at a time: a wake-up, a freed slot or the poll arriving meanwhile joins the one under way and
+   * has it look once more when it is done (so work committed after its last claim is not missed). Rejects when the
+   * database cannot be reached, which makes a wake-up's delivery fail and be retried.
+   */
+  function fill(): Promise<void> {
+    fillRequests += 1;
+    if (filling) return filling;
+    filling = (async () => {
+      try {
+        let handled = 0;
+        while (claiming && handled !== fillRequests) {
+          handled = fillRequests;
+          await claimWhileFree();
+        }
+      } finally {
+        filling = undefined;
+      }
+    })();
+    return filling;
+  }
+
+  function schedulePoll(): void {
+    if (!claiming) return;
+    pollTimer = setTimeout(
+      () => {
+        fill()
+          .catch((error: unknown) => log.warn({ err: error }, 'Looking for work failed; the next poll tries again'))
+          .finally(schedulePoll);
+      },
+      pollIntervalMs * (0.75 + Math.random() * 0.5),
+    );
+  }
+
+  /**
+   * Stopping the subscription waits for the wake-ups in flight (each returns once it has claimed), so nothing new is
+   * claimed while the jobs already claimed run on (their leases renewed as usual). At the drain deadline the jobs
+   * still running are aborted, which hands them back, and the wait ends with them.
    */
   async function drain(stopped: Promise<void>): Promise<void> {
-    if (running.size > 0) log.info({ jobs: [...running], drainTimeoutMs }, 'Worker stopping: finishing the jobs in flight');
+    if (running.size > 0) log.info({ jobs: [...running.keys()], drainTimeoutMs }, 'Worker stopping: finishing the jobs in flight');
     const deadline = setTimeout(() => {
-      if (running.size > 0) log.warn({ jobs: [...running], drainTimeoutMs }, 'Drain time over: handing back the jobs still running');
+      if (running.size > 0) log.warn({ jobs: [...running.keys()], drainTimeoutMs }, 'Drain time over: handing back the jobs still running');
       stopping.abort();
     }, drainTimeoutMs);
     try {
@@ -91,19 +171,33 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   return {
     workerId,
     async start() {
+      claiming = true;
       subscription = await options.bus.subscribe({
         topic: jobRequestTopics[jobType],
         groupId: `${jobType}-workers`,
-        concurrency: options.concurrency ?? 4,
+        // A wake-up returns as soon as the free slots are claimed: one at a time is enough.
+        concurrency: 1,
         maxAttempts: REQUEST_MAX_ATTEMPTS,
         backoff: { initialMs: 200, maxMs: 10_000, ...options.requestBackoff },
-        handler: (envelope) => handle(envelope.payload),
+        handler: () => (claiming ? fill() : Promise.resolve()),
       });
-      log.info('Worker consuming job requests');
+      // Work queued while no worker ran is taken now, not at the first poll.
+      fill().catch((error: unknown) => log.warn({ err: error }, 'Looking for work failed; the poll tries again'));
+      schedulePoll();
+      log.info({ concurrency, tenantCap, pollIntervalMs }, 'Worker taking jobs');
     },
     async stop() {
+      claiming = false;
+      clearTimeout(pollTimer);
       if (drainTimeoutMs === 0) stopping.abort();
-      await drain(subscription?.stop() ?? Promise.resolve());
+      await drain(
+        (async () => {
+          await subscription?.stop();
+          await filling?.catch(() => undefined);
+          // No run starts after the last look for work has ended.
+          await Promise.all(running.values());
+        })(),
+      );
     },
   };
 }

@@ -71,6 +71,11 @@ describe('job worker', () => {
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((worker) => worker.stop()));
     await bus.close();
+    // A worker takes any claimable job of its type, not only those it is woken for: a test leaves none behind.
+    await pool.query(
+      `UPDATE jobs SET status = 'failed', error = '{"type": "internal_error", "detail": "test over"}', result = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, finished_at = now() WHERE status IN ('pending', 'running')`,
+    );
   });
   afterAll(async () => {
     await pool.end();
