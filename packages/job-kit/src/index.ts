@@ -16,6 +16,7 @@ export {
 } from '@fin/job-store';
 export {
   createJobWorker,
+  DEFAULT_TENANT_CAP,
   type FailureVerdict,
   type JobToRun,
   type JobWorker,

@@ -21,6 +21,10 @@ export interface ProductSettings {
   timeLimitMs: number;
   /** Jobs one worker process runs at once. */
   workerConcurrency: number;
+  /** Jobs of the product one tenant may have running at once, across every worker. */
+  tenantCap: number;
+  /** How often a worker looks for jobs it was not woken for. */
+  pollIntervalMs: number;
   /** Attempts per job: a dead worker or a temporary model error uses one. */
   maxAttempts: number;
   /** How long a worker's claim on a job lasts without renewal. */
@@ -101,6 +105,8 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
         logger,
         timeLimitMs: settings.timeLimitMs,
         concurrency: settings.workerConcurrency,
+        tenantCap: settings.tenantCap,
+        pollIntervalMs: settings.pollIntervalMs,
         leaseMs: settings.leaseMs,
         drainTimeoutMs: settings.drainTimeoutMs,
       })

@@ -62,6 +62,10 @@ export interface ProductWorkerDeps<Engine> {
   /** A run that takes longer fails (`gateway_timeout`). */
   timeLimitMs: number;
   concurrency?: number;
+  /** Jobs of the product one tenant may have running at once, across every worker. */
+  tenantCap?: number;
+  /** How often the worker looks for jobs it was not woken for. */
+  pollIntervalMs?: number;
   leaseMs?: number;
   /** On SIGTERM, how long jobs in flight may still finish before they are handed back. */
   drainTimeoutMs?: number;

@@ -5,6 +5,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
+import { DEFAULT_TENANT_CAP } from '@fin/job-kit';
 
 /** The analysis service's environment (API role, worker role or both). See docs/configuration.md. */
 export const analysisConfigShape = {
@@ -23,7 +24,15 @@ export const analysisConfigShape = {
   ...logConfigShape(),
   /** An analysis that runs longer fails (the spec's typical time is 30–90 s). */
   ANALYSIS_TIME_LIMIT_MS: int(1_000, 900_000).default(180_000),
-  ANALYSIS_WORKER_CONCURRENCY: int(1, 64).default(4),
+  /** Queued analyses one worker process runs at once. An analysis mostly waits on the model: a slot costs memory, not CPU. */
+  ANALYSIS_WORKER_CONCURRENCY: int(1, 2_000).default(4),
+  /**
+   * Queued analyses one tenant may have running at once across every worker replica (counted from live leases when a job is
+   * claimed): one account's backlog cannot take every slot. docs/jobs.md#fair-order-between-tenants.
+   */
+  ANALYSIS_WORKER_TENANT_CAP: int(1, 100_000).default(DEFAULT_TENANT_CAP),
+  /** How often (±25 %) a worker looks for jobs it was not woken for: a wake-up lost, or work queued while it was full. */
+  WORKER_POLL_INTERVAL_MS: int(100, 60_000).default(1_500),
   ANALYSIS_MAX_ATTEMPTS: int(1, 10).default(3),
   /** How long a claim on a job lasts without renewal: a process that dies is noticed after this. */
   ANALYSIS_LEASE_MS: int(1_000, 600_000).default(15_000),

@@ -62,6 +62,8 @@ export async function createAnalysisUnit({ config, logger, ...shared }: Analysis
           logger,
           timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,
           concurrency: config.ANALYSIS_WORKER_CONCURRENCY,
+          tenantCap: config.ANALYSIS_WORKER_TENANT_CAP,
+          pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
           leaseMs: config.ANALYSIS_LEASE_MS,
           drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
         });

@@ -22,6 +22,8 @@ export function createNewsUnit({ config, logger, ...shared }: NewsServiceOptions
       role: config.NEWS_ROLE,
       timeLimitMs: config.NEWS_TIME_LIMIT_MS,
       workerConcurrency: config.NEWS_WORKER_CONCURRENCY,
+      tenantCap: config.NEWS_WORKER_TENANT_CAP,
+      pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
       maxAttempts: config.NEWS_MAX_ATTEMPTS,
       leaseMs: config.NEWS_LEASE_MS,
       drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,

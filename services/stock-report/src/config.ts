@@ -5,6 +5,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
+import { DEFAULT_TENANT_CAP } from '@fin/job-kit';
 
 /** The stock-report service's environment (API role, worker role or both). See docs/configuration.md. */
 export const stockReportConfigShape = {
@@ -23,7 +24,14 @@ export const stockReportConfigShape = {
   /** A report that runs longer fails. One symbol takes about 10–20 s and a comparison 30–45 s: twice that, with room. */
   STOCK_REPORT_TIME_LIMIT_MS: int(1_000, 600_000).default(90_000),
   /** Reports are long model runs that mostly wait on the API, so a worker holds several. */
-  STOCK_REPORT_WORKER_CONCURRENCY: int(1, 64).default(4),
+  STOCK_REPORT_WORKER_CONCURRENCY: int(1, 2_000).default(4),
+  /**
+   * Reports one tenant may have running at once across every worker replica (counted from live leases when a job is
+   * claimed): one account's backlog cannot take every slot. docs/jobs.md#fair-order-between-tenants.
+   */
+  STOCK_REPORT_WORKER_TENANT_CAP: int(1, 100_000).default(DEFAULT_TENANT_CAP),
+  /** How often (±25 %) a worker looks for jobs it was not woken for: a wake-up lost, or work queued while it was full. */
+  WORKER_POLL_INTERVAL_MS: int(100, 60_000).default(1_500),
   STOCK_REPORT_MAX_ATTEMPTS: int(1, 10).default(3),
   /** How long a worker's claim on a job lasts without renewal: a worker that dies is replaced after this. */
   STOCK_REPORT_LEASE_MS: int(1_000, 600_000).default(15_000),

@@ -22,6 +22,8 @@ export function createStockReportUnit({ config, logger, ...shared }: StockReport
       role: config.STOCK_REPORT_ROLE,
       timeLimitMs: config.STOCK_REPORT_TIME_LIMIT_MS,
       workerConcurrency: config.STOCK_REPORT_WORKER_CONCURRENCY,
+      tenantCap: config.STOCK_REPORT_WORKER_TENANT_CAP,
+      pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
       maxAttempts: config.STOCK_REPORT_MAX_ATTEMPTS,
       leaseMs: config.STOCK_REPORT_LEASE_MS,
       drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
