@@ -3,16 +3,34 @@
 // fakes (@fin/fakes) serve the same wire format and data over HTTP. A package of its own so that both depend on it
 // and neither on the other at run time.
 export { OFFLINE_NOTICE, offlineAnalyst } from './analyst';
-export { messagesApiFetch } from './fetch';
+export { messagesApiFetch, type MessagesApiOptions } from './fetch';
 export { apiId, opaque } from './ids';
 export { briefText, lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './request';
 export { text, toolUse } from './turns';
 export { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
 export { API_MODELS, apiModel, checkModelRules, minimumCacheableTokens, type ApiModelRules } from './model-rules';
 export { checkThinkingBlocks } from './thinking';
+export { canonicalModel, createPacer, DEFAULT_MODEL_PACE, eventSchedule, type ModelPace, type PaceOptions, type Pacer } from './pace';
+export {
+  createRateLimiter,
+  type Admission,
+  type ModelLimits,
+  type RateLimiter,
+  type RateLimitOptions,
+  type RequestCost,
+} from './rate-limits';
 export { PromptCache, promptTokens, type BilledInput, type CacheTtl, type PromptCacheOptions } from './prompt-cache';
 export { countTokens, WEB_SEARCH_RESULT_TOKENS } from './tokens';
-export { errorBody, estimateInputTokens, renderEvents, renderMessage, resolveReply, serializeEvent, type RenderOptions } from './wire';
+export {
+  errorBody,
+  estimateInputTokens,
+  renderEvents,
+  renderMessage,
+  resolveReply,
+  serializeEvent,
+  type RenderOptions,
+  type ResolvedReply,
+} from './wire';
 export {
   API_ERROR_STATUS,
   type ApiErrorType,

@@ -193,6 +193,23 @@ export class PromptCache {
 
   /** Bills `body` for `apiKey`, reading and writing the cache as the API would. */
   bill(apiKey: string, body: MessagesRequestBody): BilledInput {
+    return this.price(apiKey, body, true);
+  }
+
+  /**
+   * What `bill` would bill now, without reading or writing the cache (no lifetime renewed, nothing written): the
+   * input a request counts against the rate limits before it is answered (rate-limits.ts).
+   */
+  quote(apiKey: string, body: MessagesRequestBody): BilledInput {
+    return this.price(apiKey, body, false);
+  }
+
+  /** Forgets every cached prefix. */
+  clear(): void {
+    this.keys.clear();
+  }
+
+  private price(apiKey: string, body: MessagesRequestBody, commit: boolean): BilledInput {
     const list = boundaries(body);
     const total = list.at(-1)?.tokens ?? 0;
     const uncached: BilledInput = {
@@ -224,7 +241,7 @@ export class PromptCache {
         }
       }
     }
-    if (readEntry) readEntry.expiresAt = now + readEntry.ttlMs;
+    if (readEntry && commit) readEntry.expiresAt = now + readEntry.ttlMs;
 
     const billed = { ...uncached, input_tokens: total - read, cache_read_input_tokens: read };
     let written = read;
@@ -235,15 +252,10 @@ export class PromptCache {
       else billed.ephemeral_5m_input_tokens += stretch;
       billed.cache_creation_input_tokens += stretch;
       written = tokens;
-      entries.set(hash, { expiresAt: now + TTL_MS[ttl], ttlMs: TTL_MS[ttl] });
+      if (commit) entries.set(hash, { expiresAt: now + TTL_MS[ttl], ttlMs: TTL_MS[ttl] });
     }
     billed.input_tokens = total - written;
     return billed;
-  }
-
-  /** Forgets every cached prefix. */
-  clear(): void {
-    this.keys.clear();
   }
 
   private entriesOf(apiKey: string, now: number): Map<string, Entry> {

@@ -13,7 +13,11 @@ import { type ServerResponse } from 'node:http';
 import {
   API_ERROR_STATUS,
   apiId,
+  canonicalModel,
   checkHeaders,
+  createPacer,
+  createRateLimiter,
+  eventSchedule,
   checkMessagesBody,
   errorBody,
   estimateInputTokens,
@@ -28,8 +32,11 @@ import {
   type ApiErrorType,
   type BilledInput,
   type MessagesRequestBody,
+  type PaceOptions,
+  type RateLimitOptions,
   type Rejection,
   type RenderOptions,
+  type ResolvedReply,
 } from '@fin/offline';
 import { type Exchange, type ListenOptions, headerRecord, pause, readBody, sendJson, startServer, waitForAbort } from '../http';
 import { defaultErrorMessage } from './replies';
@@ -73,6 +80,25 @@ export interface FakeAnthropicOptions extends ListenOptions {
    * unless their script gives usage.
    */
   now?: () => number;
+  /**
+   * Answer at each model's pace (off by default: at once): the first byte after the model's time to first token,
+   * then the output at its tokens per second, a non-streamed answer all at once when the last token is written.
+   * `true` takes the default pace of every model (@fin/offline pace.ts, with its sources); an object overrides
+   * it per model id.
+   */
+  pace?: boolean | PaceOptions;
+  /**
+   * The organisation's rate limits per model (off by default: unlimited): requests, input and output tokens per
+   * minute as continuously refilled buckets, the API's 429 with retry-after, and the anthropic-ratelimit-*
+   * headers on every answer (@fin/offline rate-limits.ts, with what the documentation says). Buckets run on
+   * `now` unless the limits give a clock of their own.
+   */
+  rateLimits?: RateLimitOptions;
+  /**
+   * The wall-clock length of one second of model time, for both the pace and the limits unless they give their
+   * own (default 1): 0.1 runs ten times faster than the API, in the same proportions.
+   */
+  timeScale?: number;
 }
 
 export interface FakeAnthropic {
@@ -82,17 +108,35 @@ export interface FakeAnthropic {
   readonly requests: readonly RecordedRequest[];
   /** Scripted replies not consumed yet. */
   readonly pendingReplies: number;
+  /** Requests refused with the rate limits' 429 since start or the last reset() (counted even when not recorded). */
+  readonly rateLimited: number;
   /** Appends replies to the queue; each answers one `POST /v1/messages`, in order. */
   reply(...replies: ScriptedReply[]): void;
   /** Sets (or with undefined removes) the handler that answers once the queue is empty. */
   setHandler(handler: ReplyHandler | undefined): void;
-  /** Empties the queue, the request log and the prompt cache, and puts back the handler given at start (if any). */
+  /**
+   * Empties the queue, the request log and the prompt cache, refills the rate limits' buckets, and puts back the
+   * handler given at start (if any).
+   */
   reset(): void;
   /** Ends every exchange in flight (hanging ones too), closes every connection and stops listening. */
   close(): Promise<void>;
 }
 
 const NO_RETRY = { 'x-should-retry': 'false' };
+
+/** A request the fake answers, with what its answer carries whatever the reply is. */
+interface Answer {
+  exchange: Exchange;
+  body: MessagesRequestBody;
+  requestId: string;
+  /** When the request arrived (ms): the pace counts from here. */
+  startedAt: number;
+  /** The anthropic-ratelimit-* headers, on every answer when limits are configured. */
+  limitHeaders: Record<string, string>;
+  /** Corrects the limits' output estimate once the answer ended. */
+  settle: (outputTokens: number) => void;
+}
 
 function isErrorReply(reply: Reply): reply is ErrorReply {
   return 'error' in reply;
@@ -138,12 +182,32 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   let received = 0;
   let handler = options.handler;
   const promptCache = new PromptCache({ now: options.now });
+  const pacer =
+    options.pace === undefined || options.pace === false
+      ? undefined
+      : createPacer({ timeScale: options.timeScale, ...(options.pace === true ? {} : options.pace) });
+  const limiter = options.rateLimits
+    ? createRateLimiter({ now: options.now, timeScale: options.timeScale, ...options.rateLimits }, canonicalModel)
+    : undefined;
+  let rateLimited = 0;
 
-  async function writeStream(exchange: Exchange, body: MessagesRequestBody, reply: MessageReply, billed: BilledInput, requestId: string) {
+  /** Waits until `dueMs` after the request arrived (no wait without a pace); false when the exchange ended first. */
+  const until = (answer: Answer, dueMs: number) => pause(answer.startedAt + dueMs - Date.now(), answer.exchange.signal);
+
+  async function writeStream(answer: Answer, reply: MessageReply, resolved: ResolvedReply) {
+    const { exchange, body, requestId } = answer;
     const { res, signal } = exchange;
     const faults: Faults = reply.faults ?? {};
-    const events = renderEvents(resolveReply(reply, body, billed), render);
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': requestId });
+    const events = renderEvents(resolved, render);
+    const schedule = pacer ? eventSchedule(pacer, body.model, events, resolved.usage.output_tokens) : undefined;
+    // The status line, headers and message_start come with the first token.
+    if (schedule && !(await until(answer, schedule[0] ?? 0))) return;
+    res.writeHead(200, {
+      ...answer.limitHeaders,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'request-id': requestId,
+    });
     res.flushHeaders();
 
     const contentEvents = events.filter((event) => event.event !== 'ping').length;
@@ -177,11 +241,12 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     };
 
     let sent = 0;
-    for (const event of events) {
+    for (const [position, event] of events.entries()) {
       if (signal.aborted) return;
       if (event.event !== 'ping') {
         if (await faultAt(sent)) return;
         if (sent > 0 && faults.delayBetweenEventsMs && !(await pause(faults.delayBetweenEventsMs, signal))) return;
+        if (schedule && !(await until(answer, schedule[position] ?? 0))) return;
         sent++;
       }
       if (!res.write(serializeEvent(event))) await new Promise<void>((resolve) => res.once('drain', resolve));
@@ -190,23 +255,38 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     res.end();
   }
 
-  async function answer(exchange: Exchange, request: RecordedRequest, body: MessagesRequestBody, reply: Reply, requestId: string) {
+  async function answer(given: Answer, request: RecordedRequest, reply: Reply) {
+    let outputTokens = 0;
+    try {
+      outputTokens = await respond(given, request, reply);
+    } finally {
+      // The output estimated from max_tokens is corrected to what was written (nothing, for an error answer).
+      given.settle(outputTokens);
+    }
+  }
+
+  /** Sends the answer; resolves with the output tokens it carried. */
+  async function respond(given: Answer, request: RecordedRequest, reply: Reply): Promise<number> {
+    const { exchange, body, requestId } = given;
     const { res, signal } = exchange;
     const faults: Faults = reply.faults ?? {};
-    if (faults.latencyMs && !(await pause(faults.latencyMs, signal))) return;
-    if (faults.hang === true || (!request.stream && faults.hang)) return waitForAbort(signal);
+    if (faults.latencyMs && !(await pause(faults.latencyMs, signal))) return 0;
+    if (faults.hang === true || (!request.stream && faults.hang)) {
+      await waitForAbort(signal);
+      return 0;
+    }
     if (faults.dropConnectionAfterEvents !== undefined && (!request.stream || isErrorReply(reply))) {
       res.socket?.destroy();
-      return;
+      return 0;
     }
 
     if (isErrorReply(reply)) {
       const { type, message, status, retryAfterSeconds, shouldRetry, details } = reply.error;
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...given.limitHeaders };
       if (retryAfterSeconds !== undefined) headers['retry-after'] = String(retryAfterSeconds);
       if (shouldRetry !== undefined) headers['x-should-retry'] = String(shouldRetry);
       sendError(res, requestId, { type, message: message ?? defaultErrorMessage(type), status, details }, headers);
-      return;
+      return 0;
     }
 
     if (!request.stream && (faults.failMidStream || faults.delayBetweenEventsMs)) {
@@ -215,22 +295,32 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       );
     }
     // Billed (and the cache written) only for an answer the API would have given.
-    const billed = promptCache.bill(request.apiKey ?? '', body);
-    if (request.stream) return writeStream(exchange, body, reply, billed, requestId);
+    const billed: BilledInput = promptCache.bill(request.apiKey ?? '', body);
+    const resolved = resolveReply(reply, body, billed);
+    const outputTokens = resolved.usage.output_tokens;
+    if (request.stream) {
+      await writeStream(given, reply, resolved);
+      return outputTokens;
+    }
 
-    const text = JSON.stringify(renderMessage(resolveReply(reply, body, billed)));
+    // A whole answer comes when its last token is written.
+    if (pacer && !(await until(given, pacer.firstTokenMs(body.model) + pacer.outputMs(body.model, outputTokens)))) return outputTokens;
+    const text = JSON.stringify(renderMessage(resolved));
+    const headers = { ...given.limitHeaders, 'content-type': 'application/json', 'request-id': requestId };
     if (faults.malformedJson) {
       // A body cut off mid-object: the headers promise JSON, the bytes are not.
       const cut = text.slice(0, Math.max(1, Math.floor(text.length / 2)));
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(cut)), 'request-id': requestId });
+      res.writeHead(200, { ...headers, 'content-length': String(Buffer.byteLength(cut)) });
       res.end(cut);
-      return;
+      return outputTokens;
     }
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'request-id': requestId });
+    res.writeHead(200, { ...headers, 'content-length': String(Buffer.byteLength(text)) });
     res.end(text);
+    return outputTokens;
   }
 
   async function handle(exchange: Exchange): Promise<void> {
+    const startedAt = Date.now();
     const { req, res } = exchange;
     const requestId = apiId('req');
     const rawBody = await readBody(req);
@@ -294,6 +384,26 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       return;
     }
 
+    // The organisation's limits, before any reply is taken: a refused request consumes no scripted reply.
+    let limitHeaders: Record<string, string> = {};
+    let settle: (outputTokens: number) => void = () => undefined;
+    if (limiter) {
+      const quoted = promptCache.quote(request.apiKey ?? '', body);
+      const admission = limiter.admit(body.model, {
+        inputTokens: quoted.input_tokens + quoted.cache_creation_input_tokens,
+        maxTokens: body.max_tokens,
+      });
+      if (!admission.admitted) {
+        request.answeredBy = 'rate_limited';
+        rateLimited++;
+        sendError(res, requestId, admission.rejection, admission.headers);
+        return;
+      }
+      limitHeaders = admission.headers;
+      settle = admission.settle;
+    }
+    const given: Answer = { exchange, body, requestId, startedAt, limitHeaders, settle };
+
     const typed = request as RecordedRequest & { body: MessagesRequestBody };
     let scripted = queue.shift();
     if (scripted !== undefined) request.answeredBy = 'queue';
@@ -302,11 +412,18 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       scripted = handler;
     } else {
       request.answeredBy = 'unscripted';
-      sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, NO_RETRY);
+      settle(0);
+      sendError(res, requestId, { type: 'api_error', message: describeUnscripted(request) }, { ...limitHeaders, ...NO_RETRY });
       return;
     }
-    const reply = typeof scripted === 'function' ? await scripted(typed, { index: request.index }) : scripted;
-    await answer(exchange, request, body, reply, requestId);
+    let reply: Reply;
+    try {
+      reply = typeof scripted === 'function' ? await scripted(typed, { index: request.index }) : scripted;
+    } catch (error) {
+      settle(0);
+      throw error;
+    }
+    await answer(given, request, reply);
   }
 
   const server = await startServer(
@@ -326,6 +443,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     get pendingReplies() {
       return queue.length;
     },
+    get rateLimited() {
+      return rateLimited;
+    },
     reply(...replies) {
       queue.push(...replies);
     },
@@ -337,6 +457,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       requests.length = 0;
       received = 0;
       promptCache.clear();
+      limiter?.reset();
+      rateLimited = 0;
       handler = options.handler;
     },
     close: () => server.close(),

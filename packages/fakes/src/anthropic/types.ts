@@ -72,8 +72,11 @@ export interface RecordedRequest {
   rawBody: string;
   /** `body.stream === true`. */
   stream: boolean;
-  /** How the fake answered: a scripted reply, the handler, a validation error, or the unscripted-request 500. */
-  answeredBy: 'queue' | 'handler' | 'validation' | 'unscripted' | 'builtin';
+  /**
+   * How the fake answered: a scripted reply, the handler, a validation error, the unscripted-request 500, or the
+   * rate limits' 429.
+   */
+  answeredBy: 'queue' | 'handler' | 'validation' | 'unscripted' | 'builtin' | 'rate_limited';
   /**
    * Set (on this live record) when the connection closed before the answer was complete: the client aborted
    * the call, as the SDK does when its `signal` fires, or the fake was closed first. Stays false for an

@@ -1,0 +1,83 @@
+// The stand-in's pace and rate limits: the default figures (with the per-call durations they give the products),
+// and offline mode's in-process API keeping both, through the real SDK. Wall-clock waits are compressed with
+// timeScale and asserted with generous bounds.
+import Anthropic, { RateLimitError } from '@anthropic-ai/sdk';
+import { API_MODELS, createPacer, DEFAULT_MODEL_PACE, messagesApiFetch, type MessagesApiOptions, type StandInModel } from '../src';
+
+const MODEL = 'claude-sonnet-5-5';
+const answer: StandInModel = () => ({ content: [{ type: 'text', text: 'Offline answer. '.repeat(30) }], usage: { outputTokens: 300 } });
+const clientFor = (options: MessagesApiOptions) =>
+  new Anthropic({
+    apiKey: 'offline-mode',
+    baseURL: 'http://offline-analyst.invalid',
+    maxRetries: 0,
+    fetch: messagesApiFetch(answer, options),
+  });
+const ask = { model: MODEL, max_tokens: 1_024, messages: [{ role: 'user' as const, content: 'hello' }] };
+
+describe('default pace', () => {
+  it('has a time to first token and an output rate for every model the stand-in serves', () => {
+    for (const model of Object.keys(API_MODELS)) {
+      expect(DEFAULT_MODEL_PACE[model]?.timeToFirstTokenMs).toBeGreaterThan(0);
+      expect(DEFAULT_MODEL_PACE[model]?.outputTokensPerSecond).toBeGreaterThan(0);
+    }
+  });
+
+  it('gives the per-call durations capacity is planned with: news ~4 s, a stock report ~25 s, a chat reply ~10 s', () => {
+    const pacer = createPacer();
+    const call = (model: string, outputTokens: number) => (pacer.firstTokenMs(model) + pacer.outputMs(model, outputTokens)) / 1_000;
+    expect(call('claude-haiku-5-5', 400)).toBeCloseTo(3.8, 0);
+    expect(call('claude-sonnet-5-5', 1_500)).toBeCloseTo(25.6, 0);
+    expect(call('claude-sonnet-5-5', 500)).toBeCloseTo(9.7, 0);
+    // An alias runs at its model's pace, an unknown id at its family's, and a time scale compresses every delay.
+    expect(pacer.firstTokenMs('claude-haiku-4-5-20251001')).toBe(pacer.firstTokenMs('claude-haiku-4-5'));
+    expect(pacer.firstTokenMs('claude-opus-9')).toBe(DEFAULT_MODEL_PACE['claude-opus-5-5']?.timeToFirstTokenMs);
+    expect(createPacer({ timeScale: 0.1 }).outputMs(MODEL, 630)).toBeCloseTo(1_000, 0);
+  });
+});
+
+describe('offline mode with pace and limits', () => {
+  it('answers at once and unlimited by default, without anthropic-ratelimit-* headers', async () => {
+    const started = performance.now();
+    const { response } = await clientFor({}).messages.create(ask).withResponse();
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(response.headers.get('anthropic-ratelimit-requests-limit')).toBeNull();
+  });
+
+  it('keeps the pace: a whole answer after the first token and its output, a stream spread over it', async () => {
+    // 1 s to the first token and 300 tokens at 100 a second, compressed twenty times: 50 ms, then 150 ms.
+    const client = clientFor({ pace: { models: { [MODEL]: { timeToFirstTokenMs: 1_000, outputTokensPerSecond: 100 } }, timeScale: 0.05 } });
+    let started = performance.now();
+    await client.messages.create(ask);
+    const whole = performance.now() - started;
+    expect(whole).toBeGreaterThanOrEqual(195);
+    expect(whole).toBeLessThan(800);
+
+    started = performance.now();
+    let first: number | undefined;
+    for await (const event of client.messages.stream(ask)) {
+      if (event.type === 'message_start') first = performance.now() - started;
+    }
+    const streamed = performance.now() - started;
+    expect(first).toBeGreaterThanOrEqual(45);
+    expect(first).toBeLessThan(150);
+    expect(streamed).toBeGreaterThanOrEqual(195);
+    expect(streamed).toBeLessThan(800);
+  });
+
+  it("enforces the organisation's limits with the API's 429 and headers", async () => {
+    const client = clientFor({ limits: { models: { [MODEL]: { requestsPerMinute: 2, outputTokensPerMinute: 50_000 } } } });
+    const { response } = await client.messages.create(ask).withResponse();
+    expect(response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('1');
+    expect(response.headers.get('anthropic-ratelimit-output-tokens-limit')).toBe('50000');
+    await client.messages.stream(ask).finalMessage();
+
+    const refused = await client.messages.create(ask).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    const error = refused as RateLimitError;
+    expect(error.headers.get('retry-after')).toBe('30');
+    expect(error.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+    expect(error.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+    expect(error.message).toContain('of 2 requests per minute');
+  });
+});
