@@ -4,6 +4,17 @@ import { modelProfile, settingProblem, THINKING_SETTINGS, type ThinkingSetting }
 import { EFFORT_LEVELS, type Effort } from './models';
 import { DEFAULT_PRICES, PriceTable } from './prices';
 
+/** Limits of one model, per minute (positive whole numbers; a missing one is unlimited). */
+const ModelLimits = z.strictObject({
+  requestsPerMinute: z.number().int().positive().optional(),
+  inputTokensPerMinute: z.number().int().positive().optional(),
+  outputTokensPerMinute: z.number().int().positive().optional(),
+});
+const OfflineRateLimits = z.strictObject({
+  models: z.record(z.string(), ModelLimits).optional(),
+  allModels: ModelLimits.optional(),
+});
+
 function thinking() {
   return z.enum(THINKING_SETTINGS).default('off');
 }
@@ -112,6 +123,33 @@ export const aiConfigShape = {
       }
     })
     .default(DEFAULT_PRICES),
+  /**
+   * Offline mode only: the in-process stand-in answers at each model's pace (@fin/offline pace.ts: time to the
+   * first token, then output tokens per second; docs/ai.md#pace-and-rate-limits) instead of at once.
+   */
+  AI_OFFLINE_PACE: bool().default(false),
+  /**
+   * Offline mode only: the organisation's rate limits the stand-in enforces per model, as JSON
+   * ({"models": {"claude-sonnet-5-5": {"requestsPerMinute", "inputTokensPerMinute", "outputTokensPerMinute"}},
+   * "allModels": {...}}), with the API's 429 and anthropic-ratelimit-* headers. Unset: unlimited.
+   */
+  AI_OFFLINE_RATE_LIMITS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return OfflineRateLimits.parse(JSON.parse(text));
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'must be JSON limits per model ({"models": {"<model id>": {"requestsPerMinute": 4000, "inputTokensPerMinute": 2000000, "outputTokensPerMinute": 400000}}, "allModels": {...}})',
+        });
+        return z.NEVER;
+      }
+    })
+    .optional(),
+  /** Offline mode only: the wall-clock length of one second of the stand-in's time (0.1: pace and limits ten times faster). */
+  AI_OFFLINE_TIME_SCALE: z.coerce.number().positive().max(100).default(1),
   AI_WEB_SEARCH: bool().default(true),
   AI_WEB_SEARCH_MAX_USES: int(1, 20).default(5),
   FINNHUB_API_KEY: secret(z.string().min(8, 'is too short to be a Finnhub API key')).optional(),

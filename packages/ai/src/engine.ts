@@ -119,10 +119,17 @@ export async function createAiEngine({ config, logger, marketData, customerTools
       apiKey: 'offline-mode',
       baseURL: OFFLINE_BASE_URL,
       ...clientOptions,
-      fetch: messagesApiFetch(offlineAnalyst()),
+      fetch: messagesApiFetch(offlineAnalyst(), {
+        pace: config.AI_OFFLINE_PACE ? { timeScale: config.AI_OFFLINE_TIME_SCALE } : undefined,
+        limits: config.AI_OFFLINE_RATE_LIMITS && { ...config.AI_OFFLINE_RATE_LIMITS, timeScale: config.AI_OFFLINE_TIME_SCALE },
+      }),
     });
     logger.warn(
-      { aiMode: 'offline' },
+      {
+        aiMode: 'offline',
+        modelPace: config.AI_OFFLINE_PACE ? { timeScale: config.AI_OFFLINE_TIME_SCALE } : 'instant',
+        rateLimits: config.AI_OFFLINE_RATE_LIMITS ?? 'unlimited',
+      },
       'AI OFFLINE MODE: no ANTHROPIC_API_KEY is set, so results come from a deterministic stand-in over bundled sample data. They are marked offline and are not research.',
     );
   } else {
