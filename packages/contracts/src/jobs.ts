@@ -30,17 +30,39 @@ const statusFields = {
   currently_working_on: z.string().meta({ description: 'Human-readable current step.', examples: ['Ranking news by relevance'] }),
 };
 
+const notFailed = { error: z.never({ error: 'is only present when status is failed' }).optional() };
+
+/**
+ * How many jobs are ahead of a pending one. Only a pending job has a place in the queue, so the field is only in the
+ * pending branch of the answer (and absent there for a job created already held by the process that runs it).
+ */
+const QueuePosition = z
+  .int()
+  .min(0)
+  .meta({
+    description:
+      'While the job is pending: about how many jobs of its type the workers will start before it (0: it is next), if ' +
+      'no other job arrives. Workers take turns between accounts: the next job comes from the account with the least ' +
+      "work of that type running, its oldest job first. So for the k-th waiting job of its account, the account's k − 1 " +
+      'older jobs are ahead, and from each other account with jobs waiting up to k of them (ties between turns go to ' +
+      'the older job): more when that account has less work running, fewer when it has more. An estimate: a job ' +
+      'another account submits later can still go ahead of this one.',
+    examples: [3],
+  });
+
 /**
  * Answer of the status endpoint. `error` is present exactly when status is failed (and then required), so a
- * client learns why without another call; a job that is not failed never carries one. Expressed as a union
- * on `status` so the OpenAPI document states the rule too.
+ * client learns why without another call; a job that is not failed never carries one. `queue_position` is only
+ * in a pending job's answer. Expressed as a union on `status` so the OpenAPI document states the rules too.
  */
 export const JobStatusResponse = z
   .discriminatedUnion('status', [
+    z.object({ ...statusFields, status: z.literal('pending'), queue_position: QueuePosition.optional(), ...notFailed }),
     z.object({
       ...statusFields,
-      status: z.enum(['pending', 'running', 'completed']),
-      error: z.never({ error: 'is only present when status is failed' }).optional(),
+      status: z.enum(['running', 'completed']),
+      queue_position: z.never({ error: 'is only present when status is pending' }).optional(),
+      ...notFailed,
     }),
     z.object({ ...statusFields, status: z.literal('failed'), error: JobError }),
   ])

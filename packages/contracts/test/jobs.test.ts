@@ -37,6 +37,15 @@ describe('JobStatusResponse', () => {
     );
     rejected(JobStatusResponse, { ...base, status: 'failed', error: { type: 'oops', detail: 'x' } });
   });
+
+  it('carries queue_position (a count, 0 or more) only while pending', () => {
+    ok(JobStatusResponse, { ...base, status: 'pending', queue_position: 0 });
+    ok(JobStatusResponse, { ...base, status: 'pending', queue_position: 120 });
+    ok(JobStatusResponse, { ...base, status: 'pending' });
+    rejected(JobStatusResponse, { ...base, status: 'pending', queue_position: -1 });
+    rejected(JobStatusResponse, { ...base, status: 'pending', queue_position: 1.5 });
+    expect(rejected(JobStatusResponse, { ...base, queue_position: 3 })).toBe('queue_position: is only present when status is pending');
+  });
 });
 
 describe('job results', () => {

@@ -83,11 +83,16 @@ describe('what the OpenAPI document will say', () => {
     expect(output.enum).not.toContain('xx');
   });
 
-  it('JobStatusResponse: error is required when failed and forbidden otherwise', () => {
+  it('JobStatusResponse: error is required when failed and forbidden otherwise; queue_position only when pending', () => {
     const { root } = rootOf(contracts.JobStatusResponse, 'output');
-    const [active, failed] = root.oneOf as JsonSchemaObject[];
+    const [pending, active, failed] = root.oneOf as JsonSchemaObject[];
     expect(failed?.required).toContain('error');
+    expect(pending?.properties?.error).toEqual({ not: {} });
     expect(active?.properties?.error).toEqual({ not: {} });
+    expect(pending?.properties?.queue_position).toMatchObject({ type: 'integer', minimum: 0 });
+    expect(pending?.required).not.toContain('queue_position');
+    expect(active?.properties?.queue_position).toEqual({ not: {} });
+    expect(failed?.properties?.queue_position).toBeUndefined();
   });
 
   it('OutputSchema and ToolHeaders state their property counts', () => {

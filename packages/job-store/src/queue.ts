@@ -13,9 +13,10 @@ import { claimAndStart, type LeasedJob } from './lease';
 /** Advisory-lock namespace (two-integer form) of a tenant's claims of one job type. */
 const CLAIM_LOCK_CLASS = 0x6a636c6d; // "jclm"
 
-/** Unfinished and not held by a live lease, with attempts left: claimAndStart's WHERE clause, on alias `j`. */
-const CLAIMABLE = `j.status IN ('pending', 'running') AND j.attempts < j.max_attempts
-  AND (j.lease_expires_at IS NULL OR j.lease_expires_at < now())`;
+/** Unfinished and not held by a live lease, with attempts left: claimAndStart's WHERE clause, on `alias`. */
+const claimable = (alias: string) => `${alias}.status IN ('pending', 'running') AND ${alias}.attempts < ${alias}.max_attempts
+  AND (${alias}.lease_expires_at IS NULL OR ${alias}.lease_expires_at < now())`;
+const CLAIMABLE = claimable('j');
 
 /** Jobs of type $1 that a runner holds with a live lease, per tenant `t` (jobs_leased_idx). */
 const RUNNING_OF = (tenant: string) => `(SELECT count(*) FROM jobs l
@@ -102,23 +103,23 @@ export function claimNext(pool: Pool, params: ClaimNextParams): Promise<NextClai
 //   (k − 1) + Σ over the other tenants U of #{ m ≤ queued_U : m < L_U, or m = L_U and older }, L_U = r_T + k − r_U.
 // With every tenant at the same level this is round robin: (k − 1) + Σ_U min(queued_U, k) (less U's k-th when newer).
 // Each U's count reads at most L_U index entries, so the answer costs about k entries per tenant with work queued.
+// The CTEs are materialized: each is read several times below and must be computed once.
 const QUEUE_POSITION_SQL = `WITH RECURSIVE ${TENANTS_WITH_WORK},
-  levels AS (SELECT t.tenant_id, ${RUNNING_OF('t.tenant_id')} AS running FROM tenants t WHERE t.tenant_id IS NOT NULL),
-  me AS (
-    SELECT j.tenant_id, j.created_at,
-           1 + (SELECT count(*) FROM jobs o WHERE o.type = $1 AND o.tenant_id = j.tenant_id AND o.created_at < j.created_at
-                   AND o.status IN ('pending', 'running') AND o.attempts < o.max_attempts
-                   AND (o.lease_expires_at IS NULL OR o.lease_expires_at < now()))::int AS k,
-           ${RUNNING_OF('j.tenant_id')} AS running
-      FROM jobs j
-     WHERE j.id = $2 AND j.tenant_id::text = $3 AND j.type = $1 AND j.status = 'pending' AND ${CLAIMABLE})
+  levels AS MATERIALIZED (SELECT t.tenant_id, ${RUNNING_OF('t.tenant_id')} AS running FROM tenants t WHERE t.tenant_id IS NOT NULL),
+  job AS MATERIALIZED (
+    SELECT j.tenant_id, j.created_at FROM jobs j
+     WHERE j.id = $2 AND j.tenant_id::text = $3 AND j.type = $1 AND j.status = 'pending' AND ${CLAIMABLE}),
+  me AS MATERIALIZED (
+    SELECT job.tenant_id, job.created_at, l.running,
+           1 + (SELECT count(*) FROM jobs o
+                 WHERE o.type = $1 AND o.tenant_id = job.tenant_id AND o.created_at < job.created_at AND ${claimable('o')})::int AS k
+      FROM job JOIN levels l ON l.tenant_id = job.tenant_id)
   SELECT (me.k - 1 + COALESCE((
            SELECT sum(a.ahead) FROM levels u
             CROSS JOIN LATERAL (
               SELECT count(*) AS ahead FROM (
                 SELECT q.created_at, row_number() OVER (ORDER BY q.created_at) AS m FROM jobs q
-                 WHERE q.type = $1 AND q.tenant_id = u.tenant_id AND q.status IN ('pending', 'running')
-                   AND q.attempts < q.max_attempts AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
+                 WHERE q.type = $1 AND q.tenant_id = u.tenant_id AND ${claimable('q')}
                  ORDER BY q.created_at LIMIT GREATEST(me.running + me.k - u.running, 0)) queued
                WHERE queued.m < me.running + me.k - u.running OR queued.created_at < me.created_at) a
             WHERE u.tenant_id <> me.tenant_id), 0))::int AS ahead

@@ -1,9 +1,9 @@
 // What the status and result endpoints answer. Each answer is one read of job-store (a prepared primary-key read
-// of only the columns it needs); here are the answers' rules: 404 alike for missing and foreign jobs, 409 until done.
+// of only the columns it needs), and a pending job's status also its place in the queue; here are the answers' rules: 404 alike for missing and foreign jobs, 409 until done.
 import { JobError, JobResultByType, type JobResultResponse, type JobStatus, type JobStatusResponse, type JobType } from '@fin/contracts';
 import { type Queryable } from '@fin/db';
 import { AppError, notFound } from '@fin/http';
-import { readJobResult, readJobStatus, type JobRef, type JobStatusRow } from '@fin/job-store';
+import { readJobResult, readJobStatus, readQueuePosition, type JobRef, type JobStatusRow } from '@fin/job-store';
 
 export type { JobRef } from '@fin/job-store';
 
@@ -77,7 +77,11 @@ export function createJobQueries(db: Queryable): JobQueries {
       const row = await readJobStatus(db, ref);
       if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
       const fields = { job_id: ref.jobId, progress: row.progress, currently_working_on: stepOf(row) };
-      return row.status === 'failed' ? { ...fields, status: 'failed', error: failureOf(row) } : { ...fields, status: row.status };
+      if (row.status === 'failed') return { ...fields, status: 'failed', error: failureOf(row) };
+      if (row.status !== 'pending') return { ...fields, status: row.status };
+      // Only a pending job has a place in the queue (a second read; the others stay one primary-key read).
+      const ahead = await readQueuePosition(db, ref);
+      return { ...fields, status: 'pending', ...(ahead === undefined ? {} : { queue_position: ahead }) };
     },
 
     async result(ref) {

@@ -52,8 +52,36 @@ describe('job status and result endpoints', () => {
         status: 'pending',
         progress: 0,
         currently_working_on: 'Waiting for a worker',
+        queue_position: expect.any(Number),
       });
       expect(res.headers['cache-control']).toBe('no-store');
+    });
+
+    it('says how many jobs are ahead of a pending job, in the fair order between accounts, and only while pending', async () => {
+      await pool.query(
+        `UPDATE jobs SET status = 'failed', error = '{"type": "internal_error", "detail": "x"}', result = NULL
+          WHERE type = 'stock-report' AND status IN ('pending', 'running')`,
+      );
+      const mine: string[] = [];
+      for (let i = 0; i < 3; i++) mine.push(await insertJob(pool, { tenantId, type: 'stock-report' }));
+      const theirs = await insertJob(pool, { tenantId: otherTenantId, type: 'stock-report' });
+      const position = async (id: string, tenant = tenantId) =>
+        JobStatusResponse.parse((await get(statusPath('stock-report', id), tenant).expect(200)).body);
+      // Nothing running: the accounts take turns, the older job first. mine[0], theirs, mine[1], mine[2].
+      expect(await position(mine[0]!)).toMatchObject({ status: 'pending', queue_position: 0 });
+      expect(await position(theirs, otherTenantId)).toMatchObject({ queue_position: 1 });
+      expect(await position(mine[1]!)).toMatchObject({ queue_position: 2 });
+      expect(await position(mine[2]!)).toMatchObject({ queue_position: 3 });
+      // Once mine[0] runs, my account has more work running: their job is next, then mine.
+      await pool.query(
+        "UPDATE jobs SET status = 'running', lease_owner = 'w', lease_expires_at = now() + interval '1 minute' WHERE id = $1",
+        [mine[0]],
+      );
+      expect(await position(theirs, otherTenantId)).toMatchObject({ queue_position: 0 });
+      expect(await position(mine[1]!)).toMatchObject({ queue_position: 1 });
+      const running = await position(mine[0]!);
+      expect(running).toMatchObject({ status: 'running' });
+      expect(running).not.toHaveProperty('queue_position');
     });
 
     it('reports a running job with its progress and step', async () => {

@@ -1673,8 +1673,29 @@ export interface components {
              * @example Ranking news by relevance
              */
             currently_working_on: string;
+            /** @constant */
+            status: "pending";
+            /**
+             * @description While the job is pending: about how many jobs of its type the workers will start before it (0: it is next), if no other job arrives. Workers take turns between accounts: the next job comes from the account with the least work of that type running, its oldest job first. So for the k-th waiting job of its account, the account's k − 1 older jobs are ahead, and from each other account with jobs waiting up to k of them (ties between turns go to the older job): more when that account has less work running, fewer when it has more. An estimate: a job another account submits later can still go ahead of this one.
+             * @example 3
+             */
+            queue_position?: number;
+            error?: unknown;
+        } | {
+            job_id: components["schemas"]["JobId"];
+            /**
+             * @description Percent complete, 0 to 100; never decreases.
+             * @example 75
+             */
+            progress: number;
+            /**
+             * @description Human-readable current step.
+             * @example Ranking news by relevance
+             */
+            currently_working_on: string;
             /** @enum {string} */
-            status: "pending" | "running" | "completed";
+            status: "running" | "completed";
+            queue_position?: unknown;
             error?: unknown;
         } | {
             job_id: components["schemas"]["JobId"];
