@@ -41,12 +41,18 @@ export async function expiredLeases(client: PoolClient, limit: number): Promise<
   return rows;
 }
 
-/** Unfinished jobs no runner has claimed (no lease) for `timeoutMs`: their request was never consumed. */
+/**
+ * Unfinished jobs no runner has claimed (no lease) for `timeoutMs` while no runner holds a job of their type either:
+ * no worker of the type is taking jobs. A job waiting its turn behind others of its type (workers busy, or its
+ * tenant at its cap) is not one of them, however long the queue.
+ */
 export async function unclaimedJobs(client: PoolClient, limit: number, timeoutMs: number): Promise<ReapableJob[]> {
   const { rows } = await client.query<ReapableJob>(
     `SELECT ${COLUMNS} FROM jobs
       WHERE status IN ('pending', 'running') AND lease_expires_at IS NULL
         AND updated_at < now() - $2::int * interval '1 millisecond'
+        AND NOT EXISTS (SELECT 1 FROM jobs held WHERE held.type = jobs.type AND held.status IN ('pending', 'running')
+                          AND held.lease_owner IS NOT NULL AND held.lease_expires_at >= now())
       LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit, timeoutMs],
   );

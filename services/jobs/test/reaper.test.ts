@@ -192,6 +192,27 @@ describe('lease reaper', () => {
     expect((await outboxFor(stale)).map((event) => event.topic)).toEqual([jobsEventsTopic.name]);
   });
 
+  it('leaves a job waiting its turn in a long queue pending while workers of its type are running jobs', async () => {
+    const waiting = await insertJob(pool, { tenantId, type: 'stock-report' });
+    await pool.query("UPDATE jobs SET updated_at = now() - interval '10 minutes' WHERE id = $1", [waiting]);
+    const busy = await insertJob(pool, {
+      tenantId,
+      type: 'stock-report',
+      status: 'running',
+      attempts: 1,
+      leaseOwner: 'w',
+      leaseSeconds: 30,
+    });
+    expect(await reaper().sweep()).toEqual({ ran: true, requeued: 0, failed: 0 });
+    expect(await jobRow(pool, waiting)).toMatchObject({ status: 'pending' });
+    // Once no worker of the type holds a job, the wait counts as no worker picking it up.
+    await pool.query("UPDATE jobs SET status = 'completed', result = '{}', lease_owner = NULL, lease_expires_at = NULL WHERE id = $1", [
+      busy,
+    ]);
+    expect(await reaper().sweep()).toMatchObject({ failed: 1 });
+    expect(await jobRow(pool, waiting)).toMatchObject({ status: 'failed', error: { type: 'service_unavailable' } });
+  });
+
   it('settles the daily-budget reservations nothing holds: of jobs that ended (or that it fails) and expired ones', async () => {
     await pool.query('DELETE FROM token_reservations');
     const running = await insertJob(pool, { tenantId, status: 'running', attempts: 1, leaseOwner: 'worker-1', leaseSeconds: 60 });
