@@ -15,12 +15,16 @@ export class CallAttempts {
   #sent = 0;
   #refused = 0;
 
+  /** `observe` is told each attempt's answer (status and headers: the organisation's rate limits, a 429's retry-after). */
+  constructor(private readonly observe?: (status: number, headers: Headers) => void) {}
+
   /** The per-request middleware that counts them (passed as the request option `middleware`). */
   readonly middleware: readonly Middleware[] = [
     async (request, next) => {
       this.#sent += 1;
       const response = await next(request);
       if (!response.ok) this.#refused += 1;
+      this.observe?.(response.status, response.headers);
       return response;
     },
   ];

@@ -10,6 +10,12 @@ const ModelLimits = z.strictObject({
   inputTokensPerMinute: z.number().int().positive().optional(),
   outputTokensPerMinute: z.number().int().positive().optional(),
 });
+/** An organisation's limits for one model, per minute: all three (the API states all three). */
+const OrganisationLimits = z.strictObject({
+  requestsPerMinute: z.number().int().positive(),
+  inputTokensPerMinute: z.number().int().positive(),
+  outputTokensPerMinute: z.number().int().positive(),
+});
 const OfflineRateLimits = z.strictObject({
   models: z.record(z.string(), ModelLimits).optional(),
   allModels: ModelLimits.optional(),
@@ -150,6 +156,32 @@ export const aiConfigShape = {
     .optional(),
   /** Offline mode only: the wall-clock length of one second of the stand-in's time (0.1: pace and limits ten times faster). */
   AI_OFFLINE_TIME_SCALE: z.coerce.number().positive().max(100).default(1),
+  /**
+   * The organisation's limits per model, shared by every replica (model-budget.ts), as JSON
+   * ({"claude-sonnet-5-5": {"requestsPerMinute", "inputTokensPerMinute", "outputTokensPerMinute"}}): each model call
+   * waits for its share. A model not listed takes the limits the API states in its anthropic-ratelimit-* headers
+   * from its first answer on; the API's stated limits also replace configured ones that differ. Default: none
+   * configured (learnt from the headers).
+   */
+  AI_MODEL_LIMITS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return z.record(z.string().min(1), OrganisationLimits).parse(JSON.parse(text));
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'must be JSON limits per model ({"<model id>": {"requestsPerMinute": 4000, "inputTokensPerMinute": 2000000, "outputTokensPerMinute": 400000}})',
+        });
+        return z.NEVER;
+      }
+    })
+    .default({}),
+  /** The shared model allowance's window: each allows its share of a minute's limits (default 10 s). */
+  AI_MODEL_BUDGET_WINDOW_MS: int(1_000, 60_000).default(10_000),
+  /** The part of each window that only interactive calls (chat, streamed analysis) may take (default 0.2). */
+  AI_MODEL_BUDGET_INTERACTIVE_SHARE: z.coerce.number().min(0).max(0.9).default(0.2),
   AI_WEB_SEARCH: bool().default(true),
   AI_WEB_SEARCH_MAX_USES: int(1, 20).default(5),
   FINNHUB_API_KEY: secret(z.string().min(8, 'is too short to be a Finnhub API key')).optional(),

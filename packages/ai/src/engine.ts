@@ -6,6 +6,7 @@ import { isOffline, type AiConfig } from './config';
 import type { EngineEvent } from './loop';
 import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
 import { marketDataTool } from './market-data-tool';
+import { UNLIMITED_MODEL_BUDGET, type ModelBudget } from './model-budget';
 import { modelProfile } from './model-settings';
 import { messagesApiFetch, offlineAnalyst } from '@fin/offline';
 import {
@@ -48,6 +49,11 @@ export interface EngineOptions {
   marketData?: MarketDataProvider;
   /** Where a tenant's customer tools come from (the customer-tools runtime); none when absent. Closed with the engine. */
   customerTools?: CustomerToolSource & { close?(): Promise<void> };
+  /**
+   * The organisation's model allowance shared by every replica (createPostgresModelBudget), which every model call
+   * waits for; absent: calls go at once. Closed with the engine.
+   */
+  budget?: ModelBudget;
 }
 
 /**
@@ -107,7 +113,7 @@ const OFFLINE_BASE_URL = 'http://offline-analyst.invalid';
 // Nothing is awaited today (offline mode starts no server any more), but callers await the engine and a refused
 // configuration (OfflineModeConflictError) reaches them as a rejection, as an engine that connects at start would.
 // eslint-disable-next-line @typescript-eslint/require-await
-export async function createAiEngine({ config, logger, marketData, customerTools }: EngineOptions): Promise<AiEngine> {
+export async function createAiEngine({ config, logger, marketData, customerTools, budget }: EngineOptions): Promise<AiEngine> {
   const offline = isOffline(config);
   let client: Anthropic;
   // The SDK's HTTP calls go through node:http (transport.ts): an open model stream holds less memory than over
@@ -164,6 +170,7 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     dataTools: provider ? [marketDataTool(provider)] : [],
     newsDataTools: (lookup) => (provider ? [marketDataTool(provider, lookup)] : []),
     cachePolicy: new TailWritePolicy(),
+    budget: budget ?? UNLIMITED_MODEL_BUDGET,
   };
   /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */
   const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {
@@ -180,6 +187,7 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     analysisStream: (request, ctx) => deferred(async () => streamAnalysis(deps, request, await withTools(ctx, 'analysis'))),
     chat: (input, ctx) => deferred(async () => streamChat(deps, input, await withTools(ctx, 'chat'))),
     async close() {
+      await budget?.close();
       await customerTools?.close?.();
       transport.close();
     },

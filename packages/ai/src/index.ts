@@ -1,5 +1,6 @@
 export { aiConfigShape, isOffline, OfflineModeConflictError, type AiConfig } from './config';
 export { createAiEngine, type AiEngine, type EngineOptions, type EngineOutcome } from './engine';
+export { modelBudgetFromConfig, type ModelBudget } from './model-budget';
 export { AiError, toAiError, type AiErrorKind } from './errors';
 export { clampScore, GroundingSet, normaliseUrl } from './grounding';
 export { runToolLoop, UNTRUSTED_DATA_RULE, type EngineEvent, type LoopCaps, type LoopParams, type LoopResult } from './loop';

@@ -21,6 +21,7 @@ import type { CacheRun } from './cache-policy';
 import { RetrievedDocuments } from './citations';
 import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
+import { UNLIMITED_MODEL_BUDGET, type CallPriority, type ModelBudget } from './model-budget';
 import type { RequestSettings } from './model-settings';
 import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
@@ -87,6 +88,13 @@ export interface LoopParams {
    * passes false: its `text` events then come once per round, whole, before the round's tools run. Default true.
    */
   stream?: boolean;
+  /**
+   * The organisation's model allowance shared by every replica (model-budget.ts): each call waits for its share
+   * before it is sent. Absent: calls go at once.
+   */
+  budget?: ModelBudget;
+  /** Which share of the allowance the calls take: default interactive when streamed (someone reads along), else queued. */
+  priority?: CallPriority;
   signal?: AbortSignal;
   onEvent?: (event: EngineEvent) => void;
 }
@@ -174,6 +182,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
 
 async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Promise<LoopResult> {
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, stream = true, signal, onEvent } = params;
+  const { budget = UNLIMITED_MODEL_BUDGET, priority = stream ? 'interactive' : 'queued' } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   const searchTool = (maxUses: number): ToolUnion => ({
@@ -230,7 +239,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
       ...(outputConfig ? { output_config: outputConfig } : {}),
     };
 
-    const message = await modelRound(client, body, stream, signal, onEvent);
+    const message = await modelRound(client, body, { stream, budget, priority }, signal, onEvent);
     previousWroteTail = writeTail;
     usage = spend(usageOfMessage(message));
     searches += message.usage.server_tool_use?.web_search_requests ?? 0;
@@ -332,16 +341,51 @@ function withBreakpoints(
 function modelRound(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
-  stream: boolean,
+  how: { stream: boolean; budget: ModelBudget; priority: CallPriority },
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
   const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': body.model };
   return withSpan(`chat ${body.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    const message = stream ? await streamMessage(client, body, signal, onEvent) : await createMessage(client, body, signal, onEvent);
+    const { stream, budget } = how;
+    const grant = await budget.take({
+      model: body.model,
+      inputTokens: expectedInputTokens(body),
+      outputTokens: body.max_tokens,
+      priority: how.priority,
+      signal,
+    });
+    const attempts = new CallAttempts((status, headers) => budget.observe(body.model, status, headers));
+    let message: Message;
+    try {
+      message = stream
+        ? await streamMessage(client, body, attempts, signal, onEvent)
+        : await createMessage(client, body, attempts, signal, onEvent);
+    } catch (error) {
+      grant.settle(error instanceof AiError && error.usage !== undefined ? countedTokens(error.usage) : undefined);
+      throw error;
+    }
+    grant.settle(countedTokens(usageOfMessage(message)));
     recordUsage(span, message);
     return message;
   });
+}
+
+/**
+ * What a call is expected to count towards the input limit before it is sent: its messages at about 4 characters
+ * a token. The system prompt and tools are left out, as the cache usually serves them (cache reads do not count);
+ * the call's end settles the difference either way.
+ */
+function expectedInputTokens(body: MessageCreateParamsNonStreaming): number {
+  let characters = 0;
+  for (const message of body.messages)
+    characters += typeof message.content === 'string' ? message.content.length : JSON.stringify(message.content).length;
+  return Math.ceil(characters / 4);
+}
+
+/** What a call counted towards the organisation's limits: uncached input and cache writes; and its output. */
+function countedTokens(usage: Usage): { inputTokens: number; outputTokens: number } {
+  return { inputTokens: usage.inputTokens + usage.cacheCreationInputTokens, outputTokens: usage.outputTokens };
 }
 
 function recordUsage(span: Span, { model, usage, stop_reason }: Message): void {
@@ -356,10 +400,10 @@ function recordUsage(span: Span, { model, usage, stop_reason }: Message): void {
 async function streamMessage(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
+  attempts: CallAttempts,
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
-  const attempts = new CallAttempts();
   const assembler = new MessageAssembler();
   try {
     // The raw events, read from the body and put together here (sse-events.ts, message-events.ts): the SDK's
@@ -398,10 +442,10 @@ async function streamMessage(
 async function createMessage(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
+  attempts: CallAttempts,
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
-  const attempts = new CallAttempts();
   let message: Message;
   try {
     message = await client.messages.create(body, { signal, middleware: attempts.middleware });

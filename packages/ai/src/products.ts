@@ -29,6 +29,7 @@ import { allowedSource, type NewsLookup } from './market-data-tool';
 import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
 import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type Usage } from './loop';
+import type { ModelBudget } from './model-budget';
 import { modelProfile, requestSettings } from './model-settings';
 import { loadPrompt, renderCustomData, type Prompt } from './prompts';
 import { addUsage, NO_USAGE } from './usage';
@@ -47,6 +48,8 @@ export interface ProductDeps {
   newsDataTools?: (lookup: NewsLookup) => readonly ToolDefinition[];
   /** Which calls write their conversation to the prompt cache, learnt per product (cache-policy.ts). */
   cachePolicy: TailWritePolicy;
+  /** The organisation's model allowance every call takes its share from (model-budget.ts). */
+  budget: ModelBudget;
 }
 
 export interface RunContext {
@@ -96,6 +99,7 @@ function baseParams(
   const profile = modelProfile(model);
   return {
     client: deps.client,
+    budget: deps.budget,
     model,
     system,
     messages,

@@ -1,7 +1,7 @@
 import { parseConfig } from '@fin/config';
 import { startFakeAnthropic, type FakeAnthropic } from '@fin/fakes';
 import { createLogger } from '@fin/log';
-import { aiConfigShape, createAiEngine, type AiEngine } from '../src';
+import { aiConfigShape, createAiEngine, type AiEngine, type EngineOptions } from '../src';
 import { SampleMarketDataProvider } from '../src/market-data';
 
 export const silentLogger = createLogger({ service: 'ai-test', level: 'silent' });
@@ -9,6 +9,7 @@ export const silentLogger = createLogger({ service: 'ai-test', level: 'silent' }
 /** An engine whose SDK talks to a scripted fake Messages API, with sample market data. */
 export async function scriptedEngine(
   env: Record<string, string> = {},
+  options: Pick<EngineOptions, 'budget'> = {},
 ): Promise<{ fake: FakeAnthropic; engine: AiEngine; close: () => Promise<void> }> {
   const fake = await startFakeAnthropic();
   const config = parseConfig(aiConfigShape, {
@@ -18,7 +19,7 @@ export async function scriptedEngine(
     AI_WEB_SEARCH: 'false',
     ...env,
   });
-  const engine = await createAiEngine({ config, logger: silentLogger, marketData: new SampleMarketDataProvider() });
+  const engine = await createAiEngine({ config, logger: silentLogger, marketData: new SampleMarketDataProvider(), ...options });
   return {
     fake,
     engine,

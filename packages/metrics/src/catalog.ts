@@ -83,6 +83,24 @@ export const modelRequests = new Counter({
   registers: [registry],
 });
 
+/** Waits for the organisation's model allowance, in seconds: none at all up to minutes when a backlog exists. */
+const BUDGET_WAIT_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
+
+export const modelBudgetWaitSeconds = new Histogram({
+  name: 'fin_model_budget_wait_seconds',
+  help: "Time a model call waited for the organisation's shared allowance before it was sent, by model and priority (interactive or queued).",
+  labelNames: ['model', 'priority'] as const,
+  buckets: BUDGET_WAIT_BUCKETS,
+  registers: [registry],
+});
+
+export const modelBudgetWaiting = new Gauge({
+  name: 'fin_model_budget_waiting',
+  help: "Model calls of this process waiting for the organisation's shared allowance, by model and priority: work waiting for the model budget, not for a worker.",
+  labelNames: ['model', 'priority'] as const,
+  registers: [registry],
+});
+
 export const citationsResolved = new Counter({
   name: 'fin_citations_total',
   help: 'Citations the model claimed in a result, by product and outcome: kept, or dropped because the URL was not retrieved in the run (unknown_url) or the quote does not occur in the retrieved material (quote_not_found).',

@@ -11,6 +11,8 @@ export {
   jobSubmissions,
   mcpToolCalls,
   meterPool,
+  modelBudgetWaitSeconds,
+  modelBudgetWaiting,
   modelRequests,
   modelTokens,
   outboxOldestUnpublishedAge,

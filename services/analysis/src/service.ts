@@ -1,4 +1,4 @@
-import { createAiEngine, type AiEngine } from '@fin/ai';
+import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
@@ -31,7 +31,13 @@ export async function createAnalysisUnit({ config, logger, ...shared }: Analysis
     createPool({ connectionString: config.DATABASE_URL, applicationName: `analysis-${role}`, max: config.DATABASE_POOL_MAX });
   const bus = shared.bus ?? (await connectKafkaBus(config, logger));
   const engine =
-    shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
+    shared.engine ??
+    (await createAiEngine({
+      config,
+      logger,
+      customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
+      budget: modelBudgetFromConfig(config, { pool, logger }),
+    }));
   const closers: Closer[] = [];
   const openRequests = createOpenRequests({ streamGraceMs: config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS });
   const lifecycle = lifecycleStopping(openRequests);

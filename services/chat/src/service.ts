@@ -1,4 +1,4 @@
-import { createAiEngine, type AiEngine } from '@fin/ai';
+import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, prismaFor, type Pool } from '@fin/db';
 import { createLifecycle, serveUnitOn, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
@@ -33,7 +33,13 @@ export async function createChatUnit({ config, logger, ...shared }: ChatServiceO
       max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX,
     });
   const engine =
-    shared.engine ?? (await createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }));
+    shared.engine ??
+    (await createAiEngine({
+      config,
+      logger,
+      customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
+      budget: modelBudgetFromConfig(config, { pool, logger }),
+    }));
   const chat = createChat({
     store: createConversationStore(prismaFor(pool)),
     engine,

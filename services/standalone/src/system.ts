@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import path from 'node:path';
 import { analysisConfigShape } from '@fin/analysis/config';
 import { createAnalysisUnit } from '@fin/analysis/service';
-import { aiConfigShape, createAiEngine, type AiEngine } from '@fin/ai';
+import { aiConfigShape, createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { chatConfigShape } from '@fin/chat/config';
 import { createChatUnit } from '@fin/chat/service';
 import { csv, int, logConfigShape, parseConfig } from '@fin/config';
@@ -162,7 +162,13 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     // customer tools; their secrets are sealed with a key kept in the data folder unless one is configured.
     shared.CUSTOMER_TOOLS_ENCRYPTION_KEY ||= customerToolsKey(dataDir ?? path.join(REPOSITORY_ROOT, '.data'));
     const customerTools = createCustomerToolsFromConfig(parseConfig(customerToolsConfigShape, shared), { pool, logger: log });
-    const engine: AiEngine = await createAiEngine({ config: parseConfig(aiConfigShape, shared), logger: log, customerTools });
+    const aiConfig = parseConfig(aiConfigShape, shared);
+    const engine: AiEngine = await createAiEngine({
+      config: aiConfig,
+      logger: log,
+      customerTools,
+      budget: modelBudgetFromConfig(aiConfig, { pool, logger: log }),
+    });
     started.push({ name: 'AI engine', close: () => engine.close() });
 
     const serviceConfig = <S extends Shape>(shape: S, extra: Record<string, string> = {}) =>

@@ -1,4 +1,4 @@
-import { createAiEngine, type AiEngine } from '@fin/ai';
+import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { serveUnitOn, type RunningService, type ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
@@ -29,7 +29,13 @@ export function createStockReportUnit({ config, logger, ...shared }: StockReport
       drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
     },
     logger,
-    createEngine: (pool) => createAiEngine({ config, logger, customerTools: createCustomerToolsFromConfig(config, { pool, logger }) }),
+    createEngine: (pool) =>
+      createAiEngine({
+        config,
+        logger,
+        customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
+        budget: modelBudgetFromConfig(config, { pool, logger }),
+      }),
     createHandlers: createStockReportHandlers,
     createWorker: createStockReportWorker,
   });
