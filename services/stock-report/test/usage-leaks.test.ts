@@ -52,6 +52,11 @@ describe('usage of attempts that end without finishing their run', () => {
     await Promise.all(workers.splice(0).map((worker) => worker.stop()));
     await Promise.all(buses.splice(0).map((bus) => bus.close()));
     claude.reset();
+    // A worker takes any claimable job of its type (a job handed back included), not only those it is woken for.
+    await pool.query(
+      `UPDATE jobs SET status = 'failed', error = '{"type": "internal_error", "detail": "test over"}', result = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, finished_at = now() WHERE status IN ('pending', 'running')`,
+    );
   });
   afterAll(async () => {
     await engine.close();
