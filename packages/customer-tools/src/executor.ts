@@ -16,6 +16,8 @@ import { bareAddress, isAllowedAddress } from './address';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 const USER_AGENT = 'FinancialIntelligenceAPI-CustomerTools/1.0';
+/** Host names whose resolution is kept at once (with resolutionTtlMs). */
+const MAX_CACHED_RESOLUTIONS = 10_000;
 
 /** How a call ended (the contract's outcomes). `ok`: a 2xx answer read in full; `http_error`: a 4xx/5xx answer read in full. */
 export type CallOutcome = CustomerToolCallOutcome;
@@ -59,10 +61,21 @@ export interface ExecutorOptions {
    * one account's hanging endpoint cannot take every connection to a host that other accounts' endpoints share.
    */
   connectionsPerOrigin?: number;
+  /**
+   * How long a host's checked addresses are reused (default 0: resolved for every connection). The webhook sender
+   * sets it so that the address it counts an attempt against (destination) is the one the attempt connects to;
+   * a connection is then also closed after this long, so none outlives the answer it was opened with by more.
+   */
+  resolutionTtlMs?: number;
 }
 
 export interface ToolExecutor {
   call(request: ToolRequest, options?: { signal?: AbortSignal }): Promise<CallResult>;
+  /**
+   * The address a call to `endpoint` would connect to now (its host's first checked answer, or the IP literal), or
+   * null when it would not connect (not a URL, unresolved, not public). Never throws.
+   */
+  destination(endpoint: string): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -136,20 +149,42 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
     resolve = systemResolve,
     ca,
     connectionsPerOrigin = 16,
+    resolutionTtlMs = 0,
   } = options;
   const policy = { allowLoopback };
   const baseConnect = buildConnector({ ...(ca === undefined ? {} : { ca }), rejectUnauthorized: true });
+  const resolutions = new Map<string, { address: Promise<string>; expires: number }>();
+
+  /** The checked address of `host` to connect to (an IP literal as it is); rejects when it has none or one is not public. */
+  function checkedAddress(host: string): Promise<string> {
+    if (isIP(host) !== 0) return isAllowedAddress(host, policy) ? Promise.resolve(host) : Promise.reject(new BlockedAddressError(host));
+    const now = Date.now();
+    const cached = resolutions.get(host);
+    if (cached !== undefined && cached.expires > now) return cached.address;
+    const address = resolve(host).then((resolved) => {
+      if (resolved.length === 0) throw new UnresolvedHostError(`${host} did not resolve`);
+      // One non-public answer refuses the host: a name that mixes public and internal addresses is an attack.
+      if (!resolved.every((candidate) => isAllowedAddress(candidate, policy))) throw new BlockedAddressError(host);
+      return resolved[0] as string;
+    });
+    if (resolutionTtlMs > 0) {
+      resolutions.delete(host);
+      // Bounded: the oldest entry goes first (a Map iterates in insertion order).
+      if (resolutions.size >= MAX_CACHED_RESOLUTIONS) resolutions.delete(resolutions.keys().next().value as string);
+      resolutions.set(host, { address, expires: now + resolutionTtlMs });
+      // A failure is not kept: the next call asks again.
+      address.catch(() => {
+        if (resolutions.get(host)?.address === address) resolutions.delete(host);
+      });
+    }
+    return address;
+  }
 
   /** Resolve, check every address, connect to the checked one, check the peer again. */
   const connect: buildConnector.connector = (connectOptions, callback) => {
     const host = bareAddress(connectOptions.hostname);
-    const addresses = isIP(host) !== 0 ? Promise.resolve([host]) : resolve(host);
-    addresses
-      .then((resolved) => {
-        if (resolved.length === 0) throw new UnresolvedHostError(`${host} did not resolve`);
-        // One non-public answer refuses the host: a name that mixes public and internal addresses is an attack.
-        if (!resolved.every((address) => isAllowedAddress(address, policy))) throw new BlockedAddressError(host);
-        const address = resolved[0] as string;
+    checkedAddress(host)
+      .then((address) => {
         baseConnect({ ...connectOptions, hostname: address, servername: isIP(host) === 0 ? host : '' }, (error, socket) => {
           if (error !== null) {
             callback(error, null);
@@ -164,7 +199,20 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
       .catch((error: unknown) => callback(error as Error, null));
   };
 
-  const agent = new Agent({ connect, keepAliveTimeout: 4_000, connections: connectionsPerOrigin });
+  const agent = new Agent({
+    connect,
+    keepAliveTimeout: 4_000,
+    connections: connectionsPerOrigin,
+    ...(resolutionTtlMs > 0 ? { clientTtl: resolutionTtlMs } : {}),
+  });
+
+  async function destination(endpoint: string): Promise<string | null> {
+    try {
+      return await checkedAddress(bareAddress(new URL(endpoint).hostname));
+    } catch {
+      return null;
+    }
+  }
 
   async function call(request: ToolRequest, { signal }: { signal?: AbortSignal } = {}): Promise<CallResult> {
     const started = performance.now();
@@ -276,6 +324,7 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
 
   return {
     call,
+    destination,
     close: () => agent.close(),
   };
 }

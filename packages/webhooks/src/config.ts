@@ -16,6 +16,8 @@ import { DEFAULT_RETRY_WINDOW_MS } from './store';
 
 /** What is read of a receiver's answer: enough for the recorded excerpt; a larger 2xx is still delivered. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
+/** How long a receiver's resolved address is used (and a connection to it kept at most). */
+const RESOLUTION_TTL_MS = 30_000;
 
 export const webhooksConfigShape = {
   /** The customer-tools key (`<id>:<base64 of 32 bytes>`) that sealed the signing secrets: required, deliveries must go. */
@@ -38,7 +40,7 @@ export const webhooksConfigShape = {
   WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 100).default(DEFAULT_PER_TARGET_CONCURRENCY),
   /** Attempts in flight for one account, every replica together. */
   WEBHOOK_ACCOUNT_CONCURRENCY: int(1, 1_000).default(DEFAULT_PER_TENANT_CONCURRENCY),
-  /** Attempts one account sends to one host per minute, every replica together; beyond, deliveries wait. */
+  /** Attempts one account sends to one destination (an address, a registrable domain) in any minute, every replica together; beyond, deliveries wait. */
   WEBHOOK_HOST_ATTEMPTS_PER_MINUTE: int(1, 100_000).default(DEFAULT_HOST_ATTEMPTS_PER_MINUTE),
 };
 
@@ -78,6 +80,8 @@ export function webhookSenderFromConfig(
       allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
       maxResponseBytes: MAX_RESPONSE_BYTES,
       connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT,
+      // The address an attempt is counted against (per-destination limit) is the one it connects to.
+      resolutionTtlMs: RESOLUTION_TTL_MS,
     }),
   };
 }

@@ -10,8 +10,10 @@
 // oldest due row before any account's second. An endpoint that hangs or fails therefore holds only its own few
 // slots, retries on its own backoff, and the rows behind it wait for those slots, never another account's. Nothing
 // is claimed for a disabled account or endpoint. At most `hostAttemptsPerMinute` attempts of one account go to one
-// host per minute (counted in rate_limit_counters, shared by every replica); a row over it waits for the next
-// window without an attempt. An endpoint whose every attempt fails for WEBHOOK_FAILING_DISABLE_DAYS is disabled,
+// destination in any minute (a sliding window of 1 s buckets in rate_limit_counters, shared by every replica): to
+// one resolved address, however many names point at it, and to one registrable domain, whatever its names resolve
+// to. The address is the executor's own resolution, the one the attempt connects to. A row over it waits, without
+// an attempt, until the window has room. An endpoint whose every attempt fails for WEBHOOK_FAILING_DISABLE_DAYS is disabled,
 // with its reason, by the statement that records the attempt.
 //
 // Every attempt goes through the customer-tools executor: public addresses only (checked in the connect hook,
@@ -19,11 +21,13 @@
 // (never the body or headers sent) with the row's next state in the statement that releases the lease, and only
 // while the lease is still this dispatcher's.
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import { WEBHOOK_FAILING_DISABLE_DAYS, WEBHOOK_RESPONSE_EXCERPT_MAX, type WebhookAttemptOutcome } from '@fin/contracts';
-import type { CallResult, Keyring, ToolExecutor } from '@fin/customer-tools';
-import { addCounterHits, withTransaction, type CounterRow, type Pool } from '@fin/db';
+import { bareAddress, type CallResult, type Keyring, type ToolExecutor } from '@fin/customer-tools';
+import { addCounterHits, withTransaction, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
 import { webhookAttempts } from '@fin/metrics';
+import { getDomain } from 'tldts';
 import { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './backoff';
 import { callbackSealContext, endpointSealContext } from './store';
 import { signedHeaders } from './signing';
@@ -37,10 +41,13 @@ export const DEFAULT_PER_TARGET_CONCURRENCY = 4;
 export const DEFAULT_PER_TENANT_CONCURRENCY = 16;
 /** Attempts one account may send to one host (all its endpoints and callback URLs there) per minute. */
 export const DEFAULT_HOST_ATTEMPTS_PER_MINUTE = 300;
-const HOST_WINDOW_MS = 60_000;
+/** The budget's window is counted in this many buckets (plus the current one): 1 s each for the minute. */
+const WINDOW_BUCKETS = 60;
 const DISABLE_AFTER_MS = WEBHOOK_FAILING_DISABLE_DAYS * 86_400_000;
 /** The advisory lock that serialises claims across dispatchers (a constant of this statement's own). */
 const CLAIM_LOCK = 270_271;
+/** The advisory lock that serialises the per-destination budget checks across dispatchers. */
+const BUDGET_LOCK = 270_272;
 /** Finished deliveries (and their attempts) are deleted this long after their last change. */
 const DELIVERY_RETENTION_DAYS = 30;
 const SWEEP_EVERY_MS = 3600_000;
@@ -62,8 +69,10 @@ export interface DispatcherOptions {
   perTargetConcurrency?: number;
   /** Most attempts in flight for one account, all dispatchers together. */
   perTenantConcurrency?: number;
-  /** Most attempts one account sends to one host per minute, all dispatchers together. */
+  /** Most attempts one account sends to one destination (address, registrable domain) per minute, all dispatchers together. */
   hostAttemptsPerMinute?: number;
+  /** Tests only: the sliding window hostAttemptsPerMinute is counted over (default a minute). */
+  hostWindowMs?: number;
   /** Time limit of one attempt: connect, answer and body. */
   timeoutMs?: number;
   retry?: RetrySchedule;
@@ -106,13 +115,25 @@ function attemptOutcome(result: CallResult): WebhookAttemptOutcome {
   }
 }
 
-/** The host a URL's attempts go to, as counted for the per-host limit. */
-function hostOf(url: string): string {
+/**
+ * The destinations an attempt of `tenantId` to `url` is counted against, each limited to hostAttemptsPerMinute
+ * over a sliding window: the address it connects to (however many names point there), and its host's registrable
+ * domain (the public suffix list's ICANN section: every name under one domain bought once is one destination,
+ * whatever addresses its wildcard records give). An IP literal is its own address; a host with no registrable
+ * domain (a bare suffix, `localhost`) counts as itself; an attempt that will not connect (no public address)
+ * counts against its domain only.
+ */
+function destinationKeys(tenantId: string, url: string, address: string | null): string[] {
+  let host: string;
   try {
-    return new URL(url).hostname.toLowerCase();
+    host = bareAddress(new URL(url).hostname).toLowerCase().replace(/\.$/, '');
   } catch {
-    return url;
+    return [`webhook-dest:${tenantId}:url:${url}`];
   }
+  const keys = address === null ? [] : [`webhook-dest:${tenantId}:address:${address}`];
+  if (isIP(host) === 0) keys.push(`webhook-dest:${tenantId}:domain:${getDomain(host) ?? host}`);
+  else if (address === null) keys.push(`webhook-dest:${tenantId}:address:${host}`);
+  return keys;
 }
 
 // Due rows of enabled accounts and endpoints, ranked within their target (endpoint, or callback URL of an account);
@@ -206,6 +227,7 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
     perTargetConcurrency = DEFAULT_PER_TARGET_CONCURRENCY,
     perTenantConcurrency = DEFAULT_PER_TENANT_CONCURRENCY,
     hostAttemptsPerMinute = DEFAULT_HOST_ATTEMPTS_PER_MINUTE,
+    hostWindowMs = 60_000,
     timeoutMs = DEFAULT_DELIVERY_TIMEOUT_MS,
     retry = DEFAULT_RETRY_SCHEDULE,
     owner = `dispatcher-${randomUUID()}`,
@@ -213,6 +235,7 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
   const log = options.logger.child({ component: 'webhook-dispatcher' });
   // Longer than an attempt can take, so a live dispatcher never loses a lease it is still using.
   const leaseMs = timeoutMs + 5_000;
+  const bucketMs = Math.max(1, Math.round(hostWindowMs / WINDOW_BUCKETS));
   const inFlight = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
   let pumping: Promise<void> | undefined;
@@ -252,40 +275,82 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
   }
 
   /**
-   * Counts the claimed rows against their account's per-host budget; the rows beyond it go back, due when the
-   * host's window ends, without an attempt. Returns the rows to send.
+   * Counts the claimed rows against their account's per-destination budgets: the address each attempt connects to
+   * and its host's registrable domain, over the sliding window (see destinationKeys). The rows beyond a budget go
+   * back, due when enough of the window's attempts have left it, without an attempt. Returns the rows to send.
    */
   async function withinHostBudget(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
     if (rows.length === 0) return rows;
-    const groups = new Map<string, { tenantId: string; host: string; rows: ClaimedRow[] }>();
-    for (const row of rows) {
-      const host = hostOf(row.url);
-      const key = `webhook-host:${row.tenant_id}:${host}`;
-      const group = groups.get(key);
-      if (group) group.rows.push(row);
-      else groups.set(key, { tenantId: row.tenant_id, host, rows: [row] });
-    }
-    const { rows: counted } = await pool.query<CounterRow>(
-      addCounterHits(
-        [...groups.keys()],
-        [...groups.values()].map((group) => group.rows.length),
-        HOST_WINDOW_MS,
-      ),
+    // Resolved before the budget's lock is taken, so a slow name server delays only its own rows' claim.
+    const keyed = await Promise.all(
+      rows.map(async (row) => ({ row, keys: destinationKeys(row.tenant_id, row.url, await executor.destination(row.url)) })),
     );
-    const sendable: ClaimedRow[] = [];
-    const deferred: { id: string; until: Date }[] = [];
-    for (const [key, { tenantId, host, rows: group }] of groups) {
-      const counter = counted.find((candidate) => candidate.counter_key === key);
-      const over = counter === undefined ? 0 : Math.min(group.length, counter.hits - hostAttemptsPerMinute);
-      if (counter !== undefined && over > 0) {
-        for (const row of group.splice(group.length - over)) deferred.push({ id: row.id, until: counter.reset_at });
+    const { sendable, deferred } = await withTransaction(pool, async (client) => {
+      // One budget check at a time, all dispatchers together, so that the window's counts are exact.
+      await client.query({ name: 'webhooks-budget-lock', text: 'SELECT pg_advisory_xact_lock($1)', values: [BUDGET_LOCK] });
+      const { rows: clock } = await client.query<{ bucket: string }>({
+        name: 'webhooks-budget-bucket',
+        text: 'SELECT floor(extract(epoch FROM now()) * 1000 / $1)::bigint::text AS bucket',
+        values: [bucketMs],
+      });
+      const current = Number(clock[0]?.bucket);
+      const keys = [...new Set(keyed.flatMap(({ keys: rowKeys }) => rowKeys))];
+      const windowKeys = keys.flatMap((key) => Array.from({ length: WINDOW_BUCKETS + 1 }, (_, i) => `${key}:${current - i}`));
+      const { rows: counted } = await client.query<{ counter_key: string; hits: number }>({
+        name: 'webhooks-budget-read',
+        text: 'SELECT counter_key, hits FROM rate_limit_counters WHERE counter_key = ANY ($1::text[]) AND reset_at > now()',
+        values: [windowKeys],
+      });
+      // Per destination: attempts in the window, and per bucket, to tell when room opens again.
+      const used = new Map<string, { hits: number; buckets: Map<number, number> }>(
+        keys.map((key) => [key, { hits: 0, buckets: new Map<number, number>() }]),
+      );
+      for (const { counter_key: counterKey, hits } of counted) {
+        const split = counterKey.lastIndexOf(':');
+        const entry = used.get(counterKey.slice(0, split));
+        if (entry === undefined) continue;
+        entry.hits += hits;
+        entry.buckets.set(Number(counterKey.slice(split + 1)), hits);
+      }
+      const admitted = new Map<string, number>();
+      const sendable: ClaimedRow[] = [];
+      const deferred: { id: string; until: Date }[] = [];
+      const over = new Map<string, number>();
+      for (const { row, keys: rowKeys } of keyed) {
+        const full = rowKeys.filter((key) => (used.get(key)?.hits ?? 0) >= hostAttemptsPerMinute);
+        if (full.length === 0) {
+          for (const key of rowKeys) {
+            const entry = used.get(key);
+            if (entry === undefined) continue;
+            entry.hits += 1;
+            entry.buckets.set(current, (entry.buckets.get(current) ?? 0) + 1);
+            admitted.set(key, (admitted.get(key) ?? 0) + 1);
+          }
+          sendable.push(row);
+          continue;
+        }
+        // Due once the oldest attempts of every full destination have left the window.
+        const until = Math.max(...full.map((key) => roomAt(used.get(key)?.buckets ?? new Map<number, number>())));
+        deferred.push({ id: row.id, until: new Date((until + 1) * bucketMs) });
+        for (const key of full) over.set(key, (over.get(key) ?? 0) + 1);
+      }
+      for (const [key, count] of over)
         log.warn(
-          { tenantId, host, deferred: over, limit: hostAttemptsPerMinute },
-          'webhook attempts of one account to one host over the per-minute limit; deferred to the next window',
+          { destination: key.replace(/^webhook-dest:/, ''), deferred: count, limit: hostAttemptsPerMinute },
+          'webhook attempts of one account to one destination over the per-minute limit; deferred until the window has room',
+        );
+      if (admitted.size > 0) {
+        // Each bucket's row outlives the window it is counted in; the gateway's sweep deletes it after.
+        await client.query(
+          addCounterHits(
+            [...admitted.keys()].map((key) => `${key}:${current}`),
+            [...admitted.values()],
+            hostWindowMs + bucketMs,
+          ),
         );
       }
-      sendable.push(...group);
-    }
+      return { sendable, deferred };
+    });
     if (deferred.length > 0)
       await pool.query({
         name: 'webhooks-defer',
@@ -296,6 +361,22 @@ export function createWebhookDispatcher(options: DispatcherOptions): WebhookDisp
       });
     return sendable;
   }
+
+  /**
+   * The last bucket whose attempts keep a destination full: once it has left the window, the window holds fewer
+   * than the limit. Buckets are counted from the newest back, since the oldest leave first.
+   */
+  function roomAt(buckets: Map<number, number>): number {
+    const newestFirst = [...buckets.entries()].sort(([a], [b]) => b - a);
+    let kept = 0;
+    for (const [bucket, hits] of newestFirst) {
+      kept += hits;
+      // Without this bucket and the older ones, the window has `kept - hits` attempts: room once it leaves.
+      if (kept >= hostAttemptsPerMinute) return bucket + WINDOW_BUCKETS;
+    }
+    return (newestFirst.at(-1)?.[0] ?? 0) + WINDOW_BUCKETS;
+  }
+
   function secretsOf(row: ClaimedRow): string[] {
     const context = row.endpoint_id === null ? callbackSealContext(row.tenant_id) : endpointSealContext(row.tenant_id, row.endpoint_id);
     return [row.secret, row.previous_secret]
