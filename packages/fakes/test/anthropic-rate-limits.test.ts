@@ -211,4 +211,20 @@ describe('rate limits', () => {
     const refused = fake.requests.find((request) => request.answeredBy === 'rate_limited');
     expect(refused).toBeDefined();
   });
+
+  it('with a compressed time scale, state the limits and what remains per wall-clock minute (÷ timeScale)', async () => {
+    const { client } = await start({
+      timeScale: 0.1,
+      now: () => 1_000_000,
+      rateLimits: { models: { [MODEL]: { requestsPerMinute: 4_000, inputTokensPerMinute: 2_000_000, outputTokensPerMinute: 400_000 } } },
+    });
+    const answer = await call(client, ask('hi', 10_000));
+    // The buckets refill a model-minute's limit every 6 wall-clock seconds: ten times the limit per wall-clock minute.
+    expect(header(answer.headers, 'requests-limit')).toBe('40000');
+    expect(header(answer.headers, 'requests-remaining')).toBe('39990');
+    expect(header(answer.headers, 'input-tokens-limit')).toBe('20000000');
+    expect(header(answer.headers, 'output-tokens-limit')).toBe('4000000');
+    expect(header(answer.headers, 'output-tokens-remaining')).toBe('3900000');
+    expect(header(answer.headers, 'tokens-limit')).toBe('4000000');
+  });
 });

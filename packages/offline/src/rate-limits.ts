@@ -50,7 +50,10 @@ export interface RateLimitOptions {
   /**
    * The wall-clock length of one second of model time (default 1): at 0.1 the buckets refill ten times faster,
    * to go with a pace compressed by the same factor. retry-after then also comes as `retry-after-ms`, exact (the
-   * SDK reads it first), since whole seconds would be ten times too coarse.
+   * SDK reads it first), since whole seconds would be ten times too coarse. The anthropic-ratelimit-*-limit and
+   * -remaining headers then state wall-clock equivalents (÷ timeScale: what a wall-clock minute allows), because
+   * their reader (the shared model budget) counts per wall-clock minute; the 429's message keeps the model-time
+   * limit, as configured.
    */
   timeScale?: number;
   /** The clock in ms (default Date.now); a test moves it to watch the buckets refill. */
@@ -193,6 +196,8 @@ export function createRateLimiter(
     return buckets;
   };
 
+  // Per wall-clock minute, as a reader on the wall clock counts them (a bucket refills limit ÷ scale of them).
+  const wallClock = (tokens: number) => tokens / scale;
   const headersOf = (buckets: Buckets, at: number): Record<string, string> => {
     const headers: Record<string, string> = {};
     let tightest: { bucket: Bucket; share: number } | undefined;
@@ -200,15 +205,17 @@ export function createRateLimiter(
       const bucket = buckets[name];
       if (!bucket) continue;
       const left = Math.max(0, bucket.available(at));
-      headers[`anthropic-ratelimit-${name}-limit`] = String(bucket.limit);
-      headers[`anthropic-ratelimit-${name}-remaining`] = String(name === 'requests' ? Math.floor(left) : roundedToThousand(left));
+      headers[`anthropic-ratelimit-${name}-limit`] = String(Math.round(wallClock(bucket.limit)));
+      headers[`anthropic-ratelimit-${name}-remaining`] = String(
+        name === 'requests' ? Math.floor(wallClock(left)) : roundedToThousand(wallClock(left)),
+      );
       headers[`anthropic-ratelimit-${name}-reset`] = rfc3339(bucket.fullAt(at));
       const share = left / bucket.limit;
       if (name !== 'requests' && (!tightest || share < tightest.share)) tightest = { bucket, share };
     }
     if (tightest) {
-      headers['anthropic-ratelimit-tokens-limit'] = String(tightest.bucket.limit);
-      headers['anthropic-ratelimit-tokens-remaining'] = String(roundedToThousand(Math.max(0, tightest.bucket.available(at))));
+      headers['anthropic-ratelimit-tokens-limit'] = String(Math.round(wallClock(tightest.bucket.limit)));
+      headers['anthropic-ratelimit-tokens-remaining'] = String(roundedToThousand(wallClock(Math.max(0, tightest.bucket.available(at)))));
       headers['anthropic-ratelimit-tokens-reset'] = rfc3339(tightest.bucket.fullAt(at));
     }
     return headers;
