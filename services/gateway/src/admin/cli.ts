@@ -8,6 +8,7 @@
  * the portal uses. It ships in the gateway's image, so that operators find it where keys are checked.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 import {
   clearLimitOverrides,
   createKey,
@@ -29,6 +30,11 @@ import {
 import { loadConfig, url } from '@fin/config';
 import type { ApiScope } from '@fin/contracts';
 import { createPool, NoDatabaseError, resolveToolDatabase, type Pool } from '@fin/db';
+
+// A run is a statement or two: V8's optimising tier for the WebAssembly of Prisma's query compiler (compiled in
+// background threads at the first query) would cost more CPU than the run itself. Set before that first query,
+// which is when the module is compiled; the baseline tier alone runs it.
+setFlagsFromString('--liftoff-only');
 
 const EXIT_USAGE = 64;
 const EXIT_FAILURE = 1;
