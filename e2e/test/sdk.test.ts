@@ -3,6 +3,7 @@
 // of real answers, and a real 429 of the gateway that the SDK waits out (until X-RateLimit-Reset) and retries.
 import { randomUUID } from 'node:crypto';
 import { offlineAnalyst } from '@fin/ai';
+import { accountCounterKey } from '@fin/api-keys';
 import { startFakeAnthropic, startFakeFinnhub, type FakeAnthropic, type FakeFinnhub } from '@fin/fakes';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import {
@@ -14,6 +15,7 @@ import {
   type ChatEvent,
   type Fetch,
 } from '@financial-intelligence/sdk';
+import pg from 'pg';
 import { sharedEnv, startSystem, type System } from '../src/system';
 
 describe('the SDK against the whole system', () => {
@@ -186,6 +188,20 @@ describe('the SDK against the whole system', () => {
       };
       const tight = new FinancialIntelligence({ apiKey: tightKey, baseUrl: system.gatewayUrl, fetch: recording, maxRetryDelayMs: 70_000 });
       await tight.stockReport.create({ symbols: ['IBM'] });
+      // The account's minute is taken to its last seconds (the counter row every gateway replica shares), so the
+      // SDK's wait is seconds rather than a minute; the gateway still refuses until then and names the time.
+      const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+      try {
+        const { rows } = await pool.query<{ id: string }>("SELECT id FROM tenants WHERE name = 'tight'");
+        const window = await pool.query<{ hits: number }>(
+          `UPDATE rate_limit_counters SET reset_at = now() + interval '5 seconds'
+            WHERE counter_key = $1 AND reset_at > now() + interval '5 seconds' RETURNING hits`,
+          [accountCounterKey('stock-report', rows[0]!.id)],
+        );
+        expect(window.rows).toEqual([{ hits: 1 }]);
+      } finally {
+        await pool.end();
+      }
       const second = await tight.stockReport.create({ symbols: ['ORCL'] }).response;
       expect(second.status).toBe(202);
       const posts = answers.filter((answer) => answer.key !== null);
