@@ -1,7 +1,7 @@
 // GET /api/jobs/{job_type}/{job_id}/status and /result
 import { z } from 'zod';
 import { AnalysisResult } from './analysis';
-import { JobId, JobType } from './common';
+import { JobId, JobResultUrl, JobType } from './common';
 import { ErrorType } from './errors';
 import { NewsResult } from './news';
 import { StockReportResult } from './stock-report';
@@ -53,15 +53,22 @@ const QueuePosition = z
 /**
  * Answer of the status endpoint. `error` is present exactly when status is failed (and then required), so a
  * client learns why without another call; a job that is not failed never carries one. `queue_position` is only
- * in a pending job's answer. Expressed as a union on `status` so the OpenAPI document states the rules too.
+ * in a pending job's answer, `result_url` in a completed one's. Expressed as a union on `status` so the OpenAPI document states the rules too.
  */
 export const JobStatusResponse = z
   .discriminatedUnion('status', [
     z.object({ ...statusFields, status: z.literal('pending'), queue_position: QueuePosition.optional(), ...notFailed }),
     z.object({
       ...statusFields,
-      status: z.enum(['running', 'completed']),
+      status: z.literal('running'),
       queue_position: z.never({ error: 'is only present when status is pending' }).optional(),
+      ...notFailed,
+    }),
+    z.object({
+      ...statusFields,
+      status: z.literal('completed'),
+      queue_position: z.never({ error: 'is only present when status is pending' }).optional(),
+      result_url: JobResultUrl,
       ...notFailed,
     }),
     z.object({ ...statusFields, status: z.literal('failed'), error: JobError }),

@@ -25,9 +25,18 @@ describe('JobStatusResponse', () => {
   });
 
   it('accepts the four statuses only', () => {
-    for (const status of ['pending', 'running', 'completed']) ok(JobStatusResponse, { ...base, status });
+    for (const status of ['pending', 'running']) ok(JobStatusResponse, { ...base, status });
+    ok(JobStatusResponse, { ...base, status: 'completed', result_url: `/api/jobs/news/${UUID}/result` });
     ok(JobStatusResponse, { ...base, status: 'failed', error: { type: 'gateway_timeout', detail: 'The model timed out.' } });
     rejected(JobStatusResponse, { ...base, status: 'done' });
+  });
+
+  it('names the result in a completed status (result_url), and only there', () => {
+    expect(rejected(JobStatusResponse, { ...base, status: 'completed' })).toMatch(/^result_url: /);
+    rejected(JobStatusResponse, { ...base, status: 'completed', result_url: 'https://elsewhere.example/result' });
+    expect(JobStatusResponse.parse({ ...base, status: 'running', result_url: `/api/jobs/news/${UUID}/result` })).not.toHaveProperty(
+      'result_url',
+    );
   });
 
   it('carries error exactly when failed', () => {

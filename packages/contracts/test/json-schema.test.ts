@@ -83,16 +83,17 @@ describe('what the OpenAPI document will say', () => {
     expect(output.enum).not.toContain('xx');
   });
 
-  it('JobStatusResponse: error is required when failed and forbidden otherwise; queue_position only when pending', () => {
+  it('JobStatusResponse: error is required when failed and forbidden otherwise; queue_position only when pending; result_url when completed', () => {
     const { root } = rootOf(contracts.JobStatusResponse, 'output');
-    const [pending, active, failed] = root.oneOf as JsonSchemaObject[];
+    const [pending, running, completed, failed] = root.oneOf as JsonSchemaObject[];
     expect(failed?.required).toContain('error');
-    expect(pending?.properties?.error).toEqual({ not: {} });
-    expect(active?.properties?.error).toEqual({ not: {} });
+    for (const branch of [pending, running, completed]) expect(branch?.properties?.error).toEqual({ not: {} });
     expect(pending?.properties?.queue_position).toMatchObject({ type: 'integer', minimum: 0 });
     expect(pending?.required).not.toContain('queue_position');
-    expect(active?.properties?.queue_position).toEqual({ not: {} });
+    for (const branch of [running, completed]) expect(branch?.properties?.queue_position).toEqual({ not: {} });
     expect(failed?.properties?.queue_position).toBeUndefined();
+    expect(completed?.required).toContain('result_url');
+    for (const branch of [pending, running, failed]) expect(branch?.properties?.result_url).toBeUndefined();
   });
 
   it('OutputSchema and ToolHeaders state their property counts', () => {

@@ -384,7 +384,7 @@ const SAMPLES: Record<
     '200': {
       json: [
         example(JobStatusResponse),
-        { job_id: UUID, status: 'completed', progress: 100, currently_working_on: 'Done' },
+        { job_id: UUID, status: 'completed', progress: 100, currently_working_on: 'Done', result_url: `/api/jobs/news/${UUID}/result` },
         {
           job_id: UUID,
           status: 'failed',

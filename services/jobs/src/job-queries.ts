@@ -1,6 +1,14 @@
 // What the status and result endpoints answer. Each answer is one read of job-store (a prepared primary-key read
 // of only the columns it needs), and a pending job's status also its place in the queue; here are the answers' rules: 404 alike for missing and foreign jobs, 409 until done.
-import { JobError, JobResultByType, type JobResultResponse, type JobStatus, type JobStatusResponse, type JobType } from '@fin/contracts';
+import {
+  JobError,
+  JobResultByType,
+  jobUrls,
+  type JobResultResponse,
+  type JobStatus,
+  type JobStatusResponse,
+  type JobType,
+} from '@fin/contracts';
 import { type Queryable } from '@fin/db';
 import { AppError, notFound } from '@fin/http';
 import { readJobResult, readJobStatus, readQueuePosition, type JobRef, type JobStatusRow } from '@fin/job-store';
@@ -78,6 +86,7 @@ export function createJobQueries(db: Queryable): JobQueries {
       if (row === undefined) throw notFound(JOB_NOT_FOUND_DETAIL);
       const fields = { job_id: ref.jobId, progress: row.progress, currently_working_on: stepOf(row) };
       if (row.status === 'failed') return { ...fields, status: 'failed', error: failureOf(row) };
+      if (row.status === 'completed') return { ...fields, status: 'completed', result_url: jobUrls(ref.jobType, ref.jobId).result_url };
       if (row.status !== 'pending') return { ...fields, status: row.status };
       // Only a pending job has a place in the queue (a second read; the others stay one primary-key read).
       const ahead = await readQueuePosition(db, ref);

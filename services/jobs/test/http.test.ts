@@ -101,7 +101,7 @@ describe('job status and result endpoints', () => {
       });
     });
 
-    it('reports a completed job without its result', async () => {
+    it('reports a completed job without its result, naming where the result is', async () => {
       const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
       const res = await get(statusPath('news', id)).expect(200);
       expect(JobStatusResponse.parse(res.body)).toEqual({
@@ -109,7 +109,10 @@ describe('job status and result endpoints', () => {
         status: 'completed',
         progress: 100,
         currently_working_on: 'Completed',
+        result_url: `/api/jobs/news/${id}/result`,
       });
+      // The URL it names answers the result.
+      await get(`/api/jobs/news/${id}/result`).expect(200);
     });
 
     it('reports a failed job with its reason', async () => {

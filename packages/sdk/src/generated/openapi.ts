@@ -306,7 +306,7 @@ export interface paths {
         get: operations["getWebhook"];
         /**
          * Replace a webhook endpoint
-         * @description Replaces an endpoint: omitted optional fields take their defaults, and `products` become those this API key may read. The signing secret is kept. Setting `enabled` to true on a disabled endpoint clears `disabled_reason` and `failing_since` and sends the deliveries that waited.
+         * @description Replaces an endpoint: omitted optional fields take their defaults, and `products` become those this API key may read. The signing secret is kept. Setting `enabled` to true on a disabled endpoint clears `disabled_reason` and `failing_since` and sends the deliveries that waited. Deliveries already queued for the endpoint go to its new `url`. Only a key that may read every product the endpoint receives may replace it (otherwise 403 naming the products), so the same holds for deleting it, rotating its secret and sending it a test event.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -314,7 +314,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Removes an endpoint with its deliveries; nothing more is sent to it.
+         * @description Removes an endpoint with its deliveries; nothing more is sent to it. 403 when the endpoint receives a product this API key may not read.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -335,7 +335,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a signing secret
-         * @description Makes a new signing secret, shown this once. For 24 hours every delivery carries two signatures, one with the new and one with the previous secret, so receivers can switch without missing a delivery.
+         * @description Makes a new signing secret, shown this once. For 24 hours every delivery carries two signatures, one with the new and one with the previous secret, so receivers can switch without missing a delivery. 403 when the endpoint receives a product this API key may not read.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -357,7 +357,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Queues a `webhook.test` delivery to the endpoint, signed and retried like any other; its attempts show in the deliveries list.
+         * @description Queues a `webhook.test` delivery to the endpoint, signed and retried like any other; its attempts show in the deliveries list. 403 when the endpoint receives a product this API key may not read.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -377,7 +377,7 @@ export interface paths {
         };
         /**
          * Callback deliveries
-         * @description The account's most recent deliveries to product requests' `callback_url`s, newest first, each with every attempt, as an endpoint's deliveries are listed; `job_id` keeps one job's.
+         * @description The account's most recent deliveries to product requests' `callback_url`s, newest first, each with every attempt, as an endpoint's deliveries are listed; `job_id` keeps one job's. Only the deliveries of jobs whose product this API key may read are listed.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -401,7 +401,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver a callback
-         * @description Sends a callback delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.
+         * @description Sends a callback delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours. A delivery this API key would not see listed (a job of a product it may not read) is a 404.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -421,7 +421,7 @@ export interface paths {
         };
         /**
          * Webhook deliveries
-         * @description The endpoint's most recent deliveries, newest first, each with every attempt: when, the outcome, the HTTP status, the duration, the first 1,024 characters of the answer, and when the next attempt is due.
+         * @description The endpoint's most recent deliveries, newest first, each with every attempt: when, the outcome, the HTTP status, the duration, the first 1,024 characters of the answer, and when the next attempt is due. Only test events and the deliveries of jobs whose product this API key may read are listed.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -445,7 +445,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver
-         * @description Sends a delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.
+         * @description Sends a delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours. A delivery this API key would not see listed (a job of a product it may not read) is a 404.
          *
          *     Requires an API key with the `webhooks` scope.
          */
@@ -1693,9 +1693,26 @@ export interface components {
              * @example Ranking news by relevance
              */
             currently_working_on: string;
-            /** @enum {string} */
-            status: "running" | "completed";
+            /** @constant */
+            status: "running";
             queue_position?: unknown;
+            error?: unknown;
+        } | {
+            job_id: components["schemas"]["JobId"];
+            /**
+             * @description Percent complete, 0 to 100; never decreases.
+             * @example 75
+             */
+            progress: number;
+            /**
+             * @description Human-readable current step.
+             * @example Ranking news by relevance
+             */
+            currently_working_on: string;
+            /** @constant */
+            status: "completed";
+            queue_position?: unknown;
+            result_url: components["schemas"]["JobResultUrl"];
             error?: unknown;
         } | {
             job_id: components["schemas"]["JobId"];
