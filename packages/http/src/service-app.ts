@@ -90,14 +90,16 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
 
   // A probe takes no body: one that announces a body is refused at once, before a byte of it is read, so that a
   // body trickled at a byte a second holds no connection (the gateway's body deadline covers its routes, not these).
-  app.all(['/healthz', '/readyz'], (req, res, next) => {
+  const refuseBody: express.RequestHandler = (req, res, next) => {
     if (!hasRequestBody(req)) {
       next();
       return;
     }
     closeAfterAnswer(req, res);
     res.status(400).json({ detail: 'body: a probe takes no request body', status_code: 400, type: 'validation_error' });
-  });
+  };
+  app.use('/healthz', refuseBody);
+  app.use('/readyz', refuseBody);
   app.get('/healthz', (_req, res) => {
     const problems = livenessProblems();
     if (problems.length === 0) res.json({ status: 'ok' });
