@@ -163,4 +163,32 @@ export const isApiError = (error: unknown): boolean => error instanceof APIError
       "console.log(import.meta.resolve('@financial-intelligence/sdk').endsWith('/dist/index.mjs'), APIError === required.APIError);";
     expect(run(process.execPath, ['--input-type=module', '-e', sameClasses], project).trim()).toBe('true true');
   }, 120_000);
+
+  it('builds before packing, and packs nothing from sources that do not build', () => {
+    // A copy of the package without dist/, beside the base config it extends; TypeScript found through NODE_PATH.
+    const root = path.join(scratch, 'unbuilt');
+    const copy = path.join(root, 'packages/sdk');
+    run('mkdir', ['-p', copy], scratch);
+    run('cp', ['-r', 'src', 'scripts', 'package.json', 'tsconfig.build.json', 'README.md', 'LICENSE', copy], PACKAGE_DIR);
+    run('cp', [path.join(PACKAGE_DIR, '../../tsconfig.base.json'), root], scratch);
+    const nodePath = path.dirname(path.dirname(path.dirname(tsc)));
+    const pack = (into: string) =>
+      spawnSync('npm', ['pack', '--pack-destination', into], {
+        cwd: copy,
+        encoding: 'utf8',
+        env: { ...process.env, NODE_PATH: nodePath, npm_config_update_notifier: 'false' },
+      });
+    const packed = pack(root);
+    expect(packed.status).toBe(0);
+    const name = readdirSync(root).find((file) => file.endsWith('.tgz'));
+    expect(run('tar', ['-tzf', path.join(root, name ?? 'none'), 'package/dist/index.js'], root).trim()).toBe('package/dist/index.js');
+
+    writeFileSync(path.join(copy, 'src/broken.ts'), 'export const broken: number = "not a number";\n');
+    rmSync(path.join(copy, 'dist'), { recursive: true, force: true });
+    const refused = pack(path.join(root, 'refused'));
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('The SDK did not build');
+    // The workspace's manifest is put back either way (the refusal comes before it is replaced).
+    expect(JSON.parse(readFileSync(path.join(copy, 'package.json'), 'utf8'))).toHaveProperty('publishConfig');
+  }, 120_000);
 });
