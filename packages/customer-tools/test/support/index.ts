@@ -1,7 +1,7 @@
 // Test helpers for customer tools (imported as @fin/customer-tools/testing by this package's, the portal's and
 // the system tests): a fake customer API over real HTTPS on loopback, its self-signed certificate, and canary
 // listeners that count every TCP connection they receive, to prove a refused call never connected.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
@@ -38,6 +38,8 @@ export function testCertificate(): Promise<TestCertificate> {
       ],
     });
     const dir = mkdtempSync(path.join(tmpdir(), 'fin-tools-cert-'));
+    // Gone with the process (a Jest worker, a test's child): a run left one folder per worker in the temp folder.
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     const certFile = path.join(dir, 'cert.pem');
     writeFileSync(certFile, made.cert);
     return { cert: made.cert, key: made.private, certFile };
