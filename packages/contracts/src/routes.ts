@@ -428,7 +428,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Replace a webhook endpoint',
     description:
-      'Replaces an endpoint: omitted optional fields take their defaults, and `products` become those this API key may read. The signing secret is kept. Setting `enabled` to true on a disabled endpoint clears `disabled_reason` and `failing_since` and sends the deliveries that waited.',
+      'Replaces an endpoint: omitted optional fields take their defaults, and `products` become those this API key may read. The signing secret is kept. Setting `enabled` to true on a disabled endpoint clears `disabled_reason` and `failing_since` and sends the deliveries that waited. Deliveries already queued for the endpoint go to its new `url`. Only a key that may read every product the endpoint receives may replace it (otherwise 403 naming the products), so the same holds for deleting it, rotating its secret and sending it a test event.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams, body: WebhookUpdateRequest },
@@ -441,7 +441,8 @@ export const API_ROUTES = keyedById({
     path: '/api/webhooks/{id}',
     tag: 'Webhooks',
     summary: 'Delete a webhook endpoint',
-    description: 'Removes an endpoint with its deliveries; nothing more is sent to it.',
+    description:
+      'Removes an endpoint with its deliveries; nothing more is sent to it. 403 when the endpoint receives a product this API key may not read.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams },
@@ -456,7 +457,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Rotate a signing secret',
     description:
-      'Makes a new signing secret, shown this once. For 24 hours every delivery carries two signatures, one with the new and one with the previous secret, so receivers can switch without missing a delivery.',
+      'Makes a new signing secret, shown this once. For 24 hours every delivery carries two signatures, one with the new and one with the previous secret, so receivers can switch without missing a delivery. 403 when the endpoint receives a product this API key may not read.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams },
@@ -470,7 +471,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Send a test event',
     description:
-      'Queues a `webhook.test` delivery to the endpoint, signed and retried like any other; its attempts show in the deliveries list.',
+      'Queues a `webhook.test` delivery to the endpoint, signed and retried like any other; its attempts show in the deliveries list. 403 when the endpoint receives a product this API key may not read.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams },
@@ -485,7 +486,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Callback deliveries',
     description:
-      "The account's most recent deliveries to product requests' `callback_url`s, newest first, each with every attempt, as an endpoint's deliveries are listed; `job_id` keeps one job's.",
+      "The account's most recent deliveries to product requests' `callback_url`s, newest first, each with every attempt, as an endpoint's deliveries are listed; `job_id` keeps one job's. Only the deliveries of jobs whose product this API key may read are listed.",
     scope: 'webhooks',
     limit: 'per_minute',
     request: { query: CallbackDeliveriesQuery },
@@ -499,7 +500,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Redeliver a callback',
     description:
-      'Sends a callback delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.',
+      'Sends a callback delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours. A delivery this API key would not see listed (a job of a product it may not read) is a 404.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: CallbackDeliveryPathParams },
@@ -513,7 +514,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Webhook deliveries',
     description:
-      "The endpoint's most recent deliveries, newest first, each with every attempt: when, the outcome, the HTTP status, the duration, the first 1,024 characters of the answer, and when the next attempt is due.",
+      "The endpoint's most recent deliveries, newest first, each with every attempt: when, the outcome, the HTTP status, the duration, the first 1,024 characters of the answer, and when the next attempt is due. Only test events and the deliveries of jobs whose product this API key may read are listed.",
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookPathParams, query: WebhookDeliveriesQuery },
@@ -527,7 +528,7 @@ export const API_ROUTES = keyedById({
     tag: 'Webhooks',
     summary: 'Redeliver',
     description:
-      'Sends a delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours.',
+      'Sends a delivery again now, with the same `webhook-id` and body (receivers drop repeats by id), whatever its status; if that attempt fails it is retried on the usual schedule for another 24 hours. A delivery this API key would not see listed (a job of a product it may not read) is a 404.',
     scope: 'webhooks',
     limit: 'per_minute',
     request: { params: WebhookDeliveryPathParams },

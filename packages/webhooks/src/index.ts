@@ -23,6 +23,7 @@ export {
   createWebhookStore,
   productsReadableWith,
   reencryptWebhookSecrets,
+  type Reach,
   type RotatedSecret,
   type WebhookStore,
   type WebhookStoreOptions,

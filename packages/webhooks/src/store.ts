@@ -1,5 +1,11 @@
 // Webhook endpoints, the account's callback secret and the deliveries as their owner sees them, always scoped to
-// one tenant: another tenant's endpoint or delivery is not found, exactly as one that does not exist. Signing
+// one tenant: another tenant's endpoint or delivery is not found, exactly as one that does not exist. Within the
+// tenant, what a key may do is bounded by the products it may read (its `reach`, productsReadableWith its scopes):
+// it sees only the deliveries of those products (and test events), and it may change, delete, test or rotate the
+// secret of an endpoint only if the endpoint receives none beyond them (otherwise WebhookError 'forbidden'), so no
+// key can point another key's endpoint, and the results queued for it, at a URL of its own. An endpoint's products
+// therefore never shrink (a change sets them to the changing key's, which hold them all): every delivery queued
+// for an endpoint is of a product whoever may change its URL may read, and queued deliveries follow the URL. Signing
 // secrets are sealed with the customer-tools keyring before they reach SQL (signing needs the secret itself, so a
 // hash would not do) and are returned only once, by the call that made them.
 import { randomUUID } from 'node:crypto';
@@ -28,10 +34,10 @@ const DISABLED_BY_ACCOUNT = 'Disabled by the account.';
 /** Attempts listed per delivery (the newest). */
 const ATTEMPTS_LISTED = 50;
 
-/** A refused change, with a detail fit for the client. The portal maps `kind` to 400 / 409. */
+/** A refused change, with a detail fit for the client. The portal maps `kind` to 400 / 403 / 409. */
 export class WebhookError extends Error {
   constructor(
-    readonly kind: 'invalid' | 'conflict',
+    readonly kind: 'invalid' | 'forbidden' | 'conflict',
     readonly detail: string,
   ) {
     super(detail);
@@ -133,7 +139,14 @@ export interface RotatedSecret {
   previous_secret_expires_at: string;
 }
 
+/**
+ * The products the acting key may read (productsReadableWith its scopes). Every call below that acts on an endpoint
+ * throws WebhookError 'forbidden' when the endpoint receives a product beyond it; null still means not the tenant's.
+ */
+export type Reach = readonly JobType[];
+
 export interface WebhookStore {
+  /** Every endpoint of the tenant (their settings hold no results): a key sees all, and may change those within its reach. */
   list(tenantId: string): Promise<Webhook[]>;
   get(tenantId: string, id: string): Promise<Webhook | null>;
   /**
@@ -141,25 +154,29 @@ export interface WebhookStore {
    * (productsReadableWith its scopes); only their job events are delivered to it.
    */
   create(tenantId: string, request: WebhookCreateRequest, products: readonly JobType[]): Promise<Webhook & { secret: string }>;
-  /** Replaces the endpoint's settings (products: the replacing key's); the secret is kept. Null: not the tenant's. */
-  update(tenantId: string, id: string, request: WebhookUpdateRequest, products: readonly JobType[]): Promise<Webhook | null>;
-  delete(tenantId: string, id: string): Promise<boolean>;
-  rotateSecret(tenantId: string, id: string): Promise<RotatedSecret | null>;
+  /**
+   * Replaces the endpoint's settings and sets its products to the replacing key's (`products`, which must hold the
+   * endpoint's: its reach); the secret is kept, and queued deliveries go to the new URL. Null: not the tenant's.
+   */
+  update(tenantId: string, id: string, request: WebhookUpdateRequest, products: Reach): Promise<Webhook | null>;
+  delete(tenantId: string, id: string, reach: Reach): Promise<boolean>;
+  rotateSecret(tenantId: string, id: string, reach: Reach): Promise<RotatedSecret | null>;
   /** Creates or rotates the secret callback_url deliveries of the tenant are signed with. */
   rotateCallbackSecret(tenantId: string): Promise<RotatedSecret>;
   /**
    * The most recent deliveries, newest first, of the tenant's endpoint `id` or, when `id` is null, of its
-   * callback_urls; optionally only those of one job. Null: not the tenant's endpoint, or `jobId` not its job.
+   * callback_urls, of the products in `reach` and test events only; optionally only those of one job. Null: not
+   * the tenant's endpoint, or `jobId` not its job.
    */
-  deliveries(tenantId: string, id: string | null, limit: number, jobId?: string): Promise<WebhookDelivery[] | null>;
+  deliveries(tenantId: string, id: string | null, limit: number, reach: Reach, jobId?: string): Promise<WebhookDelivery[] | null>;
   /** Queues a webhook.test delivery. Null: not the tenant's endpoint. */
-  queueTest(tenantId: string, id: string): Promise<WebhookDelivery | null>;
+  queueTest(tenantId: string, id: string, reach: Reach): Promise<WebhookDelivery | null>;
   /**
    * Sends a delivery again now, with a new retry window. `id`: the endpoint, or null for a callback delivery.
-   * Null: no such delivery of the tenant's endpoint (or callbacks); 'in_flight': an attempt is being made right
-   * now (the answer would race it).
+   * Null: no such delivery of the tenant's endpoint (or callbacks) among those `reach` sees; 'in_flight': an
+   * attempt is being made right now (the answer would race it).
    */
-  redeliver(tenantId: string, id: string | null, deliveryId: string): Promise<WebhookDelivery | 'in_flight' | null>;
+  redeliver(tenantId: string, id: string | null, deliveryId: string, reach: Reach): Promise<WebhookDelivery | 'in_flight' | null>;
 }
 
 export interface WebhookStoreOptions {
@@ -188,6 +205,31 @@ export function createWebhookStore({
   const delivery = async (tenantId: string, endpointId: string | null, id: string) => {
     const row = await prisma.webhookDelivery.findFirst({ where: { tenantId, endpointId, id }, select: DELIVERY_FIELDS });
     return row === null ? null : toApiDelivery(row);
+  };
+
+  /**
+   * Whether endpoint `id` is the tenant's (false: not found); throws 'forbidden' when it receives a product beyond
+   * `reach`. The statement that then acts repeats the condition (products <@ reach), so a change made meanwhile by
+   * a wider key cannot slip through.
+   */
+  const withinReach = async (tenantId: string, id: string, reach: Reach): Promise<boolean> => {
+    const row = await prisma.webhookEndpoint.findFirst({ where: { tenantId, id }, select: { products: true } });
+    if (row === null) return false;
+    const beyond = row.products.filter((product) => !reach.includes(product as JobType));
+    if (beyond.length > 0) {
+      const named = beyond.length === 1 ? beyond.join('') : `${beyond.slice(0, -1).join(', ')} and ${beyond.at(-1) ?? ''}`;
+      throw new WebhookError(
+        'forbidden',
+        `This endpoint receives ${named} results, which this API key may not read; ` +
+          `change, test or delete it with a key that has the ${named} scope${beyond.length > 1 ? 's' : ''} too.`,
+      );
+    }
+    return true;
+  };
+  /** After an acting statement matched nothing: throws if the endpoint was widened meanwhile; otherwise it is gone. */
+  const gone = async (tenantId: string, id: string, reach: Reach): Promise<null> => {
+    await withinReach(tenantId, id, reach);
+    return null;
   };
 
   const rotation = () => ({ secret: newSigningSecret(), previousExpiresAt: new Date(Date.now() + SECRET_ROTATION_OVERLAP_MS) });
@@ -240,6 +282,7 @@ export function createWebhookStore({
 
     async update(tenantId, id, request, products) {
       checkUrl(request.url);
+      if (!(await withinReach(tenantId, id, products))) return null;
       // Enabling clears the disabled state and the failure record (3 more days before it can be disabled again);
       // disabling an enabled endpoint records the account's reason, and an endpoint already disabled keeps its own.
       const rows = await prisma.$queryRaw<{ id: string }[]>`
@@ -249,25 +292,29 @@ export function createWebhookStore({
                disabled_at = CASE WHEN ${request.enabled} THEN NULL WHEN enabled THEN now() ELSE disabled_at END,
                disabled_reason = CASE WHEN ${request.enabled} THEN NULL WHEN enabled THEN ${DISABLED_BY_ACCOUNT} ELSE disabled_reason END,
                updated_at = now()
-         WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING id`;
-      if (rows.length === 0) return null;
+         WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid AND products <@ ${[...products]}::text[] RETURNING id`;
+      if (rows.length === 0) return gone(tenantId, id, products);
       return this.get(tenantId, id);
     },
 
-    async delete(tenantId, id) {
-      const { count } = await prisma.webhookEndpoint.deleteMany({ where: { tenantId, id } });
-      return count > 0;
+    async delete(tenantId, id, reach) {
+      if (!(await withinReach(tenantId, id, reach))) return false;
+      const deleted = await prisma.$executeRaw`
+        DELETE FROM webhook_endpoints WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid AND products <@ ${[...reach]}::text[]`;
+      if (deleted === 0) await gone(tenantId, id, reach);
+      return deleted > 0;
     },
 
-    async rotateSecret(tenantId, id) {
+    async rotateSecret(tenantId, id, reach) {
+      if (!(await withinReach(tenantId, id, reach))) return null;
       const { secret, previousExpiresAt } = rotation();
       const sealed = keyring.seal(Buffer.from(secret, 'utf8'), endpointSealContext(tenantId, id));
       // The current secret becomes the previous one in the same statement: a concurrent rotation cannot lose it.
       const rows = await prisma.$queryRaw<{ id: string }[]>`
         UPDATE webhook_endpoints SET previous_secret_ciphertext = secret_ciphertext, previous_secret_expires_at = ${previousExpiresAt},
                secret_ciphertext = ${sealed}, updated_at = now()
-         WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid RETURNING id`;
-      if (rows.length === 0) return null;
+         WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid AND products <@ ${[...reach]}::text[] RETURNING id`;
+      if (rows.length === 0) return gone(tenantId, id, reach);
       return { secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
     },
 
@@ -281,11 +328,17 @@ export function createWebhookStore({
       return { secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
     },
 
-    async deliveries(tenantId, id, limit, jobId) {
+    async deliveries(tenantId, id, limit, reach, jobId) {
       if (id !== null && (await prisma.webhookEndpoint.count({ where: { tenantId, id } })) === 0) return null;
       if (jobId !== undefined && (await prisma.job.count({ where: { tenantId, id: jobId } })) === 0) return null;
       const rows = await prisma.webhookDelivery.findMany({
-        where: { tenantId, endpointId: id, ...(jobId === undefined ? {} : { jobId }) },
+        where: {
+          tenantId,
+          endpointId: id,
+          // Test events (no job) and the jobs of the products the key may read.
+          OR: [{ jobType: null }, { jobType: { in: [...reach] } }],
+          ...(jobId === undefined ? {} : { jobId }),
+        },
         select: DELIVERY_FIELDS,
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: limit,
@@ -293,25 +346,26 @@ export function createWebhookStore({
       return rows.map(toApiDelivery);
     },
 
-    async queueTest(tenantId, id) {
+    async queueTest(tenantId, id, reach) {
+      if (!(await withinReach(tenantId, id, reach))) return null;
       const deliveryId = randomUUID();
       const rows = await prisma.$queryRaw<{ id: string }[]>`
         INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_key, event_type, body, give_up_at)
         SELECT ${deliveryId}::uuid, tenant_id, id, ${`test:${deliveryId}`}, 'webhook.test', ${testEventBody(new Date())},
                now() + ${retryWindowMs} * interval '1 millisecond'
-          FROM webhook_endpoints WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid
+          FROM webhook_endpoints WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid AND products <@ ${[...reach]}::text[]
         RETURNING id`;
-      if (rows.length === 0) return null;
+      if (rows.length === 0) return gone(tenantId, id, reach);
       return delivery(tenantId, id, deliveryId);
     },
 
-    async redeliver(tenantId, id, deliveryId) {
+    async redeliver(tenantId, id, deliveryId, reach) {
       // Not while an attempt holds the lease: its outcome would overwrite this request's new schedule.
       const rows = await prisma.$queryRaw<{ id: string; leased: boolean }[]>`
         WITH target AS (
           SELECT id, lease_expires_at IS NOT NULL AND lease_expires_at > now() AS leased
             FROM webhook_deliveries WHERE tenant_id = ${tenantId}::uuid AND endpoint_id IS NOT DISTINCT FROM ${id}::uuid
-                   AND id = ${deliveryId}::uuid
+                   AND id = ${deliveryId}::uuid AND (job_type IS NULL OR job_type = ANY (${[...reach]}::text[]))
              FOR UPDATE
         ), requeued AS (
           UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(),

@@ -136,10 +136,10 @@ describe('webhook delivery', () => {
         result: { news: [] },
       },
     });
-    const [listed] = (await store.deliveries(tenantId, both.id, 10)) ?? [];
+    const [listed] = (await store.deliveries(tenantId, both.id, 10, ALL_PRODUCTS)) ?? [];
     expect(listed).toMatchObject({ id: delivery?.headers['webhook-id'], status: 'succeeded', attempt_count: 1, next_attempt_at: null });
     expect(listed?.attempts).toEqual([expect.objectContaining({ outcome: 'ok', http_status: 204, error: null })]);
-    expect(await store.deliveries(otherTenantId, both.id, 10)).toBeNull();
+    expect(await store.deliveries(otherTenantId, both.id, 10, ALL_PRODUCTS)).toBeNull();
   });
 
   it('retries after failures with backoff, keeping the id and body, and records each attempt', async () => {
@@ -159,7 +159,7 @@ describe('webhook delivery', () => {
     expect(gaps[0]).toBeGreaterThanOrEqual(70);
     expect(gaps[1]).toBeGreaterThanOrEqual(150);
     const delivery = await waitFor(async () => {
-      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
       return listed?.status === 'succeeded' ? listed : undefined;
     });
     expect(delivery.attempts.map((attempt) => [attempt.outcome, attempt.http_status])).toEqual([
@@ -179,7 +179,7 @@ describe('webhook delivery', () => {
     await queueJobEvent(pool, terminal(await job(tenantId)), { retryWindowMs: 400 });
     dispatcher().start();
     const failed = await waitFor(async () => {
-      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
       return listed?.status === 'failed' ? listed : undefined;
     });
     expect(failed.next_attempt_at).toBeNull();
@@ -188,11 +188,11 @@ describe('webhook delivery', () => {
     receiver.reset();
     receiver.answer(200);
     // Another tenant cannot redeliver it; its owner can.
-    expect(await store.redeliver(otherTenantId, hook.id, failed.id)).toBeNull();
-    expect(await store.redeliver(tenantId, hook.id, failed.id)).toMatchObject({ status: 'pending' });
+    expect(await store.redeliver(otherTenantId, hook.id, failed.id, ALL_PRODUCTS)).toBeNull();
+    expect(await store.redeliver(tenantId, hook.id, failed.id, ALL_PRODUCTS)).toMatchObject({ status: 'pending' });
     await receiver.waitFor(1);
     const redelivered = await waitFor(async () => {
-      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
       return listed?.status === 'succeeded' ? listed : undefined;
     });
     expect(redelivered.attempts).toHaveLength(attemptsBefore + 1);
@@ -209,7 +209,7 @@ describe('webhook delivery', () => {
     await new Promise((resolve) => setTimeout(resolve, 350));
     expect(await survivor.runOnce()).toBe(1);
     await receiver.waitFor(1);
-    const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+    const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
     expect(listed).toMatchObject({ status: 'succeeded', attempt_count: 1 });
   });
 
@@ -241,14 +241,14 @@ describe('webhook delivery', () => {
     await queueJobEvent(pool, terminal(await job(tenantId)));
     await createWebhookDispatcher({ pool, keyring, executor: strict, logger }).runOnce();
     await strict.close();
-    const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+    const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
     expect(listed?.attempts[0]).toMatchObject({ outcome: 'blocked_address', http_status: null });
     expect(listed?.status).toBe('pending');
   });
 
   it('holds the deliveries of a disabled endpoint until it is enabled again', async () => {
     const hook = await endpoint(tenantId, { enabled: false });
-    const queued = await store.queueTest(tenantId, hook.id);
+    const queued = await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     expect(await dispatcher().runOnce()).toBe(0);
     expect(receiver.received).toHaveLength(0);
     await store.update(tenantId, hook.id, WebhookCreateRequest.parse({ url: `${receiver.url}/hooks` }), ALL_PRODUCTS);
@@ -260,7 +260,7 @@ describe('webhook delivery', () => {
 
   it('deletes finished deliveries after 30 days, never a pending one', async () => {
     const hook = await endpoint(tenantId);
-    for (let i = 0; i < 3; i++) await store.queueTest(tenantId, hook.id);
+    for (let i = 0; i < 3; i++) await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     const { rows } = await pool.query<{ id: string }>('SELECT id FROM webhook_deliveries ORDER BY created_at');
     const [old, recent, pending] = rows.map((row) => row.id);
     await pool.query(
@@ -282,16 +282,16 @@ describe('webhook delivery', () => {
     receiver.answer(302);
     await queueJobEvent(pool, terminal(await job(tenantId)));
     await dispatcher().runOnce();
-    const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+    const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
     expect(listed?.attempts[0]).toMatchObject({ outcome: 'redirect_refused', http_status: 302 });
     expect(receiver.received).toHaveLength(1);
   });
 
   it('signs with both secrets for a day after a rotation', async () => {
     const hook = await endpoint(tenantId);
-    const rotated = await store.rotateSecret(tenantId, hook.id);
+    const rotated = await store.rotateSecret(tenantId, hook.id, ALL_PRODUCTS);
     expect(rotated?.secret).not.toBe(hook.secret);
-    expect(await store.rotateSecret(otherTenantId, hook.id)).toBeNull();
+    expect(await store.rotateSecret(otherTenantId, hook.id, ALL_PRODUCTS)).toBeNull();
     await queueJobEvent(pool, terminal(await job(tenantId)));
     await dispatcher().runOnce();
     const [delivery] = await receiver.waitFor(1);
@@ -368,14 +368,14 @@ describe('webhook delivery', () => {
   it('sends nothing for a disabled account, also what it had queued, until it is enabled again', async () => {
     const hook = await endpoint(tenantId);
     await queueJobEvent(pool, terminal(await job(tenantId)));
-    await store.queueTest(tenantId, hook.id);
+    await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     await pool.query('UPDATE tenants SET disabled_at = now() WHERE id = $1', [tenantId]);
     try {
       // Queued before and after the account was disabled: neither is attempted.
-      await store.queueTest(tenantId, hook.id);
+      await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
       expect(await dispatcher().runOnce()).toBe(0);
       expect(receiver.received).toHaveLength(0);
-      const [listed] = (await store.deliveries(tenantId, hook.id, 10)) ?? [];
+      const [listed] = (await store.deliveries(tenantId, hook.id, 10, ALL_PRODUCTS)) ?? [];
       expect(listed).toMatchObject({ status: 'pending', attempt_count: 0 });
     } finally {
       await pool.query('UPDATE tenants SET disabled_at = NULL WHERE id = $1', [tenantId]);
@@ -416,7 +416,7 @@ describe('webhook delivery', () => {
       ['/news', 'news'],
     ]);
     // A test event goes to any endpoint; a key that may read more widens the endpoint when it replaces it.
-    await store.queueTest(tenantId, noProduct.id);
+    await store.queueTest(tenantId, noProduct.id, ALL_PRODUCTS);
     expect(await dispatcher().runOnce()).toBe(1);
     const replaced = await store.update(tenantId, noProduct.id, WebhookCreateRequest.parse({ url: `${receiver.url}/none` }), ['analysis']);
     expect(replaced?.products).toEqual(['analysis']);
@@ -426,11 +426,11 @@ describe('webhook delivery', () => {
     const stuckA = await store.create(tenantId, WebhookCreateRequest.parse({ url: `${hanging.url}/a` }), ALL_PRODUCTS);
     const stuckB = await store.create(tenantId, WebhookCreateRequest.parse({ url: `${hanging.url}/b` }), ALL_PRODUCTS);
     for (let i = 0; i < 5; i++) {
-      await store.queueTest(tenantId, stuckA.id);
-      await store.queueTest(tenantId, stuckB.id);
+      await store.queueTest(tenantId, stuckA.id, ALL_PRODUCTS);
+      await store.queueTest(tenantId, stuckB.id, ALL_PRODUCTS);
     }
     const other = await endpoint(otherTenantId);
-    await store.queueTest(otherTenantId, other.id);
+    await store.queueTest(otherTenantId, other.id, ALL_PRODUCTS);
     const bounds = { perTargetConcurrency: 2, perTenantConcurrency: 3, timeoutMs: 1_000 };
     const first = dispatcher(bounds).runOnce();
     // The account's 3 (at most 2 to one endpoint) and the other account's one, in the same claim.
@@ -458,10 +458,10 @@ describe('webhook delivery', () => {
   it('sends one account at most hostAttemptsPerMinute attempts to one host; the rest wait for the next minute, unattempted', async () => {
     const hook = await endpoint(tenantId);
     const second = await store.create(tenantId, WebhookCreateRequest.parse({ url: `${receiver.url}/second` }), ALL_PRODUCTS);
-    for (let i = 0; i < 3; i++) await store.queueTest(tenantId, hook.id);
-    for (let i = 0; i < 2; i++) await store.queueTest(tenantId, second.id);
+    for (let i = 0; i < 3; i++) await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
+    for (let i = 0; i < 2; i++) await store.queueTest(tenantId, second.id, ALL_PRODUCTS);
     const other = await endpoint(otherTenantId);
-    await store.queueTest(otherTenantId, other.id);
+    await store.queueTest(otherTenantId, other.id, ALL_PRODUCTS);
     const limited = dispatcher({ hostAttemptsPerMinute: 3 });
     // 3 of the account's 5 (both endpoints are on one host), and the other account's own.
     expect(await limited.runOnce()).toBe(4);
@@ -482,7 +482,7 @@ describe('webhook delivery', () => {
   it('disables an endpoint whose every attempt failed for 3 days, with the reason in the API, until it is enabled again', async () => {
     const hook = await endpoint(tenantId);
     receiver.answer(500, 500);
-    await store.queueTest(tenantId, hook.id);
+    await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     await dispatcher().runOnce();
     const failing = await store.get(tenantId, hook.id);
     expect(failing).toMatchObject({ enabled: true, disabled_at: null, disabled_reason: null });
@@ -500,7 +500,7 @@ describe('webhook delivery', () => {
     );
 
     // Nothing is sent to it now, not even a test.
-    await store.queueTest(tenantId, hook.id);
+    await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     await pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'");
     expect(await dispatcher().runOnce()).toBe(0);
 
@@ -514,7 +514,7 @@ describe('webhook delivery', () => {
   it('records the account as the reason of an endpoint it disables, and a 2xx clears a failure record', async () => {
     const hook = await endpoint(tenantId);
     receiver.answer(500);
-    await store.queueTest(tenantId, hook.id);
+    await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     await dispatcher().runOnce();
     expect((await store.get(tenantId, hook.id))?.failing_since).not.toBeNull();
     await pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'");

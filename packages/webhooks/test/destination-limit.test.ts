@@ -47,7 +47,7 @@ describe('the per-minute limit of one account to one destination', () => {
     const port = new URL(receiver.url).port;
     for (const host of hosts) {
       const hook = await store.create(tenantId, WebhookCreateRequest.parse({ url: `https://${host}:${port}/hooks` }), ALL_PRODUCTS);
-      for (let i = 0; i < tests; i++) await store.queueTest(tenantId, hook.id);
+      for (let i = 0; i < tests; i++) await store.queueTest(tenantId, hook.id, ALL_PRODUCTS);
     }
   };
   const attempts = async () => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_attempts')).rows[0]?.n;

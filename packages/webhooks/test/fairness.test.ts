@@ -66,7 +66,7 @@ describe('webhook delivery under another account flooding it with hanging endpoi
 
     // C: an endpoint that never answers, 58 test events to it, and 100 finished jobs with a callback_url that never answers.
     const slow = await store.create(flooder, WebhookCreateRequest.parse({ url: `${hanging.url}/endpoint` }), ALL_PRODUCTS);
-    for (let i = 0; i < FLOOD_TESTS; i++) await store.queueTest(flooder, slow.id);
+    for (let i = 0; i < FLOOD_TESTS; i++) await store.queueTest(flooder, slow.id, ALL_PRODUCTS);
     await store.rotateCallbackSecret(flooder);
     for (let i = 0; i < FLOOD_JOBS; i++) {
       const jobId = randomUUID();
@@ -87,7 +87,7 @@ describe('webhook delivery under another account flooding it with hanging endpoi
     const queuedAt = new Map<string, number>();
     for (let i = 0; i < VICTIM_DELIVERIES; i++) {
       const at = Date.now();
-      const delivery = await store.queueTest(bystander, victim.id);
+      const delivery = await store.queueTest(bystander, victim.id, ALL_PRODUCTS);
       if (delivery === null) throw new Error('the bystander endpoint is missing');
       queuedAt.set(delivery.id, at);
       await sleep(VICTIM_SPACING_MS);

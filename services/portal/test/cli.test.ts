@@ -46,7 +46,7 @@ describe('portal CLI: reencrypt', () => {
     // A webhook endpoint with a rotated secret (two sealed values) and the account's callback secret.
     const hooks = createWebhookStore({ pool, keyring: createKeyring(old) });
     const hook = await hooks.create(tenantId, WebhookCreateRequest.parse({ url: 'https://hooks.example.com/' }), ['news']);
-    const rotated = await hooks.rotateSecret(tenantId, hook.id);
+    const rotated = await hooks.rotateSecret(tenantId, hook.id, ['news']);
     await hooks.rotateCallbackSecret(tenantId);
     const env = {
       DATABASE_URL: db.url,

@@ -95,6 +95,44 @@ describe('the webhooks pages', () => {
     expect(refused.text).toContain('does not have the webhooks scope');
   });
 
+  it('keeps a session within the products its key may read: their deliveries hidden, an endpoint receiving others not deleted or tested', async () => {
+    const tenant = await h.tenant('split');
+    const news = await signedIn(['tools', 'webhooks', 'news'], tenant);
+    const made = await news.browser.go('post', '/portal/webhooks', {
+      csrf: news.csrf,
+      url: 'https://hooks.example.com/split',
+      events: ['job.completed'],
+    });
+    const id = /data-webhook="([^"]+)"/.exec(made.text)?.[1] ?? '';
+    const jobId = '0b7a3c9e-1d2f-4e5a-8b6c-7d8e9f0a1b2c';
+    await h.pool.query("INSERT INTO jobs (id, tenant_id, type, request) VALUES ($1, $2, 'news', '{}')", [jobId, tenant]);
+    const { rows } = await h.pool.query<{ id: string }>(
+      `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_key, event_type, job_id, job_type, body, give_up_at)
+       VALUES ($1, $2, $3::text, 'job.completed', $3::uuid, 'news', '{}', now() + interval '1 day') RETURNING id`,
+      [tenant, id, jobId],
+    );
+    const deliveryId = rows[0]?.id ?? '';
+    expect((await news.browser.go('get', `/portal/webhooks/${id}`)).text).toContain(jobId);
+
+    const hooksOnly = await signedIn(['tools', 'webhooks'], tenant);
+    const page = await hooksOnly.browser.go('get', `/portal/webhooks/${id}`);
+    expect(page.status).toBe(200);
+    expect(page.text).not.toContain(jobId);
+    for (const action of ['delete', 'test']) {
+      const refused = await hooksOnly.browser.go('post', `/portal/webhooks/${id}/${action}`, { csrf: hooksOnly.csrf });
+      expect(refused.status).toBe(403);
+      expect(refused.text).toContain('This endpoint receives news results, which this API key may not read');
+    }
+    const redeliver = await hooksOnly.browser.go('post', `/portal/webhooks/${id}/deliveries/${deliveryId}/redeliver`, {
+      csrf: hooksOnly.csrf,
+    });
+    expect(redeliver.status).toBe(404);
+    const { rows: left } = await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1', [
+      id,
+    ]);
+    expect(left[0]?.n).toBe(1);
+  });
+
   it("counts a test event and a redelivery against the account's webhooks limit, in the counter the API's requests count in", async () => {
     const tenant = await h.tenant('limited');
     const { browser, csrf } = await signedIn(undefined, tenant);

@@ -128,6 +128,92 @@ describe('the webhooks API', () => {
     expect(rows.map((row) => row.endpoint_id)).toEqual([webhooksOnly.id]);
   });
 
+  // Issue 40, item 2: a key with only the webhooks scope read analysis results it gets 403 for directly, by listing
+  // another key's endpoint's deliveries, pointing the endpoint at its own URL and redelivering.
+  it('keeps a key within the products it may read: deliveries of others unlisted, endpoints receiving others not changed', async () => {
+    const as = (scopes: string[]) => ({ ...acme, scopes });
+    const everything = as(['webhooks', 'news', 'stock-report', 'analysis']);
+    const webhooksOnly = as(['webhooks']);
+    const newsOnly = as(['webhooks', 'news']);
+    const hook = WebhookCreated.parse((await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/all' }, everything)).body);
+    const finished = async (type: 'news' | 'analysis', callbackUrl?: string) => {
+      const jobId = randomUUID();
+      await h.pool.query(
+        `INSERT INTO jobs (id, tenant_id, type, status, request, result, finished_at) VALUES ($1, $2, $3, 'completed', '{}', '{"secret": "result"}', now())`,
+        [jobId, acme.tenantId, type],
+      );
+      if (callbackUrl !== undefined)
+        await h.pool.query('INSERT INTO webhook_callbacks (job_id, url, tenant_id) VALUES ($1, $2, $3)', [
+          jobId,
+          callbackUrl,
+          acme.tenantId,
+        ]);
+      await queueJobEvent(h.pool, { jobId, jobType: type, status: 'completed', at: new Date(), result: { secret: 'result' } });
+      return jobId;
+    };
+    const analysisJob = await finished('analysis', 'https://client.example.com/analysis');
+    const newsJob = await finished('news');
+    const deliveriesOf = async (path: string, caller: ReturnType<typeof as>) =>
+      WebhookDeliveryListResponse.parse((await call('get', path, undefined, caller)).body).deliveries;
+    const all = await deliveriesOf(`/api/webhooks/${hook.id}/deliveries`, everything);
+    expect(all.map((d) => d.job_id).sort()).toEqual([analysisJob, newsJob].sort());
+    const analysisDelivery = all.find((d) => d.job_id === analysisJob)?.id ?? '';
+    const [callback] = await deliveriesOf('/api/webhooks/callbacks/deliveries', everything);
+    expect(callback?.job_id).toBe(analysisJob);
+
+    // The endpoint's settings are the account's to see; the deliveries listed are those of products the key may read.
+    expect((await call('get', `/api/webhooks/${hook.id}`, undefined, webhooksOnly)).status).toBe(200);
+    expect(await deliveriesOf(`/api/webhooks/${hook.id}/deliveries`, webhooksOnly)).toEqual([]);
+    expect((await deliveriesOf(`/api/webhooks/${hook.id}/deliveries`, newsOnly)).map((d) => d.job_id)).toEqual([newsJob]);
+    expect(await deliveriesOf('/api/webhooks/callbacks/deliveries', webhooksOnly)).toEqual([]);
+    expect(await deliveriesOf(`/api/webhooks/callbacks/deliveries?job_id=${analysisJob}`, newsOnly)).toEqual([]);
+
+    // Not redelivered, as not listed: the same 404 as a missing delivery.
+    const redeliver = await call('post', `/api/webhooks/${hook.id}/deliveries/${analysisDelivery}/redeliver`, undefined, webhooksOnly);
+    expect(redeliver.body).toEqual({ detail: 'No such delivery of this webhook endpoint.', status_code: 404, type: 'not_found' });
+    expect((await call('post', `/api/webhooks/callbacks/deliveries/${callback?.id ?? ''}/redeliver`, undefined, newsOnly)).status).toBe(
+      404,
+    );
+
+    // The endpoint receives analysis results: a key that may not read them cannot repoint, test, rotate or delete it.
+    for (const [caller, missing] of [
+      [webhooksOnly, 'news, stock-report and analysis'],
+      [newsOnly, 'stock-report and analysis'],
+    ] as const) {
+      const answers = await Promise.all([
+        call('put', `/api/webhooks/${hook.id}`, { url: 'https://attacker.example.net/' }, caller),
+        call('post', `/api/webhooks/${hook.id}/test`, undefined, caller),
+        call('post', `/api/webhooks/${hook.id}/rotate-secret`, undefined, caller),
+        call('delete', `/api/webhooks/${hook.id}`, undefined, caller),
+      ]);
+      for (const res of answers) {
+        expect(res.status).toBe(403);
+        expect(ErrorBody.parse(res.body).detail).toContain(`receives ${missing} results, which this API key may not read`);
+      }
+    }
+    const { rows } = await h.pool.query<{ url: string; products: string[]; tests: number; secret_rotated: boolean }>(
+      `SELECT url, products, (SELECT count(*)::int FROM webhook_deliveries WHERE endpoint_id = e.id AND event_type = 'webhook.test') AS tests,
+              previous_secret_ciphertext IS NOT NULL AS secret_rotated
+         FROM webhook_endpoints e WHERE id = $1`,
+      [hook.id],
+    );
+    expect(rows).toEqual([
+      { url: 'https://hooks.example.com/all', products: ['news', 'stock-report', 'analysis'], tests: 0, secret_rotated: false },
+    ]);
+
+    // A key that may read all it receives moves it, and what was queued for it goes to the new URL.
+    const moved = await call('put', `/api/webhooks/${hook.id}`, { url: 'https://hooks.example.com/moved' }, everything);
+    expect(Webhook.parse(moved.body).url).toBe('https://hooks.example.com/moved');
+    const { rows: queued } = await h.pool.query<{ url: string }>(
+      "SELECT e.url FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.status = 'pending' AND d.endpoint_id = $1",
+      [hook.id],
+    );
+    expect(queued.map((row) => row.url)).toEqual(['https://hooks.example.com/moved', 'https://hooks.example.com/moved']);
+    expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${analysisDelivery}/redeliver`, undefined, everything)).status).toBe(
+      202,
+    );
+  });
+
   it('answers 400 naming the field for a bad URL, event or unknown field, and refuses private IP literals', async () => {
     const cases: [unknown, string][] = [
       [{ url: 'http://hooks.example.com/' }, 'url: must be an absolute https:// URL'],
@@ -217,6 +303,13 @@ describe('the webhooks API', () => {
 
   it("lists the account's callback deliveries, one job's on request, and redelivers them; another account's are not found", async () => {
     await h.pool.query('DELETE FROM webhook_deliveries WHERE endpoint_id IS NULL');
+    // A key that may read news, as the callbacks' product (see below for one that may not).
+    const callNews = (
+      method: Parameters<typeof call>[0],
+      path: string,
+      body?: unknown,
+      caller = { ...acme, scopes: ['webhooks', 'news'] },
+    ) => call(method, path, body, caller);
     const [jobA, jobB, theirJob] = [randomUUID(), randomUUID(), randomUUID()];
     for (const [tenantId, jobId] of [
       [acme.tenantId, jobA],
@@ -241,7 +334,7 @@ describe('the webhooks API', () => {
     );
     await h.pool.query("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, attempt_count = 1 WHERE id = $1", [older]);
 
-    const listed = await call('get', '/api/webhooks/callbacks/deliveries');
+    const listed = await callNews('get', '/api/webhooks/callbacks/deliveries');
     expect(listed.status).toBe(200);
     expect(WebhookDeliveryListResponse.parse(listed.body).deliveries).toEqual([
       expect.objectContaining({ id: newer, webhook_id: null, callback_url: 'https://b.example.com/done', job_id: jobB, attempts: [] }),
@@ -254,47 +347,47 @@ describe('the webhooks API', () => {
         attempts: [expect.objectContaining({ outcome: 'http_error', http_status: 503, duration_ms: 7 })],
       }),
     ]);
-    const oneJob = WebhookDeliveryListResponse.parse((await call('get', `/api/webhooks/callbacks/deliveries?job_id=${jobA}`)).body);
+    const oneJob = WebhookDeliveryListResponse.parse((await callNews('get', `/api/webhooks/callbacks/deliveries?job_id=${jobA}`)).body);
     expect(oneJob.deliveries.map((d) => d.id)).toEqual([older]);
-    const limited = WebhookDeliveryListResponse.parse((await call('get', '/api/webhooks/callbacks/deliveries?limit=1')).body);
+    const limited = WebhookDeliveryListResponse.parse((await callNews('get', '/api/webhooks/callbacks/deliveries?limit=1')).body);
     expect(limited.deliveries.map((d) => d.id)).toEqual([newer]);
     // Another account's job is not found, exactly as one that does not exist.
-    const theirJobAnswer = await call('get', `/api/webhooks/callbacks/deliveries?job_id=${theirJob}`);
+    const theirJobAnswer = await callNews('get', `/api/webhooks/callbacks/deliveries?job_id=${theirJob}`);
     expect(theirJobAnswer.status).toBe(404);
-    const missingJob = await call('get', `/api/webhooks/callbacks/deliveries?job_id=${randomUUID()}`);
+    const missingJob = await callNews('get', `/api/webhooks/callbacks/deliveries?job_id=${randomUUID()}`);
     expect(missingJob.status).toBe(404);
     expect(ErrorBody.parse(missingJob.body).detail).toBe(ErrorBody.parse(theirJobAnswer.body).detail);
-    const badQuery = await call('get', '/api/webhooks/callbacks/deliveries?job_id=nope');
+    const badQuery = await callNews('get', '/api/webhooks/callbacks/deliveries?job_id=nope');
     expect(badQuery.status).toBe(400);
     expect((badQuery.body as ErrorBody).detail).toContain('job_id');
     // An endpoint's deliveries are not callbacks, and the other account's callback is not listed.
-    const hook = WebhookCreated.parse((await call('post', '/api/webhooks/', { url: 'https://hooks.example.com/' })).body);
-    await call('post', `/api/webhooks/${hook.id}/test`);
-    const ids = WebhookDeliveryListResponse.parse((await call('get', '/api/webhooks/callbacks/deliveries')).body).deliveries.map(
+    const hook = WebhookCreated.parse((await callNews('post', '/api/webhooks/', { url: 'https://hooks.example.com/' })).body);
+    await callNews('post', `/api/webhooks/${hook.id}/test`);
+    const ids = WebhookDeliveryListResponse.parse((await callNews('get', '/api/webhooks/callbacks/deliveries')).body).deliveries.map(
       (d) => d.id,
     );
     expect(ids).toEqual([newer, older]);
 
-    const again = await call('post', `/api/webhooks/callbacks/deliveries/${older}/redeliver`);
+    const again = await callNews('post', `/api/webhooks/callbacks/deliveries/${older}/redeliver`);
     expect(again.status).toBe(202);
     expect(WebhookDelivery.parse(again.body)).toMatchObject({ id: older, status: 'pending', callback_url: 'https://a.example.com/done' });
     const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE id = $1', [older]);
     expect(rows[0]?.status).toBe('pending');
 
     const other = { ...globex, scopes: ['webhooks'] };
-    expect((await call('post', `/api/webhooks/callbacks/deliveries/${older}/redeliver`, undefined, other)).status).toBe(404);
-    expect((await call('post', `/api/webhooks/callbacks/deliveries/${theirs}/redeliver`)).status).toBe(404);
+    expect((await callNews('post', `/api/webhooks/callbacks/deliveries/${older}/redeliver`, undefined, other)).status).toBe(404);
+    expect((await callNews('post', `/api/webhooks/callbacks/deliveries/${theirs}/redeliver`)).status).toBe(404);
     // An endpoint's delivery is not redelivered as a callback, nor a callback as an endpoint's.
-    const [test] = WebhookDeliveryListResponse.parse((await call('get', `/api/webhooks/${hook.id}/deliveries`)).body).deliveries;
-    expect((await call('post', `/api/webhooks/callbacks/deliveries/${test?.id ?? ''}/redeliver`)).status).toBe(404);
-    expect((await call('post', `/api/webhooks/${hook.id}/deliveries/${older}/redeliver`)).status).toBe(404);
-    const unknown = await call('post', `/api/webhooks/callbacks/deliveries/${randomUUID()}/redeliver`);
+    const [test] = WebhookDeliveryListResponse.parse((await callNews('get', `/api/webhooks/${hook.id}/deliveries`)).body).deliveries;
+    expect((await callNews('post', `/api/webhooks/callbacks/deliveries/${test?.id ?? ''}/redeliver`)).status).toBe(404);
+    expect((await callNews('post', `/api/webhooks/${hook.id}/deliveries/${older}/redeliver`)).status).toBe(404);
+    const unknown = await callNews('post', `/api/webhooks/callbacks/deliveries/${randomUUID()}/redeliver`);
     expect(unknown.status).toBe(404);
     expect(ErrorBody.parse(unknown.body).detail).toBe('No such callback delivery.');
-    const bad = await call('post', '/api/webhooks/callbacks/deliveries/not-a-uuid/redeliver');
+    const bad = await callNews('post', '/api/webhooks/callbacks/deliveries/not-a-uuid/redeliver');
     expect(bad.status).toBe(400);
     expect(ErrorBody.parse(bad.body).detail).toContain('delivery_id');
-    expect((await call('get', '/api/webhooks/callbacks/deliveries', undefined, { ...acme, scopes: ['news'] })).status).toBe(403);
+    expect((await callNews('get', '/api/webhooks/callbacks/deliveries', undefined, { ...acme, scopes: ['news'] })).status).toBe(403);
   });
 
   it('makes and rotates the callback secret, shown once each time', async () => {

@@ -2,7 +2,8 @@
 // and per endpoint its deliveries with every attempt, a test event and redelivery. The same store as the API
 // (@fin/webhooks); the signed-in key needs the webhooks scope, an endpoint registered here receives the products
 // that key may read, and a test event or a redelivery counts against the account's `webhooks` limit, as through
-// the API.
+// the API. As through the API, the key sees only the deliveries of the products it may read, and deleting or
+// testing an endpoint that receives other products is refused (403, naming them).
 import { PORTAL_PAGES, WebhookCreateRequest, type WebhookDelivery } from '@fin/contracts';
 import { loggerOf, route, type RouteOptions } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -68,6 +69,16 @@ export function mountWebhookPages(
       'webhooks',
       404,
     );
+  /** Runs a change of an endpoint; one beyond the key's reach gets a page saying which products it lacks. */
+  const withinReach = async <T>(res: Response, work: Promise<T>): Promise<T | undefined> => {
+    try {
+      return await work;
+    } catch (error) {
+      if (!(error instanceof WebhookError) || error.kind !== 'forbidden') throw error;
+      shell(res, 'Not allowed', html`<p>${error.detail}</p><p><a href="/portal/webhooks">Back to your webhooks</a></p>`, 'webhooks', 403);
+      return undefined;
+    }
+  };
 
   const listPage = async (
     res: Response,
@@ -157,7 +168,10 @@ ${endpoints.length === 0 ? html`<p class="empty">No endpoints yet.</p>` : html`<
       const signed = accountOf(res);
       if (!signed) return;
       const endpoint = UUID.test(params.id) ? await webhooks.get(signed.account.tenantId, params.id) : null;
-      const deliveries = endpoint === null ? null : await webhooks.deliveries(signed.account.tenantId, endpoint.id, 100);
+      const deliveries =
+        endpoint === null
+          ? null
+          : await webhooks.deliveries(signed.account.tenantId, endpoint.id, 100, productsReadableWith(signed.account.scopes));
       if (endpoint === null || deliveries === null) {
         notFound(res);
         return;
@@ -181,7 +195,11 @@ ${deliveries.length === 0 ? html`<p class="empty">Nothing sent yet.</p>` : html`
     async ({ params }, { res }) => {
       const signed = accountOf(res);
       if (!signed) return;
-      if (!UUID.test(params.id) || !(await webhooks.delete(signed.account.tenantId, params.id))) {
+      const deleted = UUID.test(params.id)
+        ? await withinReach(res, webhooks.delete(signed.account.tenantId, params.id, productsReadableWith(signed.account.scopes)))
+        : false;
+      if (deleted === undefined) return;
+      if (!deleted) {
         notFound(res);
         return;
       }
@@ -198,7 +216,11 @@ ${deliveries.length === 0 ? html`<p class="empty">Nothing sent yet.</p>` : html`
       const signed = accountOf(res);
       if (!signed) return;
       if (!(await withinWebhooksLimit(req, res, signed.account))) return;
-      if (!UUID.test(params.id) || (await webhooks.queueTest(signed.account.tenantId, params.id)) === null) {
+      const queued = UUID.test(params.id)
+        ? await withinReach(res, webhooks.queueTest(signed.account.tenantId, params.id, productsReadableWith(signed.account.scopes)))
+        : null;
+      if (queued === undefined) return;
+      if (queued === null) {
         notFound(res);
         return;
       }
@@ -216,7 +238,7 @@ ${deliveries.length === 0 ? html`<p class="empty">Nothing sent yet.</p>` : html`
       if (!(await withinWebhooksLimit(req, res, signed.account))) return;
       const outcome =
         UUID.test(params.id) && UUID.test(params.delivery_id)
-          ? await webhooks.redeliver(signed.account.tenantId, params.id, params.delivery_id)
+          ? await webhooks.redeliver(signed.account.tenantId, params.id, params.delivery_id, productsReadableWith(signed.account.scopes))
           : null;
       if (outcome === null) {
         notFound(res);
