@@ -7,22 +7,47 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 step() { printf "\n== %s (at %d s)\n" "$*" "$SECONDS"; }
 
-step "lint"
-# Formatting (Prettier), typescript-eslint's strict type-checked rules with zero warnings, then no unused files,
-# exports or dependencies (knip). `npm run format` rewrites what the first check refuses.
-prettier --check . --log-level warn
-# Type-checked rules over the whole workspace hold every program in memory: more than Node's default heap.
-NODE_OPTIONS="${NODE_OPTIONS:-} --max-old-space-size=8192" eslint . --max-warnings 0
-knip --no-progress
-
-step "type-check"
-node scripts/sync-build-references.mjs --check
-tsc -p tsconfig.json
-
-step "build"
-# Every package and service to dist/ in one tsc -b (scripts/build.mjs): the standalone tests start `npm start`,
-# which runs the compiled system.
-node scripts/build.mjs
+# Lint and type-check-then-build are each one single-threaded process at a time: on two cores they run side by
+# side, each lane's output printed when it ends (in full, with its steps' times), and the run stops after both if
+# either failed. Neither reads the other's output: ESLint, Prettier and knip skip dist/, and the type-check resolves
+# the workspace packages to their sources.
+lane_logs="$(mktemp -d)"
+lint_lane() {
+  step "lint"
+  # Formatting (Prettier), typescript-eslint's strict type-checked rules with zero warnings, then no unused files,
+  # exports or dependencies (knip). `npm run format` rewrites what the first check refuses.
+  prettier --check . --log-level warn
+  # Type-checked rules over the whole workspace hold every program in memory: more than Node's default heap.
+  NODE_OPTIONS="${NODE_OPTIONS:-} --max-old-space-size=8192" eslint . --max-warnings 0
+  knip --no-progress
+  step "lint done"
+}
+build_lane() {
+  step "type-check"
+  node scripts/sync-build-references.mjs --check
+  tsc -p tsconfig.json
+  step "build"
+  # Every package and service to dist/ in one tsc -b (scripts/build.mjs): the standalone tests start `npm start`,
+  # which runs the compiled system.
+  node scripts/build.mjs
+  step "build done"
+}
+step "lint | type-check, build (side by side)"
+(lint_lane) >"$lane_logs/lint" 2>&1 &
+lint_pid=$!
+(build_lane) >"$lane_logs/build" 2>&1 &
+build_pid=$!
+lint_status=0
+build_status=0
+wait "$lint_pid" || lint_status=$?
+cat "$lane_logs/lint"
+wait "$build_pid" || build_status=$?
+cat "$lane_logs/build"
+rm -rf "$lane_logs"
+if [ "$lint_status" -ne 0 ] || [ "$build_status" -ne 0 ]; then
+  echo "lint exited $lint_status, type-check and build $build_status" >&2
+  exit 1
+fi
 
 step "postgres"
 admin_url="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"
