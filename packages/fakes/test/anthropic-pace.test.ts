@@ -1,5 +1,6 @@
 // The model's pace as the fake keeps it (@fin/offline pace.ts): time to the first token, then output tokens per
-// second. Measured on the wall clock with time compressed (timeScale), and asserted with generous bounds.
+// second. Measured on the wall clock with time compressed (timeScale). Lower bounds are exact (an event is never
+// sent before it is due); upper bounds are generous or relative, since a loaded machine only ever adds delay.
 import Anthropic from '@anthropic-ai/sdk';
 import { startFakeAnthropic, textReply, type FakeAnthropic } from '../src';
 
@@ -8,6 +9,8 @@ const MODEL = 'claude-sonnet-5-5';
 const PACE = { models: { [MODEL]: { timeToFirstTokenMs: 2_000, outputTokensPerSecond: 100 } }, timeScale: 0.05 };
 const TTFT_MS = 100;
 const OUTPUT_MS = 200;
+/** What a busy machine may add to a paced answer before a bound calls it wrong. */
+const SLACK_MS = 2_000;
 const reply = textReply('A paced answer. '.repeat(40), { usage: { outputTokens: 400 } });
 const ask = { model: MODEL, max_tokens: 1_024, messages: [{ role: 'user' as const, content: 'take your time' }] };
 
@@ -21,10 +24,11 @@ afterEach(async () => {
 
 describe('pace', () => {
   it('is off by default: an answer comes at once', async () => {
-    fake = await startFakeAnthropic({ handler: () => reply });
+    // A million output tokens: hours at any model's pace.
+    fake = await startFakeAnthropic({ handler: () => textReply('long', { usage: { outputTokens: 1_000_000 } }) });
     const started = performance.now();
     await clientOf(fake).messages.create(ask);
-    expect(performance.now() - started).toBeLessThan(TTFT_MS);
+    expect(performance.now() - started).toBeLessThan(SLACK_MS);
   });
 
   it('delays a whole answer by the time to the first token plus its output at the model rate', async () => {
@@ -34,7 +38,7 @@ describe('pace', () => {
     const elapsed = performance.now() - started;
     expect(message.usage.output_tokens).toBe(400);
     expect(elapsed).toBeGreaterThanOrEqual(TTFT_MS + OUTPUT_MS - 5);
-    expect(elapsed).toBeLessThan((TTFT_MS + OUTPUT_MS) * 4);
+    expect(elapsed).toBeLessThan(TTFT_MS + OUTPUT_MS + SLACK_MS);
   });
 
   it('streams: the first byte after the time to first token, the rest at the model rate', async () => {
@@ -51,14 +55,12 @@ describe('pace', () => {
     const endedAt = performance.now() - started;
 
     expect(firstEventAt).toBeGreaterThanOrEqual(TTFT_MS - 5);
-    expect(firstEventAt).toBeLessThan(TTFT_MS + OUTPUT_MS / 2);
-    // The text arrives spread over the output time, not in one burst: the middle delta about half-way.
+    // No delta before it is due: the middle one not before half the output time (the spread itself is
+    // eventSchedule's, tested in @fin/offline without a clock).
     expect(deltasAt.length).toBeGreaterThan(10);
-    const middle = deltasAt[Math.floor(deltasAt.length / 2)] ?? 0;
-    expect(middle).toBeGreaterThan(TTFT_MS + OUTPUT_MS * 0.25);
-    expect(middle).toBeLessThan(TTFT_MS + OUTPUT_MS * 0.85);
+    expect(deltasAt[Math.floor(deltasAt.length / 2)]).toBeGreaterThanOrEqual(TTFT_MS + OUTPUT_MS * 0.45);
     expect(endedAt).toBeGreaterThanOrEqual(TTFT_MS + OUTPUT_MS - 5);
-    expect(endedAt).toBeLessThan((TTFT_MS + OUTPUT_MS) * 4);
+    expect(endedAt).toBeLessThan(TTFT_MS + OUTPUT_MS + SLACK_MS);
   });
 
   it('stops writing when the client goes away mid-answer', async () => {
@@ -69,7 +71,8 @@ describe('pace', () => {
       for await (const event of stream) if (event.type === 'content_block_delta') controller.abort();
     })();
     await expect(reading).rejects.toThrow();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const until = performance.now() + SLACK_MS;
+    while (fake.requests[0]?.cancelled !== true && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(fake.requests[0]?.cancelled).toBe(true);
   });
 });
