@@ -205,3 +205,37 @@ describe('the tool executor refuses every non-public target before connecting', 
     });
   });
 });
+
+// The webhook sender counts each attempt against the address it goes to (destination) before sending it; with
+// resolutionTtlMs the connection reuses that checked answer, so a name server cannot answer one address to the
+// count and another to the connection.
+describe('the destination of a call', () => {
+  it('is the checked address a call connects to, null when it would not connect, and one answer for both with resolutionTtlMs', async () => {
+    const api = await startFakeCustomerApi();
+    const port = new URL(api.url).port;
+    const answers: Record<string, string[][]> = { 'flip.example.com': [['127.0.0.1'], ['10.0.0.1']] };
+    let lookups = 0;
+    const resolve = async (hostname: string) => {
+      lookups += 1;
+      return answers[hostname]?.shift() ?? (hostname === 'private.example.com' ? ['10.0.0.1'] : []);
+    };
+    const executor = createToolExecutor({ resolve, allowLoopback: true, ca: (await testCertificate()).cert, resolutionTtlMs: 30_000 });
+    try {
+      expect(await executor.destination(`https://127.1:${port}/`)).toBe('127.0.0.1');
+      expect(await executor.destination('https://10.0.0.1/')).toBeNull();
+      expect(await executor.destination('https://private.example.com/')).toBeNull();
+      expect(await executor.destination('https://nowhere.example.com/')).toBeNull();
+      expect(await executor.destination('not a url')).toBeNull();
+      // Counted at 127.0.0.1; the second answer (a private address) is never asked for: the call goes where it was counted.
+      expect(await executor.destination(`https://flip.example.com:${port}/`)).toBe('127.0.0.1');
+      const before = lookups;
+      const result = await executor.call(request(`https://flip.example.com:${port}/`));
+      expect(result.outcome).not.toBe('blocked_address');
+      expect(lookups).toBe(before);
+      expect(answers['flip.example.com']).toEqual([['10.0.0.1']]);
+    } finally {
+      await executor.close();
+      await api.close();
+    }
+  });
+});
