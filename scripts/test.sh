@@ -7,6 +7,53 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 step() { printf "\n== %s (at %d s)\n" "$*" "$SECONDS"; }
 
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+ours() { [ -f "infra/kafka/.run/$1/kafka.pid" ] && kill -0 "$(cat "infra/kafka/.run/$1/kafka.pid")" 2>/dev/null; }
+
+# The brokers start in the background from here, beside lint and build: the Kafka broker the tests use (started from
+# infra/kafka unless KAFKA_BROKERS points at one; on a fresh clone its first start fetches the jars), then the
+# secure one (an SSL listener and a SASL_SSL one, start.sh with KAFKA_SECURE=1) on KAFKA_SECURE_PORT..+3. Each
+# start is mostly a JVM's, most of a minute for the secure one, which the tests would otherwise wait for. A run
+# stops the brokers it started.
+started_kafka=false
+if [ -z "${KAFKA_BROKERS:-}" ]; then
+  port="${KAFKA_PORT:-19092}"
+  # A port held by something else (another checkout's broker, say) moves us to the next pair of ports.
+  for _ in 1 2 3 4 5; do
+    if ours "$port" || { ! port_open "$port" && ! port_open "$((port + 1))"; }; then break; fi
+    port=$((port + 100))
+  done
+  export KAFKA_PORT="$port" KAFKA_CONTROLLER_PORT="$((port + 1))"
+  ours "$KAFKA_PORT" || started_kafka=true
+  export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
+fi
+secure_port="${KAFKA_SECURE_PORT:-19492}"
+for _ in 1 2 3 4 5; do
+  if ours "$secure_port" || ! { port_open "$secure_port" || port_open "$((secure_port + 1))" || port_open "$((secure_port + 2))" || port_open "$((secure_port + 3))"; }; then break; fi
+  secure_port=$((secure_port + 100))
+done
+export KAFKA_SECURE_PORT="$secure_port"
+secure_was_running=false
+if ours "$KAFKA_SECURE_PORT"; then secure_was_running=true; fi
+start_brokers() {
+  if $started_kafka; then bash infra/kafka/start.sh || exit 1; fi
+  # Under the lock that secureTestKafka (@fin/testing) takes: a test that needs the secure broker before this start
+  # is done waits for it and reuses the broker; if this start fails, that test tries again and reports why.
+  mkdir -p infra/kafka/.run
+  KAFKA_SECURE=1 KAFKA_PORT="$KAFKA_SECURE_PORT" KAFKA_CONTROLLER_PORT="$((KAFKA_SECURE_PORT + 1))" \
+    KAFKA_SSL_PORT="$((KAFKA_SECURE_PORT + 2))" KAFKA_SASL_PORT="$((KAFKA_SECURE_PORT + 3))" \
+    flock -o "infra/kafka/.run/secure-$KAFKA_SECURE_PORT.lock" bash infra/kafka/start.sh || exit 2
+}
+brokers_log="$(mktemp)"
+(start_brokers) >"$brokers_log" 2>&1 &
+brokers_pid=$!
+stop_brokers() {
+  wait "$brokers_pid" 2>/dev/null || true
+  $secure_was_running || KAFKA_PORT="$KAFKA_SECURE_PORT" bash infra/kafka/stop.sh
+  if $started_kafka; then bash infra/kafka/stop.sh; fi
+}
+trap stop_brokers EXIT
+
 # Lint and type-check-then-build are each one single-threaded process at a time: on two cores they run side by
 # side, each lane's output printed when it ends (in full, with its steps' times), and the run stops after both if
 # either failed. Neither reads the other's output: ESLint, Prettier and knip skip dist/, and the type-check resolves
@@ -58,49 +105,23 @@ if ! node -e "$probe" "$admin_url"; then
 fi
 echo "reachable"
 
-if [ -z "${KAFKA_BROKERS:-}" ]; then
-  step "kafka"
-  port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-  ours() { [ -f "infra/kafka/.run/$1/kafka.pid" ] && kill -0 "$(cat "infra/kafka/.run/$1/kafka.pid")" 2>/dev/null; }
-  port="${KAFKA_PORT:-19092}"
-  # A port held by something else (another checkout's broker, say) moves us to the next pair of ports.
-  for _ in 1 2 3 4 5; do
-    if ours "$port" || { ! port_open "$port" && ! port_open "$((port + 1))"; }; then break; fi
-    port=$((port + 100))
-  done
-  export KAFKA_PORT="$port" KAFKA_CONTROLLER_PORT="$((port + 1))"
-  if ours "$KAFKA_PORT"; then
-    echo "reusing the broker already running on $KAFKA_PORT"
-  else
-    trap 'bash infra/kafka/stop.sh' EXIT
-    started_kafka=true
-    bash infra/kafka/start.sh
-  fi
-  export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
+step "kafka"
+brokers_status=0
+wait "$brokers_pid" || brokers_status=$?
+cat "$brokers_log"
+rm -f "$brokers_log"
+if [ "$brokers_status" -eq 1 ]; then
+  echo "The Kafka broker did not start (its output above)." >&2
+  exit 1
 fi
-
-# The secure broker (an SSL listener and a SASL_SSL one, infra/kafka/start.sh with KAFKA_SECURE=1) is started by
-# the first test that needs it (secureTestKafka of @fin/testing) on KAFKA_SECURE_PORT..+3; a run that started it
-# stops it at the end.
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-ours() { [ -f "infra/kafka/.run/$1/kafka.pid" ] && kill -0 "$(cat "infra/kafka/.run/$1/kafka.pid")" 2>/dev/null; }
-secure_port="${KAFKA_SECURE_PORT:-19492}"
-for _ in 1 2 3 4 5; do
-  if ours "$secure_port" || ! { port_open "$secure_port" || port_open "$((secure_port + 1))" || port_open "$((secure_port + 2))" || port_open "$((secure_port + 3))"; }; then break; fi
-  secure_port=$((secure_port + 100))
-done
-export KAFKA_SECURE_PORT="$secure_port"
-secure_was_running=false
-if ours "$KAFKA_SECURE_PORT"; then secure_was_running=true; fi
-stop_secure_kafka() { $secure_was_running || KAFKA_PORT="$KAFKA_SECURE_PORT" bash infra/kafka/stop.sh; }
-trap 'stop_secure_kafka; if ${started_kafka:-false}; then bash infra/kafka/stop.sh; fi' EXIT
+[ "$brokers_status" -eq 0 ] || echo "The secure Kafka broker did not start (its output above); the tests that need it try again."
+$started_kafka || echo "using the broker already running at $KAFKA_BROKERS"
 
 step "chromium"
 # The portal's browser tests drive a real headless Chromium (Debian's package), installed here when missing.
 bash scripts/ensure-chromium.sh
 
 step "tests"
-started_kafka="${started_kafka:-false}"
 results="$(mktemp)"
 status=0
 if [ "$#" -gt 0 ]; then
@@ -120,8 +141,7 @@ else
   ' "$results" "$e2e_results"
   rm -f "$e2e_results"
 fi
-if $started_kafka; then bash infra/kafka/stop.sh; fi
-stop_secure_kafka
+stop_brokers
 trap - EXIT
 # The slowest suites (where the run's time goes), then the closing line, in the plain "N passed, N failed" form
 # that CI reads.
