@@ -1,9 +1,10 @@
 // Every deployable is released: the list of deployables is derived from services/ (not from a table a new
 // service could be forgotten in), and every list of images that a release goes through names each one — the
-// release recipe in docs/deployment.md, both overlays' `images`, the digests prod pins, and docker-compose.yml.
+// release's bake file (infra/docker-bake.json), both overlays' `images`, the digests prod pins, and docker-compose.yml.
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { readBakeFile, type BakeFile } from '../src/release/bake';
 import { DEPLOYABLES, NOT_DEPLOYED, REPO_ROOT } from './support/deployables';
 
 const SERVICES_DIR = path.join(REPO_ROOT, 'services');
@@ -39,11 +40,9 @@ function deriveDeployables(): { deployables: string[]; launchers: string[] } {
 const { deployables: DERIVED, launchers: LAUNCHERS } = deriveDeployables();
 const NUMBERS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
 
-/** The services the release recipe's loop pushes and pins (`for service in …; do` in docs/deployment.md). */
-function recipeServices(doc: string): string[] {
-  const loops = [...doc.matchAll(/^for service in ([\w -]+); do$/gm)];
-  expect(loops).toHaveLength(1);
-  return loops[0]![1]!.trim().split(/\s+/).sort();
+/** The services the release builds, pushes and pins: the targets of the bake file's default group. */
+function releasedServices(bake: BakeFile): string[] {
+  return [...(bake.group?.default?.targets ?? [])].sort();
 }
 
 interface ImageEntry {
@@ -67,8 +66,8 @@ test('the derivation sees a new service: a folder that depends only on packages 
   expect(Object.keys(packageOf('standalone').dependencies ?? {})).toEqual(expect.arrayContaining(['@fin/gateway']));
 });
 
-test("the release recipe in docs/deployment.md pushes and pins every deployable's image", () => {
-  expect(recipeServices(DEPLOYMENT_DOC)).toEqual(DERIVED);
+test("the release (npm run release, infra/docker-bake.json) builds, pushes and pins every deployable's image", () => {
+  expect(releasedServices(readBakeFile())).toEqual(DERIVED);
   // The deployables table names each image.
   for (const service of DERIVED)
     expect({ service, inTable: DEPLOYMENT_DOC.includes(`| \`fin-${service}\` |`) }).toEqual({ service, inTable: true });
@@ -102,10 +101,10 @@ test('docker-compose.yml builds and runs every deployable from its own image', (
 });
 
 describe('the checks themselves', () => {
-  test('a recipe that forgets a service, or a wrong count, is caught', () => {
-    const forgetful = DEPLOYMENT_DOC.replace(/^for service in (.*) mcp; do$/m, 'for service in $1; do');
-    expect(forgetful).not.toBe(DEPLOYMENT_DOC);
-    expect(recipeServices(forgetful)).not.toEqual(DERIVED);
+  test('a release that forgets a service, or a wrong count, is caught', () => {
+    const bake = readBakeFile();
+    const forgetful = { ...bake, group: { default: { targets: bake.group!.default!.targets.filter((target) => target !== 'mcp') } } };
+    expect(releasedServices(forgetful)).not.toEqual(DERIVED);
     expect(DEPLOYMENT_DOC).not.toMatch(/\b(?:all|the) seven images\b/);
   });
 });
