@@ -2,6 +2,7 @@
 // they are not tests: the exit status is non-zero only when the figures are invalid (a request failed, a
 // server did not start), never because a target was missed. See docs/benchmarks.md.
 import { aiCost } from './ai-cost';
+import { capacity } from './capacity';
 import { cacheHit } from './cache-hit';
 import { chatStream } from './chat-stream';
 import { crudClient } from './crud-client';
@@ -25,6 +26,11 @@ const SCENARIOS: Record<string, Scenario> = {
     description:
       "the products' model calls with prompt caching off and on: tokens by kind, web searches and billed cost per job (targets: input cost on ÷ off)",
     run: aiCost,
+  },
+  capacity: {
+    description:
+      "three news workers at the model's pace under the organisation's limits: tenant A floods while B–E send a job a second (targets: B–E's wait, allowance used, 429s, jobs in flight and memory per job)",
+    run: capacity,
   },
   'crud-client': {
     description:

@@ -14,7 +14,10 @@ export interface BenchOptions {
   /** Also measure variants of the process under test with one part removed, to attribute its cost. */
   breakdown: boolean;
   quick: boolean;
-  /** Jobs of the job-pipeline latency measurement (undefined: the scenario's default, smaller with --quick). */
+  /**
+   * Jobs of the job-pipeline latency measurement, or of tenant A's flood in capacity (undefined: the scenario's
+   * default, smaller with --quick).
+   */
   jobs?: number;
   /** Jobs submitted per second by the job-pipeline latency measurement (undefined: the scenario's default). */
   rate?: number;
@@ -22,6 +25,12 @@ export interface BenchOptions {
   streams?: number;
   /** chat-stream: only the memory per open stream, without any latency measurement. */
   memoryOnly: boolean;
+  /** capacity: wall-clock seconds per second of model time (undefined: the scenario's default). */
+  timeScale?: number;
+  /** capacity: NEWS_WORKER_CONCURRENCY of each worker replica (undefined: the scenario's default). */
+  concurrency?: number;
+  /** capacity: AI_MAX_OUTPUT_TOKENS of the services (undefined: the product default). */
+  maxTokens?: number;
 }
 
 export const USAGE = `usage: npm run bench -- [scenario ...] [options]
@@ -33,10 +42,14 @@ Runs every scenario when none is named. Options (environment variable in bracket
   --connections <n>    connections of the throughput measurements [BENCH_CONNECTIONS] (default 10)
   --profile            also write and summarise CPU profiles of the processes under test
   --breakdown          also measure variants with one part removed (e.g. the gateway without rate limiting)
-  --jobs <n>           job-pipeline: jobs timed from POST to completed [BENCH_JOBS] (default 1000, 100 with --quick)
+  --jobs <n>           job-pipeline: jobs timed from POST to completed [BENCH_JOBS] (default 1000, 100 with --quick);
+                       capacity: tenant A's flood [BENCH_JOBS] (default 3000, 300 with --quick)
   --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 10)
   --streams <n>        chat-stream: streams per time-to-first-event measurement [BENCH_STREAMS] (default 1000, 200 with --quick)
   --memory-only        chat-stream: only the memory per open stream (no time-to-first-event measurement)
+  --time-scale <x>     capacity: wall-clock seconds per model second [BENCH_TIME_SCALE] (default 0.1)
+  --concurrency <n>    capacity: NEWS_WORKER_CONCURRENCY of each of the 3 worker replicas [BENCH_CONCURRENCY] (default 600, 200 with --quick)
+  --max-tokens <n>     capacity: AI_MAX_OUTPUT_TOKENS, each model call's max_tokens [BENCH_MAX_TOKENS] (default 8192, the product default)
   --help               this text`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
@@ -65,6 +78,9 @@ export function parseOptions(
       rate: { type: 'string' },
       streams: { type: 'string' },
       'memory-only': { type: 'boolean', default: false },
+      'time-scale': { type: 'string' },
+      concurrency: { type: 'string' },
+      'max-tokens': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -84,5 +100,11 @@ export function parseOptions(
   if (rate !== undefined && rate !== '') options.rate = positive('--rate', rate, 1);
   const streams = values.streams ?? env.BENCH_STREAMS;
   if (streams !== undefined && streams !== '') options.streams = Math.round(positive('--streams', streams, 1));
+  const timeScale = values['time-scale'] ?? env.BENCH_TIME_SCALE;
+  if (timeScale !== undefined && timeScale !== '') options.timeScale = positive('--time-scale', timeScale, 1);
+  const concurrency = values.concurrency ?? env.BENCH_CONCURRENCY;
+  if (concurrency !== undefined && concurrency !== '') options.concurrency = Math.round(positive('--concurrency', concurrency, 1));
+  const maxTokens = values['max-tokens'] ?? env.BENCH_MAX_TOKENS;
+  if (maxTokens !== undefined && maxTokens !== '') options.maxTokens = Math.round(positive('--max-tokens', maxTokens, 1));
   return { scenarios: positionals, options, help: values.help };
 }

@@ -42,7 +42,7 @@ export const SERVICE_LABELS: Record<ServiceName, string> = {
 /** The tenant's per-minute limits: the largest override the admin CLI accepts, far above what a run sends. */
 export const BENCH_LIMIT_PER_MINUTE = 1_000_000;
 const TENANT = 'bench';
-const FINNHUB_TOKEN = 'finnhub-bench-token';
+export const FINNHUB_TOKEN = 'finnhub-bench-token';
 
 export interface BenchSystem {
   gatewayUrl: string;
@@ -76,7 +76,7 @@ export interface BenchSystemOptions {
   profile?: readonly ServiceName[];
 }
 
-function ensureKafka(): void {
+export function ensureKafka(): void {
   const run = spawnSync('bash', [path.join(REPO_ROOT, 'infra/kafka/start.sh')], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -93,12 +93,18 @@ function kafkaPid(): number | null {
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
-/** The fakes process (fakes-server.ts), stopped by `cleanup`; resolves with their URLs once they listen. */
-export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess; anthropicUrl: string; finnhubUrl: string }> {
+/**
+ * The fakes process (fakes-server.ts), stopped by `cleanup`; resolves with their URLs once they listen. `env` adds
+ * the fake model's pace and limits (BENCH_FAKE_*, see fakes-server.ts).
+ */
+export async function startFakes(
+  cleanup: Cleanup,
+  env: Record<string, string> = {},
+): Promise<{ fakes: NodeProcess; anthropicUrl: string; finnhubUrl: string; statsUrl: string }> {
   const fakes = startNodeProcess({
     name: 'fakes (Claude, Finnhub)',
     entry: 'bench/dist/lib/fakes-server.js',
-    env: { BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN },
+    env: { ...env, BENCH_FINNHUB_TOKEN: FINNHUB_TOKEN },
   });
   cleanup.add('stop the fakes', () => fakes.stop());
   const deadline = Date.now() + 60_000;
@@ -107,7 +113,7 @@ export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess
       .output()
       .split('\n')
       .find((entry) => entry.startsWith('{"anthropicUrl"'));
-    if (line !== undefined) return { fakes, ...(JSON.parse(line) as { anthropicUrl: string; finnhubUrl: string }) };
+    if (line !== undefined) return { fakes, ...(JSON.parse(line) as { anthropicUrl: string; finnhubUrl: string; statsUrl: string }) };
     if (fakes.child.exitCode !== null || fakes.child.signalCode !== null) break;
     await delay(50);
   }
@@ -115,7 +121,7 @@ export async function startFakes(cleanup: Cleanup): Promise<{ fakes: NodeProcess
 }
 
 /** The runner's OTEL_* variables (trace export), passed on to the services. */
-function otelEnv(): Record<string, string> {
+export function otelEnv(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined),
   );
@@ -138,7 +144,7 @@ export async function admin(databaseUrl: string, args: string[]): Promise<string
   }
 }
 
-async function deleteTopicsAndGroups(prefix: string): Promise<void> {
+export async function deleteTopicsAndGroups(prefix: string): Promise<void> {
   const kafka = testKafka(uniqueName('bench-clean-up'));
   const client = kafka.admin();
   await client.connect();
