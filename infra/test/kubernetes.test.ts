@@ -45,6 +45,13 @@ const OVERLAYS = readdirSync(path.join(REPO_ROOT, 'k8s/overlays')).map((name) =>
 const NAMESPACE = 'financial-intelligence';
 const DEPLOYMENT_DOC = readFileSync(path.join(REPO_ROOT, 'docs/deployment.md'), 'utf8');
 
+/** Each overlay as kustomize renders it, rendered once for the file (a render is seconds of CPU); a copy per caller. */
+const RENDERED = new Map<string, K8sObject[]>();
+function renderOverlay(overlay: string): K8sObject[] {
+  if (!RENDERED.has(overlay)) RENDERED.set(overlay, render(overlay));
+  return structuredClone(RENDERED.get(overlay)!);
+}
+
 /** Stand-ins for the values of Secrets, which live only in the cluster: valid for the config shapes. */
 const SECRET_SAMPLES: Record<string, string> = {
   DATABASE_URL: 'postgresql://app:secret@fin-database-rw:5432/app',
@@ -215,7 +222,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
   let policies: K8sObject[];
 
   beforeAll(async () => {
-    objects = render(overlay);
+    objects = renderOverlay(overlay);
     policies = byKind(objects, 'NetworkPolicy');
     deployed = [];
     for (const deployable of DEPLOYABLES) {
@@ -891,7 +898,7 @@ describe('releases', () => {
   }
 
   test('prod pins every image by digest', () => {
-    for (const { container, image } of imagesOf(render('k8s/overlays/prod')))
+    for (const { container, image } of imagesOf(renderOverlay('k8s/overlays/prod')))
       expect({ container, digest: parseImage(image).digest }).toEqual({
         container,
         digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
