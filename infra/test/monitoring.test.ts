@@ -1,4 +1,6 @@
-// k8s/components/monitoring, as both overlays render it: the PodMonitor scrapes what the pods serve, every alert is
+// k8s/components/monitoring, opt-in: neither overlay renders it until an operator adds it to the overlay's
+// `components` (a cluster without the Prometheus Operator's CRDs applies cleanly). Added, as both overlays then
+// render it: the PodMonitor scrapes what the pods serve, every alert is
 // complete (the fields promtool and Alertmanager need, a runbook that exists), every rule and dashboard query
 // parses with Prometheus's PromQL parser and reads only metrics the services export (or kube-state-metrics' and
 // Prometheus' own), and the dashboards match Grafana's dashboard schema. The checkers are tested on broken input
@@ -9,10 +11,51 @@ import path from 'node:path';
 import { REPO_ROOT } from './support/deployables';
 import { dashboardTypeErrors } from './support/grafana';
 import { parseDocument } from 'yaml';
-import { render, renderChanged, selects, type K8sObject, type LabelSelector } from './support/kubernetes';
+import {
+  enableComponents,
+  render,
+  renderChanged,
+  selects,
+  type K8sObject,
+  type LabelSelector,
+  type OverlayCopy,
+} from './support/kubernetes';
 import { checkPromql, exportedMetricNames, grafanaToPromql, loadPromqlParser, promqlProblems } from './support/promql';
 
 const OVERLAYS = ['k8s/overlays/dev', 'k8s/overlays/prod'];
+
+/** An overlay as an operator enables monitoring in it (docs/deployment.md, "Alerts and dashboards"), with `change`. */
+const rendered = new Map<string, K8sObject[]>();
+function withMonitoring(overlay: string, change?: (copy: OverlayCopy) => void): K8sObject[] {
+  const enable = (copy: OverlayCopy) => {
+    enableComponents(copy, ['monitoring']);
+    change?.(copy);
+  };
+  if (change !== undefined) return renderChanged(overlay, enable);
+  if (!rendered.has(overlay)) rendered.set(overlay, renderChanged(overlay, enable));
+  return rendered.get(overlay)!;
+}
+const isMonitoring = (object: K8sObject) =>
+  object.apiVersion.startsWith('monitoring.coreos.com/') || object.metadata.name === 'fin-grafana-dashboards';
+
+describe('opt-in', () => {
+  test.each(OVERLAYS)('%s renders no Prometheus Operator object and no dashboards until the component is added', (overlay) => {
+    expect(render(overlay).filter(isMonitoring)).toEqual([]);
+    expect(
+      withMonitoring(overlay)
+        .filter(isMonitoring)
+        .map((object) => object.kind)
+        .sort(),
+    ).toEqual(['ConfigMap', 'PodMonitor', 'PrometheusRule']);
+  });
+
+  test("the rules name no runbook host: each runbook_url is the alert's section, the base is release.yaml's `runbooks`", () => {
+    const rules = readFileSync(path.join(COMPONENT, 'prometheus-rules.yaml'), 'utf8');
+    const urls = [...rules.matchAll(/runbook_url: (.*)$/gm)].map(([, url]) => url!);
+    expect(urls.length).toBeGreaterThan(10);
+    for (const url of urls) expect(url).toMatch(/^"#fin[a-z0-9]+"$/);
+  });
+});
 
 beforeAll(loadPromqlParser);
 const COMPONENT = path.join(REPO_ROOT, 'k8s/components/monitoring');
@@ -87,7 +130,7 @@ const dashboards: Record<string, { uid: string; title: string; panels: GrafanaPa
 );
 
 describe.each(OVERLAYS)('%s with the monitoring component', (overlay) => {
-  const objects = render(overlay);
+  const objects = withMonitoring(overlay);
   const byKind = <T extends K8sObject>(kind: string) => objects.filter((object): object is T => object.kind === kind);
 
   test('validates: the PodMonitor and PrometheusRule against the prometheus-operator schemas, with no unknown field', () => {
@@ -132,7 +175,7 @@ describe.each(OVERLAYS)('%s with the monitoring component', (overlay) => {
 });
 
 describe('alerting rules', () => {
-  const [rules] = render(OVERLAYS[1]!).filter((object): object is PrometheusRule => object.kind === 'PrometheusRule');
+  const [rules] = withMonitoring(OVERLAYS[1]!).filter((object): object is PrometheusRule => object.kind === 'PrometheusRule');
   const all = rules!.spec.groups.flatMap((group) => group.rules);
 
   test('cover what operators are paged for', () => {
@@ -245,7 +288,7 @@ describe("the runbook links: release.yaml's runbooks, then the alert", () => {
       .flatMap((rule) => rule.spec.groups.flatMap((group) => group.rules.map((entry) => entry.annotations?.runbook_url ?? '')));
 
   test.each(OVERLAYS)("%s: every runbook_url is release.yaml's runbooks and the alert's section", (overlay) => {
-    const objects = render(overlay);
+    const objects = withMonitoring(overlay);
     const release = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'fin-release') as K8sObject & {
       data: { runbooks: string };
     };
@@ -258,7 +301,7 @@ describe("the runbook links: release.yaml's runbooks, then the alert", () => {
 
   test('an overlay that sets another runbooks base links every alert there', () => {
     const base = 'https://git.internal.example/platform/fin/-/blob/main/docs/operations.md';
-    const objects = renderChanged('k8s/overlays/prod', (copy) => {
+    const objects = withMonitoring('k8s/overlays/prod', (copy) => {
       const release = parseDocument(copy.read('release.yaml'));
       release.setIn(['data', 'runbooks'], base);
       copy.write('release.yaml', release.toString());
