@@ -137,6 +137,11 @@ describe('pinning a release into the prod overlay', () => {
       const changed = read('kustomization.yaml');
       const comments = (text: string) => text.split('\n').filter((line) => line.trim().startsWith('#'));
       expect(comments(changed)).toEqual(comments(kustomization));
+      // Line for line the same file, but for the values.
+      const before = kustomization.split('\n');
+      const differing = changed.split('\n').filter((line, index) => line !== before[index]);
+      expect(changed.split('\n')).toHaveLength(before.length);
+      for (const line of differing) expect(line).toMatch(/^\s+(newName|digest): \S+$/);
       expect(changed).not.toMatch(/sha256:0{60}/);
       expect(read('release.yaml')).toMatch(/^ {2}version: 1\.4\.0$/m);
     });

@@ -3,7 +3,7 @@
 // layout of both files are kept, so the change reviews as a diff of those values only.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { isMap, isSeq, parseDocument, type YAMLMap } from 'yaml';
+import { isMap, isScalar, isSeq, parse, parseDocument, type Document, type YAMLMap } from 'yaml';
 
 /** A label value and the end of the migration Job's name (migrate-<version>, at most 63 characters). */
 const VERSION = /^[a-z0-9](?:[a-z0-9.-]{0,53}[a-z0-9])?$/;
@@ -17,6 +17,28 @@ export function checkVersion(version: string): string {
       `--tag ${version}: a release version is a label value and part of a name: lower-case letters, digits, '.' and '-', at most 55 characters, starting and ending with a letter or digit (1.4.0, main-3f2c1ab)`,
     );
   return version;
+}
+
+/**
+ * The document's text with its values changed in place: each value that already exists is replaced where it stands,
+ * so nothing else of the file moves (re-serialising would re-indent comments). `change` sets the values on the
+ * document; if it also added or removed a key (say, a digest where there was none), the document is serialised.
+ */
+function editInPlace(text: string, change: (document: Document, edit: (node: unknown, value: string) => boolean) => boolean): string {
+  const document = parseDocument(text);
+  const edits: { start: number; end: number; value: string }[] = [];
+  const edit = (node: unknown, value: string): boolean => {
+    if (!isScalar(node) || !node.range) return false;
+    // Plain when it reads back as the same string (not 1.4 as a number), quoted otherwise.
+    const written = parse(value) === value ? value : JSON.stringify(value);
+    edits.push({ start: node.range[0], end: node.range[1], value: written });
+    return true;
+  };
+  const structural = change(document, edit);
+  if (structural) return document.toString();
+  let result = text;
+  for (const { start, end, value } of edits.sort((a, b) => b.start - a.start)) result = result.slice(0, start) + value + result.slice(end);
+  return result;
 }
 
 export interface Release {
@@ -40,39 +62,58 @@ export function pinOverlay(dir: string, release: Release): void {
     throw new Error(`--registry ${release.registry}: not an image repository prefix`);
 
   const releaseFile = path.join(dir, 'release.yaml');
-  const releaseDoc = parseDocument(readFileSync(releaseFile, 'utf8'));
-  if (!releaseDoc.hasIn(['data', 'version'])) throw new Error(`${releaseFile} has no data.version`);
-  releaseDoc.setIn(['data', 'version'], release.version);
+  const releaseText = editInPlace(readFileSync(releaseFile, 'utf8'), (document, edit) => {
+    if (!document.hasIn(['data', 'version'])) throw new Error(`${releaseFile} has no data.version`);
+    if (edit(document.getIn(['data', 'version'], true), release.version)) return false;
+    document.setIn(['data', 'version'], release.version);
+    return true;
+  });
 
   const kustomizationFile = path.join(dir, 'kustomization.yaml');
-  const kustomization = parseDocument(readFileSync(kustomizationFile, 'utf8'));
-  const images = kustomization.get('images');
-  if (!isSeq(images)) throw new Error(`${kustomizationFile} has no images`);
   const pinned = new Set<string>();
-  for (const item of images.items) {
-    if (!isMap(item)) throw new Error(`${kustomizationFile}: an images entry that is not a map`);
-    const entry = item as YAMLMap<string>;
-    const name = String(entry.get('name'));
-    const service = /^fin-([a-z0-9-]+)$/.exec(name)?.[1];
-    if (service === undefined) continue;
-    entry.set('newName', `${registry}/${service}`);
-    entry.delete('newTag');
-    if (release.digests === undefined) {
-      entry.delete('digest');
-      continue;
+  const kustomizationText = editInPlace(readFileSync(kustomizationFile, 'utf8'), (document, edit) => {
+    const images = document.get('images');
+    if (!isSeq(images)) throw new Error(`${kustomizationFile} has no images`);
+    let structural = false;
+    /** Sets `key` to `value` in place, or (structurally) where it is missing. */
+    const set = (entry: YAMLMap<string>, key: string, value: string) => {
+      if (edit(entry.get(key, true), value)) return;
+      entry.set(key, value);
+      structural = true;
+    };
+    for (const item of images.items) {
+      if (!isMap(item)) throw new Error(`${kustomizationFile}: an images entry that is not a map`);
+      const entry = item as YAMLMap<string>;
+      const name = String(entry.get('name'));
+      const service = /^fin-([a-z0-9-]+)$/.exec(name)?.[1];
+      if (service === undefined) continue;
+      set(entry, 'newName', `${registry}/${service}`);
+      if (entry.has('newTag')) {
+        entry.delete('newTag');
+        structural = true;
+      }
+      if (release.digests === undefined) {
+        if (entry.has('digest')) {
+          entry.delete('digest');
+          structural = true;
+        }
+        continue;
+      }
+      const digest = release.digests[service];
+      if (digest === undefined) throw new Error(`no digest for ${name}: the release did not push it`);
+      if (!DIGEST.test(digest) || PLACEHOLDER.test(digest)) throw new Error(`${name}: ${digest} is not a pushed image's digest`);
+      set(entry, 'digest', digest);
+      pinned.add(service);
     }
-    const digest = release.digests[service];
-    if (digest === undefined) throw new Error(`no digest for ${name}: the release did not push it`);
-    if (!DIGEST.test(digest) || PLACEHOLDER.test(digest)) throw new Error(`${name}: ${digest} is not a pushed image's digest`);
-    entry.set('digest', digest);
-    pinned.add(service);
-  }
+    return structural;
+  });
   if (release.digests !== undefined) {
     const extra = Object.keys(release.digests).filter((service) => !pinned.has(service));
     if (extra.length > 0) throw new Error(`${kustomizationFile} lists no image for ${extra.map((service) => `fin-${service}`).join(', ')}`);
   }
-  writeFileSync(releaseFile, releaseDoc.toString());
-  writeFileSync(kustomizationFile, kustomization.toString());
+  // Written only once both are known to be complete: a refused release leaves the overlay as it was.
+  writeFileSync(releaseFile, releaseText);
+  writeFileSync(kustomizationFile, kustomizationText);
 }
 
 /**
