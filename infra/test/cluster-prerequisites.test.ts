@@ -1,12 +1,11 @@
 // What a cluster needs before the first apply (docs/deployment.md, "What the cluster needs"): the check command
 // there names every CRD an overlay renders, alone and with every optional component, so `kubectl get crd …`
-// fails before an apply would fail half-way. And the platform's namespaces in the network policies change with
-// the patches "Namespaces of the platform" shows.
+// fails before an apply would fail half-way. (The platform's namespaces in the network policies, "Namespaces of the
+// platform": network-policies.test.ts.)
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { isSeq, parse, parseDocument } from 'yaml';
 import { REPO_ROOT } from './support/deployables';
-import { allowed, enableComponents, optionalComponents, pod, render, renderChanged, type K8sObject } from './support/kubernetes';
+import { enableComponents, optionalComponents, render, renderChanged, type K8sObject } from './support/kubernetes';
 
 const OVERLAYS = readdirSync(path.join(REPO_ROOT, 'k8s/overlays')).map((name) => `k8s/overlays/${name}`);
 const DEPLOYMENT_DOC = readFileSync(path.join(REPO_ROOT, 'docs/deployment.md'), 'utf8');
@@ -60,39 +59,6 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     ]);
     expect(needed.size).toBeGreaterThan(3);
     for (const crd of needed) expect({ crd, checked: checked.has(crd) }).toEqual({ crd, checked: true });
-  });
-
-  test('the namespace patches of "Namespaces of the platform" move the admitted namespaces', () => {
-    const block = /```yaml\n([\s\S]*?)```/.exec(section(DEPLOYMENT_DOC, 'Namespaces of the platform'))?.[1];
-    expect(block).toBeDefined();
-    const patches = parse(block!) as { target: { name: string } }[];
-    expect(patches.map((patch) => patch.target.name).sort()).toEqual(['gateway-from-ingress-controller', 'metrics-from-monitoring']);
-    const check = (objects: K8sObject[], entryNamespace: string, monitoringNamespace: string) => {
-      const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
-      const gateway = pod(
-        'gateway',
-        'financial-intelligence',
-        { 'app.kubernetes.io/name': 'gateway', 'app.kubernetes.io/part-of': 'financial-intelligence-api' },
-        {
-          http: 8080,
-          metrics: 9080,
-        },
-      );
-      return {
-        entry: allowed(policies, pod('proxy', entryNamespace, {}), gateway, 8080),
-        prometheus: allowed(policies, pod('prometheus', monitoringNamespace, {}), gateway, 9080),
-      };
-    };
-    const patched = renderChanged(overlay, (copy) => {
-      const kustomization = parseDocument(copy.read('kustomization.yaml'));
-      const list = kustomization.get('patches');
-      if (!isSeq(list)) throw new Error(`${overlay} has no patches`);
-      for (const patch of patches) list.add(kustomization.createNode(patch));
-      copy.write('kustomization.yaml', kustomization.toString());
-    });
-    expect(check(render(overlay), 'gateway-system', 'monitoring')).toEqual({ entry: true, prometheus: true });
-    expect(check(patched, 'envoy-gateway-system', 'observability')).toEqual({ entry: true, prometheus: true });
-    expect(check(patched, 'gateway-system', 'monitoring')).toEqual({ entry: false, prometheus: false });
   });
 });
 
