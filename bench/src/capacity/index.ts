@@ -221,7 +221,7 @@ async function startSystem(cleanup: Cleanup, settings: Settings) {
   });
   const topicPrefix = `${uniqueName('bench')}.`;
   // The budget counts per wall-clock minute: the limits stated per wall-clock minute (÷ time scale, as the fake's
-  // headers state them) and a window of the same share of the bucket as 10 s at full time.
+  // headers state them) and a window of the same share of the bucket as the default 30 s at full time.
   const wallLimits = Object.fromEntries(
     LIMITED_MODELS.map((model) => [
       model,
@@ -470,7 +470,7 @@ export async function capacity(options: BenchOptions, command: string): Promise<
     // allowance sustains); B–E's turn comes from the fair order, not from the cap.
     tenantCap: concurrency * REPLICAS,
     maxOutputTokens: options.maxTokens ?? 8_192,
-    windowMs: Math.max(1_000, Math.round(10_000 * timeScale)),
+    windowMs: Math.max(1_000, Math.round(30_000 * timeScale)),
     otherIntervalMs: 1_000 * timeScale,
     otherJobs: options.quick ? 30 : 150,
     drainTimeoutMs: options.quick ? 300_000 : 900_000,

@@ -21,7 +21,7 @@ import type { CacheRun } from './cache-policy';
 import { RetrievedDocuments } from './citations';
 import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
-import { UNLIMITED_MODEL_BUDGET, type CallPriority, type ModelBudget } from './model-budget';
+import { UNLIMITED_MODEL_BUDGET, type BudgetGrant, type CallPriority, type ModelBudget } from './model-budget';
 import type { RequestSettings } from './model-settings';
 import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
@@ -95,6 +95,8 @@ export interface LoopParams {
   budget?: ModelBudget;
   /** Which share of the allowance the calls take: default interactive when streamed (someone reads along), else queued. */
   priority?: CallPriority;
+  /** Told when a call starts (true) and stops (false) waiting for the budget: a job's time limit stands still meanwhile. */
+  onBudgetWait?: ((waiting: boolean) => void) | undefined;
   signal?: AbortSignal;
   onEvent?: (event: EngineEvent) => void;
 }
@@ -182,7 +184,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
 
 async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Promise<LoopResult> {
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, stream = true, signal, onEvent } = params;
-  const { budget = UNLIMITED_MODEL_BUDGET, priority = stream ? 'interactive' : 'queued' } = params;
+  const { budget = UNLIMITED_MODEL_BUDGET, priority = stream ? 'interactive' : 'queued', onBudgetWait } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   const searchTool = (maxUses: number): ToolUnion => ({
@@ -239,7 +241,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
       ...(outputConfig ? { output_config: outputConfig } : {}),
     };
 
-    const message = await modelRound(client, body, { stream, budget, priority }, signal, onEvent);
+    const message = await modelRound(client, body, { stream, budget, priority, onBudgetWait }, signal, onEvent);
     previousWroteTail = writeTail;
     usage = spend(usageOfMessage(message));
     searches += message.usage.server_tool_use?.web_search_requests ?? 0;
@@ -341,20 +343,26 @@ function withBreakpoints(
 function modelRound(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
-  how: { stream: boolean; budget: ModelBudget; priority: CallPriority },
+  how: { stream: boolean; budget: ModelBudget; priority: CallPriority; onBudgetWait: LoopParams['onBudgetWait'] },
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
   const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': body.model };
   return withSpan(`chat ${body.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
     const { stream, budget } = how;
-    const grant = await budget.take({
-      model: body.model,
-      inputTokens: expectedInputTokens(body),
-      outputTokens: body.max_tokens,
-      priority: how.priority,
-      signal,
-    });
+    how.onBudgetWait?.(true);
+    let grant: BudgetGrant;
+    try {
+      grant = await budget.take({
+        model: body.model,
+        inputTokens: expectedInputTokens(body),
+        outputTokens: body.max_tokens,
+        priority: how.priority,
+        signal,
+      });
+    } finally {
+      how.onBudgetWait?.(false);
+    }
     const attempts = new CallAttempts((status, headers) => budget.observe(body.model, status, headers));
     let message: Message;
     try {

@@ -8,8 +8,11 @@
 // How a call is counted mirrors the API's own accounting (the same page): a request is one request; its input is
 // what the call did not read from the cache (cache reads do not count towards the input limit on current models);
 // its output is reserved at `max_tokens` when it starts and the unused part given back when it ends. The API's
-// limiter is a token bucket that refills continuously; ours are fixed windows of `windowMs` (10 s), each allowing
-// that share of the minute's limit, so that no minute, sliding or not, takes more than the limit.
+// limiter is a token bucket that holds a minute's limit L and refills continuously; ours are fixed windows of W
+// (`windowMs`, 30 s), each allowing a = L × W / 60 s. Any stretch of T seconds then holds at most L × T / 60 + 2a of
+// our calls (its whole windows and parts of two more), which a bucket that holds L admits while 2a ≤ L: W ≤ 30 s.
+// So 30 s is the longest window that never takes more than the API would admit, and the one that lets the most
+// calls start together.
 import type { Logger } from '@fin/log';
 import type { AiConfig } from './config';
 import { modelBudgetWaitSeconds, modelBudgetWaiting } from '@fin/metrics';
@@ -37,7 +40,7 @@ export interface CallDemand {
 }
 
 /** A call's share, taken: settled with what the call really counted once it ended (undefined: nothing known). */
-interface BudgetGrant {
+export interface BudgetGrant {
   settle(used: { inputTokens: number; outputTokens: number } | undefined): void;
 }
 
@@ -81,7 +84,7 @@ export interface PostgresModelBudgetOptions {
   logger: Logger;
   /** Configured limits per model id; a model without any goes unlimited until the API's headers name its limits. */
   limits: Readonly<Record<string, ModelLimits>>;
-  /** The window length (default 10 s): each window allows limit × windowMs / 60 s. */
+  /** The window length (default 30 s, the longest the API's bucket always admits): each allows limit × windowMs / 60 s. */
   windowMs?: number;
   /** The part of each window only interactive calls may take (default 0.2). */
   interactiveShare?: number;
@@ -119,7 +122,7 @@ export function createPostgresModelBudget({
   pool,
   logger,
   limits,
-  windowMs = 10_000,
+  windowMs = 30_000,
   interactiveShare = 0.2,
   maxSleepMs = 1_000,
 }: PostgresModelBudgetOptions): ModelBudget {
@@ -175,6 +178,10 @@ export function createPostgresModelBudget({
       sleeps.add(entry);
     });
 
+  const wakeAll = () => {
+    for (const entry of [...sleeps]) entry.wake();
+  };
+
   /** Points of each dimension a call takes, each at most a whole window. */
   function pointsOf(model: ModelWindows, demand: CallDemand): Record<Dimension, number> {
     const wanted: Record<Dimension, number> = { requests: 1, input: demand.inputTokens, output: demand.outputTokens };
@@ -224,7 +231,8 @@ export function createPostgresModelBudget({
         for (const [dimension, surplus] of corrections) {
           if (surplus === 0) continue;
           const change = surplus > 0 ? limiters[dimension].reward(key, surplus) : limiters[dimension].penalty(key, -surplus);
-          change.catch(() => undefined);
+          // Room given back: the calls waiting in this process try again now, not at their next look.
+          change.then(() => surplus > 0 && wakeAll()).catch(() => undefined);
         }
       },
     };
@@ -300,7 +308,7 @@ export function createPostgresModelBudget({
 
     async close() {
       stopping.abort();
-      for (const entry of [...sleeps]) entry.wake();
+      wakeAll();
       await Promise.resolve();
     },
   };

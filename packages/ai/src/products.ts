@@ -62,6 +62,8 @@ export interface RunContext {
   caller?: { tenantId: string } & ToolRunOwner;
   /** Progress 0–100 with a sentence a user would understand. */
   onProgress?: (progress: number, currentlyWorkingOn: string) => void;
+  /** Told when a model call starts and stops waiting for the organisation's model budget (a job's time limit pauses). */
+  onModelWait?: (waiting: boolean) => void;
 }
 
 export interface ProductOutcome<T> {
@@ -113,6 +115,7 @@ function baseParams(
     maxOutputTokens: config.AI_MAX_OUTPUT_TOKENS,
     caps: { maxRounds: config.AI_MAX_ROUNDS, maxToolCalls: config.AI_MAX_TOOL_CALLS, maxTotalTokens: config.AI_MAX_TOTAL_TOKENS },
     signal: ctx.signal,
+    onBudgetWait: ctx.onModelWait,
   } satisfies Omit<LoopParams, 'onEvent'>;
 }
 

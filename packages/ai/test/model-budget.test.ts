@@ -155,7 +155,10 @@ describe('the engine and the shared model budget', () => {
     try {
       const usage = { inputTokens: 1_200, outputTokens: 90, cacheReadInputTokens: 5_000, cacheCreationInputTokens: 300 };
       fake.reply(textReply('Apple is a large company that sells phones and services around the world.', { usage }));
-      await engine.analysis(AnalysisRequest.parse({ prompt: 'Apple?' }));
+      const waits: boolean[] = [];
+      await engine.analysis(AnalysisRequest.parse({ prompt: 'Apple?' }), { onModelWait: (waiting) => waits.push(waiting) });
+      // The job's time limit stands still from before the call asks for its share until the share is given.
+      expect(waits).toEqual([true, false]);
       fake.reply(textReply('Apple is a large company that sells phones and services around the world.', { usage }));
       await drain(engine.analysisStream(AnalysisRequest.parse({ prompt: 'Apple?', output_format: { stream: true } })));
       expect(record.taken.map(({ priority, outputTokens, model }) => ({ priority, outputTokens, model }))).toEqual([

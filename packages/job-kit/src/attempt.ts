@@ -19,6 +19,11 @@ export interface RunContext {
   signal: AbortSignal;
   /** Reports progress (0–100, never backwards) with a sentence a user would understand. */
   progress: (percent: number, currentlyWorkingOn: string) => void;
+  /**
+   * Told when a model call starts and stops waiting for the organisation's model budget: the time limit does not run
+   * meanwhile (the job is queued for the model, not running), so a backlog never fails jobs that never ran.
+   */
+  waitingForModel: (waiting: boolean) => void;
 }
 
 export interface RunOutcome {
@@ -151,7 +156,22 @@ async function attempt(
   stop.signal.addEventListener('abort', onStop, { once: true });
   // The runner may have been told to stop while the job was being claimed.
   if (stop.signal.aborted) onStop();
-  const limit = setTimeout(() => abort('time_limit'), timeLimitMs);
+  // The time limit counts running time: it stands still while the run waits for the model budget (waitingForModel).
+  let limitLeftMs = timeLimitMs;
+  let limitStartedAt = Date.now();
+  let limit: NodeJS.Timeout | undefined = setTimeout(() => abort('time_limit'), timeLimitMs);
+  let modelWaits = 0;
+  const waitingForModel = (waiting: boolean) => {
+    modelWaits = Math.max(0, modelWaits + (waiting ? 1 : -1));
+    if (waiting && modelWaits === 1 && limit !== undefined) {
+      clearTimeout(limit);
+      limit = undefined;
+      limitLeftMs -= Date.now() - limitStartedAt;
+    } else if (!waiting && modelWaits === 0 && limit === undefined && !controller.signal.aborted) {
+      limitStartedAt = Date.now();
+      limit = setTimeout(() => abort('time_limit'), Math.max(0, limitLeftMs));
+    }
+  };
   const heartbeat = setInterval(() => {
     store.renew(leaseMs).then(
       (renewed) => !renewed && abort('lease_lost'),
@@ -206,7 +226,7 @@ async function attempt(
     return { kind: 'lease_lost' };
   };
   try {
-    const outcome = await run(job, { signal: controller.signal, progress });
+    const outcome = await run(job, { signal: controller.signal, progress, waitingForModel });
     spent = outcome.usage;
     if (controller.signal.aborted) throw controller.signal.reason;
     dropWaitingProgress();

@@ -75,6 +75,8 @@ export interface ProductWorkerDeps<Engine> {
 export interface ProductRunContext {
   signal: AbortSignal;
   onProgress(percent: number, currentlyWorkingOn: string): void;
+  /** Told when a model call waits for the organisation's model budget: the job's time limit stands still meanwhile. */
+  onModelWait(waiting: boolean): void;
   /** The job's tenant and id: the engine offers that tenant's customer tools and audits their calls under the job. */
   caller: { tenantId: string; jobId: string };
 }
@@ -94,6 +96,7 @@ export function createProductWorker({ run, ...options }: ProductWorkerOptions): 
       run(job.request, {
         signal: ctx.signal,
         onProgress: (percent, workingOn) => ctx.progress(percent, workingOn),
+        onModelWait: ctx.waitingForModel,
         caller: { tenantId: job.tenantId, jobId: job.id },
       }),
   });

@@ -162,6 +162,30 @@ describe('inline job runner', () => {
     });
   });
 
+  it('stops the time limit while the run waits for the model budget, and counts only the time it runs', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // 400 ms of waiting for the model and 100 ms of work fit a 300 ms limit; 100 ms waited and 400 ms worked do not.
+    const completes = await runner({ timeLimitMs: 300 }).run(
+      { tenantId, request: { prompt: 'queued for the model' } },
+      async (_job, ctx) => {
+        ctx.waitingForModel(true);
+        await sleep(400);
+        ctx.waitingForModel(false);
+        await sleep(100);
+        return { result: { ok: true } };
+      },
+    );
+    expect(completes).toMatchObject({ kind: 'completed' });
+    const overruns = await runner({ timeLimitMs: 300 }).run({ tenantId, request: { prompt: 'slow after waiting' } }, async (_job, ctx) => {
+      ctx.waitingForModel(true);
+      await sleep(100);
+      ctx.waitingForModel(false);
+      await new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('x'))));
+      return { result: { ok: true } };
+    });
+    expect(overruns).toMatchObject({ kind: 'failed', error: { type: 'gateway_timeout' } });
+  });
+
   it('keeps the lease alive while the work runs', async () => {
     let jobId: string | undefined;
     let release: (() => void) | undefined;

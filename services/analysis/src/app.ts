@@ -148,7 +148,12 @@ export function createAnalysisHandlers(deps: AnalysisHandlerDeps): HandlerTable 
       const outcome = await runner.run(
         { ...caller, request: { ...request }, signal: stop.signal, onStart: (jobId) => void open(jobId) },
         async (job, ctx) => {
-          const run = { signal: ctx.signal, onProgress: ctx.progress, caller: { tenantId: job.tenantId, jobId: job.id } };
+          const run = {
+            signal: ctx.signal,
+            onProgress: ctx.progress,
+            onModelWait: ctx.waitingForModel,
+            caller: { tenantId: job.tenantId, jobId: job.id },
+          };
           for await (const item of engine.analysisStream(request, run)) {
             if (item.kind === 'result') return { result: item.result.result, usage: item.result.usage };
             if (item.event.type === 'text') events?.send('synthesis_chunk', { chunk: item.event.text });
