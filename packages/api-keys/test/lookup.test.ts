@@ -44,7 +44,10 @@ describe('key look-ups', () => {
     };
     expect(await findActiveKey(pool, hashApiKey(apiKey))).toEqual(expected);
     expect(await findActiveKeyById(pool, key.id)).toEqual(expected);
-    expect(await findActiveKey(pool, hashApiKey(`${apiKey.slice(0, -1)}x`))).toBeNull();
+    // Another key: its last character changed (to one it is not: a key that already ended in x was its own lookalike).
+    const lookalike = `${apiKey.slice(0, -1)}${apiKey.endsWith('x') ? 'y' : 'x'}`;
+    expect(lookalike).not.toBe(apiKey);
+    expect(await findActiveKey(pool, hashApiKey(lookalike))).toBeNull();
 
     const expiring = await createKey(pool, { tenant: 'lookups' });
     const revoked = await createKey(pool, { tenant: 'lookups' });
