@@ -184,8 +184,10 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     news: async (request, ctx) => reported(await withTools(ctx, 'news'), (run) => generateNews(deps, request, run)),
     stockReport: async (request, ctx) => reported(await withTools(ctx, 'stock-report'), (run) => generateStockReport(deps, request, run)),
     analysis: async (request, ctx) => reported(await withTools(ctx, 'analysis'), (run) => generateAnalysis(deps, request, run)),
-    analysisStream: (request, ctx) => deferred(async () => streamAnalysis(deps, request, await withTools(ctx, 'analysis'))),
-    chat: (input, ctx) => deferred(async () => streamChat(deps, input, await withTools(ctx, 'chat'))),
+    // Someone reads these as they are written: their calls take the model budget's interactive share.
+    analysisStream: (request, ctx) =>
+      deferred(async () => streamAnalysis(deps, request, { ...(await withTools(ctx, 'analysis')), priority: 'interactive' })),
+    chat: (input, ctx) => deferred(async () => streamChat(deps, input, { ...(await withTools(ctx, 'chat')), priority: 'interactive' })),
     async close() {
       await budget?.close();
       await customerTools?.close?.();

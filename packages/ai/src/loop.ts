@@ -93,7 +93,7 @@ export interface LoopParams {
    * before it is sent. Absent: calls go at once.
    */
   budget?: ModelBudget;
-  /** Which share of the allowance the calls take: default interactive when streamed (someone reads along), else queued. */
+  /** Which share of the allowance the calls take (the engine says; default: interactive when streamed, else queued). */
   priority?: CallPriority;
   /** Told when a call starts (true) and stops (false) waiting for the budget: a job's time limit stands still meanwhile. */
   onBudgetWait?: ((waiting: boolean) => void) | undefined;

@@ -29,7 +29,7 @@ import { allowedSource, type NewsLookup } from './market-data-tool';
 import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
 import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type Usage } from './loop';
-import type { ModelBudget } from './model-budget';
+import type { CallPriority, ModelBudget } from './model-budget';
 import { modelProfile, requestSettings } from './model-settings';
 import { loadPrompt, renderCustomData, type Prompt } from './prompts';
 import { addUsage, NO_USAGE } from './usage';
@@ -64,6 +64,11 @@ export interface RunContext {
   onProgress?: (progress: number, currentlyWorkingOn: string) => void;
   /** Told when a model call starts and stops waiting for the organisation's model budget (a job's time limit pauses). */
   onModelWait?: (waiting: boolean) => void;
+  /**
+   * Which share of the model budget the run's calls take: the engine's streamed entries (a streamed analysis, a chat
+   * reply) are interactive whatever their calls look like; a job's runs are queued.
+   */
+  priority?: CallPriority;
 }
 
 export interface ProductOutcome<T> {
@@ -116,6 +121,7 @@ function baseParams(
     caps: { maxRounds: config.AI_MAX_ROUNDS, maxToolCalls: config.AI_MAX_TOOL_CALLS, maxTotalTokens: config.AI_MAX_TOTAL_TOKENS },
     signal: ctx.signal,
     onBudgetWait: ctx.onModelWait,
+    priority: ctx.priority ?? 'queued',
   } satisfies Omit<LoopParams, 'onEvent'>;
 }
 

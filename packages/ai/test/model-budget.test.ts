@@ -6,7 +6,9 @@ import { textReply } from '@fin/fakes';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import { createPostgresModelBudget, type CallDemand, type ModelBudget } from '../src/model-budget';
-import { drain, scriptedEngine } from './helpers';
+import { parseConfig } from '@fin/config';
+import { aiConfigShape, createAiEngine } from '../src';
+import { drain, scriptedEngine, silentLogger } from './helpers';
 
 const logger = createLogger({ service: 'model-budget-test', level: 'silent' });
 const MODEL = 'claude-haiku-5-5';
@@ -174,6 +176,32 @@ describe('the engine and the shared model budget', () => {
       expect(record.observed).toEqual([200, 200]);
     } finally {
       await close();
+    }
+  });
+
+  it('counts every call of a streamed analysis as interactive, json_schema ones included, and a job’s as queued', async () => {
+    const record = recordingBudget();
+    const engine = await createAiEngine({
+      config: parseConfig(aiConfigShape, { AI_OFFLINE: 'true', AI_WEB_SEARCH: 'false' }),
+      logger: silentLogger,
+      budget: record.budget,
+    });
+    try {
+      const schema = { summary: 'string', score: 'number' };
+      await drain(
+        engine.analysisStream(
+          AnalysisRequest.parse({ prompt: 'Score TSLA.', output_format: { type: 'json_schema', schema, stream: true } }),
+        ),
+      );
+      const streamed = record.taken.splice(0).map(({ priority }) => priority);
+      expect(streamed.length).toBeGreaterThan(0);
+      expect(new Set(streamed)).toEqual(new Set(['interactive']));
+      await engine.analysis(AnalysisRequest.parse({ prompt: 'Score TSLA.', output_format: { type: 'json_schema', schema } }));
+      const queued = record.taken.map(({ priority }) => priority);
+      expect(queued.length).toBeGreaterThan(0);
+      expect(new Set(queued)).toEqual(new Set(['queued']));
+    } finally {
+      await engine.close();
     }
   });
 });
