@@ -90,6 +90,33 @@ function productModel(config: AiConfig, product: 'news' | 'stock-report' | 'anal
   }
 }
 
+/**
+ * The `max_tokens` of a product's calls (docs/ai.md#output-size). The organisation's output allowance is taken at
+ * `max_tokens` when a call starts and the unused part given back when it ends (model-budget.ts, as the API's own
+ * limiter does), so a call sized for the longest answer any product could write holds back allowance that other
+ * calls could start with. Where the request fixes the answer's shape (news: `n` items; a stock report: one or two
+ * symbols) the calls ask for room for that answer with a margin; an answer cut off there is asked again with
+ * AI_MAX_OUTPUT_TOKENS (generateStructured). Where the customer shapes the answer (analysis, chat) and wherever the
+ * model thinks before it answers (thinking tokens count against max_tokens), calls take AI_MAX_OUTPUT_TOKENS.
+ */
+export function outputRoom(config: AiConfig, product: 'news' | 'stock-report' | 'analysis' | 'chat', answerTokens?: number): number {
+  const ceiling = config.AI_MAX_OUTPUT_TOKENS;
+  if (answerTokens === undefined) return ceiling;
+  const { model, thinking, effort } = productModel(config, product);
+  const thinks = requestSettings(modelProfile(model), thinking, effort).thinking;
+  const thinksFirst = thinks !== undefined && thinks.type !== 'disabled' && thinks.type !== 'between_tools';
+  return thinksFirst ? ceiling : Math.min(ceiling, answerTokens);
+}
+
+/**
+ * A news answer's room: the JSON around the items, and per item its title, paragraph, source and further-reading
+ * URLs, a quoted citation, scores, topics and tickers (about 250–350 tokens as models write them), with a margin.
+ */
+export const newsAnswerTokens = (n: number): number => 512 + 448 * n;
+
+/** A stock report's room: at least three categories of insights with citations, and quick insights; more for two symbols. */
+export const stockReportAnswerTokens = (symbols: number): number => (symbols > 1 ? 6_144 : 4_096);
+
 /** The loop parameters every product's run shares, its model's request settings built from the model table. */
 function baseParams(
   deps: ProductDeps,
@@ -99,7 +126,15 @@ function baseParams(
     system,
     messages,
     cacheRun,
-  }: { product: 'news' | 'stock-report' | 'analysis' | 'chat'; system: string; messages: MessageParam[]; cacheRun: CacheRun },
+    answerTokens,
+  }: {
+    product: 'news' | 'stock-report' | 'analysis' | 'chat';
+    system: string;
+    messages: MessageParam[];
+    cacheRun: CacheRun;
+    /** The room the request's answer needs (outputRoom); the configured most per call when the answer's size is open. */
+    answerTokens?: number;
+  },
 ) {
   const { config } = deps;
   const { model, thinking, effort } = productModel(config, product);
@@ -117,7 +152,7 @@ function baseParams(
       config.AI_WEB_SEARCH && !deps.offline
         ? { toolType: profile.webSearchToolVersions[0] ?? 'web_search_20250305', maxUses: config.AI_WEB_SEARCH_MAX_USES }
         : undefined,
-    maxOutputTokens: config.AI_MAX_OUTPUT_TOKENS,
+    maxOutputTokens: outputRoom(config, product, answerTokens),
     caps: { maxRounds: config.AI_MAX_ROUNDS, maxToolCalls: config.AI_MAX_TOOL_CALLS, maxTotalTokens: config.AI_MAX_TOTAL_TOKENS },
     signal: ctx.signal,
     onBudgetWait: ctx.onModelWait,
@@ -277,6 +312,7 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
     system: prompt.system,
     messages: [{ role: 'user', content: brief }],
     cacheRun,
+    answerTokens: newsAnswerTokens(request.n),
   });
   const out = await generateStructured({
     ...params,
@@ -287,6 +323,7 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
       ...(request.sources?.exclude ? { blockedDomains: request.sources.exclude } : {}),
     },
     schema: NewsDraft,
+    roomOnCutOff: deps.config.AI_MAX_OUTPUT_TOKENS,
     stream: false,
     onEvent: toolProgress(ctx, 10, 70),
   }).finally(cacheRun.finish);
@@ -374,8 +411,10 @@ export async function generateStockReport(
       system: prompt.system,
       messages: [{ role: 'user', content: brief }],
       cacheRun,
+      answerTokens: stockReportAnswerTokens(request.symbols.length),
     }),
     schema: StockReportDraft,
+    roomOnCutOff: deps.config.AI_MAX_OUTPUT_TOKENS,
     stream: false,
     onEvent: toolProgress(ctx, 10, 70),
   }).finally(cacheRun.finish);

@@ -13,6 +13,11 @@ export interface StructuredParams<S extends z.ZodType> extends Omit<LoopParams, 
    * and the repair round still apply.
    */
   constrained?: boolean;
+  /**
+   * The `max_tokens` of the repair round after an answer cut off at `maxOutputTokens` (the answer is written again
+   * whole, so it needs more room than it had); `maxOutputTokens` when absent.
+   */
+  roomOnCutOff?: number;
 }
 
 export interface StructuredResult<T> {
@@ -76,7 +81,7 @@ function stripFences(text: string): string {
  * as invalid.
  */
 export async function generateStructured<S extends z.ZodType>(params: StructuredParams<S>): Promise<StructuredResult<z.output<S>>> {
-  const { schema, constrained = true, ...loopParams } = params;
+  const { schema, constrained = true, roomOnCutOff, ...loopParams } = params;
   const outputFormat = constrained ? outputFormatFor(schema) : undefined;
   const first = await runToolLoop({ ...loopParams, outputFormat });
   const firstCheck = check(schema, first.text);
@@ -101,10 +106,15 @@ export async function generateStructured<S extends z.ZodType>(params: Structured
       ...loopParams,
       outputFormat,
       toolChoice: 'none',
+      maxOutputTokens:
+        first.stopReason === 'max_tokens' ? Math.max(loopParams.maxOutputTokens, roomOnCutOff ?? 0) : loopParams.maxOutputTokens,
       // The same tools as the run's last call sent, so the conversation it wrote is read back.
       webSearch: loopParams.webSearch && { ...loopParams.webSearch, maxUses: first.webSearchMaxUses ?? loopParams.webSearch.maxUses },
       caps: { ...loopParams.caps, maxRounds: 1 },
-      messages: [...first.messages, repairTurn(problems)],
+      // A cut-off answer is asked again from before it, with more room (the stop-reasons guide: "Raise max_tokens";
+      // https://platform.claude.com/docs/build-with-claude/handling-stop-reasons): the cut-off turn may end in an
+      // incomplete tool_use, which no tool_result could follow. Any other answer is shown with its problems.
+      messages: first.stopReason === 'max_tokens' ? first.messages.slice(0, -1) : [...first.messages, repairTurn(problems)],
     });
   } catch (error) {
     throw withSpentUsage(error, first.usage);

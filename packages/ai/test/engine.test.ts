@@ -178,11 +178,31 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
       expect(fake.requests).toHaveLength(2);
     });
 
-    it('treats an answer cut off at max_tokens as invalid', async () => {
+    it('asks an answer cut off at max_tokens again from before it, with AI_MAX_OUTPUT_TOKENS of room', async () => {
       fake.reply(jsonReply(report, { stopReason: 'max_tokens' }), jsonReply(report));
       const { result } = await engine.stockReport(StockReportRequest.parse({ symbols: ['AAPL'] }));
       expect(result.detailed_analysis).toHaveLength(3);
-      expect(JSON.stringify(fake.requests[1]?.body)).toContain('cut off');
+      const [first, again] = fake.requests.map((request) => request.body!);
+      // Sized for one symbol's report first; the whole default ceiling the second time.
+      expect(first!.max_tokens).toBe(4_096);
+      expect(again!.max_tokens).toBe(8_192);
+      // The same conversation as the cut-off call, not the cut-off turn with a repair turn after it.
+      expect(again!.messages).toEqual(first!.messages);
+      expect(JSON.stringify(again)).not.toContain('cut off');
+    });
+
+    it('sizes max_tokens by the answer the request asks for: news by n, a report by its symbols, analysis at the ceiling', async () => {
+      const newsDraft = { news: [] };
+      fake.reply(jsonReply(newsDraft), jsonReply(newsDraft), jsonReply(report));
+      await engine.news(NewsRequest.parse({ symbols: ['AAPL'], n: 3 }));
+      await engine.news(NewsRequest.parse({ symbols: ['AAPL'], n: 20 }));
+      await engine.stockReport(StockReportRequest.parse({ symbols: ['AAPL', 'MSFT'] }));
+      fake.reply(jsonReply({ summary: 'ok', _citations: [] }));
+      await engine.analysis(
+        AnalysisRequest.parse({ prompt: 'Risk?', output_format: { type: 'json_schema', schema: { summary: 'string' } } }),
+      );
+      // 512 + 448 per item; n = 20 would be 9,472, above the configured most per call (8,192).
+      expect(fake.requests.map((request) => request.body!.max_tokens)).toEqual([512 + 448 * 3, 8_192, 6_144, 8_192]);
     });
 
     it('returns exactly the json_schema fields', async () => {

@@ -119,6 +119,49 @@ describe('non-streamed messages', () => {
   });
 });
 
+describe('max_tokens', () => {
+  const long = Array.from({ length: 60 }, (_, index) => `Sentence ${index} about Apple's quarter.`).join(' ');
+
+  it('stops a reply at max_tokens, as the API does: cut text, stop_reason max_tokens, output_tokens = max_tokens', async () => {
+    fake.reply(textReply(long));
+    const response = await client.messages.create({ ...ask('hi'), max_tokens: 40 });
+    expect(response.stop_reason).toBe('max_tokens');
+    expect(response.usage.output_tokens).toBe(40);
+    const [block] = response.content;
+    expect(block?.type).toBe('text');
+    const written = block?.type === 'text' ? block.text : '';
+    expect(long.startsWith(written)).toBe(true);
+    expect(countTokens(written)).toBeLessThanOrEqual(40);
+    expect(countTokens(written)).toBeGreaterThan(30);
+  });
+
+  it('streams the same cut reply', async () => {
+    fake.reply(textReply(long));
+    const streamed = await client.messages.stream({ ...ask('hi'), max_tokens: 40 }).finalMessage();
+    expect(streamed.stop_reason).toBe('max_tokens');
+    expect(streamed.usage.output_tokens).toBe(40);
+  });
+
+  it('leaves a tool call reached but not finished incomplete, and writes nothing after it', async () => {
+    fake.reply(toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote', note: long }, { preamble: 'Let me look that up. ' }));
+    const response = await client.messages.create({
+      ...ask('hi'),
+      max_tokens: 20,
+      tools: [{ name: 'market_data', description: 'Quotes', input_schema: { type: 'object' } }],
+    });
+    expect(response.stop_reason).toBe('max_tokens');
+    expect(response.content.map((block) => block.type)).toEqual(['text', 'tool_use']);
+    expect(response.content[1]).toMatchObject({ type: 'tool_use', name: 'market_data', input: {} });
+  });
+
+  it('answers a reply that fits whole, as written', async () => {
+    fake.reply(textReply(long));
+    const response = await client.messages.create({ ...ask('hi'), max_tokens: 4096 });
+    expect(response.stop_reason).toBe('end_turn');
+    expect(response.content[0]).toMatchObject({ type: 'text', text: long });
+  });
+});
+
 describe('streamed messages', () => {
   const answer = 'NVIDIA beat guidance on data-center demand; networking grew fastest of all segments this quarter.';
 

@@ -42,6 +42,51 @@ function outputTokens(content: ContentScript[]): number {
   return Math.max(1, tokens);
 }
 
+/** `text` cut to at most `tokens` of the model's output tokens (a prefix, by code points). */
+function cutText(model: string, text: string, tokens: number): string {
+  const points = Array.from(text);
+  const total = modelTokens(model, countTokens(text));
+  let length = Math.floor((points.length * tokens) / Math.max(1, total));
+  while (length > 0 && modelTokens(model, countTokens(points.slice(0, length).join(''))) > tokens)
+    length -= Math.max(1, Math.ceil(length / 50));
+  return points.slice(0, Math.max(0, length)).join('');
+}
+
+/**
+ * The reply as the model writes it when its output reaches `max_tokens`: generation stops there, mid-sentence or
+ * mid-block, and the message ends with stop_reason `max_tokens` (the API never writes past it: "The response
+ * reached your max_tokens limit. Raise max_tokens or continue the response",
+ * https://platform.claude.com/docs/build-with-claude/handling-stop-reasons). A text or thinking block is cut at
+ * the limit; a tool call reached but not finished is the incomplete tool_use block the guide describes, its input
+ * not yet written (`{}`), and nothing after it is written (a server tool not called is not run). Undefined when
+ * the whole reply fits.
+ */
+function cutAtMaxTokens(content: ContentScript[], body: MessagesRequestBody): ContentScript[] | undefined {
+  const limit = body.max_tokens;
+  if (!Number.isFinite(limit) || limit <= 0 || modelTokens(body.model, outputTokens(content)) <= limit) return undefined;
+  const kept: ContentScript[] = [];
+  let left = limit;
+  for (const block of content) {
+    if (block.type === 'web_search_tool_result') {
+      kept.push(block);
+      continue;
+    }
+    const cost = modelTokens(body.model, outputTokens([block]));
+    if (cost <= left) {
+      kept.push(block);
+      left -= cost;
+      continue;
+    }
+    if (block.type === 'text') kept.push({ ...block, text: cutText(body.model, block.text, left), citations: undefined });
+    else if (block.type === 'thinking') {
+      const full = cutText(body.model, block.fullText ?? block.thinking, left);
+      kept.push({ ...block, thinking: block.thinking === '' ? '' : full, fullText: full });
+    } else if (block.type === 'tool_use') kept.push({ ...block, input: {} });
+    break;
+  }
+  return kept;
+}
+
 function defaultStopReason(content: ContentScript[]): StopReason {
   return content.some((block) => block.type === 'tool_use') ? 'tool_use' : 'end_turn';
 }
@@ -69,13 +114,13 @@ export interface ResolvedReply {
  * request's input as the prompt cache billed it (prompt-cache.ts); a script's usage overrides it.
  */
 export function resolveReply(reply: AssistantReply, body: MessagesRequestBody, billed?: BilledInput): ResolvedReply {
-  const content = signedThinking(
-    asTheModelWritesIt(
-      reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block)),
-      body,
-    ),
+  const written = asTheModelWritesIt(
+    reply.content.map((block) => (block.type === 'tool_use' && !block.id ? { ...block, id: apiId('toolu') } : block)),
     body,
   );
+  // A script that states its output tokens has said what the model wrote; any other reply stops at max_tokens.
+  const cut = reply.usage?.outputTokens === undefined ? cutAtMaxTokens(written, body) : undefined;
+  const content = signedThinking(cut ?? written, body);
   const serverToolIds = new Set<string>();
   for (const block of content) {
     if (block.type === 'server_tool_use') serverToolIds.add(block.id);
@@ -91,11 +136,12 @@ export function resolveReply(reply: AssistantReply, body: MessagesRequestBody, b
     id: reply.id ?? apiId('msg'),
     model: reply.model ?? body.model,
     content,
-    stopReason: reply.stopReason ?? defaultStopReason(content),
+    stopReason: cut ? 'max_tokens' : (reply.stopReason ?? defaultStopReason(content)),
     stopSequence: reply.stopSequence ?? null,
     usage: {
       input_tokens: reply.usage?.inputTokens ?? billed?.input_tokens ?? estimateInputTokens(body),
-      output_tokens: reply.usage?.outputTokens ?? modelTokens(body.model, outputTokens(content)),
+      // A reply cut at the limit wrote exactly max_tokens.
+      output_tokens: reply.usage?.outputTokens ?? (cut ? body.max_tokens : modelTokens(body.model, outputTokens(content))),
       cache_creation_input_tokens: reply.usage?.cacheCreationInputTokens ?? billed?.cache_creation_input_tokens ?? 0,
       cache_read_input_tokens: reply.usage?.cacheReadInputTokens ?? billed?.cache_read_input_tokens ?? 0,
       ephemeral_5m_input_tokens: reply.usage?.cacheCreationInputTokens ?? billed?.ephemeral_5m_input_tokens ?? 0,
