@@ -95,6 +95,8 @@ export interface LoopParams {
   budget?: ModelBudget;
   /** Which share of the allowance the calls take (the engine says; default: interactive when streamed, else queued). */
   priority?: CallPriority;
+  /** Whose work the run is: the budget serves waiting calls fairly between tenants (model-budget.ts). */
+  tenant?: string | undefined;
   /** Told when a call starts (true) and stops (false) waiting for the budget: a job's time limit stands still meanwhile. */
   onBudgetWait?: ((waiting: boolean) => void) | undefined;
   signal?: AbortSignal;
@@ -184,7 +186,7 @@ export async function runToolLoop(params: LoopParams): Promise<LoopResult> {
 
 async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Promise<LoopResult> {
   const { client, model, system, tools = [], webSearch, outputFormat, maxOutputTokens, caps, stream = true, signal, onEvent } = params;
-  const { budget = UNLIMITED_MODEL_BUDGET, priority = stream ? 'interactive' : 'queued', onBudgetWait } = params;
+  const { budget = UNLIMITED_MODEL_BUDGET, priority = stream ? 'interactive' : 'queued', onBudgetWait, tenant } = params;
   const messages = [...params.messages];
   const apiTools: ToolUnion[] = tools.map(apiToolOf);
   const searchTool = (maxUses: number): ToolUnion => ({
@@ -241,7 +243,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
       ...(outputConfig ? { output_config: outputConfig } : {}),
     };
 
-    const message = await modelRound(client, body, { stream, budget, priority, onBudgetWait }, signal, onEvent);
+    const message = await modelRound(client, body, { stream, budget, priority, onBudgetWait, tenant }, signal, onEvent);
     previousWroteTail = writeTail;
     usage = spend(usageOfMessage(message));
     searches += message.usage.server_tool_use?.web_search_requests ?? 0;
@@ -343,7 +345,13 @@ function withBreakpoints(
 function modelRound(
   client: Anthropic,
   body: MessageCreateParamsNonStreaming,
-  how: { stream: boolean; budget: ModelBudget; priority: CallPriority; onBudgetWait: LoopParams['onBudgetWait'] },
+  how: {
+    stream: boolean;
+    budget: ModelBudget;
+    priority: CallPriority;
+    onBudgetWait: LoopParams['onBudgetWait'];
+    tenant: string | undefined;
+  },
   signal: AbortSignal | undefined,
   onEvent: LoopParams['onEvent'],
 ): Promise<Message> {
@@ -358,6 +366,7 @@ function modelRound(
         inputTokens: expectedInputTokens(body),
         outputTokens: body.max_tokens,
         priority: how.priority,
+        tenant: how.tenant,
         signal,
       });
     } finally {

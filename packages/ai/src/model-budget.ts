@@ -36,6 +36,13 @@ export interface CallDemand {
   /** The call's max_tokens: reserved until it ends. */
   outputTokens: number;
   priority: CallPriority;
+  /**
+   * Whose work the call is (a tenant id): the calls waiting in a process are served fairly between tenants, the
+   * tenant with the fewest calls running in the process first (its oldest waiting call), so that one tenant's
+   * hundreds of jobs waiting for the allowance delay another's next call by about one admission, not by all of
+   * them. Calls without one share a single turn.
+   */
+  tenant?: string | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -114,9 +121,10 @@ const abortError = (signal: AbortSignal): Error =>
 
 /**
  * The allowance shared through Postgres. Each process keeps, per model and priority, one queue of waiting calls
- * served in order by one loop: it takes the head's share (requests, then input, then output; a refusal gives back
- * what was taken), or sleeps until the window ends and tries again. So a process asks the database about one call
- * at a time per model and priority, however many are waiting.
+ * served by one loop: it takes the next call's share (requests, then input, then output; a refusal gives back what
+ * was taken), or sleeps until the window ends and tries again. The next call is the oldest of the tenant with the
+ * fewest calls running in the process (CallDemand.tenant). So a process asks the database about one call at a time
+ * per model and priority, however many are waiting.
  */
 export function createPostgresModelBudget({
   pool,
@@ -128,6 +136,9 @@ export function createPostgresModelBudget({
 }: PostgresModelBudgetOptions): ModelBudget {
   const log = logger.child({ component: 'model-budget' });
   const windows = new Map<string, ModelWindows>();
+  /** Calls running in this process per tenant (granted, not yet settled): the fair order's measure. */
+  const running = new Map<string, number>();
+  const tenantKey = (demand: CallDemand) => demand.tenant ?? '';
   const stopping = new AbortController();
   const sleeps = new Set<{ timer: NodeJS.Timeout; wake: () => void }>();
   const warned = new Set<string>();
@@ -218,11 +229,17 @@ export function createPostgresModelBudget({
   function settleFor(model: ModelWindows, key: string, demand: CallDemand): BudgetGrant {
     const limiters = model.limiters[demand.priority];
     const points = pointsOf(model, demand);
+    const tenant = tenantKey(demand);
+    running.set(tenant, (running.get(tenant) ?? 0) + 1);
     let settled = false;
     return {
       settle(used) {
-        if (settled || used === undefined) return;
+        if (settled) return;
         settled = true;
+        const left = (running.get(tenant) ?? 1) - 1;
+        if (left > 0) running.set(tenant, left);
+        else running.delete(tenant);
+        if (used === undefined) return;
         // What the call took beyond or below its reservation, in the window of now, as the API's bucket does.
         const corrections: [Dimension, number][] = [
           ['input', points.input - Math.min(used.inputTokens, model.capacity.input)],
@@ -238,21 +255,43 @@ export function createPostgresModelBudget({
     };
   }
 
+  /**
+   * Where in `queue` (oldest first) the next call to admit is: the oldest of the tenant with the fewest calls
+   * running in this process; an aborted call first, to be dropped. One pass over the queue.
+   */
+  function nextInFairOrder(queue: readonly Waiter[]): number {
+    let best = 0;
+    let bestRunning = Number.POSITIVE_INFINITY;
+    for (let index = 0; index < queue.length; index += 1) {
+      const { demand } = queue[index] as Waiter;
+      if (demand.signal?.aborted === true) return index;
+      const level = running.get(tenantKey(demand)) ?? 0;
+      if (level < bestRunning) {
+        best = index;
+        bestRunning = level;
+        if (level === 0) break;
+      }
+    }
+    return best;
+  }
+
   async function pump(model: string, windowsOfModel: ModelWindows, priority: CallPriority): Promise<void> {
     const queue = windowsOfModel.queues[priority];
     windowsOfModel.pumping[priority] = true;
     try {
       while (queue.length > 0 && !stopping.signal.aborted) {
-        const waiter = queue[0] as Waiter;
+        const next = nextInFairOrder(queue);
+        const waiter = queue[next] as Waiter;
         if (waiter.demand.signal?.aborted === true) {
-          queue.shift();
+          queue.splice(next, 1);
           waiter.reject(abortError(waiter.demand.signal));
           continue;
         }
         const current = windows.get(model) ?? windowsOfModel;
         const wait = await tryTake(current, model, waiter.demand);
         if (wait === undefined) {
-          queue.shift();
+          // The queue may have changed while the statement ran (calls added, none removed but by this loop).
+          queue.splice(queue.indexOf(waiter), 1);
           modelBudgetWaitSeconds.observe({ model, priority }, (Date.now() - waiter.since) / 1000);
           waiter.resolve(settleFor(current, model, waiter.demand));
           continue;

@@ -157,6 +157,7 @@ function baseParams(
     signal: ctx.signal,
     onBudgetWait: ctx.onModelWait,
     priority: ctx.priority ?? 'queued',
+    tenant: ctx.caller?.tenantId,
   } satisfies Omit<LoopParams, 'onEvent'>;
 }
 

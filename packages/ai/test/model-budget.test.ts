@@ -77,6 +77,28 @@ describe('the shared model budget', () => {
     expect(rows.reduce((sum, row) => sum + row.points, 0)).toBeLessThanOrEqual(8);
   });
 
+  it('serves waiting calls fairly between tenants: a second tenant goes next, not after the first one’s backlog', async () => {
+    // 300 requests a minute in windows of 1 s: 5 a window, 4 for queued calls.
+    const budget = replica({ requests: 300, input: 1_000_000, output: 1_000_000 }, 1_000);
+    const order: string[] = [];
+    const take = (tenant: string, label: string) =>
+      budget.take(demand({ tenant })).then((grant) => {
+        order.push(label);
+        return grant;
+      });
+    // Tenant A's 12 calls wait first (4 are granted at once and keep running); then B's 2 arrive.
+    const backlog = Array.from({ length: 12 }, (_, index) => take('tenant-a', `a${index}`));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const late = [take('tenant-b', 'b0'), take('tenant-b', 'b1')];
+    await Promise.all([...backlog, ...late]);
+    // B has nothing running and goes at the next window, then a call each in turn: B's second is the next
+    // but one, not the 13th and 14th as first come, first served would have it.
+    expect(order.slice(0, 4)).toEqual(['a0', 'a1', 'a2', 'a3']);
+    expect(order[4]).toBe('b0');
+    expect(order.indexOf('b1')).toBeLessThanOrEqual(9);
+    expect(order.filter((label) => label.startsWith('a'))).toEqual(Array.from({ length: 12 }, (_, index) => `a${index}`));
+  });
+
   it('keeps the interactive share for interactive calls: they go while queued work waits', async () => {
     const budget = replica({ requests: 1_000, input: 1_000_000, output: 1_000_000 }, 2_000);
     // 33 requests per 2 s window; queued calls may take 26.
