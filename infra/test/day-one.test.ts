@@ -111,17 +111,22 @@ describe('docs/operations.md, day one in Kubernetes', () => {
       encoding: 'utf8',
     });
     expect(JSON.parse(output)).toEqual([]);
-    // The drill reads the store the production Cluster writes, with the same credentials.
+    // The drill reads, through the Barman Cloud plugin, the ObjectStore and server the production Cluster archives to.
+    type Plugin = { name: string; isWALArchiver?: boolean; parameters?: Record<string, string> };
     const production = parseAllDocuments(readFileSync(path.join(REPO_ROOT, 'k8s/components/cloudnative-pg/postgres.yaml'), 'utf8'))
-      .map((document) => document.toJSON() as K8sObject & { spec: { backup?: { barmanObjectStore: unknown } } })
+      .map((document) => document.toJSON() as K8sObject & { spec: { plugins?: Plugin[] } })
       .find((object) => object.kind === 'Cluster')!;
+    const archiver = production.spec.plugins!.find((plugin) => plugin.isWALArchiver)!;
     const drill = manifests.find((object) => object.kind === 'Cluster') as K8sObject & {
-      spec: { externalClusters: { barmanObjectStore: { destinationPath: string; s3Credentials: unknown } }[] };
+      spec: { externalClusters: { name: string; plugin: Plugin }[]; bootstrap: { recovery: { source: string } } };
     };
-    const store = production.spec.backup!.barmanObjectStore as { destinationPath: string; s3Credentials: unknown };
-    expect(drill.spec.externalClusters[0]!.barmanObjectStore).toMatchObject({
-      destinationPath: store.destinationPath,
-      s3Credentials: store.s3Credentials,
+    const source = drill.spec.externalClusters.find((external) => external.name === drill.spec.bootstrap.recovery.source);
+    expect(source?.plugin).toEqual({
+      name: archiver.name,
+      parameters: {
+        barmanObjectName: archiver.parameters!.barmanObjectName,
+        serverName: archiver.parameters!.serverName ?? production.metadata.name,
+      },
     });
   });
 });

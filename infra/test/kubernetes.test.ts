@@ -1064,13 +1064,13 @@ describe('releases', () => {
       });
     });
 
-    test('renders objects valid against the Kubernetes and CloudNativePG schemas, with no unknown field', () => {
+    test('renders objects valid against the Kubernetes, CloudNativePG and Barman Cloud plugin schemas, with no unknown field', () => {
       expect(
         objects
-          .filter((object) => object.apiVersion.startsWith('postgresql.cnpg.io/'))
+          .filter((object) => /^(postgresql|barmancloud)\.cnpg\.io\//.test(object.apiVersion))
           .map((object) => object.kind)
           .sort(),
-      ).toEqual(['Cluster', 'ScheduledBackup']);
+      ).toEqual(['Cluster', 'ObjectStore', 'ScheduledBackup']);
       const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
         input: JSON.stringify(objects),
         encoding: 'utf8',
@@ -1079,7 +1079,8 @@ describe('releases', () => {
     });
 
     test('the Cluster writes the Secret every pod reads DATABASE_URL from, is backed up daily, and migrates in the Sync phase', () => {
-      const [cluster] = byKind<K8sObject & { spec: { instances: number; backup?: { retentionPolicy?: string } } }>(objects, 'Cluster');
+      type Plugin = { name: string; isWALArchiver?: boolean; parameters?: Record<string, string> };
+      const [cluster] = byKind<K8sObject & { spec: { instances: number; backup?: unknown; plugins?: Plugin[] } }>(objects, 'Cluster');
       const gateway = byKind<Workload>(objects, 'Deployment').find((deployment) => deployment.metadata.name === 'gateway')!;
       const app = gateway.spec.template.spec.containers.find((container) => container.name === 'app')!;
       // CloudNativePG names the application user's Secret <cluster>-app, with the key uri.
@@ -1087,9 +1088,25 @@ describe('releases', () => {
         secretKeyRef: { name: `${cluster!.metadata.name}-app`, key: 'uri' },
       });
       expect(cluster!.spec.instances).toBeGreaterThanOrEqual(3);
-      expect(cluster!.spec.backup?.retentionPolicy).toMatch(/^\d+[dwm]$/);
-      const [backup] = byKind<K8sObject & { spec: { cluster: { name: string }; schedule: string } }>(objects, 'ScheduledBackup');
+      // The WAL and the base backups go through the Barman Cloud plugin into the ObjectStore, which holds the
+      // retention; the deprecated in-tree barmanObjectStore is gone.
+      expect(cluster!.spec.backup).toBeUndefined();
+      const archivers = (cluster!.spec.plugins ?? []).filter((plugin) => plugin.isWALArchiver);
+      expect(archivers).toEqual([expect.objectContaining({ name: 'barman-cloud.cloudnative-pg.io' })]);
+      const [store] = byKind<K8sObject & { spec: { retentionPolicy?: string; configuration: { destinationPath: string } } }>(
+        objects,
+        'ObjectStore',
+      );
+      expect(archivers[0]!.parameters?.barmanObjectName).toBe(store!.metadata.name);
+      expect(store!.spec.retentionPolicy).toMatch(/^[1-9]\d*[dwm]$/);
+      const [backup] = byKind<
+        K8sObject & { spec: { cluster: { name: string }; schedule: string; method?: string; pluginConfiguration?: { name: string } } }
+      >(objects, 'ScheduledBackup');
       expect(backup!.spec.cluster.name).toBe(cluster!.metadata.name);
+      expect({ method: backup!.spec.method, plugin: backup!.spec.pluginConfiguration?.name }).toEqual({
+        method: 'plugin',
+        plugin: 'barman-cloud.cloudnative-pg.io',
+      });
       // CloudNativePG's schedule has six fields, seconds first.
       expect(backup!.spec.schedule.split(' ')).toHaveLength(6);
       expect(byKind<Workload>(objects, 'Job')[0]!.metadata.annotations?.['argocd.argoproj.io/hook']).toBe('Sync');

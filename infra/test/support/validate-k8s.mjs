@@ -6,12 +6,16 @@
 //     or rejects them under strict field validation, as `kubectl apply` asks by default). A misspelt field such as
 //     `readinesProbe` would pass silently; the same packages' TypeScript types catch it, so every object is
 //     type-checked as an object literal of its kind's type, whose excess-property check names the field.
+//  Kinds that no package models (the Barman Cloud plugin's ObjectStore) are checked against their CRD's own
+//  openAPIV3Schema, vendored in crds/ with the commit it came from, with every object that lists its properties closed
+//  to others (the API server prunes unknown fields of a structural schema; here they are errors).
 // Reads a JSON array of objects on stdin; prints a JSON array of { index, kind, name, errors } for invalid ones.
 // The models are ES modules only, which Jest's CommonJS runtime cannot load: kubernetes.test.ts runs this as a
 // child process. TypeScript is the workspace root's.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Ajv from 'ajv';
 import ts from 'typescript';
 
 /** The package whose models cover an API group (core and built-in groups: kubernetes-models). */
@@ -23,12 +27,53 @@ const PACKAGES = {
   'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
 };
 
+/** API groups whose kinds are validated against a vendored CRD schema (crds/<plural>.<group>.json). */
+const CRD_SCHEMAS = { 'barmancloud.cnpg.io': { ObjectStore: 'objectstores.barmancloud.cnpg.io.json' } };
+
+/** The CRD schema with additionalProperties: false wherever it lists properties and says nothing of others. */
+function closed(schema) {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const copy = Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => [
+      key,
+      key === 'properties' ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, closed(property)])) : closed(value),
+    ]),
+  );
+  if (copy.properties && copy.additionalProperties === undefined && !copy['x-kubernetes-preserve-unknown-fields'])
+    copy.additionalProperties = false;
+  return copy;
+}
+
+function validateCrd(object, file) {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const crd = JSON.parse(readFileSync(path.join(here, 'crds', file), 'utf8'));
+  if (object.apiVersion !== `${crd.group}/${crd.version}`) return [`${object.apiVersion} is not the served ${crd.group}/${crd.version}`];
+  // metadata is the API server's ObjectMeta, which the CRD leaves open.
+  const schema = closed({ ...crd.schema, properties: { ...crd.schema.properties, metadata: { type: 'object' } } });
+  const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+  const validate = ajv.compile({
+    ...schema,
+    properties: { ...schema.properties, apiVersion: { type: 'string' }, kind: { type: 'string' } },
+  });
+  if (validate(object)) return [];
+  return validate.errors.map(
+    (error) =>
+      `${error.instancePath || '/'} ${error.message}${error.params?.additionalProperty ? `: ${error.params.additionalProperty}` : ''}`,
+  );
+}
+
 function specifierOf({ apiVersion, kind }) {
   const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
   return `${PACKAGES[group] ?? 'kubernetes-models'}/${apiVersion}/${kind}`;
 }
 
 async function validateSchema(object) {
+  const group = object.apiVersion?.includes('/') ? object.apiVersion.split('/')[0] : '';
+  if (CRD_SCHEMAS[group]) {
+    const file = CRD_SCHEMAS[group][object.kind];
+    return file ? validateCrd(object, file) : [`no CRD schema for ${object.kind} of ${group}`];
+  }
   const specifier = specifierOf(object);
   const module = await import(specifier);
   const Model = module[object.kind];
@@ -85,10 +130,12 @@ for (const [index, object] of objects.entries()) {
   if (errors.length > 0) invalid.push({ index, kind: object?.kind, name: object?.metadata?.name, errors });
   else typed.push(index);
 }
-// Only objects whose kind has a schema are type-checked (an unknown kind is already reported).
-const typeErrors = unknownFields(typed.map((index) => objects[index]));
+// Only objects whose kind has a package's model are type-checked (an unknown kind is already reported; a vendored
+// CRD schema was checked closed already).
+const modelled = typed.filter((index) => !CRD_SCHEMAS[objects[index].apiVersion.split('/')[0]]);
+const typeErrors = unknownFields(modelled.map((index) => objects[index]));
 for (const [position, errors] of typeErrors) {
-  const index = position >= 0 ? typed[position] : -1;
+  const index = position >= 0 ? modelled[position] : -1;
   invalid.push({ index, kind: objects[index]?.kind, name: objects[index]?.metadata?.name, errors });
 }
 process.stdout.write(JSON.stringify(invalid));
