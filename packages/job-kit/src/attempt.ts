@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { ErrorType, Usage } from '@fin/contracts';
 import type { Pool } from '@fin/db';
 import { SEQ_PER_ATTEMPT, type JobType } from '@fin/events';
-import { STARTING_PROGRESS, attemptRecorder, completedResult, type LeasedJob } from '@fin/job-store';
+import { STARTING_PROGRESS, attemptRecorder, completedResult, type LeaseKeeper, type LeasedJob } from '@fin/job-store';
 import type { Logger } from '@fin/log';
 import { FIN_ATTRIBUTES, withSpan } from '@fin/tracing';
 
@@ -62,9 +62,14 @@ export interface AttemptOptions {
   /** At most one progress event per this interval (default 250 ms); 0 reports every step. */
   progressIntervalMs?: number;
   workerId?: string;
+  /**
+   * The runner's lease keeper (a worker's: every held lease renewed in one statement a heartbeat). Absent: the
+   * attempt renews its own lease every heartbeat (a single job run for its caller).
+   */
+  leases?: LeaseKeeper;
 }
 
-export type AttemptSettings = Required<AttemptOptions>;
+export type AttemptSettings = Required<Omit<AttemptOptions, 'leases'>> & Pick<AttemptOptions, 'leases'>;
 
 export function attemptSettings(options: AttemptOptions): AttemptSettings {
   const leaseMs = options.leaseMs ?? 15_000;
@@ -172,12 +177,16 @@ async function attempt(
       limit = setTimeout(() => abort('time_limit'), Math.max(0, limitLeftMs));
     }
   };
-  const heartbeat = setInterval(() => {
-    store.renew(leaseMs).then(
-      (renewed) => !renewed && abort('lease_lost'),
-      (error: unknown) => jobLog.warn({ err: error }, 'Renewing the lease failed'),
-    );
-  }, heartbeatMs);
+  const held = settings.leases?.hold(job, () => abort('lease_lost'));
+  const heartbeat =
+    held === undefined
+      ? setInterval(() => {
+          store.renew(leaseMs).then(
+            (renewed) => !renewed && abort('lease_lost'),
+            (error: unknown) => jobLog.warn({ err: error }, 'Renewing the lease failed'),
+          );
+        }, heartbeatMs)
+      : undefined;
   // Progress is written in order, one step at a time, so steps never overtake each other, and at most one per
   // progressIntervalMs: a step reported sooner waits, and is replaced by a later one that arrives meanwhile. A
   // quick job thus writes just `running` and `completed`.
@@ -279,6 +288,7 @@ async function attempt(
     dropWaitingProgress();
     clearTimeout(limit);
     clearInterval(heartbeat);
+    held?.release();
     stop.signal.removeEventListener('abort', onStop);
   }
 }

@@ -17,6 +17,7 @@ export {
 export {
   createJobWorker,
   DEFAULT_TENANT_CAP,
+  DEFAULT_WORKER_CONCURRENCY,
   type FailureVerdict,
   type JobToRun,
   type JobWorker,

@@ -1,4 +1,4 @@
-import { claimNext } from '@fin/job-store';
+import { claimNext, createLeaseKeeper } from '@fin/job-store';
 import { jobRequestTopics, type EventBus, type Subscription } from '@fin/events';
 import { attemptSettings, runAttempt, type AttemptOptions, type JobToRun, type RunContext, type RunOutcome } from './attempt';
 
@@ -39,6 +39,15 @@ const REQUEST_MAX_ATTEMPTS = 50;
 /** Jobs of one type a tenant may have running at once across the deployment, unless configured otherwise. */
 export const DEFAULT_TENANT_CAP = 200;
 
+/**
+ * Jobs one worker process runs at once unless configured (docs/deployment.md#capacity-planning). A job mostly waits
+ * for the model, holding no connection and no CPU: a slot costs memory (about 0.1–0.5 MB a job in flight,
+ * docs/benchmarks.md), and the leases of all of them are renewed in one statement. 200 holds what a deployment's
+ * model allowance serves (Little's law: ~270 news jobs in flight at 4,000 requests a minute) on two replicas, with a
+ * third for one lost, in ~100 MB over the idle process.
+ */
+export const DEFAULT_WORKER_CONCURRENCY = 200;
+
 /** Claims in a row that found their tenant's job taken by another worker before one look for work gives up. */
 const MAX_CONTENDED_CLAIMS = 20;
 
@@ -67,9 +76,11 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const settings = attemptSettings(options);
   const { pool, jobType, workerId, leaseMs } = settings;
   const log = options.logger.child({ component: 'job-worker', jobType, workerId });
-  const logged = { ...settings, logger: log };
+  // One statement a heartbeat renews the leases of every job this worker runs (lease-keeper.ts).
+  const leases = createLeaseKeeper({ pool, logger: log, workerId, leaseMs, heartbeatMs: settings.heartbeatMs });
+  const logged = { ...settings, logger: log, leases };
   const drainTimeoutMs = options.drainTimeoutMs ?? 0;
-  const concurrency = options.concurrency ?? 4;
+  const concurrency = options.concurrency ?? DEFAULT_WORKER_CONCURRENCY;
   const tenantCap = options.tenantCap ?? DEFAULT_TENANT_CAP;
   const pollIntervalMs = options.pollIntervalMs ?? 1_500;
   const stopping = new AbortController();
@@ -198,6 +209,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
           await Promise.all(running.values());
         })(),
       );
+      leases.close();
     },
   };
 }

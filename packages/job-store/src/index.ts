@@ -16,6 +16,7 @@ export {
   type Completion,
   type LeasedJob,
 } from './lease';
+export { createLeaseKeeper, type HeldLease, type LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper';
 export {
   REAPER_LOCK_CLASS,
   expiredLeases,

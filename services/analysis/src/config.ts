@@ -5,7 +5,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
-import { DEFAULT_TENANT_CAP } from '@fin/job-kit';
+import { DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCURRENCY } from '@fin/job-kit';
 
 /** The analysis service's environment (API role, worker role or both). See docs/configuration.md. */
 export const analysisConfigShape = {
@@ -25,7 +25,7 @@ export const analysisConfigShape = {
   /** An analysis that runs longer fails (the spec's typical time is 30–90 s). */
   ANALYSIS_TIME_LIMIT_MS: int(1_000, 900_000).default(180_000),
   /** Queued analyses one worker process runs at once. An analysis mostly waits on the model: a slot costs memory, not CPU. */
-  ANALYSIS_WORKER_CONCURRENCY: int(1, 2_000).default(4),
+  ANALYSIS_WORKER_CONCURRENCY: int(1, 2_000).default(DEFAULT_WORKER_CONCURRENCY),
   /**
    * Queued analyses one tenant may have running at once across every worker replica (counted from live leases when a job is
    * claimed): one account's backlog cannot take every slot. docs/jobs.md#fair-order-between-tenants.

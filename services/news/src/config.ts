@@ -5,7 +5,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
-import { DEFAULT_TENANT_CAP } from '@fin/job-kit';
+import { DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCURRENCY } from '@fin/job-kit';
 
 /** The news service's environment (API role, worker role or both). See docs/configuration.md. */
 export const newsConfigShape = {
@@ -24,7 +24,7 @@ export const newsConfigShape = {
   /** A news job that runs longer fails ("well under a minute"). */
   NEWS_TIME_LIMIT_MS: int(1_000, 600_000).default(30_000),
   /** Jobs one worker process runs at once. A job mostly waits on the model, so a slot costs memory, not CPU. */
-  NEWS_WORKER_CONCURRENCY: int(1, 2_000).default(4),
+  NEWS_WORKER_CONCURRENCY: int(1, 2_000).default(DEFAULT_WORKER_CONCURRENCY),
   /**
    * News jobs one tenant may have running at once across every worker replica (counted from live leases when a job is
    * claimed): one account's backlog cannot take every slot. docs/jobs.md#fair-order-between-tenants.

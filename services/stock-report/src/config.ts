@@ -5,7 +5,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
-import { DEFAULT_TENANT_CAP } from '@fin/job-kit';
+import { DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCURRENCY } from '@fin/job-kit';
 
 /** The stock-report service's environment (API role, worker role or both). See docs/configuration.md. */
 export const stockReportConfigShape = {
@@ -23,8 +23,8 @@ export const stockReportConfigShape = {
   ...logConfigShape(),
   /** A report that runs longer fails. One symbol takes about 10–20 s and a comparison 30–45 s: twice that, with room. */
   STOCK_REPORT_TIME_LIMIT_MS: int(1_000, 600_000).default(90_000),
-  /** Reports are long model runs that mostly wait on the API, so a worker holds several. */
-  STOCK_REPORT_WORKER_CONCURRENCY: int(1, 2_000).default(4),
+  /** Reports are long model runs that mostly wait on the API: a slot costs memory, not CPU (docs/deployment.md#capacity-planning). */
+  STOCK_REPORT_WORKER_CONCURRENCY: int(1, 2_000).default(DEFAULT_WORKER_CONCURRENCY),
   /**
    * Reports one tenant may have running at once across every worker replica (counted from live leases when a job is
    * claimed): one account's backlog cannot take every slot. docs/jobs.md#fair-order-between-tenants.

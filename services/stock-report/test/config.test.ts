@@ -16,7 +16,7 @@ describe('stock-report configuration', () => {
       PORT: 8082,
       STOCK_REPORT_ROLE: 'all',
       STOCK_REPORT_TIME_LIMIT_MS: 90_000,
-      STOCK_REPORT_WORKER_CONCURRENCY: 4,
+      STOCK_REPORT_WORKER_CONCURRENCY: 200,
       STOCK_REPORT_MAX_ATTEMPTS: 3,
       STOCK_REPORT_LEASE_MS: 15_000,
       KAFKA_CLIENT_ID: 'stock-report',
