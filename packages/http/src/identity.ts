@@ -13,11 +13,14 @@ import type { Request, RequestHandler, Response } from 'express';
 import { EMPTY_BODY_DIGEST, expectBodyDigest, hasRequestBody, receivedBodyDigest } from './body';
 import { AppError, toAppError, unauthorized } from './errors';
 import { annotateRequest, loggerOf } from './request-context';
+import { decodeSpentBudget, encodeSpentBudget, type SpentBudget } from './token-budget';
 
 export const IDENTITY_HEADERS = {
   tenantId: 'x-fin-tenant-id',
   keyId: 'x-fin-key-id',
   scopes: 'x-fin-scopes',
+  // The account's daily token budget is spent (token-budget.ts): the service may answer what exists, create nothing.
+  spentBudget: 'x-fin-token-budget-spent',
   // The request id the service's log lines carry anyway (request-context.ts): signed, so it is one header, not two.
   requestId: 'x-request-id',
   nonce: 'x-fin-nonce',
@@ -34,6 +37,11 @@ export interface Caller {
   tenantId: string;
   keyId: string;
   scopes: readonly string[];
+  /**
+   * Set when the account's daily token budget is spent: the request may be answered from what exists (a cache hit,
+   * a job in flight, an Idempotency-Key replayed), but must start no new work (tokenBudgetRefusal instead).
+   */
+  spentBudget?: SpentBudget;
 }
 
 export interface InternalIdentity {
@@ -90,13 +98,26 @@ function canonical(
   tenantId: string,
   keyId: string,
   scopes: string,
+  spentBudget: string,
   requestId: string,
   nonce: string,
   timestamp: string,
   bodyDigest: string,
 ): string {
   // JSON keeps the fields apart whatever they contain.
-  return JSON.stringify(['fin-identity-v2', method.toUpperCase(), path, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest]);
+  return JSON.stringify([
+    'fin-identity-v3',
+    method.toUpperCase(),
+    path,
+    tenantId,
+    keyId,
+    scopes,
+    spentBudget,
+    requestId,
+    nonce,
+    timestamp,
+    bodyDigest,
+  ]);
 }
 
 function hmac(key: IdentityKey, message: string): Buffer {
@@ -120,17 +141,19 @@ export function signIdentity(
     if (value !== '' && !TOKEN_PATTERN.test(value)) throw new TypeError(`cannot sign identity field ${JSON.stringify(value)}`);
   }
   const scopes = (caller?.scopes ?? []).join(',');
+  const spentBudget = caller?.spentBudget === undefined ? '' : encodeSpentBudget(caller.spentBudget);
   const nonce = randomUUID();
   const timestamp = String(now);
   const bodyDigest = bodyDigestHex(request.body);
   const signature = hmac(
     key,
-    canonical(request.method, request.path, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest),
+    canonical(request.method, request.path, tenantId, keyId, scopes, spentBudget, requestId, nonce, timestamp, bodyDigest),
   ).toString('hex');
   return {
     [IDENTITY_HEADERS.tenantId]: tenantId,
     [IDENTITY_HEADERS.keyId]: keyId,
     [IDENTITY_HEADERS.scopes]: scopes,
+    [IDENTITY_HEADERS.spentBudget]: spentBudget,
     [IDENTITY_HEADERS.requestId]: requestId,
     [IDENTITY_HEADERS.nonce]: nonce,
     [IDENTITY_HEADERS.timestamp]: timestamp,
@@ -240,18 +263,24 @@ export function verifyIdentity(
     const tenantId = stringOr(headers[IDENTITY_HEADERS.tenantId]);
     const keyId = stringOr(headers[IDENTITY_HEADERS.keyId]);
     const scopes = stringOr(headers[IDENTITY_HEADERS.scopes]);
+    const spentBudget = stringOr(headers[IDENTITY_HEADERS.spentBudget]);
     if (!SIGNATURE_PATTERN.test(signature) || !SIGNATURE_PATTERN.test(bodyDigest) || !TOKEN_PATTERN.test(nonce))
       return 'malformed signature';
     const at = now();
     if (!TIMESTAMP_PATTERN.test(timestamp) || Math.abs(at - Number(timestamp)) > maxSkewMs)
       return 'signature timestamp outside the allowed skew';
 
-    const expected = hmac(key, canonical(req.method, req.originalUrl, tenantId, keyId, scopes, requestId, nonce, timestamp, bodyDigest));
+    const expected = hmac(
+      key,
+      canonical(req.method, req.originalUrl, tenantId, keyId, scopes, spentBudget, requestId, nonce, timestamp, bodyDigest),
+    );
     if (!timingSafeEqual(Buffer.from(signature, 'hex'), expected)) return 'signature mismatch';
 
     const anonymous = tenantId === '' && keyId === '';
     if (anonymous && !allowAnonymous) return 'no caller identity on a route that needs one';
     if (!anonymous && (tenantId === '' || keyId === '')) return 'incomplete caller identity';
+    const spent = spentBudget === '' ? undefined : decodeSpentBudget(spentBudget);
+    if (spentBudget !== '' && (spent === undefined || anonymous)) return 'malformed spent budget';
     // Only a valid signature uses up its nonce: a forged request cannot spend the gateway's.
     if (!seen.add(nonce, at)) return 'nonce already used (a replayed request)';
 
@@ -268,7 +297,9 @@ export function verifyIdentity(
 
     const identity: InternalIdentity = {
       requestId,
-      caller: anonymous ? null : { tenantId, keyId, scopes: scopes === '' ? [] : scopes.split(',') },
+      caller: anonymous
+        ? null
+        : { tenantId, keyId, scopes: scopes === '' ? [] : scopes.split(','), ...(spent === undefined ? {} : { spentBudget: spent }) },
     };
     res.locals[IDENTITY] = identity;
     if (identity.caller) annotateRequest(res, { tenantId });

@@ -69,6 +69,7 @@ export {
   type VerifyIdentityOptions,
 } from './identity';
 export { UNMATCHED_ROUTE, trackEventStream } from './metrics';
+export { nextUtcMidnight, tokenBudgetRefusal, type SpentBudget } from './token-budget';
 export {
   DEFAULT_READINESS_TIMEOUT_MS,
   createLifecycle,

@@ -77,6 +77,25 @@ describe('signed internal identity', () => {
     expect(res.body).toEqual(refused);
   });
 
+  it('carries a spent daily budget signed, which cannot be added, removed or altered on the way', async () => {
+    const spentBudget = { limit: 1_000, used: 1_200, held: 17_000, resetAt: 1_767_312_000 };
+    const spent: InternalIdentity = { ...identity, caller: { ...identity.caller!, spentBudget } };
+    const signed = signIdentity(spent, KEY, { method: 'POST', path: '/api/products/news' }, NOW);
+    expect(signed[IDENTITY_HEADERS.spentBudget]).toBe('1000:1200:17000:1767312000');
+    expect((await request(service().app).post('/api/products/news').set(signed).expect(200)).body).toEqual(spent);
+    const { [IDENTITY_HEADERS.spentBudget]: _removed, ...withoutIt } = signed;
+    await request(service().app).post('/api/products/news').set(withoutIt).expect(401);
+    await request(service().app)
+      .post('/api/products/news')
+      .set({ ...signed, [IDENTITY_HEADERS.spentBudget]: '1000:0:0:1767312000' })
+      .expect(401);
+    const plain = signIdentity(identity, KEY, { method: 'POST', path: '/api/products/news' }, NOW);
+    await request(service().app)
+      .post('/api/products/news')
+      .set({ ...plain, [IDENTITY_HEADERS.spentBudget]: '1000:1200:0:1767312000' })
+      .expect(401);
+  });
+
   it('refuses a signature made with another secret', async () => {
     const headers = signIdentity(
       identity,

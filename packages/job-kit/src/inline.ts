@@ -4,6 +4,7 @@
 // pending → running → completed or failed, and the result is stored.
 import type { ErrorType } from '@fin/contracts';
 import { attemptSettings, runAttempt, type AttemptOptions, type JobToRun, type RunContext, type RunOutcome } from './attempt';
+import type { AppError } from '@fin/http';
 import { submitJob, type JobOutcome } from '@fin/job-store';
 
 export type InlineRunnerOptions = AttemptOptions;
@@ -13,6 +14,8 @@ export interface InlineRunParams {
   /** The validated product request, stored with the job. */
   request: Record<string, unknown>;
   idempotencyKey?: string;
+  /** The job may not be created (the account's daily token budget is spent): thrown unless a replay answers. */
+  newWorkRefusal?: AppError;
   /**
    * The caller's stop signal (its client left, the process is shutting down). Aborting it aborts the run, and the
    * job fails with `classify(signal.reason)`: an inline job belongs to its caller and is never handed to a worker.
@@ -53,6 +56,7 @@ export function createInlineRunner(options: InlineRunnerOptions): InlineRunner {
         idempotencyKey: params.idempotencyKey,
         maxAttempts: 1,
         claimedBy: { workerId: settings.workerId, leaseMs: settings.leaseMs },
+        ...(params.newWorkRefusal === undefined ? {} : { newWorkRefusal: params.newWorkRefusal }),
       });
       if (submitted.kind === 'replayed') return { ...submitted, kind: 'replayed' };
       if (submitted.kind !== 'created') throw new Error(`An inline job cannot be ${submitted.kind}: inline jobs have no cache key`);

@@ -7,6 +7,7 @@ import type { JobType } from '@fin/events';
 import {
   createHandlerApp,
   createLifecycle,
+  tokenBudgetRefusal,
   type HandlerTable,
   type Lifecycle,
   type RouteContext,
@@ -156,6 +157,9 @@ export function cachedProductHandlers<R extends ProductRoute>(product: CachedPro
       idempotencyKey: headers['Idempotency-Key'],
       maxAttempts,
       ...(held === undefined ? {} : { heldResult: held.sourceJobId }),
+      // Past the account's daily token budget a hit, a joined job or a replay is answered (none spends anything);
+      // a request that needs a new job gets the gateway's 429.
+      ...(caller.spentBudget === undefined ? {} : { newWorkRefusal: tokenBudgetRefusal(caller.spentBudget) }),
     });
     describeCache(res, outcome, bypass);
     if (outcome.kind === 'cached') {

@@ -28,6 +28,12 @@ export interface SubmitParams {
    * attempt, and no job.requested event is written, so no worker ever picks it up.
    */
   claimedBy?: { workerId: string; leaseMs: number };
+  /**
+   * The caller may start no new work (its account's daily token budget is spent): a request that a cache hit, an
+   * identical job in flight or a replayed Idempotency-Key answers is answered as usual, since it spends nothing;
+   * one that would need a new job gets this error thrown instead, and nothing is written.
+   */
+  newWorkRefusal?: AppError;
 }
 
 export interface CachedOutcome {
@@ -130,12 +136,12 @@ function submitStatement(withEvent: boolean): { name: string; text: string } {
         SELECT $11::uuid, $1::uuid, $2::text, 'pending', $7::jsonb, k.key, $12::int, $13::text,
                $14::text, now() + $15::int * interval '1 millisecond', $16::int
           FROM job_key k
-         WHERE NOT EXISTS (SELECT 1 FROM hit) AND NOT EXISTS (SELECT 1 FROM in_flight)
+         WHERE $17::boolean AND NOT EXISTS (SELECT 1 FROM hit) AND NOT EXISTS (SELECT 1 FROM in_flight)
         ON CONFLICT (tenant_id, cache_key) WHERE status IN ('pending', 'running') DO NOTHING
         RETURNING id)${
           withEvent
             ? `,
-      requested AS (${outboxInsertFrom('created', 17)})`
+      requested AS (${outboxInsertFrom('created', 18)})`
             : ''
         }
       SELECT hit.source_job, CASE WHEN hit.source_job = $8::uuid THEN NULL ELSE hit.result::text END AS result,
@@ -171,6 +177,7 @@ async function submitOnce(db: Queryable, params: SubmitParams): Promise<SubmitOu
     claimed?.workerId ?? null,
     claimed?.leaseMs ?? null,
     claimed ? 1 : 0,
+    params.newWorkRefusal === undefined,
   ];
   const run = async (event?: PreparedOutboxRow) => {
     const statement = submitStatement(event !== undefined);
@@ -199,6 +206,7 @@ async function submitOnce(db: Queryable, params: SubmitParams): Promise<SubmitOu
   }
   if (row.joined_id !== null && row.joined_status !== null) return { kind: 'joined', jobId: row.joined_id, status: row.joined_status };
   if (row.created_id !== null) return { kind: 'created', jobId: row.created_id, status: 'pending' };
+  if (params.newWorkRefusal !== undefined) throw params.newWorkRefusal;
   return undefined;
 }
 
@@ -250,7 +258,8 @@ async function replay(client: PoolClient, params: SubmitParams, key: string): Pr
 /**
  * A product request → its job. In order: an Idempotency-Key seen before returns its job (or 422 for a different
  * body); a cache hit returns the cached result under a job of the caller's own; an identical job of the tenant in
- * flight is shared; otherwise a `pending` job row and its `job.requested` event are written in one transaction.
+ * flight is shared; otherwise a `pending` job row and its `job.requested` event are written in one transaction
+ * (or, with `newWorkRefusal`, that error is thrown).
  */
 export async function submitJob(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
   const outcome = await submit(pool, params);

@@ -228,6 +228,55 @@ describe('submitJob', () => {
     });
   });
 
+  it('past a spent budget answers a hit, a job in flight and a replay, and refuses only what needs a new job', async () => {
+    const refusal = new AppError('rate_limit_exceeded', 'Daily token budget used.');
+    const jobsOf = async (tenantId: string) =>
+      Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM jobs WHERE tenant_id = $1', [tenantId])).rows[0]?.n);
+    const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('spent') RETURNING id");
+    const tenantId = rows[0]!.id;
+    const before = await jobsOf(tenantId);
+    // Nothing answers it: refused, and nothing is written (no job, no event).
+    await expect(submitJob(pool, params({ tenantId, key: 'k-spent-miss', newWorkRefusal: refusal }))).rejects.toBe(refusal);
+    await expect(
+      submitJob(pool, params({ tenantId, key: 'k-spent-miss', newWorkRefusal: refusal, idempotencyKey: 'spent-1' })),
+    ).rejects.toBe(refusal);
+    // Without cache keys (an analysis) too.
+    await expect(submitJob(pool, { tenantId, jobType: 'analysis', request: { prompt: 'p' }, newWorkRefusal: refusal })).rejects.toBe(
+      refusal,
+    );
+    expect(await jobsOf(tenantId)).toBe(before);
+    const { rows: keys } = await pool.query('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1', [tenantId]);
+    expect(keys).toHaveLength(0);
+
+    // A job of the tenant in flight is joined; once done, its result is a hit.
+    const running = await submitJob(pool, params({ tenantId, key: 'k-spent-hit' }));
+    expect(await submitJob(pool, params({ tenantId, key: 'k-spent-hit', newWorkRefusal: refusal }))).toMatchObject({
+      kind: 'joined',
+      jobId: running.jobId,
+    });
+    await complete(running.jobId, { news: [{ title: 'cached' }] });
+    expect(served(await submitJob(pool, params({ tenantId, key: 'k-spent-hit', newWorkRefusal: refusal })))).toMatchObject({
+      kind: 'cached',
+      sourceJobId: running.jobId,
+      result: { news: [{ title: 'cached' }] },
+    });
+    // ...but a fresh run (no-cache) of it is new work.
+    await expect(submitJob(pool, params({ tenantId, key: 'k-spent-hit', bypassCache: true, newWorkRefusal: refusal }))).rejects.toBe(
+      refusal,
+    );
+    // An Idempotency-Key used before the budget was spent replays its job.
+    const first = await submitJob(pool, { tenantId, jobType: 'analysis', request: { prompt: 'q' }, idempotencyKey: 'spent-2' });
+    expect(
+      await submitJob(pool, {
+        tenantId,
+        jobType: 'analysis',
+        request: { prompt: 'q' },
+        idempotencyKey: 'spent-2',
+        newWorkRefusal: refusal,
+      }),
+    ).toMatchObject({ kind: 'replayed', jobId: first.jobId });
+  });
+
   it('serves a hit for a request with an Idempotency-Key on the transaction’s own connection', async () => {
     const first = await submitJob(pool, params({ key: 'k-idem-hit' }));
     await complete(first.jobId);

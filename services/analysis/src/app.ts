@@ -1,7 +1,16 @@
 import type { AiEngine } from '@fin/ai';
 import { AnalysisResponse, AnalysisResult, analysisText, jobUrls, type AnalysisRequest } from '@fin/contracts';
 import type { Pool } from '@fin/db';
-import { AppError, createHandlerApp, serviceUnavailable, streamEndedEarly, toAppError, type HandlerTable, type Lifecycle } from '@fin/http';
+import {
+  AppError,
+  createHandlerApp,
+  serviceUnavailable,
+  streamEndedEarly,
+  toAppError,
+  tokenBudgetRefusal,
+  type HandlerTable,
+  type Lifecycle,
+} from '@fin/http';
 import { checkCallbackUrl, createInlineRunner, leaveCallback, submitJob } from '@fin/job-kit';
 import type { AddressPolicy } from '@fin/customer-tools';
 import type { Logger } from '@fin/log';
@@ -48,6 +57,8 @@ interface Caller {
   idempotencyKey: string | undefined;
   /** The request's callback_url: left on the job the answer names (not a part of the job). */
   callbackUrl: string | undefined;
+  /** Set when the account's daily token budget is spent: only a replayed Idempotency-Key is answered. */
+  newWorkRefusal?: AppError;
 }
 
 /** The job's failure as an error answer (the job's error type and its reason), pointing at the job. */
@@ -93,6 +104,7 @@ export function createAnalysisHandlers(deps: AnalysisHandlerDeps): HandlerTable 
       jobType: 'analysis',
       request: { ...request },
       maxAttempts: settings.maxAttempts,
+      ...(caller.newWorkRefusal === undefined ? {} : { newWorkRefusal: caller.newWorkRefusal }),
     });
     await leaveCallback(pool, caller.tenantId, outcome.jobId, caller.callbackUrl);
     const urls = jobUrls('analysis', outcome.jobId);
@@ -192,7 +204,13 @@ export function createAnalysisHandlers(deps: AnalysisHandlerDeps): HandlerTable 
     createAnalysis: async ({ body, headers, caller }, { res, logger: requestLogger }) => {
       const { callback_url: callbackUrl, ...request } = body;
       await checkCallbackUrl(pool, caller.tenantId, callbackUrl, callbackPolicy);
-      const submitter = { tenantId: caller.tenantId, idempotencyKey: headers['Idempotency-Key'], callbackUrl };
+      const submitter: Caller = {
+        tenantId: caller.tenantId,
+        idempotencyKey: headers['Idempotency-Key'],
+        callbackUrl,
+        // An analysis has no cache: past the daily budget, only a replay (which spends nothing) is answered.
+        ...(caller.spentBudget === undefined ? {} : { newWorkRefusal: tokenBudgetRefusal(caller.spentBudget) }),
+      };
       if (!request.output_format.stream) return answerWhenDone(request, submitter, res);
       await stream(request, submitter, res, requestLogger ?? logger);
       return undefined;

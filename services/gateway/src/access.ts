@@ -7,6 +7,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { requireScope } from './auth/scope';
 import type { Authenticator, Principal, Scope } from './auth/types';
 import { cutEventStream, eventStreamUnfinished } from './proxy/stream';
+import { spentBudgetOf } from './rate-limit/token-budget';
 import type { RateLimits, ReleaseChatSlot } from './rate-limit/types';
 import { JOB_TYPE_SCOPES, type GatewayRoute } from './routes';
 
@@ -17,9 +18,16 @@ export function principalOf(res: Response): Principal {
   return principal as Principal;
 }
 
-/** What the services are told about the caller: the principal is one (its tenant, key and scopes are signed; nothing else is read). */
-export function callerFrom(principal: Principal): Caller {
-  return principal;
+/**
+ * What the services are told about the caller: its tenant, key and scopes (signed; nothing else of the principal
+ * is read), and whether its daily token budget is spent (then the service creates no new work).
+ */
+export function callerFrom(res: Response): Caller {
+  const principal = principalOf(res);
+  const spentBudget = spentBudgetOf(res);
+  return spentBudget === undefined
+    ? principal
+    : { tenantId: principal.tenantId, keyId: principal.keyId, scopes: principal.scopes, spentBudget };
 }
 
 /**

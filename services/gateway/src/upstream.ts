@@ -9,7 +9,7 @@
 import { JSON_TYPES, badRequest, requestIdOf, requireJsonContentType, tableEntries, vouchFor, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import express, { type RequestHandler } from 'express';
-import { callerFrom, principalOf } from './access';
+import { callerFrom } from './access';
 import { readBody } from './proxy/body';
 import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
 import { forwardedForThisHop } from './proxy/headers';
@@ -74,10 +74,7 @@ export function httpUpstream({ pools, signingSecret, logger, limits: given }: Ht
   return {
     answer: (route) => {
       if (route.target.kind !== 'proxy') throw new Error(`route ${route.id} is not answered by a service`);
-      return [
-        ...readBody({ limit: limits.maxBodyBytes, json: true }),
-        forwardTo(pools[route.target.upstream], proxy, (res) => callerFrom(principalOf(res))),
-      ];
+      return [...readBody({ limit: limits.maxBodyBytes, json: true }), forwardTo(pools[route.target.upstream], proxy, callerFrom)];
     },
     pages: (_prefix, service) => [
       refuseDotSegments,
@@ -109,7 +106,7 @@ export function inProcessUpstream({ units, limits }: InProcessUpstreamOptions): 
   );
   /** The caller the gateway authenticated, where a handler looks for the identity a service verified. */
   const vouch: RequestHandler = (_req, res, next) => {
-    vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: callerFrom(principalOf(res)) });
+    vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: callerFrom(res) });
     next();
   };
   return {

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorBody } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
-import { toAppError } from '@fin/http';
+import { toAppError, tokenBudgetRefusal } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import express, { type ErrorRequestHandler } from 'express';
 import request from 'supertest';
 import type { Principal } from '../src/auth/types';
 import { createRateLimits, type PostgresRateLimits } from '../src/rate-limit/rate-limits';
+import { spentBudgetOf } from '../src/rate-limit/token-budget';
 import type { LimitedProduct } from '../src/rate-limit/types';
 
 const logger = createLogger({ service: 'token-budget-test', level: 'silent' });
@@ -44,7 +45,8 @@ describe('the daily token budget', () => {
 
   /**
    * An app whose products answer at once, or (`answer`) when and how the test says: as a product service does,
-   * with the Location of the job the request made, or without one.
+   * with the Location of the job the request made, or without one. A request let through over budget is refused
+   * as a product service refuses one that would need a new job.
    */
   function appFor(
     who: Principal,
@@ -66,6 +68,8 @@ describe('the daily token budget', () => {
     });
     for (const product of ['news', 'analysis', 'chat-turns', 'jobs'] as LimitedProduct[]) {
       app.all(`/${product}`, limits.forProduct(product), async (_req, res) => {
+        const spent = spentBudgetOf(res);
+        if (spent !== undefined) throw tokenBudgetRefusal(spent);
         if (answer) await answer(res);
         else res.json({ ok: true });
       });
@@ -101,6 +105,58 @@ describe('the daily token budget', () => {
     await request(app).get('/jobs').expect(200);
     await request(app).get('/chat-turns').query({ message: 'Hi' }).set('Last-Event-ID', `${randomUUID()}:3`).expect(200);
     await request(app).get('/chat-turns').query({ conversation_id: randomUUID() }).expect(200);
+  });
+
+  it('lets news and analysis requests past a spent budget marked (their services answer what exists), and refuses chat itself', async () => {
+    const who = await account(1_200, 0, { 'daily-tokens': 1_000 });
+    const limits = createRateLimits({ pool, logger, tokenEstimates: { news: ESTIMATE }, storeTimeoutMs: 60_000 });
+    instances.push(limits);
+    const seen: Record<string, unknown> = {};
+    const app = express();
+    app.use((_req, res, next) => {
+      res.locals.principal = who;
+      next();
+    });
+    for (const product of ['news', 'analysis', 'chat-turns'] as LimitedProduct[]) {
+      app.all(`/${product}`, limits.forProduct(product), (_req, res) => {
+        seen[product] = spentBudgetOf(res);
+        res.json({ answered: true });
+      });
+    }
+    app.use(((error, _req, res, _next) => {
+      const appError = toAppError(error);
+      res.status(appError.status).set(appError.headers).json(appError.toBody());
+    }) as ErrorRequestHandler);
+    const midnight = new Date();
+    midnight.setUTCHours(24, 0, 0, 0);
+    const spent = { limit: 1_000, used: 1_200, held: 0, resetAt: midnight.getTime() / 1000 };
+    for (const product of ['news', 'analysis']) {
+      await request(app).post(`/${product}`).expect(200);
+      expect(seen[product]).toEqual(spent);
+    }
+    // A chat turn always starts model work: refused here, without reaching the chat service.
+    const chat = await request(app).post('/chat-turns').expect(429);
+    expect(seen['chat-turns']).toBeUndefined();
+    // The same refusal a product service gives (tokenBudgetRefusal): body and headers.
+    const product = tokenBudgetRefusal(spent);
+    expect(chat.body).toEqual(product.toBody());
+    expect(chat.headers['x-token-budget-reset']).toBe(product.headers['X-Token-Budget-Reset']);
+    expect(chat.headers['x-token-budget-limit']).toBe('1000');
+    // Nothing reserved for work over budget.
+    expect(await reservations(who.tenantId)).toEqual([]);
+    // Under its budget, a request is not marked.
+    const under = createRateLimits({ pool, logger, tokenEstimates: { news: ESTIMATE }, storeTimeoutMs: 60_000 });
+    instances.push(under);
+    const fresh = await account(0, 0, { 'daily-tokens': 1_000_000 });
+    const plain = express();
+    plain.use((_req, res, next) => {
+      res.locals.principal = fresh;
+      next();
+    });
+    plain.post('/news', under.forProduct('news'), (_req, res) => {
+      res.json({ spent: spentBudgetOf(res) ?? null });
+    });
+    expect((await request(plain).post('/news').expect(200)).body).toEqual({ spent: null });
   });
 
   it('is not lifted by a Last-Event-ID on a request that starts work (every product, and a new chat turn)', async () => {

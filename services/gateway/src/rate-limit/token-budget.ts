@@ -1,15 +1,16 @@
 // The daily token budget of an account: past it, the account's new work (a news, stock-report or analysis
 // request, a chat message) is refused with a 429 until the next UTC midnight; jobs and replies already running
-// finish, and reading results goes on. What an account used is the sum of its usage_daily rows of the day, which
+// finish, reading results goes on, and a request that spends nothing (a cache hit, a job in flight joined, a
+// replayed Idempotency-Key) is still answered: the product service decides that (overBudget below). What an account used is the sum of its usage_daily rows of the day, which
 // every job attempt and chat reply adds to when it ends; what is running is held by reservations: each admitted
 // request reserves its product's estimate (token_reservations, written by token_budget_reserve under the account's
 // lock, so any number of gateway replicas admit in turn), which the job it made holds until it ends.
 import { randomUUID } from 'node:crypto';
 import { DAILY_TOKEN_BUDGET_LIMIT } from '@fin/api-keys';
 import type { Pool } from '@fin/db';
-import { tooManyRequests, type AppError } from '@fin/http';
+import { nextUtcMidnight, tokenBudgetRefusal, type SpentBudget } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Principal } from '../auth/types';
 
 /** The products whose requests start model work, as usage_daily names them. */
@@ -72,33 +73,45 @@ function startsModelWork(product: SpendingProduct, req: Request): boolean {
   return req.query.message !== undefined && req.get('last-event-id') === undefined;
 }
 
-/** The next UTC midnight after `now`. */
-function nextUtcMidnight(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
-}
-
 /** The job a response names in its Location header, if any. */
 function jobOf(res: Response): string | undefined {
   const location = res.getHeader('location');
   return typeof location === 'string' ? JOB_LOCATION.exec(location)?.[1] : undefined;
 }
 
-function refusal(budget: number, used: number, held: number): AppError {
-  const now = new Date();
-  const reset = nextUtcMidnight(now);
-  const running = held > 0 ? ` and ${held.toLocaleString('en')} more is held for work in progress` : '';
-  return tooManyRequests(
-    `Daily token budget used: this account may use ${budget.toLocaleString('en')} model tokens per UTC day (all of its API keys together) and has used ${used.toLocaleString('en')} today${running}. New requests are accepted again at ${reset.toISOString()}; jobs already running finish, and their results stay available.`,
-    (reset.getTime() - now.getTime()) / 1000,
-    { 'X-Token-Budget-Limit': String(budget), 'X-Token-Budget-Reset': String(Math.floor(reset.getTime() / 1000)) },
-  );
+/** Where the spent budget of a request is kept for the upstream to tell the service (callerFrom in access.ts). */
+const SPENT = 'tokenBudgetSpent';
+
+/** The account's spent budget, when this request was let through to be answered only from what exists. */
+export function spentBudgetOf(res: Response): SpentBudget | undefined {
+  return res.locals[SPENT] as SpentBudget | undefined;
+}
+
+function spentBudget(budget: number, used: number, held: number): SpentBudget {
+  return { limit: budget, used, held, resetAt: Math.floor(nextUtcMidnight(new Date()).getTime() / 1000) };
+}
+
+/**
+ * A request past the budget. A chat turn always starts model work: refused here. A news, stock-report or analysis
+ * request may be answered by what exists (a cache hit, an identical job in flight, a replayed Idempotency-Key),
+ * which spends nothing: it goes on, with the spent budget in the caller's signed identity, and its service answers
+ * it from what exists or refuses it with the same 429 (tokenBudgetRefusal).
+ */
+function overBudget(product: SpendingProduct, res: Response, spent: SpentBudget, next: NextFunction): void {
+  if (product === 'chat') {
+    next(tokenBudgetRefusal(spent));
+    return;
+  }
+  res.locals[SPENT] = spent;
+  next();
 }
 
 /**
  * The daily token budget's middleware per product. For an account under a budget (the tenant's `daily-tokens`
  * override, else `defaultBudget`; with neither, a request passes without a query), one statement
  * (token_budget_reserve) admits the request while what the account used today and what its live reservations hold
- * stay below the budget, and reserves the product's estimate; otherwise 429. So requests arriving together at the
+ * stay below the budget, and reserves the product's estimate; otherwise the request is over budget (overBudget: a
+ * chat turn gets the 429 here, any other request goes on marked, to be answered only from what exists). So requests arriving together at the
  * edge of a budget take it past by at most one estimate (the last admitted), measured by the estimates.
  *
  * When the response ends, the reservation is handed to the job it names (Location: a queued job, a streamed
@@ -188,7 +201,7 @@ export function createTokenBudget({
       const { tenantId } = principal;
       const cached = refused.get(tenantId);
       if (cached !== undefined && Date.now() - cached.at < refusalCacheMs && cached.budget === budget) {
-        next(refusal(budget, cached.used, cached.held));
+        overBudget(product, res, spentBudget(budget, cached.used, cached.held), next);
         return;
       }
       const id = randomUUID();
@@ -206,7 +219,7 @@ export function createTokenBudget({
               const holding = Number(row.held);
               if (refused.size > 10_000) refused.clear();
               refused.set(tenantId, { at: Date.now(), budget, used, held: holding });
-              next(refusal(budget, used, holding));
+              overBudget(product, res, spentBudget(budget, used, holding), next);
               return;
             }
             refused.delete(tenantId);
