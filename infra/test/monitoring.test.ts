@@ -5,13 +5,16 @@
 // parses with Prometheus's PromQL parser and reads only metrics the services export (or kube-state-metrics' and
 // Prometheus' own), and the dashboards match Grafana's dashboard schema. The checkers are tested on broken input
 // too, so a check that stopped checking would fail here.
-import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from './support/deployables';
 import { dashboardTypeErrors } from './support/grafana';
-import { parseDocument } from 'yaml';
+import { parseDocument, stringify } from 'yaml';
 import {
+  address,
+  allowed,
   enableComponents,
   render,
   renderChanged,
@@ -19,6 +22,7 @@ import {
   type K8sObject,
   type LabelSelector,
   type OverlayCopy,
+  pod,
 } from './support/kubernetes';
 import { checkPromql, exportedMetricNames, grafanaToPromql, loadPromqlParser, promqlProblems } from './support/promql';
 
@@ -46,7 +50,7 @@ describe('opt-in', () => {
         .filter(isMonitoring)
         .map((object) => object.kind)
         .sort(),
-    ).toEqual(['ConfigMap', 'PodMonitor', 'PrometheusRule']);
+    ).toEqual(['ConfigMap', 'PodMonitor', 'PodMonitor', 'PrometheusRule']);
   });
 
   test("the rules name no runbook host: each runbook_url is the alert's section, the base is release.yaml's `runbooks`", () => {
@@ -137,7 +141,7 @@ describe.each(OVERLAYS)('%s with the monitoring component', (overlay) => {
     const monitoring = objects.filter(
       (object) => object.apiVersion.startsWith('monitoring.coreos.com/') || object.metadata.name === 'fin-grafana-dashboards',
     );
-    expect(monitoring.map((object) => object.kind).sort()).toEqual(['ConfigMap', 'PodMonitor', 'PrometheusRule']);
+    expect(monitoring.map((object) => object.kind).sort()).toEqual(['ConfigMap', 'PodMonitor', 'PodMonitor', 'PrometheusRule']);
     const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
       input: JSON.stringify(monitoring),
       encoding: 'utf8',
@@ -146,7 +150,7 @@ describe.each(OVERLAYS)('%s with the monitoring component', (overlay) => {
   });
 
   test('scrapes the port named metrics of every Deployment, at /metrics', () => {
-    const [monitor] = byKind<PodMonitor>('PodMonitor');
+    const monitor = byKind<PodMonitor>('PodMonitor').find((object) => object.metadata.name === 'financial-intelligence-api');
     expect(monitor?.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
     const deployments = byKind<Deployment>('Deployment');
     expect(deployments.length).toBeGreaterThan(5);
@@ -190,6 +194,10 @@ describe('alerting rules', () => {
       'fin_outbox_relay_leader',
       'fin_db_pool_checkout_wait_seconds_bucket',
       'kube_pod_container_status_restarts_total',
+      // Continuous archiving and base backups of the CloudNativePG database (docs/operations.md, "Backups and restore").
+      'cnpg_pg_stat_archiver_last_failed_time',
+      'cnpg_collector_pg_wal_archive_status',
+      'barman_cloud_cloudnative_pg_io_last_available_backup_timestamp',
     ])
       expect(exprs).toContain(metric);
   });
@@ -215,6 +223,88 @@ describe('alerting rules', () => {
       expect(checkPromql(expr).metrics.length).toBeGreaterThan(0);
     },
   );
+});
+
+describe.each([
+  ['k8s/overlays/dev', []],
+  ['k8s/overlays/prod', ['cloudnative-pg']],
+] as const)("%s's CloudNativePG database, with the monitoring component", (overlay, components) => {
+  const objects = withMonitoring(overlay, (copy) => enableComponents(copy, [...components]));
+  const [cluster] = objects.filter((object) => object.kind === 'Cluster');
+  const monitor = objects.find((object) => object.kind === 'PodMonitor' && object.metadata.name === 'fin-database') as PodMonitor;
+  const platform = objects.find((object) => object.metadata.name === 'fin-platform') as K8sObject & { data: Record<string, string> };
+  const labels = { 'cnpg.io/cluster': cluster!.metadata.name };
+  const instance = pod('fin-database-1', 'financial-intelligence', labels, { metrics: 9187 });
+
+  test("a PodMonitor scrapes the port named metrics (9187) of the Cluster's instances, as CloudNativePG documents", () => {
+    expect(selects(monitor.spec.selector, labels)).toBe(true);
+    expect(monitor.spec.podMetricsEndpoints.map((endpoint) => endpoint.port)).toEqual(['metrics']);
+  });
+
+  test("Prometheus' namespace (platform.yaml) reaches the exporter, and no other namespace does", () => {
+    const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
+    const prometheus = pod('prometheus-0', platform.data['prometheus-namespace']!, { 'app.kubernetes.io/name': 'prometheus' });
+    expect(allowed(policies, prometheus, instance, 9187)).toBe(true);
+    expect(allowed(policies, pod('elsewhere', 'default'), instance, 9187)).toBe(false);
+    expect(allowed(policies, prometheus, instance, 5432)).toBe(false);
+    expect(allowed(policies, address('outside', '203.0.113.7'), instance, 9187)).toBe(false);
+  });
+});
+
+/** promtool from the PATH (Debian's `prometheus` package ships it), or PROMTOOL; absent, its tests are skipped. */
+const PROMTOOL = (() => {
+  const candidate = process.env.PROMTOOL ?? 'promtool';
+  return spawnSync(candidate, ['--version'], { encoding: 'utf8' }).status === 0 ? candidate : undefined;
+})();
+
+describe('promtool', () => {
+  const withPromtool = PROMTOOL === undefined ? test.skip : test;
+  const [rules] = withMonitoring(OVERLAYS[1]!).filter((object): object is PrometheusRule => object.kind === 'PrometheusRule');
+  const run = (args: string[], cwd: string) => spawnSync(PROMTOOL!, args, { cwd, encoding: 'utf8' });
+
+  withPromtool('check rules accepts every group of the rendered PrometheusRule', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'promtool-'));
+    try {
+      writeFileSync(path.join(dir, 'rules.yaml'), stringify({ groups: rules!.spec.groups }));
+      const result = run(['check', 'rules', 'rules.yaml'], dir);
+      expect({ status: result.status, output: result.stdout + result.stderr }).toEqual({
+        status: 0,
+        output: expect.stringContaining(`SUCCESS: ${rules!.spec.groups.flatMap((group) => group.rules).length} rules found`),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // infra/test/promtool/<group>.test.yaml: unit tests of one group's alerts on made-up series.
+  const UNIT_TESTS = readdirSync(path.join(__dirname, 'promtool')).filter((name) => name.endsWith('.test.yaml'));
+  test('the unit tests name groups of the PrometheusRule', () => {
+    expect(UNIT_TESTS).toContain('fin-backups.test.yaml');
+    for (const file of UNIT_TESTS) expect(rules!.spec.groups.map((group) => group.name)).toContain(file.replace('.test.yaml', ''));
+  });
+
+  withPromtool.each(UNIT_TESTS)('test rules %s: its group fires when it should and only then', (file) => {
+    const group = file.replace('.test.yaml', '');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'promtool-'));
+    try {
+      const groups = rules!.spec.groups
+        .filter((entry) => entry.name === group)
+        .map((entry) => ({ ...entry, rules: entry.rules.map(({ annotations: _annotations, ...rule }) => rule) }));
+      writeFileSync(path.join(dir, 'rules.yaml'), stringify({ groups }));
+      copyFileSync(path.join(__dirname, 'promtool', file), path.join(dir, file));
+      const result = run(['test', 'rules', file], dir);
+      expect({ status: result.status, output: result.stdout + result.stderr }).toEqual({
+        status: 0,
+        output: expect.stringContaining('SUCCESS'),
+      });
+      // And the check is a check: the same tests fail on a rule that never fires.
+      const broken = groups.map((entry) => ({ ...entry, rules: entry.rules.map((rule) => ({ ...rule, expr: 'vector(1) == 0' })) }));
+      writeFileSync(path.join(dir, 'rules.yaml'), stringify({ groups: broken }));
+      expect(run(['test', 'rules', file], dir).status).not.toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe.each(DASHBOARD_FILES)('dashboard %s', (file) => {

@@ -81,8 +81,11 @@ function flows(objects: K8sObject[], settings: Settings, ingressNginx: boolean):
     kafka: allowed(policies, worker, pod('fin-kafka-broker-0', settings['kafka-namespace']!), 9092),
     dns: allowed(policies, worker, pod('coredns', settings['dns-namespace']!, { 'k8s-app': 'kube-dns' }), 53, 'UDP'),
   };
-  if (objects.some((object) => object.kind === 'Cluster'))
+  if (objects.some((object) => object.kind === 'Cluster')) {
     result.cnpg = allowed(policies, pod('cnpg-controller-manager', settings['cnpg-operator-namespace']!), database, 8000);
+    // Prometheus scrapes the database's exporter too (the PodMonitor fin-database of k8s/components/monitoring).
+    result.databaseMetrics = allowed(policies, pod('prometheus-0', settings['prometheus-namespace']!), database, 9187);
+  }
   return result;
 }
 

@@ -49,11 +49,20 @@ const RANGE_FUNCTIONS = new Set([
   'absent_over_time',
 ]);
 
-/** Metrics that others export and the rules may read: kube-state-metrics' and Prometheus' own. */
+/**
+ * Metrics that others export and the rules may read: kube-state-metrics' and Prometheus' own, and the CloudNativePG
+ * instances' exporter (the PodMonitor fin-database): its default pg_stat_archiver query and collector
+ * (cloudnative-pg config/manager/default-monitoring.yaml; https://cloudnative-pg.io/documentation/current/monitoring/)
+ * and the Barman Cloud plugin's (https://cloudnative-pg.io/plugin-barman-cloud/docs/observability).
+ */
 const EXTERNAL_METRICS: ReadonlySet<string> = new Set([
   'up',
   'kube_pod_container_status_restarts_total',
   'kube_pod_container_status_waiting_reason',
+  'cnpg_pg_stat_archiver_last_archived_time',
+  'cnpg_pg_stat_archiver_last_failed_time',
+  'cnpg_collector_pg_wal_archive_status',
+  'barman_cloud_cloudnative_pg_io_last_available_backup_timestamp',
 ]);
 
 /**
