@@ -6,9 +6,10 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createEmptyDatabase, type TestDatabase } from '@fin/testing';
+import pg from 'pg';
 import { DEPLOYABLES, NOT_DEPLOYED, REPO_ROOT, TEST_ONLY_VARIABLES, defaultPort, loadConfigShape } from './support/deployables';
 import { execForm, parseDockerfile, stageEnv, type Stage } from './support/dockerfile';
-import { ADMIN, APP, HEALTHCHECK, MIGRATE, WAIT_FOR_SCHEMA } from './support/image-paths';
+import { ADMIN, APP, HEALTHCHECK, MIGRATE, MIGRATION_JOB, WAIT_FOR_SCHEMA } from './support/image-paths';
 import { freePort, run, runOk, start, waitForOk } from './support/processes';
 
 const { globalArgs, stages } = parseDockerfile(path.join(REPO_ROOT, 'Dockerfile'));
@@ -271,6 +272,38 @@ describe('the gateway image, built outside Docker', () => {
     const ready = await run(node, [inImage(WAIT_FOR_SCHEMA[1]!)], { env });
     expect(ready.output).toContain('has every migration this image knows');
     expect(ready.code).toBe(0);
+  });
+
+  test("the Kubernetes migration Job's command migrates, then is a no-op, and succeeds on a database a newer release migrated, which the runner alone refuses", async () => {
+    // MIGRATION_JOB as the container runs it, with the image's paths where this tree has them.
+    const [shell, flag, script] = MIGRATION_JOB as [string, string, string];
+    const job = [flag, script.replaceAll(`${APP}/`, `${inImage(APP)}/`)];
+    const env = containerEnv({ SCHEMA_WAIT_TIMEOUT_S: '1', PATH: `${path.dirname(node)}:${process.env.PATH ?? ''}` });
+    const fresh = await createEmptyDatabase();
+    try {
+      const first = await runOk(shell, job, { env: { ...env, DATABASE_URL: fresh.url } });
+      expect(first).toContain('[migrate] applied');
+      const again = await runOk(shell, job, { env: { ...env, DATABASE_URL: fresh.url } });
+      expect(again).toContain('has every migration this image knows');
+      expect(again).not.toContain('[migrate]');
+      // A newer release migrated the database (a rollback recreates this release's Job afterwards).
+      const client = new pg.Client({ connectionString: fresh.url });
+      await client.connect();
+      try {
+        await client.query(`INSERT INTO pgmigrations (name, run_on) VALUES ('9999999999999_from-a-newer-release', now())`);
+      } finally {
+        await client.end();
+      }
+      const refused = await run(node, [inImage(MIGRATE[1]!), ...MIGRATE.slice(2)], { env: { ...env, DATABASE_URL: fresh.url } });
+      expect(refused.code).not.toBe(0);
+      const rolledBack = await run(shell, job, { env: { ...env, DATABASE_URL: fresh.url } });
+      expect({ code: rolledBack.code, output: rolledBack.output }).toEqual({
+        code: 0,
+        output: expect.stringContaining('has every migration this image knows'),
+      });
+    } finally {
+      await fresh.drop();
+    }
   });
 
   test('serves /healthz and /readyz under plain node, agrees with the HEALTHCHECK, accepts keys made by the admin CLI, and stops on SIGTERM', async () => {
