@@ -37,19 +37,33 @@ function hasCredentials(url: string): boolean {
   }
 }
 
+/** Whether an http:// URL names a receiver on this machine (`localhost`, 127.0.0.0/8, [::1]). */
+function isLocalHttp(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'http:') return false;
+    const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
+    return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Where deliveries go: an absolute https URL without credentials. Whether its host is a public address is checked
- * when a delivery is sent (DNS can change), and at registration for an IP literal.
+ * when a delivery is sent (DNS can change), and at registration for an IP literal. An http:// URL to this machine
+ * passes the contract, and the service accepts it only in development with WEBHOOK_ALLOW_LOCAL_HTTP (400 otherwise).
  */
 export const WebhookUrl = z
-  .url({ protocol: /^https$/, error: fieldError('must be an absolute https:// URL') })
+  .url({ protocol: /^https?$/, error: fieldError('must be an absolute https:// URL') })
   .max(WEBHOOK_URL_MAX, `must be at most ${WEBHOOK_URL_MAX} characters`)
-  .regex(/^https:\/\//i, 'must be an absolute https:// URL')
+  .regex(/^https?:\/\//i, 'must be an absolute https:// URL')
+  .refine((url) => /^https:/i.test(url) || isLocalHttp(url), 'must be an absolute https:// URL')
   .refine((url) => !hasCredentials(url), 'must not contain a user name or password')
   .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
   .meta({
     id: 'WebhookUrl',
-    description: `Absolute https:// URL that receives the deliveries, at most ${WEBHOOK_URL_MAX} characters, no credentials; public internet addresses only.`,
+    description: `Absolute https:// URL that receives the deliveries, at most ${WEBHOOK_URL_MAX} characters, no credentials; public internet addresses only. (A development system started with WEBHOOK_ALLOW_LOCAL_HTTP=true also accepts http://localhost, http://127.0.0.1 and http://[::1] receivers.)`,
     examples: ['https://hooks.example.com/fin'],
   });
 

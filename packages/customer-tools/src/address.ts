@@ -51,6 +51,22 @@ export interface AddressPolicy {
    * else is widened: private, link-local, metadata and mapped forms stay refused.
    */
   allowLoopback?: boolean;
+  /**
+   * Development only (WEBHOOK_ALLOW_LOCAL_HTTP, refused when NODE_ENV=production): a webhook receiver on this
+   * machine may be plain http:// when its host is a loopback address or `localhost`. Every other target stays
+   * https:// only.
+   */
+  allowLocalHttp?: boolean;
+}
+
+/** Whether a URL's host is this machine by name or literal: `localhost` (or `*.localhost`), 127.0.0.0/8, ::1. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = bareAddress(hostname).toLowerCase().replace(/\.$/, '');
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const family = isIP(host);
+  if (family === 4) return IPV4_LOOPBACK.check(host, 'ipv4');
+  if (family === 6) return IPV6_LOOPBACK.check(host, 'ipv6');
+  return false;
 }
 
 /** Strips the brackets of an IPv6 literal as it appears in a URL's host (`[::1]`) and any zone id. */

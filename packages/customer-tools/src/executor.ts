@@ -12,7 +12,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { type CustomerToolCallOutcome } from '@fin/contracts';
 import { Agent, buildConnector, errors as undiciErrors, type Dispatcher } from 'undici';
-import { bareAddress, isAllowedAddress } from './address';
+import { bareAddress, isAllowedAddress, isLoopbackHost } from './address';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 const USER_AGENT = 'FinancialIntelligenceAPI-CustomerTools/1.0';
@@ -50,6 +50,11 @@ export interface CallResult {
 export interface ExecutorOptions {
   /** Tests only: allow 127.0.0.0/8 and ::1 (see AddressPolicy). Default false. */
   allowLoopback?: boolean;
+  /**
+   * Development only: plain http:// to a loopback host (`localhost`, 127.0.0.0/8, ::1) is allowed; needs
+   * allowLoopback too. The webhook sender sets it under WEBHOOK_ALLOW_LOCAL_HTTP. Default false.
+   */
+  allowLocalHttp?: boolean;
   /** Largest response body read; the call is cut off beyond it. Default 1 MiB. */
   maxResponseBytes?: number;
   /** Resolves a host name to its addresses. Default: the system resolver (all addresses). Injected by tests. */
@@ -121,14 +126,15 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** The URL the call goes to: GET carries the arguments as query parameters (objects as JSON). */
-function targetUrl(request: ToolRequest): URL | string {
+function targetUrl(request: ToolRequest, allowLocalHttp: boolean): URL | string {
   let url: URL;
   try {
     url = new URL(request.endpoint);
   } catch {
     return 'the endpoint is not a valid URL';
   }
-  if (url.protocol !== 'https:') return 'the endpoint must be an https:// URL';
+  const localHttp = allowLocalHttp && url.protocol === 'http:' && isLoopbackHost(url.hostname);
+  if (url.protocol !== 'https:' && !localHttp) return 'the endpoint must be an https:// URL';
   if (url.username !== '' || url.password !== '') return 'the endpoint must not contain credentials';
   if (request.method === 'GET') {
     for (const [name, value] of Object.entries(request.input)) {
@@ -145,6 +151,7 @@ function targetUrl(request: ToolRequest): URL | string {
 export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor {
   const {
     allowLoopback = false,
+    allowLocalHttp = false,
     maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
     resolve = systemResolve,
     ca,
@@ -226,7 +233,7 @@ export function createToolExecutor(options: ExecutorOptions = {}): ToolExecutor 
       ...fields,
       durationMs: Math.round(performance.now() - started),
     });
-    const url = targetUrl(request);
+    const url = targetUrl(request, allowLocalHttp && allowLoopback);
     if (typeof url === 'string') return result('invalid_endpoint', { error: url });
 
     const timeout = new AbortController();

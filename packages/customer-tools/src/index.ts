@@ -1,9 +1,15 @@
 // @fin/customer-tools: everything about the external APIs customers register for the model: storage (tenant-
 // scoped, header secrets sealed with AES-256-GCM), JSON Schema checks, the SSRF-safe executor, the call audit,
 // and the runtime that hands a tenant's tools to the AI engine. See docs/customer-tools.md.
-export { bareAddress, isAllowedAddress, type AddressPolicy } from './address';
+export { bareAddress, isAllowedAddress, isLoopbackHost, type AddressPolicy } from './address';
 export { MAX_CALLS_LISTED, listCalls, recordCall, type CallOrigin, type CallRecord } from './audit';
-export { createCustomerToolsFromConfig, customerToolsConfigShape, keyringFromConfig, type CustomerToolsConfig } from './config';
+export {
+  createCustomerToolsFromConfig,
+  customerToolsConfigShape,
+  keyringFromConfig,
+  webhookTargetPolicy,
+  type CustomerToolsConfig,
+} from './config';
 export {
   DEFAULT_MAX_RESPONSE_BYTES,
   createToolExecutor,

@@ -1,5 +1,6 @@
 // Starting a product service process (news, stock-report): the roles it runs, on the clients it is given or
 // creates from its config. The API role is product-api.ts, the worker role product-worker.ts.
+import { webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
 import { createLifecycle, type Closer, type HandlerTable, type ServiceUnit } from '@fin/http';
@@ -43,6 +44,8 @@ export type ProductServiceConfig = KafkaConfig & {
   INTERNAL_SIGNING_SECRET: string;
   /** Tests only: callback_url may name a loopback address (customer-tools' variable, read by every product). */
   CUSTOMER_TOOLS_ALLOW_LOOPBACK?: boolean;
+  /** Development only: callback_url may be an http://localhost receiver (customer-tools' variable). */
+  WEBHOOK_ALLOW_LOCAL_HTTP?: boolean;
 };
 
 interface Closable {
@@ -119,7 +122,7 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
           pool,
           logger,
           maxAttempts: settings.maxAttempts,
-          callbackPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK ?? false },
+          callbackPolicy: webhookTargetPolicy(config),
         });
   return {
     name: jobType,

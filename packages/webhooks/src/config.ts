@@ -1,7 +1,14 @@
 // The environment of the process that sends webhooks (the jobs service). Signing secrets are opened with the
 // customer-tools keyring, so it reads the same key variables as every process that seals or opens them.
 import { int } from '@fin/config';
-import { createKeyring, createToolExecutor, customerToolsConfigShape, type Keyring, type ToolExecutor } from '@fin/customer-tools';
+import {
+  createKeyring,
+  createToolExecutor,
+  customerToolsConfigShape,
+  webhookTargetPolicy,
+  type Keyring,
+  type ToolExecutor,
+} from '@fin/customer-tools';
 import type { Logger } from '@fin/log';
 import type { z } from 'zod';
 import { DEFAULT_RETRY_SCHEDULE } from './backoff';
@@ -25,6 +32,9 @@ export const webhooksConfigShape = {
   CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS: customerToolsConfigShape.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS,
   /** TESTS ONLY: also allow 127.0.0.0/8 and ::1 as delivery targets (as for customer tools). */
   CUSTOMER_TOOLS_ALLOW_LOOPBACK: customerToolsConfigShape.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
+  /** DEVELOPMENT ONLY: deliveries may go to http://localhost receivers (refused with NODE_ENV=production). */
+  WEBHOOK_ALLOW_LOCAL_HTTP: customerToolsConfigShape.WEBHOOK_ALLOW_LOCAL_HTTP,
+  NODE_ENV: customerToolsConfigShape.NODE_ENV,
   /** How often due deliveries are looked for (a queued event wakes the dispatcher at once). */
   WEBHOOK_DISPATCH_INTERVAL_MS: int(50, 60_000).default(1_000),
   /** Time limit of one delivery attempt. */
@@ -49,6 +59,7 @@ export type WebhooksConfig = z.output<z.ZodObject<typeof webhooksConfigShape>>;
 /** The settings' defaults, for a process handed its settings in code (tests) rather than parsed from the environment. */
 export const WEBHOOK_DEFAULTS = {
   CUSTOMER_TOOLS_ALLOW_LOOPBACK: false,
+  WEBHOOK_ALLOW_LOCAL_HTTP: false,
   WEBHOOK_DISPATCH_INTERVAL_MS: 1_000,
   WEBHOOK_TIMEOUT_MS: DEFAULT_DELIVERY_TIMEOUT_MS,
   WEBHOOK_RETRY_BASE_MS: DEFAULT_RETRY_SCHEDULE.baseMs,
@@ -72,12 +83,16 @@ export function webhookSenderFromConfig(
   }
   if (config.CUSTOMER_TOOLS_ALLOW_LOOPBACK)
     logger.warn('CUSTOMER_TOOLS_ALLOW_LOOPBACK is on: webhooks may be delivered to loopback addresses. This is for tests only.');
+  if (config.WEBHOOK_ALLOW_LOCAL_HTTP)
+    logger.warn('WEBHOOK_ALLOW_LOCAL_HTTP is on: webhooks may be delivered to http://localhost receivers. This is for development only.');
+  const policy = webhookTargetPolicy(config);
   return {
     keyring: createKeyring(current, config.CUSTOMER_TOOLS_PREVIOUS_ENCRYPTION_KEYS ?? []),
     // As many connections to one host as attempts may be in flight: accounts whose endpoints share a host (a
     // webhook relay, say) never wait for a connection another account's hanging endpoint holds.
     executor: createToolExecutor({
-      allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK,
+      allowLoopback: policy.allowLoopback === true,
+      allowLocalHttp: policy.allowLocalHttp === true,
       maxResponseBytes: MAX_RESPONSE_BYTES,
       connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT,
       // The address an attempt is counted against (per-destination limit) is the one it connects to.

@@ -1,5 +1,5 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
-import { createCustomerToolsFromConfig } from '@fin/customer-tools';
+import { createCustomerToolsFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
 import { serveUnitOn, type Closer, type HandlerTable, type RunningService, type ServiceUnit } from '@fin/http';
@@ -86,7 +86,7 @@ export async function createAnalysisUnit({ config, logger, ...shared }: Analysis
       watcher,
       openRequests,
       lifecycle,
-      callbackPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK },
+      callbackPolicy: webhookTargetPolicy(config),
       settings: {
         inlineWaitMs: config.ANALYSIS_INLINE_WAIT_MS,
         timeLimitMs: config.ANALYSIS_TIME_LIMIT_MS,

@@ -1,6 +1,6 @@
 // The portal as a unit: database pool, tool store, the customer-tools runtime (for the test button) and the HTTP
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
-import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig } from '@fin/customer-tools';
+import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
 import { createLifecycle, serveUnitOn, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -33,7 +33,7 @@ export function createPortalUnit({ config, logger, pool: sharedPool }: PortalOpt
   const webhooks = createWebhookStore({
     pool,
     keyring: keyringFromConfig(config),
-    addressPolicy: { allowLoopback: config.CUSTOMER_TOOLS_ALLOW_LOOPBACK },
+    addressPolicy: webhookTargetPolicy(config),
   });
   const sessions = createSessions({
     secret: config.PORTAL_SESSION_SECRET,

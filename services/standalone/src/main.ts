@@ -54,6 +54,12 @@ function banner(system: Standalone, key: string): string {
     '',
     `  Metrics (Prometheus): ${system.metricsUrl}`,
     `  Database: ${system.embeddedDataDir ? `embedded PostgreSQL in ${shortPath(system.embeddedDataDir)}` : 'DATABASE_URL'} · events: ${system.bus === 'kafka' ? 'Kafka (KAFKA_BROKERS)' : 'in-process bus'} · AI: ${system.offline ? 'OFFLINE mode (no ANTHROPIC_API_KEY; sample data, results marked offline)' : 'Anthropic API'}`,
+    ...(system.localWebhooks
+      ? [
+          '  Local webhooks: ON (WEBHOOK_ALLOW_LOCAL_HTTP) · webhooks and callback_url may be http://localhost, http://127.0.0.1',
+          '    or http://[::1] receivers on this machine (development only: refused with NODE_ENV=production; docs/products.md#receiving-webhooks-on-your-own-machine)',
+        ]
+      : []),
     '  Ctrl-C stops everything.',
     '',
   ];

@@ -64,6 +64,8 @@ export interface Standalone {
   embeddedDataDir?: string;
   bus: 'kafka' | 'in-process';
   offline: boolean;
+  /** WEBHOOK_ALLOW_LOCAL_HTTP: webhooks and callbacks may go to http://localhost receivers (development only). */
+  localWebhooks: boolean;
   pool: Pool;
   /** The gateway: the only server of the process besides the metrics listener (and its in-memory fetch). */
   gateway: GatewayService;
@@ -161,7 +163,8 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
     // 3. One AI engine for every product (offline unless ANTHROPIC_API_KEY is set), offering each tenant's
     // customer tools; their secrets are sealed with a key kept in the data folder unless one is configured.
     shared.CUSTOMER_TOOLS_ENCRYPTION_KEY ||= customerToolsKey(dataDir ?? path.join(REPOSITORY_ROOT, '.data'));
-    const customerTools = createCustomerToolsFromConfig(parseConfig(customerToolsConfigShape, shared), { pool, logger: log });
+    const customerToolsConfig = parseConfig(customerToolsConfigShape, shared);
+    const customerTools = createCustomerToolsFromConfig(customerToolsConfig, { pool, logger: log });
     const aiConfig = parseConfig(aiConfigShape, shared);
     const engine: AiEngine = await createAiEngine({
       config: aiConfig,
@@ -256,6 +259,7 @@ export async function startStandalone({ env = process.env, dataDir, logger }: St
       ...(database ? { embeddedDataDir: database.dataDir } : {}),
       bus: kafka.KAFKA_BROKERS.length > 0 ? 'kafka' : 'in-process',
       offline: engine.offline,
+      localWebhooks: customerToolsConfig.WEBHOOK_ALLOW_LOCAL_HTTP,
       pool,
       gateway,
       units: [...units].reverse(),

@@ -42,6 +42,8 @@ describe('npm start on embedded defaults', () => {
     expect(output).toContain('embedded PostgreSQL');
     expect(output).toContain('in-process bus');
     expect(output).toContain('OFFLINE');
+    // Local webhooks (WEBHOOK_ALLOW_LOCAL_HTTP) are off unless asked for.
+    expect(output).not.toContain('Local webhooks');
     // What runs is the compiled system with the production image's NODE_OPTIONS.
     const system = recordedProcess(dataDir);
     expect(system.cwd).toBe(path.join(REPOSITORY_ROOT, 'services/standalone'));

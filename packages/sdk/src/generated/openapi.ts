@@ -732,7 +732,7 @@ export interface components {
          */
         CallbackUrl: components["schemas"]["WebhookUrl"];
         /**
-         * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only.
+         * @description Absolute https:// URL that receives the deliveries, at most 2048 characters, no credentials; public internet addresses only. (A development system started with WEBHOOK_ALLOW_LOCAL_HTTP=true also accepts http://localhost, http://127.0.0.1 and http://[::1] receivers.)
          * @example https://hooks.example.com/fin
          */
         WebhookUrl: string;

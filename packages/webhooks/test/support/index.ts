@@ -2,7 +2,7 @@
 // and the system tests): a receiver over real HTTPS on loopback whose answers a test scripts, and a verifier of
 // Standard Webhooks signatures written from the specification, independently of the code that signs.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { testCertificate } from '@fin/customer-tools/testing';
@@ -18,7 +18,7 @@ export interface ReceivedDelivery {
 export type ReceiverAnswer = number | 'hang';
 
 export interface FakeReceiver {
-  /** https://127.0.0.1:<port> */
+  /** https://127.0.0.1:<port> (http://127.0.0.1:<port> with `plainHttp`) */
   url: string;
   received: ReceivedDelivery[];
   /** Answers the next requests with these, in order; then as told at the start (204 by default). */
@@ -30,15 +30,21 @@ export interface FakeReceiver {
   close(): Promise<void>;
 }
 
-/** `otherwise`: the answer to a request no scripted answer is left for (default 204; `hang` for a receiver that never answers). */
-export async function startFakeReceiver({ otherwise = 204 }: { otherwise?: ReceiverAnswer } = {}): Promise<FakeReceiver> {
+/**
+ * `otherwise`: the answer to a request no scripted answer is left for (default 204; `hang` for a receiver that never
+ * answers). `plainHttp`: a receiver as a developer runs one on a laptop, plain http on loopback.
+ */
+export async function startFakeReceiver({
+  otherwise = 204,
+  plainHttp = false,
+}: { otherwise?: ReceiverAnswer; plainHttp?: boolean } = {}): Promise<FakeReceiver> {
   const { cert, key } = await testCertificate();
   const received: ReceivedDelivery[] = [];
   const queue: ReceiverAnswer[] = [];
   const sockets = new Set<Socket>();
   const hanging = new Set<ServerResponse>();
   const waiters = new Set<() => void>();
-  const server: Server = createServer({ cert, key }, (req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -52,7 +58,8 @@ export async function startFakeReceiver({ otherwise = 204 }: { otherwise?: Recei
       if (answer === 204) res.writeHead(204).end();
       else res.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer}`);
     });
-  });
+  };
+  const server: Server | ReturnType<typeof createHttpServer> = plainHttp ? createHttpServer(handle) : createServer({ cert, key }, handle);
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -60,7 +67,7 @@ export async function startFakeReceiver({ otherwise = 204 }: { otherwise?: Recei
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `https://127.0.0.1:${port}`,
+    url: `${plainHttp ? 'http' : 'https'}://127.0.0.1:${port}`,
     received,
     answer: (...answers) => queue.push(...answers),
     reset() {
