@@ -164,12 +164,13 @@ describe('usage of attempts that end without finishing their run', () => {
     await request(first.bus, jobId);
     await waitFor(() => claude.requests.length === 2, { what: 'the call the first attempt waits in' });
     // The second attempt's model answers like the analyst, its first call slower than the first attempt takes to
-    // notice (at its next renewal) that its lease is gone.
+    // notice that its lease is gone: a renewal that comes after the lease ran out but before the second claim still
+    // succeeds, so the loss is seen at most two renewals (2 s) after the claim, more on a loaded machine.
     const analyst = offlineAnalyst();
     let calls = 0;
     const slowFirst: ReplyHandler = async (sent, context) => {
       calls += 1;
-      if (calls === 1) await new Promise((resolve) => setTimeout(resolve, 1_500));
+      if (calls === 1) await new Promise((resolve) => setTimeout(resolve, 4_000));
       return analyst(sent, context);
     };
     claude.setHandler(slowFirst);
