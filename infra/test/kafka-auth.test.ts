@@ -1,6 +1,7 @@
 // k8s/components/kafka-auth, Kafka over TLS with a SASL login, rendered into each overlay as docs/deployment.md says
-// to enable it, and checked offline: against the schemas, and that the services and KEDA's lag scaler read the same
-// Secret, fin-kafka-auth, for what they need, with a broker list and network policy that match the TLS listener.
+// to enable it, and checked offline: against the schemas, and that the services read the Secret fin-kafka-auth for
+// what they need, with a broker list and network policy that match the TLS listener. KEDA has no Kafka login to
+// carry: the workers scale on their jobs in PostgreSQL.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -32,9 +33,6 @@ interface Deployment extends K8sObject {
 interface ScaledObject extends K8sObject {
   spec: { triggers: { type: string; authenticationRef?: { name: string } }[] };
 }
-interface TriggerAuthentication extends K8sObject {
-  spec: { secretTargetRef?: { parameter: string; name: string; key: string }[] };
-}
 
 const byKind = <T extends K8sObject>(objects: K8sObject[], kind: string) => objects.filter((object) => object.kind === kind) as T[];
 
@@ -59,14 +57,12 @@ function environment(deployment: Deployment, config: Record<string, string>): Re
 }
 
 describe.each(OVERLAYS)('%s', (overlay) => {
-  it('without the component: the scalers name the TriggerAuthentication, which adds nothing to the plain listener', () => {
+  it('without the component: no Kafka client has TLS, and no scaler reads Kafka (the workers scale on PostgreSQL)', () => {
     const objects = render(overlay);
-    const [auth, ...others] = byKind<TriggerAuthentication>(objects, 'TriggerAuthentication');
-    expect(others).toEqual([]);
-    expect(auth).toMatchObject({ metadata: { name: SECRET }, spec: {} });
+    expect(byKind(objects, 'TriggerAuthentication')).toEqual([]);
     const triggers = byKind<ScaledObject>(objects, 'ScaledObject').flatMap((object) => object.spec.triggers);
     expect(triggers.length).toBeGreaterThan(0);
-    for (const trigger of triggers) expect(trigger.authenticationRef).toEqual({ name: SECRET });
+    for (const trigger of triggers) expect(trigger.type).not.toBe('kafka');
     for (const deployment of byKind<Deployment>(objects, 'Deployment'))
       expect(environment(deployment, sharedConfig(objects)).KAFKA_SSL).toBeUndefined();
   });
@@ -84,7 +80,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       });
     });
 
-    it('renders objects valid against the Kubernetes and KEDA schemas, with no unknown field', () => {
+    it('renders objects valid against the Kubernetes and operator schemas, with no unknown field', () => {
       const output = execFileSync(process.execPath, [path.join(__dirname, 'support/validate-k8s.mjs')], {
         input: JSON.stringify(objects),
         encoding: 'utf8',
@@ -136,18 +132,10 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       }
     });
 
-    it("logs KEDA's lag scaler in with the same Secret, over TLS", () => {
-      const [auth] = byKind<TriggerAuthentication>(objects, 'TriggerAuthentication');
-      const refs = auth?.spec.secretTargetRef ?? [];
-      expect(Object.fromEntries(refs.map(({ parameter, name, key }) => [parameter, `${name}/${key}`]))).toEqual({
-        tls: `${SECRET}/tls`,
-        ca: `${SECRET}/ca.crt`,
-        sasl: `${SECRET}/sasl`,
-        username: `${SECRET}/username`,
-        password: `${SECRET}/password`,
-      });
+    it('adds no KEDA object: no scaler needs the Kafka login', () => {
+      expect(byKind(objects, 'TriggerAuthentication')).toEqual([]);
       for (const object of byKind<ScaledObject>(objects, 'ScaledObject'))
-        for (const trigger of object.spec.triggers) expect(trigger.authenticationRef).toEqual({ name: auth?.metadata.name });
+        for (const trigger of object.spec.triggers) expect(trigger.authenticationRef).toBeUndefined();
     });
 
     it('lets the Kafka clients reach the TLS listener', () => {
@@ -162,5 +150,5 @@ describe.each(OVERLAYS)('%s', (overlay) => {
 it('docs/deployment.md names every key of the Secret the component reads', () => {
   const section = DEPLOYMENT_DOC.slice(DEPLOYMENT_DOC.indexOf('## Kafka over TLS / SASL'));
   expect(section).toContain(SECRET);
-  for (const key of ['sasl', 'username', 'password', 'ca.crt', 'tls']) expect(section).toContain(`\`${key}\``);
+  for (const key of ['sasl', 'username', 'password', 'ca.crt']) expect(section).toContain(`\`${key}\``);
 });

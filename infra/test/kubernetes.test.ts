@@ -39,7 +39,6 @@ import {
   type K8sObject,
   type LabelSelector,
 } from './support/kubernetes';
-import { workerSubscription } from './support/worker';
 
 const OVERLAYS = readdirSync(path.join(REPO_ROOT, 'k8s/overlays')).map((name) => `k8s/overlays/${name}`);
 const NAMESPACE = 'financial-intelligence';
@@ -645,7 +644,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     }
   });
 
-  test('scales APIs on CPU and workers with KEDA on the lag of the consumer group they join, at most one worker per partition', async () => {
+  test('scales APIs on CPU and workers with KEDA on their jobs in PostgreSQL, counted as their config claims them', () => {
     const hpas = byKind<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(
       objects,
       'HorizontalPodAutoscaler',
@@ -656,11 +655,10 @@ describe.each(OVERLAYS)('%s', (overlay) => {
           scaleTargetRef: { name: string };
           minReplicaCount: number;
           maxReplicaCount: number;
-          triggers: { type: string; metadata: Record<string, string> }[];
+          triggers: { type: string; useCachedMetrics?: boolean; metadata: Record<string, string> }[];
         };
       }
     >(objects, 'ScaledObject');
-    const topics = byKind<K8sObject & { spec: { topicName: string; partitions: number } }>(objects, 'KafkaTopic');
     const apis = deployed
       .filter((deployment) => deployment.role === 'api')
       .map((deployment) => deployment.name)
@@ -673,22 +671,33 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     expect(scaled.map((object) => object.spec.scaleTargetRef.name).sort()).toEqual(workers.map((worker) => worker.name).sort());
     for (const worker of workers) {
       const object = scaled.find((candidate) => candidate.spec.scaleTargetRef.name === worker.name)!;
-      const subscription = await workerSubscription(worker.deployable.jobType!);
-      const prefix = worker.env.KAFKA_TOPIC_PREFIX ?? '';
+      const jobType = worker.deployable.jobType!;
+      // Scaled on the worker's jobs in PostgreSQL (docs/deployment.md, "What the workers scale on"), not Kafka lag.
       expect(object.spec.triggers).toHaveLength(1);
       const [trigger] = object.spec.triggers;
-      expect({ worker: worker.name, type: trigger!.type, group: trigger!.metadata.consumerGroup, topic: trigger!.metadata.topic }).toEqual({
+      expect({ worker: worker.name, type: trigger!.type, cached: trigger!.useCachedMetrics }).toEqual({
         worker: worker.name,
-        type: 'kafka',
-        group: prefix + subscription.groupId,
-        topic: prefix + subscription.topic,
+        type: 'postgresql',
+        cached: true,
       });
-      // The broker list is read from the worker's own environment: the one it consumes from.
-      expect(worker.env[trigger!.metadata.bootstrapServersFromEnv ?? '']).toBe(worker.env.KAFKA_BROKERS);
-      const partitions = topics.find((topic) => topic.spec.topicName === subscription.topic)?.spec.partitions ?? 0;
-      expect({ worker: worker.name, atMostOnePerPartition: object.spec.maxReplicaCount <= partitions }).toEqual({
+      // The connection is the worker's own DATABASE_URL: the database it claims its jobs from.
+      const variable = trigger!.metadata.connectionFromEnv ?? '';
+      expect(worker.app.env?.find((entry) => entry.name === variable)?.valueFrom).toEqual(
+        worker.app.env?.find((entry) => entry.name === 'DATABASE_URL')?.valueFrom,
+      );
+      expect(variable).toBe('DATABASE_URL');
+      // The query counts this worker's job type, each tenant up to the worker's tenant cap; the target is the jobs
+      // one replica holds, both as the worker's config says (its defaults, unless the Deployment sets them).
+      const prefix = jobType.toUpperCase().replace(/-/g, '_');
+      const config = parseServiceConfig(worker.shape, worker.env) as Record<string, unknown>;
+      const query = trigger!.metadata.query ?? '';
+      expect(query).toContain(`type = '${jobType}'`);
+      expect(query).toContain("status IN ('pending', 'running')");
+      expect(query).toContain('GROUP BY tenant_id');
+      expect({ worker: worker.name, cap: /least\(n, (\d+)\)/.exec(query)?.[1], target: trigger!.metadata.targetQueryValue }).toEqual({
         worker: worker.name,
-        atMostOnePerPartition: true,
+        cap: String(config[`${prefix}_WORKER_TENANT_CAP`]),
+        target: String(config[`${prefix}_WORKER_CONCURRENCY`]),
       });
       expect(object.spec.minReplicaCount).toBeLessThanOrEqual(object.spec.maxReplicaCount);
     }

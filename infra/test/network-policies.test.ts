@@ -85,6 +85,8 @@ function flows(objects: K8sObject[], settings: Settings, ingressNginx: boolean):
     result.cnpg = allowed(policies, pod('cnpg-controller-manager', settings['cnpg-operator-namespace']!), database, 8000);
     // Prometheus scrapes the database's exporter too (the PodMonitor fin-database of k8s/components/monitoring).
     result.databaseMetrics = allowed(policies, pod('prometheus-0', settings['prometheus-namespace']!), database, 9187);
+    // KEDA's PostgreSQL scaler counts the workers' jobs (the ScaledObjects' query).
+    result.keda = allowed(policies, pod('keda-operator', settings['keda-namespace']!), database, 5432);
   }
   return result;
 }
@@ -105,6 +107,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       'gateway-proxies-namespace',
       'ingress-nginx-namespace',
       'kafka-namespace',
+      'keda-namespace',
       'prometheus-namespace',
     ]);
     for (const ingressNginx of [false, true]) {
