@@ -106,7 +106,7 @@ function successHeaders(route: ApiRoute) {
 
 const ERROR_DESCRIPTIONS: Record<ErrorType, string> = {
   validation_error:
-    'Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default).',
+    'Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default). Also the answer to a request that is not valid HTTP (an oversized header block, a malformed request line), on any route.',
   unauthorized: 'Missing, malformed, unknown, revoked or expired API key.',
   forbidden: 'The API key does not have the scope this route needs; `detail` names it.',
   not_found: "No such resource (another tenant's resources are reported the same way).",
@@ -170,28 +170,55 @@ function sseEventRefs(events: SseEvents): Record<string, { $ref: string }> {
   );
 }
 
-/**
- * The schema of a text/event-stream body: one of its events, each an object of the frame's fields (`event`, the
- * event's name; `id` when the stream has ids; `data`, the parsed JSON of its data line, with the event's schema),
- * discriminated by `event` — a form renderers and code generators read. `x-sse-events` keeps the plain map.
- */
-function sseStreamSchema(events: SseEvents): z.ZodType {
-  const frames = Object.entries(events).map(([name, data]) =>
-    z
+/** The frame schema of each (event name, data schema), shared by the streams that send it: one component each. */
+const sseFrames = new Map<string, z.ZodType>();
+
+/** The frame of event `name` with `data`: a component named after the data's schema (`ChatTokenEventFrame`). */
+function sseFrame(name: string, data: z.ZodType): { id: string; schema: z.ZodType } {
+  const dataId = z.globalRegistry.get(data)?.id;
+  if (dataId === undefined) throw new Error(`SSE event ${name} has a schema without an id`);
+  const id = `${dataId}Frame`;
+  let schema = sseFrames.get(id);
+  if (schema === undefined) {
+    schema = z
       .object({
         event: z.literal(name),
         id: z.string().optional().meta({ description: 'The id line, on streams that resume from Last-Event-ID.' }),
         data,
       })
-      .meta({ title: name }),
-  );
+      .meta({ id, title: name, description: `An SSE frame of event \`${name}\` whose data line is ${dataId}.` });
+    sseFrames.set(id, schema);
+  } else if ((schema as z.ZodObject<{ event: z.ZodLiteral<string> }>).shape.event.value !== name) {
+    throw new Error(`SSE frame ${id} is sent under two event names`);
+  }
+  return { id, schema };
+}
+
+/**
+ * The schema of a text/event-stream body: one of its events, each an object of the frame's fields (`event`, the
+ * event's name; `id` when the stream has ids; `data`, the parsed JSON of its data line, with the event's schema),
+ * discriminated by `event` — a form renderers and code generators read. `x-sse-events` keeps the plain map. Each
+ * frame is a component of its own, so that the discriminator's mapping can name it (an inline one cannot be
+ * selected: Redocly's no-illogical-composition-keywords).
+ */
+function sseStreamSchema(events: SseEvents): z.ZodType {
+  const frames = Object.entries(events).map(([name, data]) => ({ name, ...sseFrame(name, data) }));
   const [first, ...rest] = frames;
   if (first === undefined) throw new Error('an event stream without events');
-  return z.discriminatedUnion('event', [first, ...rest]).meta({
-    description: `Server-Sent Events: ${Object.keys(events).join(', ')}. ${SSE_NOTE}`,
-    // The frames are inline (a stream's own), so the discriminator has no mapping: each names its event in a const.
-    override: { discriminator: { propertyName: 'event' } },
-  });
+  return z
+    .discriminatedUnion('event', [first.schema, ...rest.map((frame) => frame.schema)] as unknown as [
+      z.ZodObject<{ event: z.ZodLiteral<string> }>,
+      ...z.ZodObject<{ event: z.ZodLiteral<string> }>[],
+    ])
+    .meta({
+      description: `Server-Sent Events: ${Object.keys(events).join(', ')}. ${SSE_NOTE}`,
+      override: {
+        discriminator: {
+          propertyName: 'event',
+          mapping: Object.fromEntries(frames.map((frame) => [frame.name, `#/components/schemas/${frame.id}`])),
+        },
+      },
+    });
 }
 
 function successResponse(route: ApiRoute, response: ApiResponse): ZodOpenApiResponseObject {
@@ -298,7 +325,8 @@ const WEBHOOK_DELIVERIES: ZodOpenApiPathsObject = Object.fromEntries(
 export function createOpenApiDocument(options: { version?: string; serverUrl?: string } = {}): ReturnType<typeof createDocument> {
   const paths: ZodOpenApiPathsObject = {};
   const errorResponses = new Map<string, ZodOpenApiResponseObject>();
-  for (const route of API_ROUTE_LIST) {
+  for (const route of API_ROUTE_LIST as readonly ApiRoute[]) {
+    if (route.documented === false) continue;
     const item = (paths[route.path] ??= {});
     item[route.method] = operation(route, errorResponses);
   }
@@ -307,6 +335,9 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
     info: {
       title: 'Financial Intelligence API',
       version: options.version ?? '1.0.0',
+      // The API is a commercial service, used under the customer's agreement; no open licence is granted (an SPDX
+      // LicenseRef-, as the package's "UNLICENSED" says in npm's terms).
+      license: { name: 'Proprietary: use under your agreement with the provider', identifier: 'LicenseRef-Proprietary' },
       description:
         'AI-generated financial research over HTTP: news intelligence, stock analysis, streamed chat and custom analysis, with asynchronous jobs polled for status and result.\n\n' +
         'Authenticate with the `X-API-Key` header. Every error has the body `{detail, status_code, type}`. Every response carries `X-Request-Id`.',

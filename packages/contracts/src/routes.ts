@@ -112,6 +112,11 @@ export interface ApiRoute extends RouteEntry {
   readonly responses: Readonly<Partial<Record<SuccessStatus, ApiResponse>>>;
   /** Error statuses specific to this route, beyond those every route of its kind has (see errorStatuses). */
   readonly extraErrors?: readonly ErrorType[];
+  /**
+   * false: routed, but left out of the OpenAPI document, because it offers no operation: GET /mcp exists only to
+   * answer 405, which an operation without a success response would document (Redocly's operation-2xx-response).
+   */
+  readonly documented?: false;
 }
 
 type RouteSpec = Omit<ApiRoute, 'id'>;
@@ -555,7 +560,7 @@ export const API_ROUTES = keyedById({
     path: '/mcp',
     tag: 'MCP',
     summary: 'MCP server (streamable HTTP)',
-    description: `The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the \`X-API-Key\` header. The server is stateless (no \`Mcp-Session-Id\`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat and job_status (a job's status, and its result once it has completed); tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status later; while waiting, progress is sent as \`notifications/progress\` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC \`message\` events (progress notifications, then the response); notifications and responses alone with 202. ${SSE_NOTE}`,
+    description: `The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the \`X-API-Key\` header. The server is stateless (no \`Mcp-Session-Id\`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat and job_status (a job's status, and its result once it has completed); tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status later; while waiting, progress is sent as \`notifications/progress\` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC \`message\` events (progress notifications, then the response); notifications and responses alone with 202. The transport's optional GET stream of server-initiated messages is not offered: \`GET /mcp\` answers 405, which tells MCP clients to carry on without it. ${SSE_NOTE}`,
     scope: 'any',
     limit: null,
     // One message: batches are not part of the protocol since its 2025-06-18 revision.
@@ -579,6 +584,8 @@ export const API_ROUTES = keyedById({
     limit: null,
     responses: {},
     extraErrors: ['method_not_allowed'],
+    // Not an operation: POST /mcp's description says that GET answers 405.
+    documented: false,
   },
   getOpenApiDocument: {
     method: 'get',
@@ -588,6 +595,8 @@ export const API_ROUTES = keyedById({
     description: 'This document. No API key needed.',
     scope: null,
     limit: null,
+    // No input, but a request Node's HTTP parser refuses (an oversized header block) gets the 400 every route may.
+    extraErrors: ['validation_error'],
     responses: {
       '200': { description: 'The OpenAPI 3.1 document.', json: OpenApiDocumentBody },
     },
@@ -601,6 +610,8 @@ export const API_ROUTES = keyedById({
       'This document as an interactive API reference: every route, its parameters, bodies, responses and event streams, with a client that sends a request to this gateway with the API key you enter (kept in the page only, never stored). No API key needed to open it.',
     scope: null,
     limit: null,
+    // No input, but a request Node's HTTP parser refuses (an oversized header block) gets the 400 every route may.
+    extraErrors: ['validation_error'],
     responses: {
       '200': { description: 'An HTML page.', html: true },
     },

@@ -413,9 +413,7 @@ export class FinancialIntelligence {
         // The streamable HTTP transport asks clients to accept both answers.
         headers: { ...options.headers, Accept: 'application/json, text/event-stream' },
       }),
-    /** GET /mcp: the server-initiated stream, which this server does not offer (405 APIError). */
-    listen: (options: RequestOptions = {}): McpStream =>
-      new McpStream(this.transport, { ...requestOptions(options), method: 'GET', path: '/mcp' }),
+    // GET /mcp, the transport's optional server-initiated stream, is not offered (the server answers 405): no method.
   };
 
   /** The API's own description. */
@@ -466,7 +464,6 @@ export const OPERATION_METHODS = {
   redeliverWebhookDelivery: 'webhooks.redeliver',
   rotateCallbackSecret: 'webhooks.rotateCallbackSecret',
   mcp: 'mcp.send',
-  mcpStream: 'mcp.listen',
   getOpenApiDocument: 'meta.openApiDocument',
   getApiDocs: 'meta.docsPage',
 } as const satisfies Record<OperationId, string>;

@@ -12,7 +12,7 @@ import type { RateLimits, ReleaseChatSlot } from './rate-limit/types';
 import { JOB_TYPE_SCOPES, type GatewayRoute } from './routes';
 
 /** The principal authenticate() put on the response (the rate limiter reads it from there too). */
-export function principalOf(res: Response): Principal {
+function principalOf(res: Response): Principal {
   const principal: unknown = res.locals.principal;
   if (typeof principal !== 'object' || principal === null) throw toAppError(new Error('principalOf() before authenticate()'));
   return principal as Principal;

@@ -60,14 +60,19 @@ describe('OpenAPI document', () => {
     expect(document).toEqual(JSON.parse(JSON.stringify(createOpenApiDocument())));
   });
 
-  it('describes exactly the routes the gateway serves', () => {
+  /** The routes that offer an operation: all but GET /mcp, which is routed only to answer 405 (not documented). */
+  const offered = GATEWAY_ROUTES.filter((route) => route.documented !== false);
+
+  it('describes exactly the routes the gateway serves, but GET /mcp, which answers only 405', () => {
     const served = servedRoutes(h.app).filter((route) => !OPERATIONAL.has(route));
     expect(served.length).toBe(GATEWAY_ROUTES.length);
-    expect(new Set(served)).toEqual(new Set(documentedRoutes(document)));
+    expect(new Set(served)).toEqual(new Set([...documentedRoutes(document), 'GET /mcp']));
+    expect(GATEWAY_ROUTES.filter((route) => route.documented === false).map((route) => route.id)).toEqual(['mcpStream']);
+    expect(document.paths['/mcp']?.get).toBeUndefined();
   });
 
   it('states the scope and the limit the gateway enforces on each route', () => {
-    for (const route of GATEWAY_ROUTES) {
+    for (const route of offered) {
       const operation = document.paths[route.path]?.[route.method];
       expect(operation).toBeDefined();
       expect(operation?.['x-required-scope']).toBe(route.scope);

@@ -485,17 +485,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * MCP server-initiated stream (not offered)
-         * @description The streamable HTTP transport's optional stream of server-initiated messages. This server is stateless and sends nothing unasked, so it answers 405, which tells MCP clients to carry on without it.
-         *
-         *     Requires an API key, of any scope (what it offers depends on the key's scopes).
-         */
-        get: operations["mcpStream"];
+        get?: never;
         put?: never;
         /**
          * MCP server (streamable HTTP)
-         * @description The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the `X-API-Key` header. The server is stateless (no `Mcp-Session-Id`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat and job_status (a job's status, and its result once it has completed); tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status later; while waiting, progress is sent as `notifications/progress` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC `message` events (progress notifications, then the response); notifications and responses alone with 202. Each event is `event: <name>` and one `data:` line of JSON, then a blank line. A stream that fails after it started ends with an `error` event whose data is the error body.
+         * @description The API as Model Context Protocol tools, for AI assistants (Claude Desktop and other MCP clients): point the client at this URL with the `X-API-Key` header. The server is stateless (no `Mcp-Session-Id`): every message is answered on its own POST, so any replica serves it. Tools: news, stock_report, analysis, chat and job_status (a job's status, and its result once it has completed); tools/list shows only those the key's scopes allow, and a call of another is a tool error naming the missing scope. A tool calls the API with the caller's key, so each call counts against the account's limits of the product it uses (and a cached result is answered from the cache) exactly as a direct request would; the endpoint itself is not counted. A job that does not finish within the tool's wait is returned as its job id and status URL, for job_status later; while waiting, progress is sent as `notifications/progress` when the request carried a progressToken. A request is answered with an SSE stream of JSON-RPC `message` events (progress notifications, then the response); notifications and responses alone with 202. The transport's optional GET stream of server-initiated messages is not offered: `GET /mcp` answers 405, which tells MCP clients to carry on without it. Each event is `event: <name>` and one `data:` line of JSON, then a blank line. A stream that fails after it started ends with an `error` event whose data is the error body.
          *
          *     Requires an API key, of any scope (what it offers depends on the key's scopes).
          */
@@ -1575,15 +1569,57 @@ export interface components {
             citations: components["schemas"]["Citations"];
             meta?: components["schemas"]["GenerationMeta"];
         };
+        /**
+         * synthesis_chunk
+         * @description An SSE frame of event `synthesis_chunk` whose data line is AnalysisSynthesisChunkEvent.
+         */
+        AnalysisSynthesisChunkEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "synthesis_chunk";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["AnalysisSynthesisChunkEvent"];
+        };
         /** @description Event `synthesis_chunk`: part of the generated text. */
         AnalysisSynthesisChunkEvent: {
             chunk: string;
+        };
+        /**
+         * done
+         * @description An SSE frame of event `done` whose data line is AnalysisDoneEvent.
+         */
+        AnalysisDoneEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "done";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["AnalysisDoneEvent"];
         };
         /** @description Event `done`: the analysis is complete; its result is also at the job's result URL. */
         AnalysisDoneEvent: {
             job_id: components["schemas"]["JobId"];
             /** @constant */
             status: "completed";
+        };
+        /**
+         * error
+         * @description An SSE frame of event `error` whose data line is ErrorBody.
+         */
+        ErrorBodyFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "error";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ErrorBody"];
         };
         /** @description Answer of POST /api/chat with stream false. */
         ChatResponse: {
@@ -1596,11 +1632,39 @@ export interface components {
             /** @description The assistant's reply. */
             response: string;
         };
+        /**
+         * token
+         * @description An SSE frame of event `token` whose data line is ChatTokenEvent.
+         */
+        ChatTokenEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "token";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ChatTokenEvent"];
+        };
         /** @description Event `token`: a text chunk of the reply. */
         ChatTokenEvent: {
             /** @constant */
             type: "token";
             content: string;
+        };
+        /**
+         * node_start
+         * @description An SSE frame of event `node_start` whose data line is ChatNodeStartEvent.
+         */
+        ChatNodeStartEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "node_start";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ChatNodeStartEvent"];
         };
         /** @description Event `node_start`: a processing phase begins. */
         ChatNodeStartEvent: {
@@ -1609,12 +1673,40 @@ export interface components {
             /** @example research */
             node: string;
         };
+        /**
+         * tool_start
+         * @description An SSE frame of event `tool_start` whose data line is ChatToolStartEvent.
+         */
+        ChatToolStartEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "tool_start";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ChatToolStartEvent"];
+        };
         /** @description Event `tool_start`: a tool execution begins. */
         ChatToolStartEvent: {
             /** @constant */
             type: "tool_start";
             /** @example market_data */
             tool: string;
+        };
+        /**
+         * tool_end
+         * @description An SSE frame of event `tool_end` whose data line is ChatToolEndEvent.
+         */
+        ChatToolEndEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "tool_end";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ChatToolEndEvent"];
         };
         /** @description Event `tool_end`: a tool execution ends. */
         ChatToolEndEvent: {
@@ -1623,11 +1715,39 @@ export interface components {
             /** @example market_data */
             tool: string;
         };
+        /**
+         * progress
+         * @description An SSE frame of event `progress` whose data line is ChatProgressEvent.
+         */
+        ChatProgressEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "progress";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ChatProgressEvent"];
+        };
         /** @description Event `progress`: a short note the model writes between tool calls about what it is doing (on models that return such notes as thinking, e.g. Claude Sonnet 5.5). Shown while tools run; not part of the reply text. */
         ChatProgressEvent: {
             /** @constant */
             type: "progress";
             content: string;
+        };
+        /**
+         * done
+         * @description An SSE frame of event `done` whose data line is ChatDoneEvent.
+         */
+        ChatDoneEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "done";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["ChatDoneEvent"];
         };
         /** @description Event `done`: the reply is complete; reuse conversation_id to continue. */
         ChatDoneEvent: {
@@ -1771,6 +1891,20 @@ export interface components {
             status: "completed";
             result: components["schemas"]["AnalysisResult"];
         };
+        /**
+         * status
+         * @description An SSE frame of event `status` whose data line is JobStatusEvent.
+         */
+        JobStatusEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "status";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["JobStatusEvent"];
+        };
         /** @description Event `status`: the job's state when the stream starts (unless Last-Event-ID shows the client has it), and every change of status. */
         JobStatusEvent: {
             job_id: components["schemas"]["JobId"];
@@ -1787,6 +1921,20 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "running";
         };
+        /**
+         * progress
+         * @description An SSE frame of event `progress` whose data line is JobProgressEvent.
+         */
+        JobProgressEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "progress";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["JobProgressEvent"];
+        };
         /** @description Event `progress`: the progress or the current step changed; the status did not. */
         JobProgressEvent: {
             job_id: components["schemas"]["JobId"];
@@ -1801,8 +1949,36 @@ export interface components {
              */
             currently_working_on: string;
         };
+        /**
+         * result
+         * @description An SSE frame of event `result` whose data line is JobResultEvent.
+         */
+        JobResultEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "result";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["JobResultEvent"];
+        };
         /** @description Event `result`: the job completed; the data is what the result URL answers. The stream then ends. */
         JobResultEvent: components["schemas"]["NewsJobResultResponse"] | components["schemas"]["StockReportJobResultResponse"] | components["schemas"]["AnalysisJobResultResponse"];
+        /**
+         * error
+         * @description An SSE frame of event `error` whose data line is JobErrorEvent.
+         */
+        JobErrorEventFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "error";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["JobErrorEvent"];
+        };
         /** @description Event `error`: the job failed. The data is the error body of the job's error (its type, the type's HTTP status and the reason) with the job id. The stream then ends. */
         JobErrorEvent: {
             /**
@@ -2007,6 +2183,20 @@ export interface components {
             deliveries: components["schemas"]["WebhookDelivery"][];
         };
         /**
+         * message
+         * @description An SSE frame of event `message` whose data line is McpMessage.
+         */
+        McpMessageFrame: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message";
+            /** @description The id line, on streams that resume from Last-Event-ID. */
+            id?: string;
+            data: components["schemas"]["McpMessage"];
+        };
+        /**
          * @description Body of every non-2xx response, and the data of the `error` SSE event that ends a stream on failure.
          * @example {
          *       "detail": "n: must be at most 20",
@@ -2071,7 +2261,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default). */
+        /** @description Invalid request parameters; `detail` names each offending field and why (`body` for a body over the size limit, 256 KiB by default). Also the answer to a request that is not valid HTTP (an oversized header block, a malformed request line), on any route. */
         ValidationError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2200,16 +2390,6 @@ export interface components {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"];
-            };
-        };
-        /** @description The route does not offer this method; `Allow` names those it does. */
-        MethodNotAllowed: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2390,25 +2570,7 @@ export interface operations {
                         status: "completed";
                         result: components["schemas"]["AnalysisResult"];
                     };
-                    "text/event-stream": {
-                        /** @constant */
-                        event: "synthesis_chunk";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["AnalysisSynthesisChunkEvent"];
-                    } | {
-                        /** @constant */
-                        event: "done";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["AnalysisDoneEvent"];
-                    } | {
-                        /** @constant */
-                        event: "error";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ErrorBody"];
-                    };
+                    "text/event-stream": components["schemas"]["AnalysisSynthesisChunkEventFrame"] | components["schemas"]["AnalysisDoneEventFrame"] | components["schemas"]["ErrorBodyFrame"];
                 };
             };
             /** @description Accepted, not finished yet: poll status_url about every 2 s, then read result_url. `Location` is the status URL. */
@@ -2470,49 +2632,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatResponse"];
-                    "text/event-stream": {
-                        /** @constant */
-                        event: "token";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatTokenEvent"];
-                    } | {
-                        /** @constant */
-                        event: "node_start";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatNodeStartEvent"];
-                    } | {
-                        /** @constant */
-                        event: "tool_start";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatToolStartEvent"];
-                    } | {
-                        /** @constant */
-                        event: "tool_end";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatToolEndEvent"];
-                    } | {
-                        /** @constant */
-                        event: "progress";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatProgressEvent"];
-                    } | {
-                        /** @constant */
-                        event: "done";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatDoneEvent"];
-                    } | {
-                        /** @constant */
-                        event: "error";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ErrorBody"];
-                    };
+                    "text/event-stream": components["schemas"]["ChatTokenEventFrame"] | components["schemas"]["ChatNodeStartEventFrame"] | components["schemas"]["ChatToolStartEventFrame"] | components["schemas"]["ChatToolEndEventFrame"] | components["schemas"]["ChatProgressEventFrame"] | components["schemas"]["ChatDoneEventFrame"] | components["schemas"]["ErrorBodyFrame"];
                 };
             };
             400: components["responses"]["ValidationError"];
@@ -2557,49 +2677,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": {
-                        /** @constant */
-                        event: "token";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatTokenEvent"];
-                    } | {
-                        /** @constant */
-                        event: "node_start";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatNodeStartEvent"];
-                    } | {
-                        /** @constant */
-                        event: "tool_start";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatToolStartEvent"];
-                    } | {
-                        /** @constant */
-                        event: "tool_end";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatToolEndEvent"];
-                    } | {
-                        /** @constant */
-                        event: "progress";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatProgressEvent"];
-                    } | {
-                        /** @constant */
-                        event: "done";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ChatDoneEvent"];
-                    } | {
-                        /** @constant */
-                        event: "error";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["ErrorBody"];
-                    };
+                    "text/event-stream": components["schemas"]["ChatTokenEventFrame"] | components["schemas"]["ChatNodeStartEventFrame"] | components["schemas"]["ChatToolStartEventFrame"] | components["schemas"]["ChatToolEndEventFrame"] | components["schemas"]["ChatProgressEventFrame"] | components["schemas"]["ChatDoneEventFrame"] | components["schemas"]["ErrorBodyFrame"];
                 };
             };
             /** @description Nothing left to send: the reply has ended and Last-Event-ID named its last event. */
@@ -2737,31 +2815,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": {
-                        /** @constant */
-                        event: "status";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["JobStatusEvent"];
-                    } | {
-                        /** @constant */
-                        event: "progress";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["JobProgressEvent"];
-                    } | {
-                        /** @constant */
-                        event: "result";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["JobResultEvent"];
-                    } | {
-                        /** @constant */
-                        event: "error";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["JobErrorEvent"];
-                    };
+                    "text/event-stream": components["schemas"]["JobStatusEventFrame"] | components["schemas"]["JobProgressEventFrame"] | components["schemas"]["JobResultEventFrame"] | components["schemas"]["JobErrorEventFrame"];
                 };
             };
             /** @description Nothing left to send: the job has finished and Last-Event-ID named its final event. */
@@ -3486,26 +3540,6 @@ export interface operations {
             504: components["responses"]["GatewayTimeout"];
         };
     };
-    mcpStream: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
-                "X-Request-Id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            401: components["responses"]["Unauthorized"];
-            405: components["responses"]["MethodNotAllowed"];
-            500: components["responses"]["InternalError"];
-            502: components["responses"]["BadGateway"];
-            503: components["responses"]["ServiceUnavailable"];
-            504: components["responses"]["GatewayTimeout"];
-        };
-    };
     mcp: {
         parameters: {
             query?: never;
@@ -3531,13 +3565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": {
-                        /** @constant */
-                        event: "message";
-                        /** @description The id line, on streams that resume from Last-Event-ID. */
-                        id?: string;
-                        data: components["schemas"]["McpMessage"];
-                    };
+                    "text/event-stream": components["schemas"]["McpMessageFrame"];
                 };
             };
             /** @description Accepted: the body held only notifications or responses. */
@@ -3581,6 +3609,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["ValidationError"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -3606,6 +3635,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            400: components["responses"]["ValidationError"];
             500: components["responses"]["InternalError"];
         };
     };
