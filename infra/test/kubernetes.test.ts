@@ -689,7 +689,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
       // The query counts this worker's job type, each tenant up to the worker's tenant cap; the target is the jobs
       // one replica holds, both as the worker's config says (its defaults, unless the Deployment sets them).
       const prefix = jobType.toUpperCase().replace(/-/g, '_');
-      const config = parseServiceConfig(worker.shape, worker.env) as Record<string, unknown>;
+      const config = parseServiceConfig(worker.shape, worker.env);
       const query = trigger!.metadata.query ?? '';
       expect(query).toContain(`type = '${jobType}'`);
       expect(query).toContain("status IN ('pending', 'running')");
