@@ -282,9 +282,24 @@ function symbolSentiment(items: readonly NewsItem[], requested: readonly string[
 }
 
 /**
+ * A filter that keeps an item only when it cites a source no item before it did: an item whose sources were all
+ * cited already is the same story again under another title (a model padding a short list to `n`), and would be
+ * counted twice in ticker_sentiment. Fewer than `n` items is the honest answer when fewer stories exist.
+ */
+function newSources(): (item: { sources: readonly string[] }) => boolean {
+  const cited = new Set<string>();
+  return (item) => {
+    const fresh = item.sources.some((url) => !cited.has(url));
+    for (const url of item.sources) cited.add(url);
+    return fresh;
+  };
+}
+
+/**
  * News for 1–10 symbols. Every URL in `sources`/`further_reading` was returned by a tool or web search in this
  * run and is allowed by the request's sources (others are dropped); an item left without a source is dropped;
- * scores are clamped to 0–1; items are ordered by relevance (or newest first) and at most `n` are returned. Each
+ * scores are clamped to 0–1; items are ordered by relevance (or newest first), an item whose sources an earlier
+ * one already cited is dropped (newSources: one source, one item), and at most `n` are returned. Each
  * item's citations are the model's {url, quote} claims that hold against the documents the run retrieved
  * (citations.ts), completed from those documents; its publication time is its sources' (never the model's
  * alone); its ticker sentiments are for requested symbols only. A time range leaves out items published
@@ -361,6 +376,7 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
           b.relevance_score - a.relevance_score
         : b.relevance_score - a.relevance_score,
     )
+    .filter(newSources())
     .slice(0, request.n);
   const result = NewsResult.parse({ news, ticker_sentiment: symbolSentiment(news, request.symbols), meta: meta(deps, model, prompt) });
   return { result, usage: out.usage };

@@ -85,6 +85,31 @@ describe('news depth through the engine', () => {
     expect(result.ticker_sentiment).toEqual([{ symbol: 'AAPL', sentiment_score: 0.563, sentiment_label: 'bullish', items: 3 }]);
   });
 
+  it('never pads: an item whose sources an earlier one cited is dropped, and counted once in ticker_sentiment', async () => {
+    fake.reply(toolUseReply('market_data', { symbol: 'AAPL', kind: 'news' }), (request) => {
+      const [only, other] = articlesIn(request.body);
+      const ticker = (score: number) => [{ symbol: 'AAPL', relevance_score: 0.9, sentiment_score: score, reasoning: 'Wording.' }];
+      return jsonReply({
+        news: [
+          draftItem({ title: 'The story', sources: [only?.url], relevance_score: 0.9, tickers: ticker(0.5) }),
+          // The same article relabelled, as a model asked for more items than it has stories writes them.
+          draftItem({ title: 'What it means for AAPL: the story', sources: [only?.url], relevance_score: 0.8, tickers: ticker(0.5) }),
+          draftItem({
+            title: 'Risk check for AAPL: the story',
+            sources: [only?.url, only?.url],
+            relevance_score: 0.7,
+            tickers: ticker(-0.5),
+          }),
+          // Another story that also cites the first one's source is a story of its own.
+          draftItem({ title: 'Another story', sources: [other?.url, only?.url], relevance_score: 0.6, tickers: ticker(0.1) }),
+        ],
+      });
+    });
+    const { result } = await engine.news(NewsRequest.parse({ symbols: ['AAPL'], n: 5 }));
+    expect(result.news.map((item) => item.title)).toEqual(['The story', 'Another story']);
+    expect(result.ticker_sentiment).toEqual([expect.objectContaining({ symbol: 'AAPL', items: 2 })]);
+  });
+
   it('keeps items inside an explicit range, about a requested topic, from allowed sources, newest first', async () => {
     let articles: Article[] = [];
     fake.reply(toolUseReply('market_data', { symbol: 'AAPL', kind: 'news' }), (request) => {

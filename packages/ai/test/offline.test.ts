@@ -70,23 +70,36 @@ describe('offline mode', () => {
     return result.news;
   };
 
-  it('answers exactly n news items for a sample symbol, more than the snapshot holds included', async () => {
+  it('answers n news items for a sample symbol, and no more than the articles there are: one source, one item', async () => {
     for (const [n, expected] of [
       [undefined, 5],
       [4, 4],
       [1, 1],
-      // Above the tool's page of ten articles for one symbol: further angles on the same articles.
-      [20, 20],
+      // Above the tool's page of ten articles for one symbol: ten items, never the same article again.
+      [20, 10],
     ] as const) {
       const news = await newsOf(['NVDA'], n);
       expect(news).toHaveLength(expected);
       expect(new Set(news.map((item) => item.title)).size).toBe(expected);
+      expect(new Set(news.map((item) => item.sources[0])).size).toBe(expected);
+      expect(news.map((item) => item.title).join('\n')).not.toMatch(/What it means for|Risk check for|in context:/);
       for (const item of news) {
         expect(item.sources.length).toBeGreaterThan(0);
         for (const url of [...item.sources, ...item.further_reading]) expect(url).toMatch(/^https:\/\/news\.example\.com\//);
         expect(item.content).toContain(OFFLINE_NOTICE);
       }
     }
+  });
+
+  it('answers a narrow time range with the one article in it: one item, counted once in ticker_sentiment', async () => {
+    const { result } = await engine.news(
+      NewsRequest.parse({ symbols: ['AAPL'], n: 4, time_from: '2026-11-19T00:00:00Z', time_to: '2026-11-19T23:59:59Z' }),
+    );
+    expect(result.news.map((item) => item.title)).toEqual([
+      'Apple services revenue sets another quarterly record as device sales hold steady',
+    ]);
+    expect(result.news[0]?.sources).toEqual([expect.stringContaining('apple-services-revenue-record-quarter')]);
+    expect(result.ticker_sentiment).toEqual([expect.objectContaining({ symbol: 'AAPL', items: 1 })]);
   });
 
   it('answers exactly n news items for symbols outside the sample, different for each symbol and the same on every run', async () => {

@@ -184,25 +184,6 @@ const pct = (value: number | null | undefined) => (value === null || value === u
 const num = (value: number | null | undefined, digits = 1) => (value === null || value === undefined ? 'n/a' : value.toFixed(digits));
 const name = (o: Overview | undefined, symbol: string) => o?.profile?.name ?? symbol;
 
-/**
- * Further angles on an article, for when the tool returned fewer articles than the request asks items (one
- * symbol and more items than the tool's page of articles): each is still grounded in its article.
- */
-const NEWS_ANGLES: readonly ((symbol: string, article: Article) => { title: string; content: string })[] = [
-  (symbol, article) => ({
-    title: `What it means for ${symbol}: ${article.headline}`,
-    content: `${article.summary} For ${symbol} the question is whether this moves the earnings outlook for the next few quarters; the next reported figures will show it.`,
-  }),
-  (symbol, article) => ({
-    title: `Risk check for ${symbol}: ${article.headline}`,
-    content: `${article.summary} Should the trend behind this story reverse, estimates for ${symbol} would move with it, so it belongs on the list of risks to watch.`,
-  }),
-  (symbol, article) => ({
-    title: `${symbol} in context: ${article.headline}`,
-    content: `${article.summary} Read alongside ${symbol}'s other recent news, it shows where management is putting its attention.`,
-  }),
-];
-
 /** The topics (NEWS_TOPICS of @fin/contracts) an article is about, by the words of its headline and summary. */
 const TOPIC_WORDS: ReadonlyArray<[NewsTopic, RegExp]> = [
   ['earnings', /\b(earnings|revenue|profit|quarter(ly)?|guidance|eps|results|margin)/i],
@@ -248,24 +229,28 @@ function sentimentWords(score: number): string {
   return 'clearly negative';
 }
 
-/** The sentiment of an article for each requested symbol it concerns: its own symbol, and others it names. */
-function articleTickers(symbol: string, article: Article, symbols: readonly string[]) {
+/**
+ * The sentiment of an article for each requested symbol it concerns: the symbols whose news it was returned for,
+ * and others it names.
+ */
+function articleTickers(listedFor: readonly string[], article: Article, symbols: readonly string[]) {
   const score = articleSentiment(article);
   const text = `${article.headline} ${article.summary}`;
-  const concerned = symbols.filter((other) => other === symbol || new RegExp(`\\b${other}\\b`).test(text));
+  const concerned = symbols.filter((other) => listedFor.includes(other) || new RegExp(`\\b${other}\\b`).test(text));
   return concerned.map((other) => ({
     symbol: other,
-    relevance_score: other === symbol ? 0.9 : 0.4,
+    relevance_score: listedFor.includes(other) ? 0.9 : 0.4,
     sentiment_score: score,
     reasoning: `The article "${article.headline}" reads ${sentimentWords(score)} for ${other} (its wording, in offline mode).`,
   }));
 }
 
 /**
- * Exactly `n` items whenever the tool returned any article: one per article, round-robin over the symbols so
- * that every symbol is represented, then further angles on the same articles (NEWS_ANGLES) if still short.
- * The request's topics keep only the articles about one of them; "newest first" orders each symbol's articles
- * by date (the tool has already left out articles outside the request's time range and sources).
+ * One item per article, at most `n`: round-robin over the symbols so that every symbol is represented. Fewer
+ * articles than `n` give fewer items (one source, one item: an article is never written up twice under another
+ * title, nor counted twice in ticker_sentiment), and an article returned for two symbols is one item about both.
+ * The request's topics keep only the articles about one of them; "newest first" orders each symbol's articles by
+ * date (the tool has already left out articles outside the request's time range and sources).
  */
 function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantReply {
   const n = Number(/the (\d+) most relevant/.exec(user)?.[1] ?? 5);
@@ -276,45 +261,31 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
     return latest ? [...matching].sort((a, b) => Date.parse(b.published_at) - Date.parse(a.published_at)) : matching;
   };
   const lists = symbols.map((symbol) => ({ symbol, articles: chosen(data.articles.get(symbol) ?? []) }));
+  /** The symbols each article was returned for, by its URL. */
+  const listedFor = new Map<string, string[]>();
+  for (const { symbol, articles } of lists) {
+    for (const article of articles) listedFor.set(article.url, [...(listedFor.get(article.url) ?? []), symbol]);
+  }
   const picked: { symbol: string; article: Article; next: Article | undefined }[] = [];
+  const seen = new Set<string>();
   const longest = Math.max(0, ...lists.map(({ articles }) => articles.length));
   for (let round = 0; round < longest && picked.length < n; round++) {
     for (const { symbol, articles } of lists) {
       const article = articles[round];
-      if (article && picked.length < n) picked.push({ symbol, article, next: articles[round + 1] });
+      if (article === undefined || picked.length >= n || seen.has(article.url)) continue;
+      seen.add(article.url);
+      picked.push({ symbol, article, next: articles.slice(round + 1).find((later) => later.url !== article.url) });
     }
   }
-  const described = (symbol: string, article: Article) => ({
-    published_at: article.published_at,
-    topics: articleTopics(article),
-    tickers: articleTickers(symbol, article, symbols),
-  });
-  const items = picked.map(({ symbol, article, next }) => ({
+  const news = picked.map(({ symbol, article, next }, index) => ({
     title: article.headline,
-    content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook.`,
+    content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook. (${OFFLINE_NOTICE})`,
     sources: [article.url],
     further_reading: next ? [next.url] : [],
     citations: [articleCitation(article)],
-    ...described(symbol, article),
-  }));
-  const first = picked.length;
-  for (let index = 0; items.length < n && index < first * NEWS_ANGLES.length; index++) {
-    const pick = picked[index % first];
-    const angleOf = NEWS_ANGLES[Math.floor(index / first)];
-    if (pick === undefined || angleOf === undefined) break;
-    const { symbol, article, next } = pick;
-    const angle = angleOf(symbol, article);
-    items.push({
-      ...angle,
-      sources: [article.url],
-      further_reading: next ? [next.url] : [],
-      citations: [articleCitation(article)],
-      ...described(symbol, article),
-    });
-  }
-  const news = items.map((item, index) => ({
-    ...item,
-    content: `${item.content} (${OFFLINE_NOTICE})`,
+    published_at: article.published_at,
+    topics: articleTopics(article),
+    tickers: articleTickers(listedFor.get(article.url) ?? [symbol], article, symbols),
     relevance_score: Math.max(0.3, 0.95 - index * 0.05),
   }));
   return jsonTurn({ news });
