@@ -460,7 +460,7 @@ async function waitForAll(pool: Pool, ids: readonly string[], timeoutMs: number)
 }
 
 export async function capacity(options: BenchOptions, command: string): Promise<boolean> {
-  const timeScale = options.timeScale ?? 0.1;
+  const timeScale = options.timeScale ?? 1;
   const concurrency = options.concurrency ?? (options.quick ? 200 : 600);
   const settings: Settings = {
     floodJobs: options.jobs ?? (options.quick ? 300 : 3_000),

@@ -47,7 +47,7 @@ Runs every scenario when none is named. Options (environment variable in bracket
   --rate <n>           job-pipeline: jobs submitted per second [BENCH_RATE] (default 10)
   --streams <n>        chat-stream: streams per time-to-first-event measurement [BENCH_STREAMS] (default 1000, 200 with --quick)
   --memory-only        chat-stream: only the memory per open stream (no time-to-first-event measurement)
-  --time-scale <x>     capacity: wall-clock seconds per model second [BENCH_TIME_SCALE] (default 0.1)
+  --time-scale <x>     capacity: wall-clock seconds per model second [BENCH_TIME_SCALE] (default 1: the model's own pace)
   --concurrency <n>    capacity: NEWS_WORKER_CONCURRENCY of each of the 3 worker replicas [BENCH_CONCURRENCY] (default 600, 200 with --quick)
   --max-tokens <n>     capacity: AI_MAX_OUTPUT_TOKENS, each model call's max_tokens [BENCH_MAX_TOKENS] (default 8192, the product default)
   --help               this text`;

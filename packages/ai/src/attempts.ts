@@ -16,7 +16,15 @@ export class CallAttempts {
   #refused = 0;
 
   /** `observe` is told each attempt's answer (status and headers: the organisation's rate limits, a 429's retry-after). */
-  constructor(private readonly observe?: (status: number, headers: Headers) => void) {}
+  constructor(
+    private readonly observe?: (status: number, headers: Headers) => void,
+    /**
+     * Whether a 429 goes back to the caller at once instead of being retried by the SDK after its retry-after: where
+     * the shared model budget governs the model, the call waits for its share again there (its job's time limit
+     * standing still), not asleep inside the SDK while the clock runs.
+     */
+    private readonly returnRateLimits = false,
+  ) {}
 
   /** The per-request middleware that counts them (passed as the request option `middleware`). */
   readonly middleware: readonly Middleware[] = [
@@ -25,6 +33,12 @@ export class CallAttempts {
       const response = await next(request);
       if (!response.ok) this.#refused += 1;
       this.observe?.(response.status, response.headers);
+      if (response.status === 429 && this.returnRateLimits) {
+        // The SDK retries unless the answer says not to (x-should-retry: false), whatever its maxRetries.
+        const headers = new Headers(response.headers);
+        headers.set('x-should-retry', 'false');
+        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+      }
       return response;
     },
   ];

@@ -358,35 +358,53 @@ function modelRound(
   const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': body.model };
   return withSpan(`chat ${body.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
     const { stream, budget } = how;
-    how.onBudgetWait?.(true);
-    let grant: BudgetGrant;
-    try {
-      grant = await budget.take({
-        model: body.model,
-        inputTokens: expectedInputTokens(body),
-        outputTokens: body.max_tokens,
-        priority: how.priority,
-        tenant: how.tenant,
-        signal,
-      });
-    } finally {
-      how.onBudgetWait?.(false);
+    const governed = budget.governs(body.model);
+    for (let refused = 0; ; refused++) {
+      how.onBudgetWait?.(true);
+      let grant: BudgetGrant;
+      try {
+        grant = await budget.take({
+          model: body.model,
+          inputTokens: expectedInputTokens(body),
+          outputTokens: body.max_tokens,
+          priority: how.priority,
+          tenant: how.tenant,
+          signal,
+        });
+      } finally {
+        how.onBudgetWait?.(false);
+      }
+      const attempts = new CallAttempts((status, headers) => budget.observe(body.model, status, headers), governed);
+      let message: Message;
+      try {
+        message = stream
+          ? await streamMessage(client, body, attempts, signal, onEvent)
+          : await createMessage(client, body, attempts, signal, onEvent);
+      } catch (error) {
+        const rateLimited = governed && error instanceof AiError && error.kind === 'rate_limited' && signal?.aborted !== true;
+        // A 429 took nothing from the API's buckets: the share goes back whole, and the call queues for it again.
+        grant.settle(
+          rateLimited
+            ? { inputTokens: 0, outputTokens: 0 }
+            : error instanceof AiError && error.usage !== undefined
+              ? countedTokens(error.usage)
+              : undefined,
+        );
+        if (rateLimited && refused < RATE_LIMITED_REQUEUES) continue;
+        throw error;
+      }
+      grant.settle(countedTokens(usageOfMessage(message)));
+      recordUsage(span, message);
+      return message;
     }
-    const attempts = new CallAttempts((status, headers) => budget.observe(body.model, status, headers));
-    let message: Message;
-    try {
-      message = stream
-        ? await streamMessage(client, body, attempts, signal, onEvent)
-        : await createMessage(client, body, attempts, signal, onEvent);
-    } catch (error) {
-      grant.settle(error instanceof AiError && error.usage !== undefined ? countedTokens(error.usage) : undefined);
-      throw error;
-    }
-    grant.settle(countedTokens(usageOfMessage(message)));
-    recordUsage(span, message);
-    return message;
   });
 }
+
+/**
+ * How many times a call the API refused with a 429 goes back to the shared budget before it fails as rate_limited
+ * (each 429 spends the budget's window for its retry-after first, so the next try waits for it).
+ */
+const RATE_LIMITED_REQUEUES = 5;
 
 /**
  * What a call is expected to count towards the input limit before it is sent: its messages at about 4 characters

@@ -59,6 +59,8 @@ export interface ModelBudget {
    * real limits, adopted when they differ from the configured ones) and a 429's `retry-after` (every replica waits).
    */
   observe(model: string, status: number, headers: Headers): void;
+  /** Whether the budget limits `model`'s calls (limits configured or stated by the API): its 429s come back to it. */
+  governs(model: string): boolean;
   close(): Promise<void>;
 }
 
@@ -68,6 +70,7 @@ const NO_GRANT: BudgetGrant = { settle: () => undefined };
 export const UNLIMITED_MODEL_BUDGET: ModelBudget = {
   take: () => Promise.resolve(NO_GRANT),
   observe: () => undefined,
+  governs: () => false,
   close: () => Promise.resolve(),
 };
 
@@ -136,6 +139,8 @@ export function createPostgresModelBudget({
 }: PostgresModelBudgetOptions): ModelBudget {
   const log = logger.child({ component: 'model-budget' });
   const windows = new Map<string, ModelWindows>();
+  /** Per model, no call before this time (a 429's retry-after, in this process). */
+  const notBefore = new Map<string, number>();
   /** Calls running in this process per tenant (granted, not yet settled): the fair order's measure. */
   const running = new Map<string, number>();
   const tenantKey = (demand: CallDemand) => demand.tenant ?? '';
@@ -287,6 +292,11 @@ export function createPostgresModelBudget({
           waiter.reject(abortError(waiter.demand.signal));
           continue;
         }
+        const held = (notBefore.get(model) ?? 0) - Date.now();
+        if (held > 0) {
+          await sleep(Math.min(held, maxSleepMs));
+          continue;
+        }
         const current = windows.get(model) ?? windowsOfModel;
         const wait = await tryTake(current, model, waiter.demand);
         if (wait === undefined) {
@@ -326,8 +336,15 @@ export function createPostgresModelBudget({
         const seconds = Number.isFinite(exactMs) && exactMs > 0 ? exactMs / 1000 : Number(headers.get('retry-after'));
         const known = windows.get(model);
         if (known !== undefined && Number.isFinite(seconds) && seconds > 0) {
-          for (const dimension of DIMENSIONS) known.limiters.interactive[dimension].block(model, Math.ceil(seconds)).catch(() => undefined);
-          log.warn({ model, retryAfterSeconds: seconds }, 'the model API answered 429: every replica waits out its retry-after');
+          // The API's bucket is short of what refills in `seconds`: that much of each dimension is taken from the
+          // current windows, which every replica shares (a block would end the window early and open a fresh one,
+          // which a drained bucket refuses again: a 429 storm). This process also waits the retry-after out.
+          for (const dimension of DIMENSIONS) {
+            const owed = Math.ceil((known.limits[PER_MINUTE[dimension]] * seconds) / 60);
+            known.limiters.interactive[dimension].penalty(model, Math.min(owed, known.capacity[dimension])).catch(() => undefined);
+          }
+          notBefore.set(model, Math.max(notBefore.get(model) ?? 0, Date.now() + seconds * 1000));
+          log.warn({ model, retryAfterSeconds: seconds }, 'the model API answered 429: its retry-after is taken from the shared allowance');
         }
       }
       const stated = Object.fromEntries(
@@ -343,6 +360,10 @@ export function createPostgresModelBudget({
         'the model API states other limits for this model than configured: using the API’s',
       );
       windows.set(model, windowsFor(model, stated));
+    },
+
+    governs(model) {
+      return windows.has(model);
     },
 
     async close() {

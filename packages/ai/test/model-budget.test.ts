@@ -1,8 +1,8 @@
 // The organisation's model allowance shared through Postgres (src/model-budget.ts): two budgets on two pools stand
 // for two replicas.
-import { AnalysisRequest } from '@fin/contracts';
+import { AnalysisRequest, NewsRequest } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
-import { textReply } from '@fin/fakes';
+import { errorReply, jsonReply, textReply } from '@fin/fakes';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import { createPostgresModelBudget, type CallDemand, type ModelBudget } from '../src/model-budget';
@@ -119,14 +119,24 @@ describe('the shared model budget', () => {
     expect(await grantedWithin([second], 500)).toBe(1);
   });
 
-  it('makes every replica wait out a 429’s retry-after', async () => {
-    const limits = { requests: 6_000, input: 1_000_000, output: 1_000_000 };
-    const [a, b] = [replica(limits), replica(limits)];
+  it('makes every replica wait out a 429’s retry-after, taken from the shared window rather than ending it', async () => {
+    // 600 requests a minute in windows of 2 s: 20 a window. A retry-after of 1 s owes 10 of them.
+    const limits = { requests: 600, input: 1_000_000, output: 1_000_000 };
+    const [a, b] = [replica(limits, 2_000), replica(limits, 2_000)];
+    await a.take(demand({ priority: 'interactive' }));
     a.observe(MODEL, 429, new Headers({ 'retry-after': '1' }));
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const held = b.take(demand({ priority: 'interactive' }));
-    expect(await grantedWithin([held], 400)).toBe(0);
-    expect(await grantedWithin([held], 1_200)).toBe(1);
+    // The other replica still has the rest of the window (less what the retry-after owes): the window goes on.
+    const others = Array.from({ length: 9 }, () => b.take(demand({ priority: 'interactive' })));
+    expect(await grantedWithin(others, 500)).toBe(9);
+    const over = b.take(demand({ priority: 'interactive' }));
+    expect(await grantedWithin([over], 500)).toBe(0);
+    // This replica waits the retry-after out itself.
+    const local = a.take(demand({ priority: 'interactive' }));
+    expect(await grantedWithin([local], 300)).toBe(0);
+    await Promise.all([over, local]);
+    const { rows } = await pools[0]!.query<{ points: number }>("SELECT points FROM model_budget WHERE key LIKE '%:requests:%'");
+    expect(rows[0]!.points).toBeLessThanOrEqual(20);
   });
 
   it('takes the limits the API states in its headers when they differ from the configured ones', async () => {
@@ -158,7 +168,7 @@ describe('the shared model budget', () => {
 
 describe('the engine and the shared model budget', () => {
   /** A budget that grants at once and records what it was asked and told. */
-  function recordingBudget() {
+  function recordingBudget({ governs = false } = {}) {
     const taken: CallDemand[] = [];
     const settled: ({ inputTokens: number; outputTokens: number } | undefined)[] = [];
     const observed: number[] = [];
@@ -168,10 +178,45 @@ describe('the engine and the shared model budget', () => {
         return Promise.resolve({ settle: (used) => settled.push(used) });
       },
       observe: (_model, status) => observed.push(status),
+      governs: () => governs,
       close: () => Promise.resolve(),
     };
     return { budget, taken, settled, observed };
   }
+
+  it('sends a call the API refused with a 429 back to the budget, its share returned, instead of sleeping in the SDK', async () => {
+    const record = recordingBudget({ governs: true });
+    // AI_MAX_RETRIES 2: the SDK would retry the 429 itself after its retry-after (30 s) without the budget.
+    const { fake, engine, close } = await scriptedEngine({ AI_MAX_RETRIES: '2' }, { budget: record.budget });
+    try {
+      fake.reply(errorReply('rate_limit_error', { retryAfterSeconds: 30 }), jsonReply({ news: [] }));
+      const waits: boolean[] = [];
+      const started = Date.now();
+      await engine.news(NewsRequest.parse({ symbols: ['AAPL'] }), { onModelWait: (waiting) => waits.push(waiting) });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(fake.requests).toHaveLength(2);
+      // Taken twice, the refused call's share given back whole; the time limit stood still for both waits.
+      expect(record.taken).toHaveLength(2);
+      expect(record.settled[0]).toEqual({ inputTokens: 0, outputTokens: 0 });
+      expect(waits).toEqual([true, false, true, false]);
+      expect(record.observed).toEqual([429, 200]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('lets the SDK retry a 429 of a model the budget does not govern', async () => {
+    const record = recordingBudget({ governs: false });
+    const { fake, engine, close } = await scriptedEngine({ AI_MAX_RETRIES: '2' }, { budget: record.budget });
+    try {
+      fake.reply(errorReply('rate_limit_error', { retryAfterSeconds: 0 }), jsonReply({ news: [] }));
+      await engine.news(NewsRequest.parse({ symbols: ['AAPL'] }));
+      expect(fake.requests).toHaveLength(2);
+      expect(record.taken).toHaveLength(1);
+    } finally {
+      await close();
+    }
+  });
 
   it('takes every call’s share before sending it (queued for a job, interactive for a stream) and settles it with what the call counted', async () => {
     const record = recordingBudget();
