@@ -232,7 +232,36 @@ describe('offline mode', () => {
     const risk = nvidia.detailed_analysis.find((item) => item.category === 'risk');
     expect(risk?.keyMetric).toContain('Beta: NVDA 1.74');
     expect(risk?.investmentThesis).toBe('Risk is high relative to the market (beta 1.74).');
-    expect(JSON.stringify(nvidia)).not.toContain('moderate');
+    // The bands are stated beside the figure ("1.1–1.5 moderately above it"); 1.74 itself is never called moderate.
+    expect(JSON.stringify(nvidia)).not.toMatch(/Risk is moderate|1\.74 means the stock has moved somewhat/);
+  });
+
+  it('places a beta in stated bands: 1.21 is moderately above the market, 0.9 close to it, 1.74 high', async () => {
+    const riskOf = async (symbol: string) =>
+      (await engine.stockReport(StockReportRequest.parse({ symbols: [symbol] }))).result.detailed_analysis.find(
+        (item) => item.category === 'risk',
+      );
+    const apple = await riskOf('AAPL');
+    expect(apple?.investmentThesis).toBe('Risk is moderately above the market (beta 1.21).');
+    expect(apple?.implications[0]).toBe(
+      'A beta of 1.21 means the stock has moved somewhat more than the market: deeper drawdowns in sell-offs (below 0.8 low, 0.8–1.1 close to the market, 1.1–1.5 moderately above it, over 1.5 high).',
+    );
+    expect(JSON.stringify(apple)).not.toContain('high relative to the market');
+    expect((await riskOf('MSFT'))?.investmentThesis).toBe("Risk is close to the market's (beta 0.90).");
+    expect((await riskOf('NVDA'))?.investmentThesis).toBe('Risk is high relative to the market (beta 1.74).');
+  });
+
+  it('reads bad news in the sample headlines as bad: margin pressure and slipping shares are bearish', async () => {
+    const news = await newsOf(['META'], 20);
+    const sentimentOf = (words: string) => news.find((item) => item.title.includes(words))?.tickers?.[0];
+    for (const words of ['flags margin pressure from higher input costs', 'shares slip after a peer']) {
+      const ticker = sentimentOf(words);
+      expect(ticker).toBeDefined();
+      expect(ticker?.sentiment_score).toBeLessThan(-0.3);
+      expect(ticker?.sentiment_label).toMatch(/bearish/);
+      expect(ticker?.reasoning).toContain('negative');
+    }
+    expect(sentimentOf('quarterly revenue comes in ahead of guidance')?.sentiment_score).toBeGreaterThan(0.3);
   });
 
   it("weighs a portfolio by the request's weights", async () => {

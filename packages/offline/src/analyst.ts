@@ -208,17 +208,67 @@ function articleTopics(article: Article): NewsTopic[] {
   return topics.length > 0 ? topics : ['financial_markets'];
 }
 
-const BULLISH_WORDS =
-  /\b(beat\w*|record|surg\w*|grow\w*|grew|rais\w*|upgrad\w*|strong\w*|gain\w*|expan\w*|launch\w*|wins?|won|jump\w*|rall\w*|accelerat\w*)/gi;
-const BEARISH_WORDS =
-  /\b(miss\w*|declin\w*|fall\w*|fell|cut\w*|lawsuits?|probes?|recall\w*|downgrad\w*|weak\w*|loss\w*|drop\w*|delay\w*|fines?|slow\w*|shortfall|investigat\w*)/gi;
+/**
+ * The offline sentiment lexicon: phrases before single words (a phrase's words are not counted again), each +1
+ * (good for the company's shareholders) or −1. Headline language, not general English: "slip", "margin pressure",
+ * "higher input costs", "below consensus" and "warns" are what a reader of financial news takes as bad news.
+ */
+const SENTIMENT_PHRASES: ReadonlyArray<[RegExp, 1 | -1]> = [
+  [/\b(?:ahead of|above|tops?|topped|beats?|beat) (?:guidance|consensus|estimates?|expectations|forecasts?)\b/gi, 1],
+  [/\b(?:below|short of|misses|missed|miss) (?:guidance|consensus|estimates?|expectations|forecasts?)\b/gi, -1],
+  [/\b(?:margin|pricing|cost) pressures?\b/gi, -1],
+  [/\b(?:higher|rising|soaring) (?:input |raw[- ]material |labou?r |energy )?costs?\b/gi, -1],
+  [/\braises? (?:price targets?|guidance|(?:its |the )?outlook|forecasts?)\b/gi, 1],
+  [/\b(?:cuts?|lowers?|slashe[sd]) (?:price targets?|guidance|(?:its |the )?outlook|forecasts?|jobs)\b/gi, -1],
+  [/\bwarns? on\b/gi, -1],
+  [/\bshare (?:buyback|repurchase)s?\b/gi, 1],
+  [/\b(?:holds?|held|holding) up\b/gi, 1],
+  [/\b(?:review|probe|investigation) (?:of|into)\b/gi, -1],
+];
+const SENTIMENT_WORDS: ReadonlyArray<[RegExp, 1 | -1]> = [
+  [
+    /\b(?:beat\w*|record|surg\w*|grow\w*|grew|rais\w*|upgrad\w*|strong\w*|gain\w*|expan\w*|launch\w*|wins?|won|jump\w*|rall\w*|accelerat\w*|soar\w*|climb\w*|rise[sn]?|rising|rose|outperform\w*|boost\w*|improv\w*)/gi,
+    1,
+  ],
+  [
+    /\b(?:miss\w*|declin\w*|fall\w*|fell|cuts?|cutting|lawsuits?|probes?|recall\w*|downgrad\w*|weak\w*|loss\w*|drop\w*|delay\w*|fines?|slow\w*|shortfall|investigat\w*|slip\w*|slid(?:e|es|ing)?|sink\w*|sank|tumbl\w*|plung\w*|slump\w*|warn\w*|headwinds?|pressure[sd]?|squeez\w*|layoffs?|underperform\w*)/gi,
+    -1,
+  ],
+];
+/** A negation within the three words before a hit turns it around ("not strong", "no growth", "failed to beat"). */
+const NEGATION = /\b(?:not|no|never|without|hardly|fail(?:s|ed)? to)\s+(?:\S+\s+){0,2}$|n't\s+(?:\S+\s+){0,2}$/i;
 
-/** An article's sentiment, −1 to 1, from its bullish and bearish words (deterministic, and only the text's). */
+/** The +1/−1 hits of a text: phrases first (masked out), then words, each turned around by a negation before it. */
+function sentimentHits(text: string): number[] {
+  const hits: number[] = [];
+  let rest = text;
+  const collect = (pattern: RegExp, polarity: 1 | -1) => {
+    rest = rest.replace(pattern, (match: string, ...args: unknown[]) => {
+      const offset = args.find((arg): arg is number => typeof arg === 'number') ?? 0;
+      const negated = NEGATION.test(rest.slice(Math.max(0, offset - 40), offset));
+      hits.push(negated ? -polarity : polarity);
+      return ' '.repeat(match.length);
+    });
+  };
+  for (const [pattern, polarity] of SENTIMENT_PHRASES) collect(pattern, polarity);
+  for (const [pattern, polarity] of SENTIMENT_WORDS) collect(pattern, polarity);
+  return hits;
+}
+
+/**
+ * A text's sentiment, −1 to 1, from its good- and bad-news phrases and words (deterministic, and only the text's):
+ * (good − bad) ÷ (good + bad + 1), so one clear hit reads ±0.5 and a text with none reads 0.
+ */
+export function textSentiment(text: string): number {
+  const hits = sentimentHits(text);
+  const good = hits.filter((hit) => hit > 0).length;
+  const bad = hits.length - good;
+  return Math.round(((good - bad) / (good + bad + 1)) * 100) / 100;
+}
+
+/** An article's sentiment, −1 to 1 (textSentiment of its headline and summary). */
 function articleSentiment(article: Article): number {
-  const text = `${article.headline} ${article.summary}`;
-  const bullish = text.match(BULLISH_WORDS)?.length ?? 0;
-  const bearish = text.match(BEARISH_WORDS)?.length ?? 0;
-  return Math.round(((bullish - bearish) / (bullish + bearish + 1)) * 100) / 100;
+  return textSentiment(`${article.headline}. ${article.summary}`);
 }
 
 function sentimentWords(score: number): string {
@@ -306,6 +356,31 @@ interface Measure {
   /** Whether more is better for an investor (growth, margins) or worse (P/E, beta). */
   higherIsBetter: boolean;
 }
+
+/**
+ * How a beta reads: below 0.8 the stock has moved less than the market, 0.8 to 1.1 about as much, above 1.1 to 1.5
+ * moderately more, above 1.5 much more (so 1.21 is "moderately above the market", 1.74 "high").
+ */
+type BetaBand = 'low' | 'market' | 'moderate' | 'high';
+const BETA_BANDS_NOTE = 'below 0.8 low, 0.8–1.1 close to the market, 1.1–1.5 moderately above it, over 1.5 high';
+function betaBand(beta: number): BetaBand {
+  if (beta < 0.8) return 'low';
+  if (beta <= 1.1) return 'market';
+  if (beta <= 1.5) return 'moderate';
+  return 'high';
+}
+const BETA_MOVES: Record<BetaBand, string> = {
+  low: 'moved less than the market',
+  market: 'moved about as much as the market',
+  moderate: 'moved somewhat more than the market: deeper drawdowns in sell-offs',
+  high: 'moved much more than the market: larger drawdowns in sell-offs',
+};
+const BETA_RISK: Record<BetaBand, string> = {
+  low: 'low relative to the market',
+  market: "close to the market's",
+  moderate: 'moderately above the market',
+  high: 'high relative to the market',
+};
 
 const metric = (key: string) => (side: Side) => side.o?.metrics?.[key] ?? null;
 const billions = (value: number | null) => (value === null ? 'n/a' : `${Math.round(value / 1e9).toLocaleString('en-US')}bn`);
@@ -510,19 +585,10 @@ const INSIGHTS: InsightPlan[] = [
           : leverage > 1
             ? `Debt/equity of ${num(leverage, 2)} raises sensitivity to interest rates.`
             : `Debt/equity of ${num(leverage, 2)} keeps interest-rate sensitivity low.`;
-      if (beta > 1.2)
-        return {
-          implications: [`A beta of ${figure} means the stock has moved more than the market: larger drawdowns in sell-offs.`, debt],
-          thesis: `Risk is high relative to the market (beta ${figure}).`,
-        };
-      if (beta < 0.8)
-        return {
-          implications: [`A beta of ${figure} means the stock has moved less than the market.`, debt],
-          thesis: `Risk is low relative to the market (beta ${figure}).`,
-        };
+      const band = betaBand(beta);
       return {
-        implications: [`A beta of ${figure} means the stock has moved about as much as the market.`, debt],
-        thesis: `Risk is close to the market's (beta ${figure}).`,
+        implications: [`A beta of ${figure} means the stock has ${BETA_MOVES[band]} (${BETA_BANDS_NOTE}).`, debt],
+        thesis: `Risk is ${BETA_RISK[band]} (beta ${figure}).`,
       };
     },
     compared: (lead, lag) => ({
@@ -700,8 +766,9 @@ function considerations(symbols: string[], holdings: Map<string, number>, data: 
     );
     const beta = weighted(holdings, data, 'beta');
     if (beta !== undefined) {
-      const level = beta.value > 1.2 ? 'more than the market' : beta.value < 0.8 ? 'less than the market' : 'about as much as the market';
-      lines.push(`Weighted by the holdings, beta is ${num(beta.value, 2)}: the portfolio has moved ${level}.`);
+      lines.push(
+        `Weighted by the holdings, beta is ${num(beta.value, 2)}: the portfolio has ${BETA_MOVES[betaBand(beta.value)]} (${BETA_BANDS_NOTE}).`,
+      );
     }
     const growth = weighted(holdings, data, 'revenueGrowthTtmYoyPercent');
     if (growth !== undefined) lines.push(`Weighted revenue growth is ${pct(growth.value)} year on year.`);

@@ -2,7 +2,7 @@
 // SDK) and its wire format, the bundled sample market data. @fin/ai runs on it when no API key is set; the test
 // fakes (@fin/fakes) serve the same wire format and data over HTTP. A package of its own so that both depend on it
 // and neither on the other at run time.
-export { OFFLINE_NOTICE, offlineAnalyst } from './analyst';
+export { OFFLINE_NOTICE, offlineAnalyst, textSentiment } from './analyst';
 export { messagesApiFetch, type MessagesApiOptions } from './fetch';
 export { apiId, opaque } from './ids';
 export { briefText, lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './request';
