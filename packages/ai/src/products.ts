@@ -99,7 +99,7 @@ function productModel(config: AiConfig, product: 'news' | 'stock-report' | 'anal
  * AI_MAX_OUTPUT_TOKENS (generateStructured). Where the customer shapes the answer (analysis, chat) and wherever the
  * model thinks before it answers (thinking tokens count against max_tokens), calls take AI_MAX_OUTPUT_TOKENS.
  */
-export function outputRoom(config: AiConfig, product: 'news' | 'stock-report' | 'analysis' | 'chat', answerTokens?: number): number {
+function outputRoom(config: AiConfig, product: 'news' | 'stock-report' | 'analysis' | 'chat', answerTokens?: number): number {
   const ceiling = config.AI_MAX_OUTPUT_TOKENS;
   if (answerTokens === undefined) return ceiling;
   const { model, thinking, effort } = productModel(config, product);
@@ -112,10 +112,10 @@ export function outputRoom(config: AiConfig, product: 'news' | 'stock-report' | 
  * A news answer's room: the JSON around the items, and per item its title, paragraph, source and further-reading
  * URLs, a quoted citation, scores, topics and tickers (about 250–350 tokens as models write them), with a margin.
  */
-export const newsAnswerTokens = (n: number): number => 512 + 448 * n;
+const newsAnswerTokens = (n: number): number => 512 + 448 * n;
 
 /** A stock report's room: at least three categories of insights with citations, and quick insights; more for two symbols. */
-export const stockReportAnswerTokens = (symbols: number): number => (symbols > 1 ? 6_144 : 4_096);
+const stockReportAnswerTokens = (symbols: number): number => (symbols > 1 ? 6_144 : 4_096);
 
 /** The loop parameters every product's run shares, its model's request settings built from the model table. */
 function baseParams(
