@@ -420,13 +420,15 @@ function toRawMessage(topic: string, partition: number, message: KafkaMessage): 
 
 /**
  * Creates the given topics and their dead-letter topics if missing (existing ones are left as they are).
- * Returns the names it created.
+ * Returns the names it created. The replication factor is the cluster's own `default.replication.factor` unless
+ * given (-1 in CreateTopics, Kafka 2.4+): 1 on a single development broker, what the operator configured on a
+ * production cluster, never a hard-coded single copy on a cluster of several brokers.
  */
 export async function ensureTopics(
   kafka: Kafka,
   topics: readonly (AnyTopic | string)[],
   partitions = 3,
-  { replicationFactor = 1, topicPrefix = '' }: { replicationFactor?: number; topicPrefix?: string } = {},
+  { replicationFactor = -1, topicPrefix = '' }: { replicationFactor?: number; topicPrefix?: string } = {},
 ): Promise<string[]> {
   const names = topics.flatMap((topic) => {
     const name = typeof topic === 'string' ? topic : topic.name;
