@@ -60,7 +60,6 @@ interface Settings {
   concurrency: number;
   tenantCap: number;
   maxOutputTokens: number;
-  windowMs: number;
   /** Wall-clock ms between two jobs of one of B–E (one a second of model time). */
   otherIntervalMs: number;
   /** Jobs each of B–E sends at most (they stop earlier when A's jobs are finished). */
@@ -232,7 +231,6 @@ async function startSystem(cleanup: Cleanup, settings: Settings) {
     ...sharedEnv({ databaseUrl: database.url, anthropicUrl, finnhubUrl, finnhubToken: FINNHUB_TOKEN }),
     KAFKA_TOPIC_PREFIX: topicPrefix,
     AI_MODEL_LIMITS: JSON.stringify(wallLimits),
-    AI_MODEL_BUDGET_WINDOW_MS: String(settings.windowMs),
     AI_MODEL_BUDGET_INTERACTIVE_SHARE: String(INTERACTIVE_SHARE),
     AI_MAX_OUTPUT_TOKENS: String(settings.maxOutputTokens),
     ...otelEnv(),
@@ -470,7 +468,6 @@ export async function capacity(options: BenchOptions, command: string): Promise<
     // allowance sustains); B–E's turn comes from the fair order, not from the cap.
     tenantCap: concurrency * REPLICAS,
     maxOutputTokens: options.maxTokens ?? 8_192,
-    windowMs: Math.max(1_000, Math.round(30_000 * timeScale)),
     otherIntervalMs: 1_000 * timeScale,
     otherJobs: options.quick ? 30 : 150,
     drainTimeoutMs: options.quick ? 300_000 : 900_000,
@@ -502,7 +499,7 @@ function report(settings: Settings, outcome: Outcome): void {
       `(${LIMITED_MODELS.join(', ')}), per minute of model time: ${thousands(ORGANISATION_LIMITS.requestsPerMinute)} requests, ` +
       `${thousands(ORGANISATION_LIMITS.inputTokensPerMinute)} input tokens, ${thousands(ORGANISATION_LIMITS.outputTokensPerMinute)} output tokens; ` +
       `fake pace: the defaults (news on ${NEWS_MODEL}); ${REPLICAS} news workers, NEWS_WORKER_CONCURRENCY=${settings.concurrency}, ` +
-      `NEWS_WORKER_TENANT_CAP=${settings.tenantCap}; AI_MODEL_LIMITS at the limits ÷ time scale, AI_MODEL_BUDGET_WINDOW_MS=${settings.windowMs}, ` +
+      `NEWS_WORKER_TENANT_CAP=${settings.tenantCap}; AI_MODEL_LIMITS at the limits ÷ time scale, ` +
       `AI_MODEL_BUDGET_INTERACTIVE_SHARE=${INTERACTIVE_SHARE}, AI_MAX_OUTPUT_TOKENS=${settings.maxOutputTokens}, AI_MAX_RETRIES=1; ` +
       `tenant A: ${thousands(settings.floodJobs)} jobs; B–E: one job every ${fixed(settings.otherIntervalMs, 0)} ms wall-clock each, ` +
       `at most ${settings.otherJobs} each (fewer when A's jobs finish first)`,

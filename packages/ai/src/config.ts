@@ -178,12 +178,7 @@ export const aiConfigShape = {
       }
     })
     .default({}),
-  /**
-   * The shared model allowance's window: each allows its share of a minute's limits (default 30 s, the longest whose
-   * calls the API's bucket always admits; see model-budget.ts).
-   */
-  AI_MODEL_BUDGET_WINDOW_MS: int(1_000, 30_000).default(30_000),
-  /** The part of each window that only interactive calls (chat, streamed analysis) may take (default 0.2). */
+  /** The part of each bucket of the shared model allowance that only interactive calls (chat, streamed analysis) may take. */
   AI_MODEL_BUDGET_INTERACTIVE_SHARE: z.coerce.number().min(0).max(0.9).default(0.2),
   AI_WEB_SEARCH: bool().default(true),
   AI_WEB_SEARCH_MAX_USES: int(1, 20).default(5),

@@ -25,15 +25,15 @@ describe('the shared model budget', () => {
     await Promise.all(budgets.splice(0).map((budget) => budget.close()));
     await Promise.all(pools.splice(0).map((pool) => pool.end()));
     const pool = createPool({ connectionString: db.url, applicationName: 'model-budget-test', max: 1 });
-    await pool.query('DELETE FROM model_budget');
+    await pool.query('DELETE FROM model_allowance');
     await pool.end();
   });
   afterAll(async () => {
     await db.drop();
   });
 
-  /** A replica's budget: `requestsPerMinute` etc. per minute, windows of `windowMs`. */
-  function replica(limits: { requests: number; input: number; output: number }, windowMs = 600): ModelBudget {
+  /** A replica's budget: `requestsPerMinute` etc. per minute, each a bucket of a minute's limit refilling continuously. */
+  function replica(limits: { requests: number; input: number; output: number }): ModelBudget {
     const pool = createPool({ connectionString: db.url, applicationName: 'model-budget-test', max: 4 });
     pools.push(pool);
     const budget = createPostgresModelBudget({
@@ -42,13 +42,17 @@ describe('the shared model budget', () => {
       limits: {
         [MODEL]: { requestsPerMinute: limits.requests, inputTokensPerMinute: limits.input, outputTokensPerMinute: limits.output },
       },
-      windowMs,
       interactiveShare: 0.2,
       maxSleepMs: 50,
     });
     budgets.push(budget);
     return budget;
   }
+
+  const level = async (column: 'requests' | 'input' | 'output') =>
+    Number(
+      (await pools[0]!.query<{ level: number }>(`SELECT ${column} AS level FROM model_allowance WHERE model = $1`, [MODEL])).rows[0]!.level,
+    );
 
   const demand = (overrides: Partial<CallDemand> = {}): CallDemand => ({
     model: MODEL,
@@ -66,97 +70,99 @@ describe('the shared model budget', () => {
     return granted;
   }
 
-  it('grants two replicas together no more than a window allows, and the rest in later windows, nothing lost', async () => {
-    // 300 requests a minute in windows of 2 s: 10 per window; queued calls may take 8 of them.
-    const limits = { requests: 300, input: 1_000_000, output: 1_000_000 };
-    const [a, b] = [replica(limits, 2_000), replica(limits, 2_000)];
-    const takes = Array.from({ length: 12 }, (_, index) => (index % 2 === 0 ? a : b).take(demand()));
-    expect(await grantedWithin(takes, 500)).toBe(8);
+  it('grants two replicas together no more than the bucket holds, and the rest as it refills, nothing lost', async () => {
+    // 60 requests a minute: a bucket of 60 refilling one a second; queued calls leave 12 (the interactive share).
+    const limits = { requests: 60, input: 1_000_000, output: 1_000_000 };
+    const [a, b] = [replica(limits), replica(limits)];
+    const takes = Array.from({ length: 50 }, (_, index) => (index % 2 === 0 ? a : b).take(demand()));
+    expect(await grantedWithin(takes, 600)).toBe(48);
     await Promise.all(takes);
-    const { rows } = await pools[0]!.query<{ points: number }>("SELECT points FROM model_budget WHERE key LIKE '%:requests:%'");
-    expect(rows.reduce((sum, row) => sum + row.points, 0)).toBeLessThanOrEqual(8);
+    // The last two waited for the refill, about a second each; the bucket never went below the share kept.
+    expect(await level('requests')).toBeGreaterThanOrEqual(12 - 0.5);
+    expect(await level('requests')).toBeLessThan(16);
   });
 
   it('serves waiting calls fairly between tenants: a second tenant goes next, not after the first one’s backlog', async () => {
-    // 300 requests a minute in windows of 1 s: 5 a window, 4 for queued calls.
-    const budget = replica({ requests: 300, input: 1_000_000, output: 1_000_000 }, 1_000);
+    // A bucket of 60 requests refilling one a second; queued calls may take 48 of it at once.
+    const budget = replica({ requests: 60, input: 1_000_000, output: 1_000_000 });
     const order: string[] = [];
     const take = (tenant: string, label: string) =>
       budget.take(demand({ tenant })).then((grant) => {
         order.push(label);
         return grant;
       });
-    // Tenant A's 12 calls wait first (4 are granted at once and keep running); then B's 2 arrive.
-    const backlog = Array.from({ length: 12 }, (_, index) => take('tenant-a', `a${index}`));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Tenant A's 51 calls wait first (48 are granted at once and keep running); then B's 2 arrive.
+    const backlog = Array.from({ length: 51 }, (_, index) => take('tenant-a', `a${index}`));
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const late = [take('tenant-b', 'b0'), take('tenant-b', 'b1')];
     await Promise.all([...backlog, ...late]);
-    // B has nothing running and goes at the next window, then a call each in turn: B's second is the next
-    // but one, not the 13th and 14th as first come, first served would have it.
-    expect(order.slice(0, 4)).toEqual(['a0', 'a1', 'a2', 'a3']);
-    expect(order[4]).toBe('b0');
-    expect(order.indexOf('b1')).toBeLessThanOrEqual(9);
-    expect(order.filter((label) => label.startsWith('a'))).toEqual(Array.from({ length: 12 }, (_, index) => `a${index}`));
+    // B has less running and goes at each refill until it has as much as A: B's two calls are the 49th and 50th
+    // granted, not the 52nd and 53rd as first come, first served would have it.
+    expect(order.slice(48, 50)).toEqual(['b0', 'b1']);
+    expect(order.filter((label) => label.startsWith('a'))).toEqual(Array.from({ length: 51 }, (_, index) => `a${index}`));
   });
 
   it('keeps the interactive share for interactive calls: they go while queued work waits', async () => {
-    const budget = replica({ requests: 1_000, input: 1_000_000, output: 1_000_000 }, 2_000);
-    // 33 requests per 2 s window; queued calls may take 26.
-    const queued = Array.from({ length: 40 }, () => budget.take(demand()));
-    expect(await grantedWithin(queued, 500)).toBe(26);
+    // A bucket of 100 requests; queued calls may take 80 of it.
+    const budget = replica({ requests: 100, input: 1_000_000, output: 1_000_000 });
+    const queued = Array.from({ length: 90 }, () => budget.take(demand()));
+    // 80, and the one or two the bucket refilled meanwhile (1.7 a second).
+    const granted = await grantedWithin(queued, 800);
+    expect(granted).toBeGreaterThanOrEqual(80);
+    expect(granted).toBeLessThanOrEqual(82);
     const interactive = Array.from({ length: 5 }, () => budget.take(demand({ priority: 'interactive' })));
     expect(await grantedWithin(interactive, 500)).toBe(5);
   });
 
   it('reserves output at max_tokens and gives back what a call did not use', async () => {
-    // 2,000 output tokens a minute: 100 per 3 s window.
-    const budget = replica({ requests: 1_000, input: 1_000_000, output: 2_000 }, 3_000);
+    // 120 output tokens a minute: a bucket of 120 refilling two a second.
+    const budget = replica({ requests: 1_000, input: 1_000_000, output: 120 });
     const first = await budget.take(demand({ outputTokens: 80, priority: 'interactive' }));
     const second = budget.take(demand({ outputTokens: 80, priority: 'interactive' }));
     expect(await grantedWithin([second], 300)).toBe(0);
     first.settle({ inputTokens: 10, outputTokens: 5 });
-    // 75 tokens come back: the second call fits in the same window.
+    // 75 tokens come back: the second call fits at once, long before the ~20 s the refill alone would take.
     expect(await grantedWithin([second], 500)).toBe(1);
+    expect(await level('output')).toBeLessThan(120 - 80 - 5 + 5);
   });
 
-  it('makes every replica wait out a 429’s retry-after, taken from the shared window rather than ending it', async () => {
-    // 600 requests a minute in windows of 2 s: 20 a window. A retry-after of 1 s owes 10 of them.
+  it('makes every replica wait out a 429’s retry-after, taken from the shared bucket', async () => {
+    // A bucket of 600 requests refilling ten a second. A retry-after of 3 s owes 30 of them.
     const limits = { requests: 600, input: 1_000_000, output: 1_000_000 };
-    const [a, b] = [replica(limits, 2_000), replica(limits, 2_000)];
+    const [a, b] = [replica(limits), replica(limits)];
     await a.take(demand({ priority: 'interactive' }));
-    a.observe(MODEL, 429, new Headers({ 'retry-after': '1' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    // The other replica still has the rest of the window (less what the retry-after owes): the window goes on.
-    const others = Array.from({ length: 9 }, () => b.take(demand({ priority: 'interactive' })));
-    expect(await grantedWithin(others, 500)).toBe(9);
-    const over = b.take(demand({ priority: 'interactive' }));
-    expect(await grantedWithin([over], 500)).toBe(0);
-    // This replica waits the retry-after out itself.
+    a.observe(MODEL, 429, new Headers({ 'retry-after': '3' }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Taken from the bucket every replica reads (not a block that ends and opens a fresh, full one).
+    const after = await level('requests');
+    expect(after).toBeGreaterThan(600 - 1 - 30 - 1);
+    expect(after).toBeLessThan(600 - 1 - 30 + 10);
+    const others = Array.from({ length: 5 }, () => b.take(demand({ priority: 'interactive' })));
+    expect(await grantedWithin(others, 500)).toBe(5);
+    // This replica sends nothing until the retry-after has passed, whatever the bucket holds.
     const local = a.take(demand({ priority: 'interactive' }));
-    expect(await grantedWithin([local], 300)).toBe(0);
-    await Promise.all([over, local]);
-    const { rows } = await pools[0]!.query<{ points: number }>("SELECT points FROM model_budget WHERE key LIKE '%:requests:%'");
-    expect(rows[0]!.points).toBeLessThanOrEqual(20);
+    expect(await grantedWithin([local], 1_500)).toBe(0);
+    expect(await grantedWithin([local], 2_500)).toBe(1);
   });
 
   it('takes the limits the API states in its headers when they differ from the configured ones', async () => {
-    const budget = replica({ requests: 1_000_000, input: 1_000_000, output: 1_000_000 }, 3_000);
+    const budget = replica({ requests: 1_000_000, input: 1_000_000, output: 1_000_000 });
     budget.observe(
       MODEL,
       200,
       new Headers({
-        'anthropic-ratelimit-requests-limit': '100',
+        'anthropic-ratelimit-requests-limit': '10',
         'anthropic-ratelimit-input-tokens-limit': '1000000',
         'anthropic-ratelimit-output-tokens-limit': '1000000',
       }),
     );
-    // 100 a minute: 5 per 3 s window.
-    const takes = Array.from({ length: 8 }, () => budget.take(demand({ priority: 'interactive' })));
-    expect(await grantedWithin(takes, 500)).toBe(5);
+    // 10 a minute: a bucket of 10, as the headers say.
+    const takes = Array.from({ length: 14 }, () => budget.take(demand({ priority: 'interactive' })));
+    expect(await grantedWithin(takes, 600)).toBe(10);
   });
 
   it('lets calls of a model without limits go at once, and a caller that gives up stops waiting', async () => {
-    const budget = replica({ requests: 1, input: 1_000_000, output: 1_000_000 }, 60_000);
+    const budget = replica({ requests: 1, input: 1_000_000, output: 1_000_000 });
     await budget.take(demand({ model: 'claude-sonnet-5-5' }));
     const controller = new AbortController();
     await budget.take(demand({ priority: 'interactive' }));
