@@ -470,7 +470,9 @@ export async function capacity(options: BenchOptions, command: string): Promise<
     maxOutputTokens: options.maxTokens ?? 8_192,
     otherIntervalMs: 1_000 * timeScale,
     otherJobs: options.quick ? 30 : 150,
-    drainTimeoutMs: options.quick ? 300_000 : 900_000,
+    // A's jobs at the output limit: ~2,300 output tokens a job (n = 1–20) against 400,000 a model minute is ~170 a
+    // minute, so 3,000 take ~18 model minutes; twice that, at the time scale.
+    drainTimeoutMs: Math.max(300_000, Math.round(((options.jobs ?? (options.quick ? 300 : 3_000)) / 170) * 2 * 60_000 * timeScale)),
   };
   const machine = describeMachine();
   const started = performance.now();
