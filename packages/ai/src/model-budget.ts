@@ -273,7 +273,7 @@ export function createPostgresModelBudget({
       // The longest any bucket takes to refill what the call needs above its floor.
       const waits = DIMENSIONS.map((dimension) => {
         const limit = modelLimits[PER_MINUTE[dimension]];
-        const missing = amounts[dimension] + floor * limit - Number(levels[dimension]);
+        const missing = amounts[dimension] + floor * limit - levels[dimension];
         return missing > 0 ? (missing / limit) * 60_000 : 0;
       });
       return Math.max(50, Math.ceil(Math.max(...waits)));

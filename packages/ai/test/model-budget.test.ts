@@ -50,9 +50,7 @@ describe('the shared model budget', () => {
   }
 
   const level = async (column: 'requests' | 'input' | 'output') =>
-    Number(
-      (await pools[0]!.query<{ level: number }>(`SELECT ${column} AS level FROM model_allowance WHERE model = $1`, [MODEL])).rows[0]!.level,
-    );
+    (await pools[0]!.query<{ level: number }>(`SELECT ${column} AS level FROM model_allowance WHERE model = $1`, [MODEL])).rows[0]!.level;
 
   const demand = (overrides: Partial<CallDemand> = {}): CallDemand => ({
     model: MODEL,
