@@ -317,7 +317,10 @@ async function measure(settings: Settings): Promise<Outcome> {
       [FLOOD_TENANT, ...OTHER_TENANTS].map((name) => createTenant(system.database.url, pool, client, system.gatewayUrl, name)),
     );
     const [tenantA, ...others] = tenants as [Tenant, ...Tenant[]];
-    const requests = new NewsRequests();
+    // A floods requests of every size (n = 1–20 but 4 and 5); B–E ask what a user asks by default (n = 5, or 4):
+    // disjoint, so no request of B–E is answered by one of A's (news results are shared across tenants).
+    const requests = new NewsRequests((n) => n !== 4 && n !== 5);
+    const usualRequests = new NewsRequests((n) => n === 4 || n === 5);
 
     // Warm-up: the workers join their consumer group, every process's JIT and pools warm; then the idle memory.
     note('warm-up: 12 jobs of tenant B, until finished');
@@ -358,7 +361,7 @@ async function measure(settings: Settings): Promise<Outcome> {
         const wait = started + sent * settings.otherIntervalMs - performance.now();
         if (wait > 0) await delay(wait);
         if (floodDone) break;
-        const body = requests.take();
+        const body = usualRequests.take();
         sends.push(
           submitNewsJob(tenant.gateway, body).then(
             (id) => void outcome.otherIds.push(id),
@@ -503,7 +506,7 @@ function report(settings: Settings, outcome: Outcome): void {
       `fake pace: the defaults (news on ${NEWS_MODEL}); ${REPLICAS} news workers, NEWS_WORKER_CONCURRENCY=${settings.concurrency}, ` +
       `NEWS_WORKER_TENANT_CAP=${settings.tenantCap}; AI_MODEL_LIMITS at the limits ÷ time scale, ` +
       `AI_MODEL_BUDGET_INTERACTIVE_SHARE=${INTERACTIVE_SHARE}, AI_MAX_OUTPUT_TOKENS=${settings.maxOutputTokens}, AI_MAX_RETRIES=1; ` +
-      `tenant A: ${thousands(settings.floodJobs)} jobs; B–E: one job every ${fixed(settings.otherIntervalMs, 0)} ms wall-clock each, ` +
+      `tenant A: ${thousands(settings.floodJobs)} jobs; B–E (news of n = 4–5, the default size; A: n = 1–20 but those): one job every ${fixed(settings.otherIntervalMs, 0)} ms wall-clock each, ` +
       `at most ${settings.otherJobs} each (fewer when A's jobs finish first)`,
   );
   print(

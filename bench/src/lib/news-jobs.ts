@@ -36,9 +36,15 @@ function distinctNewsRequest(index: number): NewsRequestBody {
 export class NewsRequests {
   private next = 0;
 
+  /** `sizes`: only requests whose n it accepts (two instances with disjoint sizes never ask the same request). */
+  constructor(private readonly sizes: (n: number) => boolean = () => true) {}
+
   take(): NewsRequestBody {
-    if (this.next >= DISTINCT_NEWS_REQUESTS) throw new Error(`a run can make at most ${DISTINCT_NEWS_REQUESTS} distinct news requests`);
-    return distinctNewsRequest(this.next++);
+    for (;;) {
+      if (this.next >= DISTINCT_NEWS_REQUESTS) throw new Error(`a run can make at most ${DISTINCT_NEWS_REQUESTS} distinct news requests`);
+      const request = distinctNewsRequest(this.next++);
+      if (this.sizes(request.n)) return request;
+    }
   }
 }
 
