@@ -467,9 +467,10 @@ export async function capacity(options: BenchOptions, command: string): Promise<
     floodJobs: options.jobs ?? (options.quick ? 300 : 3_000),
     timeScale,
     concurrency,
-    // Every slot of every replica may serve tenant A (the default cap, 200, would hold its backlog below what the
-    // allowance sustains); B–E's turn comes from the fair order, not from the cap.
-    tenantCap: concurrency * REPLICAS,
+    // Tenant A may hold all but a quarter of one replica's slots (1,650 of 1,800 at the default 600): more than 500
+    // a worker, while the other tenants find a slot free. With every slot A's (a first run), A's jobs, served after
+    // B–E's at the budget, freed a slot about a second, and B–E waited up to 13 s for one before theirs could cycle.
+    tenantCap: concurrency * REPLICAS - Math.floor(concurrency / 4),
     maxOutputTokens: options.maxTokens ?? 8_192,
     otherIntervalMs: 1_000 * timeScale,
     otherJobs: options.quick ? 30 : 150,
