@@ -82,7 +82,9 @@ interface SubmitRow {
  * The submission of a request without an Idempotency-Key, in one statement (its own transaction): the request's
  * cache key (the tenant's customer tool set for the product decides it: with tools, only the tenant's entry for
  * exactly that set; without, a shared entry or the tenant's own, the newer wins), its freshest cached result unless
- * `bypass`, an identical job of the tenant in flight, or else a new `pending` job and its job.requested event.
+ * `bypass`, an identical job of the tenant in flight, or else (when `$17`, create, allows it) a new `pending` job
+ * and its job.requested event. The event is built only for a miss: submitOnce runs the statement first without one
+ * and creating nothing, and again with it when that found nothing.
  *
  * - A hit is answered with a job of the caller's own, so the job id it returns is pollable by this tenant only: the
  *   tenant's earlier job for the entry is reused, or (the first hit of a tenant) a completed job is created from it
@@ -101,7 +103,7 @@ interface SubmitRow {
  */
 function submitStatement(withEvent: boolean): { name: string; text: string } {
   return {
-    // Prepared once per connection: every submission, hit or miss, is this statement.
+    // Prepared once per connection: a lookup, a claimed job or a miss's second run.
     name: withEvent ? 'job-store-submit' : 'job-store-submit-claimed',
     text: `WITH offered AS (SELECT CASE WHEN $9::boolean THEN customer_tool_set_digest($1::uuid, $2::text) END AS tool_set),
       job_key AS (
@@ -177,26 +179,44 @@ async function submitOnce(db: Queryable, params: SubmitParams): Promise<SubmitOu
     claimed?.workerId ?? null,
     claimed?.leaseMs ?? null,
     claimed ? 1 : 0,
-    params.newWorkRefusal === undefined,
   ];
-  const run = async (event?: PreparedOutboxRow) => {
+  /** The statement; `create` lets it write a new job (with `event`, its job.requested row, unless the job is claimed). */
+  const run = async (create: boolean, event?: PreparedOutboxRow) => {
     const statement = submitStatement(event !== undefined);
     const eventValues = event
       ? [event.topic, event.key, event.eventId, event.eventType, event.envelope, event.headers, event.lockClass]
       : [];
-    const { rows } = await db.query<SubmitRow>({ ...statement, values: [...values, ...eventValues] });
+    const { rows } = await db.query<SubmitRow>({ ...statement, values: [...values, create, ...eventValues] });
     const row = rows[0];
     if (row === undefined) throw new Error('the submission statement returned no row');
     return row;
   };
-  const row = claimed
-    ? await run()
-    : await withOutboxRow(
-        jobRequestTopics[params.jobType],
-        jobId,
-        { job_id: jobId, job_type: params.jobType, tenant_id: params.tenantId, attempt: 1 },
-        (event) => run(event),
-      );
+  const refusal = params.newWorkRefusal;
+  // A job created already claimed has no event: one statement, whatever it finds.
+  if (claimed) {
+    const outcome = outcomeOf(await run(refusal === undefined), params);
+    if (outcome === undefined && refusal !== undefined) throw refusal;
+    return outcome;
+  }
+  // A hit (or a job in flight joined) is answered by the statement without an event: only a miss builds the
+  // job.requested event, and then runs the statement again with it, which looks the request up afresh in its own
+  // snapshot (a result committed in between is served, not run again). Without cache keys nothing can be found.
+  if (keys !== undefined) {
+    const found = outcomeOf(await run(false), params);
+    if (found !== undefined) return found;
+  }
+  if (refusal !== undefined) throw refusal;
+  const row = await withOutboxRow(
+    jobRequestTopics[params.jobType],
+    jobId,
+    { job_id: jobId, job_type: params.jobType, tenant_id: params.tenantId, attempt: 1 },
+    (event) => run(true, event),
+  );
+  return outcomeOf(row, params);
+}
+
+/** What a row of the submission statement says happened, or undefined when nothing did (a miss not yet created). */
+function outcomeOf(row: SubmitRow, params: SubmitParams): SubmitOutcome | undefined {
   const { source_job, result, created_at, expires_at, job_id } = row;
   if (source_job !== null && created_at !== null && expires_at !== null && job_id !== null) {
     const hit: CachedOutcome = { kind: 'cached', jobId: job_id, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at };
@@ -206,7 +226,6 @@ async function submitOnce(db: Queryable, params: SubmitParams): Promise<SubmitOu
   }
   if (row.joined_id !== null && row.joined_status !== null) return { kind: 'joined', jobId: row.joined_id, status: row.joined_status };
   if (row.created_id !== null) return { kind: 'created', jobId: row.created_id, status: 'pending' };
-  if (params.newWorkRefusal !== undefined) throw params.newWorkRefusal;
   return undefined;
 }
 

@@ -88,6 +88,47 @@ describe('submitJob', () => {
     expect(events[0]!.payload).toEqual({ job_id: outcome.jobId, job_type: 'news', tenant_id: tenantA, attempt: 1 });
   });
 
+  /** `pool` with every statement sent through it recorded (name and parameters), to see what a submission sends. */
+  function recording(): { pool: Pool; sent: { name: string | undefined; values: unknown[] }[] } {
+    const sent: { name: string | undefined; values: unknown[] }[] = [];
+    const query = (config: { name?: string; values?: unknown[] }) => {
+      sent.push({ name: config.name, values: config.values ?? [] });
+      return pool.query(config as never) as Promise<unknown>;
+    };
+    const watched = new Proxy(pool, {
+      get: (target, property): unknown => (property === 'query' ? query : (Reflect.get(target, property) as unknown)),
+    });
+    return { pool: watched, sent };
+  }
+
+  async function outboxTotal(): Promise<number> {
+    const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
+    return Number(rows[0]?.n);
+  }
+
+  it('answers a hit in one statement that carries no event and writes no outbox row', async () => {
+    const first = await submitJob(pool, params({ key: 'k-no-event' }));
+    await complete(first.jobId);
+    const before = await outboxTotal();
+    for (const tenantId of [tenantA, tenantB, tenantB]) {
+      const { pool: watched, sent } = recording();
+      expect((await submitJob(watched, params({ key: 'k-no-event', tenantId }))).kind).toBe('cached');
+      expect(sent).toHaveLength(1);
+      // No envelope was built for it: none of the statement's parameters is one.
+      expect(sent[0]!.values.some((value) => typeof value === 'string' && value.includes('"job.requested"'))).toBe(false);
+    }
+    expect(await outboxTotal()).toBe(before);
+  });
+
+  it('builds the event of a miss and sends it with the statement that creates the job', async () => {
+    const { pool: watched, sent } = recording();
+    const outcome = await submitJob(watched, params({ key: 'k-miss-event' }));
+    expect(outcome.kind).toBe('created');
+    const carrying = sent.filter(({ values }) => values.some((value) => typeof value === 'string' && value.includes('"job.requested"')));
+    expect(carrying).toHaveLength(1);
+    expect(await outboxCount(outcome.jobId)).toBe(1);
+  });
+
   it('lets ten identical concurrent requests share one job', async () => {
     const outcomes = await Promise.all(Array.from({ length: 10 }, () => submitJob(pool, params({ key: 'k-burst' }))));
     const ids = new Set(outcomes.map((outcome) => outcome.jobId));
