@@ -1,6 +1,6 @@
 // Per-account rate limits: what is counted, the defaults, and the overrides a tenant may carry. The gateway
 // enforces them (services/gateway/src/rate-limit); the key store validates and stores a tenant's overrides.
-import { CHAT_STREAMS_PER_KEY, CHAT_TURNS_PER_MINUTE, RATE_LIMITS_PER_MINUTE } from '@fin/contracts';
+import { CHAT_STREAMS_PER_ACCOUNT, CHAT_TURNS_PER_MINUTE, RATE_LIMITS_PER_MINUTE } from '@fin/contracts';
 
 /**
  * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
@@ -41,7 +41,7 @@ export function accountLimit(product: LimitedProduct, overrides: Readonly<Record
 }
 
 /** Concurrent chat requests per account (spec: 10 concurrent streams). A tenant override under `chat` replaces it. */
-export const DEFAULT_CHAT_CONCURRENCY = CHAT_STREAMS_PER_KEY;
+export const DEFAULT_CHAT_CONCURRENCY = CHAT_STREAMS_PER_ACCOUNT;
 
 /**
  * The override naming an account's daily token budget: model tokens (all input, cache writes and reads included,

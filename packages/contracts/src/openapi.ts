@@ -6,7 +6,7 @@ import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
 import { WebhookEvent } from './webhooks';
 import {
   API_ROUTE_LIST,
-  CHAT_STREAMS_PER_KEY,
+  CHAT_STREAMS_PER_ACCOUNT,
   CHAT_TURNS_PER_MINUTE,
   SSE_NOTE,
   type ApiResponse,
@@ -148,7 +148,7 @@ function errorResponse(route: ApiRoute, type: ErrorType, cache: Map<string, ZodO
   const response: ZodOpenApiResponseObject = {
     id,
     description: tooManyStreams
-      ? `Already ${CHAT_STREAMS_PER_KEY} chat requests in flight for this account (its API keys together), or its ${CHAT_TURNS_PER_MINUTE} chat requests of the minute used (that answer also carries the X-RateLimit-* headers).`
+      ? `Already ${CHAT_STREAMS_PER_ACCOUNT} chat requests in flight for this account (its API keys together), or its ${CHAT_TURNS_PER_MINUTE} chat requests of the minute used (that answer also carries the X-RateLimit-* headers).`
       : ERROR_DESCRIPTIONS[type],
     headers,
     content: { 'application/json': { schema: ErrorBody } },

@@ -49,7 +49,7 @@ export type ApiScope = (typeof API_SCOPES)[number];
  */
 export const RATE_LIMITS_PER_MINUTE = { news: 100, 'stock-report': 20, analysis: 20 } as const;
 /** Concurrent chat requests per account (the spec's "10 concurrent streams"). */
-export const CHAT_STREAMS_PER_KEY = 10;
+export const CHAT_STREAMS_PER_ACCOUNT = 10;
 /** Chat requests (POST /api/chat, GET /api/chat/stream) per account and minute: ours, beside the spec's 10 streams. */
 export const CHAT_TURNS_PER_MINUTE = 60;
 /** Completed exchanges (a user message and its reply) of a conversation the model sees: the spec's "about 10". */
@@ -104,7 +104,7 @@ export interface ApiRoute extends RouteEntry {
   readonly description: string;
   /**
    * per_minute: counted per account and minute, with X-RateLimit-* headers and 429 beyond the limit;
-   * concurrent_streams: at most CHAT_STREAMS_PER_KEY requests in flight per account, 429 beyond, and counted per
+   * concurrent_streams: at most CHAT_STREAMS_PER_ACCOUNT requests in flight per account, 429 beyond, and counted per
    * account and minute too (CHAT_TURNS_PER_MINUTE, with X-RateLimit-* headers);
    * null: not limited.
    */
@@ -233,7 +233,7 @@ export const API_ROUTES = keyedById({
     path: '/api/chat',
     tag: 'Chat',
     summary: 'Chat',
-    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream: node_start (research, answer), tool_start and tool_end (market_data, the tenant's customer tools), token, then done with the conversation id; every event carries an \`id:\` for re-attaching with GET /api/chat/stream and Last-Event-ID, and a \`: keep-alive\` comment keeps a quiet stream open. With stream false a single JSON body. conversation_id null starts a conversation; the model sees its last completed exchanges, at most ${CHAT_CONTEXT_PAIRS} (past that the oldest are left out ${CHAT_CONTEXT_PAIRS / 2} at a time). A message for a conversation whose reply is still being written is refused with 409; another tenant's conversation is 404. At most ${CHAT_STREAMS_PER_KEY} chat requests in flight and ${CHAT_TURNS_PER_MINUTE} chat requests per minute per account (all of its API keys together); a reply whose client left keeps its slot for a few seconds while it stops. ${SSE_NOTE}`,
+    description: `One user turn of a research conversation. With stream true (the default) the reply is an SSE stream: node_start (research, answer), tool_start and tool_end (market_data, the tenant's customer tools), token, then done with the conversation id; every event carries an \`id:\` for re-attaching with GET /api/chat/stream and Last-Event-ID, and a \`: keep-alive\` comment keeps a quiet stream open. With stream false a single JSON body. conversation_id null starts a conversation; the model sees its last completed exchanges, at most ${CHAT_CONTEXT_PAIRS} (past that the oldest are left out ${CHAT_CONTEXT_PAIRS / 2} at a time). A message for a conversation whose reply is still being written is refused with 409; another tenant's conversation is 404. At most ${CHAT_STREAMS_PER_ACCOUNT} chat requests in flight and ${CHAT_TURNS_PER_MINUTE} chat requests per minute per account (all of its API keys together); a reply whose client left keeps its slot for a few seconds while it stops. ${SSE_NOTE}`,
     scope: 'chat',
     limit: 'concurrent_streams',
     request: { body: ChatRequest },
@@ -251,7 +251,7 @@ export const API_ROUTES = keyedById({
     path: '/api/chat/stream',
     tag: 'Chat',
     summary: 'Chat stream (EventSource)',
-    description: `The chat stream for clients that can only GET, such as browsers' EventSource. With \`message\` it sends a user turn (continuing conversation_id, or starting a conversation without it) and streams the reply exactly as POST /api/chat does. With the Last-Event-ID header it re-attaches to the reply that event belongs to: the events after it are replayed, then the reply is followed live while it is still being written; a finished reply is replayed from storage, ending with its done or error event (\`message\` is then ignored, so a reconnecting EventSource never sends a turn twice). With conversation_id alone it streams the conversation's latest reply from its start. 204 when nothing is left to send, which stops EventSource from reconnecting. Counts towards the account's ${CHAT_STREAMS_PER_KEY} concurrent chat requests and ${CHAT_TURNS_PER_MINUTE} chat requests per minute. ${SSE_NOTE}`,
+    description: `The chat stream for clients that can only GET, such as browsers' EventSource. With \`message\` it sends a user turn (continuing conversation_id, or starting a conversation without it) and streams the reply exactly as POST /api/chat does. With the Last-Event-ID header it re-attaches to the reply that event belongs to: the events after it are replayed, then the reply is followed live while it is still being written; a finished reply is replayed from storage, ending with its done or error event (\`message\` is then ignored, so a reconnecting EventSource never sends a turn twice). With conversation_id alone it streams the conversation's latest reply from its start. 204 when nothing is left to send, which stops EventSource from reconnecting. Counts towards the account's ${CHAT_STREAMS_PER_ACCOUNT} concurrent chat requests and ${CHAT_TURNS_PER_MINUTE} chat requests per minute. ${SSE_NOTE}`,
     scope: 'chat',
     limit: 'concurrent_streams',
     request: { query: ChatStreamQuery, headers: ChatStreamHeaders },

@@ -63,7 +63,7 @@ export async function recordCall(
   return toRecord(row);
 }
 
-export const MAX_CALLS_LISTED = 200;
+const MAX_CALLS_LISTED = 200;
 
 /** A tool's most recent calls, newest first (the caller has already checked the tool is the tenant's). */
 export async function listCalls(pool: Pool, tenantId: string, toolId: string, limit = 50): Promise<CallRecord[]> {

@@ -2,32 +2,11 @@
 // scoped, header secrets sealed with AES-256-GCM), JSON Schema checks, the SSRF-safe executor, the call audit,
 // and the runtime that hands a tenant's tools to the AI engine. See docs/customer-tools.md.
 export { bareAddress, isAllowedAddress, isLoopbackHost, type AddressPolicy } from './address';
-export { MAX_CALLS_LISTED, listCalls, recordCall, type CallOrigin, type CallRecord } from './audit';
-export {
-  createCustomerToolsFromConfig,
-  customerToolsConfigShape,
-  keyringFromConfig,
-  webhookTargetPolicy,
-  type CustomerToolsConfig,
-} from './config';
-export {
-  DEFAULT_MAX_RESPONSE_BYTES,
-  createToolExecutor,
-  type CallOutcome,
-  type CallResult,
-  type ExecutorOptions,
-  type ToolExecutor,
-  type ToolRequest,
-} from './executor';
-export { compileInputSchema, inputSchemaProblems, type InputValidator } from './input-schema';
-export {
-  DEFAULT_MODEL_RESULT_BYTES,
-  createCustomerToolRuntime,
-  type CustomerToolRuntime,
-  type CustomerToolRuntimeOptions,
-  type LoadContext,
-  type TestCallOutcome,
-} from './runtime';
+export { listCalls, type CallRecord } from './audit';
+export { createCustomerToolsFromConfig, customerToolsConfigShape, keyringFromConfig, webhookTargetPolicy } from './config';
+export { createToolExecutor, type CallResult, type ToolExecutor, type ToolRequest } from './executor';
+export { compileInputSchema, inputSchemaProblems } from './input-schema';
+export { createCustomerToolRuntime, type CustomerToolRuntime } from './runtime';
 export { SecretsError, createKeyring, parseEncryptionKey, type EncryptionKey, type Keyring, type SealContext } from './secrets';
 export {
   CustomerToolError,
@@ -37,5 +16,4 @@ export {
   toApiTool,
   type StoredTool,
   type ToolStore,
-  type ToolStoreOptions,
 } from './store';

@@ -14,7 +14,7 @@ import { compileInputSchema, type InputValidator } from './input-schema';
 import { openHeaders, sealedBytes, type Keyring } from './secrets';
 
 /** Largest tool result handed to the model; longer responses are cut with a note (the wire cap is separate). */
-export const DEFAULT_MODEL_RESULT_BYTES = 32 * 1024;
+const DEFAULT_MODEL_RESULT_BYTES = 32 * 1024;
 /** The engine's own per-tool deadline is this much later than the tool's, so the executor's fires first and is audited. */
 const ENGINE_DEADLINE_GRACE_MS = 2_000;
 const ERROR_BODY_EXCERPT_BYTES = 2_048;

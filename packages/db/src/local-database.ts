@@ -40,7 +40,7 @@ export function repositoryRoot(from: string = __dirname): string | undefined {
 }
 
 /** DATA_DIR, else <checkout>/.data; undefined outside a checkout. */
-export function localDataDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
+function localDataDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env.DATA_DIR) return path.resolve(env.DATA_DIR);
   const root = repositoryRoot();
   return root === undefined ? undefined : path.join(root, '.data');

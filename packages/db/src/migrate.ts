@@ -19,7 +19,7 @@ export function knownMigrations(): string[] {
     .sort();
 }
 
-export class DatabaseNewerError extends Error {
+class DatabaseNewerError extends Error {
   constructor(readonly unknown: string[]) {
     super(
       `The database has migrations this build does not know (${unknown.join(', ')}): it was migrated by a newer version. Refusing to run.`,

@@ -2,7 +2,6 @@
 // Messages API's wire format, its request helpers and the sample market dataset are offline mode's own
 // (@fin/offline), re-exported here so that a test finds everything it scripts with in one place.
 export {
-  API_ERROR_STATUS,
   briefText,
   countTokens,
   lastUserText,
@@ -15,41 +14,19 @@ export {
   toolNames,
   toolResults,
   toolUse,
-  type ApiErrorType,
   type ContentScript,
-  type FinnhubMetrics,
-  type FinnhubNewsItem,
-  type FinnhubProfile,
-  type FinnhubQuote,
-  type FinnhubSeriesPoint,
   type MessagesRequestBody,
   type RequestContentBlock,
   type RequestMessage,
-  type SampleMarketData,
-  type SampleSymbolData,
-  type StopReason,
-  type ToolResultView,
-  type UsageOverride,
-  type WebSearchCitation,
-  type WebSearchErrorCode,
-  type WebSearchResult,
 } from '@fin/offline';
 export { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from './anthropic/server';
 export { citation, errorReply, hangingReply, jsonReply, message, textReply, toolUseReply, webSearch } from './anthropic/replies';
 export {
-  type ErrorReply,
   type Faults,
   type HandlerContext,
   type MessageReply,
   type RecordedRequest,
   type Reply,
   type ReplyHandler,
-  type ScriptedReply,
 } from './anthropic/types';
-export {
-  startFakeFinnhub,
-  type FakeFinnhub,
-  type FakeFinnhubOptions,
-  type FinnhubFault,
-  type FinnhubRecordedRequest,
-} from './finnhub/server';
+export { startFakeFinnhub, type FakeFinnhub } from './finnhub/server';

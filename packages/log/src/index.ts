@@ -15,7 +15,6 @@ export {
   runInScope,
   runInSpan,
   traceHeaders,
-  type SpanScope,
   type TraceContext,
 } from './trace';
 
@@ -30,7 +29,7 @@ export interface AccessLogPolicy {
   slowMs: number;
 }
 
-export const DEFAULT_ACCESS_LOG_POLICY: AccessLogPolicy = Object.freeze({ sampleRate: 1, slowMs: 1_000 });
+const DEFAULT_ACCESS_LOG_POLICY: AccessLogPolicy = Object.freeze({ sampleRate: 1, slowMs: 1_000 });
 
 export interface LogOptions {
   service: string;
@@ -54,9 +53,9 @@ export function logOptionsOf(settings: LogSettings): Pick<LogOptions, 'level' | 
 }
 
 /** Lines are written once this many bytes are waiting (or at the latest STDOUT_FLUSH_MS after the first). */
-export const STDOUT_BUFFER_BYTES = 16 * 1024;
+const STDOUT_BUFFER_BYTES = 16 * 1024;
 /** The longest a line waits in the buffer in a quiet process. */
-export const STDOUT_FLUSH_MS = 250;
+const STDOUT_FLUSH_MS = 250;
 
 let stdout: pino.DestinationStream | undefined;
 
@@ -70,7 +69,7 @@ let stdout: pino.DestinationStream | undefined;
  * end of the event loop and on an uncaught exception. Only a SIGKILL (or a crash of Node itself) can lose the
  * last STDOUT_FLUSH_MS of lines.
  */
-export function standardOutput(): pino.DestinationStream {
+function standardOutput(): pino.DestinationStream {
   return (stdout ??= pino.destination({
     dest: 1,
     sync: false,

@@ -22,8 +22,7 @@ export {
   registry,
   sseStreamsOpen,
   webhookAttempts,
-  type PoolStats,
 } from './catalog';
-export { refreshEvery, type Refresher } from './refresh';
+export { refreshEvery } from './refresh';
 export { clearNotLive, livenessProblems, notLive, reportNotLive } from './liveness';
 export { metricsConfigShape, startMetricsServer, type MetricsServer } from './server';

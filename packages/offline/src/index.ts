@@ -4,22 +4,14 @@
 // and neither on the other at run time.
 export { OFFLINE_NOTICE, offlineAnalyst, textSentiment } from './analyst';
 export { messagesApiFetch, type MessagesApiOptions } from './fetch';
-export { apiId, opaque } from './ids';
-export { briefText, lastUserText, outputSchema, systemText, toolNames, toolResults, type ToolResultView } from './request';
+export { apiId } from './ids';
+export { briefText, lastUserText, outputSchema, systemText, toolNames, toolResults } from './request';
 export { text, toolUse } from './turns';
 export { checkHeaders, checkMessagesBody, parseBody, requestApiKey, type Rejection } from './validation';
-export { API_MODELS, apiModel, checkModelRules, minimumCacheableTokens, type ApiModelRules } from './model-rules';
-export { checkThinkingBlocks } from './thinking';
-export { canonicalModel, createPacer, DEFAULT_MODEL_PACE, eventSchedule, type ModelPace, type PaceOptions, type Pacer } from './pace';
-export {
-  createRateLimiter,
-  type Admission,
-  type ModelLimits,
-  type RateLimiter,
-  type RateLimitOptions,
-  type RequestCost,
-} from './rate-limits';
-export { PromptCache, promptTokens, type BilledInput, type CacheTtl, type PromptCacheOptions } from './prompt-cache';
+export { API_MODELS, apiModel, minimumCacheableTokens } from './model-rules';
+export { canonicalModel, createPacer, DEFAULT_MODEL_PACE, eventSchedule, type PaceOptions } from './pace';
+export { createRateLimiter, type RateLimitOptions } from './rate-limits';
+export { PromptCache, type BilledInput } from './prompt-cache';
 export { countTokens, WEB_SEARCH_RESULT_TOKENS } from './tokens';
 export {
   errorBody,
@@ -37,29 +29,14 @@ export {
   type AssistantReply,
   type ContentScript,
   type MessagesRequestBody,
-  type ModelCallContext,
-  type ModelRequest,
   type RequestContentBlock,
   type RequestMessage,
   type ServerToolUseScript,
   type StandInModel,
-  type StopReason,
-  type TextScript,
-  type ThinkingScript,
-  type ToolUseScript,
-  type UsageOverride,
   type WebSearchCitation,
   type WebSearchErrorCode,
   type WebSearchResult,
   type WebSearchToolResultScript,
 } from './wire-types';
 export { SAMPLE_MARKET_DATA } from './sample-data';
-export {
-  type FinnhubMetrics,
-  type FinnhubNewsItem,
-  type FinnhubProfile,
-  type FinnhubQuote,
-  type FinnhubSeriesPoint,
-  type SampleMarketData,
-  type SampleSymbolData,
-} from './sample-data-types';
+export { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type SampleSymbolData } from './sample-data-types';

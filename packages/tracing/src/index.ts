@@ -1,5 +1,5 @@
-export { tracingConfigShape, type TracingConfig } from './config';
-export { startTracing, type Tracing } from './sdk';
+export { tracingConfigShape } from './config';
+export { startTracing } from './sdk';
 export {
   FIN_ATTRIBUTES,
   SpanKind,

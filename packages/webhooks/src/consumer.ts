@@ -6,7 +6,7 @@ import { jobsEventsTopic, OBSERVER_BATCHING, type EventBus, type JobEventsTopic,
 import type { Logger } from '@fin/log';
 import { queueJobEvent } from './queue';
 
-export const WEBHOOKS_CONSUMER_GROUP = 'webhooks';
+const WEBHOOKS_CONSUMER_GROUP = 'webhooks';
 
 export interface WebhookConsumerOptions {
   bus: Pick<EventBus, 'subscribe'>;

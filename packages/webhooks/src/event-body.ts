@@ -3,7 +3,7 @@
 import { JobUsage, jobUrls, type JobType, type WebhookEvent } from '@fin/contracts';
 
 /** A result larger than this (as JSON) is left out of the body: the receiver reads result_url instead. */
-export const MAX_INLINE_RESULT_BYTES = 64 * 1024;
+const MAX_INLINE_RESULT_BYTES = 64 * 1024;
 
 export interface TerminalJob {
   jobId: string;

@@ -26,7 +26,7 @@ import { newSigningSecret } from './signing';
 import { unreachableTargetReason } from './target';
 
 /** How long a rotated-out secret keeps signing beside the new one. */
-export const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;
+const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;
 /** How long a delivery is retried before it fails. */
 export const DEFAULT_RETRY_WINDOW_MS = 24 * 3600_000;
 /** Why an endpoint is disabled when its account disabled it (the dispatcher gives its own reason). */
