@@ -43,8 +43,8 @@ const NEWS_LIMIT = 1_000_000;
 const DIRECT_SIGNATURE_VALIDITY_MS = 30_000;
 const TARGET_P50_ADDED_MS = 1;
 const TARGET_THROUGHPUT_RATIO = 0.5;
-/** The gateway's own CPU per request it proxies, at saturation (issue 28). */
-const TARGET_GATEWAY_CPU_US = 150;
+/** The gateway's own CPU per request it proxies, at saturation (issue 36). */
+const TARGET_GATEWAY_CPU_US = 120;
 /** Connections of the third load level (after 1 and --connections). */
 const CROWD_CONNECTIONS = 50;
 

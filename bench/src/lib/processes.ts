@@ -159,8 +159,8 @@ export interface NodeProcess {
   readonly name: string;
   readonly pid: number;
   readonly child: ChildProcess;
-  /** The last few KB the process wrote, for the error message when it fails. */
-  output(): string;
+  /** The last `bytes` the process wrote (a few KB by default), for the error message when it fails. */
+  output(bytes?: number): string;
   /** Sends `signal` (SIGTERM), then SIGKILL if it has not exited after `graceMs`. Resolves once it has exited. */
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
@@ -218,7 +218,7 @@ export function startNodeProcess({
     name,
     pid,
     child,
-    output: () => tailOf(file, OUTPUT_TAIL) + spawnError,
+    output: (bytes = OUTPUT_TAIL) => tailOf(file, bytes) + spawnError,
     async stop(signal = 'SIGTERM', graceMs = 15_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill(signal);
@@ -243,6 +243,24 @@ export function startService(name: string, dir: string, env: Record<string, stri
     nodeFlags: (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== ''),
     inheritEnv: false,
   });
+}
+
+/**
+ * The base URL a process prints once it listens (`pattern`'s first group), for a process started on port 0: the
+ * kernel picks a free port as it binds, so nothing else on the machine (a developer's `npm start` on 8080 and
+ * 9090) can collide with it, nor take it between a probe and the bind.
+ */
+export async function listeningUrl(proc: NodeProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const found = pattern.exec(proc.output(1024 * 1024))?.[1];
+    if (found !== undefined) return found;
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+      throw new Error(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it listened:\n${proc.output()}`);
+    }
+    await delay(100);
+  }
+  throw new Error(`${proc.name} printed no address matching ${String(pattern)} within ${timeoutMs} ms:\n${proc.output()}`);
 }
 
 /** Waits until `url` answers 200, failing early when the process exits and after `timeoutMs`. */
