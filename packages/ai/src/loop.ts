@@ -5,6 +5,7 @@ import type {
   ContentBlockParam,
   JSONOutputFormat,
   Message,
+  MessageCreateParams,
   MessageCreateParamsNonStreaming,
   MessageParam,
   OutputConfig,
@@ -23,6 +24,7 @@ import { AiError, toAiError, withSpentUsage } from './errors';
 import { MessageAssembler } from './message-events';
 import { UNLIMITED_MODEL_BUDGET, type BudgetGrant, type CallPriority, type ModelBudget } from './model-budget';
 import type { RequestSettings } from './model-settings';
+import { constantPart, encodeRequestBody } from './request-body';
 import { MessageEventReader } from './sse-events';
 import { toolInputSchema, type ToolDefinition } from './tools';
 import { addUsage, NO_USAGE, noteCallsBefore, totalInputTokens, usageOfMessage, type Usage } from './usage';
@@ -154,13 +156,31 @@ function withUntrustedDataRule(system: string): string {
   return full;
 }
 
-/** What the API is told about a tool, made once per tool (the SDK keeps it with every open stream's request). */
+/** The system parameter of each shared prompt with its breakpoint, by the breakpoint's lifetime (systemParam). */
+const systemBlocks = new Map<string, Partial<Record<'5m' | '1h', TextBlockParam[]>>>();
+
+/** What the API is told about a tool, made once per tool definition (the SDK keeps it with every open stream's request). */
 const apiToolCache = new WeakMap<ToolDefinition, ToolUnion>();
+/**
+ * The same, by what it says: a tool defined afresh per run (market_data, bound to the run's lookup) is told to the
+ * API as the same constant part every time. By input schema, then name and description.
+ */
+const apiToolsBySchema = new WeakMap<object, Map<string, ToolUnion>>();
 
 function apiToolOf(tool: ToolDefinition): ToolUnion {
   let apiTool = apiToolCache.get(tool);
   if (apiTool === undefined) {
-    apiTool = { name: tool.name, description: tool.description, input_schema: toolInputSchema(tool) as { type: 'object' } };
+    let described = apiToolsBySchema.get(tool.input);
+    if (described === undefined) {
+      described = new Map();
+      apiToolsBySchema.set(tool.input, described);
+    }
+    const key = `${tool.name}\n${tool.description}`;
+    apiTool = described.get(key);
+    if (apiTool === undefined) {
+      apiTool = constantPart({ name: tool.name, description: tool.description, input_schema: toolInputSchema(tool) as { type: 'object' } });
+      described.set(key, apiTool);
+    }
     apiToolCache.set(tool, apiTool);
   }
   return apiTool;
@@ -235,7 +255,7 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
     const writeTail = promptCache ? (promptCache.run?.nextCallWrites() ?? true) : false;
     const body: MessageCreateParamsNonStreaming = {
       model,
-      system: systemParam(withUntrustedDataRule(system), systemCache),
+      system: systemParam(system, systemCache),
       messages: promptCache ? withBreakpoints(messages, { readPrevious: previousWroteTail, writeTail }) : messages,
       max_tokens: maxOutputTokens,
       ...(thinking ? { thinking } : {}),
@@ -300,9 +320,23 @@ async function toolLoop(params: LoopParams, spend: (usage: Usage) => Usage): Pro
   }
 }
 
-/** The system prompt as one block with a breakpoint: the tools and the system prompt are the shared prefix. */
-function systemParam(text: string, cacheControl: CacheControlEphemeral | undefined): string | TextBlockParam[] {
-  return cacheControl ? [{ type: 'text', text, cache_control: cacheControl }] : text;
+/**
+ * The system parameter: the prompt with the untrusted-data rule, as one block with a breakpoint when cached (the
+ * tools and the system prompt are the shared prefix). A shared prompt's block is made once per prompt and
+ * breakpoint, a constant part of every request that sends it (request-body.ts); bounded as the prompts are.
+ */
+function systemParam(system: string, cacheControl: CacheControlEphemeral | undefined): string | TextBlockParam[] {
+  const text = withUntrustedDataRule(system);
+  if (!cacheControl) return text;
+  const ttl = cacheControl.ttl ?? '5m';
+  const shared = system.length <= MAX_SHARED_SYSTEM_PROMPT_LENGTH ? systemBlocks.get(system) : undefined;
+  const cached = shared?.[ttl];
+  if (cached !== undefined) return cached;
+  const blocks: TextBlockParam[] = [{ type: 'text', text, cache_control: cacheControl }];
+  if (system.length > MAX_SHARED_SYSTEM_PROMPT_LENGTH) return blocks;
+  if (shared === undefined && systemBlocks.size >= MAX_SHARED_SYSTEM_PROMPTS) systemBlocks.clear();
+  systemBlocks.set(system, { ...shared, [ttl]: constantPart(blocks) });
+  return blocks;
 }
 
 /** `message` with a breakpoint on its last block (a string content becomes the one text block it stands for). */
@@ -445,7 +479,8 @@ async function streamMessage(
     // MessageStream, or even its Stream of raw events, would be held with all it keeps for as long as the round
     // streams, and a chat reply's round can stream for minutes. Retries, timeouts and the mapping of an error
     // answer stay the SDK's: asResponse() resolves only with a successful response. Every attempt is counted.
-    const response = await client.messages.create({ ...body, stream: true }, { signal, middleware: attempts.middleware }).asResponse();
+    const params = { ...body, stream: true } as const;
+    const response = await client.messages.create(params, { signal, middleware: attempts.middleware, ...encoded(params) }).asResponse();
     if (response.body === null) throw new AiError('upstream', 'The model API answered a streamed request without a body.');
     const reader = new MessageEventReader(response.headers);
     const onStreamEvent = (event: RawMessageStreamEvent) => {
@@ -483,7 +518,7 @@ async function createMessage(
 ): Promise<Message> {
   let message: Message;
   try {
-    message = await client.messages.create(body, { signal, middleware: attempts.middleware });
+    message = await client.messages.create(body, { signal, middleware: attempts.middleware, ...encoded(body) });
   } catch (error) {
     const failure =
       signal?.aborted === true ? new AiError('aborted', 'The request to the model was aborted.', { cause: error }) : toAiError(error);
@@ -501,6 +536,14 @@ async function createMessage(
     }
   }
   return message;
+}
+
+/**
+ * The request options that send `params` as encoded here (request-body.ts: the constant parts copied, not encoded
+ * again) instead of by the SDK; the SDK still reads `params` for everything else (timeout, headers).
+ */
+function encoded(params: MessageCreateParams): { body: Uint8Array; headers: Record<string, string> } {
+  return { body: encodeRequestBody(params), headers: { 'content-type': 'application/json' } };
 }
 
 /** Tokens as the API bills them, for fin_model_tokens_total (the job records its own totals too). */

@@ -3,6 +3,7 @@ import type { JSONOutputFormat, MessageParam } from '@anthropic-ai/sdk/resources
 import { type z } from 'zod';
 import { AiError, withSpentUsage } from './errors';
 import { runToolLoop, type LoopParams, type LoopResult, type Usage } from './loop';
+import { constantPart } from './request-body';
 import { addUsage } from './usage';
 
 export interface StructuredParams<S extends z.ZodType> extends Omit<LoopParams, 'outputFormat'> {
@@ -30,10 +31,21 @@ export interface StructuredResult<T> {
   loop: LoopResult;
 }
 
-/** The JSON Schema (in the API's strict subset) that constrains the answer to `schema`. */
+/** Converted once per schema: a product's schema is the same for every job, and so is its output format. */
+const outputFormats = new WeakMap<z.ZodType, JSONOutputFormat>();
+
+/**
+ * The JSON Schema (in the API's strict subset) that constrains the answer to `schema`: shared, and a constant part
+ * of every request that sends it (request-body.ts), so it is never modified.
+ */
 export function outputFormatFor(schema: z.ZodType): JSONOutputFormat {
-  const { type, schema: jsonSchema } = zodOutputFormat(schema);
-  return { type, schema: jsonSchema };
+  let format = outputFormats.get(schema);
+  if (format === undefined) {
+    const { type, schema: jsonSchema } = zodOutputFormat(schema);
+    format = constantPart({ type, schema: jsonSchema });
+    outputFormats.set(schema, format);
+  }
+  return format;
 }
 
 type Check<T> = { ok: true; value: T } | { ok: false; problems: string };
