@@ -9,7 +9,6 @@
 import { loadConfig } from '@fin/config';
 import { createPool } from '@fin/db';
 import { createLogger } from '@fin/log';
-import type { RequestHandler } from 'express';
 import type * as App from '../../../services/gateway/src/app';
 import type * as Auth from '../../../services/gateway/src/auth';
 import type * as Config from '../../../services/gateway/src/config';
@@ -25,10 +24,8 @@ const { gatewayConfigShape } = compiledModule(gateway, 'config') as typeof Confi
 const { createServicePools } = compiledModule(gateway, 'proxy/service-pools') as typeof ServicePools;
 const { httpUpstream } = compiledModule(gateway, 'upstream') as typeof UpstreamModule;
 
-const passThrough: RequestHandler = (_req, _res, next) => next();
-
 const noRateLimits: RateLimits = {
-  forProduct: () => passThrough,
+  admit: () => Promise.resolve(undefined),
   acquireChatSlot: () => Promise.resolve(() => Promise.resolve()),
   close: () => Promise.resolve(),
 };

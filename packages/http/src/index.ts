@@ -48,7 +48,17 @@ export {
   type ServedService,
   type ServiceUnit,
 } from './handlers';
-export { route, routeHandler, toExpressPath, type RouteContext, type RouteHandler, type RouteInput, type RouteOptions } from './route';
+export {
+  route,
+  routeCall,
+  routeHandler,
+  toExpressPath,
+  type RouteCall,
+  type RouteContext,
+  type RouteHandler,
+  type RouteInput,
+  type RouteOptions,
+} from './route';
 export {
   DEFAULT_MAX_REMEMBERED_NONCES,
   DEFAULT_MAX_SKEW_MS,

@@ -6,8 +6,8 @@ import { formatZodError, prototypeKeyIssues, type RouteEntry } from '@fin/contra
 import type { Logger } from '@fin/log';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
-import { badRequest } from './errors';
-import { identityOf, callerOf, type Caller } from './identity';
+import { AppError, badRequest } from './errors';
+import { GATEWAY_ONLY_DETAIL, identityOf, type Caller } from './identity';
 import { currentRequest, type RequestContext } from './request-context';
 
 type InputPart = 'params' | 'query' | 'body' | 'headers';
@@ -101,38 +101,54 @@ function validateHeaders(schema: z.ZodObject | undefined, req: Request, failed: 
   return undefined;
 }
 
-/** The caller of a keyed route (401 without one); on an anonymous route, the caller if any. */
-function callerFor(entry: RouteEntry, res: Response): Caller | null {
-  return entry.scope === null ? identityOf(res).caller : callerOf(res);
+/**
+ * A route's handler called with its caller as an argument: how the gateway calls a unit of its own process, having
+ * authenticated the caller itself (no identity to sign or verify). Rejects with what the error translator answers.
+ */
+export type RouteCall = (caller: Caller | null, req: Request, res: Response) => Promise<void>;
+
+/**
+ * `handler` for `entry`, called with its caller: input checked against the entry's schemas, the result sent as JSON.
+ * A keyed route (scope not null) without a caller is refused with 401.
+ */
+export function routeCall<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RouteCall {
+  const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
+  return async (caller, req, res) => {
+    // Before anything can answer: an error answer of such a route is no-store too, which costs nothing.
+    if (entry.secretInAnswer === true) res.set('Cache-Control', 'no-store');
+    const failed: Failed = {};
+    const params = validate(paramsSchema, req.params, failed);
+    // express parses the query string when it is first read: not at all for a route without a query schema.
+    const query = querySchema === undefined ? undefined : validate(querySchema, req.query, failed);
+    // Prototype keys are refused before any schema copies the body (a copy drops them or changes its prototype).
+    const prototypeKeys = prototypeKeyIssues(req.body);
+    if (prototypeKeys.length > 0) throw badRequest(formatZodError(new z.ZodError(prototypeKeys)));
+    const body = validate(bodySchema, req.body, failed);
+    const headers = validateHeaders(headersSchema, req, failed);
+    if (failed.issues !== undefined) throw badRequest(formatZodError(new z.ZodError(failed.issues)));
+    if (caller === null && entry.scope !== null) throw new AppError('unauthorized', GATEWAY_ONLY_DETAIL);
+
+    const input = { params, query, body, headers, caller } as RouteInput<R>;
+    const result: unknown = await handler(input, new HandlerContext(req, res, currentRequest()));
+    if (result !== undefined && !res.headersSent) res.json(result);
+  };
 }
 
 /**
- * The express handler that runs `handler` for `entry`: input checked against the entry's schemas, the caller
- * from the identity verified (or, in one process, vouched for by the gateway) before it, the result sent as JSON.
+ * The express handler that runs `handler` for `entry` behind verifyIdentity: the caller is the identity verified
+ * before it (401 on a keyed route for an anonymous one), then as routeCall.
  */
 export function routeHandler<R extends RouteEntry>(entry: R, handler: RouteHandler<R>): RequestHandler {
-  const { params: paramsSchema, query: querySchema, body: bodySchema, headers: headersSchema } = entry.request ?? {};
-  return async (req, res, next) => {
-    // Before anything can answer: an error answer of such a route is no-store too, which costs nothing.
-    if (entry.secretInAnswer === true) res.set('Cache-Control', 'no-store');
+  const call = routeCall(entry, handler);
+  return (req, res, next) => {
+    let caller: Caller | null;
     try {
-      const failed: Failed = {};
-      const params = validate(paramsSchema, req.params, failed);
-      // express parses the query string when it is first read: not at all for a route without a query schema.
-      const query = querySchema === undefined ? undefined : validate(querySchema, req.query, failed);
-      // Prototype keys are refused before any schema copies the body (a copy drops them or changes its prototype).
-      const prototypeKeys = prototypeKeyIssues(req.body);
-      if (prototypeKeys.length > 0) throw badRequest(formatZodError(new z.ZodError(prototypeKeys)));
-      const body = validate(bodySchema, req.body, failed);
-      const headers = validateHeaders(headersSchema, req, failed);
-      if (failed.issues !== undefined) throw badRequest(formatZodError(new z.ZodError(failed.issues)));
-
-      const input = { params, query, body, headers, caller: callerFor(entry, res) } as RouteInput<R>;
-      const result: unknown = await handler(input, new HandlerContext(req, res, currentRequest()));
-      if (result !== undefined && !res.headersSent) res.json(result);
+      caller = identityOf(res).caller;
     } catch (error) {
       next(error);
+      return;
     }
+    call(caller, req, res).catch(next);
   };
 }
 

@@ -3,7 +3,7 @@ import { createServiceApp, type Lifecycle } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type express from 'express';
 import type { RequestHandler } from 'express';
-import { authenticate, checkScope, endStreamOnRevocation, holdChatSlot } from './access';
+import { admission } from './access';
 import type { Authenticator } from './auth/types';
 import { bodyDeadline, untrustedForwardingHeaders } from './connection-guards';
 import { DOCS_ASSETS_PATH, docsHandlers } from './openapi/docs';
@@ -31,7 +31,8 @@ export interface GatewayDeps {
 
 /**
  * The gateway's HTTP application. Pure: it never listens, so tests hand it to supertest. Every API route goes
- * through: request id → API key → scope → rate limit (or chat slot) → the upstream (body, then the service).
+ * through: request id → admission (API key → scope → rate limit and budget → chat slot), which yields the caller →
+ * the upstream, called with it (body, then the service).
  */
 export function createApp(deps: GatewayDeps): express.Express {
   const { logger, authenticator, rateLimits, upstream, readiness, lifecycle } = deps;
@@ -46,20 +47,21 @@ export function createApp(deps: GatewayDeps): express.Express {
     getApiDocs: docs.page,
   };
 
-  const handlersFor = (route: GatewayRoute): RequestHandler[] => {
-    const { target } = route;
-    if (target.kind === 'local') {
+  const handlerFor = (route: GatewayRoute): RequestHandler => {
+    if (route.target.kind === 'local') {
       const handler = localHandlers[route.id];
       if (handler === undefined) throw new Error(`no local handler for route ${route.id}`);
-      return [handler];
+      return handler;
     }
-    const handlers: RequestHandler[] = [authenticate(authenticator, deps.trustedProxyHops), checkScope(route)];
-    if (target.limit !== null) handlers.push(rateLimits.forProduct(target.limit));
-    if (route.limit === 'concurrent_streams') handlers.push(holdChatSlot(rateLimits, logger));
-    if (Object.values(route.responses).some((response) => response.events !== undefined))
-      handlers.push(endStreamOnRevocation(authenticator));
-    handlers.push(...upstream.answer(route));
-    return handlers;
+    const admit = admission(route, { authenticator, rateLimits, logger, trustedProxyHops: deps.trustedProxyHops });
+    return async (req, res, next) => {
+      try {
+        const caller = await admit(req, res);
+        if (caller !== undefined) await upstream.call(route, caller, req, res);
+      } catch (error) {
+        next(error);
+      }
+    };
   };
 
   return createServiceApp({
@@ -74,13 +76,13 @@ export function createApp(deps: GatewayDeps): express.Express {
         untrustedForwardingHeaders(deps.trustedProxyHops ?? 0),
         bodyDeadline({ timeoutMs: deps.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS, logger }),
       );
-      const register: Record<HttpMethod, (path: string, handlers: RequestHandler[]) => void> = {
-        get: (path, handlers) => app.get(path, ...handlers),
-        post: (path, handlers) => app.post(path, ...handlers),
-        put: (path, handlers) => app.put(path, ...handlers),
-        delete: (path, handlers) => app.delete(path, ...handlers),
+      const register: Record<HttpMethod, (path: string, handler: RequestHandler) => void> = {
+        get: (path, handler) => app.get(path, handler),
+        post: (path, handler) => app.post(path, handler),
+        put: (path, handler) => app.put(path, handler),
+        delete: (path, handler) => app.delete(path, handler),
       };
-      for (const route of GATEWAY_ROUTES) register[route.method](route.expressPath, handlersFor(route));
+      for (const route of GATEWAY_ROUTES) register[route.method](route.expressPath, handlerFor(route));
       // The docs page's scripts: not part of the API, so not in the document.
       app.get(DOCS_ASSETS_PATH, docs.assets);
       for (const { prefix, upstream: service } of PASS_THROUGH_PREFIXES) app.use(prefix, ...upstream.pages(prefix, service));

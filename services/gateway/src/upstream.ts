@@ -6,19 +6,33 @@
 //   caller it authenticated: no socket, no second HTTP parse, no signature, no second request context.
 // Either way the handler runs with input parsed by the contract's schemas, and streams are written to the
 // gateway's own response (back-pressure, client disconnects and revocation as the response has them).
-import { JSON_TYPES, badRequest, requestIdOf, requireJsonContentType, tableEntries, vouchFor, type ServiceUnit } from '@fin/http';
+import { API_ROUTES, type ApiRouteId } from '@fin/contracts';
+import {
+  JSON_TYPES,
+  badRequest,
+  requestIdOf,
+  requireJsonContentType,
+  routeCall,
+  vouchFor,
+  type Caller,
+  type RouteCall,
+  type RouteHandler,
+  type ServiceUnit,
+} from '@fin/http';
 import type { Logger } from '@fin/log';
-import express, { type RequestHandler } from 'express';
-import { callerFrom } from './access';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { readBody } from './proxy/body';
-import { forwardTo, signingKeysFor, type ProxyOptions } from './proxy/forward';
+import { forward, signingKeysFor, type ProxyOptions } from './proxy/forward';
 import { forwardedForThisHop } from './proxy/headers';
 import { closeServicePools, type ServicePools } from './proxy/service-pools';
 import type { GatewayRoute, UpstreamName } from './routes';
 
 export interface Upstream {
-  /** What answers `route` once its caller is known (after key, scope and limit). */
-  answer(route: GatewayRoute): RequestHandler[];
+  /**
+   * Answers a request of `route` for `caller`, whom the gateway authenticated (its key, scope and limits passed):
+   * reads the body and calls the service. Rejects with the error to answer when no answer was begun.
+   */
+  call(route: GatewayRoute, caller: Caller, req: Request, res: Response): Promise<void>;
   /** What answers the pages under a prefix reached without an API key (the portal's web portal). */
   pages(prefix: string, service: UpstreamName): RequestHandler[];
   /** After the requests have drained. */
@@ -35,6 +49,21 @@ export interface UpstreamLimits {
 }
 
 export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
+
+/** Runs express middleware (a body parser) as a step of its own: resolves when it passes, rejects with its error. */
+function step(handler: RequestHandler, req: Request, res: Response): Promise<void> {
+  return new Promise((resolve, reject) => {
+    void handler(req, res, (error?: unknown) => {
+      if (error === undefined) resolve();
+      else reject(error instanceof Error ? error : new Error('a request step failed', { cause: error }));
+    });
+  });
+}
+
+/** Runs the middleware in order: the first error rejects and the rest do not run. */
+async function steps(handlers: readonly RequestHandler[], req: Request, res: Response): Promise<void> {
+  for (const handler of handlers) await step(handler, req, res);
+}
 
 /**
  * A path segment "." or ".." (also percent-encoded) could make a router resolve a page path outside its prefix;
@@ -71,15 +100,19 @@ export function httpUpstream({ pools, signingSecret, logger, limits: given }: Ht
     responseTimeoutMs: limits.responseTimeoutMs,
     idleTimeoutMs: limits.idleTimeoutMs,
   };
+  const body = readBody({ limit: limits.maxBodyBytes, json: true });
   return {
-    answer: (route) => {
+    call: async (route, caller, req, res) => {
       if (route.target.kind !== 'proxy') throw new Error(`route ${route.id} is not answered by a service`);
-      return [...readBody({ limit: limits.maxBodyBytes, json: true }), forwardTo(pools[route.target.upstream], proxy, callerFrom)];
+      await steps(body, req, res);
+      await forward(pools[route.target.upstream], proxy, caller, req, res);
     },
     pages: (_prefix, service) => [
       refuseDotSegments,
       ...readBody({ limit: limits.maxBodyBytes, json: false }),
-      forwardTo(pools[service], proxy, () => null),
+      (req, res, next) => {
+        forward(pools[service], proxy, null, req, res).catch(next);
+      },
     ],
     close: () => closeServicePools(pools),
   };
@@ -99,21 +132,20 @@ export interface InProcessUpstreamOptions {
 export function inProcessUpstream({ units, limits }: InProcessUpstreamOptions): Upstream {
   const maxBodyBytes = limits?.maxBodyBytes ?? DEFAULT_UPSTREAM_LIMITS.maxBodyBytes;
   const body = [requireJsonContentType(), express.json({ limit: maxBodyBytes, type: JSON_TYPES, strict: true })];
-  const handlers = new Map(
-    (Object.keys(units) as UpstreamName[]).flatMap((name) =>
-      tableEntries(units[name].handlers).map(({ id, handler }) => [id, handler] as const),
+  const calls = new Map<ApiRouteId, RouteCall>(
+    Object.values(units).flatMap(({ handlers }) =>
+      (Object.keys(handlers) as ApiRouteId[]).map((id) => {
+        const entry = API_ROUTES[id];
+        return [id, routeCall(entry, handlers[id] as RouteHandler<typeof entry>)] as const;
+      }),
     ),
   );
-  /** The caller the gateway authenticated, where a handler looks for the identity a service verified. */
-  const vouch: RequestHandler = (_req, res, next) => {
-    vouchFor(res, { requestId: requestIdOf(res) ?? '', caller: callerFrom(res) });
-    next();
-  };
   return {
-    answer: (route) => {
-      const handler = handlers.get(route.id);
-      if (handler === undefined) throw new Error(`no unit of this process handles route ${route.id}`);
-      return [...body, vouch, handler];
+    call: async (route, caller, req, res) => {
+      const call = calls.get(route.id);
+      if (call === undefined) throw new Error(`no unit of this process handles route ${route.id}`);
+      await steps(body, req, res);
+      await call(caller, req, res);
     },
     pages: (_prefix, service) => {
       const pages = units[service].pages;

@@ -21,17 +21,14 @@ function principal(limitOverrides: Record<string, number> = {}, tenantId: string
   return { tenantId, tenantName: 'acme', keyId: randomUUID(), scopes: ['news'], limitOverrides };
 }
 
-/** A tiny gateway: the principal comes from a test header lookup, then the limiter, then a 200. */
+/** A tiny gateway: the principal comes from a test header lookup, then the limiter admits it, then a 200. */
 function appFor(limits: PostgresRateLimits, principals: Map<string, Principal>): express.Express {
   const app = express();
-  app.use((req, res, next) => {
-    const who = principals.get(req.header('x-test-key') ?? '');
-    if (who) res.locals.principal = who;
-    next();
-  });
   for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'] as LimitedProduct[]) {
-    app.get(`/${product}`, limits.forProduct(product), (_req, res) => {
-      res.json({ ok: true });
+    app.get(`/${product}`, (req, res, next) => {
+      const who = principals.get(req.header('x-test-key') ?? '');
+      if (who === undefined) throw new Error('no principal for this x-test-key');
+      limits.admit(product, who, req, res).then(() => res.json({ ok: true }), next);
     });
   }
   const errors: ErrorRequestHandler = (error, _req, res, _next) => {

@@ -1,17 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorBody } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
-import { toAppError, tokenBudgetRefusal } from '@fin/http';
+import { toAppError, tokenBudgetRefusal, type SpentBudget } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
-import express, { type ErrorRequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import request from 'supertest';
 import type { Principal } from '../src/auth/types';
 import { createRateLimits, type PostgresRateLimits } from '../src/rate-limit/rate-limits';
-import { spentBudgetOf } from '../src/rate-limit/token-budget';
-import type { LimitedProduct } from '../src/rate-limit/types';
+import type { LimitedProduct, RateLimits } from '../src/rate-limit/types';
 
 const logger = createLogger({ service: 'token-budget-test', level: 'silent' });
+
+/** The spent budget a request was admitted with, kept for the test's handler (the gateway passes it in the caller). */
+const SPENT = new WeakMap<Response, SpentBudget>();
+
+/** `limits` admitting `who`'s requests of `product`, as the gateway's admission runs it. */
+function admitting(limits: RateLimits, product: LimitedProduct, who: Principal): RequestHandler {
+  return (req, res, next) => {
+    limits.admit(product, who, req, res).then((spent) => {
+      if (spent !== undefined) SPENT.set(res, spent);
+      next();
+    }, next);
+  };
+}
+
+const spentBudgetOf = (res: Response): SpentBudget | undefined => SPENT.get(res);
 /** What the tests' news requests reserve. */
 const ESTIMATE = 1_000;
 
@@ -62,12 +76,8 @@ describe('the daily token budget', () => {
     });
     instances.push(limits);
     const app = express();
-    app.use((_req, res, next) => {
-      res.locals.principal = who;
-      next();
-    });
     for (const product of ['news', 'analysis', 'chat-turns', 'jobs'] as LimitedProduct[]) {
-      app.all(`/${product}`, limits.forProduct(product), async (_req, res) => {
+      app.all(`/${product}`, admitting(limits, product, who), async (_req, res) => {
         const spent = spentBudgetOf(res);
         if (spent !== undefined) throw tokenBudgetRefusal(spent);
         if (answer) await answer(res);
@@ -113,12 +123,8 @@ describe('the daily token budget', () => {
     instances.push(limits);
     const seen: Record<string, unknown> = {};
     const app = express();
-    app.use((_req, res, next) => {
-      res.locals.principal = who;
-      next();
-    });
     for (const product of ['news', 'analysis', 'chat-turns'] as LimitedProduct[]) {
-      app.all(`/${product}`, limits.forProduct(product), (_req, res) => {
+      app.all(`/${product}`, admitting(limits, product, who), (_req, res) => {
         seen[product] = spentBudgetOf(res);
         res.json({ answered: true });
       });
@@ -149,11 +155,7 @@ describe('the daily token budget', () => {
     instances.push(under);
     const fresh = await account(0, 0, { 'daily-tokens': 1_000_000 });
     const plain = express();
-    plain.use((_req, res, next) => {
-      res.locals.principal = fresh;
-      next();
-    });
-    plain.post('/news', under.forProduct('news'), (_req, res) => {
+    plain.post('/news', admitting(under, 'news', fresh), (_req, res) => {
       res.json({ spent: spentBudgetOf(res) ?? null });
     });
     expect((await request(plain).post('/news').expect(200)).body).toEqual({ spent: null });

@@ -9,7 +9,7 @@ import { formatSse } from '@fin/contracts';
 import { identityKey, loggerOf, requestIdOf, signIdentity, trackEventStream, type Caller, type IdentityKey } from '@fin/http';
 import { currentTrace, runInSpan, type Logger } from '@fin/log';
 import { endSpan, SpanKind, startSpan, type LiveSpan } from '@fin/tracing';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { bodyOf } from './body';
 import { isPassableErrorBody, midStreamFailure, normalisedError, upstreamFailure } from './errors';
@@ -54,71 +54,74 @@ function isEventStream(response: Dispatcher.ResponseData): boolean {
 }
 
 /**
- * The handler that forwards to `upstream`. `caller` gives the identity to sign (null: forwarded without an
- * API key, e.g. the portal's pages).
+ * Forwards the request to `upstream` with `who`'s identity signed (null: forwarded without an API key, e.g. the
+ * portal's pages) and relays the answer. Rejects with the error to answer when the service could not be reached or
+ * failed before its answer began.
  */
-export function forwardTo(upstream: ServicePool, options: ProxyOptions, caller: (res: Response) => Caller | null): RequestHandler {
-  return async (req, res, next) => {
-    const who = caller(res);
-    // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
-    const browserPage = upstream.name === 'portal' && who === null;
+export async function forward(
+  upstream: ServicePool,
+  options: ProxyOptions,
+  who: Caller | null,
+  req: Request,
+  res: Response,
+): Promise<void> {
+  // The portal's web pages, forwarded without an API key: a browser session of the portal's own.
+  const browserPage = upstream.name === 'portal' && who === null;
 
-    // The client going away (closing an event stream, a timeout of its own) aborts the work upstream.
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort(new ClientGoneError());
-    });
+  // The client going away (closing an event stream, a timeout of its own) aborts the work upstream.
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(new ClientGoneError());
+  });
 
-    // With traces exported, the hop is a CLIENT span of the request's trace, and the service's span its child.
-    const hop = startHopSpan(upstream, req, res);
-    let response: Dispatcher.ResponseData;
-    try {
-      const forward = () => send(req, res, upstream, options, who, browserPage, controller.signal);
-      response = await (hop === undefined ? forward() : runInSpan(hop.context, forward));
-      hop?.span.setAttribute('http.response.status_code', response.statusCode);
-    } catch (error) {
-      hop?.span.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
-      if (controller.signal.aborted) {
-        log(res, options, upstream).info('the client left before the service answered; request aborted');
-        return;
-      }
-      next(upstreamFailure(upstream, error, options.responseTimeoutMs));
+  // With traces exported, the hop is a CLIENT span of the request's trace, and the service's span its child.
+  const hop = startHopSpan(upstream, req, res);
+  let response: Dispatcher.ResponseData;
+  try {
+    const request = () => send(req, res, upstream, options, who, browserPage, controller.signal);
+    response = await (hop === undefined ? request() : runInSpan(hop.context, request));
+    hop?.span.setAttribute('http.response.status_code', response.statusCode);
+  } catch (error) {
+    hop?.span.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
+    if (controller.signal.aborted) {
+      log(res, options, upstream).info('the client left before the service answered; request aborted');
       return;
     }
+    throw upstreamFailure(upstream, error, options.responseTimeoutMs);
+  }
 
-    const { statusCode, body } = response;
-    try {
-      if (isEventStream(response)) {
-        // The body went upstream; an event stream may stay open for minutes and need not keep it.
-        req.body = undefined;
-        await relayEventStream(response, res, controller.signal, upstream, options);
-        return;
-      }
-      if (statusCode >= 400) {
-        await relayError(response, res, upstream, options, browserPage);
-        return;
-      }
-      res.statusCode = statusCode;
-      setResponseHeaders(res, response.headers);
-      const length = Number(response.headers['content-length']);
-      if (Number.isInteger(length) && length <= WHOLE_BODY_BYTES) {
-        // A small answer of known length goes out whole: status line, headers and body in one write.
-        res.end(await readDeclared(body, length, options.idleTimeoutMs));
-        return;
-      }
-      await copyBody(body, res, controller.signal, options.idleTimeoutMs);
-      res.end();
-    } catch (error) {
-      body.destroy();
-      if (controller.signal.aborted) {
-        log(res, options, upstream).info('the client left during the response; request aborted');
-        return;
-      }
-      log(res, options, upstream).error({ err: error, status: statusCode }, 'the service failed during its response');
-      if (res.headersSent) res.destroy();
-      else next(upstreamFailure(upstream, error, options.responseTimeoutMs));
+  const { statusCode, body } = response;
+  try {
+    if (isEventStream(response)) {
+      // The body went upstream; an event stream may stay open for minutes and need not keep it.
+      req.body = undefined;
+      await relayEventStream(response, res, controller.signal, upstream, options);
+      return;
     }
-  };
+    if (statusCode >= 400) {
+      await relayError(response, res, upstream, options, browserPage);
+      return;
+    }
+    res.statusCode = statusCode;
+    setResponseHeaders(res, response.headers);
+    const length = Number(response.headers['content-length']);
+    if (Number.isInteger(length) && length <= WHOLE_BODY_BYTES) {
+      // A small answer of known length goes out whole: status line, headers and body in one write.
+      res.end(await readDeclared(body, length, options.idleTimeoutMs));
+      return;
+    }
+    await copyBody(body, res, controller.signal, options.idleTimeoutMs);
+    res.end();
+  } catch (error) {
+    body.destroy();
+    if (controller.signal.aborted) {
+      log(res, options, upstream).info('the client left during the response; request aborted');
+      return;
+    }
+    log(res, options, upstream).error({ err: error, status: statusCode }, 'the service failed during its response');
+    if (res.headersSent) res.destroy();
+    else throw upstreamFailure(upstream, error, options.responseTimeoutMs);
+  }
 }
 
 /** The proxy hop's span, ended when the client's response is done (or the client has gone). */

@@ -1,13 +1,13 @@
 import { DEFAULT_CHAT_CONCURRENCY, DEFAULT_LIMITS } from '@fin/api-keys';
 import type { Pool } from '@fin/db';
-import { tooManyRequests, type AppError } from '@fin/http';
+import { tooManyRequests, type AppError, type SpentBudget } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import type { Principal } from '../auth/types';
 import { createChatSlots } from './chat-slots';
 import { DEFAULT_SYNC_MS, FailOpenBreaker, PostgresRateLimitStore } from './postgres-store';
-import { createTokenBudget, type SpendingProduct } from './token-budget';
+import { createTokenBudget, type BudgetAdmission, type SpendingProduct } from './token-budget';
 import type { LimitedProduct, RateLimits } from './types';
 
 export interface RateLimitsOptions {
@@ -79,12 +79,6 @@ const DETACH_MARGIN_MS = 1_000;
 // Handed by express-rate-limit's handler to our own `next`, which turns it into the 429 with its headers.
 const LIMITED = Symbol('rate limited');
 
-function principalOf(res: Response): Principal {
-  const principal = res.locals.principal as Principal | undefined;
-  if (!principal) throw new Error('rate limiting needs res.locals.principal: mount it after authentication');
-  return principal;
-}
-
 function headersFor(info: RateLimitInfo): Record<string, string> {
   const headers: Record<string, string> = {
     'X-RateLimit-Limit': String(info.limit),
@@ -103,6 +97,14 @@ function limitExceeded(product: LimitedProduct, info: RateLimitInfo, headers: Re
     retryAfter,
     headers,
   );
+}
+
+/** Counts one request of `principal` on a product: the spent daily budget it goes on with, if any (RateLimits.admit). */
+type Admission = (principal: Principal, req: Request, res: Response) => Promise<SpentBudget | undefined>;
+
+/** What the limiter passed on as an error (express-rate-limit passes the errors it caught, which are Errors). */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error('the rate limiter failed', { cause: error });
 }
 
 /** The counter of an account: every key of the tenant counts against it. */
@@ -154,7 +156,15 @@ export function createRateLimits({
     heartbeatMs: chatHeartbeatMs,
     detachedHoldMs: chatDetachGraceMs + DETACH_MARGIN_MS,
   });
-  const middlewares = new Map<LimitedProduct, RequestHandler>();
+  const admissions = new Map<LimitedProduct, Admission>();
+  // express-rate-limit asks its `limit` and `keyGenerator` about a request with the request and response alone: the
+  // principal being counted is looked up here, set for the length of its count.
+  const counting = new WeakMap<Response, Principal>();
+  const principalOf = (res: Response): Principal => {
+    const principal = counting.get(res);
+    if (principal === undefined) throw new Error('express-rate-limit asked about a request outside its count');
+    return principal;
+  };
   const stores: PostgresRateLimitStore[] = [];
 
   let lastLoggedAt = 0;
@@ -173,7 +183,7 @@ export function createRateLimits({
     warn: (error: unknown, message?: string) => logger.warn({ err: error }, message ?? 'express-rate-limit warning'),
   };
 
-  const build = (product: LimitedProduct): RequestHandler => {
+  const build = (product: LimitedProduct): Admission => {
     const property = `rateLimit:${product}`;
     const store = new PostgresRateLimitStore(pool, `${product}:`, windowMs, breaker, storeTimeoutMs, syncMs);
     stores.push(store);
@@ -195,24 +205,35 @@ export function createRateLimits({
       handler: (_req, _res, next) => next(LIMITED),
       logger: storeLogger,
     });
-    const limited: RequestHandler = (req, res, next) => {
-      void limiter(req, res, (error?: unknown) => {
-        const info = (req as unknown as Record<string, RateLimitInfo | undefined>)[property];
-        if (!info) {
-          // Not counted: the store failed (fail open) or the limiter threw.
-          next(error);
-          return;
-        }
-        const headers = headersFor(info);
-        if (!res.headersSent) res.set(headers);
-        next(error === LIMITED ? limitExceeded(product, info, headers) : error);
+    const count = (principal: Principal, req: Request, res: Response): Promise<void> =>
+      new Promise((resolve, reject) => {
+        counting.set(res, principal);
+        void limiter(req, res, (error?: unknown) => {
+          counting.delete(res);
+          const info = (req as unknown as Record<string, RateLimitInfo | undefined>)[property];
+          if (!info) {
+            // Not counted: the store failed (fail open) or the limiter threw.
+            if (error === undefined) resolve();
+            else reject(asError(error));
+            return;
+          }
+          const headers = headersFor(info);
+          if (!res.headersSent) res.set(headers);
+          if (error === undefined) resolve();
+          else reject(error === LIMITED ? limitExceeded(product, info, headers) : asError(error));
+        });
       });
-    };
     const spending = SPENDING[product];
-    if (spending === undefined) return limited;
-    const reserve = budget.forProduct(spending);
-    return (req, res, next) => {
-      reserve(req, res, (error?: unknown) => (error === undefined ? limited(req, res, next) : next(error)));
+    if (spending === undefined)
+      return async (principal, req, res) => {
+        await count(principal, req, res);
+        return undefined;
+      };
+    const reserve: BudgetAdmission = budget.forProduct(spending);
+    return async (principal, req, res) => {
+      const spent = await reserve(principal, req, res);
+      await count(principal, req, res);
+      return spent;
     };
   };
 
@@ -229,13 +250,13 @@ export function createRateLimits({
 
   return {
     limits,
-    forProduct(product) {
-      let middleware = middlewares.get(product);
-      if (!middleware) {
-        middleware = build(product);
-        middlewares.set(product, middleware);
+    admit(product, principal, req, res) {
+      let admission = admissions.get(product);
+      if (!admission) {
+        admission = build(product);
+        admissions.set(product, admission);
       }
-      return middleware;
+      return admission(principal, req, res);
     },
     acquireChatSlot: (principal) => chat.acquire(principal),
     sweep,

@@ -10,7 +10,7 @@ import { DAILY_TOKEN_BUDGET_LIMIT } from '@fin/api-keys';
 import type { Pool } from '@fin/db';
 import { nextUtcMidnight, tokenBudgetRefusal, type SpentBudget } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Principal } from '../auth/types';
 
 /** The products whose requests start model work, as usage_daily names them. */
@@ -50,9 +50,15 @@ export interface TokenBudgetOptions {
   refusalCacheMs?: number;
 }
 
+/**
+ * Admits one request of `principal` (429 for a chat turn past the budget); resolves to the account's spent budget
+ * when the request goes on past it, to be answered only from what exists (see overBudget), else to undefined.
+ */
+export type BudgetAdmission = (principal: Principal, req: Request, res: Response) => Promise<SpentBudget | undefined>;
+
 export interface TokenBudget {
-  /** The middleware of one product's requests. */
-  forProduct(product: SpendingProduct): RequestHandler;
+  /** The admission of one product's requests. */
+  forProduct(product: SpendingProduct): BudgetAdmission;
   /** Releases the reservations kept for chat replies whose clients left, and waits for every statement in flight. */
   close(): Promise<void>;
 }
@@ -79,12 +85,11 @@ function jobOf(res: Response): string | undefined {
   return typeof location === 'string' ? JOB_LOCATION.exec(location)?.[1] : undefined;
 }
 
-/** Where the spent budget of a request is kept for the upstream to tell the service (callerFrom in access.ts). */
-const SPENT = 'tokenBudgetSpent';
-
-/** The account's spent budget, when this request was let through to be answered only from what exists. */
-export function spentBudgetOf(res: Response): SpentBudget | undefined {
-  return res.locals[SPENT] as SpentBudget | undefined;
+/** What token_budget_reserve answers: whether the request was admitted, and the account's day so far. */
+interface ReserveRow {
+  reserved: boolean;
+  used: string;
+  held: string;
 }
 
 function spentBudget(budget: number, used: number, held: number): SpentBudget {
@@ -94,20 +99,16 @@ function spentBudget(budget: number, used: number, held: number): SpentBudget {
 /**
  * A request past the budget. A chat turn always starts model work: refused here. A news, stock-report or analysis
  * request may be answered by what exists (a cache hit, an identical job in flight, a replayed Idempotency-Key),
- * which spends nothing: it goes on, with the spent budget in the caller's signed identity, and its service answers
- * it from what exists or refuses it with the same 429 (tokenBudgetRefusal).
+ * which spends nothing: it goes on, with the spent budget in the caller's identity, and its service answers it from
+ * what exists or refuses it with the same 429 (tokenBudgetRefusal).
  */
-function overBudget(product: SpendingProduct, res: Response, spent: SpentBudget, next: NextFunction): void {
-  if (product === 'chat') {
-    next(tokenBudgetRefusal(spent));
-    return;
-  }
-  res.locals[SPENT] = spent;
-  next();
+function overBudget(product: SpendingProduct, spent: SpentBudget): SpentBudget {
+  if (product === 'chat') throw tokenBudgetRefusal(spent);
+  return spent;
 }
 
 /**
- * The daily token budget's middleware per product. For an account under a budget (the tenant's `daily-tokens`
+ * The daily token budget's admission per product. For an account under a budget (the tenant's `daily-tokens`
  * override, else `defaultBudget`; with neither, a request passes without a query), one statement
  * (token_budget_reserve) admits the request while what the account used today and what its live reservations hold
  * stay below the budget, and reserves the product's estimate; otherwise the request is over budget (overBudget: a
@@ -189,48 +190,39 @@ export function createTokenBudget({
     } else track(release(id));
   };
 
-  const forProduct = (product: SpendingProduct): RequestHandler => {
+  const forProduct = (product: SpendingProduct): BudgetAdmission => {
     const estimate = estimateOf(product);
-    return (req, res, next) => {
-      const principal = res.locals.principal as Principal | undefined;
-      const budget = principal?.limitOverrides[DAILY_TOKEN_BUDGET_LIMIT] ?? defaultBudget;
-      if (principal === undefined || budget === undefined || !startsModelWork(product, req)) {
-        next();
-        return;
-      }
+    return async (principal, req, res) => {
+      const budget = principal.limitOverrides[DAILY_TOKEN_BUDGET_LIMIT] ?? defaultBudget;
+      if (budget === undefined || !startsModelWork(product, req)) return undefined;
       const { tenantId } = principal;
       const cached = refused.get(tenantId);
       if (cached !== undefined && Date.now() - cached.at < refusalCacheMs && cached.budget === budget) {
-        overBudget(product, res, spentBudget(budget, cached.used, cached.held), next);
-        return;
+        return overBudget(product, spentBudget(budget, cached.used, cached.held));
       }
       const id = randomUUID();
-      pool
-        .query<{ reserved: boolean; used: string; held: string }>({
+      let row: ReserveRow | undefined;
+      try {
+        const { rows } = await pool.query<ReserveRow>({
           name: 'gateway-token-budget-reserve',
           text: 'SELECT reserved, used::text, held::text FROM token_budget_reserve($1, $2, $3, $4, $5, $6)',
           values: [tenantId, budget, estimate, id, product, reservationTtlMs],
-        })
-        .then(
-          ({ rows }) => {
-            const row = rows[0];
-            if (row !== undefined && !row.reserved) {
-              const used = Number(row.used);
-              const holding = Number(row.held);
-              if (refused.size > 10_000) refused.clear();
-              refused.set(tenantId, { at: Date.now(), budget, used, held: holding });
-              overBudget(product, res, spentBudget(budget, used, holding), next);
-              return;
-            }
-            refused.delete(tenantId);
-            res.once('close', () => settle(id, product, res));
-            next();
-          },
-          (error: unknown) => {
-            warn(error, 'could not reserve from the daily token budget (failing open: requests pass)');
-            next();
-          },
-        );
+        });
+        row = rows[0];
+      } catch (error) {
+        warn(error, 'could not reserve from the daily token budget (failing open: requests pass)');
+        return undefined;
+      }
+      if (row !== undefined && !row.reserved) {
+        const used = Number(row.used);
+        const holding = Number(row.held);
+        if (refused.size > 10_000) refused.clear();
+        refused.set(tenantId, { at: Date.now(), budget, used, held: holding });
+        return overBudget(product, spentBudget(budget, used, holding));
+      }
+      refused.delete(tenantId);
+      res.once('close', () => settle(id, product, res));
+      return undefined;
     };
   };
 

@@ -1,6 +1,7 @@
 // The contract between the gateway's HTTP layer (app.ts, routing) and rate limiting.
 import type { LimitedProduct } from '@fin/api-keys';
-import type { RequestHandler } from 'express';
+import type { SpentBudget } from '@fin/http';
+import type { Request, Response } from 'express';
 import type { Principal } from '../auth/types';
 
 // What is counted per account and minute, and the defaults, belong to the key store with the tenants' overrides.
@@ -8,11 +9,13 @@ export { type LimitedProduct } from '@fin/api-keys';
 
 export interface RateLimits {
   /**
-   * Express middleware counting one hit for `res.locals.principal` (a Principal) on `product`. Sets
-   * X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix seconds) on every response it
-   * passes; over the limit it calls next() with an AppError 429 carrying those headers and Retry-After.
+   * Counts one request of `principal`'s account on `product` (and, for a product that starts model work, admits it
+   * to the account's daily token budget). Sets X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix
+   * seconds) on `res`; over the limit it rejects with an AppError 429 carrying those headers and Retry-After.
+   * Resolves to the account's spent daily budget when the request goes on past it, to be answered only from what
+   * exists (the service is told, in the caller), else to undefined.
    */
-  forProduct(product: LimitedProduct): RequestHandler;
+  admit(product: LimitedProduct, principal: Principal, req: Request, res: Response): Promise<SpentBudget | undefined>;
   /**
    * Takes one of the principal's account's concurrent chat slots (10 per tenant across all its keys and all
    * replicas) and returns its release function. Throws AppError 429 when all are taken. A slot whose holder

@@ -15,7 +15,7 @@ import {
   type InternalIdentity,
 } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type Response } from 'express';
 import { createApp } from '../../src/app';
 import type { Authenticator, Principal, Scope } from '../../src/auth/types';
 import { createServicePools, destroyServicePools, type ServicePools } from '../../src/proxy/service-pools';
@@ -99,22 +99,16 @@ class TestRateLimits implements RateLimits {
   readonly held = new Map<string, number>();
   readonly slotEvents: string[] = [];
 
-  forProduct(product: LimitedProduct): RequestHandler {
-    return (_req, res, next) => {
-      const caller = res.locals.principal as Principal;
-      this.hits.push({ product, keyId: caller.keyId });
-      const headers = {
-        'X-RateLimit-Limit': '100',
-        'X-RateLimit-Remaining': this.exhausted.has(product) ? '0' : '99',
-        'X-RateLimit-Reset': '1767225660',
-      };
-      res.set(headers);
-      if (this.exhausted.has(product)) {
-        next(tooManyRequests(`Rate limit exceeded: 100 ${product} requests per minute.`, 42, headers));
-        return;
-      }
-      next();
+  async admit(product: LimitedProduct, caller: Principal, _req: Request, res: Response): Promise<undefined> {
+    this.hits.push({ product, keyId: caller.keyId });
+    const headers = {
+      'X-RateLimit-Limit': '100',
+      'X-RateLimit-Remaining': this.exhausted.has(product) ? '0' : '99',
+      'X-RateLimit-Reset': '1767225660',
     };
+    res.set(headers);
+    if (this.exhausted.has(product)) throw tooManyRequests(`Rate limit exceeded: 100 ${product} requests per minute.`, 42, headers);
+    return undefined;
   }
 
   async acquireChatSlot(caller: Principal): Promise<ReleaseChatSlot> {
