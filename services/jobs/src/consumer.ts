@@ -29,7 +29,9 @@ export interface JobEventObserverOptions {
 /**
  * Observes job state events. The state itself is written by the runner holding the job's lease (job-store), in
  * the same transaction as the event, so nothing here applies anything: the consumer logs each event and hands it
- * to `onEvent`, and the bus counts it (fin_events_handled_total{group="jobs-service"}). Thin on purpose.
+ * to `onEvent`, and the bus counts it (fin_events_handled_total{group="jobs-service"}). Thin on purpose. Without
+ * an `onEvent` it joins no group at all: every event would cost its group a fetch and a decode for a debug line,
+ * while the readers of job state (the event streams, webhooks, the status endpoint) have their own way to it.
  */
 export function startJobEventObserver({
   bus,
@@ -38,6 +40,7 @@ export function startJobEventObserver({
   groupId = JOBS_CONSUMER,
   onEvent,
 }: JobEventObserverOptions): Promise<Subscription> {
+  if (onEvent === undefined) return Promise.resolve({ stop: () => Promise.resolve() });
   const log = logger.child({ component: 'job-events' });
   return bus.subscribe({
     topic,
@@ -47,7 +50,7 @@ export function startJobEventObserver({
     handler: async (envelope) => {
       const event = envelope.payload;
       log.debug({ jobId: event.job_id, seq: event.seq, status: event.status, eventId: envelope.id }, 'job event');
-      await onEvent?.(event);
+      await onEvent(event);
     },
   });
 }

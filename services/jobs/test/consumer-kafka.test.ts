@@ -81,4 +81,20 @@ describe('job event observer on Kafka', () => {
     );
     expect(rows[0]?.n).toBe('0');
   });
+
+  it('joins no consumer group when nothing hangs off it: no fetch and no decode of every event for nothing', async () => {
+    const groups: string[] = [];
+    const counting: Pick<EventBus, 'subscribe'> = {
+      subscribe: (options) => {
+        groups.push(options.groupId);
+        return bus.subscribe(options);
+      },
+    };
+    const idle = await startJobEventObserver({ bus: counting, logger: testLogger(), topic });
+    await idle.stop();
+    expect(groups).toEqual([]);
+    const observing = await startJobEventObserver({ bus: counting, logger: testLogger(), topic, onEvent: () => undefined });
+    await observing.stop();
+    expect(groups).toEqual(['jobs-service']);
+  });
 });
