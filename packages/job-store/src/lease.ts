@@ -38,7 +38,7 @@ export interface LeasedJob {
 }
 
 /** What a claim statement returns of the job it leased. */
-interface ClaimedRow {
+export interface ClaimedRow {
   attempts: number;
   max_attempts: number;
   tenant_id: string;
@@ -82,25 +82,60 @@ export async function claimJob(
   return row && leasedJobOf(claim, row);
 }
 
-// The claim and the attempt's first write in one statement: the lease taken, `running` with the starting step and
-// event number 1 of the attempt, and its job.state event in the outbox. The event is built by the runner with
-// placeholders that only the claim knows (seq, progress, the step's text), which the statement fills in.
-const CLAIM_AND_START_SQL = `WITH claimed AS (
+/** The job id the claim event is built with when the statement chooses the job itself (claimNext): filled in by it. */
+export const CHOSEN_JOB_PLACEHOLDER = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The claim and the attempt's first write in one statement: the lease taken, `running` with the starting step and
+ * event number 1 of the attempt, and its job.state event in the outbox. The event is built by the runner with
+ * placeholders that only the claim knows (the job id when the statement chooses the job, seq, progress, the step's
+ * text), which the statement fills in from the claimed row. Parameters: $2 worker, $3 lease ms, $4 job type, $5–$11
+ * the event (outboxValues); `jobId` is the job's id in SQL ($1, or the choice a `choose` CTE makes), and `select`
+ * what the statement returns, from `claimed`.
+ */
+export function claimStatement({ jobId, choose, select }: { jobId: string; choose?: string; select: string }): string {
+  return `WITH ${choose === undefined ? '' : `${choose},\n  `}claimed AS (
     UPDATE jobs SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1,
            status = 'running', progress = GREATEST(progress, ${STARTING_PROGRESS}),
            currently_working_on = CASE WHEN attempts = 0 THEN 'Starting'
                                        ELSE 'Starting again (attempt ' || (attempts + 1) || ' of ' || max_attempts || ')' END,
            event_seq = (attempts + 1) * ${SEQ_PER_ATTEMPT} + 1, started_at = COALESCE(started_at, now()), updated_at = now()
-     WHERE id = $1 AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
+     WHERE id = ${jobId} AND type = $4 AND status IN ('pending', 'running') AND attempts < max_attempts
        AND (lease_expires_at IS NULL OR lease_expires_at < now())
      RETURNING id, attempts, max_attempts, tenant_id, request, cache_key, usage, progress, currently_working_on, event_seq),
   event AS (${outboxInsertFrom(
     'claimed c',
     5,
-    (envelope) => `jsonb_set(jsonb_set(jsonb_set(${envelope}::jsonb, '{payload,seq}', to_jsonb(c.event_seq)),
-                   '{payload,progress}', to_jsonb(c.progress)), '{payload,currently_working_on}', to_jsonb(c.currently_working_on))`,
+    (envelope) => `jsonb_set(jsonb_set(jsonb_set(jsonb_set(${envelope}::jsonb, '{payload,job_id}', to_jsonb(c.id::text)),
+                   '{payload,seq}', to_jsonb(c.event_seq)), '{payload,progress}', to_jsonb(c.progress)),
+                   '{payload,currently_working_on}', to_jsonb(c.currently_working_on))`,
+    (key) => `replace(${key}::text, '${CHOSEN_JOB_PLACEHOLDER}', c.id::text)`,
   )})
-  SELECT attempts, max_attempts, tenant_id, request, cache_key, usage, progress FROM claimed`;
+  ${select}`;
+}
+
+const CLAIM_AND_START_SQL = claimStatement({
+  jobId: '$1',
+  select: 'SELECT id::text AS id, attempts, max_attempts, tenant_id, request, cache_key, usage, progress FROM claimed',
+});
+
+/** The `running` event of a claim, with the placeholders its statement fills in (claimStatement). */
+export function claimEventValues(claim: { jobId?: string; jobType: JobType; workerId: string }): unknown[] {
+  return outboxValues({
+    job_id: claim.jobId ?? CHOSEN_JOB_PLACEHOLDER,
+    job_type: claim.jobType,
+    seq: 1,
+    status: 'running',
+    progress: STARTING_PROGRESS,
+    currently_working_on: 'Starting',
+    worker_id: claim.workerId,
+  });
+}
+
+/** A claim statement's job, as its runner sees it (claimAndStart, claimNext). */
+export function startedJobOf(jobType: JobType, row: ClaimedRow & { id: string; progress: number }): LeasedJob {
+  return { ...leasedJobOf({ jobId: row.id, jobType }, row), eventsWritten: 1, progress: row.progress };
+}
 
 /**
  * claimJob and the attempt's `running` write in one statement (one round trip, one commit): the job is leased to
@@ -111,23 +146,13 @@ export async function claimAndStart(
   db: Queryable,
   claim: { jobId: string; jobType: JobType; workerId: string; leaseMs: number },
 ): Promise<LeasedJob | undefined> {
-  // seq, progress and the step's text are placeholders that the statement replaces with the claim's own.
-  const values = outboxValues({
-    job_id: claim.jobId,
-    job_type: claim.jobType,
-    seq: 1,
-    status: 'running',
-    progress: STARTING_PROGRESS,
-    currently_working_on: 'Starting',
-    worker_id: claim.workerId,
-  });
-  const { rows } = await db.query<ClaimedRow & { progress: number }>({
+  const { rows } = await db.query<ClaimedRow & { id: string; progress: number }>({
     name: 'job-store-claim-and-start',
     text: CLAIM_AND_START_SQL,
-    values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType, ...values],
+    values: [claim.jobId, claim.workerId, claim.leaseMs, claim.jobType, ...claimEventValues(claim)],
   });
   const row = rows[0];
-  return row && { ...leasedJobOf(claim, row), eventsWritten: 1, progress: row.progress };
+  return row && startedJobOf(claim.jobType, row);
 }
 
 /** What a completed attempt reports. */
@@ -221,9 +246,9 @@ const PROGRESS_SQL = `WITH changed AS (
   ${outboxInsertFrom('changed', 7)}`;
 
 // The terminal commit: status, result or error, the lease released, the event, the cache entry, the attempt's usage
-// in the account's day and the job's budget reservation settled, one statement in the attempt's transaction. (Sent
-// inside BEGIN … COMMIT rather than on its own: a statement committing by itself would still commit after its
-// runner died while it waited for a row lock.) The attempt's usage ($9) is added to the job's as the row has it
+// in the account's day and the job's budget reservation settled, one statement committing by itself (one round
+// trip). The lease is checked by the statement, after any row lock it waited for, so what it commits is the lease
+// holder's own outcome even when its runner died meanwhile. The attempt's usage ($9) is added to the job's as the row has it
 // (job_usage_add), not as the runner read it when it claimed the job: an attempt that lost its lease may have
 // recorded its own since. The result's meta.usage and the event's usage and result are the job's usage so added.
 const FINISHED_USAGE = `job_usage_add(usage, $9::jsonb, $4::text = 'failed')`;
@@ -330,24 +355,22 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
     },
   ): Promise<boolean> {
     const payload = event({ ...fields, status }, finalNumber());
-    const { rows } = await withTransaction(pool, (client) =>
-      client.query<{ age_seconds: number }>({
-        name: 'job-store-finish',
-        text: FINISH_SQL,
-        values: [
-          ...lease,
-          status,
-          fields.currently_working_on ?? null,
-          column.result,
-          column.error === null ? null : JSON.stringify(column.error),
-          payload.seq,
-          column.usage ? JSON.stringify(usageCounts(column.usage.attempt)) : null,
-          column.cache?.key ?? null,
-          column.cache?.tenantId ?? null,
-          ...outboxValues(payload),
-        ],
-      }),
-    );
+    const { rows } = await pool.query<{ age_seconds: number }>({
+      name: 'job-store-finish',
+      text: FINISH_SQL,
+      values: [
+        ...lease,
+        status,
+        fields.currently_working_on ?? null,
+        column.result,
+        column.error === null ? null : JSON.stringify(column.error),
+        payload.seq,
+        column.usage ? JSON.stringify(usageCounts(column.usage.attempt)) : null,
+        column.cache?.key ?? null,
+        column.cache?.tenantId ?? null,
+        ...outboxValues(payload),
+      ],
+    });
     const row = rows[0];
     if (row === undefined) return false;
     countFinished(job.type, status, row.age_seconds);

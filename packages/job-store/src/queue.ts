@@ -4,14 +4,17 @@
 // backlog thus delays another tenant's job by about one job's run (a slot has to free up), not by the backlog.
 //
 // A job is claimable exactly when claimAndStart's WHERE clause says so (pending, or running with no live lease, with
-// attempts left), and the claim is claimAndStart's own statement, in the transaction that chose the job: the lease
-// and its WHERE clause still guarantee that one runner holds a job at a time, whatever the order.
+// attempts left), and the claim is claimAndStart's own statement, which also chooses the job: the lease and its WHERE
+// clause still guarantee that one runner holds a job at a time, whatever the order.
+//
+// The choice is made by the database function job_claim_next (migration 1764979200000_job-claim-next.sql), called
+// inside the claim statement, so that taking the next job is one round trip: the tenant (the order below), its
+// advisory lock of (type, tenant), then its oldest claimable job, row-locked, while the tenant is below its cap —
+// counted by a query of its own after the lock, which sees the claims committed before it, so the cap is counted by
+// one claimer of the tenant at a time across replicas. The SQL below is the same order, for the queue position.
 import type { JobType } from '@fin/events';
-import { withTransaction, type Pool, type Queryable } from '@fin/db';
-import { claimAndStart, type LeasedJob } from './lease';
-
-/** Advisory-lock namespace (two-integer form) of a tenant's claims of one job type. */
-const CLAIM_LOCK_CLASS = 0x6a636c6d; // "jclm"
+import type { Pool, Queryable } from '@fin/db';
+import { claimEventValues, claimStatement, startedJobOf, type ClaimedRow, type LeasedJob } from './lease';
 
 /** Unfinished and not held by a live lease, with attempts left: claimAndStart's WHERE clause, on `alias`. */
 const claimable = (alias: string) => `${alias}.status IN ('pending', 'running') AND ${alias}.attempts < ${alias}.max_attempts
@@ -34,24 +37,15 @@ const TENANTS_WITH_WORK = `tenants AS (
              ORDER BY j.tenant_id LIMIT 1)
       FROM tenants t WHERE t.tenant_id IS NOT NULL)`;
 
-// The tenant to claim for: below its cap ($2), least running, then oldest claimable job. The advisory lock of
-// (type, tenant) is taken on it and held to the end of the transaction, so the cap is counted by one claimer of the
-// tenant at a time (across replicas), in a statement that sees the claims committed before it.
-const NEXT_TENANT_SQL = `WITH RECURSIVE ${TENANTS_WITH_WORK}
-  SELECT c.tenant_id::text AS tenant_id, pg_advisory_xact_lock(${CLAIM_LOCK_CLASS}, hashtext($1 || ':' || c.tenant_id::text))::text AS locked
-    FROM (SELECT t.tenant_id, r.running, w.created_at
-            FROM tenants t
-            CROSS JOIN LATERAL (SELECT ${RUNNING_OF('t.tenant_id')} AS running) r
-            CROSS JOIN LATERAL (SELECT j.created_at FROM jobs j WHERE j.type = $1 AND j.tenant_id = t.tenant_id AND ${CLAIMABLE}
-                                 ORDER BY j.created_at LIMIT 1) w
-           WHERE t.tenant_id IS NOT NULL AND r.running < $2
-           ORDER BY r.running, w.created_at
-           LIMIT 1) c`;
-
-// The tenant's oldest claimable job, row-locked, while the tenant is below its cap (counted now, under the lock).
-const NEXT_JOB_SQL = `SELECT j.id::text AS id FROM jobs j
-   WHERE j.type = $1 AND j.tenant_id = $2::uuid AND ${CLAIMABLE} AND ${RUNNING_OF('$2::uuid')} < $3
-   ORDER BY j.created_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
+// The claim of the job job_claim_next chooses for the type ($4) and the tenant cap ($1): `found` says whether it found
+// a tenant, the claimed row's columns what it claimed.
+const CLAIM_NEXT_SQL = claimStatement({
+  jobId: '(SELECT next_job FROM next)',
+  choose: 'next AS MATERIALIZED (SELECT next_tenant, next_job FROM job_claim_next($4::text, $1::int))',
+  select: `SELECT n.next_tenant IS NOT NULL AS found, c.id::text AS id, c.attempts, c.max_attempts, c.tenant_id, c.request,
+                  c.cache_key, c.usage, c.progress
+             FROM next n LEFT JOIN claimed c ON true`,
+});
 
 /** What claimNext found. */
 export type NextClaim =
@@ -72,28 +66,21 @@ export interface ClaimNextParams {
 
 /**
  * Claims the next job of `jobType` in fair order (see above) and starts it (claimAndStart: the lease, `running`
- * and its event in one statement), all in one transaction.
+ * and its event), in one statement.
  */
-export function claimNext(pool: Pool, params: ClaimNextParams): Promise<NextClaim> {
+export async function claimNext(pool: Pool, params: ClaimNextParams): Promise<NextClaim> {
   const { jobType, workerId, leaseMs, tenantCap } = params;
-  return withTransaction(pool, async (client): Promise<NextClaim> => {
-    const tenant = await client.query<{ tenant_id: string }>({
-      name: 'job-store-next-tenant',
-      text: NEXT_TENANT_SQL,
-      values: [jobType, tenantCap],
-    });
-    const tenantId = tenant.rows[0]?.tenant_id;
-    if (tenantId === undefined) return { kind: 'none' };
-    const next = await client.query<{ id: string }>({
-      name: 'job-store-next-job',
-      text: NEXT_JOB_SQL,
-      values: [jobType, tenantId, tenantCap],
-    });
-    const jobId = next.rows[0]?.id;
-    if (jobId === undefined) return { kind: 'contended' };
-    const job = await claimAndStart(client, { jobId, jobType, workerId, leaseMs });
-    return job ? { kind: 'claimed', job } : { kind: 'contended' };
+  // The claimed row's columns are null when nothing was claimed (the LEFT JOIN): read only when id is not.
+  const { rows } = await pool.query<ClaimedRow & { found: boolean; id: string | null; progress: number }>({
+    name: 'job-store-claim-next',
+    text: CLAIM_NEXT_SQL,
+    values: [tenantCap, workerId, leaseMs, jobType, ...claimEventValues({ jobType, workerId })],
   });
+  const row = rows[0];
+  if (row?.found !== true) return { kind: 'none' };
+  const { id } = row;
+  if (id === null) return { kind: 'contended' };
+  return { kind: 'claimed', job: startedJobOf(jobType, { ...row, id }) };
 }
 
 // How many jobs of its type are ahead of a pending job, in the order claimNext takes them if no other job arrives

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Pool } from '@fin/db';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
-import { claimNext, readQueuePosition, type ClaimNextParams, type NextClaim } from '../src';
+import { attemptRecorder, claimNext, readQueuePosition, type ClaimNextParams, type NextClaim } from '../src';
 
 describe('fair claiming between tenants', () => {
   let db: TestDatabase;
@@ -129,6 +129,45 @@ describe('fair claiming between tenants', () => {
     );
     expect(rows.map((row) => row.running)).toEqual([12, 12]);
     expect(ids.length).toBe(24);
+  });
+
+  it('leases a job in two round trips: the claim (its choice, lease, running and event) and the completion', async () => {
+    // A pool of one connection whose every statement sent is counted: a round trip each (pg sends one at a time).
+    const counted = createPool({ connectionString: db.url, applicationName: 'queue-test-round-trips', max: 1 });
+    let statements = 0;
+    counted.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((...args: unknown[]) => {
+        statements += 1;
+        return query(...args);
+      }) as typeof client.query;
+    });
+    try {
+      await counted.query('SELECT 1');
+      const [id] = await queue('a', 10);
+      statements = 0;
+      const claim = await claimNext(counted, params);
+      expect(claim).toMatchObject({ kind: 'claimed', job: { id, attempt: 1, eventsWritten: 1, progress: 5 } });
+      expect(statements).toBe(1);
+      if (claim.kind !== 'claimed') return;
+      expect(
+        await attemptRecorder({ pool: counted, workerId: 'w1', retryDelayMs: 60_000 }, claim.job).complete({ result: { ok: true } }),
+      ).toBe(true);
+      expect(statements).toBe(2);
+      // Nothing left: one round trip to say so.
+      expect(await claimNext(counted, params)).toEqual({ kind: 'none' });
+      expect(statements).toBe(3);
+      const events = await pool.query<{ message_key: string; job_id: string; status: string; seq: number }>(
+        `SELECT message_key, envelope #>> '{payload,job_id}' AS job_id, envelope #>> '{payload,status}' AS status,
+                (envelope #>> '{payload,seq}')::int AS seq FROM outbox WHERE topic = 'jobs.events' ORDER BY id`,
+      );
+      expect(events.rows).toEqual([
+        { message_key: id, job_id: id, status: 'running', seq: 1001 },
+        { message_key: id, job_id: id, status: 'completed', seq: 1002 },
+      ]);
+    } finally {
+      await counted.end();
+    }
   });
 
   it('counts the jobs ahead of a pending job as the fair order takes them', async () => {
