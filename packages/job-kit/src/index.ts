@@ -27,6 +27,7 @@ export {
 } from './worker';
 export { createInlineRunner, type InlineOutcome, type InlineRunner, type InlineRunnerOptions, type InlineRunParams } from './inline';
 export { checkCallbackUrl, leaveCallback } from './callbacks';
+export { DEFAULT_HOT_RESULTS_MAX_BYTES, createHotResults, type HotAnswer, type HotResults } from './hot-results';
 export {
   cachedProductHandlers,
   createCachedProductApp,

@@ -16,8 +16,10 @@ import {
 } from '@fin/http';
 import type { Logger } from '@fin/log';
 import type { AddressPolicy } from '@fin/customer-tools';
-import { cacheKeysFor, submitJob, type CachedOutcome, type CacheKeyParts, type CacheKeys, type SubmitOutcome } from '@fin/job-store';
+import { performance } from 'node:perf_hooks';
+import { cacheKeysFor, recordCachedAnswer, submitJob, type CacheKeyParts, type CacheKeys, type SubmitOutcome } from '@fin/job-store';
 import { checkCallbackUrl, leaveCallback } from './callbacks';
+import { noHotResults, type HotResults } from './hot-results';
 /** The contract entries of the cached products: each names its path, request schema and headers. */
 type ProductRoute = typeof API_ROUTES.createNews | typeof API_ROUTES.createStockReport;
 /** What a job runs: the request without its callback_url (which belongs to the request, not the job). */
@@ -28,14 +30,18 @@ function bypassesCache(cacheControl: string | undefined): boolean {
   return /\bno-(cache|store)\b/i.test(cacheControl ?? '');
 }
 
-/** Sets Cache-Status (RFC 9211) and, for a hit, Age. A replayed Idempotency-Key says nothing about the cache. */
+/** Cache-Status (RFC 9211) and Age of a hit on an entry produced at `producedAt` that expires at `expiresAt`. */
+function describeHit(res: RouteContext['res'], producedAt: Date, expiresAt: Date): void {
+  const now = Date.now();
+  const ttl = Math.max(0, Math.floor((expiresAt.getTime() - now) / 1000));
+  res.setHeader('Cache-Status', `fin-api; hit; ttl=${ttl}`);
+  res.setHeader('Age', String(Math.max(0, Math.floor((now - producedAt.getTime()) / 1000))));
+}
+
+/** Sets Cache-Status and, for a hit, Age. A replayed Idempotency-Key says nothing about the cache. */
 function describeCache(res: RouteContext['res'], outcome: SubmitOutcome, bypass: boolean): void {
-  if (outcome.kind === 'cached') {
-    const now = Date.now();
-    const ttl = Math.max(0, Math.floor((outcome.expiresAt.getTime() - now) / 1000));
-    res.setHeader('Cache-Status', `fin-api; hit; ttl=${ttl}`);
-    res.setHeader('Age', String(Math.max(0, Math.floor((now - outcome.producedAt.getTime()) / 1000))));
-  } else if (outcome.kind !== 'replayed') {
+  if (outcome.kind === 'cached') describeHit(res, outcome.producedAt, outcome.expiresAt);
+  else if (outcome.kind !== 'replayed') {
     res.setHeader('Cache-Status', `fin-api; fwd=${bypass ? 'bypass' : 'miss'}${outcome.kind === 'joined' ? '; collapsed' : ''}`);
   }
 }
@@ -50,6 +56,8 @@ export interface ProductAppDeps {
   maxAttempts?: number;
   /** Which callback_url hosts are refused at once (tests allow loopback, as CUSTOMER_TOOLS_ALLOW_LOOPBACK does). */
   callbackPolicy?: AddressPolicy;
+  /** Hits kept in memory and answered from there (hot-results.ts); without, every request asks the database. */
+  hotResults?: HotResults;
 }
 
 /** A product whose results are cached for 7 days and computed by a job on a miss. */
@@ -71,53 +79,23 @@ export interface CachedProduct<R extends ProductRoute> {
   cacheKey(request: RequestOf<R>): Pick<CacheKeyParts, 'parameters' | 'data'>;
 }
 
-/** Validated cached results kept per source job, and the source last served per request (bounded; the oldest go first). */
-const MAX_VALIDATED_RESULTS = 256;
-
-/** The response body of a cached result after its `job_id`, as bytes: `"status":"completed","from_cache":true,…}`. */
-interface HeldResult {
-  sourceJobId: string;
-  rest: Buffer;
-}
-
-/** Inserts into a bounded map, dropping the oldest entry beyond MAX_VALIDATED_RESULTS. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  if (map.size >= MAX_VALIDATED_RESULTS) map.delete(map.keys().next().value as string);
-  map.set(key, value);
-}
-
 /**
- * The contract's response for a cached result. A result is validated and serialised the first time it is served
- * and kept by its source job (a completed job's result never changes), as UTF-8 bytes: a hit neither parses,
- * validates, serialises nor encodes it again, only the caller's own job id is written in front. And the lookup of
- * a request whose source is held asks the database not to send the result again (submitJob's `heldResult`).
+ * The response body of a cached result after its `job_id` (`"status":"completed","from_cache":true,…}`), as UTF-8
+ * bytes: the stored result parsed and validated against the contract's response once per source job, then kept with
+ * the copies in memory (a completed job's result never changes), so that a hit neither parses, validates, serialises
+ * nor encodes it again, only the caller's own job id is written in front.
  */
-function cachedResponder(response: { parse(value: unknown): unknown }) {
-  const bySource = new Map<string, HeldResult>();
-  /** A request's own cache key → the result last served for it. */
-  const byRequest = new Map<string, HeldResult>();
-  return {
-    /** The result last served for this request, if still held. */
-    held: (requestKey: string): HeldResult | undefined => byRequest.get(requestKey),
-    body(requestKey: string, outcome: CachedOutcome, held: HeldResult | undefined): Buffer {
-      let result = held?.sourceJobId === outcome.sourceJobId ? held : bySource.get(outcome.sourceJobId);
-      if (result === undefined) {
-        if (outcome.resultJson === undefined) throw new Error(`the result of job ${outcome.sourceJobId} was neither sent nor held`);
-        const stored = JSON.parse(outcome.resultJson) as Record<string, unknown>;
-        const body = response.parse({ job_id: outcome.sourceJobId, status: 'completed', from_cache: true, ...stored }) as Record<
-          string,
-          unknown
-        >;
-        const { job_id: _sourceJob, ...fields } = body;
-        // Never empty (status and from_cache are always there), so the text after `{` is a list of fields and `}`.
-        result = { sourceJobId: outcome.sourceJobId, rest: Buffer.from(JSON.stringify(fields).slice(1)) };
-        remember(bySource, outcome.sourceJobId, result);
-      }
-      if (byRequest.get(requestKey) !== result) remember(byRequest, requestKey, result);
-      return Buffer.concat([Buffer.from(`{"job_id":${JSON.stringify(outcome.jobId)},`), result.rest]);
-    },
-  };
+function responseRest(response: { parse(value: unknown): unknown }, sourceJobId: string, resultJson: string): Buffer {
+  const stored = JSON.parse(resultJson) as Record<string, unknown>;
+  const body = response.parse({ job_id: sourceJobId, status: 'completed', from_cache: true, ...stored }) as Record<string, unknown>;
+  const { job_id: _sourceJob, ...fields } = body;
+  // Never empty (status and from_cache are always there), so the text after `{` is a list of fields and `}`.
+  return Buffer.from(JSON.stringify(fields).slice(1));
+}
+
+/** The whole response body of a hit answered under `jobId`. */
+function hitBody(jobId: string, rest: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`{"job_id":${JSON.stringify(jobId)},`), rest]);
 }
 
 function productCacheKeys<R extends ProductRoute>(product: CachedProduct<R>, tenantId: string, request: RequestOf<R>): CacheKeys {
@@ -134,19 +112,32 @@ export type ProductHandlerDeps = Omit<ProductAppDeps, 'signingSecret' | 'lifecyc
  * a tenant in flight share a job; `Idempotency-Key` replays; `Cache-Control: no-cache` forces a fresh run.
  */
 export function cachedProductHandlers<R extends ProductRoute>(product: CachedProduct<R>, deps: ProductHandlerDeps): HandlerTable {
-  const { pool, maxAttempts = 3, callbackPolicy } = deps;
+  const { pool, maxAttempts = 3, callbackPolicy, hotResults = noHotResults } = deps;
   const { jobType } = product;
   const response = product.route.responses['200'].json;
-  const cached = cachedResponder(response);
   const handler = async ({ body, headers, caller }: RouteInput<ProductRoute>, { res }: RouteContext) => {
     const { tenantId } = caller;
     const bypass = bypassesCache(headers['Cache-Control']);
+    const idempotencyKey = headers['Idempotency-Key'];
     // The callback belongs to this request, not to the job (which identical requests may share).
     const { callback_url: callbackUrl, ...request } = body;
-    await checkCallbackUrl(pool, tenantId, callbackUrl, callbackPolicy);
     const cacheKeys = productCacheKeys(product, tenantId, request as RequestOf<R>);
-    // Taken before the lookup: the body held now is the one answered if the lookup finds the same source.
-    const held = cached.held(cacheKeys.own);
+    // A plain request (no refresh asked for, no Idempotency-Key to record, no callback_url to check) is answered from
+    // memory when the tenant's answer to it is held there and still what the database would answer.
+    if (!bypass && idempotencyKey === undefined && callbackUrl === undefined) {
+      const hot = hotResults.servable(cacheKeys.own);
+      if (hot !== undefined) {
+        recordCachedAnswer(jobType, tenantId, hot.jobId);
+        describeHit(res, hot.producedAt, hot.expiresAt);
+        res.type('application/json').send(hitBody(hot.jobId, hot.rest));
+        return undefined;
+      }
+    }
+    await checkCallbackUrl(pool, tenantId, callbackUrl, callbackPolicy);
+    // Taken before the lookup: the bytes held now are the ones answered if the lookup finds the same source.
+    const held = hotResults.held(cacheKeys.own);
+    const mark = hotResults.mark();
+    const sentAt = performance.now();
     const outcome = await submitJob(pool, {
       tenantId,
       jobType,
@@ -154,7 +145,7 @@ export function cachedProductHandlers<R extends ProductRoute>(product: CachedPro
       request: { ...request },
       cacheKeys,
       bypassCache: bypass,
-      idempotencyKey: headers['Idempotency-Key'],
+      idempotencyKey,
       maxAttempts,
       ...(held === undefined ? {} : { heldResult: held.sourceJobId }),
       // Past the account's daily token budget a hit, a joined job or a replay is answered (none spends anything);
@@ -163,7 +154,19 @@ export function cachedProductHandlers<R extends ProductRoute>(product: CachedPro
     });
     describeCache(res, outcome, bypass);
     if (outcome.kind === 'cached') {
-      res.type('application/json').send(cached.body(cacheKeys.own, outcome, held));
+      const { jobId, sourceJobId, producedAt, expiresAt, resultJson } = outcome;
+      let rest = held?.sourceJobId === sourceJobId ? held.rest : hotResults.bytesOf(sourceJobId);
+      if (rest === undefined) {
+        if (resultJson === undefined) throw new Error(`the result of job ${sourceJobId} was neither sent nor held`);
+        rest = responseRest(response, sourceJobId, resultJson);
+      }
+      hotResults.remember(
+        { requestKey: cacheKeys.own, tenantId, jobId, sourceJobId, producedAt, expiresAt, rest },
+        outcome.ttlMs,
+        sentAt,
+        mark,
+      );
+      res.type('application/json').send(hitBody(jobId, rest));
       return undefined;
     }
     await leaveCallback(pool, tenantId, outcome.jobId, callbackUrl);

@@ -5,6 +5,7 @@ import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
 import { createLifecycle, type Closer, type HandlerTable, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
+import { createHotResults, DEFAULT_HOT_RESULTS_MAX_BYTES } from './hot-results';
 import type { ProductHandlerDeps } from './product-api';
 import type { ProductWorkerDeps } from './product-worker';
 import type { JobWorker } from './worker';
@@ -46,6 +47,8 @@ export type ProductServiceConfig = KafkaConfig & {
   CUSTOMER_TOOLS_ALLOW_LOOPBACK?: boolean;
   /** Development only: callback_url may be an http://localhost receiver (customer-tools' variable). */
   WEBHOOK_ALLOW_LOCAL_HTTP?: boolean;
+  /** Memory for cache hits answered without the database (hot-results.ts); 0: none. Default 32 MiB. */
+  HOT_RESULTS_MAX_BYTES?: number;
 };
 
 interface Closable {
@@ -91,10 +94,16 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
     applicationName: `${jobType}-${role}`,
   });
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
+  // The API role's copies of cache hits, kept true by notifications on a LISTEN connection of their own.
+  const hotResults =
+    role === 'worker'
+      ? undefined
+      : createHotResults({ pool: session.pool, logger, maxBytes: config.HOT_RESULTS_MAX_BYTES ?? DEFAULT_HOT_RESULTS_MAX_BYTES });
   // Closed after the requests and the worker have stopped.
   const last: Closer[] = [
     ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
     { name: 'outbox relay', close: () => relay.stop() },
+    ...(hotResults ? [{ name: 'hot results', close: () => hotResults.close() }] : []),
     ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
     ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
     ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
@@ -123,6 +132,7 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
           logger,
           maxAttempts: settings.maxAttempts,
           callbackPolicy: webhookTargetPolicy(config),
+          ...(hotResults ? { hotResults } : {}),
         });
   return {
     name: jobType,

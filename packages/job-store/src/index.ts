@@ -2,7 +2,7 @@
 // their numbering (seq), idempotency keys and the result cache is in this package; the product APIs, the
 // runners (job-kit), the jobs service and the analysis API call it. See docs/jobs.md.
 export { cacheKeysFor, canonicalJson, describeCacheKey, sha256, withToolSet, type CacheKeyParts, type CacheKeys } from './cache-key';
-export { submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
+export { recordCachedAnswer, submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
 export {
   attemptRecorder,
   claimAndStart,

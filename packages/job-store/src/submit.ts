@@ -50,6 +50,11 @@ export interface CachedOutcome {
   /** When the cached result was produced (for the Age header). */
   producedAt: Date;
   expiresAt: Date;
+  /**
+   * How long the entry had left when the statement ran, by the database's clock: a copy kept in memory from the
+   * moment the request was sent for this long never outlives the entry, however the process's clock differs.
+   */
+  ttlMs: number;
 }
 
 export interface JobOutcome {
@@ -70,6 +75,7 @@ interface SubmitRow {
   result: string | null;
   created_at: Date | null;
   expires_at: Date | null;
+  ttl_ms: number | null;
   job_id: string | null;
   /** An identical job of this tenant in flight, joined. */
   joined_id: string | null;
@@ -147,7 +153,7 @@ function submitStatement(withEvent: boolean): { name: string; text: string } {
             : ''
         }
       SELECT hit.source_job, CASE WHEN hit.source_job = $8::uuid THEN NULL ELSE hit.result::text END AS result,
-             hit.created_at, hit.expires_at,
+             hit.created_at, hit.expires_at, (EXTRACT(EPOCH FROM hit.expires_at - now()) * 1000)::float8 AS ttl_ms,
              COALESCE((SELECT id FROM own), (SELECT id FROM served)) AS job_id,
              (SELECT id FROM in_flight) AS joined_id, (SELECT status FROM in_flight) AS joined_status,
              (SELECT id FROM created) AS created_id
@@ -217,9 +223,16 @@ async function submitOnce(db: Queryable, params: SubmitParams): Promise<SubmitOu
 
 /** What a row of the submission statement says happened, or undefined when nothing did (a miss not yet created). */
 function outcomeOf(row: SubmitRow, params: SubmitParams): SubmitOutcome | undefined {
-  const { source_job, result, created_at, expires_at, job_id } = row;
-  if (source_job !== null && created_at !== null && expires_at !== null && job_id !== null) {
-    const hit: CachedOutcome = { kind: 'cached', jobId: job_id, sourceJobId: source_job, producedAt: created_at, expiresAt: expires_at };
+  const { source_job, result, created_at, expires_at, ttl_ms, job_id } = row;
+  if (source_job !== null && created_at !== null && expires_at !== null && ttl_ms !== null && job_id !== null) {
+    const hit: CachedOutcome = {
+      kind: 'cached',
+      jobId: job_id,
+      sourceJobId: source_job,
+      producedAt: created_at,
+      expiresAt: expires_at,
+      ttlMs: ttl_ms,
+    };
     if (result !== null) hit.resultJson = result;
     else if (source_job !== params.heldResult) throw new Error('the submission returned a cache hit without its result');
     return hit;
@@ -283,15 +296,27 @@ async function replay(client: PoolClient, params: SubmitParams, key: string): Pr
 export async function submitJob(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {
   const outcome = await submit(pool, params);
   // After the commit: what the metric counts has happened (cache hit ratio, coalescing, replays).
-  jobSubmissions.inc({ type: params.jobType, result: outcome.kind });
+  recordSubmission(params.jobType, params.tenantId, outcome.kind, outcome.jobId);
+  return outcome;
+}
+
+/**
+ * A hit the product API answered from its copy in memory, without submitJob: counted and traced as a hit is, so the
+ * cache hit ratio counts every hit.
+ */
+export function recordCachedAnswer(jobType: JobType, tenantId: string, jobId: string): void {
+  recordSubmission(jobType, tenantId, 'cached', jobId);
+}
+
+function recordSubmission(jobType: JobType, tenantId: string, kind: SubmitOutcome['kind'], jobId: string): void {
+  jobSubmissions.inc({ type: jobType, result: kind });
   // The request's span (when traces are exported) names the job it made, joined or answered from the cache.
   setSpanAttributes({
-    [FIN_ATTRIBUTES.jobId]: outcome.jobId,
-    [FIN_ATTRIBUTES.jobType]: params.jobType,
-    [FIN_ATTRIBUTES.tenantId]: params.tenantId,
-    'fin.job.submission': outcome.kind,
+    [FIN_ATTRIBUTES.jobId]: jobId,
+    [FIN_ATTRIBUTES.jobType]: jobType,
+    [FIN_ATTRIBUTES.tenantId]: tenantId,
+    'fin.job.submission': kind,
   });
-  return outcome;
 }
 
 async function submit(pool: Pool, params: SubmitParams): Promise<SubmitOutcome> {

@@ -154,7 +154,7 @@ describe('submitJob', () => {
     const sent = await submitJob(pool, params({ key: 'k-held', heldResult: randomUUID() }));
     expect(sent).toMatchObject({ kind: 'cached', sourceJobId: first.jobId, resultJson: '{"news": [{"title": "held"}]}' });
     const held = await submitJob(pool, params({ key: 'k-held', heldResult: first.jobId }));
-    expect(held).toEqual({ ...sent, resultJson: undefined, expiresAt: expect.any(Date) as Date });
+    expect(held).toEqual({ ...sent, resultJson: undefined, expiresAt: expect.any(Date) as Date, ttlMs: expect.any(Number) as number });
     expect(held).not.toHaveProperty('resultJson');
     // Another tenant holding the same source still gets a job of its own.
     const other = await submitJob(pool, params({ key: 'k-held', tenantId: tenantB, heldResult: first.jobId }));

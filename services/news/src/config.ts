@@ -5,7 +5,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
 import { databasePoolConfigShape } from '@fin/db';
-import { DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCURRENCY } from '@fin/job-kit';
+import { DEFAULT_HOT_RESULTS_MAX_BYTES, DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCURRENCY } from '@fin/job-kit';
 
 /** The news service's environment (API role, worker role or both). See docs/configuration.md. */
 export const newsConfigShape = {
@@ -40,6 +40,12 @@ export const newsConfigShape = {
   NEWS_MAX_ATTEMPTS: int(1, 10).default(3),
   /** How long a worker's claim on a job lasts without renewal: a worker that dies is replaced after this. */
   NEWS_LEASE_MS: int(1_000, 600_000).default(15_000),
+  /**
+   * Memory the API role's copies of cache hits may take (result bytes plus a fixed overhead per copy; the least
+   * recently used go first): a hit held there is answered without a database round trip while the entry is unexpired
+   * and unchanged (docs/jobs.md#cache-hits-from-memory). 0 keeps none.
+   */
+  HOT_RESULTS_MAX_BYTES: int(0, 4 * 1024 * 1024 * 1024).default(DEFAULT_HOT_RESULTS_MAX_BYTES),
   /**
    * On SIGTERM the worker stops claiming jobs and lets those in flight finish for this long (a news job takes seconds) (their model calls are
    * paid for), then hands back the rest. k8s: terminationGracePeriodSeconds covers it plus a margin.
