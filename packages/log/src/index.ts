@@ -70,13 +70,24 @@ let stdout: pino.DestinationStream | undefined;
  * last STDOUT_FLUSH_MS of lines.
  */
 function standardOutput(): pino.DestinationStream {
-  return (stdout ??= pino.destination({
+  if (stdout !== undefined) return stdout;
+  // Buffer mode: sonic-boom keeps the waiting lines as a list of buffers and their byte count as a number. In its
+  // utf8 mode it appends each line to one string and measures that string's UTF-8 length on every write, which
+  // copies the whole waiting buffer (up to STDOUT_BUFFER_BYTES) per line: garbage that grows with the buffer, not
+  // with the line, on every request. pino writes strings, so each line becomes a buffer here (a slice of Node's
+  // shared pool, off the heap).
+  const destination = pino.destination({
     dest: 1,
     sync: false,
+    contentMode: 'buffer',
     minLength: STDOUT_BUFFER_BYTES,
     maxWrite: 4 * STDOUT_BUFFER_BYTES,
     periodicFlush: STDOUT_FLUSH_MS,
-  }));
+  });
+  // sonic-boom types `write` for its utf8 mode; in buffer mode it takes buffers.
+  const writeBuffer = destination.write.bind(destination) as unknown as (line: Buffer) => boolean;
+  destination.write = (line: string) => writeBuffer(Buffer.from(line));
+  return (stdout = destination);
 }
 
 let timeMs = -1;

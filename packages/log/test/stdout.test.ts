@@ -47,6 +47,18 @@ describe('the default stdout destination', () => {
     expect(records[20000]).toMatchObject({ service: 'burst', level: 'fatal', msg: 'exiting' });
   });
 
+  it('delivers lines with characters of several bytes whole (the buffer counts bytes, not characters)', async () => {
+    const { status, lines } = await run(`
+      const logger = createLogger({ service: 'utf8' });
+      for (let i = 0; i < 3000; i++) logger.info({ i, text: 'é€😀'.repeat(i % 40) }, 'ünïcode');
+      setTimeout(() => process.exit(0), 400);
+    `);
+    expect(status).toBe(0);
+    const records = parsed(lines);
+    expect(records.map((record) => record.i)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+    expect(records.every((record) => record.msg === 'ünïcode' && record.text === 'é€😀'.repeat((record.i as number) % 40))).toBe(true);
+  });
+
   it('delivers the last lines when the event loop simply ends', async () => {
     const { status, lines } = await run(`
       const logger = createLogger({ service: 'quiet' });
