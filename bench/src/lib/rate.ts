@@ -4,8 +4,12 @@
 // "1,000 req/s" run is a burst at full speed at the start of every second, and its latency is that of saturation.
 //
 // The schedule is kept by a 1 ms timer: each tick starts every request whose time has come. A request's latency
-// runs from its start to the end of its answer (queueing in the client's connection pool included); the lag of
-// the schedule itself is reported separately, so a load generator that fell behind is visible.
+// runs from the time the schedule gave it to the end of its answer (queueing in the client's connection pool
+// included), not from when it was actually sent: a request the generator sent late (its own event loop held up,
+// by its GC or by the machine) still counts the wait a client arriving on time would have had, so a stall is not
+// hidden by the generator pausing with it (coordinated omission, as wrk2 corrects it). The timer's resolution
+// puts up to a tick of that lag on every request; the lag is reported separately, so a generator that fell behind
+// is visible.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -69,7 +73,7 @@ export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_
     lags[started] = at - scheduledAt;
     started++;
     void send().then((good) => {
-      const latency = performance.now() - at;
+      const latency = performance.now() - scheduledAt;
       answered++;
       if (!good) {
         failed++;
@@ -77,7 +81,7 @@ export async function runFixedRate({ rate, durationS, send, drainTimeoutMs = 15_
       }
       latencies = grow(latencies, ok);
       startsAt = grow(startsAt, ok);
-      startsAt[ok] = at - begin;
+      startsAt[ok] = scheduledAt - begin;
       latencies[ok++] = latency;
       sum += latency;
     });
