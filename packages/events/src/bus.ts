@@ -42,7 +42,7 @@ export interface DeadLetter {
   groupId: string;
   reason: 'poison' | 'exhausted';
   error: string;
-  /** Handler attempts made: 0 for poison, which is never handed to a handler. */
+  /** Handler attempts made: 0 for poison, which no attempt can handle (found before its handler ran, or as it read the payload). */
   attempts: number;
   failedAt: string;
   key: string | null;
@@ -86,6 +86,13 @@ export interface ConsumerOptions {
    * its partitions move, is delivered again: only for handlers that take a message twice as they take it once.
    */
   commitIntervalMs?: number;
+  /**
+   * For an observer that has no use for many of its events: the envelope is checked as it arrives (JSON, its
+   * topic's type, a version it reads) and its payload parsed with the topic's schema only when the handler reads it
+   * (decodeEnvelopeLazily); a payload the schema rejects is dead-lettered then, as one found on arrival is
+   * (default false: every payload parsed before the handler runs).
+   */
+  payloadOnRead?: boolean;
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   type EventHeaders,
   type TopicSelection,
 } from './bus';
-import { decodeEnvelope, type EnvelopeOf, PoisonMessageError } from './envelope';
+import { decodeEnvelope, decodeEnvelopeLazily, type EnvelopeOf, PoisonMessageError } from './envelope';
 import { type AnyTopic, deadLetterTopicName } from './topic';
 import { jobAttributes, messageAttributes } from './tracing';
 
@@ -58,6 +58,8 @@ export interface ProcessorContext {
   maxAttempts: number;
   backoff: Backoff;
   logger: Logger;
+  /** The payload parsed as the handler reads it (ConsumerOptions.payloadOnRead), not before the handler runs. */
+  payloadOnRead: boolean;
   /** Publishes a dead letter durably; a rejection leaves the message uncommitted. */
   deadLetter(message: RawOutgoingMessage): Promise<void>;
 }
@@ -74,6 +76,7 @@ export function processorContext(
     maxAttempts,
     backoff: { ...DEFAULT_BACKOFF, ...options.backoff },
     logger: logger.child({ groupId: options.groupId }),
+    payloadOnRead: options.payloadOnRead === true,
     deadLetter,
   };
 }
@@ -85,7 +88,8 @@ export function selectedTopics<T extends AnyTopic>(selection: TopicSelection<T>)
   return topics;
 }
 
-type AttemptResult = { status: 'handled' } | { status: 'failed'; error: unknown } | { status: 'aborted' };
+type AttemptResult =
+  { status: 'handled' } | { status: 'failed'; error: unknown } | { status: 'poison'; error: unknown } | { status: 'aborted' };
 
 async function withRetries(
   message: RawMessage,
@@ -100,6 +104,8 @@ async function withRetries(
       await handle(attempt);
       return { status: 'handled' };
     } catch (error) {
+      // A payload its schema rejects, found as the handler read it: no attempt can handle it.
+      if (error instanceof PoisonMessageError) return { status: 'poison', error };
       lastError = error;
       context.logger.warn(
         { err: error, topic: message.topic, partition: message.partition, offset: message.offset, attempt },
@@ -157,11 +163,7 @@ export function envelopeProcessor<T extends AnyTopic>(
   return async (message, signal) => {
     const topic = byName.get(message.topic);
     if (!topic) throw new Error(`Received a message from unsubscribed topic ${message.topic}`);
-    let envelope: EnvelopeOf<T>;
-    try {
-      envelope = decodeEnvelope(topic, message.value);
-    } catch (error) {
-      if (!(error instanceof PoisonMessageError)) throw error;
+    const poison = async (error: unknown): Promise<Outcome> => {
       context.logger.error(
         { err: error, topic: message.topic, partition: message.partition, offset: message.offset },
         'Poison message dead-lettered',
@@ -169,13 +171,21 @@ export function envelopeProcessor<T extends AnyTopic>(
       await context.deadLetter(deadLetterOf(message, context, 'poison', error, 0));
       eventsHandled.inc({ group: context.groupId, topic: message.topic, outcome: 'dead_lettered' });
       return 'commit';
+    };
+    let envelope: EnvelopeOf<T>;
+    try {
+      envelope = context.payloadOnRead ? decodeEnvelopeLazily(topic, message.value) : decodeEnvelope(topic, message.value);
+    } catch (error) {
+      if (!(error instanceof PoisonMessageError)) throw error;
+      return poison(error);
     }
     // The handler runs in a span of the publisher's trace (a CONSUMER span when traces are exported), so its
-    // logs and the events it writes continue it.
+    // logs and the events it writes continue it. (A payload parsed on read is not read for the span: the key
+    // names the job on job topics.)
     const attributes = {
       ...messageAttributes(message.topic, message.key, 'process'),
       'messaging.consumer.group.name': context.groupId,
-      ...jobAttributes(envelope.payload),
+      ...(context.payloadOnRead ? {} : jobAttributes(envelope.payload)),
     };
     const result = await withRemoteSpan(
       `process ${message.topic}`,
@@ -184,6 +194,7 @@ export function envelopeProcessor<T extends AnyTopic>(
       () => withRetries(message, signal, context, (attempt) => handler(envelope, metaOf(message, attempt, signal))),
     );
     if (result.status === 'aborted') return 'abandon';
+    if (result.status === 'poison') return poison(result.error);
     if (result.status === 'failed') {
       context.logger.error(
         { err: result.error, topic: message.topic, eventId: envelope.id, attempts: context.maxAttempts },

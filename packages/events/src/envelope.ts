@@ -80,3 +80,48 @@ export function decodeEnvelope<T extends AnyTopic>(topic: T, value: string | nul
   if (!parsed.success) throw new PoisonMessageError(`Invalid ${type} payload: ${z.prettifyError(parsed.error)}`);
   return { ...envelope.data, payload: parsed.data } as EnvelopeOf<T>;
 }
+
+/**
+ * Decodes a message value read from `topic` for an observer, which has no use for most events (an event stream
+ * nobody follows) or none for most of an event: what makes a message one it can never handle is checked now (not
+ * JSON, not an object, a type of another topic, a version newer than it reads, an id or time that is not a string),
+ * and the payload is parsed with the topic's schema when the handler first reads it, which throws PoisonMessageError
+ * for a payload its schema rejects (the processor dead-letters the message then, as it does here). The id's and
+ * the time's formats are their producer's to check (createEnvelope); the observer reads them as given.
+ */
+export function decodeEnvelopeLazily<T extends AnyTopic>(topic: T, value: string | null): EnvelopeOf<T> {
+  if (value === null) throw new PoisonMessageError('Message has no value');
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch (error) {
+    throw new PoisonMessageError(`Message is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new PoisonMessageError('Message is not an envelope: not an object');
+  const { id, type, version, occurredAt, payload } = json as Record<string, unknown>;
+  if (typeof id !== 'string' || id === '') throw new PoisonMessageError('Message is not an envelope: id is not a string');
+  if (typeof occurredAt !== 'string') throw new PoisonMessageError('Message is not an envelope: occurredAt is not a string');
+  if (type !== topic.eventType) {
+    throw new PoisonMessageError(`Event type "${String(type)}" does not belong on ${topic.name} (expects "${topic.eventType}")`);
+  }
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
+    throw new PoisonMessageError('Message is not an envelope: version is not a positive integer');
+  }
+  if (version > topic.version) throw new PoisonMessageError(`Event version ${version} is newer than this consumer's ${topic.version}`);
+  let parsed: { data: unknown } | undefined;
+  return {
+    id,
+    type,
+    version,
+    occurredAt,
+    get payload() {
+      if (parsed === undefined) {
+        const result = topic.schema.safeParse(payload);
+        if (!result.success) throw new PoisonMessageError(`Invalid ${topic.eventType} payload: ${z.prettifyError(result.error)}`);
+        parsed = { data: result.data };
+      }
+      return parsed.data;
+    },
+  } as EnvelopeOf<T>;
+}

@@ -220,6 +220,62 @@ describe.each([
     expect(letters[0]?.letter.value).toBe('{"not json');
   });
 
+  it('with payloads parsed on read, dead-letters the same malformed messages, each payload as its handler reads it', async () => {
+    const topic = await newTopic();
+    const letters = await collectDeadLetters(topic);
+    const handled: Envelope[] = [];
+    const passedOver: string[] = [];
+    subscriptions.push(
+      await harness.bus.subscribe({
+        topic,
+        groupId: uniqueName('group'),
+        maxAttempts: 5,
+        backoff: { initialMs: 5_000 }, // a retry would show up as a long delay
+        payloadOnRead: true,
+        // An observer with no use for the events of key "skip" never reads their payloads.
+        handler: async (envelope, { key }) => {
+          if (key === 'skip') passedOver.push(envelope.id);
+          else
+            handled.push({
+              id: envelope.id,
+              type: envelope.type,
+              version: envelope.version,
+              occurredAt: envelope.occurredAt,
+              payload: envelope.payload,
+            });
+        },
+      }),
+    );
+    const valid = createEnvelope(topic, { seq: 1, label: 'ok' });
+    const unread = { ...valid, id: randomUUID(), payload: { seq: 'one' } };
+    await harness.publishRaw(topic.name, 'k', '{"not json');
+    await harness.bus.publish([
+      { topic: topic.name, key: 'k', envelope: { ...valid, id: randomUUID(), payload: { seq: 'one' } } },
+      { topic: topic.name, key: 'k', envelope: { ...valid, id: randomUUID(), type: 'other.event' } },
+      { topic: topic.name, key: 'k', envelope: { ...valid, id: randomUUID(), version: topic.version + 1 } },
+      { topic: topic.name, key: 'skip', envelope: unread },
+      { topic: topic.name, key: 'k', envelope: valid },
+    ]);
+
+    await waitFor(() => handled.length === 1 && letters.length === 4 && passedOver.length === 1, {
+      what: 'the valid message, the one passed over and four dead letters',
+      timeoutMs: 4_000,
+    });
+    expect(handled).toEqual([valid]);
+    expect(passedOver).toEqual([unread.id]);
+    expect(letters.map(({ letter }) => [letter.reason, letter.attempts])).toEqual([
+      ['poison', 0],
+      ['poison', 0],
+      ['poison', 0],
+      ['poison', 0],
+    ]);
+    const errors = letters.map(({ letter }) => letter.error);
+    expect(errors[0]).toMatch(/not JSON/);
+    expect(errors[1]).toMatch(/Invalid test\.happened payload/);
+    expect(errors[2]).toMatch(/Event type "other\.event" does not belong/);
+    expect(errors[3]).toMatch(/is newer than this consumer/);
+  });
+
   it('gives every group every message and shares a group between its subscriptions', async () => {
     const topic = await newTopic();
     const received = { a: [] as string[], b: [] as string[], shared1: [] as string[], shared2: [] as string[] };

@@ -35,6 +35,7 @@ export function startWebhookConsumer({
     backoff: { initialMs: 200, maxMs: 10_000 },
     // Deliveries are unique per target and event, so an event delivered again queues nothing twice.
     ...OBSERVER_BATCHING,
+    payloadOnRead: true,
     handler: async (envelope) => {
       const event = envelope.payload;
       if (event.status !== 'completed' && event.status !== 'failed') return;

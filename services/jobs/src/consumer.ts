@@ -47,6 +47,7 @@ export function startJobEventObserver({
     groupId,
     backoff: { initialMs: 200, maxMs: 10_000 },
     ...OBSERVER_BATCHING,
+    payloadOnRead: true,
     handler: async (envelope) => {
       const event = envelope.payload;
       log.debug({ jobId: event.job_id, seq: event.seq, status: event.status, eventId: envelope.id }, 'job event');
@@ -58,8 +59,13 @@ export function startJobEventObserver({
 export interface JobEventBroadcastOptions {
   bus: Pick<EventBus, 'subscribe'>;
   topic?: JobEventsTopic;
-  /** Called with every job.state event published while the subscription runs; must not throw. */
+  /** Called with every job.state event published while the subscription runs (of a followed job); must not throw. */
   onEvent: (event: JobStateEventPayload) => void;
+  /**
+   * Whether anything here follows the job (an open event stream): the events of other jobs are passed over by
+   * their key, without their payloads being parsed. Default: every job.
+   */
+  follows?: (jobId: string) => boolean;
 }
 
 /**
@@ -69,14 +75,21 @@ export interface JobEventBroadcastOptions {
  * newest events and commits nothing, leaving nothing behind on the broker when the process stops. An event it
  * misses (while joining, or while the broker is away) is made up for by the streams reading their jobs again.
  */
-export function startJobEventBroadcast({ bus, topic = jobsEventsTopic, onEvent }: JobEventBroadcastOptions): Promise<Subscription> {
+export function startJobEventBroadcast({
+  bus,
+  topic = jobsEventsTopic,
+  onEvent,
+  follows = () => true,
+}: JobEventBroadcastOptions): Promise<Subscription> {
   return bus.subscribe({
     topic,
     groupId: `jobs-streams.${hostname()}.${randomUUID().slice(0, 8)}`,
     ephemeral: true,
     batchWindowMs: OBSERVER_BATCHING.batchWindowMs,
-    handler: (envelope) => {
-      onEvent(envelope.payload);
+    payloadOnRead: true,
+    // The key of a job.state event is its job's id.
+    handler: (envelope, { key }) => {
+      if (key === null || follows(key)) onEvent(envelope.payload);
       return Promise.resolve();
     },
   });

@@ -36,6 +36,8 @@ export interface JobStreams {
   serve(ref: JobRef, lastEventId: number | undefined, res: Response): Promise<void>;
   /** Hands a job.state event to the streams that follow its job. */
   onEvent(event: JobStateEventPayload): void;
+  /** Whether a stream follows the job (its events matter here). */
+  follows(jobId: string): boolean;
   /** Ends every open stream and refuses new ones (shutdown: clients reconnect to another replica with Last-Event-ID). */
   close(): void;
   /** Open streams. */
@@ -260,6 +262,10 @@ export function createJobStreams({
       } finally {
         if (!opened) remove(follower);
       }
+    },
+
+    follows(jobId) {
+      return byJob.has(jobId);
     },
 
     onEvent(event) {

@@ -113,6 +113,7 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
     bus,
     ...(eventsTopic === undefined ? {} : { topic: eventsTopic }),
     onEvent: (event) => streams.onEvent(event),
+    follows: (jobId) => streams.follows(jobId),
   });
   closers.push({ name: 'job event streams subscription', close: () => broadcast.stop() });
   const consumer = await startJobEventObserver({
