@@ -4,6 +4,7 @@ import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { webhooksConfigShape } from '@fin/webhooks';
 import { z } from 'zod';
+import { DEFAULT_FINISHED_STATUS_MAX_BYTES } from './job-queries';
 
 /** The job-status service's environment. See docs/jobs.md#configuration. */
 export const jobsConfigShape = {
@@ -26,6 +27,11 @@ export const jobsConfigShape = {
    * off. Every replica reads it: a few small admin requests per group and topic each time.
    */
   KAFKA_LAG_INTERVAL_MS: int(0, 3_600_000).default(30_000),
+  /**
+   * Memory for finished jobs' status answers, which never change (their JSON plus a fixed overhead each; the least
+   * recently used go first): a finished job's status is answered without a database read after its first. 0 keeps none.
+   */
+  JOBS_FINISHED_STATUS_MAX_BYTES: int(0, 1024 * 1024 * 1024).default(DEFAULT_FINISHED_STATUS_MAX_BYTES),
   /** A `: keep-alive` comment on every open job event stream this often; each tick also re-reads the streams' jobs. */
   JOB_EVENTS_KEEP_ALIVE_MS: int(100, 300_000).default(15_000),
   /** Job event streams open at once in one process; beyond, 503. */

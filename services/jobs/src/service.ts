@@ -30,7 +30,12 @@ type JobsServiceSettings = Pick<
   JobsConfig,
   'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'
 > &
-  Partial<Pick<JobsConfig, 'JOB_EVENTS_KEEP_ALIVE_MS' | 'JOB_EVENTS_MAX_STREAMS' | 'JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT'>> &
+  Partial<
+    Pick<
+      JobsConfig,
+      'JOB_EVENTS_KEEP_ALIVE_MS' | 'JOB_EVENTS_MAX_STREAMS' | 'JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT' | 'JOBS_FINISHED_STATUS_MAX_BYTES'
+    >
+  > &
   Partial<WebhooksConfig>;
 
 interface JobsServiceCommonOptions {
@@ -161,7 +166,10 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
 
   return {
     name: 'jobs',
-    handlers: createJobsHandlers({ queries: createJobQueries(pool), streams }),
+    handlers: createJobsHandlers({
+      queries: createJobQueries(pool, { finishedStatusMaxBytes: config.JOBS_FINISHED_STATUS_MAX_BYTES }),
+      streams,
+    }),
     readiness: async () => {
       await pool.query('SELECT 1');
     },

@@ -254,4 +254,73 @@ describe('job status and result endpoints', () => {
     await request(app).get('/readyz').expect(200, { status: 'ready' });
     await request(app).get('/healthz').expect(200);
   });
+
+  describe('a finished job’s status, from memory', () => {
+    /** Statements the queries sent through the pool. */
+    let reads = 0;
+    let counted: express.Express;
+
+    beforeAll(() => {
+      const countingPool = new Proxy(pool, {
+        get: (target, property): unknown => {
+          const value = Reflect.get(target, property) as unknown;
+          if (property !== 'query' || typeof value !== 'function') return value;
+          return (...args: unknown[]): unknown => {
+            reads++;
+            return (value as (...given: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      counted = createApp({
+        logger: testLogger(),
+        queries: createJobQueries(countingPool),
+        streams: createJobStreams({ db: pool, logger: testLogger(), keepAliveMs: 15_000, maxStreams: 10, maxStreamsPerTenant: 10 }),
+        signingSecret: SECRET,
+        readiness: async () => {},
+      });
+    });
+
+    /** A status poll of `tenant` and the statements it sent. */
+    async function poll(id: string, tenant = tenantId, type = 'news') {
+      const before = reads;
+      const path = statusPath(type, id);
+      const res = await request(counted).get(path).set(signedGet(path, tenant));
+      return { res, reads: reads - before };
+    }
+
+    it('answers a completed or failed job’s status without a read after the first, the same answer', async () => {
+      const completed = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
+      const failed = await insertJob(pool, { tenantId, status: 'failed', error: { type: 'internal_error', detail: 'Broke.' } });
+      for (const id of [completed, failed]) {
+        const first = await poll(id);
+        expect(first.reads).toBe(1);
+        const again = await poll(id);
+        expect(again.reads).toBe(0);
+        expect(again.res.status).toBe(200);
+        expect(again.res.body).toEqual(first.res.body);
+        expect(again.res.headers['cache-control']).toBe('no-store');
+      }
+    });
+
+    it('reads an unfinished job’s status every time, so its progress shows', async () => {
+      const id = await insertJob(pool, { tenantId, status: 'running', progress: 40, leaseOwner: 'w', leaseSeconds: 60 });
+      expect((await poll(id)).res.body).toMatchObject({ status: 'running', progress: 40 });
+      await pool.query("UPDATE jobs SET progress = 60, currently_working_on = 'Writing' WHERE id = $1", [id]);
+      const next = await poll(id);
+      expect(next.reads).toBeGreaterThan(0);
+      expect(next.res.body).toMatchObject({ status: 'running', progress: 60, currently_working_on: 'Writing' });
+    });
+
+    it('never answers another tenant, or another job type, from the memory of a finished job', async () => {
+      const id = await insertJob(pool, { tenantId, status: 'completed', progress: 100, result: NEWS_RESULT });
+      expect((await poll(id)).res.status).toBe(200);
+      const other = await poll(id, otherTenantId);
+      expect(other.reads).toBe(1);
+      expect(other.res.status).toBe(404);
+      expect(other.res.body).toEqual(NOT_FOUND);
+      const otherType = await poll(id, tenantId, 'stock-report');
+      expect(otherType.reads).toBe(1);
+      expect(otherType.res.status).toBe(404);
+    });
+  });
 });
