@@ -58,7 +58,7 @@ LABEL org.opencontainers.image.title="fin-${SERVICE}" \
 # NODE_OPTIONS (also what `npm start` and the benchmarks run the compiled services with, read from here): stack
 # traces name the TypeScript sources; a young generation of at most 4 MB per semi-space
 # (by default V8 lets the young generation grow to 64 MB) keeps each minor GC pause near 1 ms instead of 3-15 ms, which is what the tail
-# latency of a busy service is made of (docs/benchmarks.md, "Cache hits").
+# latency of a busy service is made of (docs/benchmarks.md, "Choices made by measurement").
 ENV NODE_ENV=production \
   HOST=0.0.0.0 \
   METRICS_HOST=0.0.0.0 \
