@@ -11,8 +11,11 @@ export default tseslint.config(
     files: ['**/*.ts'],
     extends: [tseslint.configs.strictTypeChecked],
     languageOptions: {
+      // One program for the whole workspace (the root tsconfig.json, which includes every package's sources and
+      // tests), as the type-check builds it: a project per package would type the shared packages again in each
+      // of their dependents' programs, and cost the lint lane about twice the CPU.
       parserOptions: {
-        projectService: { allowDefaultProject: ['packages/*/*.ts'] },
+        project: ['./tsconfig.json'],
         tsconfigRootDir: import.meta.dirname,
       },
     },
