@@ -49,7 +49,7 @@ export {
   createPublisher,
 } from './bus';
 export { DLQ_HEADERS, type RawMessage, type RawOutgoingMessage } from './delivery';
-export { type KafkaBusOptions, createKafka, createKafkaBus, ensureTopics } from './kafka-bus';
+export { type KafkaBusOptions, createKafka, createKafkaBus, ensureTopics, waitForLeaders } from './kafka-bus';
 export { type MemoryBusOptions, type MemoryEventBus, createMemoryBus } from './memory-bus';
 export { type AppendOptions, OUTBOX_KEY_LOCK_CLASS, type PreparedOutboxRow, appendToOutbox, withOutboxRow } from './outbox';
 export { type OutboxRelay, type OutboxRelayOptions, createOutboxRelay } from './relay';

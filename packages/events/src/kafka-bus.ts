@@ -454,9 +454,10 @@ export async function ensureTopics(
 
 /**
  * Waits until every partition of `topics` has a leader. Not kafkajs's waitForLeaders, which gives up when the
- * broker it asks has not yet heard of a topic just created (KRaft spreads the metadata after the create returns).
+ * broker it asks has not yet heard of a topic just created (KRaft spreads the metadata after the create returns; a
+ * broker that has just started shows it). The tests' topics (@fin/testing) wait the same way.
  */
-async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
+export async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const led = await admin.fetchTopicMetadata({ topics }).then(

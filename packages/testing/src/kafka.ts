@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type Admin, Kafka, logLevel } from 'kafkajs';
+import { waitForLeaders } from '@fin/events';
+import { Kafka, logLevel } from 'kafkajs';
 
 /**
  * Kafka for tests: the broker started by infra/kafka/start.sh (KAFKA_BROKERS, default 127.0.0.1:19092),
@@ -43,26 +44,4 @@ export async function createTopics(kafka: Kafka, topics: string[], numPartitions
       await cleanup.disconnect();
     }
   };
-}
-
-/**
- * Waits until every partition of `topics` has a leader. Not kafkajs's waitForLeaders, which gives up when the
- * broker it asks has not yet heard of a topic just created (KRaft spreads the metadata after the create returns; a
- * broker that has just started, like the secure one, shows it).
- */
-async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const led = await admin.fetchTopicMetadata({ topics }).then(
-      ({ topics: found }) => found.every(({ partitions }) => partitions.length > 0 && partitions.every(({ leader }) => leader >= 0)),
-      (error: unknown) => {
-        const { type, cause } = error as { type?: unknown; cause?: { type?: unknown } };
-        if ((type ?? cause?.type) !== 'UNKNOWN_TOPIC_OR_PARTITION' || Date.now() > deadline) throw error;
-        return false;
-      },
-    );
-    if (led) return;
-    if (Date.now() > deadline) throw new Error(`The partitions of ${topics.join(', ')} had no leader after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
