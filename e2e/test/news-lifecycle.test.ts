@@ -135,6 +135,32 @@ describe.each(UPSTREAM_MODES)('news through the whole system (%s upstream)', (up
     expect(status.status).toBe('completed');
   });
 
+  it('refuses a revoked key within moments, though its hit is answered from memory, and still answers other keys', async () => {
+    const request = { symbols: ['msft', 'aapl'], n: 4 };
+    const revoked = system.tenantKey('initech');
+    // Warm: the first hit is the database's, the next ones the product API's copy.
+    for (let i = 0; i < 3; i++) expect((await postNews(request, revoked)).res.status).toBe(200);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query("UPDATE api_keys SET revoked_at = now() WHERE tenant_id = (SELECT id FROM tenants WHERE name = 'initech')");
+    } finally {
+      await client.end();
+    }
+    const revokedAt = Date.now();
+    // The gateway's key cache is evicted by the api_key_changed notification (docs/gateway.md): well within 2 s.
+    const refused = await waitFor(
+      async () => {
+        const { res, body } = await postNews(request, revoked);
+        return res.status === 401 ? body : undefined;
+      },
+      { timeoutMs: 2_000, intervalMs: 20, what: 'the revoked key refused' },
+    );
+    expect(Date.now() - revokedAt).toBeLessThan(2_000);
+    expect(refused).toMatchObject({ status_code: 401, type: 'unauthorized' });
+    expect((await postNews(request)).res.status).toBe(200);
+  });
+
   it('runs the model once for ten identical concurrent requests', async () => {
     const before = claude.requests.filter((request) => JSON.stringify(request.body).includes('GOOGL')).length;
     const responses = await Promise.all(Array.from({ length: 10 }, () => postNews({ symbols: ['GOOGL'], n: 2 })));

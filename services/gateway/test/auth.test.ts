@@ -312,6 +312,51 @@ describe('API-key authentication', () => {
     expect(auth.cacheSize).toBe(1);
   });
 
+  it('renews a busy key before its TTL runs out, in the background: no request waits for the lookup', async () => {
+    const tenant = await newTenant();
+    const { apiKey } = await createKey(pool, { tenant });
+    // Lookups wait at a gate while it is closed, so a request that waited for one could not finish.
+    let gate: Promise<void> = Promise.resolve();
+    let open = () => {};
+    const lookups: string[] = [];
+    const gated = new Proxy(pool, {
+      get(target, property) {
+        if (property === 'query') {
+          return async (...args: unknown[]) => {
+            const first = args[0] as string | { text: string };
+            lookups.push(typeof first === 'string' ? first : first.text);
+            await gate;
+            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const ttl = 3_000;
+    const auth = await replica({ cacheTtlMs: ttl }, gated);
+    const first = await auth.authenticate(apiKey);
+    expect(lookups).toHaveLength(1);
+    const verifiedAt = Date.now();
+
+    gate = new Promise((resolve) => (open = resolve));
+    // Before three quarters of the TTL: served from the cache, nothing looked up.
+    await auth.authenticate(apiKey);
+    expect(lookups).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, ttl * 0.8 - (Date.now() - verifiedAt)));
+    // Past it: still answered from the cache while the renewing lookup is held at the gate.
+    expect((await auth.authenticate(apiKey)).keyId).toBe(first.keyId);
+    expect(lookups).toHaveLength(2);
+    expect((await auth.authenticate(apiKey)).keyId).toBe(first.keyId);
+    expect(lookups).toHaveLength(2);
+
+    open();
+    await new Promise((resolve) => setTimeout(resolve, ttl * 1.2 - (Date.now() - verifiedAt)));
+    // Past the first verification's TTL: the renewed entry answers, with no lookup of its own.
+    expect((await auth.authenticate(apiKey)).keyId).toBe(first.keyId);
+    expect(lookups).toHaveLength(2);
+  });
+
   it('keeps the cache bounded, dropping the least recently used key', async () => {
     const tenant = await newTenant();
     const keys = await Promise.all([1, 2, 3].map(() => createKey(pool, { tenant })));

@@ -73,6 +73,13 @@ interface Watched {
  * of the key or its tenant has it checked once, since its authentication may have read the row before the change.
  */
 const RECENT_CHANGE_MS = 10_000;
+/**
+ * A cached key in use is looked up again in the background once this share of its TTL has passed, so that a busy
+ * key's entry is renewed before it runs out and no request waits for its lookup (without it, every TTL one
+ * request of each busy key, and all those arriving during its round trip, waited). An entry is still never
+ * trusted beyond its TTL: a refresh that has not answered by then is waited for, as a first lookup is.
+ */
+const REFRESH_AFTER_SHARE = 0.75;
 /** Timers cannot wait longer (about 24.8 days); a stream's key expiring later than that is not timed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -217,10 +224,9 @@ export function createAuthenticator({
     },
   });
 
-  const isFresh = (entry: CacheEntry, now: number) => {
-    const ttl = listener.connected ? cacheTtlMs : disconnectedCacheTtlMs;
-    return now - entry.verifiedAt < ttl && (entry.expiresAt === null || entry.expiresAt > now);
-  };
+  const ttlNow = () => (listener.connected ? cacheTtlMs : disconnectedCacheTtlMs);
+  const isFresh = (entry: CacheEntry, now: number) =>
+    now - entry.verifiedAt < ttlNow() && (entry.expiresAt === null || entry.expiresAt > now);
 
   const remember = (hash: string, entry: CacheEntry) => {
     cache.delete(hash);
@@ -253,6 +259,16 @@ export function createAuthenticator({
       });
     inFlight.set(hashKey, promise);
     return promise;
+  };
+
+  /** Renews a cached entry off the request path (lookup() caches what it finds); one no longer found goes. */
+  const refresh = (hashKey: string, hash: Buffer, cached: CacheEntry) => {
+    lookup(hashKey, hash).then(
+      (found) => {
+        if (found === null && cache.get(hashKey) === cached) cache.delete(hashKey);
+      },
+      (error: unknown) => logger.warn({ err: error }, 'API-key refresh failed; the cached entry stands until its TTL'),
+    );
   };
 
   const flushLastUsed = (): Promise<void> => {
@@ -288,6 +304,7 @@ export function createAuthenticator({
         // A verified key costs nothing to accept: it passes even from an address that is being throttled.
         remember(hashKey, cached);
         entry = cached;
+        if (now - cached.verifiedAt >= ttlNow() * REFRESH_AFTER_SHARE && !inFlight.has(hashKey)) refresh(hashKey, hash, cached);
       } else {
         if (cached) cache.delete(hashKey);
         // Before any lookup: an address that keeps failing gets no more round trips this window. A lookup this
