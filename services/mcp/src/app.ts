@@ -1,4 +1,3 @@
-import { type McpMessage } from '@fin/contracts';
 import { AppError, REQUEST_ID_HEADER, isWellFormedRequestId, requestIdOf, unauthorized, type HandlerTable } from '@fin/http';
 import { traceHeaders } from '@fin/log';
 import { FinancialIntelligence, type Fetch } from '@financial-intelligence/sdk';
@@ -38,13 +37,6 @@ export interface McpHandlerDeps {
   pollIntervalMs: number;
 }
 
-/** The tool a tools/call names, if the message is one. */
-function calledTool(message: McpMessage): string | undefined {
-  if (!('method' in message) || message.method !== 'tools/call') return undefined;
-  const name = message.params?.name;
-  return typeof name === 'string' ? name : undefined;
-}
-
 /**
  * The MCP handlers: POST /mcp (the streamable HTTP transport, stateless) and GET /mcp (405: no server-initiated
  * stream), for the caller the gateway vouches for.
@@ -65,7 +57,7 @@ export function createMcpHandlers({ api, jobWaitMs, pollIntervalMs }: McpHandler
         maxRetryDelayMs: 2_000,
         fetch: callsOf(requestIdOf(res), api.fetch),
       });
-      const server = createMcpServer(caller, { api: client, jobWaitMs, pollIntervalMs }, calledTool(body));
+      const server = createMcpServer(caller, { api: client, jobWaitMs, pollIntervalMs });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.once('close', () => {
         void transport.close();
