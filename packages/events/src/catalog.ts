@@ -4,7 +4,7 @@ import { defineCatalog, defineTopic, type TopicDefinition } from './topic';
 
 // The job types, statuses and error types are the API's own: an event can carry nothing the status endpoint
 // could not answer with.
-export { JobStatus, JobType };
+export { JobType };
 
 /**
  * A job to run, written to the outbox in the same transaction as its `pending` job row (key = job_id). It names
@@ -91,4 +91,3 @@ export const eventCatalog = defineCatalog(
   jobRequestTopics.analysis,
   jobsEventsTopic,
 );
-export type EventCatalog = typeof eventCatalog;

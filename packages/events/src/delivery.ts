@@ -37,7 +37,7 @@ export interface RawOutgoingMessage {
 export type Outcome = 'commit' | 'abandon';
 export type RawProcessor = (message: RawMessage, signal: AbortSignal) => Promise<Outcome>;
 
-export const DLQ_HEADERS = {
+const DLQ_HEADERS = {
   error: 'x-dlq-error',
   attempts: 'x-dlq-attempts',
   reason: 'x-dlq-reason',

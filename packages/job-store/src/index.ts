@@ -1,22 +1,10 @@
 // @fin/job-store: the one owner of job state. Every statement on jobs, their job.state events (outbox rows),
 // their numbering (seq), idempotency keys and the result cache is in this package; the product APIs, the
 // runners (job-kit), the jobs service and the analysis API call it. See docs/jobs.md.
-export { cacheKeysFor, canonicalJson, describeCacheKey, sha256, withToolSet, type CacheKeyParts, type CacheKeys } from './cache-key';
-export { recordCachedAnswer, submitJob, type CachedOutcome, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
-export {
-  attemptRecorder,
-  claimAndStart,
-  claimJob,
-  clientError,
-  completedResult,
-  countFinished,
-  STARTING_PROGRESS,
-  type AttemptRecorder,
-  type AttemptRecorderOptions,
-  type Completion,
-  type LeasedJob,
-} from './lease';
-export { createLeaseKeeper, type HeldLease, type LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper';
+export { cacheKeysFor, describeCacheKey, withToolSet, type CacheKeyParts, type CacheKeys } from './cache-key';
+export { recordCachedAnswer, submitJob, type JobOutcome, type SubmitOutcome, type SubmitParams } from './submit';
+export { attemptRecorder, claimAndStart, claimJob, completedResult, countFinished, STARTING_PROGRESS, type LeasedJob } from './lease';
+export { createLeaseKeeper, type LeaseKeeper } from './lease-keeper';
 export {
   REAPER_LOCK_CLASS,
   expiredLeases,
@@ -35,10 +23,8 @@ export {
   readJobStreamState,
   readJobStreamStates,
   type JobRef,
-  type JobResultRow,
   type JobStatusRow,
   type JobStreamRow,
-  type UnfinishedCount,
 } from './queries';
 export { claimNext, readQueuePosition, type ClaimNextParams, type NextClaim } from './queue';
-export { createJobWatcher, type FinishedJob, type JobWatcher, type JobWatcherOptions } from './watcher';
+export { createJobWatcher, type FinishedJob, type JobWatcher } from './watcher';

@@ -83,7 +83,7 @@ export async function claimJob(
 }
 
 /** The job id the claim event is built with when the statement chooses the job itself (claimNext): filled in by it. */
-export const CHOSEN_JOB_PLACEHOLDER = '00000000-0000-0000-0000-000000000000';
+const CHOSEN_JOB_PLACEHOLDER = '00000000-0000-0000-0000-000000000000';
 
 /**
  * The claim and the attempt's first write in one statement: the lease taken, `running` with the starting step and
@@ -210,7 +210,7 @@ export function completedResult(job: Pick<LeasedJob, 'usage'>, completion: Pick<
 }
 
 /** A failure reason clients can read: its type is one of the API's error types, or internal_error. */
-export function clientError(error: { type: string; detail: string }): JobError {
+function clientError(error: { type: string; detail: string }): JobError {
   const type = ErrorType.safeParse(error.type);
   const detail = error.detail.trim();
   return { type: type.success ? type.data : 'internal_error', detail: detail === '' ? 'The job failed.' : detail };
@@ -494,5 +494,3 @@ export function attemptRecorder({ pool, workerId, retryDelayMs, logger }: Attemp
     },
   };
 }
-
-export type AttemptRecorder = ReturnType<typeof attemptRecorder>;
