@@ -99,11 +99,16 @@ export function loadConfig<S extends Shape>(
     return parseConfig(shape, env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\nThe process did not start. See docs/configuration.md.\n`);
+      process.stderr.write(configRefusal(error));
       return exit(78);
     }
     throw error;
   }
+}
+
+/** What a process that refuses its config prints (to stderr) before it exits 78. */
+export function configRefusal(error: ConfigError): string {
+  return `${error.message}\nThe process did not start. See docs/configuration.md.\n`;
 }
 
 /** The parsed config with every secret field replaced, safe to log. */

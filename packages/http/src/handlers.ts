@@ -4,18 +4,13 @@
 // written per route). Either way the handler is given input already parsed by the contract's schemas.
 import { API_ROUTES, type ApiRouteId } from '@fin/contracts';
 import type { Logger } from '@fin/log';
-import type { Server } from 'node:http';
 import type { RequestHandler } from 'express';
 import { jsonBody } from './body';
 import { identityKey, verifyIdentity } from './identity';
 import { routeHandler, toExpressPath, type RouteHandler } from './route';
-import { createServiceApp, type Lifecycle, type ServiceApp } from './service-app';
+import { createServiceApp, type ServiceApp } from './service-app';
 import { listenOrClose } from './listen';
-import type { RunningService } from './run-service';
-import type { Closer } from './shutdown';
-
-/** The handlers of a service, by route id: each typed by its contract entry. */
-export type HandlerTable = { readonly [K in ApiRouteId]?: RouteHandler<(typeof API_ROUTES)[K]> };
+import type { HandlerTable, RunningService, ServedService, ServiceUnit } from './unit';
 
 /** The entries of a table, each with its contract entry. */
 export function tableEntries(
@@ -26,28 +21,6 @@ export function tableEntries(
     const handler = handlers[id] as RouteHandler<typeof entry>;
     return { id, entry, handler: routeHandler(entry, handler) };
   });
-}
-
-/**
- * A service as the one start-up shape composes it, whether it runs alone (runService) or beside the others in one
- * process (the standalone launcher): its handlers, what runs beside them (workers, consumers, relays: `start`),
- * and what closes in shutdown order.
- */
-export interface ServiceUnit {
-  /** The service's name: its logger's, its metrics', and the name its identity key is derived for. */
-  readonly name: string;
-  readonly handlers: HandlerTable;
-  /** Pages outside the API (the portal's web portal): an express router at `prefix`, reached without an API key. */
-  readonly pages?: { readonly prefix: string; readonly router: RequestHandler };
-  /** False for a unit with nothing to answer (a worker-only process): it does not listen. Default true. */
-  readonly serves?: boolean;
-  /** Resolves when the service's dependencies are reachable. */
-  readiness(): Promise<void>;
-  readonly lifecycle: Lifecycle;
-  /** Starts what runs beside the handlers (workers, consumers); called once the unit is composed. */
-  start(): Promise<void>;
-  /** In shutdown order, after the requests and streams have drained. */
-  readonly closers: readonly Closer[];
 }
 
 export interface HandlerAppOptions {
@@ -89,42 +62,19 @@ export function createHandlerApp(unit: ServiceUnit, { logger, signingSecret, jso
 export interface ServeUnitOptions extends HandlerAppOptions {
   port: number;
   host: string;
-  /** Logged with the address, e.g. the process's role. */
-  fields?: Record<string, unknown>;
 }
 
 /**
- * A unit as a process of its own: its handler app listening on `port` (unless it serves nothing), then its
- * workers started. When either fails (the port in use, say), what the unit started is closed and the promise
- * rejects with the reason.
+ * A unit listening on `port` (its handler app, or the edge's own app; nothing for a unit that serves nothing), its
+ * workers started first. When either fails (the port in use, say), what the unit started is closed and the
+ * promise rejects with the reason.
  */
 export async function serveUnit(unit: ServiceUnit, options: ServeUnitOptions): Promise<RunningService> {
-  const { port, host, logger, fields } = options;
-  const app = unit.serves === false ? undefined : createHandlerApp(unit, options);
-  const { server, url } = await listenOrClose(app, {
-    port,
-    host,
-    logger,
-    started: unit.closers,
-    before: () => unit.start(),
-    ...(fields ? { fields } : {}),
-  });
+  const { port, host, logger } = options;
+  const app = unit.serves === false ? undefined : (unit.edge?.app ?? createHandlerApp(unit, options));
+  const { server, url } = await listenOrClose(app, { port, host, logger, started: unit.closers, before: () => unit.start() });
+  if (server) unit.edge?.configure?.(server);
   return { lifecycle: unit.lifecycle, closers: unit.closers, ...(server ? { server } : {}), ...(url === undefined ? {} : { url }) };
-}
-
-/** A service listening: its server and where (what tests and the launchers call). */
-export type ServedService = RunningService & { server: Server; url: string };
-
-/** The settings a unit is served with, as every service's config names them. */
-interface UnitServeConfig {
-  PORT: number;
-  HOST: string;
-  INTERNAL_SIGNING_SECRET: string;
-}
-
-/** serveUnit with the settings read from a service's config: how runService and each service's tests serve a unit. */
-export function serveUnitOn(unit: ServiceUnit, config: UnitServeConfig, logger: Logger): Promise<RunningService> {
-  return serveUnit(unit, { port: config.PORT, host: config.HOST, signingSecret: config.INTERNAL_SIGNING_SECRET, logger });
 }
 
 /** `running` as a service that listens; throws for one that serves nothing (a worker-only unit). */

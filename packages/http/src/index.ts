@@ -39,15 +39,12 @@ export {
   cutStream,
   streamEndedEarly,
   serveUnit,
-  serveUnitOn,
   served,
   tableEntries,
   type HandlerAppOptions,
-  type HandlerTable,
   type ServeUnitOptions,
-  type ServedService,
-  type ServiceUnit,
 } from './handlers';
+export type { HandlerTable, RunningService, ServedService, ServiceUnit } from './unit';
 export {
   route,
   routeCall,
@@ -88,5 +85,17 @@ export {
   type ServiceApp,
   type ServiceAppOptions,
 } from './service-app';
-export { runService, type RunningService, type RunServiceOptions, type ServiceDefinition } from './run-service';
+export {
+  runService,
+  runSystem,
+  serveDefinition,
+  type ConfigOf,
+  type Launched,
+  type RunServiceOptions,
+  type ServeDefinitionOptions,
+  type ServiceDefinition,
+  type SystemMember,
+  type SystemShared,
+  type UnitDeps,
+} from './run-service';
 export { closeStarted, createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';

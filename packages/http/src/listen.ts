@@ -61,8 +61,6 @@ export interface ListenOrCloseOptions {
   started: readonly Closer[];
   /** What else the start does under the same guard, before listening: a worker's subscription, say. */
   before?: () => Promise<void>;
-  /** Logged with the address, e.g. the process's role. */
-  fields?: Record<string, unknown>;
 }
 
 export interface Listening {
@@ -81,7 +79,7 @@ export async function listenOrClose(app: RequestListener, options: ListenOrClose
 export async function listenOrClose(app: RequestListener | undefined, options: ListenOrCloseOptions): Promise<Partial<Listening>>;
 export async function listenOrClose(
   app: RequestListener | undefined,
-  { port, host, logger, started, before, fields }: ListenOrCloseOptions,
+  { port, host, logger, started, before }: ListenOrCloseOptions,
 ): Promise<Partial<Listening>> {
   let server: Server | undefined;
   try {
@@ -93,7 +91,7 @@ export async function listenOrClose(
   }
   if (!server) return {};
   const url = `http://${host}:${(server.address() as AddressInfo).port}`;
-  logger.info({ url, ...fields }, 'listening');
+  logger.info({ url }, 'listening');
   return { server, url };
 }
 

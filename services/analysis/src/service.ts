@@ -2,21 +2,24 @@ import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
-import { serveUnitOn, type Closer, type HandlerTable, type RunningService, type ServiceUnit } from '@fin/http';
+import type { Closer, HandlerTable, ServiceDefinition, ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createAnalysisHandlers } from './app';
-import type { AnalysisConfig } from './config';
+import { analysisConfigShape, type AnalysisConfig } from './config';
 import { createJobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from './open-requests';
 import { createAnalysisWorker } from './worker';
 
-export interface AnalysisServiceOptions {
+/** What the analysis service runs on: each shared by the process (runSystem, tests) or made from its config. */
+interface AnalysisShared {
+  pool: Pool;
+  bus: EventBus;
+  engine: AiEngine;
+}
+
+interface AnalysisServiceOptions extends Partial<AnalysisShared> {
   config: AnalysisConfig;
   logger: Logger;
-  /** Shared resources in single-process mode (and tests); created from config otherwise. */
-  pool?: Pool;
-  bus?: EventBus;
-  engine?: AiEngine;
 }
 
 /**
@@ -24,7 +27,7 @@ export interface AnalysisServiceOptions {
  * AI engine too), the worker, or both. Every process also runs a standby-capable outbox relay, so job requests
  * and events are published while any analysis process is up.
  */
-export async function createAnalysisUnit({ config, logger, ...shared }: AnalysisServiceOptions): Promise<ServiceUnit> {
+async function createAnalysisUnit({ config, logger, ...shared }: AnalysisServiceOptions): Promise<ServiceUnit> {
   const role = config.ANALYSIS_ROLE;
   const pool =
     shared.pool ??
@@ -116,7 +119,19 @@ export async function createAnalysisUnit({ config, logger, ...shared }: Analysis
   };
 }
 
-/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
-export async function startAnalysisService(options: AnalysisServiceOptions): Promise<RunningService> {
-  return serveUnitOn(await createAnalysisUnit(options), options.config, options.logger);
+/** Streams get their grace period inside the drain: one that is not shorter cuts a stream off before its final event. */
+function checkConfig(config: AnalysisConfig, logger: Logger): void {
+  if (config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS >= config.SHUTDOWN_DRAIN_TIMEOUT_MS) {
+    logger.warn(
+      'ANALYSIS_STREAM_SHUTDOWN_GRACE_MS is not below SHUTDOWN_DRAIN_TIMEOUT_MS: a stream still open at the drain deadline is cut off without its final event',
+    );
+  }
 }
+
+/** The analysis service: runService runs it as a process (ANALYSIS_ROLE), runSystem beside the others. */
+export const analysisService: ServiceDefinition<typeof analysisConfigShape, AnalysisShared> = {
+  name: 'analysis',
+  configShape: analysisConfigShape,
+  checkConfig,
+  unit: createAnalysisUnit,
+};

@@ -3,11 +3,11 @@ import { parseConfig } from '@fin/config';
 import { ErrorBody } from '@fin/contracts';
 import { createMemoryBus, type MemoryEventBus } from '@fin/events';
 import { textReply } from '@fin/fakes';
-import { createShutdown } from '@fin/http';
+import { createShutdown, serveDefinition } from '@fin/http';
 import { testCustomerToolsKey, waitFor } from '@fin/testing';
 import { analysisConfigShape } from '../src/config';
 import type { RunningService } from '@fin/http';
-import { startAnalysisService } from '../src/service';
+import { analysisService } from '../src/service';
 import { createTestBed, logger, outboxOf, PATH, SECRET, signed, sseFrames, type SseFrame, type TestBed } from './support';
 
 const ANSWER = `## Answer\n\n${'A paragraph of analysis that takes a while to write. '.repeat(6).trim()}`;
@@ -39,7 +39,7 @@ describe('analysis service shutdown with open streams', () => {
       ANALYSIS_STREAM_DONE_WAIT_MS: '0',
       ...env,
     });
-    const service = await startAnalysisService({ config, logger, pool: bed.pool, bus, engine: bed.engine });
+    const service = await serveDefinition(analysisService, { config, logger, shared: { pool: bed.pool, bus, engine: bed.engine } });
     const exits: number[] = [];
     const shutdown = createShutdown({
       logger,

@@ -1,22 +1,25 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, prismaFor, type Pool } from '@fin/db';
-import { createLifecycle, serveUnitOn, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createChatHandlers } from './app';
 import { createChat } from './chat';
-import type { ChatConfig } from './config';
+import { chatConfigShape, checkChatConfig, type ChatConfig } from './config';
 import { createConversationStore } from './store';
 
 /** Replies in progress stop this long before the drain deadline, so their last event goes out before connections are cut. */
 const REPLY_DRAIN_MARGIN_MS = 2_000;
 
-export interface ChatServiceOptions {
+/** What the chat service runs on: each shared by the process (runSystem, tests) or made from its config. */
+interface ChatShared {
+  pool: Pool;
+  engine: Pick<AiEngine, 'chat' | 'close'>;
+}
+
+interface ChatServiceOptions extends Partial<ChatShared> {
   config: ChatConfig;
   logger: Logger;
-  /** Shared resources (single-process mode, tests); created from config otherwise. */
-  pool?: Pool;
-  engine?: Pick<AiEngine, 'chat' | 'close'>;
 }
 
 /**
@@ -24,7 +27,7 @@ export interface ChatServiceOptions {
  * Shutdown (SIGTERM) begins with the lifecycle: new turns are refused, replies in progress get the drain
  * timeout less a margin to finish, then every open stream gets a last `error` event and ends.
  */
-export async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions): Promise<ServiceUnit> {
+async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions): Promise<ServiceUnit> {
   const pool =
     shared.pool ??
     createPool({
@@ -68,7 +71,10 @@ export async function createChatUnit({ config, logger, ...shared }: ChatServiceO
   };
 }
 
-/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
-export async function startChatService(options: ChatServiceOptions): Promise<ServedService> {
-  return served(await serveUnitOn(await createChatUnit(options), options.config, options.logger));
-}
+/** The chat service: runService runs it as a process, runSystem beside the others. */
+export const chatService: ServiceDefinition<typeof chatConfigShape, ChatShared> = {
+  name: 'chat',
+  configShape: chatConfigShape,
+  checkConfig: checkChatConfig,
+  unit: createChatUnit,
+};

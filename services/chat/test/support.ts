@@ -8,7 +8,7 @@ import { parseConfig } from '@fin/config';
 import { ChatStreamEvents, type ChatStreamEventName } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { startFakeAnthropic, type FakeAnthropic, type MessagesRequestBody } from '@fin/fakes';
-import { identityKey, signIdentity } from '@fin/http';
+import { identityKey, serveDefinition, served, signIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import {
   createTestDatabase,
@@ -20,7 +20,7 @@ import {
 } from '@fin/testing';
 import { chatConfigShape } from '../src/config';
 import type { ServedService } from '@fin/http';
-import { startChatService } from '../src/service';
+import { chatService } from '../src/service';
 
 const SECRET = 'chat-test-secret-0123456789abcdef0123';
 const KEY = identityKey(SECRET, 'chat');
@@ -93,7 +93,7 @@ export async function startChat(shared: Shared, env: Record<string, string> = {}
     SHUTDOWN_DRAIN_TIMEOUT_MS: '0',
     ...env,
   });
-  const service = await startChatService({ config, logger, pool: shared.pool, engine: shared.engine });
+  const service = served(await serveDefinition(chatService, { config, logger, shared: { pool: shared.pool, engine: shared.engine } }));
   const url = `http://127.0.0.1:${(service.server.address() as AddressInfo).port}`;
   const send: ChatInstance['send'] = (method, path, options = {}) => {
     const caller = { tenantId: options.tenant ?? shared.tenantA, keyId: randomUUID(), scopes: ['chat'] };

@@ -1,39 +1,64 @@
-// The gateway as a unit: authentication, rate limits, the upstream pools and the HTTP server. main.ts runs it
-// alone; the single-process setup (services/standalone) runs it beside the services it routes to.
+// The gateway as a definition: authentication, rate limits and its app, the edge of the system, in front of an
+// Upstream that is passed in: over HTTP to the services' processes (main.ts), or the units of the same process
+// (npm start, services/standalone).
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
-import { answerClientErrors, createLifecycle, inMemoryFetch, listenOrClose, type Closer, type ServedService } from '@fin/http';
-import type { Logger } from '@fin/log';
+import { answerClientErrors, createLifecycle, type Closer, type ServiceDefinition, type ServiceUnit, type UnitDeps } from '@fin/http';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
-import type { GatewayConfig } from './config';
+import { gatewayConfigShape, type GatewayConfig } from './config';
 import { createServicePools } from './proxy/service-pools';
 import { createRateLimits } from './rate-limit';
-import { httpUpstream, type Upstream } from './upstream';
+import { UPSTREAM_NAMES, type UpstreamName } from './routes';
+import { httpUpstream, inProcessUpstream, type Upstream } from './upstream';
 
-export interface GatewayOptions {
-  config: GatewayConfig;
-  logger: Logger;
-  /**
-   * The services behind it (single-process mode: inProcessUpstream over the units of the process). Default: over
-   * HTTP to the services' URLs in the config, each identity signed.
-   */
-  upstream?: () => Upstream;
-}
+/** Where the gateway sends what it admitted: made once the units before it (in one process) are composed. */
+export type UpstreamOf = (deps: UnitDeps<GatewayConfig>) => Upstream;
 
-export interface GatewayService extends ServedService {
-  /**
-   * The gateway's app as a fetch of this process, for its own URL: the request runs through the same pipeline as one
-   * over the network (request id, key, scope, limits, upstream, error bodies) without a socket or an HTTP parse.
-   * What a unit of the same process calls the API with (the MCP tools in npm start).
-   */
-  fetch: typeof fetch;
+/** The services as processes of their own, at the URLs of the config, each identity signed. */
+export const overHttp: UpstreamOf = ({ config, logger }) =>
+  httpUpstream({
+    pools: createServicePools(
+      {
+        news: config.NEWS_URL,
+        'stock-report': config.STOCK_REPORT_URL,
+        analysis: config.ANALYSIS_URL,
+        chat: config.CHAT_URL,
+        jobs: config.JOBS_URL,
+        portal: config.PORTAL_URL,
+        mcp: config.MCP_URL,
+      },
+      { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
+    ),
+    signingSecret: config.INTERNAL_SIGNING_SECRET,
+    logger,
+    limits: {
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
+      idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+    },
+  });
+
+/** The services as units of this process (npm start), composed before the gateway: called in memory. */
+export const inProcess: UpstreamOf = ({ config, units }) => {
+  const byName = (name: UpstreamName): ServiceUnit => {
+    const unit = units.get(name);
+    if (unit === undefined) throw new Error(`the ${name} service must be composed before the gateway`);
+    return unit;
+  };
+  const behind = Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, byName(name)])) as Record<UpstreamName, ServiceUnit>;
+  return inProcessUpstream({ units: behind, limits: { maxBodyBytes: config.MAX_BODY_BYTES } });
+};
+
+/** The gateway in front of `upstream`. */
+export function gatewayService(upstream: UpstreamOf = overHttp): ServiceDefinition<typeof gatewayConfigShape> {
+  return { name: 'gateway', configShape: gatewayConfigShape, unit: (deps) => Promise.resolve(createGatewayUnit(deps, upstream(deps))) };
 }
 
 /**
  * The gateway's pool is its own in every shape (npm start too, beside the pool its services share), so that its
  * session settings hold wherever it runs.
  */
-export async function startGateway({ config, logger, upstream: given }: GatewayOptions): Promise<GatewayService> {
+function createGatewayUnit({ config, logger }: UnitDeps<GatewayConfig>, upstream: Upstream): ServiceUnit {
   const pool: Pool = createPool({
     connectionString: config.DATABASE_URL,
     applicationName: 'gateway',
@@ -67,29 +92,6 @@ export async function startGateway({ config, logger, upstream: given }: GatewayO
     },
     tokenReservationTtlMs: config.DAILY_TOKEN_BUDGET_RESERVATION_TTL_MS,
   });
-  const upstream =
-    given?.() ??
-    httpUpstream({
-      pools: createServicePools(
-        {
-          news: config.NEWS_URL,
-          'stock-report': config.STOCK_REPORT_URL,
-          analysis: config.ANALYSIS_URL,
-          chat: config.CHAT_URL,
-          jobs: config.JOBS_URL,
-          portal: config.PORTAL_URL,
-          mcp: config.MCP_URL,
-        },
-        { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
-      ),
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      logger,
-      limits: {
-        maxBodyBytes: config.MAX_BODY_BYTES,
-        responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
-        idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
-      },
-    });
   const lifecycle = createLifecycle();
   // Streams have drained (or been cut) by the time these run: their chat slots are released before the limiter closes.
   const closers: Closer[] = [
@@ -100,24 +102,36 @@ export async function startGateway({ config, logger, upstream: given }: GatewayO
   if (session.pool !== pool) closers.push({ name: 'direct database pool', close: () => session.close() });
   closers.push({ name: 'database pool', close: () => pool.end() });
 
+  const readiness = async () => {
+    await pool.query('SELECT 1');
+  };
   const app = createApp({
     logger,
     authenticator,
     rateLimits,
     upstream,
-    readiness: async () => {
-      await pool.query('SELECT 1');
-    },
+    readiness,
     lifecycle,
     trustedProxyHops: config.CLIENT_ADDRESS_HOPS,
     bodyTimeoutMs: config.BODY_TIMEOUT_MS,
   });
-  const { server, url } = await listenOrClose(app, { port: config.PORT, host: config.HOST, logger, started: closers });
-  // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.
-  answerClientErrors(server, logger);
-  // Idle keep-alive connections outlive the clients' and load balancers' own idle timeouts (60 s on most), so it
-  // is never the gateway that closes a connection a client is about to reuse.
-  server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
-  server.headersTimeout = config.KEEP_ALIVE_TIMEOUT_MS + 1_000;
-  return { server, url, lifecycle, closers, fetch: inMemoryFetch(app, { origin: url }) };
+  return {
+    name: 'gateway',
+    handlers: {},
+    edge: {
+      app,
+      configure: (server) => {
+        // What Node's parser refuses (oversized or malformed heads) gets the spec's error body too, not a bare 400/431.
+        answerClientErrors(server, logger);
+        // Idle keep-alive connections outlive the clients' and load balancers' own idle timeouts (60 s on most), so
+        // it is never the gateway that closes a connection a client is about to reuse.
+        server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
+        server.headersTimeout = config.KEEP_ALIVE_TIMEOUT_MS + 1_000;
+      },
+    },
+    readiness,
+    lifecycle,
+    start: () => Promise.resolve(),
+    closers,
+  };
 }

@@ -1,9 +1,10 @@
 import { parseConfig } from '@fin/config';
 import { createPool, type Pool } from '@fin/db';
+import { serveDefinition, served } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import { gatewayConfigShape } from '../src/config';
-import { startGateway } from '../src/service';
+import { gatewayService } from '../src/service';
 
 const logger = createLogger({ service: 'gateway-direct-url-test', level: 'silent' });
 
@@ -38,7 +39,7 @@ describe('gateway with DATABASE_DIRECT_URL', () => {
       DATABASE_URL: db.url,
       ...env,
     });
-    const gateway = await startGateway({ config, logger });
+    const gateway = served(await serveDefinition(gatewayService(), { config, logger }));
     try {
       await check();
     } finally {

@@ -13,11 +13,10 @@ import {
   type JobEventsTopic,
   type OutboxRelayOptions,
 } from '@fin/events';
-import { createLifecycle, serveUnitOn, served, type Closer, type Lifecycle, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, type Closer, type Lifecycle, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
-import type { WebhooksConfig } from '@fin/webhooks';
 import { createJobsHandlers } from './app';
-import type { JobsConfig } from './config';
+import { jobsConfigShape, type JobsConfig } from './config';
 import { startJobEventBroadcast, startJobEventObserver, type JobEventObserverOptions } from './consumer';
 import { createJobGauges } from './job-gauges';
 import { createJobQueries } from './job-queries';
@@ -25,41 +24,27 @@ import { createJobStreams } from './job-streams';
 import { createLeaseReaper } from './reaper';
 import { startWebhooks } from './webhooks';
 
-/** What the service reads of its config when it is handed its bus and pool. */
-type JobsServiceSettings = Pick<
-  JobsConfig,
-  'PORT' | 'HOST' | 'INTERNAL_SIGNING_SECRET' | 'JOB_REAPER_INTERVAL_MS' | 'JOB_UNCLAIMED_TIMEOUT_MS'
-> &
-  Partial<
-    Pick<
-      JobsConfig,
-      'JOB_EVENTS_KEEP_ALIVE_MS' | 'JOB_EVENTS_MAX_STREAMS' | 'JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT' | 'JOBS_FINISHED_STATUS_MAX_BYTES'
-    >
-  > &
-  Partial<WebhooksConfig>;
-
-interface JobsServiceCommonOptions {
-  logger: Logger;
-  lifecycle?: Lifecycle;
+/**
+ * What the job-status service is given besides its config: the pool and the bus a process (runSystem, a test)
+ * shares, each made from the config when absent, and how its observer is wired.
+ */
+interface JobsShared {
+  pool: Pool;
+  bus: EventBus;
   /**
    * Run an outbox relay, which publishes the reaper's job requests (default true). A process that already runs
    * a relay on the same database may pass false; relays elect one leader anyway.
    */
-  outboxRelay?: boolean | Omit<OutboxRelayOptions, 'pool' | 'bus' | 'logger'>;
+  outboxRelay: boolean | Omit<OutboxRelayOptions, 'pool' | 'bus' | 'logger'>;
   /** Where job events are read (default jobs.events). */
-  eventsTopic?: JobEventsTopic;
+  eventsTopic: JobEventsTopic;
   /** Consumer group of the event observer (default jobs-service). */
-  groupId?: string;
+  groupId: string;
   /** Handed every job.state event the observer receives (see startJobEventObserver). */
-  onJobEvent?: JobEventObserverOptions['onEvent'];
+  onJobEvent: JobEventObserverOptions['onEvent'];
 }
 
-/**
- * Either the whole config, from which the pool and the Kafka bus not given are created (and then closed last),
- * or just the service's settings with both handed in (the caller closes them).
- */
-export type JobsServiceOptions = JobsServiceCommonOptions &
-  ({ config: JobsConfig; bus?: EventBus; pool?: Pool } | { config: JobsServiceSettings; bus: EventBus; pool: Pool });
+type JobsServiceOptions = Partial<JobsShared> & { config: JobsConfig; logger: Logger };
 
 /**
  * The job-status service as a unit. Its closers, in shutdown order after the requests stopped: the job event
@@ -67,26 +52,24 @@ export type JobsServiceOptions = JobsServiceCommonOptions &
  * bus and the pool when the service created them. Its lifecycle's beginShutdown also ends the open job event
  * streams (clients reconnect to another replica).
  */
-export async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit> {
+async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit> {
   const { config, logger, outboxRelay = true, eventsTopic, groupId, onJobEvent } = options;
-  // Without a bus or a pool given, the config is the whole JobsConfig (JobsServiceOptions).
-  const own = config as JobsConfig;
   const pool =
     options.pool ??
     createPool({
-      connectionString: own.DATABASE_URL,
+      connectionString: config.DATABASE_URL,
       applicationName: 'jobs',
-      max: own.DATABASE_POOL_MAX,
+      max: config.DATABASE_POOL_MAX,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     });
   // The relay's leader lock and LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a pooler's
   // (a shared pool comes with its own setup, which has none).
   const session = sessionPoolOf(pool, {
-    directUrl: options.pool || outboxRelay === false ? undefined : own.DATABASE_DIRECT_URL,
+    directUrl: options.pool || outboxRelay === false ? undefined : config.DATABASE_DIRECT_URL,
     applicationName: 'jobs',
     onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
   });
-  const bus = options.bus ?? (await connectKafkaBus(own, logger));
+  const bus = options.bus ?? (await connectKafkaBus(config, logger));
   // Closed after everything that uses them.
   const last: Closer[] = [
     ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
@@ -99,12 +82,12 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
   const streams = createJobStreams({
     db: pool,
     logger,
-    keepAliveMs: config.JOB_EVENTS_KEEP_ALIVE_MS ?? 15_000,
-    maxStreams: config.JOB_EVENTS_MAX_STREAMS ?? 10_000,
-    maxStreamsPerTenant: config.JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT ?? 100,
+    keepAliveMs: config.JOB_EVENTS_KEEP_ALIVE_MS,
+    maxStreams: config.JOB_EVENTS_MAX_STREAMS,
+    maxStreamsPerTenant: config.JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT,
   });
   // Beginning the shutdown ends the streams, which would otherwise hold the HTTP drain until their jobs finish.
-  const base = options.lifecycle ?? createLifecycle();
+  const base = createLifecycle();
   const lifecycle: Lifecycle = {
     get shuttingDown() {
       return base.shuttingDown;
@@ -133,12 +116,12 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
 
   // Every consumer group's lag, read from the broker: reported here, by a service that is always up, rather than
   // by the consumers, which cannot report their own stall (docs/observability.md#consumer-lag).
-  if (!options.bus && own.KAFKA_LAG_INTERVAL_MS > 0) {
+  if (!options.bus && config.KAFKA_LAG_INTERVAL_MS > 0) {
     const lag = createConsumerLagMonitor({
-      kafka: createKafka({ logger, ...kafkaClientConfig(own) }),
+      kafka: createKafka({ logger, ...kafkaClientConfig(config) }),
       logger,
-      topicPrefix: own.KAFKA_TOPIC_PREFIX,
-      intervalMs: own.KAFKA_LAG_INTERVAL_MS,
+      topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      intervalMs: config.KAFKA_LAG_INTERVAL_MS,
     });
     periodic.push(lag);
     closers.push({ name: 'consumer lag monitor', close: () => lag.stop() });
@@ -184,7 +167,9 @@ export async function createJobsUnit(options: JobsServiceOptions): Promise<Servi
   };
 }
 
-/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
-export async function startJobsService(options: JobsServiceOptions): Promise<ServedService> {
-  return served(await serveUnitOn(await createJobsUnit(options), options.config, options.logger));
-}
+/** The job-status service: runService runs it as a process, runSystem beside the others on shared resources. */
+export const jobsService: ServiceDefinition<typeof jobsConfigShape, JobsShared> = {
+  name: 'jobs',
+  configShape: jobsConfigShape,
+  unit: createJobsUnit,
+};

@@ -13,13 +13,13 @@ import {
   waitFor,
 } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
-import type { ServedService } from '@fin/http';
-import { startJobsService } from '../src/service';
+import { serveDefinition, type RunningService } from '@fin/http';
+import { jobsService } from '../src/service';
 import { SECRET, testLogger } from './support';
 
 describe('the job-status service reporting consumer lag', () => {
   let db: TestDatabase;
-  let service: ServedService | undefined;
+  let service: RunningService | undefined;
   // A deployment of its own on the shared broker.
   const prefix = `${uniqueName('jobs-lag')}.`;
   const kafka = testKafka();
@@ -31,7 +31,7 @@ describe('the job-status service reporting consumer lag', () => {
   });
   afterAll(async () => {
     for (const closer of service?.closers ?? []) await closer.close();
-    if (service?.server.listening) await new Promise((resolve) => service?.server.close(resolve));
+    if (service?.server?.listening) await new Promise((resolve) => service?.server?.close(resolve));
     const topics = (await admin.listTopics()).filter((topic) => topic.startsWith(prefix));
     await admin.deleteTopics({ topics });
     await admin.disconnect();
@@ -48,7 +48,7 @@ describe('the job-status service reporting consumer lag', () => {
       KAFKA_LAG_INTERVAL_MS: '100',
       PORT: '0',
     });
-    service = await startJobsService({ config, logger: testLogger() });
+    service = await serveDefinition(jobsService, { config, logger: testLogger() });
     expect(service.closers.map((closer) => closer.name)).toContain('consumer lag monitor');
 
     // Three news requests wait on partition 0; the news workers' group committed the first and then went away.

@@ -15,9 +15,9 @@ import {
   uniqueName,
   waitFor,
 } from '@fin/testing';
-import type { ServedService } from '@fin/http';
-import { startJobsService } from '../src/service';
-import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
+import { serveDefinition, served, type ServedService } from '@fin/http';
+import { jobsService } from '../src/service';
+import { NEWS_RESULT, createTenant, insertJob, jobsConfig, signedGet, testLogger } from './support';
 
 describe('job event streams across replicas on Kafka', () => {
   let db: TestDatabase;
@@ -38,22 +38,19 @@ describe('job event streams across replicas on Kafka', () => {
     deleteTopics = await createTopics(kafka, [prefix + jobsEventsTopic.name, prefix + jobsEventsTopic.deadLetterTopic], 3);
     for (const name of ['a', 'b'] as const) {
       const bus = createKafkaBus({ kafka, logger, topicPrefix: prefix, sessionTimeoutMs: 6_000, heartbeatIntervalMs: 500 });
-      const service = await startJobsService({
-        config: {
-          PORT: 0,
-          HOST: '127.0.0.1',
-          INTERNAL_SIGNING_SECRET: SECRET,
-          JOB_REAPER_INTERVAL_MS: 60_000,
-          JOB_UNCLAIMED_TIMEOUT_MS: 300_000,
-          JOB_EVENTS_KEEP_ALIVE_MS: 60_000,
-        },
-        logger,
-        bus,
-        pool,
-        groupId: observerGroup,
-        outboxRelay: { pollIntervalMs: 20, standbyIntervalMs: 50 },
-        onJobEvent: (event) => void observed[name].add(event.job_id),
-      });
+      const service = served(
+        await serveDefinition(jobsService, {
+          config: jobsConfig(db.url, { JOB_REAPER_INTERVAL_MS: '60000', JOB_EVENTS_KEEP_ALIVE_MS: '60000' }),
+          logger,
+          shared: {
+            bus,
+            pool,
+            groupId: observerGroup,
+            outboxRelay: { pollIntervalMs: 20, standbyIntervalMs: 50 },
+            onJobEvent: (event) => void observed[name].add(event.job_id),
+          },
+        }),
+      );
       replicas.push({ name, bus, service });
     }
     // Both observers in the group with partitions of their own, and both broadcast groups joined.

@@ -5,9 +5,9 @@ import { type Pool, createPool } from '@fin/db';
 import { type MemoryEventBus, createMemoryBus, createPublisher, jobsEventsTopic } from '@fin/events';
 import { attemptRecorder, claimJob } from '@fin/job-store';
 import { type EventStreamClient, type SseFrame, type TestDatabase, createTestDatabase, openEventStream, waitFor } from '@fin/testing';
-import type { ServedService } from '@fin/http';
-import { startJobsService } from '../src/service';
-import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
+import { serveDefinition, served, type ServedService } from '@fin/http';
+import { jobsService } from '../src/service';
+import { NEWS_RESULT, createTenant, insertJob, jobsConfig, signedGet, testLogger } from './support';
 
 const NOT_FOUND = { detail: 'Job not found.', status_code: 404, type: 'not_found' };
 
@@ -23,21 +23,17 @@ describe('job event stream', () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'jobs-events-test' });
     bus = createMemoryBus({ logger });
-    service = await startJobsService({
-      config: {
-        PORT: 0,
-        HOST: '127.0.0.1',
-        INTERNAL_SIGNING_SECRET: SECRET,
-        JOB_REAPER_INTERVAL_MS: 60_000,
-        JOB_UNCLAIMED_TIMEOUT_MS: 300_000,
-        JOB_EVENTS_KEEP_ALIVE_MS: 300,
-        JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT: 3,
-      },
-      logger,
-      bus,
-      pool,
-      outboxRelay: { pollIntervalMs: 20, standbyIntervalMs: 50 },
-    });
+    service = served(
+      await serveDefinition(jobsService, {
+        config: jobsConfig(db.url, {
+          JOB_REAPER_INTERVAL_MS: '60000',
+          JOB_EVENTS_KEEP_ALIVE_MS: '300',
+          JOB_EVENTS_MAX_STREAMS_PER_ACCOUNT: '3',
+        }),
+        logger,
+        shared: { bus, pool, outboxRelay: { pollIntervalMs: 20, standbyIntervalMs: 50 } },
+      }),
+    );
   });
   afterEach(() => {
     for (const client of open.splice(0)) client.close();

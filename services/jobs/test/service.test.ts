@@ -5,14 +5,14 @@ import { JobStatusResponse } from '@fin/contracts';
 import { type Pool, createPool } from '@fin/db';
 import { type JobRequestedPayload, type JobStateEventPayload, type MemoryEventBus, createMemoryBus, jobRequestTopics } from '@fin/events';
 import { attemptRecorder, claimJob } from '@fin/job-store';
-import { createShutdown } from '@fin/http';
+import { createShutdown, serveDefinition, served } from '@fin/http';
 import { type TestDatabase, createTestDatabase, testCustomerToolsKey, uniqueName, waitFor } from '@fin/testing';
 import { jobsConfigShape } from '../src/config';
 import type { ServedService } from '@fin/http';
-import { startJobsService } from '../src/service';
-import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
+import { jobsService } from '../src/service';
+import { NEWS_RESULT, createTenant, insertJob, jobsConfig, signedGet, testLogger } from './support';
 
-describe('startJobsService', () => {
+describe('the jobs service', () => {
   let db: TestDatabase;
   let pool: Pool;
   let bus: MemoryEventBus;
@@ -26,25 +26,23 @@ describe('startJobsService', () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'jobs-service-test' });
     bus = createMemoryBus({ logger });
-    service = await startJobsService({
-      config: {
-        PORT: 0,
-        HOST: '127.0.0.1',
-        INTERNAL_SIGNING_SECRET: SECRET,
-        JOB_REAPER_INTERVAL_MS: 50,
-        JOB_UNCLAIMED_TIMEOUT_MS: 300_000,
-      },
-      logger,
-      bus,
-      pool,
-      outboxRelay: { pollIntervalMs: 50, standbyIntervalMs: 50 },
-      onJobEvent: (event) => void observed.push(event),
-    });
+    service = served(
+      await serveDefinition(jobsService, {
+        config: jobsConfig(db.url, { JOB_REAPER_INTERVAL_MS: '50' }),
+        logger,
+        shared: {
+          bus,
+          pool,
+          outboxRelay: { pollIntervalMs: 50, standbyIntervalMs: 50 },
+          onJobEvent: (event) => void observed.push(event),
+        },
+      }),
+    );
   });
   afterAll(async () => {
-    // Idempotent when the shutdown test already ran.
+    // Nothing left to close when the shutdown test already ran.
     if (service.server.listening) await new Promise((resolve) => service.server.close(resolve));
-    for (const closer of service.closers) await closer.close();
+    if (closed.length === 0) for (const closer of service.closers) await closer.close();
     await bus.close();
     await pool.end();
     await db.drop();
@@ -114,7 +112,7 @@ describe('startJobsService', () => {
     }
   });
 
-  it("shuts down in order: readiness off, HTTP stopped, then the streams' subscription, observer, reaper, job gauges and relay", async () => {
+  it("shuts down in order: readiness off, HTTP stopped, then the streams' subscription, observer, webhooks, reaper, job gauges and relay", async () => {
     await expect(fetch(`${service.url}/readyz`).then((res) => res.status)).resolves.toBe(200);
     const shutdown = createShutdown({
       logger,
@@ -138,6 +136,8 @@ describe('startJobsService', () => {
       'job event streams subscription',
       'job event observer',
       'webhook consumer',
+      'webhook dispatcher',
+      'webhook connections',
       'lease reaper',
       'job gauges',
       'outbox relay',

@@ -1,13 +1,28 @@
 // What the jobs service's tests share: a quiet logger, tenants and jobs written the way the product services
 // write them, and signed identity headers as the gateway sends them.
 import { randomUUID } from 'node:crypto';
+import { parseConfig } from '@fin/config';
 import { type Queryable } from '@fin/db';
 import { identityKey, signIdentity } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
+import { testCustomerToolsKey } from '@fin/testing';
+import { jobsConfigShape, type JobsConfig } from '../src/config';
 
 export const SECRET = 'jobs-test-secret-0123456789abcdef0123';
 
 /** Silent unless LOG_LEVEL is set (e.g. LOG_LEVEL=debug jest). */
+/** The service's config as main.ts parses it, on a free port; a test hands the unit its bus, so the brokers go unused. */
+export function jobsConfig(databaseUrl: string, env: Record<string, string> = {}): JobsConfig {
+  return parseConfig(jobsConfigShape, {
+    DATABASE_URL: databaseUrl,
+    KAFKA_BROKERS: '127.0.0.1:1',
+    INTERNAL_SIGNING_SECRET: SECRET,
+    CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
+    PORT: '0',
+    ...env,
+  });
+}
+
 export function testLogger(): Logger {
   return createLogger({ service: 'jobs-test', level: process.env.LOG_LEVEL ?? 'silent' });
 }

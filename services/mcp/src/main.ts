@@ -1,7 +1,6 @@
 // The MCP service as a process: runService parses the config, starts the metrics listener and the service, and shuts
 // down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
-import { mcpConfigShape } from './config';
-import { createMcpUnit } from './service';
+import { mcpService } from './service';
 
-void runService({ name: 'mcp', configShape: mcpConfigShape, unit: createMcpUnit });
+void runService(mcpService);

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { API_ROUTES, ErrorBody } from '@fin/contracts';
-import { identityKey, listen, signIdentity, type Caller } from '@fin/http';
+import { identityKey, listen, serveDefinition, served, signIdentity, type Caller } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { mcpToolCalls } from '@fin/metrics';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,7 +13,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import type { ServedService } from '@fin/http';
-import { startMcpService } from '../src/service';
+import { parseConfig } from '@fin/config';
+import { mcpConfigShape } from '../src/config';
+import { mcpService } from '../src/service';
 import { TOOLS } from '../src/tools';
 
 const SECRET = 'mcp-test-secret-0123456789abcdef0123';
@@ -173,17 +175,14 @@ describe('the MCP service', () => {
 
   beforeAll(async () => {
     api = await startApi();
-    service = await startMcpService({
-      config: {
-        PORT: 0,
-        HOST: '127.0.0.1',
-        INTERNAL_SIGNING_SECRET: SECRET,
-        MCP_API_URL: api.url,
-        MCP_JOB_WAIT_MS: 1_500,
-        MCP_POLL_INTERVAL_MS: 50,
-      },
-      logger,
+    const config = parseConfig(mcpConfigShape, {
+      PORT: '0',
+      INTERNAL_SIGNING_SECRET: SECRET,
+      MCP_API_URL: api.url,
+      MCP_JOB_WAIT_MS: '1500',
+      MCP_POLL_INTERVAL_MS: '100',
     });
+    service = served(await serveDefinition(mcpService, { config, logger }));
   });
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.close()));

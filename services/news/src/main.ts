@@ -1,7 +1,6 @@
 // The news service as a process: runService parses the config, starts the metrics listener and the service (its
-// clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
+// clients, its unit, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
-import { newsConfigShape } from './config';
-import { createNewsUnit } from './service';
+import { newsService } from './service';
 
-void runService({ name: 'news', configShape: newsConfigShape, unit: createNewsUnit });
+void runService(newsService);

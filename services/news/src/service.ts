@@ -1,10 +1,10 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { serveUnitOn, type RunningService, type ServiceUnit } from '@fin/http';
+import type { ServiceDefinition, ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import { createNewsHandlers } from './app';
-import type { NewsConfig } from './config';
+import { newsConfigShape, type NewsConfig } from './config';
 import { createNewsWorker } from './worker';
 
 export interface NewsServiceOptions extends SharedResources<AiEngine> {
@@ -13,7 +13,7 @@ export interface NewsServiceOptions extends SharedResources<AiEngine> {
 }
 
 /** The roles this process runs (NEWS_ROLE) as a unit; shared resources in single-process mode, else from config. */
-export function createNewsUnit({ config, logger, ...shared }: NewsServiceOptions): Promise<ServiceUnit> {
+function createNewsUnit({ config, logger, ...shared }: NewsServiceOptions): Promise<ServiceUnit> {
   return createProductUnit({
     ...shared,
     jobType: 'news',
@@ -41,7 +41,9 @@ export function createNewsUnit({ config, logger, ...shared }: NewsServiceOptions
   });
 }
 
-/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
-export async function startNewsService(options: NewsServiceOptions): Promise<RunningService> {
-  return serveUnitOn(await createNewsUnit(options), options.config, options.logger);
-}
+/** The news service: runService runs it as a process (NEWS_ROLE), runSystem beside the others on shared resources. */
+export const newsService: ServiceDefinition<typeof newsConfigShape, SharedResources<AiEngine>> = {
+  name: 'news',
+  configShape: newsConfigShape,
+  unit: createNewsUnit,
+};

@@ -2,16 +2,16 @@
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, serveUnitOn, served, type Closer, type ServedService, type ServiceUnit } from '@fin/http';
+import { createLifecycle, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createWebhookStore } from '@fin/webhooks';
 import { createPortalHandlers } from './app';
 import { portalRoutes } from './web/routes';
-import type { PortalConfig } from './config';
+import { portalConfigShape, type PortalConfig } from './config';
 import { createSessions } from './session';
 import { createPortalThrottle } from './throttle';
 
-export interface PortalOptions {
+interface PortalOptions {
   config: PortalConfig;
   logger: Logger;
   /** A shared pool (single-process mode); created from DATABASE_URL otherwise, and then closed last. */
@@ -19,7 +19,7 @@ export interface PortalOptions {
 }
 
 /** The portal as a unit: its API handlers and its pages. */
-export function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): Promise<ServiceUnit> {
+function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): Promise<ServiceUnit> {
   const pool =
     sharedPool ??
     createPool({
@@ -77,7 +77,9 @@ export function createPortalUnit({ config, logger, pool: sharedPool }: PortalOpt
   });
 }
 
-/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
-export async function startPortalService(options: PortalOptions): Promise<ServedService> {
-  return served(await serveUnitOn(await createPortalUnit(options), options.config, options.logger));
-}
+/** The portal: runService runs it as a process, runSystem beside the others on the shared pool. */
+export const portalService: ServiceDefinition<typeof portalConfigShape, { pool: Pool }> = {
+  name: 'portal',
+  configShape: portalConfigShape,
+  unit: createPortalUnit,
+};

@@ -4,14 +4,13 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { ConfigError, parseConfig } from '@fin/config';
 import { generateApiKey } from '@fin/api-keys';
 import { createPool, type Pool } from '@fin/db';
-import { identityKey, signIdentity } from '@fin/http';
+import { identityKey, serveDefinition, served, signIdentity, type ServedService } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import type { Response } from 'express';
 import request from 'supertest';
 import { portalConfigShape } from '../src/config';
-import type { ServedService } from '@fin/http';
-import { startPortalService } from '../src/service';
+import { portalService } from '../src/service';
 import { SESSION_COOKIE, createSessions } from '../src/session';
 
 const INTERNAL_SIGNING_SECRET = randomBytes(32).toString('hex');
@@ -39,11 +38,13 @@ describe("the portal's session secret", () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'portal-session-test', max: 4 });
-    portal = await startPortalService({
-      config: parseConfig(portalConfigShape, env(db.url)),
-      logger: createLogger({ service: 'portal-test', level: 'silent' }),
-      pool,
-    });
+    portal = served(
+      await serveDefinition(portalService, {
+        config: parseConfig(portalConfigShape, env(db.url)),
+        logger: createLogger({ service: 'portal-test', level: 'silent' }),
+        shared: { pool },
+      }),
+    );
     const { rows: tenants } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('acme') RETURNING id");
     tenantId = tenants[0]!.id;
     const generated = generateApiKey();

@@ -1,7 +1,6 @@
 // The stock-report service as a process: runService parses the config, starts the metrics listener and the service (its
-// clients, its app, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
+// clients, its unit, listening), and shuts down in the fixed order on SIGTERM/SIGINT. See docs/architecture.md.
 import { runService } from '@fin/http';
-import { stockReportConfigShape } from './config';
-import { createStockReportUnit } from './service';
+import { stockReportService } from './service';
 
-void runService({ name: 'stock-report', configShape: stockReportConfigShape, unit: createStockReportUnit });
+void runService(stockReportService);

@@ -1,10 +1,10 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { serveUnitOn, type RunningService, type ServiceUnit } from '@fin/http';
+import type { ServiceDefinition, ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import { createStockReportHandlers } from './app';
-import type { StockReportConfig } from './config';
+import { stockReportConfigShape, type StockReportConfig } from './config';
 import { createStockReportWorker } from './worker';
 
 export interface StockReportServiceOptions extends SharedResources<AiEngine> {
@@ -13,7 +13,7 @@ export interface StockReportServiceOptions extends SharedResources<AiEngine> {
 }
 
 /** The roles this process runs (STOCK_REPORT_ROLE) as a unit; shared resources in single-process mode, else from config. */
-export function createStockReportUnit({ config, logger, ...shared }: StockReportServiceOptions): Promise<ServiceUnit> {
+function createStockReportUnit({ config, logger, ...shared }: StockReportServiceOptions): Promise<ServiceUnit> {
   return createProductUnit({
     ...shared,
     jobType: 'stock-report',
@@ -41,7 +41,9 @@ export function createStockReportUnit({ config, logger, ...shared }: StockReport
   });
 }
 
-/** The unit as a process of its own on PORT (tests; main.ts goes through runService, which does the same). */
-export async function startStockReportService(options: StockReportServiceOptions): Promise<RunningService> {
-  return serveUnitOn(await createStockReportUnit(options), options.config, options.logger);
-}
+/** The stock-report service: runService runs it as a process (STOCK_REPORT_ROLE), runSystem beside the others. */
+export const stockReportService: ServiceDefinition<typeof stockReportConfigShape, SharedResources<AiEngine>> = {
+  name: 'stock-report',
+  configShape: stockReportConfigShape,
+  unit: createStockReportUnit,
+};

@@ -13,13 +13,13 @@ import {
   type FakeAnthropic,
   type FakeFinnhub,
 } from '@fin/fakes';
-import { identityKey, signIdentity, type RunningService } from '@fin/http';
+import { identityKey, serveDefinition, signIdentity, type RunningService } from '@fin/http';
 import { classifyFailure } from '@fin/job-kit';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, TEST_KAFKA_BROKERS, testCustomerToolsKey, uniqueName, waitFor, type TestDatabase } from '@fin/testing';
 import request from 'supertest';
 import { stockReportConfigShape } from '../src/config';
-import { startStockReportService } from '../src/service';
+import { stockReportService } from '../src/service';
 
 const SECRET = 's'.repeat(40);
 const PATH = '/api/products/stock-report';
@@ -66,7 +66,10 @@ describe('stock-report service: API and worker over Kafka', () => {
       FINNHUB_BASE_URL: finnhub.apiBaseUrl,
       PORT: '0',
     });
-    service = await startStockReportService({ config, logger: createLogger({ service: 'stock-report-test', level: 'silent' }) });
+    service = await serveDefinition(stockReportService, {
+      config,
+      logger: createLogger({ service: 'stock-report-test', level: 'silent' }),
+    });
   }, 60_000);
 
   afterAll(async () => {
