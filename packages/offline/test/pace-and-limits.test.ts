@@ -1,6 +1,7 @@
 // The stand-in's pace and rate limits: the default figures (with the per-call durations they give the products),
 // and offline mode's in-process API keeping both, through the real SDK. Wall-clock waits are compressed with
-// timeScale; lower bounds are exact, upper bounds generous (a loaded machine only ever adds delay).
+// timeScale; lower bounds are exact, upper bounds generous (a loaded machine only ever adds delay, seconds of it
+// when its cores are shared with other work), so each is set far below what the behaviour it rules out would take.
 import Anthropic, { RateLimitError } from '@anthropic-ai/sdk';
 import {
   API_MODELS,
@@ -24,7 +25,8 @@ const clientFor = (options: MessagesApiOptions) =>
     fetch: messagesApiFetch(answer, options),
   });
 const ask = { model: MODEL, max_tokens: 1_024, messages: [{ role: 'user' as const, content: 'hello' }] };
-const SLACK_MS = 2_000;
+/** What a loaded machine may add to a call: half the uncompressed pace's 40 s below, far from an unpaced reply's hours. */
+const SLACK_MS = 20_000;
 
 describe('default pace', () => {
   it('has a time to first token and an output rate for every model the stand-in serves', () => {
@@ -81,8 +83,11 @@ describe('offline mode with pace and limits', () => {
   });
 
   it('keeps the pace: a whole answer after the first token and its output, a stream spread over it', async () => {
-    // 1 s to the first token and 300 tokens at 100 a second, compressed twenty times: 50 ms, then 150 ms.
-    const client = clientFor({ pace: { models: { [MODEL]: { timeToFirstTokenMs: 1_000, outputTokensPerSecond: 100 } }, timeScale: 0.05 } });
+    // 10 s to the first token and 300 tokens at 10 a second, 40 s in all, compressed two hundred times: 50 ms, then
+    // 150 ms.
+    const client = clientFor({
+      pace: { models: { [MODEL]: { timeToFirstTokenMs: 10_000, outputTokensPerSecond: 10 } }, timeScale: 0.005 },
+    });
     let started = performance.now();
     await client.messages.create(ask);
     const whole = performance.now() - started;
@@ -101,7 +106,10 @@ describe('offline mode with pace and limits', () => {
   });
 
   it("enforces the organisation's limits with the API's 429 and headers", async () => {
-    const client = clientFor({ limits: { models: { [MODEL]: { requestsPerMinute: 2, outputTokensPerMinute: 50_000 } } } });
+    // The limiter's clock stands still: retry-after is the whole half minute a request refills in, however long the
+    // three calls took (on the wall clock, time passing between them shortens it).
+    const at = Date.now();
+    const client = clientFor({ limits: { models: { [MODEL]: { requestsPerMinute: 2, outputTokensPerMinute: 50_000 } }, now: () => at } });
     const { response } = await client.messages.create(ask).withResponse();
     expect(response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('1');
     expect(response.headers.get('anthropic-ratelimit-output-tokens-limit')).toBe('50000');

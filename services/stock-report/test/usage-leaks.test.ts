@@ -127,7 +127,20 @@ describe('usage of attempts that end without finishing their run', () => {
   it('records what a job spent before its time limit: the failed job says it, and so does the account', async () => {
     await resetDay();
     interruptedRun();
-    const { bus } = await startWorker({ timeLimitMs: 1_500 });
+    // The time limit counts running time only: it stands still while the run says it waits for the model budget
+    // (RunContext.waitingForModel). Held so until the run waits in the call never answered, it runs out there,
+    // however long a loaded machine takes over the first round.
+    const { bus } = await startWorker({
+      timeLimitMs: 1_500,
+      run: (job, ctx) => {
+        ctx.waitingForModel(true);
+        waitFor(() => claude.requests.length === 2, { what: 'the call the run waits in', timeoutMs: 60_000 }).then(
+          () => ctx.waitingForModel(false),
+          () => undefined,
+        );
+        return engine.stockReport(StockReportRequest.parse(job.request), { signal: ctx.signal, onProgress: ctx.progress });
+      },
+    });
     const jobId = await newJob('AAPL');
     await request(bus, jobId);
     const failed = await waitFor(async () => {
@@ -158,8 +171,11 @@ describe('usage of attempts that end without finishing their run', () => {
   it('records what an attempt spent after it lost its lease, in the job the next attempt completes', async () => {
     await resetDay();
     interruptedRun();
-    // Renewed only every second against a 300 ms lease: the lease runs out while the run waits for the model.
-    const first = await startWorker({ leaseMs: 300, heartbeatMs: 1_000 });
+    // Renewed only every second against a 300 ms lease: the lease runs out while the run waits for the model. One
+    // slot, so that this worker cannot claim the job again while its first attempt runs (the job is claimable
+    // whenever the lease has run out, and its poll would find it before the second worker on a slow machine); the
+    // attempt ends only once the second worker holds the job.
+    const first = await startWorker({ leaseMs: 300, heartbeatMs: 1_000, concurrency: 1 });
     const jobId = await newJob('NVDA');
     await request(first.bus, jobId);
     await waitFor(() => claude.requests.length === 2, { what: 'the call the first attempt waits in' });
