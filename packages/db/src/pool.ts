@@ -40,7 +40,10 @@ export function createPool({ connectionString, applicationName, max = 10, onIdle
     connectionTimeoutMillis: 10_000,
     ...(options === undefined ? {} : { options }),
   });
-  pool.on('error', (error) => onIdleError?.(error));
+  // A connection the pool is closing may still be told by the server that it is going away: that is the close itself.
+  pool.on('error', (error) => {
+    if (!pool.ending) onIdleError?.(error);
+  });
   meterPoolUsage(pool, applicationName, max);
   tracePool(pool);
   return pool;

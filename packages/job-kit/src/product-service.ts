@@ -83,7 +83,12 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
   const { role } = settings;
   const pool =
     options.pool ??
-    createPool({ connectionString: config.DATABASE_URL, applicationName: `${jobType}-${role}`, max: config.DATABASE_POOL_MAX });
+    createPool({
+      connectionString: config.DATABASE_URL,
+      applicationName: `${jobType}-${role}`,
+      max: config.DATABASE_POOL_MAX,
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    });
   const bus = options.bus ?? (await connectKafkaBus(config, logger));
   const lifecycle = createLifecycle();
   const engine = role === 'api' ? undefined : (options.engine ?? (await options.createEngine(pool)));
@@ -92,6 +97,7 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
   const session = sessionPoolOf(pool, {
     directUrl: options.pool ? undefined : config.DATABASE_DIRECT_URL,
     applicationName: `${jobType}-${role}`,
+    onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
   });
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   // The API role's copies of cache hits, kept true by notifications on a LISTEN connection of their own.

@@ -31,7 +31,12 @@ async function createAnalysisUnit({ config, logger, ...shared }: AnalysisService
   const role = config.ANALYSIS_ROLE;
   const pool =
     shared.pool ??
-    createPool({ connectionString: config.DATABASE_URL, applicationName: `analysis-${role}`, max: config.DATABASE_POOL_MAX });
+    createPool({
+      connectionString: config.DATABASE_URL,
+      applicationName: `analysis-${role}`,
+      max: config.DATABASE_POOL_MAX,
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    });
   const bus = shared.bus ?? (await connectKafkaBus(config, logger));
   const engine =
     shared.engine ??
@@ -49,6 +54,7 @@ async function createAnalysisUnit({ config, logger, ...shared }: AnalysisService
   const session = sessionPoolOf(pool, {
     directUrl: shared.pool ? undefined : config.DATABASE_DIRECT_URL,
     applicationName: `analysis-${role}`,
+    onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
   });
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   // Closed after the worker and the streams have stopped (their last events are in the outbox by then).

@@ -34,6 +34,7 @@ async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions)
       connectionString: config.DATABASE_URL,
       applicationName: 'chat',
       max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX,
+      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     });
   const engine =
     shared.engine ??

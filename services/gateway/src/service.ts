@@ -72,7 +72,11 @@ function createGatewayUnit({ config, logger }: UnitDeps<GatewayConfig>, upstream
     sessionSettings: { synchronous_commit: 'off' },
   });
   // LISTEN api_key_changed is session state: on DATABASE_DIRECT_URL when the main URL is a pooler's.
-  const session = sessionPoolOf(pool, { directUrl: config.DATABASE_DIRECT_URL, applicationName: 'gateway' });
+  const session = sessionPoolOf(pool, {
+    directUrl: config.DATABASE_DIRECT_URL,
+    applicationName: 'gateway',
+    onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
+  });
   const authenticator = createAuthenticator({
     pool,
     listenPool: session.pool,
