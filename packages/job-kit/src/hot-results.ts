@@ -5,7 +5,7 @@
 //   database's clock from when the request was sent (so a process clock that runs slow cannot stretch it);
 // - nothing the database would now answer differently has changed: a cache entry of the request's family written,
 //   replaced or removed (a no-cache refresh, a run that completes), or the tenant's customer tools changed (the tool
-//   set digest in the key). Triggers NOTIFY every replica of those on commit (migration 1764979200000), and a
+//   set digest in the key). Triggers NOTIFY every replica of those on commit (migration 1765065600000), and a
 //   change makes the copies it may affect unconfirmed: the next request asks the database again;
 // - those notifications are flowing: while the LISTEN connection is down nothing is answered from memory, and
 //   when it is back every copy is unconfirmed (what was notified meanwhile is lost).
@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { listen, type Listener, type Pool } from '@fin/db';
 import type { Logger } from '@fin/log';
 
-/** Channels of migration 1764979200000's triggers. */
+/** Channels of migration 1765065600000's triggers. */
 const RESULT_CACHE_CHANGED = 'result_cache_changed';
 const CUSTOMER_TOOLS_CHANGED = 'customer_tools_changed';
 
