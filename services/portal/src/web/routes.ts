@@ -16,7 +16,8 @@ import type { Logger } from '@fin/log';
 import type { WebhookStore } from '@fin/webhooks';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { MAX_ACTIVE_KEYS_PER_TENANT, accountOf, createTenantKey, listKeys, revokeTenantKey, signIn, type Account } from '../accounts';
-import { isCrossSite, type Session, type Sessions } from '../session';
+import type { Signed } from './signed';
+import { isCrossSite, type Sessions } from '../session';
 import { clientAddressOf, type PortalThrottle, type Refusal, type ThrottledAction } from '../throttle';
 import { html, layout, problemList, type Html } from './html';
 import { mountWebhookPages } from './webhook-pages';
@@ -45,12 +46,6 @@ export interface PortalDeps {
   clientAddressHops: number;
   /** Lifetime of keys generated here (PORTAL_KEY_TTL_DAYS). */
   keyTtlDays: number;
-}
-
-export interface Signed {
-  session: Session;
-  account: Account;
-  csrf: string;
 }
 
 const signedOf = (res: Response): Signed => res.locals.portal as Signed;

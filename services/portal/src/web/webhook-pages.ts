@@ -12,7 +12,7 @@ import type express from 'express';
 import type { Request, Response } from 'express';
 import type { Account } from '../accounts';
 import { html, problemList, type Html } from './html';
-import type { Signed } from './routes';
+import type { Signed } from './signed';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
