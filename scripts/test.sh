@@ -54,22 +54,20 @@ stop_brokers() {
 }
 trap stop_brokers EXIT
 
-# Lint and type-check-then-build are each one single-threaded process at a time: on two cores they run side by
-# side, each lane's output printed when it ends (in full, with its steps' times), and the run stops after both if
-# either failed. Neither reads the other's output: ESLint, Prettier and knip skip dist/, and the type-check resolves
-# the workspace packages to their sources.
+# The checks run in two lanes, each one single-threaded process at a time: on two cores they run side by side, each
+# lane's output printed when it ends (in full, with its steps' times), and the run stops after both if either
+# failed. The lanes hold about equal work: Prettier and ESLint in one; the type-check, the build, knip and the
+# OpenAPI lint in the other. Neither reads the other's output: ESLint, Prettier and knip skip dist/ (knip maps a
+# built import back to its source through each package's outDir), and the type-check resolves the workspace
+# packages to their sources.
 lane_logs="$(mktemp -d)"
 lint_lane() {
   step "lint"
-  # Formatting (Prettier), typescript-eslint's strict type-checked rules with zero warnings, then no unused files,
-  # exports or dependencies (knip). `npm run format` rewrites what the first check refuses.
+  # Formatting (Prettier), then typescript-eslint's strict type-checked rules with zero warnings. `npm run format`
+  # rewrites what the first check refuses.
   prettier --check . --log-level warn
   # Type-checked rules over the whole workspace hold every program in memory: more than Node's default heap.
   NODE_OPTIONS="${NODE_OPTIONS:-} --max-old-space-size=8192" eslint . --max-warnings 0
-  knip --no-progress
-  # The OpenAPI document the gateway serves, linted by Redocly CLI with the configuration consumers are given
-  # (redocly.yaml): errors and warnings both fail.
-  node --conditions=development --import tsx scripts/lint-openapi.mjs
   step "lint done"
 }
 build_lane() {
@@ -80,6 +78,12 @@ build_lane() {
   # Every package and service to dist/ in one tsc -b (scripts/build.mjs): the standalone tests start `npm start`,
   # which runs the compiled system.
   node scripts/build.mjs
+  step "unused files, exports and dependencies (knip)"
+  knip --no-progress
+  step "OpenAPI lint"
+  # The OpenAPI document the gateway serves, linted by Redocly CLI with the configuration consumers are given
+  # (redocly.yaml): errors and warnings both fail.
+  node --conditions=development --import tsx scripts/lint-openapi.mjs
   step "build done"
 }
 step "lint | type-check, build (side by side)"

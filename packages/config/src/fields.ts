@@ -109,7 +109,7 @@ export function csv() {
   );
 }
 
-export function logLevel() {
+function logLevel() {
   return z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 }
 

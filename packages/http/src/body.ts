@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import express, { type Request, type RequestHandler } from 'express';
 import { unsupportedMediaType, type AppError } from './errors';
 
-export const DEFAULT_BODY_LIMIT_BYTES = 256 * 1024;
+const DEFAULT_BODY_LIMIT_BYTES = 256 * 1024;
 
 /** The media types read as JSON. */
 export const JSON_TYPES = ['application/json', 'application/*+json'];

@@ -38,7 +38,7 @@ function isUndecodablePathParameter(error: unknown): boolean {
 }
 
 /** 262144 → "256 KiB". */
-export function formatBytes(bytes: number): string {
+function formatBytes(bytes: number): string {
   if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
   if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
   return `${bytes} bytes`;
@@ -49,7 +49,7 @@ function withCause(error: AppError, cause: unknown): AppError {
 }
 
 /** Whatever was thrown, as an AppError: its own, body-parser's with a readable detail, anything else a 500. */
-export function toHttpError(error: unknown): AppError {
+function toHttpError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   if (isUndecodableBody(error)) return withCause(badRequest('The request body could not be decoded as its Content-Encoding says.'), error);
   if (isUndecodablePathParameter(error))

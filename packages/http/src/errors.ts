@@ -38,7 +38,6 @@ export const unauthorized = (detail = 'Missing or invalid API key.') => new AppE
 export const forbidden = (detail: string) => new AppError('forbidden', detail);
 export const notFound = (detail = 'Not found.') => new AppError('not_found', detail);
 export const conflict = (detail: string) => new AppError('conflict', detail);
-export const payloadTooLarge = (detail: string) => new AppError('payload_too_large', detail);
 export const unsupportedMediaType = (detail: string) => new AppError('unsupported_media_type', detail);
 export const badGateway = (detail: string, cause?: unknown) => new AppError('bad_gateway', detail, { cause });
 export const serviceUnavailable = (detail: string, cause?: unknown) => new AppError('service_unavailable', detail, { cause });

@@ -13,9 +13,7 @@ import { listenOrClose } from './listen';
 import type { HandlerTable, RunningService, ServedService, ServiceUnit } from './unit';
 
 /** The entries of a table, each with its contract entry. */
-export function tableEntries(
-  handlers: HandlerTable,
-): { id: ApiRouteId; entry: (typeof API_ROUTES)[ApiRouteId]; handler: RequestHandler }[] {
+function tableEntries(handlers: HandlerTable): { id: ApiRouteId; entry: (typeof API_ROUTES)[ApiRouteId]; handler: RequestHandler }[] {
   return (Object.keys(handlers) as ApiRouteId[]).map((id) => {
     const entry = API_ROUTES[id];
     const handler = handlers[id] as RouteHandler<typeof entry>;

@@ -50,9 +50,9 @@ export interface InternalIdentity {
   caller: Caller | null;
 }
 
-export const DEFAULT_MAX_SKEW_MS = 30_000;
+const DEFAULT_MAX_SKEW_MS = 30_000;
 /** Nonces remembered per verifier at most; beyond, the oldest is forgotten first (see SeenNonces). */
-export const DEFAULT_MAX_REMEMBERED_NONCES = 250_000;
+const DEFAULT_MAX_REMEMBERED_NONCES = 250_000;
 const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/;
 const TOKEN_PATTERN = /^[\w.:-]{1,128}$/;
 const TIMESTAMP_PATTERN = /^\d{1,16}$/;

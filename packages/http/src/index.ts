@@ -7,20 +7,16 @@ export {
   forbidden,
   gatewayTimeout,
   notFound,
-  payloadTooLarge,
   serviceUnavailable,
   toAppError,
   tooManyRequests,
   unauthorized,
-  unsupportedMediaType,
-  type AppErrorOptions,
 } from './errors';
 export { answerClientErrors } from './client-errors';
 export { closeAfterAnswer, type LingerOptions } from './connection';
-export { NOT_JSON_DETAIL, errorHandler, formatBytes, notFoundHandler, toHttpError } from './error-handler';
+export { NOT_JSON_DETAIL, errorHandler, notFoundHandler } from './error-handler';
 export {
   REQUEST_ID_HEADER,
-  REQUEST_ID_PATTERN,
   annotateRequest,
   currentLogger,
   currentRequest,
@@ -28,27 +24,15 @@ export {
   loggerOf,
   requestContext,
   requestIdOf,
-  type RequestContext,
-  type RequestContextOptions,
 } from './request-context';
-export { DEFAULT_BODY_LIMIT_BYTES, JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
-export { inMemoryFetch, type InMemoryFetchOptions } from './in-memory-fetch';
-export { isPathless, listen, listenOrClose, serveApp, type ListenOrCloseOptions, type Listening } from './listen';
-export {
-  createHandlerApp,
-  cutStream,
-  streamEndedEarly,
-  serveUnit,
-  served,
-  tableEntries,
-  type HandlerAppOptions,
-  type ServeUnitOptions,
-} from './handlers';
+export { JSON_TYPES, checkBodyDigest, hasRequestBody, jsonBody, requireJsonContentType } from './body';
+export { inMemoryFetch } from './in-memory-fetch';
+export { listen, listenOrClose } from './listen';
+export { createHandlerApp, cutStream, streamEndedEarly, serveUnit, served } from './handlers';
 export type { HandlerTable, RunningService, ServedService, ServiceUnit } from './unit';
 export {
   route,
   routeCall,
-  routeHandler,
   toExpressPath,
   type RouteCall,
   type RouteContext,
@@ -57,8 +41,6 @@ export {
   type RouteOptions,
 } from './route';
 export {
-  DEFAULT_MAX_REMEMBERED_NONCES,
-  DEFAULT_MAX_SKEW_MS,
   GATEWAY_ONLY_DETAIL,
   IDENTITY_HEADERS,
   IDENTITY_HEADER_NAMES,
@@ -72,30 +54,19 @@ export {
   type Caller,
   type IdentityKey,
   type InternalIdentity,
-  type SignedRequest,
-  type VerifyIdentityOptions,
 } from './identity';
-export { UNMATCHED_ROUTE, trackEventStream } from './metrics';
+export { trackEventStream } from './metrics';
 export { nextUtcMidnight, tokenBudgetRefusal, type SpentBudget } from './token-budget';
-export {
-  DEFAULT_READINESS_TIMEOUT_MS,
-  createLifecycle,
-  createServiceApp,
-  type Lifecycle,
-  type ServiceApp,
-  type ServiceAppOptions,
-} from './service-app';
+export { createLifecycle, createServiceApp, type Lifecycle, type ServiceApp } from './service-app';
 export {
   runService,
   runSystem,
   serveDefinition,
   type ConfigOf,
   type Launched,
-  type RunServiceOptions,
-  type ServeDefinitionOptions,
   type ServiceDefinition,
   type SystemMember,
   type SystemShared,
   type UnitDeps,
 } from './run-service';
-export { closeStarted, createShutdown, onShutdownSignals, type Closer, type ShutdownOptions, type SignalSource } from './shutdown';
+export { createShutdown, onShutdownSignals, type Closer } from './shutdown';

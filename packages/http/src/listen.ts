@@ -17,7 +17,7 @@ function requestFor(target: string): IncomingMessage {
   return Object.assign(Object.create(IncomingMessage.prototype) as IncomingMessage, { url: target });
 }
 
-export function isPathless(target: string | undefined): boolean {
+function isPathless(target: string | undefined): boolean {
   return target !== undefined && target.startsWith('//') && parseurl(requestFor(target))?.pathname == null;
 }
 
@@ -26,7 +26,7 @@ export function isPathless(target: string | undefined): boolean {
  * with the spec's 404 body. Every server of the system is made by this (listen below, and the gateway's and the
  * portal's, which add their own settings).
  */
-export function serveApp(app: RequestListener): RequestListener {
+function serveApp(app: RequestListener): RequestListener {
   return (req, res) => {
     if (!isPathless(req.url)) {
       app(req, res);

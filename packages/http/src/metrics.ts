@@ -4,7 +4,7 @@
 import { httpRequestDuration, httpRequests, sseStreamsOpen } from '@fin/metrics';
 import type { Request, Response } from 'express';
 
-export const UNMATCHED_ROUTE = 'unmatched';
+const UNMATCHED_ROUTE = 'unmatched';
 
 function routeOf(req: Request): string {
   const template: unknown = (req.route as { path?: unknown } | undefined)?.path;

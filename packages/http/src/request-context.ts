@@ -28,7 +28,7 @@ export const REQUEST_ID_HEADER = 'X-Request-Id';
  * spaces, several ids joined by a proxy) is replaced by a generated one, so an id is always safe to log, to
  * put in a header and to sign.
  */
-export const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
 
 export function isWellFormedRequestId(value: string | undefined): value is string {
   return value !== undefined && REQUEST_ID_PATTERN.test(value);

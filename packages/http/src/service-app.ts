@@ -32,7 +32,7 @@ export function createLifecycle(onShutdown?: () => void): Lifecycle {
   };
 }
 
-export const DEFAULT_READINESS_TIMEOUT_MS = 2_000;
+const DEFAULT_READINESS_TIMEOUT_MS = 2_000;
 
 export interface ServiceAppOptions {
   /** The service's name, e.g. "news". */
