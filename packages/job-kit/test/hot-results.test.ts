@@ -100,8 +100,13 @@ describe('cache hits from memory', () => {
     };
   }
 
-  /** Completes the job and fills the cache under its key, as the worker's completion does. */
+  /**
+   * Completes the job and fills the cache under its key, as the worker's completion does; resolves once the
+   * entry's change notification has reached the copies, since a read that overlaps it is (rightly) not served from
+   * memory and the tests' next requests count on being served.
+   */
   async function complete(jobId: string, expiresIn = '7 days'): Promise<string> {
+    const notified = hot.mark();
     const result = { news: [] };
     const { rows } = await pool.query<{ cache_key: string; tenant_id: string }>(
       "UPDATE jobs SET status = 'completed', progress = 100, result = $2, finished_at = now() WHERE id = $1 RETURNING cache_key, tenant_id",
@@ -113,6 +118,7 @@ describe('cache hits from memory', () => {
        ON CONFLICT (cache_key) DO UPDATE SET job_id = EXCLUDED.job_id, result = EXCLUDED.result, created_at = now(), expires_at = EXCLUDED.expires_at`,
       [key, describeCacheKey(key).tenantScoped ? tenantId : null, jobId, JSON.stringify(result), expiresIn],
     );
+    await waitFor(() => hot.mark() > notified, { what: 'the result_cache_changed notification' });
     return key;
   }
 
