@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { analysisService } from '@fin/analysis/service';
 import { aiConfigShape, createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
-import { createKey, createTenant, findActiveKey, hashApiKey, isWellFormedApiKey } from '@fin/api-keys';
+import { createKey, createTenant, findActiveKey, hashApiKey, isWellFormedApiKey, KeyStoreError } from '@fin/api-keys';
 import { chatService } from '@fin/chat/service';
 import { csv, int, logConfigShape, parseConfig } from '@fin/config';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
@@ -106,7 +106,13 @@ async function developmentKey(pool: Pool, dataDir: string): Promise<string> {
     if (isWellFormedApiKey(key) && (await findActiveKey(pool, hashApiKey(key))) !== null) return key;
   }
   const { rows } = await pool.query('SELECT 1 FROM tenants WHERE name = $1', [DEV_TENANT]);
-  if (rows.length === 0) await createTenant(pool, DEV_TENANT);
+  // Another process on the same database (a second replica, say) may create the tenant between the look and the
+  // insert: its tenant is this one's too.
+  if (rows.length === 0) {
+    await createTenant(pool, DEV_TENANT).catch((error: unknown) => {
+      if (!(error instanceof KeyStoreError && error.reason === 'conflict')) throw error;
+    });
+  }
   const { apiKey } = await createKey(pool, { tenant: DEV_TENANT, name: 'npm start' });
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(file, `${apiKey}\n`, { mode: 0o600 });
