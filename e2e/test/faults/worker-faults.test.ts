@@ -175,9 +175,11 @@ describe('fault: worker processes killed or paused mid-job', () => {
       details: { 'workers killed': kills, 'jobs killed in the window': killedInWindow, ...describeOutcomes(outcomes) },
       problems: outcomes.problems,
     });
-    // Every job was killed once with its answer in hand, and completed on a later attempt with one result.
+    // Every job was killed once with its answer in hand, and completed exactly once, with one result: on a later
+    // attempt, or by the killed worker's own completion, a single statement already on the server (waiting for the
+    // lock) when the process died, which commits without its client while the worker's lease still covers it.
     expect(killedInWindow).toBe(ids.length);
-    expect([...ledger.values()].every((job) => job.status === 'completed' && job.attempts >= 2 && job.completions === 1)).toBe(true);
+    expect([...ledger.values()].every((job) => job.status === 'completed' && job.attempts >= 1 && job.completions === 1)).toBe(true);
   }, 240_000);
 
   it(`kills workers at random points of jobs under load (${SIZE.randomJobs} jobs, ${SIZE.kills} kills)`, async () => {
