@@ -160,10 +160,10 @@ describe('traces of a news request', () => {
     expect(model.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
 
     // Postgres statements of the request are spans too, without their SQL text: a prepared statement named by its
-    // name (the submission is one), any other by its operation (the worker's transaction).
+    // name: the submission, the worker's claim and its completion, each committing by itself.
     const statements = inTrace().filter((span) => span.attributes['db.system.name'] === 'postgresql');
     expect(statements.map((span) => span.name)).toEqual(
-      expect.arrayContaining(['job-store-submit', 'BEGIN', 'job-store-finish', 'COMMIT']),
+      expect.arrayContaining(['job-store-submit', 'job-store-claim-next', 'job-store-finish']),
     );
     for (const span of statements) expect(Object.keys(span.attributes)).not.toContain('db.query.text');
 
