@@ -1,0 +1,2 @@
+// SEC EDGAR: the primary source for US companies' filings and XBRL facts (issue 38). See docs/filings.md.
+export * from './types';
