@@ -11,7 +11,7 @@
 //   authenticate anything: the SHA-256 lookup does.
 // - Only SHA-256(key) is stored. A salt or a slow hash adds nothing for a random 214-bit secret; they exist
 //   for low-entropy passwords.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const API_KEY_PREFIX = 'fin_';
@@ -66,7 +66,7 @@ export function isWellFormedApiKey(candidate: string): boolean {
 
 /** SHA-256 of the whole key: the only form in which a key is stored (api_keys.key_hash). */
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
 /** The non-secret start of a key (prefix + 6 characters), shown in listings to tell keys apart. */

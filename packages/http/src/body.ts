@@ -1,7 +1,7 @@
 // JSON request bodies: a body that is not JSON is refused with 415 before it is read, an oversized one with
 // 400 naming `body` (before reading when Content-Length says so), a malformed one with 400 (see the error translator).
 // The bytes read are the bytes the gateway signed (checkBodyDigest), or the request is refused.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import express, { type Request, type RequestHandler } from 'express';
 import { unsupportedMediaType, type AppError } from './errors';
 
@@ -64,7 +64,7 @@ export function expectBodyDigest(req: Request, digest: Buffer, refuse: (req: Req
  */
 export function checkBodyDigest(req: Request, _res: unknown, body: Buffer): void {
   const slots = req as Request & DigestSlots;
-  const received = body.length === 0 ? EMPTY_BODY_DIGEST : createHash('sha256').update(body).digest();
+  const received = body.length === 0 ? EMPTY_BODY_DIGEST : hash('sha256', body, 'buffer');
   const expected = slots[EXPECTED_DIGEST];
   if (expected === undefined) {
     slots[RECEIVED_DIGEST] = received;

@@ -7,7 +7,7 @@
 // with HKDF (the service's name as info): a key taken from one service signs for no other. A service refuses a
 // body that is not the one signed, a signature older (or newer) than the allowed skew, and a nonce it has
 // already accepted within that window, so a captured request cannot be sent again, to the same route or another.
-import { createHash, createHmac, createSecretKey, hkdfSync, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, hash, hkdfSync, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Logger } from '@fin/log';
 import type { Request, RequestHandler, Response } from 'express';
 import { EMPTY_BODY_DIGEST, expectBodyDigest, hasRequestBody, receivedBodyDigest } from './body';
@@ -89,7 +89,7 @@ export function identityKey(secret: string, service: string): IdentityKey {
 
 function bodyDigestHex(body: Uint8Array | string | undefined): string {
   if (body === undefined || body.length === 0) return EMPTY_BODY_DIGEST_HEX;
-  return createHash('sha256').update(body).digest('hex');
+  return hash('sha256', body, 'hex');
 }
 
 function canonical(

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** JSON with object keys sorted at every level, so equal values always serialise the same way. */
 export function canonicalJson(value: unknown): string {
@@ -11,7 +11,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 export interface CacheKeyParts {
