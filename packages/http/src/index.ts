@@ -70,3 +70,4 @@ export {
   type UnitDeps,
 } from './run-service';
 export { createShutdown, onShutdownSignals, type Closer } from './shutdown';
+export { createResources } from './resources';

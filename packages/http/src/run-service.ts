@@ -15,6 +15,7 @@ import { startMetricsServer } from '@fin/metrics';
 import { startTracing, tracingConfigShape } from '@fin/tracing';
 import { z } from 'zod';
 import { serveUnit } from './handlers';
+import { createResources, type Resources } from './resources';
 import type { Lifecycle } from './service-app';
 import { closeStarted, createShutdown, onShutdownSignals, type Closer, type SignalSource } from './shutdown';
 import type { RunningService, ServiceUnit } from './unit';
@@ -119,7 +120,7 @@ async function launch<S extends ProcessShape>(
   name: string,
   configShape: S,
   { env = process.env, exit = (code) => process.exit(code), signals = process }: RunServiceOptions,
-  compose: (deps: { config: ConfigOf<S>; logger: Logger; env: NodeJS.ProcessEnv; shared: Closer[] }) => Promise<Composed>,
+  compose: (deps: { config: ConfigOf<S>; logger: Logger; env: NodeJS.ProcessEnv; resources: Resources }) => Promise<Composed>,
 ): Promise<Launched | undefined> {
   const config = loadConfig(configShape, env);
   const tracingConfig = loadConfig(tracingConfigShape, env);
@@ -128,7 +129,7 @@ async function launch<S extends ProcessShape>(
   logger.info({ config: redactConfig(configShape, config) }, 'starting');
   const started: Closer[] = [];
   // What the process shares, made by `compose` before the units that use it: closed after them, the last made first.
-  const shared: Closer[] = [];
+  const resources = createResources();
   // Last in the shutdown order, so that the spans of the shutdown itself are exported too.
   const traceExport: Closer[] = [];
   try {
@@ -141,7 +142,7 @@ async function launch<S extends ProcessShape>(
       build: { version: settings.FIN_VERSION, commit: settings.FIN_COMMIT },
     });
     started.push({ name: 'metrics listener', close: () => metrics.close() });
-    const { services } = await compose({ config, logger, env, shared });
+    const { services } = await compose({ config, logger, env, resources });
     const servers = services.flatMap((service) => (service.server ? [service.server] : []));
     // After listening, a server's error (accept failing for want of file descriptors, say) would otherwise be an
     // uncaught exception: it ends the process the same way as a failed start.
@@ -153,7 +154,7 @@ async function launch<S extends ProcessShape>(
         servers,
         unreadyDelayMs: settings.SHUTDOWN_UNREADY_DELAY_MS,
         drainTimeoutMs: settings.SHUTDOWN_DRAIN_TIMEOUT_MS,
-        closers: [...services.flatMap((service) => service.closers), ...[...shared].reverse(), ...started, ...traceExport],
+        closers: [...services.flatMap((service) => service.closers), ...resources.closers(), ...started, ...traceExport],
         exit,
       }),
       signals,
@@ -163,7 +164,7 @@ async function launch<S extends ProcessShape>(
     logger.info({ ...(port === undefined ? {} : { port }), metrics: metrics.url }, 'ready');
     return { ...(url === undefined ? {} : { url }), metricsUrl: metrics.url };
   } catch (error) {
-    await closeStarted([...[...shared].reverse(), ...started, ...traceExport]);
+    await closeStarted([...resources.closers(), ...started, ...traceExport]);
     if (error instanceof ConfigError) {
       // A service's config in one process is parsed once what it depends on is known (the database's URL).
       process.stderr.write(configRefusal(error));
@@ -194,12 +195,12 @@ export interface SystemShared<S extends ProcessShape, Shared> {
   /** The process's own variables, with the process settings. */
   configShape: S;
   /**
-   * Makes what the services share (each thing with its closer handed to `own`: closed after every unit, the last
-   * made first, and also when the start fails half-way), and says how each service's config is read in this
-   * process (its environment completed with what the process decided: the database's URL, run secrets).
+   * Makes what the services share (each thing recorded in `resources`: closed after every unit, the last made
+   * first, and also when the start fails half-way), and says how each service's config is read in this process
+   * (its environment completed with what the process decided: the database's URL, run secrets).
    */
-  start(deps: { config: ConfigOf<S>; logger: Logger; env: NodeJS.ProcessEnv; own: (closer: Closer) => void }): Promise<{
-    resources: Shared;
+  start(deps: { config: ConfigOf<S>; logger: Logger; env: NodeJS.ProcessEnv; resources: Resources }): Promise<{
+    shared: Shared;
     configOf: (definition: SystemMember<Shared>) => ConfigOf<Shape>;
   }>;
 }
@@ -216,8 +217,8 @@ export async function runSystem<S extends ProcessShape, Shared>(
   options: RunServiceOptions = {},
 ): Promise<(Launched & { units: ReadonlyMap<string, ServiceUnit> }) | undefined> {
   const units: ServiceUnit[] = [];
-  const launched = await launch(system.name, system.configShape, options, async ({ config, logger, env, shared }) => {
-    const { resources, configOf } = await system.start({ config, logger, env, own: (closer) => shared.push(closer) });
+  const launched = await launch(system.name, system.configShape, options, async ({ config, logger, env, resources }) => {
+    const { shared, configOf } = await system.start({ config, logger, env, resources });
     try {
       const edges: { unit: ServiceUnit; config: unknown }[] = [];
       for (const definition of definitions) {
@@ -226,7 +227,7 @@ export async function runSystem<S extends ProcessShape, Shared>(
         const unitLogger = logger.child({ service: definition.name });
         definition.checkConfig?.(unitConfig, unitLogger);
         const before = new Map(units.map((unit) => [unit.name, unit]));
-        const unit = await definition.unit({ ...resources, config: unitConfig, logger: unitLogger, units: before });
+        const unit = await definition.unit({ ...shared, config: unitConfig, logger: unitLogger, units: before });
         units.push(unit);
         if (unit.edge) edges.push({ unit, config: unitConfig });
       }

@@ -3,7 +3,7 @@
 import { webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
-import { createLifecycle, type Closer, type HandlerTable, type ServiceUnit } from '@fin/http';
+import { createLifecycle, createResources, type Closer, type HandlerTable, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createHotResults, DEFAULT_HOT_RESULTS_MAX_BYTES } from './hot-results';
 import type { ProductHandlerDeps } from './product-api';
@@ -81,17 +81,36 @@ export interface ProductServiceOptions<Engine extends Closable> extends SharedRe
 export async function createProductUnit<Engine extends Closable>(options: ProductServiceOptions<Engine>): Promise<ServiceUnit> {
   const { jobType, config, settings, logger } = options;
   const { role } = settings;
-  const pool =
-    options.pool ??
-    createPool({
-      connectionString: config.DATABASE_URL,
-      applicationName: `${jobType}-${role}`,
-      max: config.DATABASE_POOL_MAX,
-      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-    });
-  const bus = options.bus ?? (await connectKafkaBus(config, logger));
+  // What the process does not share is made here, and closed after everything that uses it.
+  const resources = createResources();
+  const pool = await resources.ownOrShared(
+    'database pool',
+    options.pool,
+    () =>
+      createPool({
+        connectionString: config.DATABASE_URL,
+        applicationName: `${jobType}-${role}`,
+        max: config.DATABASE_POOL_MAX,
+        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+      }),
+    (made) => made.end(),
+  );
+  const bus = await resources.ownOrShared(
+    'event bus',
+    options.bus,
+    () => connectKafkaBus(config, logger),
+    (made) => made.close(),
+  );
   const lifecycle = createLifecycle();
-  const engine = role === 'api' ? undefined : (options.engine ?? (await options.createEngine(pool)));
+  const engine =
+    role === 'api'
+      ? undefined
+      : await resources.ownOrShared(
+          'AI engine',
+          options.engine,
+          () => options.createEngine(pool),
+          (made) => made.close(),
+        );
   // The relay's leader lock and LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a pooler's
   // (a shared pool comes with its own setup, which has none).
   const session = sessionPoolOf(pool, {
@@ -99,6 +118,7 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
     applicationName: `${jobType}-${role}`,
     onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
   });
+  if (session.pool !== pool) resources.own('direct database pool', session, (made) => made.close());
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   // The API role's copies of cache hits, kept true by notifications on a LISTEN connection of their own.
   const hotResults =
@@ -107,12 +127,9 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
       : createHotResults({ pool: session.pool, logger, maxBytes: config.HOT_RESULTS_MAX_BYTES ?? DEFAULT_HOT_RESULTS_MAX_BYTES });
   // Closed after the requests and the worker have stopped.
   const last: Closer[] = [
-    ...(engine && !options.engine ? [{ name: 'AI engine', close: () => engine.close() }] : []),
     { name: 'outbox relay', close: () => relay.stop() },
     ...(hotResults ? [{ name: 'hot results', close: () => hotResults.close() }] : []),
-    ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
-    ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
-    ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
+    ...resources.closers(),
   ];
   // A worker that never started stops at once, so it is in the list before its start.
   const worker = engine

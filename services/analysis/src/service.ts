@@ -2,7 +2,7 @@ import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
-import type { Closer, HandlerTable, ServiceDefinition, ServiceUnit } from '@fin/http';
+import { createResources, type Closer, type HandlerTable, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createAnalysisHandlers } from './app';
 import { analysisConfigShape, type AnalysisConfig } from './config';
@@ -29,23 +29,38 @@ interface AnalysisServiceOptions extends Partial<AnalysisShared> {
  */
 async function createAnalysisUnit({ config, logger, ...shared }: AnalysisServiceOptions): Promise<ServiceUnit> {
   const role = config.ANALYSIS_ROLE;
-  const pool =
-    shared.pool ??
-    createPool({
-      connectionString: config.DATABASE_URL,
-      applicationName: `analysis-${role}`,
-      max: config.DATABASE_POOL_MAX,
-      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-    });
-  const bus = shared.bus ?? (await connectKafkaBus(config, logger));
-  const engine =
-    shared.engine ??
-    (await createAiEngine({
-      config,
-      logger,
-      customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
-      budget: modelBudgetFromConfig(config, { pool, logger }),
-    }));
+  // What the process does not share is made here, and closed after everything that uses it.
+  const resources = createResources();
+  const pool = await resources.ownOrShared(
+    'database pool',
+    shared.pool,
+    () =>
+      createPool({
+        connectionString: config.DATABASE_URL,
+        applicationName: `analysis-${role}`,
+        max: config.DATABASE_POOL_MAX,
+        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+      }),
+    (made) => made.end(),
+  );
+  const bus = await resources.ownOrShared(
+    'event bus',
+    shared.bus,
+    () => connectKafkaBus(config, logger),
+    (made) => made.close(),
+  );
+  const engine = await resources.ownOrShared(
+    'AI engine',
+    shared.engine,
+    () =>
+      createAiEngine({
+        config,
+        logger,
+        customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
+        budget: modelBudgetFromConfig(config, { pool, logger }),
+      }),
+    (made) => made.close(),
+  );
   const closers: Closer[] = [];
   const openRequests = createOpenRequests({ streamGraceMs: config.ANALYSIS_STREAM_SHUTDOWN_GRACE_MS });
   const lifecycle = lifecycleStopping(openRequests);
@@ -56,15 +71,10 @@ async function createAnalysisUnit({ config, logger, ...shared }: AnalysisService
     applicationName: `analysis-${role}`,
     onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
   });
+  if (session.pool !== pool) resources.own('direct database pool', session, (made) => made.close());
   const relay = createOutboxRelay({ pool: session.pool, bus, logger });
   // Closed after the worker and the streams have stopped (their last events are in the outbox by then).
-  const last: Closer[] = [
-    ...(shared.engine ? [] : [{ name: 'AI engine', close: () => engine.close() }]),
-    { name: 'outbox relay', close: () => relay.stop() },
-    ...(shared.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
-    ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
-    ...(shared.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
-  ];
+  const last: Closer[] = [{ name: 'outbox relay', close: () => relay.stop() }, ...resources.closers()];
 
   // A worker that never started stops at once, so it is in the list before its start.
   const worker =

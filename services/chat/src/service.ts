@@ -1,7 +1,7 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
 import { createPool, prismaFor, type Pool } from '@fin/db';
-import { createLifecycle, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
+import { createLifecycle, createResources, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createChatHandlers } from './app';
 import { createChat } from './chat';
@@ -28,22 +28,32 @@ interface ChatServiceOptions extends Partial<ChatShared> {
  * timeout less a margin to finish, then every open stream gets a last `error` event and ends.
  */
 async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions): Promise<ServiceUnit> {
-  const pool =
-    shared.pool ??
-    createPool({
-      connectionString: config.DATABASE_URL,
-      applicationName: 'chat',
-      max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX,
-      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-    });
-  const engine =
-    shared.engine ??
-    (await createAiEngine({
-      config,
-      logger,
-      customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
-      budget: modelBudgetFromConfig(config, { pool, logger }),
-    }));
+  // What the process does not share is made here, and closed after the replies have stopped.
+  const resources = createResources();
+  const pool = await resources.ownOrShared(
+    'database pool',
+    shared.pool,
+    () =>
+      createPool({
+        connectionString: config.DATABASE_URL,
+        applicationName: 'chat',
+        max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX,
+        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+      }),
+    (made) => made.end(),
+  );
+  const engine = await resources.ownOrShared(
+    'AI engine',
+    shared.engine,
+    () =>
+      createAiEngine({
+        config,
+        logger,
+        customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
+        budget: modelBudgetFromConfig(config, { pool, logger }),
+      }),
+    (made) => made.close(),
+  );
   const chat = createChat({
     store: createConversationStore(prismaFor(pool)),
     engine,
@@ -56,9 +66,7 @@ async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions)
   // Streams do not end on their own in time: the chat ends them while the server drains.
   const lifecycle = createLifecycle(() => void chat.shutdown(replyDrainMs));
 
-  const closers: Closer[] = [{ name: 'chat replies', close: () => chat.shutdown(replyDrainMs) }];
-  if (!shared.engine) closers.push({ name: 'AI engine', close: () => engine.close() });
-  if (!shared.pool) closers.push({ name: 'database pool', close: () => pool.end() });
+  const closers: Closer[] = [{ name: 'chat replies', close: () => chat.shutdown(replyDrainMs) }, ...resources.closers()];
 
   return {
     name: 'chat',

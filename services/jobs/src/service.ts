@@ -13,7 +13,7 @@ import {
   type JobEventsTopic,
   type OutboxRelayOptions,
 } from '@fin/events';
-import { createLifecycle, type Closer, type Lifecycle, type ServiceDefinition, type ServiceUnit } from '@fin/http';
+import { createLifecycle, createResources, type Closer, type Lifecycle, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createJobsHandlers } from './app';
 import { jobsConfigShape, type JobsConfig } from './config';
@@ -54,14 +54,20 @@ type JobsServiceOptions = Partial<JobsShared> & { config: JobsConfig; logger: Lo
  */
 async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit> {
   const { config, logger, outboxRelay = true, eventsTopic, groupId, onJobEvent } = options;
-  const pool =
-    options.pool ??
-    createPool({
-      connectionString: config.DATABASE_URL,
-      applicationName: 'jobs',
-      max: config.DATABASE_POOL_MAX,
-      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-    });
+  // What the process does not share is made here, and closed after everything that uses it.
+  const resources = createResources();
+  const pool = await resources.ownOrShared(
+    'database pool',
+    options.pool,
+    () =>
+      createPool({
+        connectionString: config.DATABASE_URL,
+        applicationName: 'jobs',
+        max: config.DATABASE_POOL_MAX,
+        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+      }),
+    (made) => made.end(),
+  );
   // The relay's leader lock and LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a pooler's
   // (a shared pool comes with its own setup, which has none).
   const session = sessionPoolOf(pool, {
@@ -69,13 +75,13 @@ async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit>
     applicationName: 'jobs',
     onIdleError: (error) => logger.warn({ err: error }, 'idle direct database connection failed'),
   });
-  const bus = options.bus ?? (await connectKafkaBus(config, logger));
-  // Closed after everything that uses them.
-  const last: Closer[] = [
-    ...(options.bus ? [] : [{ name: 'event bus', close: () => bus.close() }]),
-    ...(session.pool === pool ? [] : [{ name: 'direct database pool', close: () => session.close() }]),
-    ...(options.pool ? [] : [{ name: 'database pool', close: () => pool.end() }]),
-  ];
+  if (session.pool !== pool) resources.own('direct database pool', session, (made) => made.close());
+  const bus = await resources.ownOrShared(
+    'event bus',
+    options.bus,
+    () => connectKafkaBus(config, logger),
+    (made) => made.close(),
+  );
   const closers: Closer[] = [];
   /** What runs on a timer of its own (sweeps, gauges, the relay): started by the unit's start, not as it is made. */
   const periodic: { start(): void }[] = [];
@@ -145,7 +151,7 @@ async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit>
     periodic.push(relay);
     closers.push({ name: 'outbox relay', close: () => relay.stop() });
   }
-  closers.push(...last);
+  closers.push(...resources.closers());
 
   return {
     name: 'jobs',

@@ -2,7 +2,7 @@
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { createPool, type Pool } from '@fin/db';
-import { createLifecycle, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
+import { createLifecycle, createResources, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createWebhookStore } from '@fin/webhooks';
 import { createPortalHandlers } from './app';
@@ -19,15 +19,21 @@ interface PortalOptions {
 }
 
 /** The portal as a unit: its API handlers and its pages. */
-function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): Promise<ServiceUnit> {
-  const pool =
-    sharedPool ??
-    createPool({
-      connectionString: config.DATABASE_URL,
-      applicationName: 'portal',
-      max: config.DATABASE_POOL_MAX,
-      onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-    });
+async function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): Promise<ServiceUnit> {
+  // A pool the process does not share is made here, and closed last.
+  const resources = createResources();
+  const pool = await resources.ownOrShared(
+    'database pool',
+    sharedPool,
+    () =>
+      createPool({
+        connectionString: config.DATABASE_URL,
+        applicationName: 'portal',
+        max: config.DATABASE_POOL_MAX,
+        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+      }),
+    (made) => made.end(),
+  );
   const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });
   const runtime = createCustomerToolsFromConfig(config, { pool, logger });
   const webhooks = createWebhookStore({
@@ -41,8 +47,7 @@ function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): 
     ttlMs: config.PORTAL_SESSION_TTL_MS,
   });
   const lifecycle = createLifecycle();
-  const closers: Closer[] = [{ name: 'customer tool connections', close: () => runtime.close() }];
-  if (!sharedPool) closers.push({ name: 'database pool', close: () => pool.end() });
+  const closers: Closer[] = [{ name: 'customer tool connections', close: () => runtime.close() }, ...resources.closers()];
 
   const throttle = createPortalThrottle({
     pool,
@@ -64,7 +69,7 @@ function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): 
     clientAddressHops: config.PORTAL_CLIENT_ADDRESS_HOPS,
     keyTtlDays: config.PORTAL_KEY_TTL_DAYS,
   };
-  return Promise.resolve({
+  return {
     name: 'portal',
     handlers: createPortalHandlers(deps),
     pages: { prefix: '/portal', router: portalRoutes(deps) },
@@ -74,7 +79,7 @@ function createPortalUnit({ config, logger, pool: sharedPool }: PortalOptions): 
     lifecycle,
     start: async () => {},
     closers,
-  });
+  };
 }
 
 /** The portal: runService runs it as a process, runSystem beside the others on the shared pool. */

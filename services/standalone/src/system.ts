@@ -10,6 +10,7 @@ import { analysisService } from '@fin/analysis/service';
 import { aiConfigShape, createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createKey, createTenant, findActiveKey, hashApiKey, isWellFormedApiKey, KeyStoreError } from '@fin/api-keys';
 import { chatService } from '@fin/chat/service';
+import { API_SCOPES } from '@fin/contracts';
 import { csv, int, logConfigShape, parseConfig } from '@fin/config';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
 import { createPool, ensureDatabase, migrate, recordLocalDatabase, type Pool } from '@fin/db';
@@ -96,14 +97,19 @@ function runSecret(env: NodeJS.ProcessEnv, name: 'INTERNAL_SIGNING_SECRET' | 'PO
   return given && given.length >= 32 ? given : randomBytes(32).toString('hex');
 }
 
-/** The development key: the one kept in DATA_DIR/dev-api-key while it still works, else a new one (mode 600, git-ignored). */
+/**
+ * The development key: the one kept in DATA_DIR/dev-api-key while it still works and carries every scope, else a new
+ * one (mode 600, git-ignored). A key made before a scope existed (filings) is replaced, so that npm start's key can
+ * use every route; the old key keeps working with the scopes it had.
+ */
 async function developmentKey(pool: Pool, dataDir: string): Promise<string> {
   const file = path.join(dataDir, 'dev-api-key');
   if (existsSync(file)) {
     const key = readFileSync(file, 'utf8').trim();
     // The gateway's own definition of a working key: not revoked, not expired, its tenant enabled (and still there
     // after a database reset).
-    if (isWellFormedApiKey(key) && (await findActiveKey(pool, hashApiKey(key))) !== null) return key;
+    const found = isWellFormedApiKey(key) ? await findActiveKey(pool, hashApiKey(key)) : null;
+    if (found !== null && API_SCOPES.every((scope) => found.scopes.includes(scope))) return key;
   }
   const { rows } = await pool.query('SELECT 1 FROM tenants WHERE name = $1', [DEV_TENANT]);
   // Another process on the same database (a second replica, say) may create the tenant between the look and the
@@ -209,12 +215,11 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
       return facts;
     },
     bindGateway: gateway.bind,
-    async start({ config: settings, logger, env, own }) {
+    async start({ config: settings, logger, env, resources }) {
       let databaseUrl = settings.DATABASE_URL;
       let embeddedDataDir: string | undefined;
       if (!databaseUrl) {
-        const embedded = await startEmbeddedPostgres({ dataDir, logger });
-        own({ name: 'embedded PostgreSQL', close: () => embedded.stop() });
+        const embedded = resources.own('embedded PostgreSQL', await startEmbeddedPostgres({ dataDir, logger }), (made) => made.stop());
         databaseUrl = embedded.url;
         embeddedDataDir = embedded.dataDir;
       } else {
@@ -222,13 +227,16 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
       }
       const applied = await migrate({ databaseUrl });
       if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-      const pool = createPool({
-        connectionString: databaseUrl,
-        applicationName: 'standalone',
-        max: settings.DATABASE_POOL_MAX,
-        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      });
-      own({ name: 'database pool', close: () => pool.end() });
+      const pool = resources.own(
+        'database pool',
+        createPool({
+          connectionString: databaseUrl,
+          applicationName: 'standalone',
+          max: settings.DATABASE_POOL_MAX,
+          onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+        }),
+        (made) => made.end(),
+      );
       // The admin CLI and `npm run migrate` find this database through the record (@fin/db local-database.ts).
       recordLocalDatabase(dataDir, {
         url: databaseUrl,
@@ -248,20 +256,26 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
         PORT: '0',
       };
       const kafka = parseConfig(withBusApplied(kafkaConfigShape('standalone')), shared);
-      const bus: EventBus = kafka.KAFKA_BROKERS.length > 0 ? await connectKafkaBus(kafka, logger) : createMemoryBus({ logger });
-      own({ name: 'event bus', close: () => bus.close() });
+      const bus = resources.own<EventBus>(
+        'event bus',
+        kafka.KAFKA_BROKERS.length > 0 ? await connectKafkaBus(kafka, logger) : createMemoryBus({ logger }),
+        (made) => made.close(),
+      );
 
       // Customer-tool secrets are sealed with a key kept in the data folder unless one is configured.
       shared.CUSTOMER_TOOLS_ENCRYPTION_KEY ||= customerToolsKey(dataDir);
       const customerToolsConfig = parseConfig(customerToolsConfigShape, shared);
       const aiConfig = parseConfig(aiConfigShape, shared);
-      const engine = await createAiEngine({
-        config: aiConfig,
-        logger,
-        customerTools: createCustomerToolsFromConfig(customerToolsConfig, { pool, logger }),
-        budget: modelBudgetFromConfig(aiConfig, { pool, logger }),
-      });
-      own({ name: 'AI engine', close: () => engine.close() });
+      const engine = resources.own(
+        'AI engine',
+        await createAiEngine({
+          config: aiConfig,
+          logger,
+          customerTools: createCustomerToolsFromConfig(customerToolsConfig, { pool, logger }),
+          budget: modelBudgetFromConfig(aiConfig, { pool, logger }),
+        }),
+        (made) => made.close(),
+      );
 
       facts = {
         apiKey,
@@ -272,7 +286,7 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
         localWebhooks: customerToolsConfig.WEBHOOK_ALLOW_LOCAL_HTTP,
       };
       return {
-        resources: { pool, bus, engine, outboxRelay: false, api: gateway.api },
+        shared: { pool, bus, engine, outboxRelay: false, api: gateway.api },
         // Local http: the portal's session cookie cannot be Secure (browsers keep Secure cookies on
         // http://127.0.0.1, but not on other local names), unless the environment says otherwise.
         configOf: ({ name, configShape }) =>
