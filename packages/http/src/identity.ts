@@ -11,7 +11,7 @@ import { createHmac, createSecretKey, hash, hkdfSync, randomUUID, timingSafeEqua
 import type { Logger } from '@fin/log';
 import type { Request, RequestHandler, Response } from 'express';
 import { EMPTY_BODY_DIGEST, expectBodyDigest, hasRequestBody, receivedBodyDigest } from './body';
-import { AppError, toAppError, unauthorized } from './errors';
+import { toAppError, unauthorized, type AppError } from './errors';
 import { annotateRequest, loggerOf } from './request-context';
 import { decodeSpentBudget, encodeSpentBudget, type SpentBudget } from './token-budget';
 
@@ -223,7 +223,7 @@ const BODY_MISMATCH = 'body does not match its signed digest';
 /**
  * Middleware of every service behind the gateway: refuses (401) a request without a valid, fresh signature made
  * with this service's key, a nonce already accepted, or a body other than the one signed; otherwise makes the
- * identity available through identityOf(res) and callerOf(res). Each call keeps its own record of nonces.
+ * identity available through identityOf(res). Each call keeps its own record of nonces.
  */
 export function verifyIdentity(
   key: IdentityKey,
@@ -335,11 +335,4 @@ export function identityOf(res: Response): InternalIdentity {
   const value: unknown = res.locals[IDENTITY];
   if (typeof value !== 'object' || value === null) throw toAppError(new Error('identityOf() on a route without verifyIdentity()'));
   return value as InternalIdentity;
-}
-
-/** The verified caller; 401 for an anonymous request on a route that needs a caller. */
-export function callerOf(res: Response): Caller {
-  const { caller } = identityOf(res);
-  if (caller === null) throw new AppError('unauthorized', GATEWAY_ONLY_DETAIL);
-  return caller;
 }

@@ -44,7 +44,6 @@ export {
   GATEWAY_ONLY_DETAIL,
   IDENTITY_HEADERS,
   IDENTITY_HEADER_NAMES,
-  callerOf,
   identityKey,
   hasIdentity,
   identityOf,
