@@ -1,12 +1,12 @@
 // Per-account rate limits: what is counted, the defaults, and the overrides a tenant may carry. The gateway
 // enforces them (services/gateway/src/rate-limit); the key store validates and stores a tenant's overrides.
-import { CHAT_STREAMS_PER_ACCOUNT, CHAT_TURNS_PER_MINUTE, RATE_LIMITS_PER_MINUTE } from '@fin/contracts';
+import { CHAT_STREAMS_PER_ACCOUNT, CHAT_TURNS_PER_MINUTE, FILINGS_REQUESTS_PER_MINUTE, RATE_LIMITS_PER_MINUTE } from '@fin/contracts';
 
 /**
  * What is counted per account (tenant) and minute, across all of its API keys: the spec's three products, job
- * polling, customer-tool calls, and chat turns (every POST /api/chat and GET /api/chat/stream).
+ * polling, customer-tool calls, chat turns (every POST /api/chat and GET /api/chat/stream), and the filings routes.
  */
-export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'] as const;
+export const LIMITED_PRODUCTS = ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns', 'filings'] as const;
 export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
 
 /**
@@ -15,7 +15,8 @@ export type LimitedProduct = (typeof LIMITED_PRODUCTS)[number];
  * second key must not double them. Job polling allows a client to poll ten jobs at the suggested 2-second pace
  * (30/min each) with room to spare; customer-tool calls are management operations that nobody needs more than
  * once a second; chat turns (each starts a model call, or re-attaches to one) are a turn a second, which a person
- * typing never reaches and which bounds what a client churning connections can start. A tenant's
+ * typing never reaches and which bounds what a client churning connections can start; filings requests are a
+ * second's worth (each may cost a request of the deployment's 10 a second to SEC EDGAR). A tenant's
  * `rate_limit_overrides` replace these per product (see docs/operations.md).
  */
 export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.freeze({
@@ -24,6 +25,7 @@ export const DEFAULT_LIMITS: Readonly<Record<LimitedProduct, number>> = Object.f
   tools: 60,
   webhooks: 60,
   'chat-turns': CHAT_TURNS_PER_MINUTE,
+  filings: FILINGS_REQUESTS_PER_MINUTE,
 });
 
 /**

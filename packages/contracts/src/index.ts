@@ -5,6 +5,7 @@ export * from './common';
 export * from './citations';
 export * from './news';
 export * from './stock-report';
+export * from './filings';
 export * from './analysis';
 export * from './chat';
 export * from './events';

@@ -6,6 +6,7 @@ import { ERROR_STATUS, ErrorBody, type ErrorType } from './errors';
 import { WebhookEvent } from './webhooks';
 import {
   API_ROUTE_LIST,
+  API_SCOPES,
   CHAT_STREAMS_PER_ACCOUNT,
   CHAT_TURNS_PER_MINUTE,
   SSE_NOTE,
@@ -339,7 +340,7 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
       // LicenseRef-, as the package's "UNLICENSED" says in npm's terms).
       license: { name: 'Proprietary: use under your agreement with the provider', identifier: 'LicenseRef-Proprietary' },
       description:
-        'AI-generated financial research over HTTP: news intelligence, stock analysis, streamed chat and custom analysis, with asynchronous jobs polled for status and result.\n\n' +
+        "AI-generated financial research over HTTP: news intelligence, stock analysis, streamed chat and custom analysis, with asynchronous jobs polled for status and result, and US companies' SEC filings.\n\n" +
         'Authenticate with the `X-API-Key` header. Every error has the body `{detail, status_code, type}`. Every response carries `X-Request-Id`.',
     },
     servers: [{ url: options.serverUrl ?? '/', description: 'This gateway' }],
@@ -348,6 +349,7 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
       { name: 'Products', description: 'News, stock analysis and custom analysis.' },
       { name: 'Chat', description: 'Streamed research conversations.' },
       { name: 'Jobs', description: 'Status and result of asynchronous jobs.' },
+      { name: 'Filings', description: "US companies' SEC filings from EDGAR, and their sections' text." },
       { name: 'Customer tools', description: 'External data APIs the AI may call while analysing.' },
       { name: 'Webhooks', description: 'Endpoints told when a job finishes, and their deliveries.' },
       { name: 'Documentation', description: 'This document.' },
@@ -360,7 +362,7 @@ export function createOpenApiDocument(options: { version?: string; serverUrl?: s
           type: 'apiKey',
           in: 'header',
           name: 'X-API-Key',
-          description: 'The API key generated in the web portal. Keys carry scopes: news, stock-report, analysis, chat, tools, webhooks.',
+          description: `The API key generated in the web portal. Keys carry scopes: ${API_SCOPES.join(', ')}.`,
         },
       },
       parameters: {

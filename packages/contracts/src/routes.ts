@@ -19,6 +19,15 @@ import {
 } from './customer-tools';
 import type { ErrorType } from './errors';
 import { AnalysisStreamEvents, ChatStreamEvents, JobEventsHeaders, JobStreamEvents } from './events';
+import {
+  FilingListResponse,
+  FilingPathParams,
+  FilingQuery,
+  FilingResponse,
+  FilingSectionPathParams,
+  FilingSectionResponse,
+  FilingsQuery,
+} from './filings';
 import { JobPathParams, JobResultResponseByType, JobStatusResponse } from './jobs';
 import { McpMessage, McpRequestHeaders, McpStreamEvents } from './mcp';
 import { NewsRequest, NewsResponse } from './news';
@@ -40,7 +49,7 @@ import {
 } from './webhooks';
 
 /** What an API key can be allowed to use. A key without the scope a route needs gets 403. */
-export const API_SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'] as const;
+export const API_SCOPES = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks', 'filings'] as const;
 export type ApiScope = (typeof API_SCOPES)[number];
 
 /**
@@ -48,6 +57,11 @@ export type ApiScope = (typeof API_SCOPES)[number];
  * gateway's limiter; a tenant can have higher limits arranged with the account manager.
  */
 export const RATE_LIMITS_PER_MINUTE = { news: 100, 'stock-report': 20, analysis: 20 } as const;
+/**
+ * Requests to the filings routes per account and minute: ours (the spec predates them). Each may cost a request to
+ * SEC EDGAR, whose 10 a second are the whole deployment's; a person or an assistant reading filings needs one a second.
+ */
+export const FILINGS_REQUESTS_PER_MINUTE = 60;
 /** Concurrent chat requests per account (the spec's "10 concurrent streams"). */
 export const CHAT_STREAMS_PER_ACCOUNT = 10;
 /** Chat requests (POST /api/chat, GET /api/chat/stream) per account and minute: ours, beside the spec's 10 streams. */
@@ -303,6 +317,45 @@ export const API_ROUTES = keyedById({
     responses: {
       '200': { description: "An SSE stream of the job's events.", events: JobStreamEvents },
       '204': { description: 'Nothing left to send: the job has finished and Last-Event-ID named its final event.' },
+    },
+  },
+  listFilings: {
+    method: 'get',
+    path: '/api/filings',
+    tag: 'Filings',
+    summary: 'SEC filings of a company',
+    description: `A US company's filings with the SEC (10-K, 10-Q, 8-K with its item numbers, …), newest first, from SEC EDGAR: each with its accession number, form, filing and report dates and a link to the document on www.sec.gov that anyone can open. Narrow them with \`forms\` and \`since\`. A symbol SEC EDGAR does not know (a listing outside the US, such as 7203.T) is not an error: 200 with \`company\` null, no filings and a \`note\` saying there are no filings for this market. In offline mode (npm start without network) the answer is the bundled sample, \`source: "sample"\`. Answers may be cached for 5 minutes (\`Cache-Control: private, max-age=300\`). Limit: ${FILINGS_REQUESTS_PER_MINUTE} requests per minute per account to the filings routes together (all of its API keys together).`,
+    scope: 'filings',
+    limit: 'per_minute',
+    request: { query: FilingsQuery },
+    responses: {
+      '200': { description: "The company's filings, newest first (none for a listing EDGAR does not cover).", json: FilingListResponse },
+    },
+  },
+  getFiling: {
+    method: 'get',
+    path: '/api/filings/{accession}',
+    tag: 'Filings',
+    summary: 'One filing and its sections',
+    description: `One filing of the company and the sections of its primary document (a 10-K's Items 1, 1A, 7, …, an 8-K's items), by item and title with their length, not their text: read a section with GET /api/filings/{accession}/sections/{item}. 404 when the company has no such filing, or SEC EDGAR does not know the symbol. A filing never changes: answers may be cached for a day (\`Cache-Control: private, max-age=86400, immutable\`). Counts towards the account's ${FILINGS_REQUESTS_PER_MINUTE} filings requests per minute.`,
+    scope: 'filings',
+    limit: 'per_minute',
+    request: { params: FilingPathParams, query: FilingQuery },
+    responses: {
+      '200': { description: 'The filing and its sections.', json: FilingResponse },
+    },
+  },
+  getFilingSection: {
+    method: 'get',
+    path: '/api/filings/{accession}/sections/{item}',
+    tag: 'Filings',
+    summary: "One section's text",
+    description: `One section of a filing as plain text (Item 1A risk factors, Item 7 MD&A, an 8-K's Item 2.02): sections, never whole filings. 404 when the filing has no such item (the detail lists those it has). Cached like the filing (\`Cache-Control: private, max-age=86400, immutable\`). Counts towards the account's ${FILINGS_REQUESTS_PER_MINUTE} filings requests per minute.`,
+    scope: 'filings',
+    limit: 'per_minute',
+    request: { params: FilingSectionPathParams, query: FilingQuery },
+    responses: {
+      '200': { description: 'The section and its text.', json: FilingSectionResponse },
     },
   },
   listCustomerTools: {

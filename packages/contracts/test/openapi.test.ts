@@ -19,6 +19,9 @@ import {
   ChatToolStartEvent,
   ERROR_STATUS,
   ErrorBody,
+  FilingListResponse,
+  FilingResponse,
+  FilingSectionResponse,
   JobStatusResponse,
   JobStreamEvents,
   NewsResponse,
@@ -428,6 +431,16 @@ const SAMPLES: Record<
     },
     '204': { none: true },
   },
+  listFilings: {
+    '200': {
+      json: [
+        ...(z.globalRegistry.get(FilingListResponse)?.examples as unknown[]),
+        { ...example(FilingListResponse), source: 'sample', note: 'Sample data (offline mode).' },
+      ],
+    },
+  },
+  getFiling: { '200': { json: [example(FilingResponse), { ...example(FilingResponse), sections: [] }] } },
+  getFilingSection: { '200': { json: [example(FilingSectionResponse)] } },
   listCustomerTools: { '200': { json: [{ tools: [tool] }, { tools: [] }] } },
   createCustomerTool: { '201': { json: [tool] } },
   getCustomerTool: { '200': { json: [tool] } },

@@ -20,6 +20,10 @@ import type {
   CustomerToolCreateRequest,
   CustomerToolListResponse,
   CustomerToolUpdateRequest,
+  FilingListResponse,
+  FilingResponse,
+  FilingSectionResponse,
+  FilingsQuery,
   JobResultByType,
   JobResultResponseByType,
   JobStatusResponse,
@@ -279,6 +283,36 @@ export class FinancialIntelligence {
       waitForJob(this.transport, jobType, jobId, options),
   };
 
+  /**
+   * US companies' SEC filings (the `filings` scope): a company's filings, one filing's sections, one section's text.
+   * A symbol SEC EDGAR does not know lists no filings (`company` null and a `note`), it is not an error.
+   */
+  readonly filings = {
+    /** GET /api/filings: the company's filings, newest first, optionally only some forms and since a date. */
+    list: async (query: FilingsQuery, options: RequestOptions = {}): Promise<FilingListResponse> =>
+      (await this.transport.json<FilingListResponse>({ ...requestOptions(options), method: 'GET', path: '/api/filings', query })).data,
+    /** GET /api/filings/{accession}: the filing and its sections (items and titles, not their text). */
+    get: async (symbol: string, accession: string, options: RequestOptions = {}): Promise<FilingResponse> =>
+      (
+        await this.transport.json<FilingResponse>({
+          ...requestOptions(options),
+          method: 'GET',
+          path: `/api/filings/${encodeURIComponent(accession)}`,
+          query: { symbol },
+        })
+      ).data,
+    /** GET /api/filings/{accession}/sections/{item}: one section's text (Item 1A risk factors, 7 MD&A, an 8-K's 2.02). */
+    section: async (symbol: string, accession: string, item: string, options: RequestOptions = {}): Promise<FilingSectionResponse> =>
+      (
+        await this.transport.json<FilingSectionResponse>({
+          ...requestOptions(options),
+          method: 'GET',
+          path: `/api/filings/${encodeURIComponent(accession)}/sections/${encodeURIComponent(item)}`,
+          query: { symbol },
+        })
+      ).data,
+  };
+
   /** The tenant's external data APIs the AI may call: /api/customer-tools/. */
   readonly customerTools = {
     list: async (options: RequestOptions = {}): Promise<CustomerToolListResponse> =>
@@ -445,6 +479,9 @@ export const OPERATION_METHODS = {
   getJobStatus: 'jobs.status',
   getJobResult: 'jobs.result',
   getJobEvents: 'jobs.events',
+  listFilings: 'filings.list',
+  getFiling: 'filings.get',
+  getFilingSection: 'filings.section',
   listCustomerTools: 'customerTools.list',
   createCustomerTool: 'customerTools.create',
   getCustomerTool: 'customerTools.get',

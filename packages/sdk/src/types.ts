@@ -48,6 +48,13 @@ export type ChatToolStartEvent = Schemas['ChatToolStartEvent'];
 export type ChatToolEndEvent = Schemas['ChatToolEndEvent'];
 export type ChatDoneEvent = Schemas['ChatDoneEvent'];
 
+export type FilingsQuery = NonNullable<operations['listFilings']['parameters']['query']>;
+export type FilingListResponse = Schemas['FilingListResponse'];
+export type FilingResponse = Schemas['FilingResponse'];
+export type FilingSectionResponse = Schemas['FilingSectionResponse'];
+export type FilingSummary = Schemas['FilingSummary'];
+export type FilingCompany = Schemas['FilingCompany'];
+
 export type CustomerTool = Schemas['CustomerTool'];
 export type CustomerToolCreateRequest = Schemas['CustomerToolCreateRequest'];
 export type CustomerToolUpdateRequest = Schemas['CustomerToolUpdateRequest'];

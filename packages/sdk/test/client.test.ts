@@ -10,6 +10,7 @@ import {
   FinancialIntelligence,
   InternalServerError,
   JobFailedError,
+  NotFoundError,
   OPERATION_METHODS,
   RateLimitError,
   RedirectRefusedError,
@@ -476,6 +477,54 @@ describe('streams', () => {
     await expect(reading).rejects.toMatchObject({ name: 'AbortError' });
     expect(chunks).toEqual(['a']);
     expect(JSON.parse(seen[0]!.body)).toEqual({ prompt: 'x', output_format: { stream: true } });
+  });
+});
+
+describe('filings', () => {
+  const company = { cik: '0000320193', name: 'Apple Inc.' };
+  const filing = {
+    accession: '0000320193-25-000079',
+    form: '10-K',
+    filed: '2025-10-31',
+    report_date: '2025-09-27',
+    items: [],
+    url: 'https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/aapl-20250927.htm',
+    primary_document: 'aapl-20250927.htm',
+  };
+
+  it('list sends the query as parameters (forms comma-separated) and returns the answer, an uncovered market included', async () => {
+    const listed = { symbol: 'AAPL', company, filings: [filing], source: 'sec_edgar' };
+    const uncovered = { symbol: '7203.T', company: null, filings: [], source: 'sec_edgar', note: 'No SEC filings for this market.' };
+    handlers.push((_req, res) => json(res, 200, listed));
+    handlers.push((_req, res) => json(res, 200, uncovered));
+    await expect(client().filings.list({ symbol: 'AAPL', forms: '10-K,8-K', since: '2025-01-01', limit: 5 })).resolves.toEqual(listed);
+    await expect(client().filings.list({ symbol: '7203.T' })).resolves.toEqual(uncovered);
+    expect(seen.map(({ method, url }) => [method, url])).toEqual([
+      ['GET', '/api/filings?symbol=AAPL&forms=10-K%2C8-K&since=2025-01-01&limit=5'],
+      ['GET', '/api/filings?symbol=7203.T'],
+    ]);
+  });
+
+  it('get and section address the filing and the item in the path, the symbol in the query', async () => {
+    const sections = [{ item: '1A', title: 'Risk Factors', characters: 12 }];
+    const section = { item: '1A', title: 'Risk Factors', text: 'Risks abound.' };
+    handlers.push((_req, res) => json(res, 200, { symbol: 'AAPL', company, filing, sections, source: 'sample' }));
+    handlers.push((_req, res) => json(res, 200, { symbol: 'AAPL', company, filing, section, source: 'sample' }));
+    await expect(client().filings.get('AAPL', filing.accession)).resolves.toMatchObject({ sections });
+    await expect(client().filings.section('AAPL', filing.accession, '1A')).resolves.toMatchObject({ section });
+    expect(seen.map(({ url }) => url)).toEqual([
+      '/api/filings/0000320193-25-000079?symbol=AAPL',
+      '/api/filings/0000320193-25-000079/sections/1A?symbol=AAPL',
+    ]);
+  });
+
+  it('a missing section is a NotFoundError with the detail naming the items there are', async () => {
+    handlers.push((_req, res) =>
+      json(res, 404, error(404, 'not_found', 'Filing 0000320193-25-000079 (10-K) has no item 9Z; its items are 1, 1A, 7.')),
+    );
+    const failure = client().filings.section('AAPL', filing.accession, '9Z');
+    await expect(failure).rejects.toBeInstanceOf(NotFoundError);
+    await expect(failure).rejects.toMatchObject({ status: 404, type: 'not_found', detail: expect.stringContaining('1, 1A, 7') as unknown });
   });
 });
 

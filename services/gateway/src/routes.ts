@@ -27,6 +27,10 @@ const ROUTE_TARGETS = {
   getJobStatus: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
   getJobResult: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
   getJobEvents: { kind: 'proxy', upstream: 'jobs', limit: 'jobs' },
+  // Filings are market data, which the stock-report service owns; their own per-minute count.
+  listFilings: { kind: 'proxy', upstream: 'stock-report', limit: 'filings' },
+  getFiling: { kind: 'proxy', upstream: 'stock-report', limit: 'filings' },
+  getFilingSection: { kind: 'proxy', upstream: 'stock-report', limit: 'filings' },
   listCustomerTools: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   createCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },
   getCustomerTool: { kind: 'proxy', upstream: 'portal', limit: 'tools' },

@@ -24,7 +24,7 @@ function principal(limitOverrides: Record<string, number> = {}, tenantId: string
 /** A tiny gateway: the principal comes from a test header lookup, then the limiter admits it, then a 200. */
 function appFor(limits: PostgresRateLimits, principals: Map<string, Principal>): express.Express {
   const app = express();
-  for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'] as LimitedProduct[]) {
+  for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns', 'filings'] as LimitedProduct[]) {
     app.get(`/${product}`, (req, res, next) => {
       const who = principals.get(req.header('x-test-key') ?? '');
       if (who === undefined) throw new Error('no principal for this x-test-key');
@@ -138,6 +138,7 @@ describe('per-minute rate limits', () => {
       tools: 60,
       webhooks: 60,
       'chat-turns': 60,
+      filings: 60,
     };
     expect(limits.limits).toEqual(expected);
     for (const [product, limit] of Object.entries(expected)) {

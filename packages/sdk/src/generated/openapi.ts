@@ -178,6 +178,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/filings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SEC filings of a company
+         * @description A US company's filings with the SEC (10-K, 10-Q, 8-K with its item numbers, …), newest first, from SEC EDGAR: each with its accession number, form, filing and report dates and a link to the document on www.sec.gov that anyone can open. Narrow them with `forms` and `since`. A symbol SEC EDGAR does not know (a listing outside the US, such as 7203.T) is not an error: 200 with `company` null, no filings and a `note` saying there are no filings for this market. In offline mode (npm start without network) the answer is the bundled sample, `source: "sample"`. Answers may be cached for 5 minutes (`Cache-Control: private, max-age=300`). Limit: 60 requests per minute per account to the filings routes together (all of its API keys together).
+         *
+         *     Requires an API key with the `filings` scope.
+         */
+        get: operations["listFilings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/filings/{accession}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One filing and its sections
+         * @description One filing of the company and the sections of its primary document (a 10-K's Items 1, 1A, 7, …, an 8-K's items), by item and title with their length, not their text: read a section with GET /api/filings/{accession}/sections/{item}. 404 when the company has no such filing, or SEC EDGAR does not know the symbol. A filing never changes: answers may be cached for a day (`Cache-Control: private, max-age=86400, immutable`). Counts towards the account's 60 filings requests per minute.
+         *
+         *     Requires an API key with the `filings` scope.
+         */
+        get: operations["getFiling"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/filings/{accession}/sections/{item}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One section's text
+         * @description One section of a filing as plain text (Item 1A risk factors, Item 7 MD&A, an 8-K's Item 2.02): sections, never whole filings. 404 when the filing has no such item (the detail lists those it has). Cached like the filing (`Cache-Control: private, max-age=86400, immutable`). Counts towards the account's 60 filings requests per minute.
+         *
+         *     Requires an API key with the `filings` scope.
+         */
+        get: operations["getFilingSection"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/customer-tools/": {
         parameters: {
             query?: never;
@@ -1994,6 +2060,232 @@ export interface components {
             type: components["schemas"]["ErrorType"];
             job_id: components["schemas"]["JobId"];
         };
+        /**
+         * @description A company's filings, newest first.
+         * @example {
+         *       "symbol": "AAPL",
+         *       "company": {
+         *         "cik": "0000320193",
+         *         "name": "Apple Inc."
+         *       },
+         *       "filings": [
+         *         {
+         *           "accession": "0000320193-25-000079",
+         *           "form": "10-K",
+         *           "filed": "2025-10-31",
+         *           "report_date": "2025-09-27",
+         *           "items": [],
+         *           "url": "https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/aapl-20250927.htm",
+         *           "primary_document": "aapl-20250927.htm"
+         *         }
+         *       ],
+         *       "source": "sec_edgar"
+         *     }
+         * @example {
+         *       "symbol": "7203.T",
+         *       "company": null,
+         *       "filings": [],
+         *       "source": "sec_edgar",
+         *       "note": "No SEC filings for this market: SEC EDGAR does not know 7203.T (a listing outside the US, or a company that files no reports with the SEC)."
+         *     }
+         */
+        FilingListResponse: {
+            /**
+             * @description The symbol asked for, upper case.
+             * @example AAPL
+             */
+            symbol: string;
+            /** @description The company; null when SEC EDGAR does not know the symbol (see `note`). */
+            company: components["schemas"]["FilingCompany"] | null;
+            /** @description The filings, newest first; empty when none match (or EDGAR does not cover the listing). */
+            filings: components["schemas"]["FilingSummary"][];
+            source: components["schemas"]["FilingsSource"];
+            /** @description Present when the answer needs a word of explanation: a listing SEC EDGAR does not cover (no filings for this market), or sample data (offline mode). */
+            note?: string;
+        };
+        /** @description The company as SEC EDGAR knows it. */
+        FilingCompany: {
+            /**
+             * @description The company's Central Index Key, 10 digits.
+             * @example 0000320193
+             */
+            cik: string;
+            /**
+             * @description The registrant's name as EDGAR states it.
+             * @example Apple Inc.
+             */
+            name: string;
+        };
+        /** @description One filing of a company. */
+        FilingSummary: {
+            /**
+             * @description The filing's accession number.
+             * @example 0000320193-25-000079
+             */
+            accession: string;
+            /**
+             * @description The form, as EDGAR states it (10-K, 10-Q, 8-K, 10-K/A, …).
+             * @example 10-K
+             */
+            form: string;
+            /**
+             * Format: date
+             * @description When it was filed (YYYY-MM-DD).
+             * @example 2025-10-31
+             */
+            filed: string;
+            /**
+             * @description The period it reports on; null when EDGAR states none (many 8-Ks).
+             * @example 2025-09-27
+             */
+            report_date: string | null;
+            /**
+             * @description An 8-K's item numbers (2.02 results, 5.02 officers, …); empty for other forms.
+             * @example []
+             */
+            items: string[];
+            /**
+             * Format: uri
+             * @description The primary document on www.sec.gov: a page anyone can open, without a key.
+             * @example https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/aapl-20250927.htm
+             */
+            url: string;
+            /**
+             * @description The primary document's file name.
+             * @example aapl-20250927.htm
+             */
+            primary_document: string;
+        };
+        /**
+         * @description sec_edgar: read from SEC EDGAR (data.sec.gov, www.sec.gov). sample: the bundled sample of offline mode, EDGAR-shaped but illustrative: not a company's real filings.
+         * @enum {string}
+         */
+        FilingsSource: "sec_edgar" | "sample";
+        /**
+         * @description One filing and the sections of its primary document (their items and titles, not their text).
+         * @example {
+         *       "symbol": "AAPL",
+         *       "company": {
+         *         "cik": "0000320193",
+         *         "name": "Apple Inc."
+         *       },
+         *       "filing": {
+         *         "accession": "0000320193-25-000079",
+         *         "form": "10-K",
+         *         "filed": "2025-10-31",
+         *         "report_date": "2025-09-27",
+         *         "items": [],
+         *         "url": "https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/aapl-20250927.htm",
+         *         "primary_document": "aapl-20250927.htm"
+         *       },
+         *       "sections": [
+         *         {
+         *           "item": "1",
+         *           "title": "Business",
+         *           "characters": 14203
+         *         },
+         *         {
+         *           "item": "1A",
+         *           "title": "Risk Factors",
+         *           "characters": 68412
+         *         },
+         *         {
+         *           "item": "7",
+         *           "title": "Management's Discussion and Analysis of Financial Condition and Results of Operations",
+         *           "characters": 31950
+         *         }
+         *       ],
+         *       "source": "sec_edgar"
+         *     }
+         */
+        FilingResponse: {
+            /**
+             * @description The symbol asked for, upper case.
+             * @example AAPL
+             */
+            symbol: string;
+            company: components["schemas"]["FilingCompany"];
+            filing: components["schemas"]["FilingSummary"];
+            /** @description The primary document's sections, in document order; read one with GET /api/filings/{accession}/sections/{item}. Empty when the document could not be split into items. */
+            sections: components["schemas"]["FilingSectionSummary"][];
+            source: components["schemas"]["FilingsSource"];
+            /** @description Present when the answer needs a word of explanation: a listing SEC EDGAR does not cover (no filings for this market), or sample data (offline mode). */
+            note?: string;
+        };
+        /** @description One section of a filing, without its text. */
+        FilingSectionSummary: {
+            /**
+             * @description The item, as the section route takes it.
+             * @example 1A
+             */
+            item: string;
+            /**
+             * @description The item's title as the filing states it.
+             * @example Risk Factors
+             */
+            title: string;
+            /**
+             * @description The length of the section's text, in characters.
+             * @example 68412
+             */
+            characters: number;
+        };
+        /**
+         * @description One section of a filing, with its text: what a reader (or a model) quotes, never the whole filing.
+         * @example {
+         *       "symbol": "AAPL",
+         *       "company": {
+         *         "cik": "0000320193",
+         *         "name": "Apple Inc."
+         *       },
+         *       "filing": {
+         *         "accession": "0000320193-25-000079",
+         *         "form": "10-K",
+         *         "filed": "2025-10-31",
+         *         "report_date": "2025-09-27",
+         *         "items": [],
+         *         "url": "https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/aapl-20250927.htm",
+         *         "primary_document": "aapl-20250927.htm"
+         *       },
+         *       "section": {
+         *         "item": "1A",
+         *         "title": "Risk Factors",
+         *         "text": "The Company’s operations and performance depend significantly on global and regional economic conditions and adverse economic conditions can materially adversely affect the Company’s business, results of operations and financial condition."
+         *       },
+         *       "source": "sec_edgar"
+         *     }
+         */
+        FilingSectionResponse: {
+            /**
+             * @description The symbol asked for, upper case.
+             * @example AAPL
+             */
+            symbol: string;
+            company: components["schemas"]["FilingCompany"];
+            filing: components["schemas"]["FilingSummary"];
+            section: components["schemas"]["FilingSection"];
+            source: components["schemas"]["FilingsSource"];
+            /** @description Present when the answer needs a word of explanation: a listing SEC EDGAR does not cover (no filings for this market), or sample data (offline mode). */
+            note?: string;
+        };
+        /** @description One section of a filing's primary document, as plain text. */
+        FilingSection: {
+            /**
+             * @description The item.
+             * @example 1A
+             */
+            item: string;
+            /**
+             * @description The item's title.
+             * @example Risk Factors
+             */
+            title: string;
+            /**
+             * @description The section's text: tags removed, whitespace collapsed, paragraphs separated by blank lines.
+             * @example The Company’s operations and performance depend significantly on global and regional economic conditions…
+             */
+            text: string;
+        };
         /** @description The caller's tools, oldest first. */
         CustomerToolListResponse: {
             tools: components["schemas"]["CustomerTool"][];
@@ -2828,6 +3120,134 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listFilings: {
+        parameters: {
+            query: {
+                /** @description The company's ticker symbol (case-insensitive). A listing SEC EDGAR does not know (7203.T) gets an empty list and a `note`, not an error. */
+                symbol: components["schemas"]["StockSymbol"];
+                forms?: string;
+                since?: string;
+                /** @description How many filings to return, newest first (1-100, default 20). */
+                limit?: number;
+            };
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The company's filings, newest first (none for a listing EDGAR does not cover). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FilingListResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getFiling: {
+        parameters: {
+            query: {
+                /** @description The company's ticker symbol (case-insensitive). A listing SEC EDGAR does not know (7203.T) gets an empty list and a `note`, not an error. */
+                symbol: components["schemas"]["StockSymbol"];
+            };
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The filing's accession number, as EDGAR writes it. */
+                accession: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The filing and its sections. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FilingResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimitExceeded"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getFilingSection: {
+        parameters: {
+            query: {
+                /** @description The company's ticker symbol (case-insensitive). A listing SEC EDGAR does not know (7203.T) gets an empty list and a `note`, not an error. */
+                symbol: components["schemas"]["StockSymbol"];
+            };
+            header?: {
+                /** @description Optional id for this request, echoed in the X-Request-Id response header and in every log line. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The filing's accession number, as EDGAR writes it. */
+                accession: string;
+                /** @description The section: a 10-K item (1A risk factors, 7 MD&A), a 10-Q item (I-2 for Part I Item 2, II-1A for Part II Item 1A), an 8-K item (2.02). Case-insensitive. */
+                item: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The section and its text. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FilingSectionResponse"];
+                };
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];

@@ -48,13 +48,13 @@ Tenants
   tenants enable NAME
 
 API keys (the key is shown once, at creation; only its SHA-256 is stored)
-  keys create --tenant NAME [--scopes news,stock-report,analysis,chat,tools,webhooks] [--name TEXT]
+  keys create --tenant NAME [--scopes news,stock-report,analysis,chat,tools,webhooks,filings] [--name TEXT]
               [--expires-in 90d | --expires-at 2026-12-31T00:00:00Z] [--json]
   keys list [--tenant NAME] [--json]
   keys revoke ID|PREFIX|KEY       by key id, by display prefix (fin_xxxxxx) or by the key itself
 
 Limits (per account: all of a tenant's keys count together)
-  limits set --tenant NAME --product news|stock-report|analysis|jobs|tools|webhooks|chat-turns --per-minute N
+  limits set --tenant NAME --product news|stock-report|analysis|jobs|tools|webhooks|chat-turns|filings --per-minute N
   limits set --tenant NAME --product chat --concurrent N
   limits set --tenant NAME --product daily-tokens --per-day N   model tokens per UTC day; past it, new work gets 429
   limits clear --tenant NAME [--product PRODUCT]     without --product: all of the tenant's overrides

@@ -69,6 +69,7 @@ const DESCRIBED: Record<LimitedProduct, string> = {
   tools: 'customer-tool requests',
   webhooks: 'webhook requests',
   'chat-turns': 'chat requests',
+  filings: 'filings requests',
 };
 const LOG_EVERY_MS = 10_000;
 /**

@@ -25,7 +25,7 @@ import { httpUpstream, type UpstreamLimits } from '../../src/upstream';
 
 export const SECRET = 'gateway-test-secret-0123456789abcdef';
 export const UUID = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
-export const ALL_SCOPES: readonly Scope[] = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'];
+export const ALL_SCOPES: readonly Scope[] = ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks', 'filings'];
 
 export const logger: Logger = createLogger({ service: 'gateway-test', level: 'silent' });
 
@@ -274,7 +274,13 @@ export function sampleRequest(
   route: { method: string; path: string; request?: { body?: unknown; query?: unknown } },
   jobType = 'news',
 ): { path: string; body: object | undefined } {
-  const path = route.path.replace('{job_type}', jobType).replace('{job_id}', UUID).replace('{id}', UUID).replace('{delivery_id}', UUID);
+  const path = route.path
+    .replace('{job_type}', jobType)
+    .replace('{job_id}', UUID)
+    .replace('{id}', UUID)
+    .replace('{delivery_id}', UUID)
+    .replace('{accession}', '0000320193-25-000079')
+    .replace('{item}', '1A');
   const query = route.request?.query !== undefined ? `?conversation_id=${UUID}` : '';
   return { path: `${path}${query}`, body: route.request?.body !== undefined ? { sample: true } : undefined };
 }
