@@ -153,7 +153,8 @@ describe('fault: worker processes killed or paused mid-job', () => {
           kills += 1;
         }
         killedInWindow += phase.blocked.length;
-        // The dead workers' commits never happen: their transactions die with their connections once the lock is gone.
+        // The lock released: each dead worker's completion, still waiting on the server, now runs. It commits when the
+        // worker's lease still holds, and matches no row when another attempt has the job (docs/jobs.md).
         for (const { marker } of phase.blocked) {
           const { holder } = locks.get(marker)!;
           locks.delete(marker);
