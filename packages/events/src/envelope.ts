@@ -60,22 +60,11 @@ export function createEnvelope<T extends AnyTopic>(
 
 /** Parses a message value read from `topic`; throws PoisonMessageError when it can never be handled. */
 export function decodeEnvelope<T extends AnyTopic>(topic: T, value: string | null): EnvelopeOf<T> {
-  if (value === null) throw new PoisonMessageError('Message has no value');
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch (error) {
-    throw new PoisonMessageError(`Message is not JSON: ${(error as Error).message}`);
-  }
-  const envelope = Envelope.safeParse(json);
+  const envelope = Envelope.safeParse(messageJson(value));
   if (!envelope.success) throw new PoisonMessageError(`Message is not an envelope: ${z.prettifyError(envelope.error)}`);
   const { type, version, payload } = envelope.data;
-  if (type !== topic.eventType) {
-    throw new PoisonMessageError(`Event type "${type}" does not belong on ${topic.name} (expects "${topic.eventType}")`);
-  }
-  if (version > topic.version) {
-    throw new PoisonMessageError(`Event version ${version} is newer than this consumer's ${topic.version}`);
-  }
+  checkTopicType(topic, type);
+  checkVersion(topic, version);
   const parsed = topic.schema.safeParse(payload);
   if (!parsed.success) throw new PoisonMessageError(`Invalid ${type} payload: ${z.prettifyError(parsed.error)}`);
   return { ...envelope.data, payload: parsed.data } as EnvelopeOf<T>;
@@ -90,25 +79,17 @@ export function decodeEnvelope<T extends AnyTopic>(topic: T, value: string | nul
  * the time's formats are their producer's to check (createEnvelope); the observer reads them as given.
  */
 export function decodeEnvelopeLazily<T extends AnyTopic>(topic: T, value: string | null): EnvelopeOf<T> {
-  if (value === null) throw new PoisonMessageError('Message has no value');
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch (error) {
-    throw new PoisonMessageError(`Message is not JSON: ${(error as Error).message}`);
-  }
+  const json = messageJson(value);
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new PoisonMessageError('Message is not an envelope: not an object');
   const { id, type, version, occurredAt, payload } = json as Record<string, unknown>;
   if (typeof id !== 'string' || id === '') throw new PoisonMessageError('Message is not an envelope: id is not a string');
   if (typeof occurredAt !== 'string') throw new PoisonMessageError('Message is not an envelope: occurredAt is not a string');
-  if (type !== topic.eventType) {
-    throw new PoisonMessageError(`Event type "${String(type)}" does not belong on ${topic.name} (expects "${topic.eventType}")`);
-  }
+  checkTopicType(topic, type);
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
     throw new PoisonMessageError('Message is not an envelope: version is not a positive integer');
   }
-  if (version > topic.version) throw new PoisonMessageError(`Event version ${version} is newer than this consumer's ${topic.version}`);
+  checkVersion(topic, version);
   let parsed: { data: unknown } | undefined;
   return {
     id,
@@ -124,4 +105,26 @@ export function decodeEnvelopeLazily<T extends AnyTopic>(topic: T, value: string
       return parsed.data;
     },
   } as EnvelopeOf<T>;
+}
+
+/** What both decoders read first: the message's value as JSON (PoisonMessageError when it has none, or not JSON). */
+function messageJson(value: string | null): unknown {
+  if (value === null) throw new PoisonMessageError('Message has no value');
+  try {
+    return JSON.parse(value) as unknown;
+  } catch (error) {
+    throw new PoisonMessageError(`Message is not JSON: ${(error as Error).message}`);
+  }
+}
+
+/** PoisonMessageError for an event of another topic's type. */
+function checkTopicType(topic: AnyTopic, type: unknown): void {
+  if (type !== topic.eventType) {
+    throw new PoisonMessageError(`Event type "${String(type)}" does not belong on ${topic.name} (expects "${topic.eventType}")`);
+  }
+}
+
+/** PoisonMessageError for a version newer than this consumer reads. */
+function checkVersion(topic: AnyTopic, version: number): void {
+  if (version > topic.version) throw new PoisonMessageError(`Event version ${version} is newer than this consumer's ${topic.version}`);
 }
