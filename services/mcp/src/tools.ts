@@ -7,6 +7,8 @@ import {
   AnalysisResult,
   ChatRequest,
   ErrorBody,
+  FilingSectionPathParams,
+  FilingsQuery,
   JobPathParams,
   NewsResult,
   newsToolInput,
@@ -147,6 +149,23 @@ const ChatInput = ChatRequest.omit({ stream: true });
 // A schema of its own: the contract's carries an id, which would make the listed input schema a bare $ref.
 const JobInput = JobPathParams.pick({ job_type: true, job_id: true });
 
+/**
+ * One tool for the filings routes: without `accession` it lists the company's filings (forms, since, limit as the
+ * API takes them), with `accession` it gives the filing's sections, and with `item` too that section's text.
+ */
+const SecFilingsInput = FilingsQuery.extend({
+  accession: FilingSectionPathParams.shape.accession.optional().meta({
+    description: "A filing's accession number, from a listing: the filing's sections (their items and titles) instead of the list.",
+  }),
+  item: FilingSectionPathParams.shape.item.optional().meta({
+    description: "With accession: that section's text (10-K 1A risk factors, 7 MD&A; 10-Q I-2, II-1A; an 8-K's 2.02).",
+  }),
+}).superRefine((input, ctx) => {
+  if (input.item !== undefined && input.accession === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['item'], message: "needs the filing's accession number too" });
+  }
+});
+
 const readOnly = { readOnlyHint: true, openWorldHint: true };
 
 /**
@@ -219,6 +238,33 @@ export const TOOLS: readonly ToolDefinition[] = [
       guarded(async () => {
         const reply = await context.api.chat.send(ChatInput.parse(input), { signal: extra.signal });
         return answer({ conversation_id: reply.conversation_id, message_id: reply.message_id, reply: reply.response });
+      }),
+  },
+  {
+    name: 'sec_filings',
+    title: 'SEC filings',
+    description:
+      "A US company's filings with the SEC from EDGAR, and their sections: without accession, its filings newest first (10-K, 10-Q, 8-K with item numbers; narrowed by forms such as \"10-K,8-K\", since a date, limit), each with its accession number and a link anyone can open; with accession, that filing's sections (items and titles); with accession and item, one section's text (1A risk factors, 7 MD&A), never a whole filing. A listing outside the US has no SEC filings: an empty list with a note.",
+    scopes: ['filings'],
+    inputSchema: SecFilingsInput,
+    annotations: readOnly,
+    run: (input, context, extra) =>
+      guarded(async () => {
+        // Parsed by the server with inputSchema before run (server.ts callTool); parsing again would read the forms
+        // list it made as the comma-separated string the schema takes.
+        const { symbol, forms, since, limit, accession, item } = input as z.output<typeof SecFilingsInput>;
+        const options = { signal: extra.signal };
+        if (accession === undefined) {
+          const query = {
+            symbol,
+            limit,
+            ...(forms === undefined ? {} : { forms: forms.join(',') }),
+            ...(since === undefined ? {} : { since }),
+          };
+          return answer(await context.api.filings.list(query, options));
+        }
+        if (item === undefined) return answer(await context.api.filings.get(symbol, accession, options));
+        return answer(await context.api.filings.section(symbol, accession, item, options));
       }),
   },
   {

@@ -124,6 +124,10 @@ async function startApi(): Promise<{ url: string; received: Received[]; server: 
         type: 'rate_limit_exceeded',
       });
   });
+  // The filings routes answer with what they were asked: the tool passes the API's answer on as it is.
+  app.get(['/api/filings', '/api/filings/:accession', '/api/filings/:accession/sections/:item'], (req, res) => {
+    res.json({ asked: req.originalUrl });
+  });
   app.post('/api/chat', (req, res) => {
     const {
       message,
@@ -222,6 +226,7 @@ describe('the MCP service', () => {
       ['analysis', 'chat', 'job_status', 'news', 'stock_report'],
     ],
     [['tools'], []],
+    [['filings'], ['sec_filings']],
   ])('a key with %j lists %j', async (scopes, tools) => {
     const client = await connect(caller(...scopes));
     const listed = await client.listTools();
@@ -432,6 +437,37 @@ describe('the MCP service', () => {
       pending: await count('news', 'pending'),
       failed: await count('stock_report', 'failed'),
     }).toEqual({ refused: before.refused + 1, ok: before.ok + 1, pending: before.pending + 1, failed: before.failed + 1 });
+  });
+
+  it("sec_filings lists filings, gives a filing's sections and one section's text, with the contract's checks first", async () => {
+    const client = await connect(caller('filings'), 'fin_the_filings_key');
+    const before = api.received.length;
+    const call = async (args: Record<string, unknown>) =>
+      (await client.callTool({ name: 'sec_filings', arguments: args })) as CallToolResult;
+    const accession = '0000320193-25-000079';
+    expect((await call({ symbol: 'aapl', forms: '10-k, 8-K', since: '2025-01-01' })).structuredContent).toEqual({
+      asked: '/api/filings?symbol=AAPL&limit=20&forms=10-K%2C8-K&since=2025-01-01',
+    });
+    expect((await call({ symbol: 'AAPL', accession })).structuredContent).toEqual({ asked: `/api/filings/${accession}?symbol=AAPL` });
+    expect((await call({ symbol: 'AAPL', accession, item: '1a' })).structuredContent).toEqual({
+      asked: `/api/filings/${accession}/sections/1A?symbol=AAPL`,
+    });
+    expect(api.received.slice(before).every((request) => request.apiKey === 'fin_the_filings_key')).toBe(true);
+
+    const counted = api.received.length;
+    for (const [args, field] of [
+      [{ symbol: 'AAPL', item: '1A' }, 'item'],
+      [{ symbol: 'AAPL', forms: '10K' }, 'forms'],
+      [{ symbol: 'AAPL', accession: '12345' }, 'accession'],
+    ] as const) {
+      const refused = await call(args);
+      expect([refused.isError, text(refused)]).toEqual([true, expect.stringContaining(field)]);
+    }
+    expect(api.received.length).toBe(counted);
+    const unscoped = await (await connect(caller('news'))).callTool({ name: 'sec_filings', arguments: { symbol: 'AAPL' } });
+    expect(text(unscoped as CallToolResult)).toBe(
+      'This API key does not have the filings scope, which the sec_filings tool needs. (HTTP 403 forbidden)',
+    );
   });
 
   it('chats, and continues the conversation it returned', async () => {

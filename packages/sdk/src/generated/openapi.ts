@@ -1421,7 +1421,7 @@ export interface components {
          */
         Citations: components["schemas"]["Citation"][];
         /**
-         * @description A passage of material the run actually retrieved that supports a claim. Every citation is checked against the retrieved material: its URL was retrieved during the run and its quote occurs in that material.
+         * @description A passage of material the run actually retrieved that supports a claim. Every citation is checked against the retrieved material: its URL was retrieved during the run and its quote occurs in that material. A figure from an SEC filing is cited by the service itself (source sec_filing, with `filing`), from the figure the text states.
          * @example {
          *       "url": "https://example.com/2026/11/18/apple-services-revenue",
          *       "title": "Apple services revenue hits a record",
@@ -1446,12 +1446,44 @@ export interface components {
             /** @description The passage of the material that supports the claim, verbatim as it was retrieved. */
             quote: string;
             source: components["schemas"]["CitationSource"];
+            /** @description Present exactly when `source` is sec_filing: the filing (CIK, accession number, form, filing date) and the item or XBRL concept quoted. For a reported figure `quote` is the figure as the run was given it, and `url` the filing's index page on www.sec.gov. */
+            filing?: components["schemas"]["CitedFiling"];
         };
         /**
-         * @description Where the cited material was retrieved during the run: market_data (the service's market data, news articles included), web_search (a web search result), customer_tool (one of your registered customer tools).
+         * @description Where the cited material was retrieved during the run: market_data (the service's market data, news articles included), web_search (a web search result), customer_tool (one of your registered customer tools), sec_filing (a filing with the SEC, read from EDGAR: `filing` says which).
          * @enum {string}
          */
-        CitationSource: "market_data" | "web_search" | "customer_tool";
+        CitationSource: "market_data" | "web_search" | "customer_tool" | "sec_filing";
+        /** @description The SEC filing a citation rests on. */
+        CitedFiling: {
+            /**
+             * @description The filer's Central Index Key, 10 digits.
+             * @example 0000320193
+             */
+            cik: string;
+            /**
+             * @description The accession number of the filing, as EDGAR writes it.
+             * @example 0000320193-25-000079
+             */
+            accession: string;
+            /**
+             * @description The form type (10-K, 10-Q, 8-K, …).
+             * @example 10-K
+             */
+            form: string;
+            /**
+             * Format: date
+             * @description When the filing was filed (YYYY-MM-DD).
+             */
+            filed: string;
+            /** @description The item of the filing the quote is from ("7", "1A", "2.02"); null for an XBRL fact, which `concept` names. */
+            item: string | null;
+            /**
+             * @description The XBRL concept (taxonomy:name) of a reported figure, e.g. us-gaap:Revenues; null for a quote from a section.
+             * @example us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax
+             */
+            concept: string | null;
+        };
         /** @description An item's sentiment for one requested symbol. */
         TickerSentiment: {
             /**
@@ -1558,9 +1590,67 @@ export interface components {
          *         }
          *       ],
          *       "quick_insights": [
-         *         "Services now exceed a quarter of revenue.",
+         *         "Apple reported revenue of $416.2 billion for fiscal year 2025, up 6.4% year on year.",
          *         "Net cash position remains strong."
-         *       ]
+         *       ],
+         *       "quick_insight_citations": [
+         *         [
+         *           {
+         *             "url": "https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/",
+         *             "title": "Apple Inc. 10-K filed 2025-10-31",
+         *             "publisher": "U.S. Securities and Exchange Commission (EDGAR)",
+         *             "published_at": "2025-10-31",
+         *             "quote": "revenue = 416,161,000,000 USD (416.16 billion); Revenue, fiscal year 2025 (2024-09-29 to 2025-09-27); 10-K filed 2025-10-31, accession 0000320193-25-000079, us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax",
+         *             "source": "sec_filing",
+         *             "filing": {
+         *               "cik": "0000320193",
+         *               "accession": "0000320193-25-000079",
+         *               "form": "10-K",
+         *               "filed": "2025-10-31",
+         *               "item": null,
+         *               "concept": "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax"
+         *             }
+         *           }
+         *         ],
+         *         []
+         *       ],
+         *       "figures": [
+         *         {
+         *           "symbol": "AAPL",
+         *           "name": "revenue",
+         *           "label": "Revenue, fiscal year 2025",
+         *           "value": 416161000000,
+         *           "unit": "USD",
+         *           "period": {
+         *             "fiscal_year": 2025,
+         *             "fiscal_period": "FY",
+         *             "start": "2024-09-29",
+         *             "end": "2025-09-27"
+         *           },
+         *           "form": "10-K",
+         *           "filed": "2025-10-31",
+         *           "accession": "0000320193-25-000079",
+         *           "cik": "0000320193",
+         *           "concept": "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax",
+         *           "url": "https://www.sec.gov/Archives/edgar/data/320193/000032019325000079/",
+         *           "note": null
+         *         }
+         *       ],
+         *       "ratios": [
+         *         {
+         *           "symbol": "AAPL",
+         *           "name": "revenue_growth_yoy",
+         *           "label": "Revenue growth, year on year, fiscal year 2025",
+         *           "value": 6.4259,
+         *           "unit": "percent",
+         *           "formula": "(revenue / revenue_prior_year − 1) × 100",
+         *           "inputs": [
+         *             "revenue",
+         *             "revenue_prior_year"
+         *           ]
+         *         }
+         *       ],
+         *       "figure_notes": []
          *     }
          */
         StockReportResponse: {
@@ -1572,6 +1662,29 @@ export interface components {
             detailed_analysis: components["schemas"]["DetailedAnalysisItem"][];
             /** @description 2 to 4 single-sentence insights. */
             quick_insights: string[];
+            /**
+             * @description The citations of each quick insight, in the order of quick_insights (the i-th list cites the i-th insight). Empty for results stored before quick insights carried citations.
+             * @default []
+             */
+            quick_insight_citations: components["schemas"]["Citations"][];
+            /**
+             * @description The financial figures of the report, from the companies' filings with the SEC (XBRL company facts): every figure the text states from a filing is one of these. Empty for symbols without SEC filings (figure_notes says so).
+             * @default []
+             */
+            figures: components["schemas"]["FinancialFigure"][];
+            /**
+             * @description Ratios the service computed from `figures` with the stated formulas.
+             * @default []
+             */
+            ratios: components["schemas"]["FinancialRatio"][];
+            /**
+             * @description What the reader should know about the figures: symbols without SEC filings, sample data in offline mode.
+             * @default []
+             * @example [
+             *       "No SEC filings for 7203.T: figures from filings cover companies that file with the SEC."
+             *     ]
+             */
+            figure_notes: string[];
             meta?: components["schemas"]["GenerationMeta"];
         };
         /** @description One insight of a stock report. */
@@ -1592,6 +1705,128 @@ export interface components {
          * @enum {string}
          */
         DetailedAnalysisCategory: "growth" | "profitability" | "risk" | "valuation" | "competitive";
+        /** @description A reported financial figure with its provenance (SEC EDGAR XBRL company facts). */
+        FinancialFigure: {
+            /**
+             * @description The requested symbol the figure belongs to.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * @description Which figure, unique per symbol: revenue, gross_profit, operating_income, net_income, eps_diluted, total_assets, total_liabilities, stockholders_equity, current_assets, current_liabilities, cash, long_term_debt, operating_cash_flow, capital_expenditure, shares_outstanding for the latest fiscal year; `_prior_year` for the year before (growth and average equity); `_latest_quarter` for the latest 10-Q after it.
+             * @example revenue
+             */
+            name: string;
+            /**
+             * @description What the figure is, in words.
+             * @example Revenue, fiscal year 2025
+             */
+            label: string;
+            /**
+             * @description The value as reported, in `unit` (not scaled).
+             * @example 416161000000
+             */
+            value: number;
+            /**
+             * @description USD, USD/shares (per-share amounts) or shares.
+             * @example USD
+             */
+            unit: string;
+            period: components["schemas"]["FigurePeriod"];
+            /**
+             * @description The form of the filing the value is taken from.
+             * @example 10-K
+             */
+            form: string;
+            /**
+             * Format: date
+             * @description When that filing was filed.
+             */
+            filed: string;
+            /**
+             * @description The accession number of the filing, as EDGAR writes it.
+             * @example 0000320193-25-000079
+             */
+            accession: string;
+            /**
+             * @description The filer's Central Index Key, 10 digits.
+             * @example 0000320193
+             */
+            cik: string;
+            /**
+             * @description The XBRL concept reported (taxonomy:name), one of the alternatives the figure accepts.
+             * @example us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax
+             */
+            concept: string;
+            /**
+             * Format: uri
+             * @description The filing's index page on www.sec.gov, which a reader can open without a key.
+             */
+            url: string;
+            /** @description Set when the same period was reported by more than one filing: the latest filed is used, and the note says which earlier filing(s) stated it, and whether their value differed (a restatement). */
+            note: string | null;
+        };
+        /** @description The period a reported figure covers. */
+        FigurePeriod: {
+            /**
+             * @description The company's fiscal year the period belongs to.
+             * @example 2025
+             */
+            fiscal_year: number;
+            /**
+             * @description FY for a whole fiscal year, Q1–Q4 for a quarter.
+             * @enum {string}
+             */
+            fiscal_period: "FY" | "Q1" | "Q2" | "Q3" | "Q4";
+            /** @description First day of a duration (income, cash flow); null for a balance at a date. */
+            start: string | null;
+            /**
+             * Format: date
+             * @description Last day of the period, or the date of a balance.
+             */
+            end: string;
+        };
+        /** @description A ratio the service computed from reported figures with a stated formula. */
+        FinancialRatio: {
+            /**
+             * @description The requested symbol the ratio belongs to.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * @description gross_margin, operating_margin, net_margin, return_on_equity, current_ratio, debt_to_equity, free_cash_flow, revenue_growth_yoy, net_income_growth_yoy, eps_growth_yoy.
+             * @example gross_margin
+             */
+            name: string;
+            /**
+             * @description What the ratio is, in words.
+             * @example Gross margin, fiscal year 2025
+             */
+            label: string;
+            /**
+             * @description The computed value in `unit`, rounded to 4 decimals.
+             * @example 46.9059
+             */
+            value: number;
+            /**
+             * @description percent (46.9 means 46.9 %), ratio (times) or USD.
+             * @enum {string}
+             */
+            unit: "percent" | "ratio" | "USD";
+            /**
+             * @description How it is computed, from the figures named in `inputs`.
+             * @example gross_profit / revenue × 100
+             */
+            formula: string;
+            /**
+             * @description The names of the figures (of the same symbol) it is computed from.
+             * @example [
+             *       "gross_profit",
+             *       "revenue"
+             *     ]
+             */
+            inputs: string[];
+        };
         /**
          * @description markdown → content is text; json → content is an object; json_schema → content is an object with the requested fields.
          * @example {
@@ -1948,6 +2183,29 @@ export interface components {
             detailed_analysis: components["schemas"]["DetailedAnalysisItem"][];
             /** @description 2 to 4 single-sentence insights. */
             quick_insights: string[];
+            /**
+             * @description The citations of each quick insight, in the order of quick_insights (the i-th list cites the i-th insight). Empty for results stored before quick insights carried citations.
+             * @default []
+             */
+            quick_insight_citations: components["schemas"]["Citations"][];
+            /**
+             * @description The financial figures of the report, from the companies' filings with the SEC (XBRL company facts): every figure the text states from a filing is one of these. Empty for symbols without SEC filings (figure_notes says so).
+             * @default []
+             */
+            figures: components["schemas"]["FinancialFigure"][];
+            /**
+             * @description Ratios the service computed from `figures` with the stated formulas.
+             * @default []
+             */
+            ratios: components["schemas"]["FinancialRatio"][];
+            /**
+             * @description What the reader should know about the figures: symbols without SEC filings, sample data in offline mode.
+             * @default []
+             * @example [
+             *       "No SEC filings for 7203.T: figures from filings cover companies that file with the SEC."
+             *     ]
+             */
+            figure_notes: string[];
             meta?: components["schemas"]["GenerationMeta"];
         };
         /** @description Result of a completed analysis job. */
