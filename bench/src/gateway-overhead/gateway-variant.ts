@@ -1,6 +1,6 @@
 // A gateway process for the --breakdown measurements: the real application (createApp, the Postgres-backed
-// authenticator, the undici connection pools), wired like services/gateway/src/main.ts, with one part swapped
-// out so that its cost can be told apart from the rest:
+// authenticator, the upstream over undici connection pools: overHttp of the gateway's definition, src/service.ts),
+// with one part swapped out so that its cost can be told apart from the rest:
 //
 //   BENCH_VARIANT=no-rate-limit   rate limiting is a pass-through (no express-rate-limit, no Postgres upsert)
 //
@@ -12,17 +12,15 @@ import { createLogger } from '@fin/log';
 import type * as App from '../../../services/gateway/src/app';
 import type * as Auth from '../../../services/gateway/src/auth';
 import type * as Config from '../../../services/gateway/src/config';
-import type * as ServicePools from '../../../services/gateway/src/proxy/service-pools';
-import type * as UpstreamModule from '../../../services/gateway/src/upstream';
 import type { RateLimits } from '../../../services/gateway/src/rate-limit';
+import type * as Service from '../../../services/gateway/src/service';
 import { compiledModule } from '../lib/processes';
 
 const gateway = 'services/gateway';
 const { createApp } = compiledModule(gateway, 'app') as typeof App;
 const { createAuthenticator } = compiledModule(gateway, 'auth') as typeof Auth;
 const { gatewayConfigShape } = compiledModule(gateway, 'config') as typeof Config;
-const { createServicePools } = compiledModule(gateway, 'proxy/service-pools') as typeof ServicePools;
-const { httpUpstream } = compiledModule(gateway, 'upstream') as typeof UpstreamModule;
+const { overHttp } = compiledModule(gateway, 'service') as typeof Service;
 
 const noRateLimits: RateLimits = {
   admit: () => Promise.resolve(undefined),
@@ -37,32 +35,12 @@ function main(): void {
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'gateway-variant' });
   const authenticator = createAuthenticator({ pool, logger });
-  const upstreams = createServicePools(
-    {
-      news: config.NEWS_URL,
-      'stock-report': config.STOCK_REPORT_URL,
-      analysis: config.ANALYSIS_URL,
-      chat: config.CHAT_URL,
-      jobs: config.JOBS_URL,
-      portal: config.PORTAL_URL,
-      mcp: config.MCP_URL,
-    },
-    { connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS },
-  );
   const app = createApp({
     logger,
     authenticator,
     rateLimits: noRateLimits,
-    upstream: httpUpstream({
-      pools: upstreams,
-      signingSecret: config.INTERNAL_SIGNING_SECRET,
-      logger,
-      limits: {
-        maxBodyBytes: config.MAX_BODY_BYTES,
-        responseTimeoutMs: config.UPSTREAM_RESPONSE_TIMEOUT_MS,
-        idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
-      },
-    }),
+    // The gateway's own upstream to the services' processes, as main.ts (runService) makes it.
+    upstream: overHttp({ config, logger, units: new Map() }),
     readiness: async () => {
       await pool.query('SELECT 1');
     },

@@ -15,7 +15,7 @@ import { httpUpstream, inProcessUpstream, type Upstream } from './upstream';
 export type UpstreamOf = (deps: UnitDeps<GatewayConfig>) => Upstream;
 
 /** The services as processes of their own, at the URLs of the config, each identity signed. */
-const overHttp: UpstreamOf = ({ config, logger }) =>
+export const overHttp: UpstreamOf = ({ config, logger }) =>
   httpUpstream({
     pools: createServicePools(
       {
