@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { AnalysisRequest, AnalysisResult, NewsRequest, NewsResult, StockReportRequest, StockReportResult } from '@fin/contracts';
+import type { FilingsSource } from '@fin/edgar';
 import type { Logger } from '@fin/log';
 import { TailWritePolicy } from './cache-policy';
 import { isOffline, type AiConfig } from './config';
@@ -54,6 +55,11 @@ export interface EngineOptions {
    * waits for; absent: calls go at once. Closed with the engine.
    */
   budget?: ModelBudget;
+  /**
+   * SEC EDGAR, where stock reports take their reported figures from: the live client when EDGAR is configured, the
+   * bundled sample in offline mode (the default there). Absent online: reports say they have no reported figures.
+   */
+  filings?: FilingsSource;
 }
 
 /**
@@ -113,7 +119,7 @@ const OFFLINE_BASE_URL = 'http://offline-analyst.invalid';
 // Nothing is awaited today (offline mode starts no server any more), but callers await the engine and a refused
 // configuration (OfflineModeConflictError) reaches them as a rejection, as an engine that connects at start would.
 // eslint-disable-next-line @typescript-eslint/require-await
-export async function createAiEngine({ config, logger, marketData, customerTools, budget }: EngineOptions): Promise<AiEngine> {
+export async function createAiEngine({ config, logger, marketData, customerTools, budget, filings }: EngineOptions): Promise<AiEngine> {
   const offline = isOffline(config);
   let client: Anthropic;
   // The SDK's HTTP calls go through node:http (transport.ts): an open model stream holds less memory than over
@@ -171,6 +177,7 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     newsDataTools: (lookup) => (provider ? [marketDataTool(provider, lookup)] : []),
     cachePolicy: new TailWritePolicy(),
     budget: budget ?? UNLIMITED_MODEL_BUDGET,
+    filings,
   };
   /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */
   const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {

@@ -19,7 +19,10 @@ import {
   type NewsRequest,
   type OutputSchemaTypeName,
   type StockReportRequest,
+  QUICK_INSIGHTS_MAX,
+  QUICK_INSIGHTS_MIN,
 } from '@fin/contracts';
+import type { FilingsSource } from '@fin/edgar';
 import { citationsResolved } from '@fin/metrics';
 import { z } from 'zod';
 import { CitationClaim, resolveCitations, type RetrievedDocuments } from './citations';
@@ -28,6 +31,7 @@ import type { AiConfig } from './config';
 import { allowedSource, type NewsLookup } from './market-data-tool';
 import { AiError, withSpentUsage } from './errors';
 import { clampScore, GroundingSet } from './grounding';
+import { checkReport, figureQuickInsights, loadReportFigures, renderReportFigures } from './fundamentals/report';
 import { runToolLoop, type EngineEvent, type LoopParams, type LoopResult, type Usage } from './loop';
 import type { CallPriority, ModelBudget } from './model-budget';
 import { modelProfile, requestSettings } from './model-settings';
@@ -50,6 +54,8 @@ export interface ProductDeps {
   cachePolicy: TailWritePolicy;
   /** The organisation's model allowance every call takes its share from (model-budget.ts). */
   budget: ModelBudget;
+  /** SEC EDGAR (live or the bundled sample), where a stock report's figures come from; none: reports say so. */
+  filings?: FilingsSource;
 }
 
 export interface RunContext {
@@ -389,10 +395,13 @@ const MIN_CATEGORIES = 3;
 /** An insight as the model writes it: its citations are claims ({url, quote}), resolved against the run's documents. */
 const InsightDraft = DetailedAnalysisItem.omit({ citations: true }).extend({ citations: z.array(CitationClaim).optional() });
 
+/** A quick insight as the model writes it: a sentence and its citation claims, like an insight's. */
+const QuickInsightDraft = z.object({ text: z.string().min(1), citations: z.array(CitationClaim).optional() });
+
 const StockReportDraft = z
   .object({
     detailed_analysis: z.array(InsightDraft).min(1),
-    quick_insights: StockReportResult.shape.quick_insights,
+    quick_insights: z.array(QuickInsightDraft).min(QUICK_INSIGHTS_MIN).max(QUICK_INSIGHTS_MAX),
   })
   .superRefine((value, ctx) => {
     const categories = new Set(value.detailed_analysis.map((item) => item.category));
@@ -405,7 +414,13 @@ const StockReportDraft = z
     }
   });
 
-/** One symbol: a single-stock analysis. Two: a comparison, in which every insight weighs one against the other. */
+/**
+ * One symbol: a single-stock analysis. Two: a comparison, in which every insight weighs one against the other.
+ * The figures come first: each symbol's reported figures (XBRL facts from SEC EDGAR) and the ratios computed from
+ * them are given to the model as data, and after the answer every figure the report states is checked against them
+ * (checkReport): parts stating a figure that matches none are removed, and each part cites the filings of its
+ * figures. The figures and ratios are part of the result.
+ */
 export async function generateStockReport(
   deps: ProductDeps,
   request: StockReportRequest,
@@ -415,8 +430,11 @@ export async function generateStockReport(
   const model = deps.config.AI_MODEL;
   const [first, second] = request.symbols;
   const comparing = second !== undefined;
+  ctx.onProgress?.(5, 'Reading reported figures from SEC filings');
+  const reported = await loadReportFigures(deps.filings, request.symbols);
   const brief = prompt.request({
     task: comparing ? `Compare ${first} with ${second}.` : `Analyse ${first}.`,
+    figures: renderReportFigures(reported),
     language: request.language,
     data: renderCustomData(request.data),
   });
@@ -435,12 +453,47 @@ export async function generateStockReport(
     stream: false,
     onEvent: toolProgress(ctx, 10, 70),
   }).finally(cacheRun.finish);
-  ctx.onProgress?.(90, 'Reviewing the analysis');
-  const detailed = out.value.detailed_analysis.map((item) => ({
-    ...item,
-    citations: resolveCitations(item.citations, out.documents, 'stock-report').kept,
-  }));
-  const result = StockReportResult.parse({ ...out.value, detailed_analysis: detailed, meta: meta(deps, model, prompt) });
+  ctx.onProgress?.(90, 'Checking every figure against the filings');
+  const resolved = (claims: readonly CitationClaim[] | undefined) => ({
+    citations: resolveCitations(claims, out.documents, 'stock-report').kept,
+    claimed: claims?.length ?? 0,
+  });
+  const checked = checkReport(
+    {
+      detailed: out.value.detailed_analysis.map((item) => ({ ...item, ...resolved(item.citations) })),
+      quick: out.value.quick_insights.map((insight) => ({ text: insight.text, ...resolved(insight.citations) })),
+    },
+    reported,
+    request.data,
+  );
+  if (checked.detailed.length === 0) {
+    throw withSpentUsage(
+      new AiError('invalid_output', 'Every insight of the report stated a figure that matches none given, or cited nothing verifiable.'),
+      out.usage,
+    );
+  }
+  // The model's quick insights that held, topped up to the contract's minimum with sentences the service writes from
+  // the figures (cited to their filings).
+  const quick = [...checked.quick];
+  for (const sentence of figureQuickInsights(reported)) {
+    if (quick.length >= QUICK_INSIGHTS_MIN) break;
+    quick.push(sentence);
+  }
+  if (quick.length < QUICK_INSIGHTS_MIN) {
+    throw withSpentUsage(
+      new AiError('invalid_output', 'Too few quick insights held: their figures match none given, or they cited nothing verifiable.'),
+      out.usage,
+    );
+  }
+  const result = StockReportResult.parse({
+    detailed_analysis: checked.detailed,
+    quick_insights: quick.map((insight) => insight.text),
+    quick_insight_citations: quick.map((insight) => insight.citations),
+    figures: reported.figures,
+    ratios: reported.ratios,
+    figure_notes: reported.notes,
+    meta: meta(deps, model, prompt),
+  });
   return { result, usage: out.usage };
 }
 

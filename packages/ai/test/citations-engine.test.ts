@@ -160,7 +160,7 @@ describe('citations through the engine and the fake Messages API', () => {
         { title: 'Margins', keyMetric: 'y', implications: ['b'], investmentThesis: 't', category: 'profitability' },
         { title: 'Risk', keyMetric: 'z', implications: ['c'], investmentThesis: 't', category: 'risk', citations: [] },
       ],
-      quick_insights: ['One.', 'Two.'],
+      quick_insights: [{ text: 'One.' }, { text: 'Two.' }],
     });
     fake.reply(toolUseReply('market_data', { symbol: 'MSFT', kind: 'overview' }), (request) => {
       const { metrics } = overviewIn(request.body);

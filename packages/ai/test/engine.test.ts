@@ -133,15 +133,16 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
   describe('structured output', () => {
     const report = {
       detailed_analysis: [
-        { title: 'Growth', keyMetric: 'Revenue +6%', implications: ['a'], investmentThesis: 't', category: 'growth' },
-        { title: 'Margins', keyMetric: 'Net 25%', implications: ['b'], investmentThesis: 't', category: 'profitability' },
-        { title: 'Risk', keyMetric: 'Beta 1.2', implications: ['c'], investmentThesis: 't', category: 'risk' },
+        // No figures: the engine's figure check would remove figures no tool gave (fundamentals/report.ts).
+        { title: 'Growth', keyMetric: 'Revenue growth', implications: ['a'], investmentThesis: 't', category: 'growth' },
+        { title: 'Margins', keyMetric: 'Net margin', implications: ['b'], investmentThesis: 't', category: 'profitability' },
+        { title: 'Risk', keyMetric: 'Beta', implications: ['c'], investmentThesis: 't', category: 'risk' },
       ],
-      quick_insights: ['One.', 'Two.'],
+      quick_insights: [{ text: 'One.' }, { text: 'Two.' }],
     };
 
     it('repairs an invalid answer once, telling the model what was wrong', async () => {
-      fake.reply(jsonReply({ ...report, quick_insights: ['Only one.'] }), jsonReply(report));
+      fake.reply(jsonReply({ ...report, quick_insights: [{ text: 'Only one.' }] }), jsonReply(report));
       const { result } = await engine.stockReport(StockReportRequest.parse({ symbols: ['AAPL'] }));
       expect(result.quick_insights).toEqual(['One.', 'Two.']);
       const repairTurn = JSON.stringify(fake.requests[1]?.body);
@@ -152,7 +153,7 @@ describe('AI engine against the fake Messages API, through the real SDK', () => 
     it('repairs an answer given after tool use with the same tools, tool_choice none (the API refuses tool blocks without tools)', async () => {
       fake.reply(
         toolUseReply('market_data', { symbol: 'AAPL', kind: 'quote' }),
-        jsonReply({ ...report, quick_insights: ['Only one.'] }),
+        jsonReply({ ...report, quick_insights: [{ text: 'Only one.' }] }),
         jsonReply(report),
       );
       const { result, usage } = await engine.stockReport(StockReportRequest.parse({ symbols: ['AAPL'] }));

@@ -9,11 +9,12 @@ import { drain, scriptedEngine } from './helpers';
 
 const report = {
   detailed_analysis: [
-    { title: 'Growth', keyMetric: 'Revenue +6%', implications: ['a'], investmentThesis: 't', category: 'growth' },
-    { title: 'Margins', keyMetric: 'Net 25%', implications: ['b'], investmentThesis: 't', category: 'profitability' },
-    { title: 'Risk', keyMetric: 'Beta 1.2', implications: ['c'], investmentThesis: 't', category: 'risk' },
+    // No figures: the engine's figure check would remove figures no tool gave (fundamentals/report.ts).
+    { title: 'Growth', keyMetric: 'Revenue growth', implications: ['a'], investmentThesis: 't', category: 'growth' },
+    { title: 'Margins', keyMetric: 'Net margin', implications: ['b'], investmentThesis: 't', category: 'profitability' },
+    { title: 'Risk', keyMetric: 'Beta', implications: ['c'], investmentThesis: 't', category: 'risk' },
   ],
-  quick_insights: ['One.', 'Two.'],
+  quick_insights: [{ text: 'One.' }, { text: 'Two.' }],
 };
 
 /** Where a request's breakpoints are: 'system', and 'messages.<index>' for each marked message. */

@@ -16,6 +16,21 @@ describe('Citation', () => {
     expect(ok(Citation, { ...citation, published_at: null }).published_at).toBeNull();
   });
 
+  it('names the filing of a sec_filing citation: CIK, accession number, form, date, and the item or XBRL concept', () => {
+    const filing = {
+      cik: '0000320193',
+      accession: '0000320193-25-000079',
+      form: '10-K',
+      filed: '2025-10-31',
+      item: null,
+      concept: 'us-gaap:Revenues',
+    };
+    const fromFiling = { ...citation, source: 'sec_filing', filing };
+    expect(ok(Citation, fromFiling)).toEqual(fromFiling);
+    expect(rejected(Citation, { ...fromFiling, filing: { ...filing, accession: '320193-25-79' } })).toMatch(/^filing\.accession: /);
+    expect(rejected(Citation, { ...fromFiling, filing: { ...filing, cik: '320193' } })).toMatch(/^filing\.cik: /);
+  });
+
   it('rejects a non-http URL, an empty quote, an unknown source and a date-time as the date', () => {
     expect(rejected(Citation, { ...citation, url: 'ftp://example.com/a' })).toMatch(/^url: /);
     expect(rejected(Citation, { ...citation, quote: '' })).toMatch(/^quote: /);
@@ -38,6 +53,13 @@ describe('citations on results', () => {
   it('reads a result stored before citations existed with empty citations', () => {
     expect(ok(NewsResult, { news: [newsItem] }).news[0]?.citations).toEqual([]);
     expect(ok(StockReportResult, { detailed_analysis: [insight], quick_insights: ['a', 'b'] }).detailed_analysis[0]?.citations).toEqual([]);
+    // Before figures: no quick insight citations, figures, ratios or notes.
+    expect(ok(StockReportResult, { detailed_analysis: [insight], quick_insights: ['a', 'b'] })).toMatchObject({
+      quick_insight_citations: [],
+      figures: [],
+      ratios: [],
+      figure_notes: [],
+    });
     expect(ok(AnalysisResult, { format: 'json', content: { a: 1 } }).citations).toEqual([]);
   });
 

@@ -63,6 +63,10 @@ describe('job results', () => {
     'stock-report': {
       detailed_analysis: [{ title: 't', keyMetric: 'k', implications: [], investmentThesis: 'i', category: 'risk', citations: [] }],
       quick_insights: ['a', 'b'],
+      quick_insight_citations: [[], []],
+      figures: [],
+      ratios: [],
+      figure_notes: [],
     },
     analysis: { format: 'markdown', content: '# ok', citations: [] },
   } as const;

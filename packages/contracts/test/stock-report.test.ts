@@ -44,7 +44,14 @@ const analysis = {
 };
 
 describe('StockReportResult', () => {
-  const result = { detailed_analysis: [analysis], quick_insights: ['One.', 'Two.'] };
+  const result = {
+    detailed_analysis: [analysis],
+    quick_insights: ['One.', 'Two.'],
+    quick_insight_citations: [[], []],
+    figures: [],
+    ratios: [],
+    figure_notes: [],
+  };
 
   it('accepts 2 and 4 quick insights, rejects 1 and 5', () => {
     ok(StockReportResult, result);

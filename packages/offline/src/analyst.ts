@@ -348,6 +348,202 @@ interface Side {
   o: Overview | undefined;
 }
 
+/** A figure or ratio of a <sec_figures> block of the request (the engine's reported figures), by name. */
+interface SecFigure {
+  value: number;
+  /** "Revenue, fiscal year 2025" */
+  label: string;
+  /** "10-K filed 2025-10-31" for a reported figure; '' for a ratio. */
+  filing: string;
+}
+
+/**
+ * The reported figures and ratios the engine gave for each symbol (packages/ai/src/fundamentals/report.ts renders
+ * them as `- name = value unit; label; …`).
+ */
+function secFigures(brief: string): Map<string, Map<string, SecFigure>> {
+  const bySymbol = new Map<string, Map<string, SecFigure>>();
+  for (const block of brief.matchAll(/<sec_figures symbol="([^"]+)"[^>]*>([\s\S]*?)<\/sec_figures>/g)) {
+    const named = new Map<string, SecFigure>();
+    for (const line of (block[2] ?? '').matchAll(
+      /^- (\w+) = (-?[\d,]+(?:\.\d+)?)[^;\n]*; ([^;\n]+)(?:; (\S+ filed \d{4}-\d{2}-\d{2}))?/gm,
+    )) {
+      named.set(line[1] ?? '', {
+        value: Number((line[2] ?? '').replaceAll(',', '')),
+        label: (line[3] ?? '').trim(),
+        filing: line[4] ?? '',
+      });
+    }
+    if (named.size > 0) bySymbol.set(block[1] ?? '', named);
+  }
+  return bySymbol;
+}
+
+/** Amounts as an analyst writes them: $416.2 billion, -$1.2 billion, $812.4 million. */
+const money = (value: number) => {
+  const sign = value < 0 ? '-' : '';
+  const size = Math.abs(value);
+  return size >= 1e9 ? `${sign}$${(size / 1e9).toFixed(1)} billion` : `${sign}$${(size / 1e6).toFixed(1)} million`;
+};
+const perShare = (value: number) => `${value < 0 ? '-' : ''}$${Math.abs(value).toFixed(2)}`;
+const times = (value: number) => `${value.toFixed(2)}x`;
+
+/** An insight on reported figures: the measures its keyMetric shows, and the one it ranks two companies by. */
+interface FigurePlan {
+  category: string;
+  title: string;
+  measures: [name: string, label: string, format: (value: number) => string][];
+  rank: string;
+  higherIsBetter: boolean;
+  /** A single company: what its ranking figure means. */
+  single: (symbol: string, value: number, shown: string) => { implication: string; thesis: string };
+}
+
+const FIGURE_PLANS: FigurePlan[] = [
+  {
+    category: 'growth',
+    title: 'Reported growth',
+    measures: [
+      ['revenue', 'revenue', money],
+      ['revenue_growth_yoy', 'revenue growth year on year', pct],
+      ['eps_diluted', 'diluted EPS', perShare],
+      ['eps_growth_yoy', 'EPS growth year on year', pct],
+    ],
+    rank: 'revenue_growth_yoy',
+    higherIsBetter: true,
+    single: (symbol, growth, shown) =>
+      growth < 0
+        ? { implication: `${symbol}'s reported revenue shrank ${shown} year on year.`, thesis: `Reported revenue is shrinking (${shown}).` }
+        : { implication: `${symbol}'s reported revenue grew ${shown} year on year.`, thesis: `Reported revenue is growing (${shown}).` },
+  },
+  {
+    category: 'profitability',
+    title: 'Reported margins',
+    measures: [
+      ['gross_margin', 'gross margin', pct],
+      ['operating_margin', 'operating margin', pct],
+      ['net_margin', 'net margin', pct],
+    ],
+    rank: 'net_margin',
+    higherIsBetter: true,
+    single: (symbol, margin, shown) => ({
+      implication: `${symbol} kept ${shown} of its revenue as net income.`,
+      thesis:
+        margin >= 20
+          ? `High reported margins (net ${shown}) underpin earnings quality.`
+          : `Reported margins (net ${shown}) leave little room for cost increases.`,
+    }),
+  },
+  {
+    category: 'risk',
+    title: 'Balance sheet',
+    measures: [
+      ['current_ratio', 'current ratio', times],
+      ['debt_to_equity', 'long-term debt to equity', times],
+      ['cash', 'cash', money],
+    ],
+    rank: 'debt_to_equity',
+    higherIsBetter: false,
+    single: (symbol, leverage, shown) => ({
+      implication: `${symbol}'s long-term debt is ${shown} its equity.`,
+      thesis:
+        leverage > 1
+          ? `Leverage (${shown} debt to equity) raises sensitivity to interest rates.`
+          : `Leverage (${shown} debt to equity) is moderate.`,
+    }),
+  },
+  {
+    category: 'profitability',
+    title: 'Cash generation',
+    measures: [
+      ['free_cash_flow', 'free cash flow', money],
+      ['operating_cash_flow', 'operating cash flow', money],
+      ['capital_expenditure', 'capital expenditure', money],
+    ],
+    rank: 'free_cash_flow',
+    higherIsBetter: true,
+    single: (symbol, cash, shown) => ({
+      implication: `${symbol} generated ${shown} of free cash flow after capital expenditure.`,
+      thesis: cash > 0 ? `Free cash flow (${shown}) funds investment and returns.` : `Negative free cash flow (${shown}) needs financing.`,
+    }),
+  },
+];
+
+/** At most three insights on reported figures, so that a report keeps to 8 insights. */
+const FIGURE_INSIGHTS_MAX = 3;
+
+/**
+ * Insights on the reported figures the engine gave (when every symbol has the ranking figure): the figures as
+ * given, rounded as an analyst would, and which company is ahead. They claim no citations: the engine cites the
+ * filings of the figures they state.
+ */
+function figureItems(symbols: string[], reported: Map<string, Map<string, SecFigure>>, subject: string) {
+  const sides = symbols.slice(0, 2);
+  const [a = '', b] = sides;
+  const items = [];
+  for (const plan of FIGURE_PLANS) {
+    if (items.length >= FIGURE_INSIGHTS_MAX) break;
+    const ranks = sides.map((symbol) => reported.get(symbol)?.get(plan.rank));
+    if (ranks.some((figure) => figure === undefined)) continue;
+    const format = plan.measures.find(([name]) => name === plan.rank)?.[2] ?? pct;
+    const rankLabel = plan.measures.find(([name]) => name === plan.rank)?.[1] ?? plan.rank;
+    const shown = plan.measures.filter(([name]) => sides.every((symbol) => reported.get(symbol)?.has(name)));
+    const period = /fiscal year \d{4}/.exec(reported.get(a)?.get(plan.rank)?.label ?? '')?.[0] ?? 'latest fiscal year';
+    const filing = [...(reported.get(a)?.values() ?? [])].find((figure) => figure.filing)?.filing ?? '';
+    const keyMetric = shown
+      .map(([name, label, fmt]) =>
+        b === undefined
+          ? `${label} ${fmt(reported.get(a)?.get(name)?.value ?? 0)}`
+          : `${label}: ${sides.map((symbol) => `${symbol} ${fmt(reported.get(symbol)?.get(name)?.value ?? 0)}`).join(' vs ')}`,
+      )
+      .join('; ');
+    const [va = 0, vb = 0] = ranks.map((figure) => figure?.value ?? 0);
+    if (b === undefined) {
+      const text = plan.single(a, va, format(va));
+      items.push({
+        title: `${plan.title}: ${subject}`,
+        keyMetric: `${keyMetric} (${period}, ${filing ? `${filing}, ` : ''}SEC filing)`,
+        implications: [text.implication, `These are the company's own figures as filed with the SEC, not estimates.`],
+        investmentThesis: text.thesis,
+        category: plan.category,
+        citations: [],
+      });
+    } else {
+      const aLeads = va >= vb === plan.higherIsBetter;
+      const [lead, lag] = aLeads ? [a, b] : [b, a];
+      items.push({
+        title: `${plan.title}: ${subject}`,
+        keyMetric: `${keyMetric} (latest fiscal years, SEC filings)`,
+        implications: [
+          `${lead} is ahead of ${lag} on ${rankLabel} in their latest annual reports.`,
+          `Both ${a}'s and ${b}'s figures are their own as filed with the SEC, not estimates.`,
+        ],
+        investmentThesis: `${lead} is the stronger of the two on reported ${rankLabel}.`,
+        category: plan.category,
+        citations: [],
+      });
+    }
+  }
+  return items;
+}
+
+/** A quick insight on the reported figures: revenue, growth and net margin of one company, or which of two leads. */
+function figureQuickInsight(symbols: string[], reported: Map<string, Map<string, SecFigure>>): string | undefined {
+  const [a = '', b] = symbols;
+  if (b === undefined) {
+    const figures = reported.get(a);
+    const revenue = figures?.get('revenue');
+    const growth = figures?.get('revenue_growth_yoy');
+    const margin = figures?.get('net_margin');
+    if (!revenue || !growth || !margin) return undefined;
+    return `${a} reported revenue of ${money(revenue.value)} (${pct(growth.value)} year on year) and a net margin of ${pct(margin.value)} in its latest annual report.`;
+  }
+  const [ma, mb] = [reported.get(a)?.get('net_margin'), reported.get(b)?.get('net_margin')];
+  if (!ma || !mb) return undefined;
+  const lead = ma.value >= mb.value ? a : b;
+  return `${lead} reported the higher net margin of the two in its latest annual report (${a} ${pct(ma.value)} vs ${b} ${pct(mb.value)}).`;
+}
+
 /** A figure of the market_data overview that an insight rests on. */
 interface Measure {
   label: string;
@@ -587,7 +783,8 @@ const INSIGHTS: InsightPlan[] = [
             : `Debt/equity of ${num(leverage, 2)} keeps interest-rate sensitivity low.`;
       const band = betaBand(beta);
       return {
-        implications: [`A beta of ${figure} means the stock has ${BETA_MOVES[band]} (${BETA_BANDS_NOTE}).`, debt],
+        // No band limits here: a stock report states only figures it was given (the engine's figure check).
+        implications: [`A beta of ${figure} means the stock has ${BETA_MOVES[band]}.`, debt],
         thesis: `Risk is ${BETA_RISK[band]} (beta ${figure}).`,
       };
     },
@@ -635,7 +832,7 @@ const INSIGHTS: InsightPlan[] = [
   },
 ];
 
-function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
+function reportItems(symbols: string[], data: ToolData, clientData: string[], reported: Map<string, Map<string, SecFigure>>) {
   const citationsOf = (plan: InsightPlan) =>
     symbols.slice(0, 2).flatMap((symbol) => plan.cites.flatMap(([part, key]) => figureCitation(data, symbol, part, key)));
   const sides = symbols.slice(0, 2).map((symbol) => ({ symbol, o: data.overviews.get(symbol) }));
@@ -645,7 +842,7 @@ function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
     clientData.length > 0
       ? `The client's data (${clientData.join(', ')}) was weighed ${b ? `for both ${a.symbol} and ${b.symbol}` : 'alongside the market data'}.`
       : undefined;
-  return INSIGHTS.map((plan, index) => {
+  const fromMarketData = INSIGHTS.map((plan, index) => {
     const order = b && ranked(a, b, plan.measure);
     const text = !b
       ? plan.single(a)
@@ -667,10 +864,32 @@ function reportItems(symbols: string[], data: ToolData, clientData: string[]) {
       citations: citationsOf(plan),
     };
   });
+  return [...fromMarketData, ...figureItems(symbols, reported, subject)];
+}
+
+/** The market data figures a quick insight states, cited as the model would (the figures' JSON fragments). */
+function measureCitations(data: ToolData, symbols: readonly string[], measures: readonly Measure[]): CitationClaim[] {
+  const keys = new Map<Measure, [part: 'quote' | 'profile' | 'metrics', key: string]>([
+    [MEASURES.growth, ['metrics', 'revenueGrowthTtmYoyPercent']],
+    [MEASURES.margin, ['metrics', 'netProfitMarginTtmPercent']],
+    [MEASURES.pe, ['metrics', 'peRatioTtm']],
+    [MEASURES.beta, ['metrics', 'beta']],
+  ]);
+  return symbols.flatMap((symbol) =>
+    measures.flatMap((measure) => {
+      const where = keys.get(measure);
+      return where ? figureCitation(data, symbol, where[0], where[1]) : [];
+    }),
+  );
+}
+
+interface QuickInsight {
+  text: string;
+  citations: CitationClaim[];
 }
 
 /** Two companies: one sentence per measure, each naming both and which is ahead, on the sample figures. */
-function comparedInsights(a: Side, b: Side): string[] {
+function comparedInsights(a: Side, b: Side, data: ToolData): QuickInsight[] {
   const sentences: [Measure, (lead: string, lag: string) => string][] = [
     [MEASURES.growth, (lead, lag) => `${lead} is growing revenue faster than ${lag}`],
     [MEASURES.pe, (lead, lag) => `${lead} is cheaper than ${lag} on earnings`],
@@ -681,26 +900,36 @@ function comparedInsights(a: Side, b: Side): string[] {
     const said = order
       ? sentence(order.lead, order.lag)
       : `The sample data cannot rank ${a.symbol} against ${b.symbol} on ${measure.label}`;
-    return `${said} (${measure.label} ${figures([a, b], measure)}, sample data).`;
+    return {
+      text: `${said} (${measure.label} ${figures([a, b], measure)}, sample data).`,
+      citations: measureCitations(data, [a.symbol, b.symbol], [measure]),
+    };
   });
 }
 
 /** One company: its growth and margin as they are, on the sample figures. */
-function singleInsight(side: Side): string {
+function singleInsight(side: Side, data: ToolData): QuickInsight {
   const growth = MEASURES.growth.value(side);
   const margin = MEASURES.margin.value(side);
-  if (growth === null || margin === null) return `The sample data has no revenue growth or net margin for ${side.symbol}.`;
+  if (growth === null || margin === null)
+    return { text: `The sample data has no revenue growth or net margin for ${side.symbol}.`, citations: [] };
   const trend = growth < 0 ? 'shrinking revenue' : growth < 10 ? 'modest revenue growth' : 'strong revenue growth';
   const profit = margin < 0 ? 'losses' : margin < 10 ? 'a thin net margin' : 'a high net margin';
-  return `${side.symbol} combines ${trend} (${pct(growth)}) with ${profit} (${pct(margin)}), per the sample data.`;
+  return {
+    text: `${side.symbol} combines ${trend} (${pct(growth)}) with ${profit} (${pct(margin)}), per the sample data.`,
+    citations: measureCitations(data, [side.symbol], [MEASURES.growth, MEASURES.margin]),
+  };
 }
 
 function stockReportAnswer(symbols: string[], data: ToolData, system: string): AssistantReply {
-  const items = reportItems(symbols, data, clientDataNames(system));
+  const reported = secFigures(system);
+  const items = reportItems(symbols, data, clientDataNames(system), reported);
   const [a = '', b] = symbols;
+  const fromFigures = figureQuickInsight(symbols, reported);
+  const figureInsight: QuickInsight[] = fromFigures ? [{ text: fromFigures, citations: [] }] : [];
   const quick = b
-    ? comparedInsights({ symbol: a, o: data.overviews.get(a) }, { symbol: b, o: data.overviews.get(b) })
-    : [singleInsight({ symbol: a, o: data.overviews.get(a) }), OFFLINE_NOTICE];
+    ? [...comparedInsights({ symbol: a, o: data.overviews.get(a) }, { symbol: b, o: data.overviews.get(b) }, data), ...figureInsight]
+    : [singleInsight({ symbol: a, o: data.overviews.get(a) }, data), ...figureInsight, { text: OFFLINE_NOTICE, citations: [] }];
   return jsonTurn({ detailed_analysis: items, quick_insights: quick });
 }
 

@@ -38,6 +38,10 @@ const REPORT: StockReportResult = {
     },
   ],
   quick_insights: ['NVDA grows faster than MSFT.', 'MSFT is cheaper than NVDA.'],
+  quick_insight_citations: [[], []],
+  figures: [],
+  ratios: [],
+  figure_notes: [],
 };
 
 describe('POST /api/products/stock-report (API role)', () => {

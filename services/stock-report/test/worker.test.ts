@@ -134,7 +134,7 @@ describe('stock-report service: API and worker over Kafka', () => {
 
     expect(final.status).toBe('completed');
     const report = StockReportResult.parse(final.result);
-    expect(report.meta).toMatchObject({ prompt_version: 'stock-report@3', offline: false });
+    expect(report.meta).toMatchObject({ prompt_version: 'stock-report@4', offline: false });
     expect(new Set(report.detailed_analysis.map((item) => item.category)).size).toBeGreaterThanOrEqual(3);
     for (const item of report.detailed_analysis) expect(item.keyMetric).toMatch(/NVDA .* vs MSFT /);
     for (const insight of report.quick_insights) expect(insight).toMatch(/NVDA[\s\S]*MSFT|MSFT[\s\S]*NVDA/);
