@@ -5,7 +5,7 @@ import { API_ROUTES } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { identityKey, signIdentity } from '@fin/http';
 import { createLogger } from '@fin/log';
-import { createTestDatabase, waitFor, type TestDatabase } from '@fin/testing';
+import { countingPool, createTestDatabase, waitFor, type CountingPool, type TestDatabase } from '@fin/testing';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -19,8 +19,8 @@ describe('cache hits from memory', () => {
   let hot: HotResults;
   let tenantA: string;
   let tenantB: string;
-  /** Statements the product API sent through its pool (the LISTEN connection is not the pool's). */
-  let queries = 0;
+  /** The product API's pool, counting the statements sent through it (the LISTEN connection is not the pool's). */
+  let counting: CountingPool<Pool>;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -40,18 +40,13 @@ describe('cache hits from memory', () => {
   let server: Server;
   let url: string;
 
-  /** The news API role's HTTP app, over a pool that counts its statements (`queries`). */
+  /**
+   * A news API role's HTTP app over a pool that counts its statements (`counting`). Built from the product's parts
+   * rather than a service's definition on purpose: the test holds the hot results itself (to wait for their
+   * notifications), and only the handler's statements go through the counted pool (a unit's relay would poll it).
+   */
   beforeAll(async () => {
-    const counted = new Proxy(pool, {
-      get: (target, property): unknown => {
-        const value = Reflect.get(target, property) as unknown;
-        if (property !== 'query' || typeof value !== 'function') return value;
-        return (...args: unknown[]): unknown => {
-          queries++;
-          return (value as (...given: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
+    counting = countingPool(pool);
     const app = createCachedProductApp(
       {
         jobType: 'news',
@@ -59,7 +54,7 @@ describe('cache hits from memory', () => {
         promptVersion: 'news@test',
         cacheKey: ({ data, ...parameters }) => ({ parameters, ...(data === undefined ? {} : { data }) }),
       },
-      { pool: counted, logger, signingSecret: SECRET, hotResults: hot },
+      { pool: counting.pool, logger, signingSecret: SECRET, hotResults: hot },
     );
     server = createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -84,7 +79,7 @@ describe('cache hits from memory', () => {
     const body = JSON.stringify({ symbols: [symbol], n: 3 });
     const caller = { tenantId, keyId: 'key', scopes: ['news'] };
     const identity = signIdentity({ requestId: randomUUID(), caller }, identityKey(SECRET, 'news'), { method: 'POST', path, body });
-    const before = queries;
+    const before = counting.queries;
     const response = await fetch(`${url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...identity, ...headers },
@@ -96,7 +91,7 @@ describe('cache hits from memory', () => {
       text,
       body: JSON.parse(text) as Answer['body'],
       headers: response.headers,
-      queries: queries - before,
+      queries: counting.queries - before,
     };
   }
 

@@ -6,3 +6,4 @@ export { waitFor } from './wait';
 export { openEventStream, type EventStreamClient, type SseFrame } from './event-stream';
 export { testCustomerToolsKey } from './secrets';
 export { freePort, runCommand, type Finished } from './processes';
+export { countingPool, type CountingPool } from './counting-pool';
