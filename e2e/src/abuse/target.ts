@@ -109,7 +109,7 @@ export async function startAbuseTarget(upstream: UpstreamMode = 'in-process'): P
     const keys = {} as Record<TenantName, TenantKeys>;
     for (const tenant of TENANTS) {
       await createTenant(pool, tenant);
-      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns'])
+      for (const product of ['news', 'stock-report', 'analysis', 'jobs', 'tools', 'webhooks', 'chat-turns', 'filings'])
         await setLimitOverride(pool, tenant, product, RAISED_PER_MINUTE);
       await setLimitOverride(pool, tenant, 'chat', RAISED_CHAT_STREAMS);
       const valid = (await createKey(pool, { tenant, name: 'valid' })).apiKey;

@@ -48,7 +48,7 @@ describe('tenants, keys and limit overrides (operators)', () => {
       tenant: 'hashes',
       name: 'ci',
       status: 'active',
-      scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'],
+      scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks', 'filings'],
     });
     expect(key.displayPrefix).toBe(apiKey.slice(0, 10));
     const { rows } = await pool.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [key.id]);
@@ -140,6 +140,7 @@ describe('tenants, keys and limit overrides (operators)', () => {
       tools: 60,
       webhooks: 60,
       'chat-turns': 60,
+      filings: 60,
       chat: 10,
     });
     expect(report.tenants).toEqual([{ name: 'limited', overrides: { news: 400, chat: 25 } }]);

@@ -79,7 +79,7 @@ describe('admin CLI (a real child process against a real database)', () => {
       tenant: string;
       scopes: string[];
     };
-    expect(created).toMatchObject({ tenant: 'acme', scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks'] });
+    expect(created).toMatchObject({ tenant: 'acme', scopes: ['news', 'stock-report', 'analysis', 'chat', 'tools', 'webhooks', 'filings'] });
 
     const principal = await auth.authenticate(created.api_key);
     expect(principal).toMatchObject({ keyId: created.id, tenantName: 'acme', scopes: created.scopes });
