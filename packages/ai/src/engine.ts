@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { AnalysisRequest, AnalysisResult, NewsRequest, NewsResult, StockReportRequest, StockReportResult } from '@fin/contracts';
-import type { FilingsSource } from '@fin/edgar';
+import { sampleFilingsSource, type FilingsSource } from '@fin/edgar';
 import type { Logger } from '@fin/log';
 import { TailWritePolicy } from './cache-policy';
 import { isOffline, type AiConfig } from './config';
@@ -177,7 +177,8 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     newsDataTools: (lookup) => (provider ? [marketDataTool(provider, lookup)] : []),
     cachePolicy: new TailWritePolicy(),
     budget: budget ?? UNLIMITED_MODEL_BUDGET,
-    filings,
+    // Offline, reports are written on the bundled sample's filings, as on its market data.
+    filings: filings ?? (offline ? sampleFilingsSource() : undefined),
   };
   /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */
   const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {

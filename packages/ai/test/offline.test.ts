@@ -399,7 +399,16 @@ describe('offline mode', () => {
       const material = new Map([...(await materialOf('NVDA')), ...(await materialOf('MSFT'))]);
       for (const insight of result.detailed_analysis) {
         expect(insight.citations.length).toBeGreaterThan(0);
-        expectGrounded(insight.citations, material);
+        expectGrounded(
+          insight.citations.filter((citation) => citation.source !== 'sec_filing'),
+          material,
+        );
+        // A filing's citation is of a figure of the report (its accession and concept).
+        for (const citation of insight.citations.filter((cited) => cited.source === 'sec_filing')) {
+          expect(
+            result.figures.some((figure) => figure.accession === citation.filing?.accession && figure.concept === citation.filing.concept),
+          ).toBe(true);
+        }
       }
       const growth = result.detailed_analysis.find((insight) => insight.category === 'growth');
       expect(growth?.citations.map((citation) => citation.url)).toEqual([
