@@ -2,3 +2,6 @@
 export * from './types';
 export { EdgarError, type EdgarErrorKind } from './errors';
 export { sampleFilingsSource } from './sample';
+export { EdgarClient, type EdgarClientOptions } from './client';
+export { filingsSource, type FilingsSourceOptions } from './source';
+export { edgarConfigShape, edgarOnline, type EdgarConfig } from './config';
