@@ -14,6 +14,7 @@ import { csv, int, logConfigShape, parseConfig } from '@fin/config';
 import { API_SCOPES } from '@fin/contracts';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
 import { createPool, ensureDatabase, migrate, recordLocalDatabase, type Pool } from '@fin/db';
+import { sampleFilingsSource, type FilingsSource } from '@fin/edgar';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayService, inProcess } from '@fin/gateway/service';
 import { inMemoryFetch, type ConfigOf, type ServiceUnit, type SystemMember, type SystemShared } from '@fin/http';
@@ -56,6 +57,8 @@ interface StandaloneShared {
   outboxRelay: false;
   /** How the MCP tools call the API: the gateway of this process, in memory. */
   api: McpApi;
+  /** SEC EDGAR for the filings routes: the bundled sample (labelled `source: "sample"` in every answer). */
+  filings: FilingsSource;
 }
 
 /** What `npm start`'s banner says about the system it started. */
@@ -286,7 +289,7 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
         localWebhooks: customerToolsConfig.WEBHOOK_ALLOW_LOCAL_HTTP,
       };
       return {
-        shared: { pool, bus, engine, outboxRelay: false, api: gateway.api },
+        shared: { pool, bus, engine, outboxRelay: false, api: gateway.api, filings: sampleFilingsSource() },
         // Local http: the portal's session cookie cannot be Secure (browsers keep Secure cookies on
         // http://127.0.0.1, but not on other local names), unless the environment says otherwise.
         configOf: ({ name, configShape }) =>

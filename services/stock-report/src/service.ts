@@ -1,19 +1,26 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
+import type { FilingsSource } from '@fin/edgar';
 import type { ServiceDefinition, ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
 import { createStockReportHandlers } from './app';
 import { stockReportConfigShape, type StockReportConfig } from './config';
+import { createFilingsHandlers } from './filings';
 import { createStockReportWorker } from './worker';
 
-export interface StockReportServiceOptions extends SharedResources<AiEngine> {
+/** What one process shares with the service: the product's resources, and SEC EDGAR for the filings routes. */
+export interface StockReportShared extends SharedResources<AiEngine> {
+  filings?: FilingsSource;
+}
+
+export interface StockReportServiceOptions extends StockReportShared {
   config: StockReportConfig;
   logger: Logger;
 }
 
 /** The roles this process runs (STOCK_REPORT_ROLE) as a unit; shared resources in single-process mode, else from config. */
-function createStockReportUnit({ config, logger, ...shared }: StockReportServiceOptions): Promise<ServiceUnit> {
+function createStockReportUnit({ config, logger, filings, ...shared }: StockReportServiceOptions): Promise<ServiceUnit> {
   return createProductUnit({
     ...shared,
     jobType: 'stock-report',
@@ -36,13 +43,14 @@ function createStockReportUnit({ config, logger, ...shared }: StockReportService
         customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
         budget: modelBudgetFromConfig(config, { pool, logger }),
       }),
-    createHandlers: createStockReportHandlers,
+    // The API role answers the filings routes too: market data is this service's.
+    createHandlers: (deps) => ({ ...createStockReportHandlers(deps), ...(filings ? createFilingsHandlers(filings) : {}) }),
     createWorker: createStockReportWorker,
   });
 }
 
 /** The stock-report service: runService runs it as a process (STOCK_REPORT_ROLE), runSystem beside the others. */
-export const stockReportService: ServiceDefinition<typeof stockReportConfigShape, SharedResources<AiEngine>> = {
+export const stockReportService: ServiceDefinition<typeof stockReportConfigShape, StockReportShared> = {
   name: 'stock-report',
   configShape: stockReportConfigShape,
   unit: createStockReportUnit,
