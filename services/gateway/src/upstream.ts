@@ -48,7 +48,7 @@ export interface UpstreamLimits {
   idleTimeoutMs: number;
 }
 
-export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
+const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { maxBodyBytes: 256 * 1024, responseTimeoutMs: 120_000, idleTimeoutMs: 30_000 };
 
 /** Runs express middleware (a body parser) as a step of its own: resolves when it passes, rejects with its error. */
 function step(handler: RequestHandler, req: Request, res: Response): Promise<void> {

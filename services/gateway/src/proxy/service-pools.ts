@@ -73,7 +73,7 @@ class ReleaseRawHeaders implements Dispatcher.DispatchHandler {
 const releaseRawHeaders: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
   dispatch(options, new ReleaseRawHeaders(handler));
 
-export function createServicePool(name: UpstreamName, baseUrl: string, { connectTimeoutMs }: ServicePoolOptions): ServicePool {
+function createServicePool(name: UpstreamName, baseUrl: string, { connectTimeoutMs }: ServicePoolOptions): ServicePool {
   const url = new URL(baseUrl);
   return {
     name,
