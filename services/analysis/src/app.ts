@@ -3,7 +3,6 @@ import { AnalysisResponse, AnalysisResult, analysisText, jobUrls, type AnalysisR
 import type { Pool } from '@fin/db';
 import {
   AppError,
-  createHandlerApp,
   serviceUnavailable,
   streamEndedEarly,
   toAppError,
@@ -45,10 +44,6 @@ export interface AnalysisHandlerDeps {
   settings: AnalysisSettings;
   /** Which callback_url hosts are refused at once (tests allow loopback, as CUSTOMER_TOOLS_ALLOW_LOOPBACK does). */
   callbackPolicy?: AddressPolicy;
-}
-
-export interface AnalysisAppDeps extends AnalysisHandlerDeps {
-  signingSecret: string;
 }
 
 type Request = AnalysisRequest;
@@ -216,22 +211,4 @@ export function createAnalysisHandlers(deps: AnalysisHandlerDeps): HandlerTable 
       return undefined;
     },
   };
-}
-
-/** The analysis API role as an HTTP app of its own, behind the gateway's signed identity. Pure: it never listens. */
-export function createApp(deps: AnalysisAppDeps): express.Express {
-  const { pool, logger, signingSecret, lifecycle } = deps;
-  return createHandlerApp(
-    {
-      name: 'analysis',
-      handlers: createAnalysisHandlers(deps),
-      readiness: async () => {
-        await pool.query('SELECT 1');
-      },
-      lifecycle,
-      start: async () => {},
-      closers: [],
-    },
-    { logger, signingSecret },
-  );
 }

@@ -2,44 +2,46 @@ import { randomUUID } from 'node:crypto';
 import { AnalysisResponse, ErrorBody } from '@fin/contracts';
 import { waitFor } from '@fin/testing';
 import request from 'supertest';
-import { createApp, type AnalysisSettings } from '../src/app';
-import { createJobWatcher, type JobWatcher } from '@fin/job-store';
+import { createHandlerApp } from '@fin/http';
+import { createAnalysisHandlers } from '../src/app';
+import { createJobWatcher } from '@fin/job-store';
 import { createOpenRequests, lifecycleStopping } from '../src/open-requests';
-import { createTestBed, finishJob, logger, outboxOf, PATH, SECRET, signed, type TestBed } from './support';
+import { analysisApi, createTestBed, finishJob, logger, outboxOf, PATH, SECRET, signed, type AnalysisApi, type TestBed } from './support';
 
 const RESULT = { format: 'markdown', content: '## Answer\n\nRates matter.', citations: [] };
 
+/** The settings of these tests' API role; a test may change some. */
+const SETTINGS = {
+  ANALYSIS_INLINE_WAIT_MS: '0',
+  ANALYSIS_TIME_LIMIT_MS: '10000',
+  ANALYSIS_LEASE_MS: '5000',
+  ANALYSIS_MAX_ATTEMPTS: '3',
+  ANALYSIS_STREAM_HEARTBEAT_MS: '15000',
+  ANALYSIS_STREAM_DONE_WAIT_MS: '0',
+  // A poll far slower than any test: a request that finishes waiting was woken by the job_finished notification.
+  ANALYSIS_JOB_POLL_MS: '60000',
+};
+
 describe('POST /api/analysis, not streamed (API role)', () => {
   let bed: TestBed;
-  let watcher: JobWatcher;
+  const made: AnalysisApi[] = [];
 
   beforeAll(async () => {
     bed = await createTestBed();
-    // A poll far slower than any test: a request that finishes waiting was woken by the job_finished notification.
-    watcher = createJobWatcher({ pool: bed.pool, logger, pollIntervalMs: 600_000 });
   });
-  afterAll(async () => {
-    await watcher.close();
-    await bed.close();
+  afterEach(async () => {
+    for (const api of made.splice(0)) await api.close();
   });
+  afterAll(() => bed.close());
 
-  function appWith(settings: Partial<AnalysisSettings> = {}) {
-    const openRequests = createOpenRequests({ streamGraceMs: 0 });
-    const lifecycle = lifecycleStopping(openRequests);
-    const app = createApp({
-      pool: bed.pool,
-      logger,
-      signingSecret: SECRET,
-      engine: bed.engine,
-      watcher,
-      openRequests,
-      lifecycle,
-      settings: { inlineWaitMs: 0, timeLimitMs: 10_000, leaseMs: 5_000, maxAttempts: 3, heartbeatMs: 15_000, doneWaitMs: 0, ...settings },
-    });
-    return { app, lifecycle, openRequests };
+  /** The API role as the service's definition makes it, with SETTINGS and `env`. */
+  async function appWith(env: Record<string, string> = {}) {
+    const api = await analysisApi(bed, { ...SETTINGS, ...env });
+    made.push(api);
+    return api;
   }
 
-  function post(app: ReturnType<typeof createApp>, body: unknown, tenantId = bed.tenantA, headers: Record<string, string> = {}) {
+  function post(app: AnalysisApi['app'], body: unknown, tenantId = bed.tenantA, headers: Record<string, string> = {}) {
     return request(app)
       .post(PATH)
       .set(signed(tenantId, body))
@@ -59,7 +61,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   }
 
   it('leaves a callback_url on the job (not in its request), and refuses one until the account has a callback secret', async () => {
-    const { app } = appWith();
+    const { app } = await appWith();
     const refused = await post(app, { prompt: 'Callback please?', callback_url: 'https://hooks.example.com/cb' }).expect(400);
     expect(ErrorBody.parse(refused.body).detail).toContain('callback_url: this account has no callback secret yet');
     await post(app, { prompt: 'Callback please?', callback_url: 'https://169.254.169.254/cb' }).expect(400);
@@ -77,7 +79,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   });
 
   it('queues the job and answers 202 with the job URLs when it is not done in time', async () => {
-    const { app } = appWith();
+    const { app } = await appWith();
     const res = await post(app, { prompt: '  Rate exposure of AAPL?  ', symbols: ['aapl'] }).expect(202);
     const body = AnalysisResponse.parse(res.body);
     expect(body).toMatchObject({
@@ -102,7 +104,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   });
 
   it('answers 200 with the result inline when the job completes while the request waits', async () => {
-    const { app } = appWith({ inlineWaitMs: 30_000 });
+    const { app } = await appWith({ ANALYSIS_INLINE_WAIT_MS: '30000' });
     const answer = post(app, { prompt: 'Quick one', output_format: { type: 'markdown' } });
     const done = answer.then((res) => res);
     const jobId = await jobOf('Quick one');
@@ -119,7 +121,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   });
 
   it("answers with the job's own error when it fails while the request waits", async () => {
-    const { app } = appWith({ inlineWaitMs: 30_000 });
+    const { app } = await appWith({ ANALYSIS_INLINE_WAIT_MS: '30000' });
     const done = post(app, { prompt: 'Declined one' }).then((res) => res);
     const jobId = await jobOf('Declined one');
     await finishJob(bed.pool, jobId, { error: { type: 'validation_error', detail: 'The AI model declined this request.' } });
@@ -134,18 +136,39 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   });
 
   it('stops waiting and answers 202 when the service begins to shut down', async () => {
-    const { app, lifecycle, openRequests } = appWith({ inlineWaitMs: 60_000 });
-    const done = post(app, { prompt: 'Interrupted wait' }).then((res) => res);
-    await jobOf('Interrupted wait');
-    await waitFor(() => openRequests.size === 1, { what: 'the request to wait' });
-    lifecycle.beginShutdown();
-    const res = await done;
-    expect(res.status).toBe(202);
-    expect(AnalysisResponse.parse(res.body).status).toBe('pending');
+    // Made from the handlers rather than the definition: the test begins the shutdown once the request is held open
+    // (openRequests), which the unit keeps to itself; begun before, the request would not wait at all.
+    const openRequests = createOpenRequests({ streamGraceMs: 0 });
+    const lifecycle = lifecycleStopping(openRequests);
+    const watcher = createJobWatcher({ pool: bed.pool, logger, pollIntervalMs: 600_000 });
+    const handlers = createAnalysisHandlers({
+      pool: bed.pool,
+      logger,
+      engine: bed.engine,
+      watcher,
+      openRequests,
+      lifecycle,
+      settings: { inlineWaitMs: 60_000, timeLimitMs: 10_000, leaseMs: 5_000, maxAttempts: 3, heartbeatMs: 15_000, doneWaitMs: 0 },
+    });
+    const app = createHandlerApp(
+      { name: 'analysis', handlers, readiness: async () => {}, lifecycle, start: async () => {}, closers: [] },
+      { logger, signingSecret: SECRET },
+    );
+    try {
+      const done = post(app, { prompt: 'Interrupted wait' }).then((res) => res);
+      await jobOf('Interrupted wait');
+      await waitFor(() => openRequests.size === 1, { what: 'the request to wait' });
+      lifecycle.beginShutdown();
+      const res = await done;
+      expect(res.status).toBe(202);
+      expect(AnalysisResponse.parse(res.body).status).toBe('pending');
+    } finally {
+      await watcher.close();
+    }
   });
 
   it('honours Idempotency-Key: the same job for the same body (with its result once done), 422 for another body', async () => {
-    const { app } = appWith();
+    const { app } = await appWith();
     const key = `analysis-${randomUUID()}`;
     const first = await post(app, { prompt: 'Idempotent' }, bed.tenantA, { 'Idempotency-Key': key }).expect(202);
     const again = await post(app, { prompt: 'Idempotent' }, bed.tenantA, { 'Idempotency-Key': key }).expect(202);
@@ -233,7 +256,7 @@ describe('POST /api/analysis, not streamed (API role)', () => {
     ],
     ['an unknown field', { prompt: 'p', format: 'markdown' }, 'unknown field "format"'],
   ])('rejects %s with a 400 validation_error naming the field', async (_label, body, detail) => {
-    const { app } = appWith();
+    const { app } = await appWith();
     const res = await post(app, body).expect(400);
     const error = ErrorBody.parse(res.body);
     expect(error.type).toBe('validation_error');
@@ -241,14 +264,14 @@ describe('POST /api/analysis, not streamed (API role)', () => {
   });
 
   it('rejects the same mistakes in a streamed request before anything is streamed', async () => {
-    const { app } = appWith();
+    const { app } = await appWith();
     const res = await post(app, { prompt: ' ', output_format: { stream: true } }).expect(400);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(ErrorBody.parse(res.body).detail).toContain('prompt');
   });
 
   it('refuses a body over the size limit with 400 naming the body, and a request that did not come through the gateway with 401', async () => {
-    const { app } = appWith();
+    const { app } = await appWith();
     const big = await post(app, { prompt: 'p', data: { blob: 'x'.repeat(300 * 1024) } }).expect(400);
     expect(ErrorBody.parse(big.body)).toMatchObject({
       type: 'validation_error',

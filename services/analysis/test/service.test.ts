@@ -1,14 +1,12 @@
 import { createServer, type AddressInfo } from 'node:net';
-import { parseConfig } from '@fin/config';
 import { ErrorBody } from '@fin/contracts';
 import { createMemoryBus, type MemoryEventBus } from '@fin/events';
 import { textReply } from '@fin/fakes';
 import { createShutdown, serveDefinition } from '@fin/http';
-import { testCustomerToolsKey, waitFor } from '@fin/testing';
-import { analysisConfigShape } from '../src/config';
+import { waitFor } from '@fin/testing';
 import type { RunningService } from '@fin/http';
 import { analysisService } from '../src/service';
-import { createTestBed, logger, outboxOf, PATH, SECRET, signed, sseFrames, type SseFrame, type TestBed } from './support';
+import { analysisConfig, createTestBed, logger, outboxOf, PATH, signed, sseFrames, type SseFrame, type TestBed } from './support';
 
 const ANSWER = `## Answer\n\n${'A paragraph of analysis that takes a while to write. '.repeat(6).trim()}`;
 
@@ -29,16 +27,7 @@ describe('analysis service shutdown with open streams', () => {
   afterAll(() => bed.close());
 
   async function start(env: Record<string, string>): Promise<{ service: RunningService; url: string; shutdown: () => Promise<number[]> }> {
-    const config = parseConfig(analysisConfigShape, {
-      DATABASE_URL: bed.db.url,
-      INTERNAL_SIGNING_SECRET: SECRET,
-      KAFKA_BROKERS: '127.0.0.1:1',
-      CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
-      ANALYSIS_ROLE: 'api',
-      PORT: '0',
-      ANALYSIS_STREAM_DONE_WAIT_MS: '0',
-      ...env,
-    });
+    const config = analysisConfig(bed, { ANALYSIS_STREAM_DONE_WAIT_MS: '0', ...env });
     const service = await serveDefinition(analysisService, { config, logger, shared: { pool: bed.pool, bus, engine: bed.engine } });
     const exits: number[] = [];
     const shutdown = createShutdown({

@@ -3,10 +3,18 @@ import type { AddressInfo } from 'node:net';
 import { AnalysisDoneEvent, AnalysisSynthesisChunkEvent, ErrorBody, analysisText, type AnalysisResult } from '@fin/contracts';
 import { jsonReply, textReply } from '@fin/fakes';
 import { waitFor } from '@fin/testing';
-import { createApp, type AnalysisSettings } from '../src/app';
-import { createJobWatcher, type JobWatcher } from '@fin/job-store';
-import { createOpenRequests, lifecycleStopping } from '../src/open-requests';
-import { createTestBed, finishJob, logger, outboxOf, PATH, signed, sseFrames, type SseFrame, type TestBed } from './support';
+import {
+  analysisApi,
+  createTestBed,
+  finishJob,
+  outboxOf,
+  PATH,
+  signed,
+  sseFrames,
+  type AnalysisApi,
+  type SseFrame,
+  type TestBed,
+} from './support';
 
 const MARKDOWN = [
   '## Rate sensitivity',
@@ -19,12 +27,11 @@ const MARKDOWN = [
 
 describe('POST /api/analysis, streamed', () => {
   let bed: TestBed;
-  let watcher: JobWatcher;
   const servers: Server[] = [];
+  const made: AnalysisApi[] = [];
 
   beforeAll(async () => {
     bed = await createTestBed();
-    watcher = createJobWatcher({ pool: bed.pool, logger, pollIntervalMs: 200 });
   });
   afterEach(async () => {
     bed.fake.reset();
@@ -37,27 +44,25 @@ describe('POST /api/analysis, streamed', () => {
           }),
       ),
     );
+    for (const api of made.splice(0)) await api.close();
   });
-  afterAll(async () => {
-    await watcher.close();
-    await bed.close();
-  });
+  afterAll(() => bed.close());
 
-  /** The API role on a port of its own, as the gateway reaches it. */
-  async function serve(settings: Partial<AnalysisSettings> = {}): Promise<string> {
-    const openRequests = createOpenRequests({ streamGraceMs: 0 });
-    const app = createApp({
-      pool: bed.pool,
-      logger,
-      signingSecret: 'x'.repeat(40),
-      engine: bed.engine,
-      watcher,
-      openRequests,
-      lifecycle: lifecycleStopping(openRequests),
-      settings: { inlineWaitMs: 0, timeLimitMs: 20_000, leaseMs: 5_000, maxAttempts: 3, heartbeatMs: 15_000, doneWaitMs: 0, ...settings },
+  /** The API role as the service's definition makes it, on a port of its own as the gateway reaches it; `env` sets its variables. */
+  async function serve(env: Record<string, string> = {}): Promise<string> {
+    const api = await analysisApi(bed, {
+      ANALYSIS_INLINE_WAIT_MS: '0',
+      ANALYSIS_TIME_LIMIT_MS: '20000',
+      ANALYSIS_LEASE_MS: '5000',
+      ANALYSIS_MAX_ATTEMPTS: '3',
+      ANALYSIS_STREAM_HEARTBEAT_MS: '15000',
+      ANALYSIS_STREAM_DONE_WAIT_MS: '0',
+      ANALYSIS_JOB_POLL_MS: '200',
+      ...env,
     });
+    made.push(api);
     const server = await new Promise<Server>((resolve) => {
-      const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+      const listening = api.app.listen(0, '127.0.0.1', () => resolve(listening));
     });
     servers.push(server);
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -178,7 +183,7 @@ describe('POST /api/analysis, streamed', () => {
 
   it('sends keep-alive comments while the model is slow to answer', async () => {
     bed.fake.reply(textReply('A short answer.', { faults: { latencyMs: 600 } }));
-    const url = await serve({ heartbeatMs: 50 });
+    const url = await serve({ ANALYSIS_STREAM_HEARTBEAT_MS: '100' });
     const frames = await readAll(await post(url, { prompt: 'Think hard.', output_format: { stream: true } }));
     const firstChunk = frames.findIndex((frame) => frame.event === 'synthesis_chunk');
     expect(firstChunk).toBeGreaterThan(0);
@@ -188,7 +193,7 @@ describe('POST /api/analysis, streamed', () => {
 
   it('sends done once the result is recorded, so the result URL serves it', async () => {
     bed.fake.reply(textReply('Recorded answer.'));
-    const url = await serve({ doneWaitMs: 30_000 });
+    const url = await serve({ ANALYSIS_STREAM_DONE_WAIT_MS: '30000' });
     const res = await post(url, { prompt: 'Wait for the record.', output_format: { stream: true } });
     const jobId = jobIdOf(res)!;
     const frames = await readAll(res);

@@ -3,9 +3,12 @@ import { aiConfigShape, createAiEngine, SampleMarketDataProvider, type AiEngine 
 import { parseConfig } from '@fin/config';
 import { startFakeAnthropic, type FakeAnthropic, type ReplyHandler } from '@fin/fakes';
 import { createPool, type Pool } from '@fin/db';
-import { identityKey, signIdentity } from '@fin/http';
+import { createMemoryBus } from '@fin/events';
+import { createHandlerApp, identityKey, signIdentity, type ServiceApp, type ServiceUnit } from '@fin/http';
 import { createLogger } from '@fin/log';
-import { createTestDatabase, type TestDatabase } from '@fin/testing';
+import { createTestDatabase, testCustomerToolsKey, type TestDatabase } from '@fin/testing';
+import { analysisConfigShape, type AnalysisConfig } from '../src/config';
+import { analysisService } from '../src/service';
 
 export const SECRET = 'x'.repeat(40);
 export const PATH = '/api/analysis';
@@ -47,6 +50,50 @@ export async function createTestBed(options: { handler?: ReplyHandler } = {}): P
       await fake.close();
       await pool.end();
       await db.drop();
+    },
+  };
+}
+
+/** The service's config as main.ts parses it (the API role, on a free port), with the test's variables. */
+export function analysisConfig(bed: TestBed, env: Record<string, string> = {}): AnalysisConfig {
+  return parseConfig(analysisConfigShape, {
+    DATABASE_URL: bed.db.url,
+    INTERNAL_SIGNING_SECRET: SECRET,
+    KAFKA_BROKERS: '127.0.0.1:1',
+    CUSTOMER_TOOLS_ENCRYPTION_KEY: testCustomerToolsKey(),
+    ANALYSIS_ROLE: 'api',
+    PORT: '0',
+    ...env,
+  });
+}
+
+/** The API role made by the service's definition, as the HTTP app runService serves, and how to close it. */
+export interface AnalysisApi {
+  app: ServiceApp;
+  unit: ServiceUnit;
+  close(): Promise<void>;
+}
+
+/**
+ * The analysis unit of `analysisConfig(bed, env)` on the bed's pool and engine and an in-process bus, not started:
+ * its relay stays idle, so the job events the requests write stay in the outbox for the tests to read.
+ */
+export async function analysisApi(bed: TestBed, env: Record<string, string> = {}): Promise<AnalysisApi> {
+  const bus = createMemoryBus({ logger });
+  const unit = await analysisService.unit({
+    config: analysisConfig(bed, env),
+    logger,
+    units: new Map(),
+    pool: bed.pool,
+    bus,
+    engine: bed.engine,
+  });
+  return {
+    app: createHandlerApp(unit, { logger, signingSecret: SECRET }),
+    unit,
+    async close() {
+      for (const closer of unit.closers) await closer.close();
+      await bus.close();
     },
   };
 }

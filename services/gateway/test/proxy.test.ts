@@ -212,6 +212,9 @@ describe('forwarding', () => {
     expect(h.services.portal.received.length).toBe(before);
   });
 
+  // The next tests make the gateway's app by hand (createApp) rather than by its definition (gatewayService), on
+  // purpose: each puts an upstream of its own (other service URLs, another signing secret) behind the harness's
+  // in-memory authenticator and rate limits, where the definition makes both over the database.
   it("puts the path prefix of a service's base URL before the forwarded path", async () => {
     const upstreams = createServicePools(
       Object.fromEntries(UPSTREAM_NAMES.map((name) => [name, `${h.services[name].url}/v2/`])) as Record<

@@ -1,21 +1,14 @@
 import { type JobPathParams } from '@fin/contracts';
-import { createHandlerApp, createLifecycle, type Caller, type HandlerTable, type Lifecycle } from '@fin/http';
-import { type Logger } from '@fin/log';
-import type express from 'express';
+import { type Caller, type HandlerTable } from '@fin/http';
 import { type JobQueries, type JobRef } from './job-queries';
 import { type JobStreams } from './job-streams';
 
-export interface JobsAppDeps {
-  logger: Logger;
+/** What the handlers answer from. */
+export interface JobsHandlerDeps {
   /** Answers of the two endpoints (createJobQueries over the database pool). */
   queries: JobQueries;
   /** The job event streams of this process. */
   streams: JobStreams;
-  /** INTERNAL_SIGNING_SECRET: requests without the gateway's valid signature are refused (401). */
-  signingSecret: string;
-  /** Whether the database is reachable. */
-  readiness: () => Promise<void>;
-  lifecycle?: Lifecycle;
 }
 
 const refOf = (params: JobPathParams, caller: Caller): JobRef => ({
@@ -25,7 +18,7 @@ const refOf = (params: JobPathParams, caller: Caller): JobRef => ({
 });
 
 /** The job-status handlers: status, result and the event stream of a job, for the tenant the gateway vouches for. */
-export function createJobsHandlers({ queries, streams }: Pick<JobsAppDeps, 'queries' | 'streams'>): HandlerTable {
+export function createJobsHandlers({ queries, streams }: JobsHandlerDeps): HandlerTable {
   return {
     getJobStatus: ({ params, caller }, { res }) => {
       // A poll must never be answered from an intermediary's cache.
@@ -41,19 +34,4 @@ export function createJobsHandlers({ queries, streams }: Pick<JobsAppDeps, 'quer
       await streams.serve(refOf(params, caller), last === undefined ? undefined : Number(last), res);
     },
   };
-}
-
-/** The job-status HTTP application behind the gateway's signed identity. Pure: it never listens. */
-export function createApp({
-  logger,
-  queries,
-  streams,
-  signingSecret,
-  readiness,
-  lifecycle = createLifecycle(),
-}: JobsAppDeps): express.Express {
-  return createHandlerApp(
-    { name: 'jobs', handlers: createJobsHandlers({ queries, streams }), readiness, lifecycle, start: async () => {}, closers: [] },
-    { logger, signingSecret },
-  );
 }

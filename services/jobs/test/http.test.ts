@@ -2,20 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { ErrorBody, JobResultResponse, JobResultResponseByType, JobStatusResponse } from '@fin/contracts';
 import { type Pool, createPool } from '@fin/db';
 import { GATEWAY_ONLY_DETAIL, identityKey, signIdentity } from '@fin/http';
-import { type TestDatabase, createTestDatabase } from '@fin/testing';
-import type express from 'express';
+import { type CountingPool, type TestDatabase, countingPool, createTestDatabase } from '@fin/testing';
 import request from 'supertest';
-import { createApp } from '../src/app';
-import { createJobQueries } from '../src/job-queries';
-import { createJobStreams } from '../src/job-streams';
-import { NEWS_RESULT, SECRET, createTenant, insertJob, signedGet, testLogger } from './support';
+import { NEWS_RESULT, SECRET, createTenant, insertJob, jobsApi, signedGet, type JobsApi } from './support';
 
 const NOT_FOUND = { detail: 'Job not found.', status_code: 404, type: 'not_found' };
 
 describe('job status and result endpoints', () => {
   let db: TestDatabase;
   let pool: Pool;
-  let app: express.Express;
+  let api: JobsApi;
   let tenantId: string;
   let otherTenantId: string;
 
@@ -24,22 +20,15 @@ describe('job status and result endpoints', () => {
     pool = createPool({ connectionString: db.url, applicationName: 'jobs-http-test' });
     tenantId = await createTenant(pool);
     otherTenantId = await createTenant(pool);
-    app = createApp({
-      logger: testLogger(),
-      queries: createJobQueries(pool),
-      streams: createJobStreams({ db: pool, logger: testLogger(), keepAliveMs: 15_000, maxStreams: 10, maxStreamsPerTenant: 10 }),
-      signingSecret: SECRET,
-      readiness: async () => {
-        await pool.query('SELECT 1');
-      },
-    });
+    api = await jobsApi(db.url, pool);
   });
   afterAll(async () => {
+    await api.close();
     await pool.end();
     await db.drop();
   });
 
-  const get = (path: string, tenant = tenantId) => request(app).get(path).set(signedGet(path, tenant));
+  const get = (path: string, tenant = tenantId) => request(api.app).get(path).set(signedGet(path, tenant));
   const statusPath = (type: string, id: string) => `/api/jobs/${type}/${id}/status`;
   const resultPath = (type: string, id: string) => `/api/jobs/${type}/${id}/result`;
 
@@ -225,18 +214,18 @@ describe('job status and result endpoints', () => {
     it('refuses requests the gateway did not sign', async () => {
       const id = await insertJob(pool, { tenantId });
       const path = statusPath('news', id);
-      const unsigned = await request(app).get(path).expect(401);
-      const wrongSecret = await request(app)
+      const unsigned = await request(api.app).get(path).expect(401);
+      const wrongSecret = await request(api.app)
         .get(path)
         .set(signedGet(path, tenantId, 'another-secret-0123456789abcdef01234'))
         .expect(401);
       // A signature for another path cannot be replayed here.
-      const otherPath = await request(app)
+      const otherPath = await request(api.app)
         .get(path)
         .set(signedGet(statusPath('news', randomUUID()), tenantId))
         .expect(401);
       // Refused before validation: an unsigned caller learns nothing about the path either.
-      const invalidPath = await request(app).get(statusPath('chat', 'x')).expect(401);
+      const invalidPath = await request(api.app).get(statusPath('chat', 'x')).expect(401);
       for (const res of [unsigned, wrongSecret, otherPath, invalidPath]) {
         expect(ErrorBody.parse(res.body)).toEqual({ detail: GATEWAY_ONLY_DETAIL, status_code: 401, type: 'unauthorized' });
       }
@@ -245,47 +234,33 @@ describe('job status and result endpoints', () => {
     it('refuses a signed request without a caller', async () => {
       const path = statusPath('news', randomUUID());
       const anonymous = signIdentity({ requestId: 'req-anonymous', caller: null }, identityKey(SECRET, 'jobs'), { method: 'GET', path });
-      const res = await request(app).get(path).set(anonymous).expect(401);
+      const res = await request(api.app).get(path).set(anonymous).expect(401);
       expect(ErrorBody.parse(res.body).type).toBe('unauthorized');
     });
   });
 
   it('is ready while the database answers', async () => {
-    await request(app).get('/readyz').expect(200, { status: 'ready' });
-    await request(app).get('/healthz').expect(200);
+    await request(api.app).get('/readyz').expect(200, { status: 'ready' });
+    await request(api.app).get('/healthz').expect(200);
   });
 
   describe('a finished job’s status, from memory', () => {
-    /** Statements the queries sent through the pool. */
-    let reads = 0;
-    let counted: express.Express;
+    /** The endpoints over a pool that counts the statements sent through it. */
+    let counting: CountingPool<Pool>;
+    let counted: JobsApi;
 
-    beforeAll(() => {
-      const countingPool = new Proxy(pool, {
-        get: (target, property): unknown => {
-          const value = Reflect.get(target, property) as unknown;
-          if (property !== 'query' || typeof value !== 'function') return value;
-          return (...args: unknown[]): unknown => {
-            reads++;
-            return (value as (...given: unknown[]) => unknown).apply(target, args);
-          };
-        },
-      });
-      counted = createApp({
-        logger: testLogger(),
-        queries: createJobQueries(countingPool),
-        streams: createJobStreams({ db: pool, logger: testLogger(), keepAliveMs: 15_000, maxStreams: 10, maxStreamsPerTenant: 10 }),
-        signingSecret: SECRET,
-        readiness: async () => {},
-      });
+    beforeAll(async () => {
+      counting = countingPool(pool);
+      counted = await jobsApi(db.url, counting.pool);
     });
+    afterAll(() => counted.close());
 
     /** A status poll of `tenant` and the statements it sent. */
     async function poll(id: string, tenant = tenantId, type = 'news') {
-      const before = reads;
+      const before = counting.queries;
       const path = statusPath(type, id);
-      const res = await request(counted).get(path).set(signedGet(path, tenant));
-      return { res, reads: reads - before };
+      const res = await request(counted.app).get(path).set(signedGet(path, tenant));
+      return { res, reads: counting.queries - before };
     }
 
     it('answers a completed or failed job’s status without a read after the first, the same answer', async () => {

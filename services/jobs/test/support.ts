@@ -2,11 +2,13 @@
 // write them, and signed identity headers as the gateway sends them.
 import { randomUUID } from 'node:crypto';
 import { parseConfig } from '@fin/config';
-import { type Queryable } from '@fin/db';
-import { identityKey, signIdentity } from '@fin/http';
+import { type Pool, type Queryable } from '@fin/db';
+import { createMemoryBus } from '@fin/events';
+import { createHandlerApp, identityKey, signIdentity, type ServiceApp } from '@fin/http';
 import { createLogger, type Logger } from '@fin/log';
 import { testCustomerToolsKey } from '@fin/testing';
 import { jobsConfigShape, type JobsConfig } from '../src/config';
+import { jobsService } from '../src/service';
 
 export const SECRET = 'jobs-test-secret-0123456789abcdef0123';
 
@@ -21,6 +23,31 @@ export function jobsConfig(databaseUrl: string, env: Record<string, string> = {}
     PORT: '0',
     ...env,
   });
+}
+
+/** The job-status endpoints as the service's definition makes them, and how to close what the unit made. */
+export interface JobsApi {
+  app: ServiceApp;
+  close(): Promise<void>;
+}
+
+/**
+ * The jobs unit made by its definition on `pool` and an in-process bus, as the HTTP app runService serves, but not
+ * started: no reaper, gauges or relay run, so what the endpoints read is all that goes through `pool` (the webhook
+ * dispatcher, which the unit runs as it is made, looks for deliveries once a minute).
+ */
+export async function jobsApi(databaseUrl: string, pool: Pool): Promise<JobsApi> {
+  const logger = testLogger();
+  const bus = createMemoryBus({ logger });
+  const config = jobsConfig(databaseUrl, { WEBHOOK_DISPATCH_INTERVAL_MS: '60000' });
+  const unit = await jobsService.unit({ config, logger, units: new Map(), pool, bus, outboxRelay: false });
+  return {
+    app: createHandlerApp(unit, { logger, signingSecret: SECRET }),
+    async close() {
+      for (const closer of unit.closers) await closer.close();
+      await bus.close();
+    },
+  };
 }
 
 export function testLogger(): Logger {

@@ -2,12 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { AsyncJobResponse, ErrorBody, NewsResponse } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { identityKey, signIdentity } from '@fin/http';
-import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import request from 'supertest';
-import { createApp } from '../src/app';
+import { newsApi, SECRET, type NewsApi } from './support';
 
-const SECRET = 'x'.repeat(40);
 const PATH = '/api/products/news';
 
 describe('POST /api/products/news (API role)', () => {
@@ -15,16 +13,17 @@ describe('POST /api/products/news (API role)', () => {
   let pool: Pool;
   let tenantA: string;
   let tenantB: string;
-  let app: ReturnType<typeof createApp>;
+  let api: NewsApi;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'news-app-test', max: 5 });
     const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('a'), ('b') RETURNING id");
     [tenantA, tenantB] = rows.map((row) => row.id) as [string, string];
-    app = createApp({ pool, logger: createLogger({ service: 'news-test', level: 'silent' }), signingSecret: SECRET });
+    api = await newsApi(db.url, pool);
   });
   afterAll(async () => {
+    await api.close();
     await pool.end();
     await db.drop();
   });
@@ -35,7 +34,7 @@ describe('POST /api/products/news (API role)', () => {
       identityKey(SECRET, 'news'),
       { method: 'POST', path: PATH, body: typeof body === 'string' ? body : JSON.stringify(body) },
     );
-    return request(app)
+    return request(api.app)
       .post(PATH)
       .set(signed)
       .set(headers)
@@ -122,7 +121,7 @@ describe('POST /api/products/news (API role)', () => {
   });
 
   it('refuses a request that did not come through the gateway', async () => {
-    const res = await request(app)
+    const res = await request(api.app)
       .post(PATH)
       .send({ symbols: ['AAPL'] })
       .expect(401);

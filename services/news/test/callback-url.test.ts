@@ -5,28 +5,27 @@ import { randomUUID } from 'node:crypto';
 import { AsyncJobResponse, ErrorBody } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
 import { identityKey, signIdentity } from '@fin/http';
-import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import request from 'supertest';
-import { createApp } from '../src/app';
+import { newsApi, SECRET, type NewsApi } from './support';
 
-const SECRET = 'x'.repeat(40);
 const PATH = '/api/products/news';
 
 describe('callback_url on POST /api/products/news', () => {
   let db: TestDatabase;
   let pool: Pool;
   let tenantId: string;
-  let app: ReturnType<typeof createApp>;
+  let api: NewsApi;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     pool = createPool({ connectionString: db.url, applicationName: 'news-callback-test', max: 5 });
     const { rows } = await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('a') RETURNING id");
     tenantId = rows[0]?.id ?? '';
-    app = createApp({ pool, logger: createLogger({ service: 'news-test', level: 'silent' }), signingSecret: SECRET });
+    api = await newsApi(db.url, pool);
   });
   afterAll(async () => {
+    await api.close();
     await pool.end();
     await db.drop();
   });
@@ -37,7 +36,7 @@ describe('callback_url on POST /api/products/news', () => {
       identityKey(SECRET, 'news'),
       { method: 'POST', path: PATH, body: JSON.stringify(body) },
     );
-    return request(app)
+    return request(api.app)
       .post(PATH)
       .set(signed)
       .send(body as object);

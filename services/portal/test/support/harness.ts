@@ -5,14 +5,14 @@ import { generateApiKey } from '@fin/api-keys';
 import { createCustomerToolRuntime, createKeyring, createToolExecutor, createToolStore } from '@fin/customer-tools';
 import { testCertificate } from '@fin/customer-tools/testing';
 import { createPool, type Pool } from '@fin/db';
-import { identityKey, signIdentity } from '@fin/http';
+import { createHandlerApp, createLifecycle, identityKey, signIdentity, type ServiceApp } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { createTestDatabase, type TestDatabase } from '@fin/testing';
 import { createWebhookStore } from '@fin/webhooks';
-import type express from 'express';
-import { createApp } from '../../src/app';
+import { createPortalHandlers } from '../../src/app';
 import { createSessions } from '../../src/session';
 import { createPortalThrottle, type ThrottleLimits, type ThrottledAction } from '../../src/throttle';
+import { portalRoutes } from '../../src/web/routes';
 
 const SECRET = randomBytes(32).toString('hex');
 /** PORTAL_SESSION_SECRET: the portal's own, never the internal signing secret. */
@@ -21,7 +21,7 @@ const KEY = identityKey(SECRET, 'portal');
 const logger = createLogger({ service: 'portal-test', level: 'silent' });
 
 export interface Harness {
-  app: express.Express;
+  app: ServiceApp;
   pool: Pool;
   close(): Promise<void>;
   tenant(name: string): Promise<string>;
@@ -58,7 +58,8 @@ export async function startHarness({
   const sessions = createSessions({ secret: SESSION_SECRET, secureCookies: true, ttlMs: 3_600_000 });
   const throttle = createPortalThrottle({ pool, limits });
   const webhooks = createWebhookStore({ pool, keyring, addressPolicy: { allowLoopback: true } });
-  const app = createApp({
+  const lifecycle = createLifecycle();
+  const deps = {
     pool,
     store,
     webhooks,
@@ -66,10 +67,28 @@ export async function startHarness({
     sessions,
     signingSecret: SECRET,
     logger,
+    lifecycle,
     throttle,
     clientAddressHops: 1,
     keyTtlDays: 90,
-  });
+  };
+  // The portal's unit made from its parts here rather than by its definition (portalService), on purpose: its
+  // customer-tools runtime trusts the certificate authority of the tests' HTTPS tool servers, and the definition
+  // makes its runtime from the config, which names no CA.
+  const app = createHandlerApp(
+    {
+      name: 'portal',
+      handlers: createPortalHandlers(deps),
+      pages: { prefix: '/portal', router: portalRoutes(deps) },
+      readiness: async () => {
+        await pool.query('SELECT 1');
+      },
+      lifecycle,
+      start: async () => {},
+      closers: [],
+    },
+    { logger, signingSecret: SECRET },
+  );
   return {
     app,
     pool,
