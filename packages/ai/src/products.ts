@@ -23,7 +23,7 @@ import {
   QUICK_INSIGHTS_MIN,
 } from '@fin/contracts';
 import type { FilingsSource } from '@fin/edgar';
-import { citationsResolved } from '@fin/metrics';
+import { citationsResolved, figureChecks } from '@fin/metrics';
 import { z } from 'zod';
 import { CitationClaim, resolveCitations, type RetrievedDocuments } from './citations';
 import type { CacheRun, TailWritePolicy } from './cache-policy';
@@ -472,12 +472,18 @@ export async function generateStockReport(
       out.usage,
     );
   }
+  figureChecks.inc({ part: 'insight', outcome: 'kept' }, checked.detailed.length);
+  figureChecks.inc({ part: 'insight', outcome: 'removed' }, checked.removed.insights);
+  figureChecks.inc({ part: 'implication', outcome: 'removed' }, checked.removed.implications);
+  figureChecks.inc({ part: 'quick_insight', outcome: 'kept' }, checked.quick.length);
+  figureChecks.inc({ part: 'quick_insight', outcome: 'removed' }, checked.removed.quickInsights);
   // The model's quick insights that held, topped up to the contract's minimum with sentences the service writes from
   // the figures (cited to their filings).
   const quick = [...checked.quick];
   for (const sentence of figureQuickInsights(reported)) {
     if (quick.length >= QUICK_INSIGHTS_MIN) break;
     quick.push(sentence);
+    figureChecks.inc({ part: 'quick_insight', outcome: 'service_written' });
   }
   if (quick.length < QUICK_INSIGHTS_MIN) {
     throw withSpentUsage(

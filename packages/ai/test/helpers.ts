@@ -9,7 +9,7 @@ export const silentLogger = createLogger({ service: 'ai-test', level: 'silent' }
 /** An engine whose SDK talks to a scripted fake Messages API, with sample market data. */
 export async function scriptedEngine(
   env: Record<string, string> = {},
-  options: Pick<EngineOptions, 'budget'> = {},
+  options: Pick<EngineOptions, 'budget' | 'filings'> = {},
 ): Promise<{ fake: FakeAnthropic; engine: AiEngine; close: () => Promise<void> }> {
   const fake = await startFakeAnthropic();
   const config = parseConfig(aiConfigShape, {

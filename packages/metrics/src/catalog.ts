@@ -108,6 +108,13 @@ export const citationsResolved = new Counter({
   registers: [registry],
 });
 
+export const figureChecks = new Counter({
+  name: 'fin_figure_checks_total',
+  help: "What the figure check after a stock report's answer did to each part stating financial figures (part: insight, implication, quick_insight): kept, or removed because a figure it states matches none given or its citations were all dropped; service_written: quick insights the service wrote from the figures to reach the minimum.",
+  labelNames: ['part', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const outboxUnpublishedRows = new Gauge({
   name: 'fin_outbox_unpublished_rows',
   help: 'Outbox rows not yet published to Kafka (the whole table, read by every outbox relay every few seconds: take the max across pods).',

@@ -1,5 +1,6 @@
 export {
   citationsResolved,
+  figureChecks,
   consumerLag,
   dbPoolCheckoutWait,
   eventsHandled,
