@@ -83,6 +83,9 @@ export type JobResultEvent = Schemas['JobResultEvent'];
 export type JobErrorEvent = Schemas['JobErrorEvent'];
 
 export type Citation = Schemas['Citation'];
+export type CitedFiling = Schemas['CitedFiling'];
+export type FinancialFigure = Schemas['FinancialFigure'];
+export type FinancialRatio = Schemas['FinancialRatio'];
 
 export type Webhook = Schemas['Webhook'];
 export type WebhookCreateRequest = Schemas['WebhookCreateRequest'];
