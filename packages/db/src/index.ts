@@ -1,4 +1,4 @@
-export { databasePoolConfigShape, sessionPoolOf } from './pool-config';
+export { databasePoolConfigShape, servicePool, sessionPoolOf } from './pool-config';
 export { createPool, withTransaction, type Pool, type PoolClient, type Queryable } from './pool';
 export { createPrismaClient, prismaFor, violatedUniqueIndex, Prisma, PrismaClient } from './prisma';
 export { MIGRATIONS_DIR, ensureDatabase, knownMigrations, migrate } from './migrate';

@@ -1,6 +1,7 @@
 import { int, url } from '@fin/config';
+import type { Logger } from '@fin/log';
 import type { z } from 'zod';
-import { createPool, type Pool } from './pool';
+import { createPool, type Pool, type PoolOptions } from './pool';
 
 /** The largest DATABASE_POOL_MAX accepted: far above any sensible pool, low enough to catch a typo. */
 const MOST_CONNECTIONS = 500;
@@ -18,6 +19,28 @@ export const databasePoolConfigShape = {
   DATABASE_POOL_MAX: int(1, MOST_CONNECTIONS).default(10),
   DATABASE_DIRECT_URL: url(['postgres', 'postgresql']).optional(),
 } satisfies z.ZodRawShape;
+
+/**
+ * A service's own pool: DATABASE_URL with DATABASE_POOL_MAX connections (unless `max`), `applicationName` in
+ * pg_stat_activity, and the errors of its idle connections (the server restarting) logged at warn, not thrown.
+ */
+export function servicePool(
+  config: { DATABASE_URL: string; DATABASE_POOL_MAX: number },
+  {
+    applicationName,
+    logger,
+    max = config.DATABASE_POOL_MAX,
+    sessionSettings,
+  }: { applicationName: string; logger: Pick<Logger, 'warn'>; max?: number } & Pick<PoolOptions, 'sessionSettings'>,
+): Pool {
+  return createPool({
+    connectionString: config.DATABASE_URL,
+    applicationName,
+    max,
+    onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    ...(sessionSettings === undefined ? {} : { sessionSettings }),
+  });
+}
 
 /**
  * The direct pool holds the relay's session and serves the job watcher's catch-up reads; LISTEN connections are

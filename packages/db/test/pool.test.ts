@@ -1,6 +1,6 @@
-import { createEmptyDatabase, type TestDatabase } from '@fin/testing';
+import { createEmptyDatabase, waitFor, type TestDatabase } from '@fin/testing';
 import pg from 'pg';
-import { createPool, withTransaction } from '../src';
+import { createPool, servicePool, withTransaction } from '../src';
 
 describe('withTransaction', () => {
   let db: TestDatabase;
@@ -95,5 +95,29 @@ describe('createPool', () => {
     expect(() => createPool({ connectionString: db.url, applicationName: 'x', sessionSettings: { work_mem: '1 -c fsync=off' } })).toThrow(
       TypeError,
     );
+  });
+
+  it("makes a service's pool from its config, named for it, and logs an idle connection's failure instead of throwing", async () => {
+    const warned: unknown[] = [];
+    const pool = servicePool(
+      { DATABASE_URL: db.url, DATABASE_POOL_MAX: 3 },
+      { applicationName: 'service-pool-test', logger: { warn: (...args: unknown[]) => void warned.push(args) } },
+    );
+    const killer = new pg.Client(db.url);
+    await killer.connect();
+    try {
+      const { rows } = await pool.query<{ name: string; pid: number }>('SELECT current_setting($1) AS name, pg_backend_pid() AS pid', [
+        'application_name',
+      ]);
+      expect(rows[0]?.name).toBe('service-pool-test');
+      expect(pool.options.max).toBe(3);
+      // The connection is idle in the pool when the server ends it (a restart, an operator's pg_terminate_backend).
+      await killer.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await waitFor(() => warned.length > 0, { what: 'the idle connection failure logged' });
+      expect(warned[0]).toEqual([{ err: expect.any(Error) }, 'idle database connection failed']);
+    } finally {
+      await killer.end();
+      await pool.end();
+    }
   });
 });

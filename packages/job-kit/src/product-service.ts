@@ -1,7 +1,7 @@
 // Starting a product service process (news, stock-report): the roles it runs, on the clients it is given or
 // creates from its config. The API role is product-api.ts, the worker role product-worker.ts.
 import { webhookTargetPolicy } from '@fin/customer-tools';
-import { createPool, sessionPoolOf, type Pool } from '@fin/db';
+import { servicePool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus, type JobType, type KafkaConfig } from '@fin/events';
 import { createLifecycle, createResources, type Closer, type HandlerTable, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -86,13 +86,7 @@ export async function createProductUnit<Engine extends Closable>(options: Produc
   const pool = await resources.ownOrShared(
     'database pool',
     options.pool,
-    () =>
-      createPool({
-        connectionString: config.DATABASE_URL,
-        applicationName: `${jobType}-${role}`,
-        max: config.DATABASE_POOL_MAX,
-        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      }),
+    () => servicePool(config, { applicationName: `${jobType}-${role}`, logger }),
     (made) => made.end(),
   );
   const bus = await resources.ownOrShared(

@@ -1,6 +1,6 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
-import { createPool, sessionPoolOf, type Pool } from '@fin/db';
+import { servicePool, sessionPoolOf, type Pool } from '@fin/db';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
 import { createResources, type Closer, type HandlerTable, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -34,13 +34,7 @@ async function createAnalysisUnit({ config, logger, ...shared }: AnalysisService
   const pool = await resources.ownOrShared(
     'database pool',
     shared.pool,
-    () =>
-      createPool({
-        connectionString: config.DATABASE_URL,
-        applicationName: `analysis-${role}`,
-        max: config.DATABASE_POOL_MAX,
-        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      }),
+    () => servicePool(config, { applicationName: `analysis-${role}`, logger }),
     (made) => made.end(),
   );
   const bus = await resources.ownOrShared(

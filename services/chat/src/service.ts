@@ -1,6 +1,6 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import { createPool, prismaFor, type Pool } from '@fin/db';
+import { prismaFor, servicePool, type Pool } from '@fin/db';
 import { createLifecycle, createResources, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createChatHandlers } from './app';
@@ -33,13 +33,7 @@ async function createChatUnit({ config, logger, ...shared }: ChatServiceOptions)
   const pool = await resources.ownOrShared(
     'database pool',
     shared.pool,
-    () =>
-      createPool({
-        connectionString: config.DATABASE_URL,
-        applicationName: 'chat',
-        max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX,
-        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      }),
+    () => servicePool(config, { applicationName: 'chat', logger, max: config.CHAT_DB_POOL_SIZE ?? config.DATABASE_POOL_MAX }),
     (made) => made.end(),
   );
   const engine = await resources.ownOrShared(

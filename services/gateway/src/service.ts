@@ -1,7 +1,7 @@
 // The gateway as a definition: authentication, rate limits and its app, the edge of the system, in front of an
 // Upstream that is passed in: over HTTP to the services' processes (main.ts), or the units of the same process
 // (npm start, services/standalone).
-import { createPool, sessionPoolOf, type Pool } from '@fin/db';
+import { servicePool, sessionPoolOf, type Pool } from '@fin/db';
 import { answerClientErrors, createLifecycle, type Closer, type ServiceDefinition, type ServiceUnit, type UnitDeps } from '@fin/http';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
@@ -59,11 +59,9 @@ export function gatewayService(upstream: UpstreamOf = overHttp): ServiceDefiniti
  * session settings hold wherever it runs.
  */
 function createGatewayUnit({ config, logger }: UnitDeps<GatewayConfig>, upstream: Upstream): ServiceUnit {
-  const pool: Pool = createPool({
-    connectionString: config.DATABASE_URL,
+  const pool: Pool = servicePool(config, {
     applicationName: 'gateway',
-    max: config.DATABASE_POOL_MAX,
-    onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    logger,
     // The gateway writes only short-lived state: rate-limit counters, chat-stream leases, keys' last use. Its
     // commits need not wait for the WAL to reach the disk (docs/benchmarks.md has the figures). What a
     // database crash can then lose is the last few hundred milliseconds of counts and

@@ -2,7 +2,7 @@
 // state events, the lease reaper and an outbox relay.
 // main.ts runs it on Kafka with a pool of its own; a single-process setup or a test can hand it a bus (the
 // in-process one) and a shared pool.
-import { createPool, sessionPoolOf, type Pool } from '@fin/db';
+import { servicePool, sessionPoolOf, type Pool } from '@fin/db';
 import {
   connectKafkaBus,
   createConsumerLagMonitor,
@@ -59,13 +59,7 @@ async function createJobsUnit(options: JobsServiceOptions): Promise<ServiceUnit>
   const pool = await resources.ownOrShared(
     'database pool',
     options.pool,
-    () =>
-      createPool({
-        connectionString: config.DATABASE_URL,
-        applicationName: 'jobs',
-        max: config.DATABASE_POOL_MAX,
-        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      }),
+    () => servicePool(config, { applicationName: 'jobs', logger }),
     (made) => made.end(),
   );
   // The relay's leader lock and LISTEN are session state: on DATABASE_DIRECT_URL when the main URL is a pooler's

@@ -1,7 +1,7 @@
 // The portal as a unit: database pool, tool store, the customer-tools runtime (for the test button) and the HTTP
 // server. main.ts runs it alone; the single-process setup can run it beside the others with a shared pool.
 import { createCustomerToolsFromConfig, createToolStore, keyringFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
-import { createPool, type Pool } from '@fin/db';
+import { servicePool, type Pool } from '@fin/db';
 import { createLifecycle, createResources, type Closer, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
 import { createWebhookStore } from '@fin/webhooks';
@@ -25,13 +25,7 @@ async function createPortalUnit({ config, logger, pool: sharedPool }: PortalOpti
   const pool = await resources.ownOrShared(
     'database pool',
     sharedPool,
-    () =>
-      createPool({
-        connectionString: config.DATABASE_URL,
-        applicationName: 'portal',
-        max: config.DATABASE_POOL_MAX,
-        onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-      }),
+    () => servicePool(config, { applicationName: 'portal', logger }),
     (made) => made.end(),
   );
   const store = createToolStore({ pool, keyring: keyringFromConfig(config), maxToolsPerTenant: config.CUSTOMER_TOOLS_MAX_PER_TENANT });

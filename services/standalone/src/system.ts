@@ -13,8 +13,8 @@ import { chatService } from '@fin/chat/service';
 import { csv, int, logConfigShape, parseConfig } from '@fin/config';
 import { API_SCOPES } from '@fin/contracts';
 import { createCustomerToolsFromConfig, customerToolsConfigShape } from '@fin/customer-tools';
-import { createPool, ensureDatabase, migrate, recordLocalDatabase, type Pool } from '@fin/db';
-import { sampleFilingsSource, type FilingsSource } from '@fin/edgar';
+import { ensureDatabase, migrate, recordLocalDatabase, servicePool, type Pool } from '@fin/db';
+import { edgarConfigShape, edgarOnline, filingsSource, type FilingsSource } from '@fin/edgar';
 import { connectKafkaBus, createMemoryBus, kafkaConfigShape, type EventBus } from '@fin/events';
 import { gatewayService, inProcess } from '@fin/gateway/service';
 import { inMemoryFetch, type ConfigOf, type ServiceUnit, type SystemMember, type SystemShared } from '@fin/http';
@@ -57,7 +57,10 @@ interface StandaloneShared {
   outboxRelay: false;
   /** How the MCP tools call the API: the gateway of this process, in memory. */
   api: McpApi;
-  /** SEC EDGAR for the filings routes: the bundled sample (labelled `source: "sample"` in every answer). */
+  /**
+   * SEC EDGAR for the filings routes and the reports' figures: EDGAR itself with EDGAR_USER_AGENT online, the bundled
+   * sample (labelled `source: "sample"` in every answer) offline.
+   */
   filings: FilingsSource;
 }
 
@@ -232,12 +235,10 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
       if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
       const pool = resources.own(
         'database pool',
-        createPool({
-          connectionString: databaseUrl,
-          applicationName: 'standalone',
-          max: settings.DATABASE_POOL_MAX,
-          onIdleError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-        }),
+        servicePool(
+          { DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: settings.DATABASE_POOL_MAX },
+          { applicationName: 'standalone', logger },
+        ),
         (made) => made.end(),
       );
       // The admin CLI and `npm run migrate` find this database through the record (@fin/db local-database.ts).
@@ -269,11 +270,21 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
       shared.CUSTOMER_TOOLS_ENCRYPTION_KEY ||= customerToolsKey(dataDir);
       const customerToolsConfig = parseConfig(customerToolsConfigShape, shared);
       const aiConfig = parseConfig(aiConfigShape, shared);
+      const edgarConfig = parseConfig({ ...aiConfigShape, ...edgarConfigShape }, shared);
+      const filings = filingsSource({
+        online: edgarOnline(edgarConfig),
+        userAgent: edgarConfig.EDGAR_USER_AGENT,
+        baseUrl: edgarConfig.EDGAR_BASE_URL,
+        dataUrl: edgarConfig.EDGAR_DATA_URL,
+        pool,
+        logger,
+      });
       const engine = resources.own(
         'AI engine',
         await createAiEngine({
           config: aiConfig,
           logger,
+          filings,
           customerTools: createCustomerToolsFromConfig(customerToolsConfig, { pool, logger }),
           budget: modelBudgetFromConfig(aiConfig, { pool, logger }),
         }),
@@ -289,7 +300,7 @@ export function standaloneSystem({ dataDir }: StandaloneOptions): SystemShared<t
         localWebhooks: customerToolsConfig.WEBHOOK_ALLOW_LOCAL_HTTP,
       };
       return {
-        shared: { pool, bus, engine, outboxRelay: false, api: gateway.api, filings: sampleFilingsSource() },
+        shared: { pool, bus, engine, outboxRelay: false, api: gateway.api, filings },
         // Local http: the portal's session cookie cannot be Secure (browsers keep Secure cookies on
         // http://127.0.0.1, but not on other local names), unless the environment says otherwise.
         configOf: ({ name, configShape }) =>
