@@ -10,7 +10,7 @@ import { z } from 'zod';
 const CONTACT = /^(?=.*\S+@\S+\.\S+)(?=.*[A-Za-z]{2,}\s+\S+@).{8,200}$/;
 const EXAMPLE = 'EDGAR_USER_AGENT="Example Research Ltd ops@example.com"';
 
-export const USER_AGENT_MISSING = `is required while filings come from SEC EDGAR (online): EDGAR refuses requests without a User-Agent naming the operator and a contact email, e.g. ${EXAMPLE}; or set EDGAR_OFFLINE=true for the bundled sample`;
+const USER_AGENT_MISSING = `is required while filings come from SEC EDGAR (online): EDGAR refuses requests without a User-Agent naming the operator and a contact email, e.g. ${EXAMPLE}; or set EDGAR_OFFLINE=true for the bundled sample`;
 
 /** Online unless EDGAR_OFFLINE says otherwise; unset, EDGAR follows the AI engine (online with a real Anthropic key). */
 export function edgarOnline(config: Readonly<Record<string, unknown>>): boolean {
@@ -32,8 +32,6 @@ export const edgarConfigShape = {
   /** true: the bundled sample; false: EDGAR; unset: as the AI engine (offline without an Anthropic key). */
   EDGAR_OFFLINE: bool().optional(),
 };
-
-export type EdgarConfig = z.output<z.ZodObject<typeof edgarConfigShape>>;
 
 /** The start-up error for online mode without a User-Agent, naming the variable. */
 export function missingUserAgent(): ConfigError {

@@ -22,9 +22,9 @@ export interface FairAccessOptions {
   blockMs?: number;
 }
 
-export const DEFAULT_INTERVAL_MS = 110;
+const DEFAULT_INTERVAL_MS = 110;
 const DEFAULT_MAX_QUEUE_MS = 30_000;
-export const DEFAULT_BLOCK_MS = 10 * 60_000;
+const DEFAULT_BLOCK_MS = 10 * 60_000;
 
 interface SlotRow {
   wait_ms: number | null;

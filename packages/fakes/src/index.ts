@@ -30,4 +30,4 @@ export {
   type ReplyHandler,
 } from './anthropic/types';
 export { startFakeFinnhub, type FakeFinnhub } from './finnhub/server';
-export { startFakeEdgar, type EdgarFault, type FakeEdgar } from './edgar/server';
+export { startFakeEdgar, type FakeEdgar } from './edgar/server';

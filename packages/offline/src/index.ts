@@ -41,12 +41,4 @@ export {
 export { SAMPLE_MARKET_DATA } from './sample-data';
 export { type FinnhubMetrics, type FinnhubNewsItem, type SampleMarketData, type SampleSymbolData } from './sample-data-types';
 export { sampleEdgarData } from './edgar/sample';
-export {
-  type EdgarCompanyFacts,
-  type EdgarConcept,
-  type EdgarFactValue,
-  type EdgarRecentFilings,
-  type EdgarSubmissions,
-  type EdgarTickerEntry,
-  type SampleEdgarData,
-} from './edgar/wire-types';
+export { type SampleEdgarData } from './edgar/wire-types';
