@@ -20,8 +20,7 @@ const folder = (links: Links, cik: Cik, accession: string) =>
   `${links.archiveBase}/Archives/edgar/data/${unpadded(cik)}/${accession.replaceAll('-', '')}`;
 
 /** The filing's index page, which lists its documents (and is where a fact's filing is opened). */
-const filingIndexUrl = (links: Links, cik: Cik, accession: string): string =>
-  `${folder(links, cik, accession)}/${accession}-index.htm`;
+const filingIndexUrl = (links: Links, cik: Cik, accession: string): string => `${folder(links, cik, accession)}/${accession}-index.htm`;
 
 /** A document of the filing, e.g. its primary document. */
 const documentUrl = (links: Links, cik: Cik, accession: string, file: string): string => `${folder(links, cik, accession)}/${file}`;
