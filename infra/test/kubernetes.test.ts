@@ -852,6 +852,8 @@ describe.each(OVERLAYS)('%s', (overlay) => {
         const self = podOf(name);
         const callsModel = env.ANTHROPIC_API_KEY !== undefined;
         const callsCustomers = callsCustomerApis(deployable, env);
+        // SEC EDGAR: where its User-Agent is set (the stock-report service); a worker reaches it through the model's egress.
+        const callsEdgar = env.EDGAR_USER_AGENT !== undefined;
         expect({ name, dns: allowed(policies, self, dns, 53, 'UDP') }).toEqual({ name, dns: true });
         expect({ name, postgres: allowed(policies, self, database(), 5432) }).toEqual({ name, postgres: env.DATABASE_URL !== undefined });
         expect({ name, kafka: allowed(policies, self, broker, 9092) }).toEqual({ name, kafka: env.KAFKA_BROKERS !== undefined });
@@ -861,10 +863,18 @@ describe.each(OVERLAYS)('%s', (overlay) => {
           anthropicLabel: callsModel ? 'true' : undefined,
           customerApisLabel: callsCustomers ? 'true' : undefined,
         });
-        expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({ name, anthropic: callsModel || callsCustomers });
+        // A pod that reads EDGAR but calls no model asks for it by its own label (the model's egress covers the rest).
+        expect({ name, edgarLabel: labels['fin/egress-edgar'] }).toEqual({
+          name,
+          edgarLabel: callsEdgar && !callsModel ? 'true' : undefined,
+        });
+        expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({
+          name,
+          anthropic: callsModel || callsCustomers || callsEdgar,
+        });
         expect({ name, customerApi: allowed(policies, self, customerApi, 443) }).toEqual({
           name,
-          customerApi: callsModel || callsCustomers,
+          customerApi: callsModel || callsCustomers || callsEdgar,
         });
         expect({ name, customerApiV6: allowed(policies, self, customerApiV6, 443) }).toEqual({ name, customerApiV6: callsCustomers });
         // HTTPS only: a customer's endpoint on another port, or plain http, is not reached.

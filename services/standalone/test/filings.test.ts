@@ -1,37 +1,58 @@
 // The filings routes through the gateway as deployed: the real gateway (keys, scopes and per-minute limits in
 // Postgres) forwarding over HTTP, with its signed identity, to the stock-report service answering from @fin/edgar's
-// bundled sample. Every answer is checked against the OpenAPI document the gateway serves, with Ajv.
+// bundled sample, and from the live client against a fake SEC EDGAR. Every answer is checked against the OpenAPI
+// document the gateway serves, with Ajv.
 import { createKey, createTenant, setLimitOverride } from '@fin/api-keys';
 import { parseConfig } from '@fin/config';
 import { ErrorBody, FilingListResponse, FilingResponse, FilingSectionResponse, type ApiScope } from '@fin/contracts';
 import { createPool, type Pool } from '@fin/db';
-import { sampleFilingsSource } from '@fin/edgar';
-import { createMemoryBus, type MemoryEventBus } from '@fin/events';
+import { sampleFilingsSource, type FilingsSource } from '@fin/edgar';
+import { createMemoryBus } from '@fin/events';
 import { gatewayConfigShape } from '@fin/gateway/config';
 import { gatewayService } from '@fin/gateway/service';
 import { serveDefinition, served, type ServedService } from '@fin/http';
 import { createLogger } from '@fin/log';
 import { stockReportConfigShape } from '@fin/stock-report/config';
 import { stockReportService } from '@fin/stock-report/service';
-import { createTestDatabase, testCustomerToolsKey, type TestDatabase } from '@fin/testing';
+import { startFakeEdgar, type FakeEdgar } from '@fin/fakes';
+import { createTestDatabase, testCustomerToolsKey } from '@fin/testing';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020';
 
 const SECRET = 'filings-test-signing-secret-0123456789abcdef';
 const logger = createLogger({ service: 'filings-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-describe('the filings routes through the gateway', () => {
-  let db: TestDatabase;
-  let pool: Pool;
-  let bus: MemoryEventBus;
-  let stockReport: ServedService;
-  let gateway: ServedService;
-  let document: Record<string, unknown>;
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+interface Stack {
+  /** The gateway's address. */
+  url: string;
+  pool: Pool;
+  /** The OpenAPI document the gateway serves, and Ajv holding it. */
+  document: Record<string, unknown>;
+  ajv: Ajv2020;
+  close(): Promise<void>;
+}
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = createPool({ connectionString: db.url, applicationName: 'filings-test', max: 4 });
-    bus = createMemoryBus({ logger });
+/**
+ * A database of its own, the stock-report service's API role (sharing `filings` when given, else choosing its
+ * source from `env` as deployed) and the gateway in front of it, each listening on a port of its own.
+ */
+async function startStack({ env = {}, filings }: { env?: Record<string, string>; filings?: FilingsSource }): Promise<Stack> {
+  const db = await createTestDatabase();
+  const pool = createPool({ connectionString: db.url, applicationName: 'filings-test', max: 4 });
+  const bus = createMemoryBus({ logger });
+  const services: ServedService[] = [];
+  const close = async () => {
+    for (const service of services.reverse()) {
+      await new Promise((resolve) => {
+        service.server.close(resolve);
+        service.server.closeAllConnections();
+      });
+      for (const closer of service.closers) await closer.close();
+    }
+    await bus.close();
+    await pool.end();
+    await db.drop();
+  };
+  try {
     const stockReportConfig = parseConfig(stockReportConfigShape, {
       DATABASE_URL: db.url,
       INTERNAL_SIGNING_SECRET: SECRET,
@@ -40,14 +61,11 @@ describe('the filings routes through the gateway', () => {
       STOCK_REPORT_ROLE: 'api',
       PORT: '0',
       METRICS_PORT: '0',
+      ...env,
     });
-    stockReport = served(
-      await serveDefinition(stockReportService, {
-        config: stockReportConfig,
-        logger,
-        shared: { pool, bus, filings: sampleFilingsSource() },
-      }),
-    );
+    const shared = { pool, bus, ...(filings ? { filings } : {}) };
+    const stockReport = served(await serveDefinition(stockReportService, { config: stockReportConfig, logger, shared }));
+    services.push(stockReport);
     const gatewayConfig = parseConfig(gatewayConfigShape, {
       DATABASE_URL: db.url,
       INTERNAL_SIGNING_SECRET: SECRET,
@@ -55,68 +73,75 @@ describe('the filings routes through the gateway', () => {
       PORT: '0',
       METRICS_PORT: '0',
     });
-    gateway = served(await serveDefinition(gatewayService(), { config: gatewayConfig, logger }));
-    document = (await (await fetch(`${gateway.url}/api/openapi.json`)).json()) as Record<string, unknown>;
+    const gateway = served(await serveDefinition(gatewayService(), { config: gatewayConfig, logger }));
+    services.push(gateway);
+    const document = (await (await fetch(`${gateway.url}/api/openapi.json`)).json()) as Record<string, unknown>;
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
     ajv.addSchema(document, 'openapi');
-  });
-
-  afterAll(async () => {
-    for (const service of [gateway, stockReport]) {
-      if (service === undefined) continue;
-      await new Promise((resolve) => {
-        service.server.close(resolve);
-        service.server.closeAllConnections();
-      });
-      for (const closer of service.closers) await closer.close();
-    }
-    await bus?.close();
-    await pool?.end();
-    await db?.drop();
-  });
-
-  /** A key of a new tenant: every scope unless told, and the tenant's filings limit when given. */
-  async function keyOf(tenant: string, { scopes, perMinute }: { scopes?: ApiScope[]; perMinute?: number } = {}): Promise<string> {
-    await createTenant(pool, tenant);
-    if (perMinute !== undefined) await setLimitOverride(pool, tenant, 'filings', perMinute);
-    return (await createKey(pool, { tenant, ...(scopes ? { scopes } : {}) })).apiKey;
+    return { url: gateway.url, pool, document, ajv, close };
+  } catch (error) {
+    await close();
+    throw error;
   }
+}
 
-  /** The document's schema of `path`'s GET answer with `status`, compiled by Ajv. */
-  function documented(path: string, status: number): ValidateFunction {
-    const escape = (part: string) => part.replaceAll('~', '~0').replaceAll('/', '~1');
-    const at = (pointer: string): unknown =>
-      pointer
-        .split('/')
-        .slice(1)
-        .reduce<unknown>(
-          (node, part) => (node as Record<string, unknown> | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')],
-          document,
-        );
-    let pointer = `#/paths/${escape(path)}/get/responses/${status}`;
-    // Error answers are shared components ($ref); successes are inline.
-    const ref = (at(pointer) as { $ref?: string } | undefined)?.$ref;
-    if (ref !== undefined) pointer = ref;
-    const validate = ajv.getSchema(`openapi${pointer}/content/application~1json/schema`);
-    if (validate === undefined) throw new Error(`the document has no JSON answer ${status} for GET ${path}`);
-    return validate;
-  }
+/** A key of a new tenant: every scope unless told, and the tenant's filings limit when given. */
+async function keyOf(
+  { pool }: Stack,
+  tenant: string,
+  { scopes, perMinute }: { scopes?: ApiScope[]; perMinute?: number } = {},
+): Promise<string> {
+  await createTenant(pool, tenant);
+  if (perMinute !== undefined) await setLimitOverride(pool, tenant, 'filings', perMinute);
+  return (await createKey(pool, { tenant, ...(scopes ? { scopes } : {}) })).apiKey;
+}
 
-  async function get(path: string, key: string, route: string): Promise<{ res: Response; body: unknown }> {
-    const res = await fetch(`${gateway.url}${path}`, { headers: { 'X-API-Key': key } });
-    const body: unknown = await res.json();
-    const validate = documented(route, res.status);
-    expect([res.status, validate(body) ? 'valid' : validate.errors]).toEqual([res.status, 'valid']);
-    return { res, body };
-  }
+/** The served document's schema of `path`'s GET answer with `status`. */
+function documented({ ajv, document }: Stack, path: string, status: number): ValidateFunction {
+  const escape = (part: string) => part.replaceAll('~', '~0').replaceAll('/', '~1');
+  const at = (pointer: string): unknown =>
+    pointer
+      .split('/')
+      .slice(1)
+      .reduce<unknown>(
+        (node, part) => (node as Record<string, unknown> | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')],
+        document,
+      );
+  let pointer = `#/paths/${escape(path)}/get/responses/${status}`;
+  // Error answers are shared components ($ref); successes are inline.
+  const ref = (at(pointer) as { $ref?: string } | undefined)?.$ref;
+  if (ref !== undefined) pointer = ref;
+  const validate = ajv.getSchema(`openapi${pointer}/content/application~1json/schema`);
+  if (validate === undefined) throw new Error(`the document has no JSON answer ${status} for GET ${path}`);
+  return validate;
+}
 
-  const LIST = '/api/filings';
-  const FILING = '/api/filings/{accession}';
-  const SECTION = '/api/filings/{accession}/sections/{item}';
+/** GET `path` through the gateway with `key`; the answer, checked against the served document (`route`'s). */
+async function getFrom(stack: Stack, path: string, key: string, route: string): Promise<{ res: Response; body: unknown }> {
+  const res = await fetch(`${stack.url}${path}`, { headers: { 'X-API-Key': key } });
+  const body: unknown = await res.json();
+  const validate = documented(stack, route, res.status);
+  expect([res.status, validate(body) ? 'valid' : validate.errors]).toEqual([res.status, 'valid']);
+  return { res, body };
+}
 
+const LIST = '/api/filings';
+const FILING = '/api/filings/{accession}';
+const SECTION = '/api/filings/{accession}/sections/{item}';
+
+describe('the filings routes through the gateway, on the bundled sample', () => {
+  let stack: Stack;
   let key: string;
   beforeAll(async () => {
-    key = await keyOf('filings-reader');
+    stack = await startStack({ filings: sampleFilingsSource() });
+    key = await keyOf(stack, 'filings-reader');
   });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  const get = (path: string, apiKey: string, route: string) => getFrom(stack, path, apiKey, route);
+  const keyFor = (tenant: string, options?: { scopes?: ApiScope[]; perMinute?: number }) => keyOf(stack, tenant, options);
 
   it("lists a company's filings newest first, narrowed by forms, since and limit, labelled as sample data", async () => {
     const { res, body } = await get('/api/filings?symbol=aapl&forms=10-k,8-K&since=2024-01-01&limit=5', key, LIST);
@@ -211,7 +236,7 @@ describe('the filings routes through the gateway', () => {
   });
 
   it('refuses a key without the filings scope with 403, and one that is missing with 401', async () => {
-    const other = await keyOf('filings-unscoped', { scopes: ['news', 'stock-report'] });
+    const other = await keyFor('filings-unscoped', { scopes: ['news', 'stock-report'] });
     for (const path of ['/api/filings?symbol=AAPL', '/api/filings/0000320193-25-000079?symbol=AAPL']) {
       const { res, body } = await get(path, other, path.startsWith('/api/filings?') ? LIST : FILING);
       expect([res.status, ErrorBody.parse(body)]).toEqual([
@@ -219,12 +244,12 @@ describe('the filings routes through the gateway', () => {
         { type: 'forbidden', status_code: 403, detail: 'This API key does not have the filings scope.' },
       ]);
     }
-    const anonymous = await fetch(`${gateway.url}/api/filings?symbol=AAPL`);
+    const anonymous = await fetch(`${stack.url}/api/filings?symbol=AAPL`);
     expect(anonymous.status).toBe(401);
   });
 
   it("counts the filings routes together per account and answers 429 with the rate-limit headers past the account's limit", async () => {
-    const limited = await keyOf('filings-limited', { perMinute: 2 });
+    const limited = await keyFor('filings-limited', { perMinute: 2 });
     const first = await get('/api/filings?symbol=AAPL', limited, LIST);
     expect([first.res.status, first.res.headers.get('x-ratelimit-remaining')]).toEqual([200, '1']);
     const second = await get('/api/filings/0000320193-99-999999?symbol=AAPL', limited, FILING);
@@ -239,5 +264,54 @@ describe('the filings routes through the gateway', () => {
     expect(refused.res.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(Number(refused.res.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
     expect(Number(refused.res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('the filings routes through the gateway, on SEC EDGAR (a fake at its paths) as the service is deployed', () => {
+  let edgar: FakeEdgar;
+  let stack: Stack;
+  let key: string;
+  beforeAll(async () => {
+    // MSFT's submissions fail as EDGAR's do when it is down.
+    edgar = await startFakeEdgar({ faults: [{ path: '/submissions/CIK0000789019', status: 503 }] });
+    // No shared source: the service picks EDGAR itself from its environment, as in Kubernetes (EDGAR_OFFLINE=false).
+    stack = await startStack({
+      env: {
+        EDGAR_OFFLINE: 'false',
+        EDGAR_USER_AGENT: 'Filings Test Ltd ops@example.com',
+        EDGAR_BASE_URL: edgar.url,
+        EDGAR_DATA_URL: edgar.url,
+      },
+    });
+    key = await keyOf(stack, 'filings-online');
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await edgar?.close();
+  });
+
+  it("answers from EDGAR, labelled sec_edgar, with the operator's User-Agent on every request", async () => {
+    const listed = FilingListResponse.parse((await getFrom(stack, '/api/filings?symbol=AAPL&forms=10-K&limit=1', key, LIST)).body);
+    expect(listed).toMatchObject({ symbol: 'AAPL', company: { cik: '0000320193' }, source: 'sec_edgar' });
+    expect(listed.note).toBeUndefined();
+    const accession = listed.filings[0]!.accession;
+    const section = await getFrom(stack, `/api/filings/${accession}/sections/7?symbol=AAPL`, key, SECTION);
+    expect(FilingSectionResponse.parse(section.body)).toMatchObject({ section: { item: '7' }, source: 'sec_edgar' });
+    expect(edgar.requests.length).toBeGreaterThan(0);
+    expect(edgar.requests.every((request) => request.headers['user-agent'] === 'Filings Test Ltd ops@example.com')).toBe(true);
+    const uncovered = FilingListResponse.parse((await getFrom(stack, '/api/filings?symbol=7203.T', key, LIST)).body);
+    expect(uncovered).toMatchObject({ company: null, filings: [], source: 'sec_edgar' });
+  });
+
+  it('answers 503 when EDGAR cannot answer, not a 500', async () => {
+    const { res, body } = await getFrom(stack, '/api/filings?symbol=MSFT', key, LIST);
+    expect([res.status, ErrorBody.parse(body)]).toEqual([
+      503,
+      {
+        type: 'service_unavailable',
+        status_code: 503,
+        detail: expect.stringMatching(/^SEC EDGAR is not answering this service right now/) as unknown,
+      },
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 import { aiConfigShape } from '@fin/ai';
 import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { customerToolsConfigShape } from '@fin/customer-tools';
+import { edgarConfigShape } from '@fin/edgar';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
@@ -11,6 +12,8 @@ import { DEFAULT_HOT_RESULTS_MAX_BYTES, DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCU
 export const stockReportConfigShape = {
   ...aiConfigShape,
   ...customerToolsConfigShape,
+  /** SEC EDGAR, read by the filings routes (API role): EDGAR_USER_AGENT, EDGAR_OFFLINE, … (docs/configuration.md). */
+  ...edgarConfigShape,
   ...kafkaConfigShape('stock-report'),
   PORT: port().default(8082),
   HOST: z.string().default('127.0.0.1'),

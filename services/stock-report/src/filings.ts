@@ -24,7 +24,7 @@ const SAMPLE_NOTE =
   "Sample data (offline mode): EDGAR-shaped filings bundled with the service for trying it out, illustrative and not the company's real filings.";
 
 /** What a symbol SEC EDGAR does not know gets: not an error, an explanation. */
-export function noFilingsNote(symbol: string): string {
+function noFilingsNote(symbol: string): string {
   return `No SEC filings for this market: SEC EDGAR does not know ${symbol} (a listing outside the US, or a company that files no reports with the SEC).`;
 }
 

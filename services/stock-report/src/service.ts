@@ -1,6 +1,6 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
-import type { FilingsSource } from '@fin/edgar';
+import { edgarOnline, filingsSource, type FilingsSource } from '@fin/edgar';
 import type { ServiceDefinition, ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
 import type { Logger } from '@fin/log';
@@ -43,8 +43,22 @@ function createStockReportUnit({ config, logger, filings, ...shared }: StockRepo
         customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
         budget: modelBudgetFromConfig(config, { pool, logger }),
       }),
-    // The API role answers the filings routes too: market data is this service's.
-    createHandlers: (deps) => ({ ...createStockReportHandlers(deps), ...(filings ? createFilingsHandlers(filings) : {}) }),
+    // The API role answers the filings routes too: market data is this service's. EDGAR itself online (one request
+    // budget for the deployment, kept in the database), the bundled sample offline (EDGAR_OFFLINE; unset, as the AI).
+    createHandlers: (deps) => ({
+      ...createStockReportHandlers(deps),
+      ...createFilingsHandlers(
+        filings ??
+          filingsSource({
+            online: edgarOnline(config),
+            userAgent: config.EDGAR_USER_AGENT,
+            baseUrl: config.EDGAR_BASE_URL,
+            dataUrl: config.EDGAR_DATA_URL,
+            pool: deps.pool,
+            logger,
+          }),
+      ),
+    }),
     createWorker: createStockReportWorker,
   });
 }
