@@ -52,6 +52,8 @@ const TICKERS_TTL_MS = 24 * 3_600_000;
 const SUBMISSIONS_TTL_MS = 3_600_000;
 const FACTS_TTL_MS = 24 * 3_600_000;
 const DEFAULT_TIMEOUT_MS = 20_000;
+/** Parsed company facts kept in memory (a large company's run to 100,000 values, half a second to parse). */
+const FACTS_MEMO_SIZE = 32;
 
 /** The page EDGAR answers with 403 when an address exceeds the rate or its tool is undeclared. */
 const RATE_PAGE = /Request Rate Threshold Exceeded|Undeclared Automated Tool/i;
@@ -70,6 +72,8 @@ export class EdgarClient implements FilingsSource {
   readonly #store: EdgarStore;
   readonly #logger: Logger | undefined;
   #tickers: { map: Map<string, TickerRecord>; fetchedAt: number } | undefined;
+  /** Parsed facts by symbol, valid while Postgres holds the copy they were parsed from. */
+  readonly #factsMemo = new Map<string, CompanyFacts>();
   /** One request per resource at a time in this process: concurrent callers share it. */
   readonly #inFlight = new Map<string, Promise<unknown>>();
 
@@ -121,12 +125,18 @@ export class EdgarClient implements FilingsSource {
   async facts(symbol: string): Promise<CompanyFacts | null> {
     const company = await this.company(symbol);
     if (!company) return null;
-    const body = await this.#cachedJson(
-      `companyfacts:${company.cik}`,
-      `${this.#dataUrl}/api/xbrl/companyfacts/CIK${company.cik}.json`,
-      FACTS_TTL_MS,
-    );
-    return body && parseCompanyFacts(body.body, company, this.#links, body.fetchedAt);
+    const key = `companyfacts:${company.cik}`;
+    const storedAt = await this.#store.fetchedAt(key);
+    const memo = this.#factsMemo.get(company.symbol);
+    if (memo && storedAt && memo.fetchedAt === storedAt.toISOString() && this.#clock().getTime() - storedAt.getTime() < FACTS_TTL_MS)
+      return memo;
+    const body = await this.#cachedJson(key, `${this.#dataUrl}/api/xbrl/companyfacts/CIK${company.cik}.json`, FACTS_TTL_MS);
+    if (!body) return null;
+    const facts = parseCompanyFacts(body.body, company, this.#links, body.fetchedAt);
+    this.#factsMemo.delete(company.symbol);
+    this.#factsMemo.set(company.symbol, facts);
+    if (this.#factsMemo.size > FACTS_MEMO_SIZE) this.#factsMemo.delete(this.#factsMemo.keys().next().value ?? '');
+    return facts;
   }
 
   async #submissions(company: Company): Promise<{ company: Company; filings: Filing[] } | null> {
@@ -142,7 +152,15 @@ export class EdgarClient implements FilingsSource {
     const now = this.#clock().getTime();
     if (this.#tickers && now - this.#tickers.fetchedAt < TICKERS_TTL_MS) return this.#tickers.map;
     return this.#once('tickers', async () => {
-      const text = await this.#get(`${this.#baseUrl}/files/company_tickers.json`);
+      let text: string | null;
+      try {
+        text = await this.#get(`${this.#baseUrl}/files/company_tickers.json`);
+      } catch (error) {
+        // A day-old map answers as well as a fresh one while EDGAR cannot be asked.
+        if (!this.#tickers || !(error instanceof EdgarError) || (error.kind !== 'blocked' && error.kind !== 'unavailable')) throw error;
+        this.#logger?.warn({ reason: error.message }, 'EDGAR cannot be asked: using the ticker map past its day');
+        return this.#tickers.map;
+      }
       if (text === null) throw new EdgarError('invalid_response', 'EDGAR has no company_tickers.json (404)');
       const map = parseCompanyTickers(parseJson(text, 'company_tickers.json'));
       this.#tickers = { map, fetchedAt: now };
@@ -181,8 +199,9 @@ export class EdgarClient implements FilingsSource {
 
   /** One GET within the deployment's fair access: the body's text, or null for 404. */
   async #get(url: string): Promise<string | null> {
+    // The queue for a slot has its own bound (maxQueueMs); the timeout starts when the request leaves.
+    await this.#fair.take();
     const signal = AbortSignal.timeout(this.#timeoutMs);
-    await this.#fair.take(signal);
     let response: Response;
     let text: string;
     try {

@@ -36,6 +36,12 @@ export class EdgarStore {
     return { body: JSON.parse((await unzip(row.body)).toString('utf8')) as unknown, fetchedAt: row.fetched_at };
   }
 
+  /** When the stored copy was fetched, without reading it. */
+  async fetchedAt(key: string): Promise<Date | null> {
+    const { rows } = await this.pool.query<{ fetched_at: Date }>('SELECT fetched_at FROM edgar_responses WHERE key = $1', [key]);
+    return rows[0]?.fetched_at ?? null;
+  }
+
   /** Keeps EDGAR's answer as it came (its text), so that a later read parses what EDGAR said, not what we made of it. */
   async saveResponse(key: string, text: string, fetchedAt: Date): Promise<void> {
     await this.pool.query(

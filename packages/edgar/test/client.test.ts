@@ -247,6 +247,32 @@ describe('caches', () => {
     expect(edgar.count('/api/xbrl/companyfacts/')).toBe(2);
   });
 
+  it('keeps parsed facts in memory while Postgres holds the copy they came from', async () => {
+    const { clock, advance } = movableClock();
+    const first = client({ clock });
+    const parsed = await first.facts('GOOGL');
+    expect(await first.facts('GOOGL')).toBe(parsed);
+    advance(25 * HOUR);
+    // Another replica refreshes the copy; this one notices and parses the new one.
+    const refreshed = await client({ clock }).facts('GOOGL');
+    const again = await first.facts('GOOGL');
+    expect(again).not.toBe(parsed);
+    expect(again?.fetchedAt).toBe(refreshed?.fetchedAt);
+    expect(edgar.count('/api/xbrl/companyfacts/')).toBe(2);
+  });
+
+  it('keeps using a ticker map past its day while EDGAR cannot be asked', async () => {
+    const { clock, advance } = movableClock();
+    const source = client({ clock });
+    expect((await source.company('AMZN'))?.cik).toBe('0001018724');
+    advance(25 * HOUR);
+    edgar.addFault({ path: '/files/', status: 503 });
+    expect((await source.company('AMZN'))?.cik).toBe('0001018724');
+    expect(edgar.count('/files/company_tickers.json')).toBe(2);
+    // Without a map to fall back on, the failure is the caller's.
+    await expect(client({ clock }).company('AMZN')).rejects.toMatchObject({ kind: 'unavailable' });
+  });
+
   it('shares one request among concurrent callers of one client', async () => {
     const source = client();
     await Promise.all([source.facts('TSLA'), source.facts('TSLA'), source.facts('TSLA')]);
