@@ -15,7 +15,13 @@ import { createLogger } from '@fin/log';
 import { stockReportConfigShape } from '@fin/stock-report/config';
 import { stockReportService } from '@fin/stock-report/service';
 import { startFakeEdgar, type FakeEdgar } from '@fin/fakes';
-import { createTestDatabase, testCustomerToolsKey } from '@fin/testing';
+import { mcpConfigShape } from '@fin/mcp/config';
+import { mcpService } from '@fin/mcp/service';
+import { createTestDatabase, freePort, testCustomerToolsKey } from '@fin/testing';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { FinancialIntelligence, PermissionDeniedError } from '@financial-intelligence/sdk';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020';
 
 const SECRET = 'filings-test-signing-secret-0123456789abcdef';
@@ -36,6 +42,8 @@ interface Stack {
  * source from `env` as deployed) and the gateway in front of it, each listening on a port of its own.
  */
 async function startStack({ env = {}, filings }: { env?: Record<string, string>; filings?: FilingsSource }): Promise<Stack> {
+  // The MCP service calls the API back through the gateway: the gateway's port is chosen first.
+  const gatewayPort = await freePort();
   const db = await createTestDatabase();
   const pool = createPool({ connectionString: db.url, applicationName: 'filings-test', max: 4 });
   const bus = createMemoryBus({ logger });
@@ -66,11 +74,20 @@ async function startStack({ env = {}, filings }: { env?: Record<string, string>;
     const shared = { pool, bus, ...(filings ? { filings } : {}) };
     const stockReport = served(await serveDefinition(stockReportService, { config: stockReportConfig, logger, shared }));
     services.push(stockReport);
+    const mcpConfig = parseConfig(mcpConfigShape, {
+      INTERNAL_SIGNING_SECRET: SECRET,
+      MCP_API_URL: `http://127.0.0.1:${gatewayPort}`,
+      PORT: '0',
+      METRICS_PORT: '0',
+    });
+    const mcp = served(await serveDefinition(mcpService, { config: mcpConfig, logger }));
+    services.push(mcp);
     const gatewayConfig = parseConfig(gatewayConfigShape, {
       DATABASE_URL: db.url,
       INTERNAL_SIGNING_SECRET: SECRET,
       STOCK_REPORT_URL: stockReport.url,
-      PORT: '0',
+      MCP_URL: mcp.url,
+      PORT: String(gatewayPort),
       METRICS_PORT: '0',
     });
     const gateway = served(await serveDefinition(gatewayService(), { config: gatewayConfig, logger }));
@@ -264,6 +281,44 @@ describe('the filings routes through the gateway, on the bundled sample', () => 
     expect(refused.res.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(Number(refused.res.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
     expect(Number(refused.res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+  it('is what the SDK reads: filings.list, filings.get and filings.section, and a 403 as PermissionDeniedError', async () => {
+    const client = new FinancialIntelligence({ apiKey: key, baseUrl: stack.url, maxRetries: 0 });
+    const listed = await client.filings.list({ symbol: 'NVDA', forms: '10-Q', limit: 2 });
+    expect(listed).toMatchObject({ symbol: 'NVDA', source: 'sample' });
+    expect(listed.filings.map((filing) => filing.form)).toEqual(['10-Q', '10-Q']);
+    const accession = listed.filings[0]!.accession;
+    const filing = await client.filings.get('NVDA', accession);
+    const item = filing.sections[0]!.item;
+    const { section } = await client.filings.section('NVDA', accession, item);
+    expect(section.text.length).toBe(filing.sections[0]!.characters);
+    const unscoped = new FinancialIntelligence({ apiKey: await keyFor('filings-sdk-unscoped', { scopes: ['news'] }), baseUrl: stack.url });
+    await expect(unscoped.filings.list({ symbol: 'NVDA' })).rejects.toBeInstanceOf(PermissionDeniedError);
+  });
+  it("is what the MCP server's sec_filings tool reads, through the gateway with the caller's key", async () => {
+    const client = new Client({ name: 'filings-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${stack.url}/mcp`), { requestInit: { headers: { 'X-API-Key': key } } }),
+    );
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('sec_filings');
+      const call = async (args: Record<string, unknown>) =>
+        (await client.callTool({ name: 'sec_filings', arguments: args })) as CallToolResult;
+      const listed = FilingListResponse.parse((await call({ symbol: 'MSFT', forms: '10-K', limit: 1 })).structuredContent);
+      expect(listed).toMatchObject({ symbol: 'MSFT', source: 'sample', filings: [{ form: '10-K' }] });
+      const accession = listed.filings[0]!.accession;
+      const sections = FilingResponse.parse((await call({ symbol: 'MSFT', accession })).structuredContent).sections;
+      expect(sections.map((section) => section.item)).toContain('1A');
+      const risk = FilingSectionResponse.parse((await call({ symbol: 'MSFT', accession, item: '1A' })).structuredContent);
+      expect(risk.section.text.length).toBe(sections.find((section) => section.item === '1A')!.characters);
+      const missing = await call({ symbol: 'MSFT', accession, item: '9Z' });
+      expect([missing.isError, (missing.content[0] as { text: string }).text]).toEqual([
+        true,
+        expect.stringMatching(/has no item 9Z.*HTTP 404 not_found/),
+      ]);
+    } finally {
+      await client.close();
+    }
   });
 });
 
