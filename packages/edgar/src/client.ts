@@ -113,7 +113,7 @@ export class EdgarClient implements FilingsSource {
     return this.#once(`document:${accession}`, async () => {
       const filing = (await this.#submissions(company))?.filings.find((candidate) => candidate.accession === accession);
       if (!filing || filing.primaryDocument === '') return null;
-      const path = `/Archives/edgar/data/${Number(filing.cik)}/${accession.replaceAll('-', '')}/${encodeURIComponent(filing.primaryDocument)}`;
+      const path = `/Archives/edgar/data/${Number(filing.cik)}/${accession.replaceAll('-', '')}/${filing.primaryDocument.split('/').map(encodeURIComponent).join('/')}`;
       const html = await this.#get(`${this.#baseUrl}${path}`);
       if (html === null) return null;
       const sections = extractSections(html, filing.form);
