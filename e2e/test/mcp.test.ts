@@ -67,7 +67,7 @@ describe('the MCP server through the gateway', () => {
     return (result.structuredContent as { result: unknown }).result;
   };
 
-  it('initializes and lists the tools the key allows: all five for every scope, chat alone for a chat key', async () => {
+  it('initializes and lists the tools the key allows: all six for every scope, chat alone for a chat key', async () => {
     const client = await connect(key);
     expect(client.getServerVersion()?.name).toBe('financial-intelligence');
     expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual([
@@ -75,6 +75,7 @@ describe('the MCP server through the gateway', () => {
       'chat',
       'job_status',
       'news',
+      'sec_filings',
       'stock_report',
     ]);
     const chatOnly = await connect(keyOf('acme', 'chat'));

@@ -31,6 +31,7 @@ describe('the MCP server against npm start', () => {
       'chat',
       'job_status',
       'news',
+      'sec_filings',
       'stock_report',
     ]);
 
