@@ -83,6 +83,15 @@ describe('the bundled EDGAR sample', () => {
     }
     const shares = companyFacts.facts.find((fact) => fact.concept === 'dei:EntityCommonStockSharesOutstanding')!;
     expect(shares.value / 1e6).toBeCloseTo(SAMPLE_MARKET_DATA.symbols[symbol]!.profile.shareOutstanding, 1);
+    // The latest balance sheet's current ratio, and the latest year's gross margin, are the metrics' too.
+    const metric = SAMPLE_MARKET_DATA.symbols[symbol]!.metrics.metric as Record<string, number>;
+    const latest = (concept: string) =>
+      companyFacts.facts.filter((fact) => fact.concept === concept).sort((a, b) => b.end.localeCompare(a.end))[0]!.value;
+    expect(latest('us-gaap:AssetsCurrent') / latest('us-gaap:LiabilitiesCurrent')).toBeCloseTo(metric.currentRatioQuarterly!, 1);
+    const lastYear = series.eps![0]!.period;
+    const grossMargin =
+      annual(companyFacts.facts, 'us-gaap:GrossProfit', lastYear)! / annual(companyFacts.facts, revenueConcept, lastYear)!;
+    expect(grossMargin * 100).toBeCloseTo(metric.grossMarginTTM!, 1);
   });
 
   it('holds the core concepts for three fiscal years and the latest quarters, with EDGAR provenance', async () => {
