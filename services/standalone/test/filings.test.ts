@@ -327,8 +327,13 @@ describe('the filings routes through the gateway, on SEC EDGAR (a fake at its pa
   let stack: Stack;
   let key: string;
   beforeAll(async () => {
-    // MSFT's submissions fail as EDGAR's do when it is down.
-    edgar = await startFakeEdgar({ faults: [{ path: '/submissions/CIK0000789019', status: 503 }] });
+    // MSFT's submissions fail as EDGAR's do when it is down; NVDA's are refused for exceeding EDGAR's rate.
+    edgar = await startFakeEdgar({
+      faults: [
+        { path: '/submissions/CIK0000789019', status: 503 },
+        { path: '/submissions/CIK0001045810', status: 429 },
+      ],
+    });
     // No shared source: the service picks EDGAR itself from its environment, as in Kubernetes (EDGAR_OFFLINE=false).
     stack = await startStack({
       env: {
@@ -368,5 +373,18 @@ describe('the filings routes through the gateway, on SEC EDGAR (a fake at its pa
         detail: expect.stringMatching(/^SEC EDGAR is not answering this service right now/) as unknown,
       },
     ]);
+  });
+
+  // Last: EDGAR's block holds for every request of the deployment until it ends.
+  it('answers 503 with Retry-After while EDGAR blocks the deployment, and what it stored meanwhile from its copy', async () => {
+    const before = await getFrom(stack, '/api/filings?symbol=AAPL&forms=10-K&limit=1', key, LIST);
+    expect(before.res.status).toBe(200);
+    const { res, body } = await getFrom(stack, '/api/filings?symbol=NVDA', key, LIST);
+    expect(res.status).toBe(503);
+    const retryAfter = Number(res.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(ErrorBody.parse(body).detail).toBe(`SEC EDGAR is not answering this service right now; try again in ${retryAfter} s.`);
+    const stored = await getFrom(stack, '/api/filings?symbol=AAPL&forms=10-K&limit=1', key, LIST);
+    expect([stored.res.status, FilingListResponse.parse(stored.body).source]).toEqual([200, 'sec_edgar']);
   });
 });
