@@ -54,7 +54,7 @@ export interface FakeEdgar {
   readonly requests: readonly EdgarRecordedRequest[];
   /** How many requests (answered or refused) had a path starting with `prefix` (every request without one). */
   count(prefix?: string): number;
-  /** The most requests that arrived within one second of the fake's clock. */
+  /** The most requests that arrived within one second of the fake's clock (of the last five minutes, at least). */
   peakPerSecond(): number;
   /** When the current block ends (Date.now() scale), or null. */
   blockedUntil(): number | null;
@@ -157,6 +157,8 @@ export async function startFakeEdgar(options: FakeEdgarOptions = {}): Promise<Fa
     const second = Math.floor(now / 1000);
     const inSecond = (perSecond.get(second) ?? 0) + 1;
     perSecond.set(second, inSecond);
+    // A fake left running (a benchmark, a long session) keeps the last five minutes.
+    if (perSecond.size > 600) for (const old of perSecond.keys()) if (old < second - 300) perSecond.delete(old);
     if (inSecond > limit) blockedUntil = Math.max(blockedUntil ?? 0, now + blockMs);
     if (blockedUntil !== null && now < blockedUntil) {
       respond(403, 'text/html', RATE_PAGE);
