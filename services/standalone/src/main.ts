@@ -26,6 +26,8 @@ function banner({ url, metricsUrl }: Launched, system: StandaloneFacts): string 
     `    curl -s -X POST ${url}/api/products/news -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' -d '{"symbols":["AAPL"],"n":3}'`,
     '  then poll the status_url it returns:',
     `    curl -s ${url}/api/jobs/news/<job_id>/status -H 'X-API-Key: ${key}'`,
+    "  and a company's SEC filings (then /api/filings/<accession>?symbol=AAPL for its sections):",
+    `    curl -s '${url}/api/filings?symbol=AAPL&forms=10-K,10-Q&limit=3' -H 'X-API-Key: ${key}'`,
     '',
     '  Operate it (tenants, keys, limits) from the repository while it runs:',
     `    ${admin} keys list`,
