@@ -100,6 +100,14 @@ function successHeaders(route: ApiRoute) {
     'X-Request-Id': RequestIdHeader,
     ...(route.limit !== null ? rateLimitHeaders : {}),
     ...(route.secretInAnswer === true ? { 'Cache-Control': NoStoreHeader } : {}),
+    ...(route.cacheControl !== undefined
+      ? {
+          'Cache-Control': z.literal(route.cacheControl).meta({
+            description:
+              'How long a client or its private cache may reuse the answer without asking again (no shared cache: it needs a key).',
+          }),
+        }
+      : {}),
   });
 }
 

@@ -102,6 +102,11 @@ export interface RouteEntry {
    * browser, proxy or SDK cache keeps a copy of it.
    */
   readonly secretInAnswer?: true;
+  /**
+   * The `Cache-Control` of a successful answer (an error's is never set): for answers every client may keep a while,
+   * such as the filings'. Documented as the answer's header.
+   */
+  readonly cacheControl?: string;
   readonly request?: {
     readonly params?: z.ZodObject;
     readonly query?: z.ZodObject;
@@ -327,6 +332,7 @@ export const API_ROUTES = keyedById({
     description: `A US company's filings with the SEC (10-K, 10-Q, 8-K with its item numbers, …), newest first, from SEC EDGAR: each with its accession number, form, filing and report dates and a link to the document on www.sec.gov that anyone can open. Narrow them with \`forms\` and \`since\`. A symbol SEC EDGAR does not know (a listing outside the US, such as 7203.T) is not an error: 200 with \`company\` null, no filings and a \`note\` saying there are no filings for this market. In offline mode (npm start without network) the answer is the bundled sample, \`source: "sample"\`. Answers may be cached for 5 minutes (\`Cache-Control: private, max-age=300\`). Limit: ${FILINGS_REQUESTS_PER_MINUTE} requests per minute per account to the filings routes together (all of its API keys together).`,
     scope: 'filings',
     limit: 'per_minute',
+    cacheControl: 'private, max-age=300',
     request: { query: FilingsQuery },
     responses: {
       '200': { description: "The company's filings, newest first (none for a listing EDGAR does not cover).", json: FilingListResponse },
@@ -340,6 +346,7 @@ export const API_ROUTES = keyedById({
     description: `One filing of the company and the sections of its primary document (a 10-K's Items 1, 1A, 7, …, an 8-K's items), by item and title with their length, not their text: read a section with GET /api/filings/{accession}/sections/{item}. 404 when the company has no such filing, or SEC EDGAR does not know the symbol. A filing never changes: answers may be cached for a day (\`Cache-Control: private, max-age=86400, immutable\`). Counts towards the account's ${FILINGS_REQUESTS_PER_MINUTE} filings requests per minute.`,
     scope: 'filings',
     limit: 'per_minute',
+    cacheControl: 'private, max-age=86400, immutable',
     request: { params: FilingPathParams, query: FilingQuery },
     responses: {
       '200': { description: 'The filing and its sections.', json: FilingResponse },
@@ -353,6 +360,7 @@ export const API_ROUTES = keyedById({
     description: `One section of a filing as plain text (Item 1A risk factors, Item 7 MD&A, an 8-K's Item 2.02): sections, never whole filings. 404 when the filing has no such item (the detail lists those it has). Cached like the filing (\`Cache-Control: private, max-age=86400, immutable\`). Counts towards the account's ${FILINGS_REQUESTS_PER_MINUTE} filings requests per minute.`,
     scope: 'filings',
     limit: 'per_minute',
+    cacheControl: 'private, max-age=86400, immutable',
     request: { params: FilingSectionPathParams, query: FilingQuery },
     responses: {
       '200': { description: 'The section and its text.', json: FilingSectionResponse },

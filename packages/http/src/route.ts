@@ -130,6 +130,8 @@ export function routeCall<R extends RouteEntry>(entry: R, handler: RouteHandler<
 
     const input = { params, query, body, headers, caller } as RouteInput<R>;
     const result: unknown = await handler(input, new HandlerContext(req, res, currentRequest()));
+    // Only a success is cacheable: an error thrown above never gets the entry's Cache-Control.
+    if (entry.cacheControl !== undefined && !res.headersSent) res.set('Cache-Control', entry.cacheControl);
     if (result !== undefined && !res.headersSent) res.json(result);
   };
 }

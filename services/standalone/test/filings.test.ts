@@ -212,6 +212,8 @@ describe('the filings routes through the gateway, on the bundled sample', () => 
 
     const missingItem = await get(`/api/filings/${accession}/sections/9Z?symbol=AAPL`, key, SECTION);
     expect(missingItem.res.status).toBe(404);
+    // Only a success is cacheable.
+    expect(missingItem.res.headers.get('cache-control')).toBeNull();
     expect(ErrorBody.parse(missingItem.body).detail).toMatch(/has no item 9Z; its items are .*1A/);
     const missingFiling = await get(`/api/filings/0000320193-99-999999?symbol=AAPL`, key, FILING);
     expect(missingFiling.res.status).toBe(404);

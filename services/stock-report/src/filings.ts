@@ -1,6 +1,7 @@
 // The filings routes: a company's SEC filings, one filing's sections and one section's text, read from a
 // FilingsSource (SEC EDGAR through @fin/edgar's client, or its bundled sample offline). Market data is this service's;
-// the answers are EDGAR's facts in the API's snake_case, never the whole document. See docs/products.md#filings.
+// the answers are EDGAR's facts in the API's snake_case, never the whole document. Their Cache-Control is the route
+// table's (a list for 5 minutes; a filing, which never changes once accepted, for a day). See docs/products.md.
 import type {
   FilingCompany,
   FilingListResponse,
@@ -10,15 +11,7 @@ import type {
   FilingsSourceName,
 } from '@fin/contracts';
 import { EdgarError, type Company, type Filing, type FilingDocument, type FilingsSource } from '@fin/edgar';
-import { AppError, notFound, type HandlerTable, type RouteContext } from '@fin/http';
-
-/** A list changes when the company files (EDGAR's submissions are updated as filings are accepted): minutes. */
-const LIST_CACHE_CONTROL = 'private, max-age=300';
-/**
- * A filing never changes once accepted (an amendment is a filing of its own): a day, and immutable. `private`: the
- * answer needs an API key with the filings scope, so no shared cache may hand it to another client.
- */
-const FILING_CACHE_CONTROL = 'private, max-age=86400, immutable';
+import { AppError, notFound, type HandlerTable } from '@fin/http';
 
 const SAMPLE_NOTE =
   "Sample data (offline mode): EDGAR-shaped filings bundled with the service for trying it out, illustrative and not the company's real filings.";
@@ -43,10 +36,6 @@ function summaryOf(filing: Filing): FilingSummary {
     url: filing.url,
     primary_document: filing.primaryDocument,
   };
-}
-
-function cacheFor(context: RouteContext, value: string): void {
-  context.res.set('Cache-Control', value);
 }
 
 /**
@@ -85,10 +74,9 @@ async function documentOf(
 /** The handlers of GET /api/filings, /api/filings/{accession} and /api/filings/{accession}/sections/{item}. */
 export function createFilingsHandlers(source: FilingsSource): HandlerTable {
   return {
-    listFilings: async ({ query }, context): Promise<FilingListResponse> => {
+    listFilings: async ({ query }): Promise<FilingListResponse> => {
       const { symbol, forms, since, limit } = query;
       const found = await fromEdgar(() => source.filings(symbol, { ...(forms ? { forms } : {}), ...(since ? { since } : {}), limit }));
-      cacheFor(context, LIST_CACHE_CONTROL);
       if (found === null) {
         return { symbol, company: null, filings: [], source: sourceOf(source.sample), note: noFilingsNote(symbol) };
       }
@@ -100,9 +88,8 @@ export function createFilingsHandlers(source: FilingsSource): HandlerTable {
         ...noteOf(found.company.sample),
       };
     },
-    getFiling: async ({ params, query }, context): Promise<FilingResponse> => {
+    getFiling: async ({ params, query }): Promise<FilingResponse> => {
       const { company, document } = await documentOf(source, query.symbol, params.accession);
-      cacheFor(context, FILING_CACHE_CONTROL);
       return {
         symbol: query.symbol,
         company: companyOf(company),
@@ -112,7 +99,7 @@ export function createFilingsHandlers(source: FilingsSource): HandlerTable {
         ...noteOf(document.filing.sample),
       };
     },
-    getFilingSection: async ({ params, query }, context): Promise<FilingSectionResponse> => {
+    getFilingSection: async ({ params, query }): Promise<FilingSectionResponse> => {
       const { company, document } = await documentOf(source, query.symbol, params.accession);
       const section = document.sections.find((candidate) => candidate.item.toUpperCase() === params.item);
       if (section === undefined) {
@@ -121,7 +108,6 @@ export function createFilingsHandlers(source: FilingsSource): HandlerTable {
           `Filing ${params.accession} (${document.filing.form}) has no item ${params.item}; ${items.length === 0 ? 'its document could not be split into items' : `its items are ${items.join(', ')}`}.`,
         );
       }
-      cacheFor(context, FILING_CACHE_CONTROL);
       return {
         symbol: query.symbol,
         company: companyOf(company),

@@ -3416,6 +3416,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description How long a client or its private cache may reuse the answer without asking again (no shared cache: it needs a key). */
+                    "Cache-Control": "private, max-age=300";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3457,6 +3459,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description How long a client or its private cache may reuse the answer without asking again (no shared cache: it needs a key). */
+                    "Cache-Control": "private, max-age=86400, immutable";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3501,6 +3505,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description How long a client or its private cache may reuse the answer without asking again (no shared cache: it needs a key). */
+                    "Cache-Control": "private, max-age=86400, immutable";
                     [name: string]: unknown;
                 };
                 content: {
