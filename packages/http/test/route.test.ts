@@ -338,4 +338,21 @@ describe('route', () => {
     const res = await get(app, '/api/customer-tools/').expect(200, { requestId: 'req-1', hasLogger: true });
     expect(res.headers['x-request-id']).toBe('req-1');
   });
+
+  it("sets the entry's Cache-Control on a success only, never on an error", async () => {
+    const caller = { ...CALLER, scopes: ['filings'] };
+    const filing = '0000320193-25-000079';
+    const app = appWith((a) =>
+      route(a, API_ROUTES.getFiling, ({ params }) => {
+        if (params.accession !== filing) throw conflict('Not this one.');
+        return { accession: params.accession };
+      }),
+    );
+    const ok = await get(app, `/api/filings/${filing}?symbol=AAPL`, caller).expect(200);
+    expect(ok.headers['cache-control']).toBe(API_ROUTES.getFiling.cacheControl);
+    const refused = await get(app, '/api/filings/0000320193-25-000080?symbol=AAPL', caller).expect(409);
+    expect(refused.headers['cache-control']).toBeUndefined();
+    const invalid = await get(app, `/api/filings/${filing}`, caller).expect(400);
+    expect(invalid.headers['cache-control']).toBeUndefined();
+  });
 });
