@@ -2,7 +2,7 @@
 // resource or article, a web search result, a customer tool's answer) is registered during the tool loop with the
 // material it was retrieved with; the model only ever claims {url, quote}, and the resolver turns a claim into a
 // full citation (title, publisher and date from the registry, never from the model) or drops it.
-import type { Citation, CitationSource } from '@fin/contracts';
+import type { Citation, CitationSource, CitedFiling } from '@fin/contracts';
 import { citationsResolved } from '@fin/metrics';
 import { z } from 'zod';
 import { normaliseUrl } from './grounding';
@@ -18,6 +18,17 @@ export interface RetrievedDocument {
   source: CitationSource;
   /** The material a quote must occur in: the text the model was shown of this document. */
   text: string;
+  /**
+   * The filing and item this text is a section of (source sec_filing): a citation quoting it names them. Sections of
+   * one filing share its document's URL, so each passage keeps its own.
+   */
+  filing?: CitedFiling;
+}
+
+/** A text a quote may come from, with the filing section it is when it is one. */
+interface Passage {
+  text: string;
+  filing: CitedFiling | undefined;
 }
 
 interface Entry {
@@ -28,7 +39,7 @@ interface Entry {
   /** The publication time as precisely as the material gives it (ISO 8601 in UTC); null when it gives no date. */
   publishedTime: string | null;
   source: CitationSource;
-  passages: string[];
+  passages: Passage[];
 }
 
 /** The model's side of a citation: which retrieved document, and the passage of it that supports the claim. */
@@ -52,7 +63,7 @@ export class RetrievedDocuments {
     if (key === undefined) return;
     const existing = this.#entries.get(key);
     if (existing) {
-      if (document.text && !existing.passages.includes(document.text)) existing.passages.push(document.text);
+      if (document.text) addTo(existing.passages, { text: document.text, filing: document.filing });
       existing.publisher ??= document.publisher ?? null;
       existing.publishedAt ??= isoDay(document.publishedAt);
       existing.publishedTime ??= isoTime(document.publishedAt);
@@ -66,14 +77,14 @@ export class RetrievedDocuments {
       publishedAt: isoDay(document.publishedAt),
       publishedTime: isoTime(document.publishedAt),
       source: document.source,
-      passages: document.text ? [document.text] : [],
+      passages: document.text ? [{ text: document.text, filing: document.filing }] : [],
     });
   }
 
   /** Adds a passage to a document already registered (a web search result's cited text); ignored for unknown URLs. */
   addPassage(url: string, passage: string): void {
     const entry = this.#lookup(url);
-    if (entry && passage && !entry.passages.includes(passage)) entry.passages.push(passage);
+    if (entry && passage) addTo(entry.passages, { text: passage, filing: undefined });
   }
 
   get size(): number {
@@ -84,16 +95,17 @@ export class RetrievedDocuments {
   resolve(claim: CitationClaim): { citation: Citation } | { dropped: 'unknown_url' | 'quote_not_found' } {
     const entry = this.#lookup(claim.url);
     if (!entry) return { dropped: 'unknown_url' };
-    const quote = findPassage(entry.passages, claim.quote);
-    if (quote === undefined) return { dropped: 'quote_not_found' };
+    const found = findPassage(entry.passages, claim.quote);
+    if (found === undefined) return { dropped: 'quote_not_found' };
     return {
       citation: {
         url: entry.url,
         title: entry.title || hostOf(entry.url),
         publisher: entry.publisher?.trim() || hostOf(entry.url),
         published_at: entry.publishedAt,
-        quote,
+        quote: found.quote,
         source: entry.source,
+        ...(found.filing ? { filing: found.filing } : {}),
       },
     };
   }
@@ -183,17 +195,27 @@ function normalisedQuote(input: string): { text: string; offsets: number[] } {
   return { text, offsets };
 }
 
-/** The passage of the material the quote matches, in the material's own spelling; undefined when none does. */
-function findPassage(passages: readonly string[], quote: string): string | undefined {
+/** A passage once: the same text of the same filing section (or of no section) is not kept twice. */
+function addTo(passages: Passage[], passage: Passage): void {
+  const same = (other: Passage) =>
+    other.text === passage.text && other.filing?.accession === passage.filing?.accession && other.filing?.item === passage.filing?.item;
+  if (!passages.some(same)) passages.push(passage);
+}
+
+/**
+ * The passage of the material the quote matches, in the material's own spelling, with the filing section it is
+ * from (for a filing); undefined when none matches.
+ */
+function findPassage(passages: readonly Passage[], quote: string): { quote: string; filing: CitedFiling | undefined } | undefined {
   const wanted = normalisedQuote(quote).text;
   if (wanted.length < MIN_QUOTE_CHARS || wanted.length > MAX_QUOTE_CHARS) return undefined;
-  for (const passage of passages) {
+  for (const { text: passage, filing } of passages) {
     const material = normalisedQuote(passage);
     for (let at = material.text.indexOf(wanted); at !== -1; at = material.text.indexOf(wanted, at + 1)) {
       if (!wholeAt(material.text, at, wanted)) continue;
       const start = material.offsets[at] ?? 0;
       const end = (material.offsets[at + wanted.length - 1] ?? start) + 1;
-      return passage.slice(start, end);
+      return { quote: passage.slice(start, end), filing };
     }
   }
   return undefined;
