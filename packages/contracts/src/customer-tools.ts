@@ -59,15 +59,17 @@ export type CustomerToolProduct = z.infer<typeof CustomerToolProduct>;
 
 /**
  * The names of the tools the service's own engine offers the model beside a tenant's customer tools: `market_data`
- * (@fin/ai market-data-tool.ts) and the server-side `web_search` (@fin/ai loop.ts). The Messages API refuses a
+ * (@fin/ai market-data-tool.ts), `sec_filings` (@fin/ai filings-tool.ts) and the server-side `web_search` (@fin/ai
+ * loop.ts). The Messages API refuses a
  * request whose tools list one name twice, so a customer tool of one of these names made every run that offered it
  * fail: they are refused as customer tool names. Compared exactly, as the Messages API compares tool names
  * (`Web_Search` is another name). Here, not in @fin/ai, because the request schemas below need it and @fin/ai
  * depends on this package; packages/ai/test/reserved-tool-names.test.ts fails when the engine offers a tool not
  * listed here. A name added later also needs a migration that disables the tools already saved under it, as
- * 1764460800000_reserved-tool-names.sql does for these two.
+ * 1764460800000_reserved-tool-names.sql does for the first two and 1765324800000_sec-filings-tool-name.sql for
+ * `sec_filings`.
  */
-export const RESERVED_TOOL_NAMES: readonly string[] = ['market_data', 'web_search'];
+export const RESERVED_TOOL_NAMES: readonly string[] = ['market_data', 'sec_filings', 'web_search'];
 
 /** Why `name` cannot be a customer tool's name (without the field prefix), or null when it can. */
 export function reservedToolNameProblem(name: string): string | null {

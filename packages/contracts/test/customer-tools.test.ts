@@ -48,7 +48,7 @@ describe('CustomerToolCreateRequest', () => {
 
   // Issue 34: the engine offers its own tools beside the customer's, and the Messages API refuses a request that
   // names one tool twice; every run of the account failed.
-  it.each(['market_data', 'web_search'])('refuses the name of one of our own tools, %j, saying why', (name) => {
+  it.each(['market_data', 'sec_filings', 'web_search'])('refuses the name of one of our own tools, %j, saying why', (name) => {
     expect(RESERVED_TOOL_NAMES).toContain(name);
     const detail = `name: "${name}" is reserved for the service's own tools: choose another name`;
     expect(rejected(CustomerToolCreateRequest, withField('name', name))).toBe(detail);
