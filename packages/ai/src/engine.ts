@@ -6,6 +6,7 @@ import { TailWritePolicy } from './cache-policy';
 import { isOffline, type AiConfig } from './config';
 import type { EngineEvent } from './loop';
 import { FinnhubProvider, SampleMarketDataProvider, type MarketDataProvider } from './market-data';
+import { filingsTool } from './filings-tool';
 import { marketDataTool } from './market-data-tool';
 import { UNLIMITED_MODEL_BUDGET, type ModelBudget } from './model-budget';
 import { modelProfile } from './model-settings';
@@ -56,8 +57,9 @@ export interface EngineOptions {
    */
   budget?: ModelBudget;
   /**
-   * SEC EDGAR, where stock reports take their reported figures from: the live client when EDGAR is configured, the
-   * bundled sample in offline mode (the default there). Absent online: reports say they have no reported figures.
+   * SEC EDGAR, where stock reports take their reported figures from and news and analyses read filings' sections
+   * (the sec_filings tool): the live client when EDGAR is configured, the bundled sample in offline mode (the default
+   * there). Absent online: reports say they have no reported figures, and no run is offered the tool.
    */
   filings?: FilingsSource;
 }
@@ -169,6 +171,8 @@ export async function createAiEngine({ config, logger, marketData, customerTools
   }
   if (!provider) logger.warn('No FINNHUB_API_KEY: the market_data tool is off; the model relies on web search.');
 
+  // Offline, reports are written on the bundled sample's filings, as on its market data.
+  const filingsSource = filings ?? (offline ? sampleFilingsSource() : undefined);
   const deps: ProductDeps = {
     client,
     config,
@@ -177,8 +181,8 @@ export async function createAiEngine({ config, logger, marketData, customerTools
     newsDataTools: (lookup) => (provider ? [marketDataTool(provider, lookup)] : []),
     cachePolicy: new TailWritePolicy(),
     budget: budget ?? UNLIMITED_MODEL_BUDGET,
-    // Offline, reports are written on the bundled sample's filings, as on its market data.
-    filings: filings ?? (offline ? sampleFilingsSource() : undefined),
+    filings: filingsSource,
+    filingsTools: filingsSource && ((sources) => [filingsTool(filingsSource, { sources })]),
   };
   /** The run's context with the caller's customer tools for `product` added, when there is a caller and a source. */
   const withTools = async (ctx: RunContext = {}, product: ToolProduct): Promise<RunContext> => {

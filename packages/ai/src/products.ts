@@ -56,6 +56,11 @@ export interface ProductDeps {
   budget: ModelBudget;
   /** SEC EDGAR (live or the bundled sample), where a stock report's figures come from; none: reports say so. */
   filings?: FilingsSource;
+  /**
+   * The tools that read filings' sections (sec_filings), offered to news and analysis runs when a FilingsSource is
+   * available; a news run's are bound to its sources.
+   */
+  filingsTools?: (sources?: NewsLookup['sources']) => readonly ToolDefinition[];
 }
 
 export interface RunContext {
@@ -153,7 +158,8 @@ function baseParams(
     messages,
     settings: requestSettings(profile, thinking, effort),
     promptCache: config.AI_PROMPT_CACHE ? { ttl: config.AI_PROMPT_CACHE_TTL, run: cacheRun } : false,
-    tools: [...deps.dataTools, ...(ctx.customerTools ?? [])],
+    // Analyses may read filings' sections; a news run adds its own (generateNews), bound to its sources.
+    tools: [...deps.dataTools, ...(product === 'analysis' ? (deps.filingsTools?.() ?? []) : []), ...(ctx.customerTools ?? [])],
     webSearch:
       config.AI_WEB_SEARCH && !deps.offline
         ? { toolType: profile.webSearchToolVersions[0] ?? 'web_search_20250305', maxUses: config.AI_WEB_SEARCH_MAX_USES }
@@ -183,7 +189,12 @@ function toolProgress(ctx: RunContext, from: number, to: number): (event: Engine
     if (event.type !== 'tool_start') return;
     calls += 1;
     const progress = Math.min(to, from + calls * 5);
-    const what = event.tool === 'market_data' ? 'Looking up market data' : `Consulting ${event.tool}`;
+    const what =
+      event.tool === 'market_data'
+        ? 'Looking up market data'
+        : event.tool === 'sec_filings'
+          ? 'Reading SEC filings'
+          : `Consulting ${event.tool}`;
     ctx.onProgress?.(progress, what);
   };
 }
@@ -338,7 +349,11 @@ export async function generateNews(deps: ProductDeps, request: NewsRequest, ctx:
   });
   const out = await generateStructured({
     ...params,
-    tools: [...(deps.newsDataTools?.(lookup) ?? deps.dataTools), ...(ctx.customerTools ?? [])],
+    tools: [
+      ...(deps.newsDataTools?.(lookup) ?? deps.dataTools),
+      ...(deps.filingsTools?.(request.sources) ?? []),
+      ...(ctx.customerTools ?? []),
+    ],
     webSearch: params.webSearch && {
       ...params.webSearch,
       ...(request.sources?.include ? { allowedDomains: request.sources.include } : {}),

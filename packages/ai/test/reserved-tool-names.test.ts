@@ -2,12 +2,13 @@
 // API refuses a request whose tools name one tool twice. The list lives in @fin/contracts, where the request
 // schemas use it; this fails when the engine offers a tool the list does not name.
 import { AnalysisRequest, NewsRequest, RESERVED_TOOL_NAMES, StockReportRequest } from '@fin/contracts';
+import { sampleFilingsSource } from '@fin/edgar';
 import { errorReply } from '@fin/fakes';
 import { drain, scriptedEngine } from './helpers';
 
 it('every tool the engine offers the model, in every product, is a reserved customer tool name', async () => {
-  // Market data and web search both on: every tool of our own that a run can offer.
-  const { fake, engine, close } = await scriptedEngine({ AI_WEB_SEARCH: 'true' });
+  // Market data, filings and web search all on: every tool of our own that a run can offer.
+  const { fake, engine, close } = await scriptedEngine({ AI_WEB_SEARCH: 'true' }, { filings: sampleFilingsSource() });
   try {
     // The first request of each run carries its tools; the refusal ends the run there.
     fake.setHandler(() => errorReply('invalid_request_error', { message: 'refused by the test' }));
