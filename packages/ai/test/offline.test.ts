@@ -389,9 +389,16 @@ describe('offline mode', () => {
       const material = new Map([...(await materialOf('AAPL')), ...(await materialOf('ZZZZ'))]);
       for (const item of result.news) {
         expect(item.citations.length).toBeGreaterThan(0);
-        expect(item.citations.map((citation) => citation.url)).toEqual(item.sources);
-        expectGrounded(item.citations, material);
+        expect(item.citations[0]?.source).toBe('market_data');
+        const articles = item.citations.filter((citation) => citation.source !== 'sec_filing');
+        expect(articles.map((citation) => citation.url)).toEqual(item.sources);
+        expectGrounded(articles, material);
       }
+      // A bundled company's latest results 8-K backs one of its items (the invented ZZZZ files nothing).
+      const filings = result.news.flatMap((item) => item.citations.filter((citation) => citation.source === 'sec_filing'));
+      expect(filings.map((citation) => [citation.filing?.cik, citation.filing?.form, citation.filing?.item])).toEqual([
+        ['0000320193', '8-K', '2.02'],
+      ]);
     });
 
     it('cites the sample figures behind every stock report insight', async () => {
@@ -420,8 +427,13 @@ describe('offline mode', () => {
     it('cites the sample figures an analysis rests on, in every output format', async () => {
       for (const output_format of [{ type: 'markdown' }, { type: 'json' }, { type: 'json_schema', schema: { summary: 'string' } }]) {
         const { result } = await engine.analysis(AnalysisRequest.parse({ prompt: 'How risky is TSLA?', symbols: ['TSLA'], output_format }));
-        expect(result.citations.length).toBeGreaterThan(0);
-        expectGrounded(result.citations, await materialOf('TSLA'));
+        const figures = result.citations.filter((citation) => citation.source !== 'sec_filing');
+        expect(figures.length).toBeGreaterThan(0);
+        expectGrounded(figures, await materialOf('TSLA'));
+        // A question about risks also cites the risk factors of the latest 10-K (packages/ai/test/filings-sources.test.ts).
+        expect(result.citations.filter((citation) => citation.source === 'sec_filing').map((citation) => citation.filing?.item)).toEqual([
+          '1A',
+        ]);
       }
     });
   });

@@ -26,11 +26,22 @@ interface Overview {
   error?: string;
 }
 
+/** A section of an SEC filing as the sec_filings tool returned it (@fin/ai filings-tool.ts). */
+interface FilingSection {
+  symbol: string;
+  filing: { form: string; filed: string; accession: string; url: string };
+  item: string;
+  title: string;
+  text: string;
+}
+
 interface ToolData {
   articles: Map<string, Article[]>;
   overviews: Map<string, Overview>;
   /** Each overview as the tool returned it (with the `source_url` of each part), for citing its figures. */
   raw: Map<string, Record<string, unknown>>;
+  /** The filing sections read, by symbol. */
+  filings: Map<string, FilingSection[]>;
 }
 
 /** A citation as the model claims it: the URL of retrieved material and a passage copied from it. */
@@ -56,6 +67,59 @@ function figureCitation(data: ToolData, symbol: string, part: 'quote' | 'profile
 /** An article cited by its summary (its headline when the summary is too short to be a passage). */
 function articleCitation(article: Article): CitationClaim {
   return { url: article.url, quote: article.summary.trim().length >= 20 ? article.summary : article.headline };
+}
+
+// ---- SEC filings: sections read with the sec_filings tool, cited by a passage copied from them ----
+
+/** The first sentence of a text (a period after a lower-case letter or digit, so "U.S." does not end one). */
+function firstSentence(text: string): string {
+  const sentence = /^[\s\S]+?[a-z0-9)%][.!?](?=\s+[A-Z“"‘']|\s*$)/.exec(text.trim())?.[0] ?? text.trim();
+  if (sentence.length <= 300) return sentence;
+  const cut = sentence.slice(0, 300);
+  return cut.slice(0, cut.lastIndexOf(' '));
+}
+
+/**
+ * The first risk factor of a risk-factors section: 10-Ks open Item 1A with a paragraph on risks in general, then
+ * give each risk a heading sentence and a paragraph. Its heading and the passage quoted: its paragraph's first sentence.
+ */
+function firstRiskFactor(section: FilingSection): { heading: string; quote: string } {
+  const paragraphs = section.text.split(/\n{2,}/).filter((paragraph) => paragraph.trim() !== '');
+  const [heading, body] = paragraphs.length >= 3 ? [paragraphs[1] ?? '', paragraphs[2] ?? ''] : [section.title, paragraphs[0] ?? ''];
+  return { heading: heading.trim(), quote: firstSentence(body) };
+}
+
+/** A section cited as the model would: the filing's URL and a passage copied from the text it was shown. */
+function sectionCitation(section: FilingSection, quote: string): CitationClaim {
+  return { url: section.filing.url, quote };
+}
+
+/** The 10-K risk factors (Item 1A) read for each symbol. */
+function riskSections(symbols: readonly string[], data: ToolData): FilingSection[] {
+  return symbols.flatMap(
+    (symbol) =>
+      data.filings
+        .get(symbol)
+        ?.filter((section) => section.item === '1A')
+        .slice(0, 1) ?? [],
+  );
+}
+
+/** A question about risks (risk, risky, risk factors, downside, threats …). */
+const ABOUT_RISKS = /\b(?:risk|risks|risky|riskier|riskiest|downside|threats?|headwinds?|vulnerab\w*)\b/i;
+
+/**
+ * The filing sections a first round reads beside the market data, as a model would for the task: a news run the
+ * latest results 8-K (item 2.02) of each bundled company, an analysis of risks the latest 10-K's risk factors
+ * (Item 1A). Only the bundled companies have filings in the sample; a question not about risks reads none.
+ */
+function filingReads(product: Product, symbols: readonly string[], question: string) {
+  const bundled = symbols.filter((symbol) => SAMPLE_COMPANIES.some(([, sample]) => sample === symbol));
+  if (product === 'news') return bundled.map((symbol) => toolUse('sec_filings', { symbol, form: '8-K', item: '2.02' }));
+  if (product === 'analysis' && ABOUT_RISKS.test(question)) {
+    return bundled.map((symbol) => toolUse('sec_filings', { symbol, form: '10-K', item: '1A' }));
+  }
+  return [];
 }
 
 /** What the engine asks after an analysis (CITATION_REQUEST of @fin/ai): the passages the answer rests on. */
@@ -160,9 +224,10 @@ function symbolsFor(product: Product, system: string, user: string, body: Messag
 }
 
 function toolData(body: MessagesRequestBody): ToolData {
-  const data: ToolData = { articles: new Map(), overviews: new Map(), raw: new Map() };
+  const data: ToolData = { articles: new Map(), overviews: new Map(), raw: new Map(), filings: new Map() };
   for (const result of toolResults(body)) {
-    const json = /<tool_output[^>]*>\n?([\s\S]*?)\n?<\/tool_output>/.exec(result.text)?.[1];
+    const output = /<tool_output(?: tool="([^"]*)")?[^>]*>\n?([\s\S]*?)\n?<\/tool_output>/.exec(result.text);
+    const json = output?.[2];
     if (!json) continue;
     let value: Record<string, unknown>;
     try {
@@ -171,7 +236,12 @@ function toolData(body: MessagesRequestBody): ToolData {
       continue;
     }
     const symbol = typeof value.symbol === 'string' ? value.symbol : '';
-    if (Array.isArray(value.articles)) data.articles.set(symbol, value.articles as Article[]);
+    if (output[1] === 'sec_filings') {
+      // A section read (a listing or a note that there are none is not one).
+      if (typeof value.text === 'string' && typeof value.item === 'string') {
+        data.filings.set(symbol, [...(data.filings.get(symbol) ?? []), value as unknown as FilingSection]);
+      }
+    } else if (Array.isArray(value.articles)) data.articles.set(symbol, value.articles as Article[]);
     else {
       data.overviews.set(symbol, value as unknown as Overview);
       data.raw.set(symbol, value);
@@ -327,17 +397,30 @@ function newsAnswer(symbols: string[], user: string, data: ToolData): AssistantR
       picked.push({ symbol, article, next: articles.slice(round + 1).find((later) => later.url !== article.url) });
     }
   }
-  const news = picked.map(({ symbol, article, next }, index) => ({
-    title: article.headline,
-    content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook. (${OFFLINE_NOTICE})`,
-    sources: [article.url],
-    further_reading: next ? [next.url] : [],
-    citations: [articleCitation(article)],
-    published_at: article.published_at,
-    topics: articleTopics(article),
-    tickers: articleTickers(listedFor.get(article.url) ?? [symbol], article, symbols),
-    relevance_score: Math.max(0.3, 0.95 - index * 0.05),
-  }));
+  // Each company's latest results 8-K (item 2.02) backs one item about it, its first about earnings (else its first),
+  // as a citation beside the article's: the item's sources stay the articles it is written from.
+  const resultsCited = new Map<number, FilingSection>();
+  for (const symbol of symbols) {
+    const results = data.filings.get(symbol)?.find((section) => section.item === '2.02');
+    const mine = picked.flatMap((entry, index) => (entry.symbol === symbol ? [index] : []));
+    const at = mine.find((index) => articleTopics(picked[index]?.article as Article).includes('earnings')) ?? mine[0];
+    if (results && at !== undefined) resultsCited.set(at, results);
+  }
+  const news = picked.map(({ symbol, article, next }, index) => {
+    const results = resultsCited.get(index);
+    const reported = results && firstSentence(results.text);
+    return {
+      title: article.headline,
+      content: `${article.summary} This matters for ${symbol} investors as a signal for its near-term outlook.${results ? ` The company's ${results.filing.form} filed ${results.filing.filed} (Item ${results.item}) states: "${reported}"` : ''} (${OFFLINE_NOTICE})`,
+      sources: [article.url],
+      further_reading: next ? [next.url] : [],
+      citations: results && reported ? [articleCitation(article), sectionCitation(results, reported)] : [articleCitation(article)],
+      published_at: article.published_at,
+      topics: articleTopics(article),
+      tickers: articleTickers(listedFor.get(article.url) ?? [symbol], article, symbols),
+      relevance_score: Math.max(0.3, 0.95 - index * 0.05),
+    };
+  });
   return jsonTurn({ news });
 }
 
@@ -1034,6 +1117,11 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
       : `${symbol}${held}: no sample data available`;
   });
   const notes = considerations(symbols, holdings, data);
+  // The risk factors read from each company's latest 10-K, in its own words.
+  const risks = riskSections(symbols, data).map((section) => {
+    const risk = firstRiskFactor(section);
+    return `${section.symbol}'s ${section.filing.form} filed ${section.filing.filed} (Item ${section.item}, ${section.title}) names: ${risk.heading} "${risk.quote}"`;
+  });
   const summary = `Sample analysis of: ${question.slice(0, 200)}`;
   const fields = fieldsOf(body, system);
   if (fields) {
@@ -1051,7 +1139,13 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
     return jsonTurn(content);
   }
   if (system.includes('a single JSON object')) {
-    return jsonTurn({ summary, findings: facts, considerations: notes, notice: OFFLINE_NOTICE });
+    return jsonTurn({
+      summary,
+      findings: facts,
+      considerations: notes,
+      ...(risks.length > 0 ? { risk_factors: risks } : {}),
+      notice: OFFLINE_NOTICE,
+    });
   }
   const body_ = [
     `## Summary`,
@@ -1066,6 +1160,7 @@ function analysisAnswer(body: MessagesRequestBody, system: string, symbols: stri
     '',
     ...(notes.length > 0 ? notes.map((note) => `- ${note}`) : ['- The sample data gives no figures to weigh for this question.']),
     '',
+    ...(risks.length > 0 ? ['## Risk factors in the filings', '', ...risks.map((risk) => `- ${risk}`), ''] : []),
     `_${OFFLINE_NOTICE}_`,
   ].join('\n');
   return textTurn(body_);
@@ -1114,6 +1209,7 @@ function citationClaims(symbols: string[], data: ToolData) {
   const citations = [
     ...symbols.flatMap((symbol) => figures.flatMap(([part, key]) => figureCitation(data, symbol, part, key))),
     ...[...data.articles.values()].flatMap((articles) => articles.slice(0, 2).map(articleCitation)),
+    ...riskSections(symbols, data).map((section) => sectionCitation(section, firstRiskFactor(section).quote)),
   ];
   return citations;
 }
@@ -1132,7 +1228,8 @@ export function offlineAnalyst(): StandInModel {
     const answered = toolResults(body).length > 0;
     if (!answered && canCallTools && symbols.length > 0) {
       const kind = product === 'news' ? 'news' : 'overview';
-      return turn(symbols.map((symbol) => toolUse('market_data', { symbol, kind })));
+      const filings = toolNames(body).includes('sec_filings') ? filingReads(product, symbols, clientQuestion(system) ?? user) : [];
+      return turn([...symbols.map((symbol) => toolUse('market_data', { symbol, kind })), ...filings]);
     }
     const data = toolData(body);
     if (product === 'news') return newsAnswer(symbols, user, data);
