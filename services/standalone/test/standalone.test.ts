@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AsyncJobResponse, JobStatusResponse, NewsResult } from '@fin/contracts';
 import { SampleMarketDataProvider } from '@fin/ai';
+import { sampleFilingsSource } from '@fin/edgar';
 import { freePort, waitFor } from '@fin/testing';
 import { postgresPidOf } from '../src/embedded-postgres';
 import { REPOSITORY_ROOT, buildOnce, launchNpmStart, recordedProcess, type Launched } from './npm-start';
@@ -70,7 +71,7 @@ describe('npm start on embedded defaults', () => {
     );
 
     // Offline, every news item cites the bundled sample article it is written from: its URL, title and outlet,
-    // and a passage copied verbatim from it.
+    // and a passage copied verbatim from it; one also cites the company's results 8-K from the bundled EDGAR sample.
     const news = NewsResult.parse(
       ((await (await fetch(`${base}${envelope.result_url}`, { headers })).json()) as { result: unknown }).result,
     );
@@ -89,9 +90,19 @@ describe('npm start on embedded defaults', () => {
       0,
     );
     expect(usage?.output_tokens).toBeGreaterThan(0);
+    const filings = sampleFilingsSource();
+    expect(news.news.filter((item) => item.citations.some((citation) => citation.source === 'sec_filing'))).toHaveLength(1);
     for (const item of news.news) {
-      expect(item.citations.length).toBeGreaterThan(0);
+      expect(item.citations[0]?.source).toBe('market_data');
       for (const citation of item.citations) {
+        if (citation.source === 'sec_filing') {
+          // The company's latest results 8-K from the bundled EDGAR sample, quoted from its item 2.02.
+          expect(citation.filing).toMatchObject({ form: '8-K', item: '2.02' });
+          const documents = await Promise.all(requested.map((symbol) => filings.document(symbol, citation.filing!.accession)));
+          const section = documents.find((document) => document !== null)?.sections.find((found) => found.item === '2.02');
+          expect(section?.text).toContain(citation.quote);
+          continue;
+        }
         const article = articles.find((candidate) => candidate.url === citation.url);
         expect(article).toBeDefined();
         expect(`${article?.headline}\n${article?.summary}`).toContain(citation.quote);
