@@ -131,11 +131,9 @@ const SectionItem = z
   .trim()
   .toUpperCase()
   .pipe(
-    z
-      .string()
-      .regex(/^[0-9A-Z]{1,4}(?:[.-][0-9A-Z]{1,4}){0,2}$/, {
-        error: (issue) => `must be an item such as 1A, 7 or 2.02, got ${quote(issue.input)}`,
-      }),
+    z.string().regex(/^[0-9A-Z]{1,4}(?:[.-][0-9A-Z]{1,4}){0,2}$/, {
+      error: (issue) => `must be an item such as 1A, 7 or 2.02, got ${quote(issue.input)}`,
+    }),
   )
   .meta({
     description:
