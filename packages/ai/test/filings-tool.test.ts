@@ -121,6 +121,15 @@ describe('sec_filings', () => {
     }
   });
 
+  it("reads no section in a news run whose sources leave the filing's site out", async () => {
+    const only = filingsTool(sample, { sources: { include: ['reuters.com'] } });
+    const output = await run({ symbol: 'AAPL', form: '8-K', item: '2.02' }, only);
+    expect(contentOf(output)).toMatchObject({ error: 'source_not_allowed' });
+    expect(output.documents).toBeUndefined();
+    const allowed = filingsTool(sample, { sources: { exclude: ['reuters.com'] } });
+    expect((await run({ symbol: 'AAPL', form: '8-K', item: '2.02' }, allowed)).documents).toHaveLength(1);
+  });
+
   it("answers EDGAR's failures as content the model can carry on from", async () => {
     const failing = sampleWith({
       filings: () => Promise.reject(new EdgarError('blocked', 'SEC EDGAR is holding requests back until 12:10 UTC.')),
