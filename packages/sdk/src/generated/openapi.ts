@@ -261,7 +261,7 @@ export interface paths {
         put?: never;
         /**
          * Create a customer tool
-         * @description Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise) and is not one of the names of the service's own tools (market_data, web_search: 400 naming `name`); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.
+         * @description Registers an external API the AI may call (function calling): `name` and `description` are what the model sees, `input_schema` (a JSON Schema, draft 2020-12, checked and compiled) describes its arguments, which are sent as a JSON body (POST) or query parameters (GET) to the https `endpoint`. Header values (e.g. the customer's API key) are stored encrypted and never returned: responses list `header_names` only. A tool name is unique per tenant (409 otherwise) and is not one of the names of the service's own tools (market_data, sec_filings, web_search: 400 naming `name`); at most 50 tools per tenant. Calls go only to public internet addresses, checked when the call is made; redirects are not followed; each call has the tool's time limit and a 1 MiB response cap.
          *
          *     Requires an API key with the `tools` scope.
          */
@@ -1027,7 +1027,7 @@ export interface components {
             products?: components["schemas"]["CustomerToolProduct"][];
         };
         /**
-         * @description The name the model sees and calls the tool by; unique per account. Not one of the names of the service's own tools (market_data, web_search; compared exactly): the model cannot be offered two tools with one name.
+         * @description The name the model sees and calls the tool by; unique per account. Not one of the names of the service's own tools (market_data, sec_filings, web_search; compared exactly): the model cannot be offered two tools with one name.
          * @example get_portfolio_positions
          */
         CustomerToolName: string;
