@@ -1,5 +1,6 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig } from '@fin/customer-tools';
+import type { Queryable } from '@fin/db';
 import { edgarOnline, filingsSource, type FilingsSource } from '@fin/edgar';
 import type { ServiceDefinition, ServiceUnit } from '@fin/http';
 import { createProductUnit, type SharedResources } from '@fin/job-kit';
@@ -21,6 +22,18 @@ export interface StockReportServiceOptions extends StockReportShared {
 
 /** The roles this process runs (STOCK_REPORT_ROLE) as a unit; shared resources in single-process mode, else from config. */
 function createStockReportUnit({ config, logger, filings, ...shared }: StockReportServiceOptions): Promise<ServiceUnit> {
+  // One SEC EDGAR source per process, the shared one or made on the unit's pool: EDGAR itself online (one request
+  // budget for the deployment, kept in the database), the bundled sample offline (EDGAR_OFFLINE; unset, as the AI).
+  let source = filings;
+  const filingsOn = (pool: Queryable): FilingsSource =>
+    (source ??= filingsSource({
+      online: edgarOnline(config),
+      userAgent: config.EDGAR_USER_AGENT,
+      baseUrl: config.EDGAR_BASE_URL,
+      dataUrl: config.EDGAR_DATA_URL,
+      pool,
+      logger,
+    }));
   return createProductUnit({
     ...shared,
     jobType: 'stock-report',
@@ -36,29 +49,17 @@ function createStockReportUnit({ config, logger, filings, ...shared }: StockRepo
       drainTimeoutMs: config.WORKER_DRAIN_TIMEOUT_MS,
     },
     logger,
+    // The worker's reports take their figures from the same source as the filings routes (docs/ai.md#figures-from-sec-filings).
     createEngine: (pool) =>
       createAiEngine({
         config,
         logger,
         customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
         budget: modelBudgetFromConfig(config, { pool, logger }),
+        filings: filingsOn(pool),
       }),
-    // The API role answers the filings routes too: market data is this service's. EDGAR itself online (one request
-    // budget for the deployment, kept in the database), the bundled sample offline (EDGAR_OFFLINE; unset, as the AI).
-    createHandlers: (deps) => ({
-      ...createStockReportHandlers(deps),
-      ...createFilingsHandlers(
-        filings ??
-          filingsSource({
-            online: edgarOnline(config),
-            userAgent: config.EDGAR_USER_AGENT,
-            baseUrl: config.EDGAR_BASE_URL,
-            dataUrl: config.EDGAR_DATA_URL,
-            pool: deps.pool,
-            logger,
-          }),
-      ),
-    }),
+    // The API role answers the filings routes too: market data is this service's.
+    createHandlers: (deps) => ({ ...createStockReportHandlers(deps), ...createFilingsHandlers(filingsOn(deps.pool)) }),
     createWorker: createStockReportWorker,
   });
 }

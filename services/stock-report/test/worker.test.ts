@@ -6,11 +6,13 @@ import { createPool, type Pool } from '@fin/db';
 import {
   errorReply,
   startFakeAnthropic,
+  startFakeEdgar,
   startFakeFinnhub,
   briefText,
   systemText,
   toolResults,
   type FakeAnthropic,
+  type FakeEdgar,
   type FakeFinnhub,
 } from '@fin/fakes';
 import { identityKey, serveDefinition, signIdentity, type RunningService } from '@fin/http';
@@ -43,6 +45,7 @@ describe('stock-report service: API and worker over Kafka', () => {
   let pool: Pool;
   let claude: FakeAnthropic;
   let finnhub: FakeFinnhub;
+  let edgar: FakeEdgar;
   let service: RunningService;
   let tenantId: string;
 
@@ -52,6 +55,7 @@ describe('stock-report service: API and worker over Kafka', () => {
     tenantId = (await pool.query<{ id: string }>("INSERT INTO tenants (name) VALUES ('w') RETURNING id")).rows[0]!.id;
     claude = await startFakeAnthropic({ handler: offlineAnalyst() });
     finnhub = await startFakeFinnhub({ token: FINNHUB_TOKEN });
+    edgar = await startFakeEdgar();
     const config = parseConfig(stockReportConfigShape, {
       DATABASE_URL: db.url,
       INTERNAL_SIGNING_SECRET: SECRET,
@@ -64,6 +68,11 @@ describe('stock-report service: API and worker over Kafka', () => {
       AI_WEB_SEARCH: 'false',
       FINNHUB_API_KEY: FINNHUB_TOKEN,
       FINNHUB_BASE_URL: finnhub.apiBaseUrl,
+      // Reports take their figures from SEC EDGAR (a fake at its paths), as deployed.
+      EDGAR_OFFLINE: 'false',
+      EDGAR_USER_AGENT: 'Stock Report Test Ltd ops@example.com',
+      EDGAR_BASE_URL: edgar.url,
+      EDGAR_DATA_URL: edgar.url,
       PORT: '0',
     });
     service = await serveDefinition(stockReportService, {
@@ -75,7 +84,7 @@ describe('stock-report service: API and worker over Kafka', () => {
   afterAll(async () => {
     await new Promise((resolve) => service?.server?.close(resolve));
     for (const closer of service?.closers ?? []) await closer.close();
-    await Promise.all([claude?.close(), finnhub?.close(), pool?.end()]);
+    await Promise.all([claude?.close(), finnhub?.close(), edgar?.close(), pool?.end()]);
     await db?.drop();
   });
 
@@ -139,6 +148,22 @@ describe('stock-report service: API and worker over Kafka', () => {
     for (const item of report.detailed_analysis) expect(item.keyMetric).toMatch(/NVDA .* vs MSFT /);
     for (const insight of report.quick_insights) expect(insight).toMatch(/NVDA[\s\S]*MSFT|MSFT[\s\S]*NVDA/);
     expect(JSON.stringify(report)).toContain("The client's data (recent_earnings) was weighed for both NVDA and MSFT.");
+    // Both companies' reported figures came from EDGAR's company facts, were given to the model, and are in the result
+    // with their filings; insights stating them cite those filings.
+    expect(brief).toMatch(/<sec_figures symbol="NVDA" company="[^"]+" cik="0001045810">/);
+    expect(brief).toMatch(/<sec_figures symbol="MSFT" company="[^"]+" cik="0000789019">/);
+    expect(
+      edgar.requests
+        .filter((call) => call.path.startsWith('/api/xbrl/companyfacts/'))
+        .map((call) => call.path)
+        .sort(),
+    ).toEqual(['/api/xbrl/companyfacts/CIK0000789019.json', '/api/xbrl/companyfacts/CIK0001045810.json']);
+    expect(edgar.requests.every((call) => call.headers['user-agent'] === 'Stock Report Test Ltd ops@example.com')).toBe(true);
+    expect(new Set(report.figures.map((figure) => figure.symbol))).toEqual(new Set(['NVDA', 'MSFT']));
+    for (const figure of report.figures) expect(figure.accession).toMatch(/^\d{10}-\d{2}-\d{6}$/);
+    const cited = report.detailed_analysis.flatMap((item) => item.citations).filter((citation) => citation.source === 'sec_filing');
+    expect(cited.length).toBeGreaterThan(0);
+    for (const citation of cited) expect(report.figures.map((figure) => figure.accession)).toContain(citation.filing?.accession);
   });
 
   it('analyses a single company without asking for a comparison', async () => {
