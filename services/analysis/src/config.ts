@@ -1,6 +1,7 @@
 import { aiConfigShape } from '@fin/ai';
 import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { customerToolsConfigShape } from '@fin/customer-tools';
+import { edgarConfigShape } from '@fin/edgar';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
@@ -11,6 +12,12 @@ import { DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCURRENCY } from '@fin/job-kit';
 export const analysisConfigShape = {
   ...aiConfigShape,
   ...customerToolsConfigShape,
+  /**
+   * SEC EDGAR, read by the analyses both roles run (the sec_filings tool: 10-K/10-Q sections, 8-K items):
+   * EDGAR_USER_AGENT, EDGAR_OFFLINE, … (docs/configuration.md). Online (as the AI, unless EDGAR_OFFLINE says
+   * otherwise) EDGAR_USER_AGENT is required.
+   */
+  ...edgarConfigShape,
   ...kafkaConfigShape('analysis'),
   PORT: port().default(8083),
   HOST: z.string().default('127.0.0.1'),

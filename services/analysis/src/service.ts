@@ -1,6 +1,7 @@
 import { createAiEngine, modelBudgetFromConfig, type AiEngine } from '@fin/ai';
 import { createCustomerToolsFromConfig, webhookTargetPolicy } from '@fin/customer-tools';
 import { servicePool, sessionPoolOf, type Pool } from '@fin/db';
+import { edgarOnline, filingsSource, type FilingsSource } from '@fin/edgar';
 import { connectKafkaBus, createOutboxRelay, type EventBus } from '@fin/events';
 import { createResources, type Closer, type HandlerTable, type ServiceDefinition, type ServiceUnit } from '@fin/http';
 import type { Logger } from '@fin/log';
@@ -15,6 +16,8 @@ interface AnalysisShared {
   pool: Pool;
   bus: EventBus;
   engine: AiEngine;
+  /** SEC EDGAR, for the engine's sec_filings tool (analyses read 10-K/10-Q sections and 8-K items). */
+  filings: FilingsSource;
 }
 
 interface AnalysisServiceOptions extends Partial<AnalysisShared> {
@@ -43,6 +46,9 @@ async function createAnalysisUnit({ config, logger, ...shared }: AnalysisService
     () => connectKafkaBus(config, logger),
     (made) => made.close(),
   );
+  // Both roles run analyses, so both read filings (the sec_filings tool): the shared SEC EDGAR source, or one made on
+  // the unit's pool, EDGAR itself online (one request budget for the deployment, kept in the database), the bundled
+  // sample offline (EDGAR_OFFLINE; unset, as the AI).
   const engine = await resources.ownOrShared(
     'AI engine',
     shared.engine,
@@ -52,6 +58,16 @@ async function createAnalysisUnit({ config, logger, ...shared }: AnalysisService
         logger,
         customerTools: createCustomerToolsFromConfig(config, { pool, logger }),
         budget: modelBudgetFromConfig(config, { pool, logger }),
+        filings:
+          shared.filings ??
+          filingsSource({
+            online: edgarOnline(config),
+            userAgent: config.EDGAR_USER_AGENT,
+            baseUrl: config.EDGAR_BASE_URL,
+            dataUrl: config.EDGAR_DATA_URL,
+            pool,
+            logger,
+          }),
       }),
     (made) => made.close(),
   );

@@ -1,6 +1,7 @@
 import { aiConfigShape } from '@fin/ai';
 import { int, logConfigShape, port, secret, url } from '@fin/config';
 import { customerToolsConfigShape } from '@fin/customer-tools';
+import { edgarConfigShape } from '@fin/edgar';
 import { kafkaConfigShape } from '@fin/events';
 import { metricsConfigShape } from '@fin/metrics';
 import { z } from 'zod';
@@ -11,6 +12,11 @@ import { DEFAULT_HOT_RESULTS_MAX_BYTES, DEFAULT_TENANT_CAP, DEFAULT_WORKER_CONCU
 export const newsConfigShape = {
   ...aiConfigShape,
   ...customerToolsConfigShape,
+  /**
+   * SEC EDGAR, read by the worker's runs (the sec_filings tool: companies' 8-K items): EDGAR_USER_AGENT, EDGAR_OFFLINE,
+   * … (docs/configuration.md). Online (as the AI, unless EDGAR_OFFLINE says otherwise) EDGAR_USER_AGENT is required.
+   */
+  ...edgarConfigShape,
   ...kafkaConfigShape('news'),
   PORT: port().default(8081),
   HOST: z.string().default('127.0.0.1'),
