@@ -72,6 +72,8 @@ export function mentionsIn(text: string): Mention[] {
     // A date (2025-09-27) or a range (2024–2025): the number after the dash is no signed figure.
     const before = text.slice(0, match.index);
     if (groups.sign && /[\p{N}]$/u.test(before)) continue;
+    // A filing's item number (8-K Item 2.02, 10-K Item 1A) names a section, not a figure.
+    if (/\bitems?\s*$/i.test(before)) continue;
     const scaleWord = (groups.scale ?? groups.letter ?? '').toLowerCase();
     const scale = scaleWord ? (SCALES[scaleWord] ?? 1) : 1;
     const unit = (groups.unit ?? '').toLowerCase();

@@ -36,7 +36,7 @@ describe('the numbers a text states as financial figures', () => {
   it('ignores what is no figure: years, quarters, counts, forms, dates, items, accession numbers', () => {
     expect(
       mentionsIn(
-        'In fiscal year 2025 (FY2025, Q3) the 10-K filed 2025-10-31, accession 0000320193-25-000079, Item 7, named 4 segments over 2024–2025.',
+        'In fiscal year 2025 (FY2025, Q3) the 10-K filed 2025-10-31, accession 0000320193-25-000079, Item 7, named 4 segments over 2024–2025; an 8-K under Item 2.02 followed.',
       ),
     ).toEqual([]);
   });
