@@ -297,6 +297,36 @@ describe('docker-compose.yml', () => {
     expect(String(creator.command)).toContain('"$topic"');
   });
 
+  test("gives SEC EDGAR's settings to the containers that read filings; online, they refuse to start without a User-Agent", () => {
+    // The stock-report service's filings routes and figures; the sec_filings tool of news and analysis runs, in the
+    // containers that run the engine (the news API has none).
+    const readers = containers.filter(({ env }) => 'EDGAR_USER_AGENT' in env && 'EDGAR_OFFLINE' in env).map(({ name }) => name);
+    expect(readers.sort()).toEqual(['analysis-api', 'analysis-worker', 'news-worker', 'stock-report-api', 'stock-report-worker']);
+    // With a Claude key (EDGAR then follows it online) and no User-Agent, each that runs the engine refuses, naming the
+    // variable (the stock-report API, which holds no key, serves the bundled sample); with one, each starts.
+    const online = readCompose(COMPOSE_FILE, { ...envFile, ANTHROPIC_API_KEY: 'sk-ant-compose-test-0000' });
+    const withAgent = readCompose(COMPOSE_FILE, {
+      ...envFile,
+      ANTHROPIC_API_KEY: 'sk-ant-compose-test-0000',
+      EDGAR_USER_AGENT: 'Example Research Ltd ops@example.com',
+    });
+    for (const { name, shape, env } of containers.filter((container) => readers.includes(container.name))) {
+      let refusal = '';
+      try {
+        parseServiceConfig(shape, environmentOf(online.services[name]!));
+      } catch (error) {
+        refusal = (error as Error).message;
+      }
+      expect({ name, refused: refusal.includes('EDGAR_USER_AGENT: is required while filings come from SEC EDGAR (online)') }).toEqual({
+        name,
+        refused: 'ANTHROPIC_API_KEY' in env,
+      });
+      expect(parseServiceConfig(shape, environmentOf(withAgent.services[name]!)).EDGAR_USER_AGENT).toBe(
+        'Example Research Ltd ops@example.com',
+      );
+    }
+  });
+
   test("migrates with the image's migration runner, and runs the admin CLI only on demand", () => {
     expect(service('migrate')).toMatchObject({ command: MIGRATE, image: 'fin-gateway:local', restart: 'no' });
     expect(service('admin')).toMatchObject({ entrypoint: ADMIN, image: 'fin-gateway:local', profiles: ['tools'] });

@@ -382,6 +382,34 @@ describe.each(OVERLAYS)('%s', (overlay) => {
     }
   });
 
+  test("reads SEC EDGAR where filings are read: EDGAR itself, with the operator's User-Agent from fin-config, and the egress label", () => {
+    // The stock-report service's filings routes and figures; the sec_filings tool of news and analysis runs, in the
+    // pods that run the engine (the news API has none).
+    const readers = deployed.filter(({ app }) => app.env?.some((entry) => entry.name === 'EDGAR_USER_AGENT'));
+    expect(readers.map((reader) => reader.name).sort()).toEqual([
+      'analysis-api',
+      'analysis-worker',
+      'news-worker',
+      'stock-report-api',
+      'stock-report-worker',
+    ]);
+    for (const { name, app, env, labels } of readers) {
+      const entry = (variable: string) => app.env?.find((found) => found.name === variable);
+      expect({ name, offline: entry('EDGAR_OFFLINE')?.value, userAgent: entry('EDGAR_USER_AGENT')?.valueFrom }).toEqual({
+        name,
+        offline: 'false',
+        // fin-config under the name kustomize's generator gives it (its content's hash appended).
+        userAgent: { configMapKeyRef: { name: expect.stringMatching(/^fin-config(-[a-z0-9]+)?$/) as unknown, key: 'EDGAR_USER_AGENT' } },
+      });
+      expect({ name, userAgent: env.EDGAR_USER_AGENT }).toEqual({ name, userAgent: expect.stringMatching(/\S+@\S+\.\S+/) as unknown });
+      expect({ name, label: labels['fin/egress-edgar'] }).toEqual({ name, label: 'true' });
+    }
+    // Every other pod whose config reads EDGAR would read the bundled sample: none runs the engine or the filings routes.
+    for (const { name, shape, env } of deployed)
+      if ('EDGAR_USER_AGENT' in shape && !readers.some((reader) => reader.name === name))
+        expect({ name, model: env.ANTHROPIC_API_KEY, offline: env.EDGAR_OFFLINE }).toEqual({ name, model: undefined, offline: undefined });
+  });
+
   test('listens where it is probed: APIs expose PORT as "http" and probe /healthz and /readyz there; workers serve only the metrics listener, probed at its /healthz', () => {
     for (const { name, role, app, env, shape } of deployed) {
       const config = parseServiceConfig(shape, env);
@@ -852,7 +880,7 @@ describe.each(OVERLAYS)('%s', (overlay) => {
         const self = podOf(name);
         const callsModel = env.ANTHROPIC_API_KEY !== undefined;
         const callsCustomers = callsCustomerApis(deployable, env);
-        // SEC EDGAR: where its User-Agent is set (the stock-report service); a worker reaches it through the model's egress.
+        // SEC EDGAR: where its User-Agent is set (the stock-report service, the news worker, both analysis roles).
         const callsEdgar = env.EDGAR_USER_AGENT !== undefined;
         expect({ name, dns: allowed(policies, self, dns, 53, 'UDP') }).toEqual({ name, dns: true });
         expect({ name, postgres: allowed(policies, self, database(), 5432) }).toEqual({ name, postgres: env.DATABASE_URL !== undefined });
@@ -863,11 +891,8 @@ describe.each(OVERLAYS)('%s', (overlay) => {
           anthropicLabel: callsModel ? 'true' : undefined,
           customerApisLabel: callsCustomers ? 'true' : undefined,
         });
-        // A pod that reads EDGAR but calls no model asks for it by its own label (the model's egress covers the rest).
-        expect({ name, edgarLabel: labels['fin/egress-edgar'] }).toEqual({
-          name,
-          edgarLabel: callsEdgar && !callsModel ? 'true' : undefined,
-        });
+        // A pod that reads EDGAR asks for it by its own label, also where the model's egress would cover it.
+        expect({ name, edgarLabel: labels['fin/egress-edgar'] }).toEqual({ name, edgarLabel: callsEdgar ? 'true' : undefined });
         expect({ name, anthropic: allowed(policies, self, internet, 443) }).toEqual({
           name,
           anthropic: callsModel || callsCustomers || callsEdgar,
