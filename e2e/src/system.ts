@@ -101,6 +101,9 @@ export function sharedEnv({ databaseUrl, anthropicUrl, finnhubUrl, finnhubToken 
     AI_WEB_SEARCH: 'false',
     FINNHUB_API_KEY: finnhubToken,
     FINNHUB_BASE_URL: finnhubUrl,
+    // SEC EDGAR's bundled sample (labelled as such in results): with a model key set, EDGAR would otherwise be read
+    // online and need an operator's User-Agent. The stock-report worker test and the filings tests run a fake EDGAR.
+    EDGAR_OFFLINE: 'true',
     // Several services (and tests) run side by side: each metrics listener takes a free port.
     METRICS_PORT: '0',
     // The portal seals customer-tool secrets with it and the product workers open them: one key for the system.

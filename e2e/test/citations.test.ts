@@ -136,6 +136,12 @@ describe('citations through the whole system', () => {
       expect(CITED_TEXT).toContain(citation.quote);
       return;
     }
+    if (citation.source === 'sec_filing') {
+      // A filing of EDGAR's bundled sample (EDGAR_OFFLINE in this system), named by its accession number, in its folder.
+      expect(citation.filing?.accession).toMatch(/^\d{10}-\d{2}-\d{6}$/);
+      expect(new URL(citation.url).pathname).toMatch(/^\/Archives\/edgar\/data\/\d+\/\d{18}\//);
+      return;
+    }
     expect(citation.source).toBe('market_data');
     const url = new URL(citation.url);
     if (url.origin === new URL(finnhub.apiBaseUrl).origin) {
@@ -177,16 +183,33 @@ describe('citations through the whole system', () => {
     for (const item of news) expect(item.sources.length).toBeGreaterThan(0);
   });
 
-  it('stock report: every insight cites the Finnhub figures it rests on', async () => {
+  it('stock report: every insight cites the Finnhub figures or the filings it rests on', async () => {
     const body = JobResultResponseByType['stock-report'].parse(
       await completedResult('/api/products/stock-report', { symbols: ['MSFT', 'GOOGL'] }),
     );
+    const { figures } = body.result;
+    let filed = 0;
     for (const insight of body.result.detailed_analysis) {
       expect(insight.citations.length).toBeGreaterThan(0);
-      for (const found of insight.citations) await expectServed(found);
-      const symbols = new Set(insight.citations.map((found) => new URL(found.url).searchParams.get('symbol')));
+      const symbols = new Set<string | null | undefined>();
+      for (const found of insight.citations) {
+        if (found.source === 'sec_filing') {
+          // A reported figure of the report, quoted as the model was given it, from the filing it names.
+          const figure = figures.find(
+            (candidate) => candidate.accession === found.filing?.accession && candidate.concept === found.filing.concept,
+          );
+          expect(figure).toBeDefined();
+          expect(found.quote).toContain(figure!.accession);
+          symbols.add(figure?.symbol);
+          filed += 1;
+        } else {
+          await expectServed(found);
+          symbols.add(new URL(found.url).searchParams.get('symbol'));
+        }
+      }
       expect([...symbols].sort()).toEqual(['GOOGL', 'MSFT']);
     }
+    expect(filed).toBeGreaterThan(0);
   });
 
   it('analysis: the result cites the figures the answer was written from, in markdown and JSON alike', async () => {
