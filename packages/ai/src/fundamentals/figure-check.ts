@@ -30,7 +30,7 @@ export interface KnownValue<R = unknown> {
 }
 
 /** Relative tolerance: a stated figure within 0.5 % of a known value matches it (rounding to 3 significant digits). */
-export const RELATIVE_TOLERANCE = 0.005;
+const RELATIVE_TOLERANCE = 0.005;
 
 const SCALES: Record<string, number> = {
   trillion: 1e12,

@@ -24,7 +24,7 @@ interface FigureSpec {
 const gaap = (...names: string[]) => names.map((name) => `us-gaap:${name}`);
 
 /** The figures of a report, in the order they are shown. */
-export const FIGURE_SPECS: readonly FigureSpec[] = [
+const FIGURE_SPECS: readonly FigureSpec[] = [
   {
     name: 'revenue',
     label: 'Revenue',

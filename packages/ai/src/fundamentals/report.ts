@@ -61,7 +61,7 @@ export function figureLine(figure: FinancialFigure): string {
 
 const RATIO_UNITS: Record<FinancialRatio['unit'], string> = { percent: '%', ratio: 'x', USD: 'USD' };
 
-export function ratioLine(ratio: FinancialRatio): string {
+function ratioLine(ratio: FinancialRatio): string {
   const value =
     ratio.unit === 'USD'
       ? `${grouped.format(ratio.value)} USD${scaled(ratio.value)}`
