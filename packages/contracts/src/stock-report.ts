@@ -55,7 +55,7 @@ export const FinancialFigure = z
     symbol: z.string().meta({ description: 'The requested symbol the figure belongs to.', examples: ['AAPL'] }),
     name: z.string().meta({
       description:
-        'Which figure, unique per symbol: revenue, gross_profit, operating_income, net_income, eps_diluted, total_assets, total_liabilities, stockholders_equity, current_assets, current_liabilities, cash, long_term_debt, operating_cash_flow, capital_expenditure, shares_outstanding for the latest fiscal year; `_prior_year` for the year before (growth and average equity); `_latest_quarter` for the latest 10-Q after it.',
+        'Which figure, unique per symbol: revenue, gross_profit, operating_income, net_income, eps_diluted, total_assets, total_liabilities, stockholders_equity, current_assets, current_liabilities, cash, long_term_debt, operating_cash_flow, capital_expenditure, shares_outstanding for the latest fiscal year; `_prior_year` for the year before (growth and average equity); `_latest_quarter` for the latest 10-Q after it; `revenue_year_to_date`, `net_income_year_to_date` and their `_prior_year` for the year to date of that 10-Q and the same months a year before (the inputs of a trailing twelve months).',
       examples: ['revenue'],
     }),
     label: z.string().meta({ description: 'What the figure is, in words.', examples: ['Revenue, fiscal year 2025'] }),
@@ -85,7 +85,7 @@ export const FinancialRatio = z
     symbol: z.string().meta({ description: 'The requested symbol the ratio belongs to.', examples: ['AAPL'] }),
     name: z.string().meta({
       description:
-        'gross_margin, operating_margin, net_margin, return_on_equity, current_ratio, debt_to_equity, free_cash_flow, revenue_growth_yoy, net_income_growth_yoy, eps_growth_yoy.',
+        'gross_margin, operating_margin, net_margin, return_on_equity, current_ratio, debt_to_equity, free_cash_flow, revenue_growth_yoy, net_income_growth_yoy, eps_growth_yoy, revenue_ttm, net_income_ttm (trailing twelve months).',
       examples: ['gross_margin'],
     }),
     label: z.string().meta({ description: 'What the ratio is, in words.', examples: ['Gross margin, fiscal year 2025'] }),

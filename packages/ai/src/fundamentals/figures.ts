@@ -19,6 +19,8 @@ interface FigureSpec {
   priorYear?: boolean;
   /** Also taken for the latest quarter when a 10-Q was filed after the latest annual report. */
   quarter?: boolean;
+  /** Also taken for the year to date of that 10-Q and the same months a year before: the inputs of a trailing twelve months. */
+  trailing?: boolean;
 }
 
 const gaap = (...names: string[]) => names.map((name) => `us-gaap:${name}`);
@@ -40,6 +42,7 @@ const FIGURE_SPECS: readonly FigureSpec[] = [
     unit: 'USD',
     priorYear: true,
     quarter: true,
+    trailing: true,
   },
   { name: 'gross_profit', label: 'Gross profit', concepts: gaap('GrossProfit'), kind: 'duration', unit: 'USD', quarter: true },
   {
@@ -58,6 +61,7 @@ const FIGURE_SPECS: readonly FigureSpec[] = [
     unit: 'USD',
     priorYear: true,
     quarter: true,
+    trailing: true,
   },
   {
     name: 'eps_diluted',
@@ -135,6 +139,11 @@ const isQuarterDuration = (fact: Fact) => {
   const days = lengthInDays(fact);
   return days !== null && days >= QUARTER_DAYS.min && days <= QUARTER_DAYS.max;
 };
+
+/** Whether two dates are within a week: the same day of a 52/53-week calendar, a year apart or not. */
+const near = (a: string, b: string) => Math.abs(Date.parse(a) - Date.parse(b)) <= 7 * DAY_MS;
+const dayAfter = (date: string) => new Date(Date.parse(date) + DAY_MS).toISOString().slice(0, 10);
+const yearBefore = (date: string) => `${Number(date.slice(0, 4)) - 1}${date.slice(4)}`;
 
 /** Newest filing first; at the same date the higher accession number (filed later that day) first. */
 const byFiledDesc = (a: Fact, b: Fact) => b.filed.localeCompare(a.filed) || b.accession.localeCompare(a.accession);
@@ -251,7 +260,8 @@ function pick(candidates: readonly Fact[], concepts: readonly string[]): { chose
  * - a period stated by several filings (a comparative in a later report, an amendment) is taken from the latest
  *   filed, and the figure's note says which earlier filings stated it and whether they differed;
  * - the latest quarter is the period of the latest 10-Q filed after the latest annual report, durations of 80–100
- *   days (not the year to date);
+ *   days (not the year to date); revenue and net income also for that 10-Q's year to date and the same months a
+ *   year before, of the annual figure's concept (a trailing twelve months' inputs);
  * - shares outstanding are the latest filing's cover page count.
  * A figure no concept reports for the period is left out, never taken from another period.
  */
@@ -310,6 +320,47 @@ export function selectFigures(symbol: string, companyFacts: CompanyFacts): Funda
           fiscal_period: latestQuarter.fiscalPeriod,
         }),
       );
+    }
+  }
+
+  // The year to date of that 10-Q and the same months a year before (a comparative it states), of the concept the
+  // annual figure was taken from: with the annual figure, a trailing twelve months (ratios.ts).
+  const latestAnnualEnd = calendar.latestEnd;
+  if (latestQuarter && latestQuarter.fiscalPeriod !== 'FY' && latestAnnualEnd !== undefined) {
+    for (const spec of FIGURE_SPECS.filter((candidate) => candidate.trailing)) {
+      const annual = figures.find((figure) => figure.name === spec.name);
+      if (!annual) continue;
+      const quarterlyFacts = factsOf(spec).filter((fact) => QUARTERLY_FORM.test(fact.form) && fact.concept === annual.concept);
+      const current = pick(
+        quarterlyFacts.filter(
+          (fact) => fact.end === latestQuarter.end && fact.start !== null && near(fact.start, dayAfter(latestAnnualEnd)),
+        ),
+        [annual.concept],
+      );
+      const start = current?.chosen.start;
+      if (!current || start === null || start === undefined) continue;
+      const before = pick(
+        quarterlyFacts.filter(
+          (fact) => fact.start !== null && near(fact.start, yearBefore(start)) && near(fact.end, yearBefore(current.chosen.end)),
+        ),
+        [annual.concept],
+      );
+      if (!before) continue;
+      const through = `fiscal year ${latestQuarter.fiscalYear} to date (through ${latestQuarter.fiscalPeriod})`;
+      figures.push({
+        ...figureOf(symbol, cik, { ...spec, name: `${spec.name}_year_to_date` }, current.chosen, current.sameperiod, {
+          fiscal_year: latestQuarter.fiscalYear,
+          fiscal_period: latestQuarter.fiscalPeriod,
+        }),
+        label: `${spec.label}, ${through}`,
+      });
+      figures.push({
+        ...figureOf(symbol, cik, { ...spec, name: `${spec.name}_year_to_date_prior_year` }, before.chosen, before.sameperiod, {
+          fiscal_year: latestQuarter.fiscalYear - 1,
+          fiscal_period: latestQuarter.fiscalPeriod,
+        }),
+        label: `${spec.label}, fiscal year ${latestQuarter.fiscalYear - 1} to date (through ${latestQuarter.fiscalPeriod})`,
+      });
     }
   }
 

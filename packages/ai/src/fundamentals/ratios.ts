@@ -10,6 +10,8 @@ interface RatioSpec {
   inputs: readonly string[];
   /** The value from the inputs' values (in `inputs` order); undefined when it means nothing (a zero or negative base). */
   compute(values: readonly number[]): number | undefined;
+  /** The period the label names, from the inputs; the latest fiscal year when absent. */
+  period?: (inputs: readonly FinancialFigure[]) => string;
 }
 
 const percentOf = (part: number, whole: number) => (whole > 0 ? (part / whole) * 100 : undefined);
@@ -89,6 +91,15 @@ const RATIOS: readonly RatioSpec[] = [
     inputs: ['eps_diluted', 'eps_diluted_prior_year'],
     compute: ([now = 0, before = 0]) => growth(now, before),
   },
+  ...(['revenue', 'net_income'] as const).map((name): RatioSpec => ({
+    name: `${name}_ttm`,
+    label: `${name === 'revenue' ? 'Revenue' : 'Net income'}, trailing twelve months`,
+    unit: 'USD',
+    formula: `${name} + ${name}_year_to_date − ${name}_year_to_date_prior_year (the latest fiscal year, plus this year to date, less the same months a year before)`,
+    inputs: [name, `${name}_year_to_date`, `${name}_year_to_date_prior_year`],
+    compute: ([year = 0, toDate = 0, before = 0]) => year + toDate - before,
+    period: (inputs) => `to ${inputs[1]?.period.end ?? ''}`,
+  })),
 ];
 
 /** Return on equity: over the average of the opening and closing equity when both are reported, else the closing. */
@@ -113,7 +124,8 @@ const ROE_ENDING: RatioSpec = {
 const round4 = (value: number) => Math.round(value * 10_000) / 10_000;
 
 /**
- * The ratios of one company's figures (all of the latest fiscal year, so a ratio never mixes periods). A ratio whose
+ * The ratios of one company's figures (of the latest fiscal year, so a ratio never mixes periods; a trailing twelve
+ * months adds the year to date and takes away the same months a year before, as its formula says). A ratio whose
  * inputs are not all reported, or whose base is zero or negative (a margin on no revenue, growth from a loss, ROE or
  * debt/equity on negative equity), is left out rather than shown as a meaningless number.
  */
@@ -130,13 +142,17 @@ export function computeRatios(figures: readonly FinancialFigure[]): FinancialRat
     const roe = named.has('stockholders_equity_prior_year') ? ROE_AVERAGE : ROE_ENDING;
     for (const spec of [...RATIOS.slice(0, 3), roe, ...RATIOS.slice(3)]) {
       const inputs = spec.inputs.map((name) => named.get(name));
-      if (inputs.some((input) => input === undefined)) continue;
-      const value = spec.compute(inputs.map((input) => input?.value ?? 0));
+      if (!inputs.every((input): input is FinancialFigure => input !== undefined)) continue;
+      const value = spec.compute(inputs.map((input) => input.value));
       if (value === undefined || !Number.isFinite(value)) continue;
       ratios.push({
         symbol,
         name: spec.name,
-        label: year === undefined ? spec.label : `${spec.label}, fiscal year ${year}`,
+        label: spec.period
+          ? `${spec.label} ${spec.period(inputs)}`
+          : year === undefined
+            ? spec.label
+            : `${spec.label}, fiscal year ${year}`,
         value: round4(value),
         unit: spec.unit,
         formula: spec.formula,

@@ -83,6 +83,17 @@ export function appleFacts(extra: Fact[] = []): CompanyFacts {
       fiscalPeriod: 'Q1',
       accession: Q1_2026,
     }),
+    // The same quarter a year before, as the 10-Q states it for comparison.
+    fact({
+      start: '2024-09-29',
+      end: '2024-12-28',
+      value: 124_300_000_000,
+      form: '10-Q',
+      filed: '2026-01-30',
+      fiscalYear: 2026,
+      fiscalPeriod: 'Q1',
+      accession: Q1_2026,
+    }),
     fact({
       start: null,
       end: '2026-01-16',

@@ -133,6 +133,28 @@ describe('selecting figures from XBRL facts', () => {
     expect(quarter.get('net_income_latest_quarter')?.value).toBe(0);
   });
 
+  it("takes the year to date of that 10-Q and the same months a year before, of the annual figure's concept", () => {
+    expect(named.get('revenue_year_to_date')).toMatchObject({
+      value: 140_000_000_000,
+      label: 'Revenue, fiscal year 2026 to date (through Q1)',
+      period: { fiscal_year: 2026, fiscal_period: 'Q1', start: '2025-09-28', end: '2025-12-27' },
+      accession: Q1_2026,
+    });
+    expect(named.get('revenue_year_to_date_prior_year')).toMatchObject({
+      value: 124_300_000_000,
+      label: 'Revenue, fiscal year 2025 to date (through Q1)',
+      period: { fiscal_year: 2025, fiscal_period: 'Q1', start: '2024-09-29', end: '2024-12-28' },
+    });
+    // The 10-Q states no net income for the months a year before: no year to date for it.
+    expect(named.has('net_income_year_to_date')).toBe(false);
+    // A year to date of another concept than the annual figure's is not added to it.
+    const facts = appleFacts();
+    facts.facts = facts.facts.map((item) =>
+      item.form === '10-Q' && item.unit === 'USD' ? { ...item, concept: 'us-gaap:Revenues' } : item,
+    );
+    expect(byName(selectFigures('AAPL', facts).figures).has('revenue_year_to_date')).toBe(false);
+  });
+
   it("takes shares outstanding from the latest filing's cover page", () => {
     expect(named.get('shares_outstanding')).toMatchObject({
       value: 14_700_000_000,

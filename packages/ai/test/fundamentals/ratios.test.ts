@@ -87,6 +87,22 @@ describe('ratios computed from figures', () => {
     });
   });
 
+  it('computes a trailing twelve months from the latest year, this year to date and the same months a year before', () => {
+    const toDate = {
+      ...figure('revenue_year_to_date', 120),
+      period: { fiscal_year: 2026, fiscal_period: 'Q1' as const, start: '2025-01-01', end: '2025-03-31' },
+    };
+    const ttm = computeRatios([figure('revenue', 400), toDate, figure('revenue_year_to_date_prior_year', 100)]).find(
+      (ratio) => ratio.name === 'revenue_ttm',
+    );
+    expect(ttm).toMatchObject({
+      value: 420,
+      unit: 'USD',
+      label: 'Revenue, trailing twelve months to 2025-03-31',
+      inputs: ['revenue', 'revenue_year_to_date', 'revenue_year_to_date_prior_year'],
+    });
+  });
+
   it('rounds to 4 decimals', () => {
     expect(values([figure('revenue', 3), figure('net_income', 1)]).net_margin).toBe(33.3333);
   });

@@ -1713,7 +1713,7 @@ export interface components {
              */
             symbol: string;
             /**
-             * @description Which figure, unique per symbol: revenue, gross_profit, operating_income, net_income, eps_diluted, total_assets, total_liabilities, stockholders_equity, current_assets, current_liabilities, cash, long_term_debt, operating_cash_flow, capital_expenditure, shares_outstanding for the latest fiscal year; `_prior_year` for the year before (growth and average equity); `_latest_quarter` for the latest 10-Q after it.
+             * @description Which figure, unique per symbol: revenue, gross_profit, operating_income, net_income, eps_diluted, total_assets, total_liabilities, stockholders_equity, current_assets, current_liabilities, cash, long_term_debt, operating_cash_flow, capital_expenditure, shares_outstanding for the latest fiscal year; `_prior_year` for the year before (growth and average equity); `_latest_quarter` for the latest 10-Q after it; `revenue_year_to_date`, `net_income_year_to_date` and their `_prior_year` for the year to date of that 10-Q and the same months a year before (the inputs of a trailing twelve months).
              * @example revenue
              */
             name: string;
@@ -1794,7 +1794,7 @@ export interface components {
              */
             symbol: string;
             /**
-             * @description gross_margin, operating_margin, net_margin, return_on_equity, current_ratio, debt_to_equity, free_cash_flow, revenue_growth_yoy, net_income_growth_yoy, eps_growth_yoy.
+             * @description gross_margin, operating_margin, net_margin, return_on_equity, current_ratio, debt_to_equity, free_cash_flow, revenue_growth_yoy, net_income_growth_yoy, eps_growth_yoy, revenue_ttm, net_income_ttm (trailing twelve months).
              * @example gross_margin
              */
             name: string;
