@@ -17,6 +17,8 @@ export interface Mention {
   negative: boolean;
   signed: boolean;
   kind: MentionKind;
+  /** Where it starts in the text. */
+  index: number;
 }
 
 /** What a known value is, for which mentions may match it. */
@@ -98,6 +100,7 @@ export function mentionsIn(text: string): Mention[] {
       negative,
       signed: Boolean(groups.sign),
       kind,
+      index: match.index,
     });
   }
   return mentions;
@@ -135,14 +138,21 @@ export interface TextCheck<R> {
   unmatched: Mention[];
 }
 
-/** Checks every financial figure of `text` against `known`. */
-export function checkText<R>(text: string, known: readonly KnownValue<R>[]): TextCheck<R> {
+/**
+ * Checks every financial figure of `text` against `known`; `allowed` may rule out candidates for a mention (a figure
+ * of another company than the one the text attributes it to).
+ */
+export function checkText<R>(
+  text: string,
+  known: readonly KnownValue<R>[],
+  allowed: (mention: Mention, candidate: KnownValue<R>) => boolean = () => true,
+): TextCheck<R> {
   const matched: KnownValue<R>[] = [];
   const unmatched: Mention[] = [];
   for (const mention of mentionsIn(text)) {
     let best: KnownValue<R> | undefined;
     for (const candidate of known) {
-      if (!matches(mention, candidate)) continue;
+      if (!matches(mention, candidate) || !allowed(mention, candidate)) continue;
       if (
         !best ||
         Math.abs(Math.abs(candidate.value) - Math.abs(mention.value)) < Math.abs(Math.abs(best.value) - Math.abs(mention.value))

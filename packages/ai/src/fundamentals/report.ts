@@ -3,7 +3,7 @@
 // citations of the figures it states. docs/ai.md#figures-from-sec-filings.
 import type { Citation, DetailedAnalysisItem, FinancialFigure, FinancialRatio } from '@fin/contracts';
 import type { FilingsSource } from '@fin/edgar';
-import { checkText, numbersIn, type KnownValue } from './figure-check';
+import { checkText, numbersIn, type KnownValue, type Mention } from './figure-check';
 import { noFilings, selectFigures, type Fundamentals } from './figures';
 import { computeRatios } from './ratios';
 
@@ -91,6 +91,35 @@ export function renderReportFigures(report: ReportFigures): string {
 
 type Reference = { kind: 'figure'; figure: FinancialFigure } | { kind: 'ratio'; ratio: FinancialRatio } | { kind: 'material' };
 
+const symbolOf = (reference: Reference): string | undefined =>
+  reference.kind === 'figure' ? reference.figure.symbol : reference.kind === 'ratio' ? reference.ratio.symbol : undefined;
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * In a comparison, which company the text attributes a figure to: the one company (by its symbol or the first word
+ * of its name) named in the clause before the figure, back to the last `;`, `(`, sentence end, comma, "vs", "versus",
+ * "and", "while" or "whereas". Undefined when the clause names none or both.
+ */
+function attribution(companies: readonly Fundamentals[]): ((text: string, mention: Mention) => string | undefined) | undefined {
+  const named = companies.filter((company) => company.figures.length > 0);
+  if (named.length < 2) return undefined;
+  const patterns = named.map((company) => {
+    const word = company.company?.name.split(/[\s,]+/)[0] ?? '';
+    const alternatives = [`\\b${escaped(company.symbol)}\\b`, ...(word.length >= 3 ? [`\\b${escaped(word)}\\b`] : [])];
+    return { symbol: company.symbol, pattern: new RegExp(alternatives.join('|'), 'i') };
+  });
+  return (text, mention) => {
+    const clause =
+      text
+        .slice(0, mention.index)
+        .split(/[;()]|\.\s|,\s|\bvs\.?\s|\bversus\b|\band\b|\bwhile\b|\bwhereas\b/i)
+        .at(-1) ?? '';
+    const found = patterns.filter(({ pattern }) => pattern.test(clause));
+    return found.length === 1 ? found[0]?.symbol : undefined;
+  };
+}
+
 /** The citation of a reported figure: its filing, concept and the figure as the model was given it. */
 function figureCitation(figure: FinancialFigure, companies: ReadonlyMap<string, string>): Citation {
   return {
@@ -176,20 +205,28 @@ export function checkReport(
     });
   };
   const removed = { insights: 0, implications: 0, quickInsights: 0 };
+  // A figure of one company stated as the other's matches nothing (comparisons only).
+  const attributed = attribution(report.companies);
+  const check = (text: string, known: readonly KnownValue<Reference>[]) =>
+    checkText(text, known, (mention, candidate) => {
+      const owner = symbolOf(candidate.ref);
+      const said = owner === undefined ? undefined : attributed?.(text, mention);
+      return said === undefined || said === owner;
+    });
 
   const detailed: DetailedAnalysisItem[] = [];
   for (const item of draft.detailed) {
     const known = knownFor(item.citations);
-    const whole = [item.title, item.keyMetric, item.investmentThesis].map((text) => checkText(text, known));
-    const implications = item.implications.map((text) => ({ text, check: checkText(text, known) }));
+    const whole = [item.title, item.keyMetric, item.investmentThesis].map((text) => check(text, known));
+    const implications = item.implications.map((text) => ({ text, check: check(text, known) }));
     const kept = implications.filter((implication) => implication.check.grounded);
     removed.implications += implications.length - kept.length;
-    if (whole.some((check) => !check.grounded) || kept.length === 0) {
+    if (whole.some((result) => !result.grounded) || kept.length === 0) {
       removed.insights += 1;
       continue;
     }
-    const references = [...whole, ...kept.map((implication) => implication.check)].flatMap((check) =>
-      check.matched.map((value) => value.ref),
+    const references = [...whole, ...kept.map((implication) => implication.check)].flatMap((result) =>
+      result.matched.map((value) => value.ref),
     );
     const citations = merged(item.citations, references);
     if (citations.length === 0 && item.claimed > 0) {
@@ -202,12 +239,12 @@ export function checkReport(
 
   const quick: CheckedReport['quick'] = [];
   for (const insight of draft.quick) {
-    const check = checkText(insight.text, knownFor(insight.citations));
+    const checked = check(insight.text, knownFor(insight.citations));
     const citations = merged(
       insight.citations,
-      check.matched.map((value) => value.ref),
+      checked.matched.map((value) => value.ref),
     );
-    if (!check.grounded || (citations.length === 0 && insight.claimed > 0)) {
+    if (!checked.grounded || (citations.length === 0 && insight.claimed > 0)) {
       removed.quickInsights += 1;
       continue;
     }

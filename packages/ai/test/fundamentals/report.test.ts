@@ -162,6 +162,24 @@ describe('figures in the stock report', () => {
     expect(checked.removed.quickInsights).toBe(1);
   });
 
+  it("in a comparison, refuses one company's figure stated as the other's", async () => {
+    // MSFT: Apple's facts with a higher gross profit, so the two gross margins differ (46.9% and 70.4%).
+    const msft = appleFacts();
+    msft.company = { ...msft.company, symbol: 'MSFT', name: 'MICROSOFT CORP', cik: '0000789019' };
+    msft.facts = msft.facts.map((item) => (item.concept === 'us-gaap:GrossProfit' ? { ...item, value: item.value * 1.5 } : item));
+    const two: FilingsSource = { ...source, facts: (symbol) => Promise.resolve(symbol === 'MSFT' ? msft : appleFacts()) };
+    const compared = await loadReportFigures(two, ['AAPL', 'MSFT']);
+    const keep = (text: string) =>
+      checkReport({ detailed: [insight({ keyMetric: text, implications: ['Margins differ.'] })], quick: [] }, compared, undefined).detailed
+        .length;
+    expect(keep('Gross margin: AAPL 46.9% vs MSFT 70.4%')).toBe(1);
+    expect(keep("Microsoft's gross margin of 70.4% and Apple's 46.9%")).toBe(1);
+    expect(keep('Gross margin: MSFT 46.9%')).toBe(0);
+    expect(keep('Gross margin: AAPL 70.4% vs MSFT 46.9%')).toBe(0);
+    // A clause naming neither (or both) attributes nothing: the figure only has to be one given.
+    expect(keep('The gross margins (46.9% and 70.4%) differ widely.')).toBe(1);
+  });
+
   it('writes quick insights from the figures, each of which passes the check', () => {
     const sentences = figureQuickInsights(report);
     expect(sentences.map((item) => item.text)).toEqual([
