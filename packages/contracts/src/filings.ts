@@ -148,12 +148,12 @@ export const FilingSectionPathParams = FilingPathParams.extend({ item: SectionIt
 export type FilingSectionPathParams = z.infer<typeof FilingSectionPathParams>;
 
 /** Where an answer's data came from: SEC EDGAR itself, or the bundled sample of offline mode (illustrative, not EDGAR's). */
-export const FilingsSourceName = z.enum(['sec_edgar', 'sample']).meta({
+export const FilingsSource = z.enum(['sec_edgar', 'sample']).meta({
   id: 'FilingsSource',
   description:
     "sec_edgar: read from SEC EDGAR (data.sec.gov, www.sec.gov). sample: the bundled sample of offline mode, EDGAR-shaped but illustrative: not a company's real filings.",
 });
-export type FilingsSourceName = z.infer<typeof FilingsSourceName>;
+export type FilingsSource = z.infer<typeof FilingsSource>;
 
 export const FilingCompany = z
   .object({
@@ -210,7 +210,7 @@ export const FilingListResponse = z
     filings: z
       .array(FilingSummary)
       .meta({ description: 'The filings, newest first; empty when none match (or EDGAR does not cover the listing).' }),
-    source: FilingsSourceName,
+    source: FilingsSource,
     note: Note.optional(),
   })
   .meta({
@@ -250,7 +250,7 @@ export const FilingResponse = z
       description:
         "The primary document's sections, in document order; read one with GET /api/filings/{accession}/sections/{item}. Empty when the document could not be split into items.",
     }),
-    source: FilingsSourceName,
+    source: FilingsSource,
     note: Note.optional(),
   })
   .meta({
@@ -290,7 +290,7 @@ export const FilingSectionResponse = z
     company: FilingCompany,
     filing: FilingSummary,
     section: FilingSection,
-    source: FilingsSourceName,
+    source: FilingsSource,
     note: Note.optional(),
   })
   .meta({

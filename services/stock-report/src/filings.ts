@@ -2,14 +2,7 @@
 // FilingsSource (SEC EDGAR through @fin/edgar's client, or its bundled sample offline). Market data is this service's;
 // the answers are EDGAR's facts in the API's snake_case, never the whole document. Their Cache-Control is the route
 // table's (a list for 5 minutes; a filing, which never changes once accepted, for a day). See docs/products.md.
-import type {
-  FilingCompany,
-  FilingListResponse,
-  FilingResponse,
-  FilingSectionResponse,
-  FilingSummary,
-  FilingsSourceName,
-} from '@fin/contracts';
+import type { FilingCompany, FilingListResponse, FilingResponse, FilingSectionResponse, FilingSummary } from '@fin/contracts';
 import { EdgarError, type Company, type Filing, type FilingDocument, type FilingsSource } from '@fin/edgar';
 import { AppError, notFound, type HandlerTable } from '@fin/http';
 
@@ -21,7 +14,7 @@ function noFilingsNote(symbol: string): string {
   return `No SEC filings for this market: SEC EDGAR does not know ${symbol} (a listing outside the US, or a company that files no reports with the SEC).`;
 }
 
-const sourceOf = (sample: boolean): FilingsSourceName => (sample ? 'sample' : 'sec_edgar');
+const sourceOf = (sample: boolean): FilingListResponse['source'] => (sample ? 'sample' : 'sec_edgar');
 const noteOf = (sample: boolean): { note?: string } => (sample ? { note: SAMPLE_NOTE } : {});
 
 const companyOf = ({ cik, name }: Company): FilingCompany => ({ cik, name });
