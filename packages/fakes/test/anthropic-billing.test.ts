@@ -72,6 +72,14 @@ describe('requests the real API refuses', () => {
     ).toBe("tool_choice.name: Tool 'web_fetch' not found in tools.");
   });
 
+  it('refuses a tool whose name is outside the documented pattern', async () => {
+    expect((await refusal(ask({ tools: [{ ...TOOL, name: 'market data' }] }))).message).toBe(
+      "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'",
+    );
+    expect((await refusal(ask({ tools: [{ ...TOOL, name: 'x'.repeat(129) }] }))).type).toBe('invalid_request_error');
+    await expect(client.messages.create(ask({ tools: [{ ...TOOL, name: 'sec_filings' }] }))).resolves.toBeDefined();
+  });
+
   it('refuses thinking together with a tool_choice that forces tool use', async () => {
     const message = (
       await refusal(ask({ model: 'claude-haiku-5-5', tools: [TOOL], tool_choice: { type: 'any' }, thinking: { type: 'adaptive' } }))

@@ -236,6 +236,10 @@ export function checkMessagesBody(body: unknown, { countTokens = false } = {}): 
     const names = new Set<string>();
     for (const [index, tool] of (body.tools as unknown[]).entries()) {
       if (!isRecord(tool) || typeof tool.name !== 'string') return invalid(`tools.${index}.name: Field required`);
+      // A user-defined tool's name "must match the regex ^[a-zA-Z0-9_-]{1,128}$"
+      // (https://platform.claude.com/docs/agents-and-tools/tool-use/define-tools, read 2026-11-29).
+      if ((tool.type === undefined || tool.type === 'custom') && !/^[a-zA-Z0-9_-]{1,128}$/.test(tool.name))
+        return invalid(`tools.${index}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
       if (names.has(tool.name)) return invalid(`tools: Tool names must be unique.`);
       names.add(tool.name);
       // Server tools (web_search_…) carry a versioned `type` instead of an input schema.
